@@ -1,0 +1,3 @@
+//! The FoundationDB operator: controller, subreconcilers, admin client and simulation.
+
+pub mod clock;

@@ -1,0 +1,2 @@
+//! `fdb-operator` command line.
+fn main() {}

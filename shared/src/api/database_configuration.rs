@@ -1,0 +1,270 @@
+//! The database configuration: what `fdbcli configure` sets.
+//!
+//! JSON names follow FoundationDB's snake_case (`redundancy_mode`, `storage_engine`, ...),
+//! both in the cluster spec and in `status json`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+
+/// Declares a string enum with a closed set of known values that still deserializes
+/// unknown values (kept as `Other`), so validation can name the field and the value
+/// instead of failing the whole document.
+macro_rules! open_string_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident { $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+            /// A value this operator does not know; rejected by validation.
+            Other(String),
+        }
+
+        impl $name {
+            /// Every known value, in FoundationDB's spelling.
+            pub const KNOWN: &'static [&'static str] = &[$($text),+];
+
+            /// FoundationDB's spelling of the value.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( Self::$variant => $text, )+
+                    Self::Other(text) => text,
+                }
+            }
+
+            /// Whether the value is one this operator knows.
+            pub fn is_known(&self) -> bool {
+                !matches!(self, Self::Other(_))
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(text: &str) -> Self {
+                match text {
+                    $( $text => Self::$variant, )+
+                    other => Self::Other(other.to_owned()),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Ok(Self::from(text.as_str()))
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({ "type": "string", "enum": Self::KNOWN })
+            }
+        }
+    };
+}
+
+open_string_enum! {
+    /// How many copies of the data FoundationDB keeps, and across what.
+    RedundancyMode {
+        /// One copy; no fault tolerance.
+        Single => "single",
+        /// Two copies in distinct zones; tolerates one failure (the default).
+        Double => "double",
+        /// Three copies in distinct zones; tolerates two failures.
+        Triple => "triple",
+        /// Three data halls; tolerates the loss of a data hall plus one zone.
+        ThreeDataHall => "three_data_hall",
+        /// Three data halls, fallback mode while a hall is lost.
+        ThreeDataHallFallback => "three_data_hall_fallback",
+        /// Three datacenters.
+        ThreeDatacenter => "three_datacenter",
+        /// Three datacenters, fallback mode.
+        ThreeDatacenterFallback => "three_datacenter_fallback",
+    }
+}
+
+open_string_enum! {
+    /// The storage engine of the storage servers.
+    StorageEngine {
+        /// B-tree on SQLite (`ssd-2`'s alias).
+        Ssd => "ssd",
+        /// Old SQLite engine.
+        Ssd1 => "ssd-1",
+        /// SQLite engine (the default).
+        Ssd2 => "ssd-2",
+        /// In-memory engine (`memory-2`'s alias).
+        Memory => "memory",
+        /// Old in-memory engine.
+        Memory1 => "memory-1",
+        /// In-memory engine.
+        Memory2 => "memory-2",
+        /// Radix-tree in-memory engine (beta).
+        MemoryRadixtreeBeta => "memory-radixtree-beta",
+        /// Redwood before it was final.
+        SsdRedwood1Experimental => "ssd-redwood-1-experimental",
+        /// Redwood (7.3 and later).
+        SsdRedwood1 => "ssd-redwood-1",
+        /// RocksDB.
+        SsdRocksdbV1 => "ssd-rocksdb-v1",
+        /// Sharded RocksDB (7.2 and later).
+        SsdShardedRocksdb => "ssd-sharded-rocksdb",
+    }
+}
+
+impl RedundancyMode {
+    /// The redundancy mode of a cluster that does not set one.
+    pub const DEFAULT: Self = Self::Double;
+}
+
+impl StorageEngine {
+    /// The storage engine of a cluster that does not set one.
+    pub const DEFAULT: Self = Self::Ssd2;
+}
+
+/// A server excluded through the database configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ExcludedServer {
+    /// `IP:port` or IP address of the excluded server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Locality of the excluded servers, e.g. `locality_instance_id:storage-1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locality: Option<String>,
+}
+
+/// A datacenter in a region of a multi-region configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct DataCenter {
+    /// The datacenter ID (`locality_dcid`).
+    #[serde(default)]
+    pub id: String,
+    /// Priority of the datacenter for hosting the primary region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// 1 when the datacenter is a satellite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub satellite: Option<i32>,
+}
+
+/// A region of a multi-region configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Region {
+    /// The datacenters of the region.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datacenters: Vec<DataCenter>,
+    /// Number of satellite logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub satellite_logs: Option<i32>,
+    /// Redundancy mode of the satellites (e.g. `one_satellite_double`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub satellite_redundancy_mode: Option<String>,
+}
+
+/// The database configuration (FoundationDB's `configure` settings), in the spec as
+/// desired and in the status as last seen in the database.
+///
+/// Unset fields take their defaults from the redundancy mode (see the derived values);
+/// "unset" stays distinguishable from an explicit value.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct DatabaseConfiguration {
+    /// Redundancy mode (default `double`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redundancy_mode: Option<RedundancyMode>,
+    /// Storage engine (default `ssd-2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<StorageEngine>,
+    /// Number of regions the data is replicated to (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_regions: Option<i32>,
+    /// Regions of a multi-region configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<Region>,
+    /// Desired number of transaction logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<i32>,
+    /// Desired number of proxies (before the split into commit and GRV proxies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxies: Option<i32>,
+    /// Desired number of commit proxies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_proxies: Option<i32>,
+    /// Desired number of GRV proxies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grv_proxies: Option<i32>,
+    /// Desired number of resolvers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolvers: Option<i32>,
+    /// Desired number of log routers (multi-region only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_routers: Option<i32>,
+    /// Desired number of remote logs (multi-region only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_logs: Option<i32>,
+    /// Desired number of storage servers (informational; the process counts rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<i32>,
+    /// Servers excluded from the database.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_servers: Vec<ExcludedServer>,
+    /// Log spill mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_spill: Option<i32>,
+    /// Log format version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_version: Option<i32>,
+    /// Number of storage processes the perpetual storage wiggle works on at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perpetual_storage_wiggle: Option<i32>,
+    /// Storage engine the perpetual wiggle migrates to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perpetual_storage_wiggle_engine: Option<StorageEngine>,
+    /// Locality filter of the perpetual wiggle (`<key>:<value>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perpetual_storage_wiggle_locality: Option<String>,
+    /// How storage engine migrations are done (`disabled`, `aggressive`, `gradual`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_migration_type: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_values_are_kept_for_validation() {
+        let config: DatabaseConfiguration =
+            serde_json::from_str(r#"{"redundancy_mode":"double","storage_engine":"ssd-9"}"#)
+                .unwrap();
+        assert_eq!(config.redundancy_mode, Some(RedundancyMode::Double));
+        assert_eq!(
+            config.storage_engine,
+            Some(StorageEngine::Other("ssd-9".to_owned()))
+        );
+        assert!(!config.storage_engine.as_ref().unwrap().is_known());
+        let back = serde_json::to_string(&config).unwrap();
+        assert_eq!(
+            back,
+            r#"{"redundancy_mode":"double","storage_engine":"ssd-9"}"#
+        );
+    }
+}

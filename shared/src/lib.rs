@@ -1,0 +1,8 @@
+//! Shared building blocks of the FoundationDB operator and its sidecar: the v1beta2 API
+//! types, FoundationDB versions, the `status json` model, monitor conf rendering and the
+//! sidecar protocol.
+
+pub mod api;
+pub mod version;
+
+pub use version::FdbVersion;

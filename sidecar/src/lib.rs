@@ -1,0 +1,1 @@
+//! The FoundationDB sidecar agent.

@@ -1,0 +1,2 @@
+//! `fdb-sidecar` command line.
+fn main() {}
