@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn orders_release_candidates_before_the_release() {
-        let mut versions = vec![
+        let mut versions = [
             v("7.1.0"),
             v("7.1.0-rc2"),
             v("6.3.25"),
