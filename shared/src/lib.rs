@@ -3,6 +3,7 @@
 //! sidecar protocol.
 
 pub mod api;
+pub mod monitor_conf;
 pub mod version;
 
 pub use version::FdbVersion;

@@ -1,0 +1,4 @@
+//! The fdbmonitor conf: generating the template, substituting its variables, and reading
+//! back the command lines it starts.
+
+pub mod render;

@@ -1,0 +1,260 @@
+//! Generation of the fdbmonitor conf template the operator puts in the ConfigMap.
+//!
+//! The template still holds `$VARIABLES` (`$FDB_PUBLIC_IP`, `$BINARY_DIR`, ...); the sidecar
+//! substitutes them per pod. The operator renders the same template and substitutes the
+//! sidecar's reported values to know what each pod's conf must hash to.
+
+use std::fmt::Write as _;
+
+use crate::api::ProcessClass;
+
+/// Where the main container reads the cluster file that fdbserver keeps up to date.
+pub const CLUSTER_FILE_PATH: &str = "/var/fdb/data/fdb.cluster";
+/// The cluster file the sidecar copies from the ConfigMap (the seed).
+pub const SEED_CLUSTER_FILE_PATH: &str = "/var/dynamic-conf/fdb.cluster";
+/// Where fdbserver writes its trace logs.
+pub const LOG_DIR: &str = "/var/log/fdb-trace-logs";
+/// The data directory of the first (or only) process of a pod.
+pub const DATA_DIR: &str = "/var/fdb/data";
+
+/// Keys of the `[general]` section and `[fdbserver]` keys the operator manages itself:
+/// custom parameters may not set them.
+pub const RESERVED_PARAMETERS: &[&str] = &[
+    "cluster_file",
+    "seed_cluster_file",
+    "public_address",
+    "listen_address",
+    "class",
+    "logdir",
+    "loggroup",
+    "datadir",
+    "command",
+    "locality_instance_id",
+    "locality_machineid",
+    "locality_zoneid",
+    "locality_process_id",
+    "restart_delay",
+    "initial_restart_delay",
+    "restart_backoff",
+    "restart_delay_reset_interval",
+    "kill_on_configuration_change",
+    "disable_lifecycle_logging",
+    "delete_envvars",
+    "user",
+    "group",
+];
+
+/// Everything that shapes one process class's monitor conf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorConfParams<'a> {
+    /// The class of the processes.
+    pub process_class: ProcessClass,
+    /// How many fdbserver processes share the pod (storage/log servers per pod); at least 1.
+    pub servers_per_pod: u32,
+    /// The trace log group (`spec.logGroup`, default the cluster name).
+    pub log_group: &'a str,
+    /// Whether processes listen with TLS.
+    pub tls: bool,
+    /// `tls_verify_peers` rules, when TLS is on and rules are set.
+    pub peer_verification_rules: Option<&'a str>,
+    /// Whether to set `listen_address` to the pod IP explicitly (the default).
+    pub explicit_listen_address: bool,
+    /// Whether to set `locality_dns_name = $FDB_DNS_NAME`.
+    pub dns_locality: bool,
+    /// `locality_dcid`, when the cluster has a data center.
+    pub data_center: Option<&'a str>,
+    /// `locality_data_hall`, when the cluster has a data hall.
+    pub data_hall: Option<&'a str>,
+    /// Custom parameters (`knob_x=y`) for this class, after the general ones.
+    pub custom_parameters: &'a [String],
+}
+
+/// The ConfigMap key holding a class's monitor conf: `fdbmonitor-conf-<class>`, with a
+/// `-density-<N>` suffix when N servers share a pod.
+pub fn monitor_conf_key(process_class: ProcessClass, servers_per_pod: u32) -> String {
+    if servers_per_pod > 1 {
+        format!("fdbmonitor-conf-{process_class}-density-{servers_per_pod}")
+    } else {
+        format!("fdbmonitor-conf-{process_class}")
+    }
+}
+
+/// The port of the `index`-th process of a pod (1-based): 4501, 4503, ... without TLS and
+/// 4500, 4502, ... with TLS.
+pub fn process_port(index: u32, tls: bool) -> u32 {
+    let base = if tls { 4498 } else { 4499 };
+    base + 2 * index.max(1)
+}
+
+/// Splits a custom parameter `key=value` (spaces around `=` allowed) into its parts.
+pub fn split_custom_parameter(parameter: &str) -> Option<(&str, &str)> {
+    let (key, value) = parameter.split_once('=')?;
+    let key = key.trim();
+    (!key.is_empty()).then_some((key, value.trim()))
+}
+
+/// Renders the monitor conf template of one process class.
+pub fn render_monitor_conf(params: &MonitorConfParams<'_>) -> String {
+    let mut conf =
+        String::from("[general]\nkill_on_configuration_change = false\nrestart_delay = 60\n");
+    for index in 1..=params.servers_per_pod.max(1) {
+        render_process_section(&mut conf, params, index);
+    }
+    conf
+}
+
+fn render_process_section(conf: &mut String, params: &MonitorConfParams<'_>, index: u32) {
+    let port = process_port(index, params.tls);
+    let tls_suffix = if params.tls { ":tls" } else { "" };
+    let several = params.servers_per_pod > 1;
+    let data_dir = if several {
+        format!("{DATA_DIR}/{index}")
+    } else {
+        DATA_DIR.to_owned()
+    };
+    // `write!` into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(conf, "[fdbserver.{index}]");
+    let mut line = |key: &str, value: &str| {
+        let _ = writeln!(conf, "{key} = {value}");
+    };
+    line("command", "$BINARY_DIR/fdbserver");
+    line("cluster_file", CLUSTER_FILE_PATH);
+    line("seed_cluster_file", SEED_CLUSTER_FILE_PATH);
+    line(
+        "public_address",
+        &format!("$FDB_PUBLIC_IP:{port}{tls_suffix}"),
+    );
+    line("class", params.process_class.as_str());
+    line("logdir", LOG_DIR);
+    line("loggroup", params.log_group);
+    line("datadir", &data_dir);
+    line("locality_instance_id", "$FDB_INSTANCE_ID");
+    line("locality_machineid", "$FDB_MACHINE_ID");
+    line("locality_zoneid", "$FDB_ZONE_ID");
+    if several {
+        line("locality_process_id", &format!("$FDB_INSTANCE_ID-{index}"));
+    }
+    if params.explicit_listen_address {
+        line("listen_address", &format!("$FDB_POD_IP:{port}{tls_suffix}"));
+    }
+    if let Some(dc) = params.data_center {
+        line("locality_dcid", dc);
+    }
+    if let Some(hall) = params.data_hall {
+        line("locality_data_hall", hall);
+    }
+    if params.dns_locality {
+        line("locality_dns_name", "$FDB_DNS_NAME");
+    }
+    if let Some(rules) = params
+        .peer_verification_rules
+        .filter(|rules| params.tls && !rules.is_empty())
+    {
+        line("tls_verify_peers", rules);
+    }
+    for parameter in params.custom_parameters {
+        if let Some((key, value)) = split_custom_parameter(parameter) {
+            line(key, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn storage_params() -> MonitorConfParams<'static> {
+        MonitorConfParams {
+            process_class: ProcessClass::Storage,
+            servers_per_pod: 1,
+            log_group: "sample",
+            tls: false,
+            peer_verification_rules: None,
+            explicit_listen_address: true,
+            dns_locality: false,
+            data_center: None,
+            data_hall: None,
+            custom_parameters: &[],
+        }
+    }
+
+    #[test]
+    fn renders_the_single_process_conf() {
+        let expected = "\
+[general]
+kill_on_configuration_change = false
+restart_delay = 60
+[fdbserver.1]
+command = $BINARY_DIR/fdbserver
+cluster_file = /var/fdb/data/fdb.cluster
+seed_cluster_file = /var/dynamic-conf/fdb.cluster
+public_address = $FDB_PUBLIC_IP:4501
+class = storage
+logdir = /var/log/fdb-trace-logs
+loggroup = sample
+datadir = /var/fdb/data
+locality_instance_id = $FDB_INSTANCE_ID
+locality_machineid = $FDB_MACHINE_ID
+locality_zoneid = $FDB_ZONE_ID
+listen_address = $FDB_POD_IP:4501
+";
+        assert_eq!(render_monitor_conf(&storage_params()), expected);
+    }
+
+    #[test]
+    fn several_servers_per_pod_get_their_own_ports_dirs_and_process_ids() {
+        let params = MonitorConfParams {
+            servers_per_pod: 2,
+            ..storage_params()
+        };
+        let conf = render_monitor_conf(&params);
+        assert!(conf.contains("[fdbserver.2]\n"));
+        assert!(conf.contains("public_address = $FDB_PUBLIC_IP:4503\n"));
+        assert!(conf.contains("datadir = /var/fdb/data/2\n"));
+        assert!(conf.contains("locality_process_id = $FDB_INSTANCE_ID-2\n"));
+        assert_eq!(
+            monitor_conf_key(ProcessClass::Storage, 2),
+            "fdbmonitor-conf-storage-density-2"
+        );
+        assert_eq!(
+            monitor_conf_key(ProcessClass::Log, 1),
+            "fdbmonitor-conf-log"
+        );
+    }
+
+    #[test]
+    fn tls_localities_and_custom_parameters() {
+        let custom = vec!["knob_disable_posix_kernel_aio = 1".to_owned()];
+        let params = MonitorConfParams {
+            tls: true,
+            peer_verification_rules: Some("S.CN=fdb"),
+            dns_locality: true,
+            data_center: Some("dc1"),
+            data_hall: Some("hall-a"),
+            custom_parameters: &custom,
+            ..storage_params()
+        };
+        let conf = render_monitor_conf(&params);
+        for line in [
+            "public_address = $FDB_PUBLIC_IP:4500:tls\n",
+            "listen_address = $FDB_POD_IP:4500:tls\n",
+            "tls_verify_peers = S.CN=fdb\n",
+            "locality_dcid = dc1\n",
+            "locality_data_hall = hall-a\n",
+            "locality_dns_name = $FDB_DNS_NAME\n",
+            "knob_disable_posix_kernel_aio = 1\n",
+        ] {
+            assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+        }
+    }
+
+    #[test]
+    fn ports_follow_the_process_index() {
+        assert_eq!(process_port(1, false), 4501);
+        assert_eq!(process_port(3, false), 4505);
+        assert_eq!(process_port(1, true), 4500);
+        assert_eq!(split_custom_parameter("a=b"), Some(("a", "b")));
+        assert_eq!(split_custom_parameter("=b"), None);
+        assert_eq!(split_custom_parameter("novalue"), None);
+    }
+}
