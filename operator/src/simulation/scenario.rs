@@ -466,7 +466,7 @@ mod tests {
             })
         );
         assert_eq!(steps[3], Step::Advance(3600));
-        assert_eq!(steps[10], Step::Fault(Fault::ApiConflicts { rate: 0.2 }));
+        assert_eq!(steps[11], Step::Fault(Fault::ApiConflicts { rate: 0.2 }));
         assert_eq!(steps[17], Step::RestartOperator);
     }
 
