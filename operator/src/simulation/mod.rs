@@ -1,4 +1,5 @@
 //! The simulated world behind `fdb-operator simulate`: an in-memory Kubernetes, a simulated
 //! FoundationDB, real sidecars, and the scenario runner.
 
+pub mod result;
 pub mod scenario;
