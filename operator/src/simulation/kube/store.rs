@@ -354,7 +354,6 @@ impl State {
     }
 
     /// PATCH of the object (or of its status when `status_only`).
-    #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &mut self,
         resource: &ResourceType,
