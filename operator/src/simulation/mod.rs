@@ -1,5 +1,6 @@
 //! The simulated world behind `fdb-operator simulate`: an in-memory Kubernetes, a simulated
 //! FoundationDB, real sidecars, and the scenario runner.
 
+pub mod kube;
 pub mod result;
 pub mod scenario;

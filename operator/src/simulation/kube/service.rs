@@ -1,0 +1,251 @@
+//! The HTTP front end: a tower `Service` per actor that `kube::Client::new` wraps.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use serde_json::Value;
+
+use super::FakeApiServer;
+use super::deletion::DeleteOptions;
+use super::errors::ApiError;
+use super::operations::{Operation, selectors};
+use super::patch::PatchType;
+use super::routes::{Query, Route, parse_path};
+use super::store::{State, meta_str};
+use super::watch::{WatchFilter, event_line, initial_events_end};
+
+/// The response body type: a full JSON document or a watch stream.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The tower service behind one actor's `kube::Client`.
+#[derive(Clone)]
+pub struct ActorService {
+    pub(super) server: FakeApiServer,
+    pub(super) actor: Arc<str>,
+}
+
+impl std::fmt::Debug for ActorService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActorService")
+            .field("actor", &self.actor)
+            .finish()
+    }
+}
+
+impl tower::Service<Request<kube::client::Body>> for ActorService {
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<kube::client::Body>) -> Self::Future {
+        let server = self.server.clone();
+        let actor = self.actor.clone();
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let response = match body.collect().await {
+                Ok(collected) => server.handle_http(&actor, &parts, &collected.to_bytes()),
+                Err(error) => error_response(&ApiError::bad_request(format!(
+                    "cannot read the request body: {error}"
+                ))),
+            };
+            Ok(response)
+        })
+    }
+}
+
+fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed_unsync());
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn error_response(error: &ApiError) -> Response<ResponseBody> {
+    json_response(error.code, &error.to_status())
+}
+
+fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|error| {
+        ApiError::bad_request(format!("the request body is not valid JSON: {error}"))
+    })
+}
+
+/// Maps method and route to an operation (or `None` for a watch).
+fn operation_for(
+    method: &Method,
+    route: &Route,
+    query: Query,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Option<Operation>, ApiError> {
+    let has_name = route.name.is_some();
+    let operation = match *method {
+        Method::GET if !has_name && query.flag("watch") => return Ok(None),
+        Method::GET if has_name => Operation::Get,
+        Method::GET => Operation::List(query),
+        Method::POST if !has_name => Operation::Create(parse_json(body)?),
+        Method::PUT if has_name => Operation::Update(parse_json(body)?),
+        Method::PATCH if has_name => {
+            Operation::Patch(PatchType::from_content_type(content_type)?, body.to_vec())
+        }
+        Method::DELETE if has_name => Operation::Delete(DeleteOptions::from_body(body)?),
+        Method::DELETE => Operation::DeleteCollection(query, DeleteOptions::from_body(body)?),
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                method.as_str(),
+                &route.resource.qualified_name(),
+            ));
+        }
+    };
+    Ok(Some(operation))
+}
+
+impl FakeApiServer {
+    /// Answers one HTTP request of `actor`.
+    pub(super) fn handle_http(
+        &self,
+        actor: &str,
+        parts: &http::request::Parts,
+        body: &[u8],
+    ) -> Response<ResponseBody> {
+        let path = parts.uri.path();
+        let query = Query::parse(parts.uri.query());
+        let now = self.inner.clock.now();
+        let mut core = self.lock();
+        let route = match parse_path(&core.store.registry, path) {
+            Ok(route) => route,
+            Err(error) => {
+                if let Some(verb) = fallback_verb(&parts.method) {
+                    core.accounting.count(actor, verb);
+                }
+                return error_response(&error);
+            }
+        };
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        let operation =
+            match operation_for(&parts.method, &route, query.clone(), content_type, body) {
+                Ok(Some(operation)) => operation,
+                Ok(None) => {
+                    core.accounting.count(actor, super::accounting::Verb::Watch);
+                    return match open_watch(&mut core.store, &route, &query) {
+                        Ok(response) => response,
+                        Err(error) => error_response(&error),
+                    };
+                }
+                Err(error) => {
+                    if let Some(verb) = fallback_verb(&parts.method) {
+                        core.accounting.count(actor, verb);
+                    }
+                    return error_response(&error);
+                }
+            };
+        match core.execute(actor, &route, operation, now) {
+            Ok((code, body)) => json_response(code, &body),
+            Err(error) => error_response(&error),
+        }
+    }
+}
+
+fn fallback_verb(method: &Method) -> Option<super::accounting::Verb> {
+    use super::accounting::Verb;
+    match *method {
+        Method::GET => Some(Verb::Get),
+        Method::POST => Some(Verb::Create),
+        Method::PUT => Some(Verb::Update),
+        Method::PATCH => Some(Verb::Patch),
+        Method::DELETE => Some(Verb::Delete),
+        _ => None,
+    }
+}
+
+/// Opens a watch stream under the lock, so no event falls between replay and live.
+fn open_watch(
+    store: &mut State,
+    route: &Route,
+    query: &Query,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let (labels, fields) = selectors(query)?;
+    let filter = WatchFilter {
+        resource: route.resource.clone(),
+        namespace: route.namespace.clone(),
+        labels,
+        fields,
+    };
+    if let Some(name) = &route.name {
+        return Err(ApiError::bad_request(format!(
+            "watch of a single object ({name}) is not supported; use fieldSelector=metadata.name={name}"
+        )));
+    }
+    let requested = query.get("resourceVersion").filter(|rv| *rv != "0");
+    let send_initial = query.flag("sendInitialEvents");
+    let (initial, since) = match (requested, send_initial) {
+        (Some(version), false) => {
+            let since = version.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("invalid resourceVersion \"{version}\""))
+            })?;
+            (Vec::new(), Some(since))
+        }
+        _ => {
+            let mut lines: Vec<Bytes> = store
+                .objects_of(&route.resource, route.namespace.as_deref())
+                .filter(|(_, object)| filter.selects(object))
+                .map(|(_, object)| event_line("ADDED", object))
+                .collect();
+            if send_initial {
+                lines.push(initial_events_end(&route.resource, store.resource_version));
+            }
+            (lines, None)
+        }
+    };
+    let receiver = match store.watches.open(filter, initial, since) {
+        Ok(receiver) => receiver,
+        // The real server answers an expired resourceVersion with an ERROR event.
+        Err(error) if error.code == 410 => {
+            let line = event_line("ERROR", &error.to_status());
+            let body = Full::new(line).boxed_unsync();
+            let mut response = Response::new(body);
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return Ok(response);
+        }
+        Err(error) => return Err(error),
+    };
+    let stream = receiver.map(|line| Ok::<_, Infallible>(Frame::data(line)));
+    let mut response = Response::new(StreamBody::new(stream).boxed_unsync());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// The namespace and name an object body addresses, for direct writes.
+pub(super) fn body_address(object: &Value) -> (Option<String>, Option<String>) {
+    (
+        meta_str(object, "namespace").map(str::to_string),
+        meta_str(object, "name").map(str::to_string),
+    )
+}

@@ -1,0 +1,513 @@
+//! The object store: objects as JSON, the global resourceVersion, uids, generations,
+//! timestamps, and the create / update / patch rules of the real API server.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value, json};
+
+use super::errors::ApiError;
+use super::patch::{PatchType, apply_patch};
+use super::resources::{ResourceRegistry, ResourceType};
+use super::watch::{EventType, WatchHub};
+
+/// Where an object is stored: group, version, plural, namespace ("" when cluster-scoped)
+/// and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKey {
+    /// API group ("" for core).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// Namespace; empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Object name.
+    pub name: String,
+}
+
+impl ResourceKey {
+    /// A key from its parts; `namespace` is `""` for cluster-scoped objects.
+    pub fn new(group: &str, version: &str, plural: &str, namespace: &str, name: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            version: version.to_string(),
+            plural: plural.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of a `K` object (a k8s-openapi type or a `kube::CustomResource`).
+    pub fn of<K: kube::Resource<DynamicType = ()>>(namespace: Option<&str>, name: &str) -> Self {
+        Self::new(
+            &K::group(&()),
+            &K::version(&()),
+            &K::plural(&()),
+            namespace.unwrap_or_default(),
+            name,
+        )
+    }
+
+    pub(super) fn for_type(resource: &ResourceType, namespace: &str, name: &str) -> Self {
+        Self::new(
+            &resource.group,
+            &resource.version,
+            &resource.plural,
+            namespace,
+            name,
+        )
+    }
+}
+
+/// Kubernetes' alphabet for generated name suffixes (no vowels, no confusable digits).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Everything behind the server's lock.
+#[derive(Debug)]
+pub struct State {
+    pub(super) registry: ResourceRegistry,
+    pub(super) objects: BTreeMap<ResourceKey, Value>,
+    pub(super) resource_version: u64,
+    uid_counter: u64,
+    name_rng: ChaCha8Rng,
+    pub(super) watches: WatchHub,
+}
+
+/// `metadata.<field>` as a string.
+pub(super) fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// `metadata.finalizers`, empty when absent.
+pub(super) fn finalizers(object: &Value) -> Vec<String> {
+    object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object.is_object() {
+        *object = json!({});
+    }
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    match object.get_mut("metadata") {
+        Some(Value::Object(map)) => map,
+        _ => unreachable!("metadata was set to an object just above"),
+    }
+}
+
+/// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
+pub(super) fn rfc3339(time: Timestamp) -> String {
+    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The object without `metadata` and `status`: what bumps `generation` when it changes.
+fn spec_like(object: &Value) -> Value {
+    match object {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| {
+                    !matches!(key.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn validate_name(resource: &ResourceType, name: &str) -> Result<(), ApiError> {
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            resource,
+            name,
+            &format!(
+                "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must \
+                 consist of lower case alphanumeric characters, '-' or '.', and must start and \
+                 end with an alphanumeric character"
+            ),
+        ))
+    }
+}
+
+/// The status an object starts with, as the real server's create strategies set it.
+fn initial_status(resource: &ResourceType, requested: Option<Value>) -> Option<Value> {
+    if !resource.status_subresource {
+        return requested;
+    }
+    match (resource.group.as_str(), resource.plural.as_str()) {
+        // Nodes may be created with their status (the kubelet registers them so).
+        ("", "nodes") => requested,
+        ("", "pods") | ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
+        ("", "namespaces") => Some(json!({"phase": "Active"})),
+        _ => None,
+    }
+}
+
+impl State {
+    /// An empty store whose generated names derive from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            registry: ResourceRegistry::default(),
+            objects: BTreeMap::new(),
+            resource_version: 0,
+            uid_counter: 0,
+            name_rng: ChaCha8Rng::seed_from_u64(seed),
+            watches: WatchHub::default(),
+        }
+    }
+
+    pub(super) fn next_resource_version(&mut self) -> u64 {
+        self.resource_version += 1;
+        self.resource_version
+    }
+
+    fn generated_name(&mut self, prefix: &str) -> String {
+        let suffix: String = (0..5)
+            .map(|_| {
+                let index = self.name_rng.random_range(0..NAME_ALPHABET.len());
+                char::from(NAME_ALPHABET[index])
+            })
+            .collect();
+        format!("{prefix}{suffix}")
+    }
+
+    /// Resolves the namespace a request works in.
+    pub(super) fn namespace_for(
+        resource: &ResourceType,
+        url_namespace: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<String, ApiError> {
+        if !resource.namespaced {
+            return Ok(String::new());
+        }
+        let body_namespace = body
+            .and_then(|b| meta_str(b, "namespace"))
+            .filter(|ns| !ns.is_empty());
+        match (url_namespace, body_namespace) {
+            (Some(url), Some(body)) if url != body => Err(ApiError::bad_request(format!(
+                "the namespace of the provided object ({body}) does not match the namespace \
+                 sent on the request ({url})"
+            ))),
+            (Some(url), _) => Ok(url.to_string()),
+            (None, Some(body)) => Ok(body.to_string()),
+            (None, None) => Err(ApiError::bad_request(format!(
+                "a namespace is required for {}",
+                resource.qualified_name()
+            ))),
+        }
+    }
+
+    /// Reads one object.
+    pub fn get(
+        &self,
+        resource: &ResourceType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        self.objects
+            .get(&ResourceKey::for_type(resource, namespace, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(resource, name))
+    }
+
+    /// The objects of a type, in one namespace or all, ordered by namespace and name.
+    pub fn objects_of<'a>(
+        &'a self,
+        resource: &'a ResourceType,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ResourceKey, &'a Value)> + 'a {
+        self.objects.iter().filter(move |(key, _)| {
+            key.group == resource.group
+                && key.version == resource.version
+                && key.plural == resource.plural
+                && namespace.is_none_or(|ns| key.namespace == ns)
+        })
+    }
+
+    /// POST: stores a new object with server-set metadata.
+    pub fn create(
+        &mut self,
+        resource: &ResourceType,
+        url_namespace: Option<&str>,
+        mut object: Value,
+        now: Timestamp,
+    ) -> Result<Value, ApiError> {
+        if !object.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        let namespace = Self::namespace_for(resource, url_namespace, Some(&object))?;
+        let mut name = meta_str(&object, "name").unwrap_or_default().to_string();
+        if name.is_empty() {
+            let prefix = meta_str(&object, "generateName")
+                .unwrap_or_default()
+                .to_string();
+            if prefix.is_empty() {
+                return Err(ApiError::invalid(
+                    resource,
+                    "",
+                    "metadata.name: Required value: name or generateName is required",
+                ));
+            }
+            // A few attempts at a free name, like the real server's retries.
+            name = self.generated_name(&prefix);
+            for _ in 0..8 {
+                if !self
+                    .objects
+                    .contains_key(&ResourceKey::for_type(resource, &namespace, &name))
+                {
+                    break;
+                }
+                name = self.generated_name(&prefix);
+            }
+        }
+        validate_name(resource, &name)?;
+        let key = ResourceKey::for_type(resource, &namespace, &name);
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(resource, &name));
+        }
+        self.uid_counter += 1;
+        let uid = format!("00000000-0000-4000-8000-{:012x}", self.uid_counter);
+        let resource_version = self.next_resource_version();
+        object["apiVersion"] = json!(resource.api_version());
+        object["kind"] = json!(resource.kind);
+        let status = object.as_object_mut().and_then(|map| map.remove("status"));
+        if let Some(status) = initial_status(resource, status) {
+            object["status"] = status;
+        }
+        let metadata = metadata_mut(&mut object);
+        metadata.insert("name".into(), json!(name));
+        if resource.namespaced {
+            metadata.insert("namespace".into(), json!(namespace));
+        } else {
+            metadata.remove("namespace");
+        }
+        metadata.insert("uid".into(), json!(uid));
+        metadata.insert("creationTimestamp".into(), json!(rfc3339(now)));
+        metadata.insert(
+            "resourceVersion".into(),
+            json!(resource_version.to_string()),
+        );
+        metadata.insert("generation".into(), json!(1));
+        metadata.remove("deletionTimestamp");
+        metadata.remove("deletionGracePeriodSeconds");
+        self.watches.publish(
+            resource_version,
+            EventType::Added,
+            resource,
+            &namespace,
+            &object,
+            None,
+        );
+        self.objects.insert(key, object.clone());
+        Ok(object)
+    }
+
+    /// PUT of the object (or of its status when `status_only`).
+    pub fn replace(
+        &mut self,
+        resource: &ResourceType,
+        url_namespace: Option<&str>,
+        name: &str,
+        object: Value,
+        status_only: bool,
+    ) -> Result<Value, ApiError> {
+        if !object.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        let namespace = Self::namespace_for(resource, url_namespace, Some(&object))?;
+        if let Some(body_name) = meta_str(&object, "name")
+            && body_name != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let current = self.get(resource, &namespace, name)?;
+        self.commit_update(resource, &namespace, name, current, object, status_only)
+    }
+
+    /// PATCH of the object (or of its status when `status_only`).
+    pub fn patch(
+        &mut self,
+        resource: &ResourceType,
+        url_namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        status_only: bool,
+    ) -> Result<Value, ApiError> {
+        let namespace = Self::namespace_for(resource, url_namespace, None)?;
+        let current = self.get(resource, &namespace, name)?;
+        let patched = apply_patch(resource, name, &current, patch_type, body)?;
+        if meta_str(&patched, "name") != Some(name) {
+            return Err(ApiError::bad_request(format!(
+                "a patch may not change metadata.name of {name}"
+            )));
+        }
+        self.commit_update(resource, &namespace, name, current, patched, status_only)
+    }
+
+    /// The shared update rules of PUT and PATCH: optimistic concurrency, server-owned
+    /// metadata, status subresource split, generation, finalizers, no-op detection.
+    fn commit_update(
+        &mut self,
+        resource: &ResourceType,
+        namespace: &str,
+        name: &str,
+        current: Value,
+        requested: Value,
+        status_only: bool,
+    ) -> Result<Value, ApiError> {
+        if !requested.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "the new {name} must be a JSON object"
+            )));
+        }
+        let current_version = meta_str(&current, "resourceVersion").unwrap_or_default();
+        if let Some(requested_version) = meta_str(&requested, "resourceVersion")
+            && !requested_version.is_empty()
+            && requested_version != current_version
+        {
+            return Err(ApiError::conflict(
+                resource,
+                name,
+                "the object has been modified; please apply your changes to the latest \
+                 version and try again",
+            ));
+        }
+        let mut next = if status_only {
+            let mut next = current.clone();
+            match requested.get("status") {
+                Some(status) => next["status"] = status.clone(),
+                None => {
+                    next.as_object_mut().map(|map| map.remove("status"));
+                }
+            }
+            next
+        } else {
+            let mut next = requested;
+            if resource.status_subresource {
+                match current.get("status") {
+                    Some(status) => next["status"] = status.clone(),
+                    None => {
+                        next.as_object_mut().map(|map| map.remove("status"));
+                    }
+                }
+            }
+            next
+        };
+        if !status_only
+            && meta_str(&current, "deletionTimestamp").is_some()
+            && finalizers(&next)
+                .iter()
+                .any(|f| !finalizers(&current).contains(f))
+        {
+            return Err(ApiError::invalid(
+                resource,
+                name,
+                "metadata.finalizers: Forbidden: no new finalizers can be added if the object \
+                 is being deleted",
+            ));
+        }
+        next["apiVersion"] = json!(resource.api_version());
+        next["kind"] = json!(resource.kind);
+        let current_meta = current
+            .get("metadata")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let metadata = metadata_mut(&mut next);
+        for field in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "resourceVersion",
+        ] {
+            match current_meta.get(field) {
+                Some(value) => metadata.insert(field.to_string(), value.clone()),
+                None => metadata.remove(field),
+            };
+        }
+        if spec_like(&current) != spec_like(&next) {
+            let generation = current
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            metadata_mut(&mut next).insert("generation".into(), json!(generation + 1));
+        }
+        if next == current {
+            // Nothing changed: the real server keeps the resourceVersion and sends no event.
+            return Ok(current);
+        }
+        let resource_version = self.next_resource_version();
+        metadata_mut(&mut next).insert(
+            "resourceVersion".into(),
+            json!(resource_version.to_string()),
+        );
+        let key = ResourceKey::for_type(resource, namespace, name);
+        if self.deletion_complete(resource, &next) {
+            self.objects.remove(&key);
+            self.watches.publish(
+                resource_version,
+                EventType::Deleted,
+                resource,
+                namespace,
+                &next,
+                None,
+            );
+        } else {
+            self.watches.publish(
+                resource_version,
+                EventType::Modified,
+                resource,
+                namespace,
+                &next,
+                Some(&current),
+            );
+            self.objects.insert(key, next.clone());
+        }
+        Ok(next)
+    }
+
+    /// Whether an object marked for deletion may now go: no finalizers left and no
+    /// pending graceful termination.
+    pub(super) fn deletion_complete(&self, _resource: &ResourceType, object: &Value) -> bool {
+        meta_str(object, "deletionTimestamp").is_some()
+            && finalizers(object).is_empty()
+            && object
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
+    }
+}
