@@ -1,0 +1,3 @@
+//! The simulated world `fdb-operator simulate` runs the operator against.
+
+pub mod fdb;
