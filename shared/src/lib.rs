@@ -7,3 +7,7 @@ pub mod monitor_conf;
 pub mod version;
 
 pub use version::FdbVersion;
+pub mod address;
+pub mod connection_string;
+pub mod monitor_conf;
+pub mod status_json;
