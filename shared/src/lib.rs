@@ -2,12 +2,11 @@
 //! types, FoundationDB versions, the `status json` model, monitor conf rendering and the
 //! sidecar protocol.
 
-pub mod api;
-pub mod monitor_conf;
-pub mod version;
-
-pub use version::FdbVersion;
 pub mod address;
+pub mod api;
 pub mod connection_string;
 pub mod monitor_conf;
 pub mod status_json;
+pub mod version;
+
+pub use version::FdbVersion;
