@@ -3,6 +3,10 @@
 //! sidecar protocol.
 
 pub mod api;
+pub mod cluster_math;
+pub mod unknown_fields;
+pub mod validation;
+
 pub mod version;
 
 pub use version::FdbVersion;

@@ -68,10 +68,29 @@ impl BlobStoreConfiguration {
     derive = "PartialEq",
     derive = "Default",
     doc = "FoundationDBBackup runs backup agents for a FoundationDBCluster and a continuous backup to a blob store.",
-    printcolumn(name = "Generation", type_ = "integer", json_path = ".metadata.generation", description = "Latest generation of the spec"),
-    printcolumn(name = "Reconciled", type_ = "integer", json_path = ".status.generations.reconciled", description = "Last generation fully reconciled"),
-    printcolumn(name = "Restorable", type_ = "boolean", json_path = ".status.backupDetails.restorable", description = "Whether the backup can be restored"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Generation",
+        type_ = "integer",
+        json_path = ".metadata.generation",
+        description = "Latest generation of the spec"
+    ),
+    printcolumn(
+        name = "Reconciled",
+        type_ = "integer",
+        json_path = ".status.generations.reconciled",
+        description = "Last generation fully reconciled"
+    ),
+    printcolumn(
+        name = "Restorable",
+        type_ = "boolean",
+        json_path = ".status.backupDetails.restorable",
+        description = "Whether the backup can be restored"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FoundationDBBackupSpec {

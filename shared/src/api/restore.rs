@@ -33,8 +33,17 @@ pub struct FoundationDBKeyRange {
     derive = "PartialEq",
     derive = "Default",
     doc = "FoundationDBRestore restores a backup from a blob store into a FoundationDBCluster.",
-    printcolumn(name = "State", type_ = "string", json_path = ".status.state", description = "State of the restore"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "State",
+        type_ = "string",
+        json_path = ".status.state",
+        description = "State of the restore"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FoundationDBRestoreSpec {

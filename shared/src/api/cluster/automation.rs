@@ -102,7 +102,11 @@ pub struct AutomationOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_localities_for_exclusion: Option<bool>,
     /// Whether the management API is used instead of fdbcli where possible (default false).
-    #[serde(default, rename = "useManagementAPI", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "useManagementAPI",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub use_management_api: Option<bool>,
     /// Whether exclusions are started without waiting for them (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -104,8 +104,15 @@ mod tests {
             condition.condition_type,
             ProcessGroupConditionType::ProcessHasIoError
         );
-        assert!(condition.condition_type.is_eligible_for_automatic_replacement());
-        assert!(!ProcessGroupConditionType::IncorrectCommandLine.is_eligible_for_automatic_replacement());
+        assert!(
+            condition
+                .condition_type
+                .is_eligible_for_automatic_replacement()
+        );
+        assert!(
+            !ProcessGroupConditionType::IncorrectCommandLine
+                .is_eligible_for_automatic_replacement()
+        );
         assert!(!ProcessGroupConditionType::Ready.is_eligible_for_automatic_replacement());
         assert_eq!(ProcessGroupConditionType::MissingPvc.as_str(), "MissingPVC");
         assert_eq!(

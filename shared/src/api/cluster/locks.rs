@@ -96,6 +96,9 @@ mod tests {
             DEFAULT_LOCK_KEY_PREFIX
         );
         assert_eq!(decode_printable_key("a\\\\b\\xzz"), b"a\\b\\xzz");
-        assert_eq!(LockOptions::default().lock_key_prefix(), DEFAULT_LOCK_KEY_PREFIX);
+        assert_eq!(
+            LockOptions::default().lock_key_prefix(),
+            DEFAULT_LOCK_KEY_PREFIX
+        );
     }
 }

@@ -27,10 +27,18 @@ pub struct RoutingConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_service: Option<bool>,
     /// Source of the processes' public IPs: `pod` (default) or `service`.
-    #[serde(default, rename = "publicIPSource", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "publicIPSource",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub public_ip_source: Option<PublicIpSource>,
     /// IP family of the pod IP to use (4 or 6) on dual-stack pods.
-    #[serde(default, rename = "podIPFamily", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "podIPFamily",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pod_ip_family: Option<i32>,
     /// Whether coordinators appear in the cluster file as DNS names
     /// `<pod>.<cluster>.<namespace>.svc.<dnsDomain>` instead of IPs (default true).

@@ -131,7 +131,11 @@ pub struct ConnectionString {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_name: Option<String>,
     /// Generation ID (the part between `:` and `@`).
-    #[serde(default, rename = "generationID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "generationID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub generation_id: Option<String>,
     /// Coordinator addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -45,12 +45,41 @@ open_string_enum! {
     derive = "PartialEq",
     derive = "Default",
     doc = "FoundationDBCluster is a FoundationDB database run by the operator: its version, database configuration, process counts, pods and automation settings.",
-    printcolumn(name = "Generation", type_ = "integer", json_path = ".metadata.generation", description = "Latest generation of the spec"),
-    printcolumn(name = "Reconciled", type_ = "integer", json_path = ".status.generations.reconciled", description = "Last generation fully reconciled"),
-    printcolumn(name = "Available", type_ = "boolean", json_path = ".status.health.available", description = "Whether the database is available"),
-    printcolumn(name = "FullReplication", type_ = "boolean", json_path = ".status.health.fullReplication", description = "Whether the data is fully replicated"),
-    printcolumn(name = "Version", type_ = "string", json_path = ".status.runningVersion", description = "Version the processes run"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Generation",
+        type_ = "integer",
+        json_path = ".metadata.generation",
+        description = "Latest generation of the spec"
+    ),
+    printcolumn(
+        name = "Reconciled",
+        type_ = "integer",
+        json_path = ".status.generations.reconciled",
+        description = "Last generation fully reconciled"
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "boolean",
+        json_path = ".status.health.available",
+        description = "Whether the database is available"
+    ),
+    printcolumn(
+        name = "FullReplication",
+        type_ = "boolean",
+        json_path = ".status.health.fullReplication",
+        description = "Whether the data is fully replicated"
+    ),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".status.runningVersion",
+        description = "Version the processes run"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FoundationDBClusterSpec {
