@@ -1,3 +1,4 @@
 //! The FoundationDB operator: controller, subreconcilers, admin client and simulation.
 
+pub mod cli;
 pub mod clock;
