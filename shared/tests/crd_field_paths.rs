@@ -2,6 +2,9 @@
 //! on) must be in the generated CRDs with the same JSON type; a missing field would be
 //! silently pruned by the API server.
 
+// Test-only crate: helpers may panic on unexpected input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 
 use fdb_shared::api::crd::crds;

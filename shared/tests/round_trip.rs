@@ -1,6 +1,9 @@
 //! Real-looking manifests survive parse -> serialize -> parse unchanged, and nothing in
 //! them is dropped as unknown.
 
+// Test-only crate: helpers may panic on unexpected input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use fdb_shared::api::{FoundationDBBackup, FoundationDBCluster, FoundationDBRestore};
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
 use serde::Serialize;

@@ -1,5 +1,8 @@
 //! Tests of the real `fdb-operator` binary: output, exit codes and the committed CRDs.
 
+// Test-only crate: helpers may panic on unexpected input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

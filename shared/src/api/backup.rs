@@ -55,6 +55,8 @@ impl BlobStoreConfiguration {
 }
 
 /// The desired state of a backup of a FoundationDBCluster.
+// Several printer columns share a type, which clippy mistakes for repeated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "apps.foundationdb.org",

@@ -20,6 +20,8 @@ pub struct FoundationDBKeyRange {
 }
 
 /// The desired restore of a backup into a FoundationDBCluster.
+// Several printer columns share a type, which clippy mistakes for repeated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "apps.foundationdb.org",

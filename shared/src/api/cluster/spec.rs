@@ -32,6 +32,8 @@ open_string_enum! {
 }
 
 /// The desired state of a FoundationDB cluster.
+// Several printer columns share a type, which clippy mistakes for repeated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "apps.foundationdb.org",
