@@ -1,5 +1,6 @@
 //! The FoundationDB operator: controller, subreconcilers, admin client and simulation.
 
+pub mod cli;
 pub mod clock;
 pub mod fdb;
 pub mod simulation;

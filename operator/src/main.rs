@@ -1,2 +1,5 @@
 //! `fdb-operator` command line.
-fn main() {}
+
+fn main() -> std::process::ExitCode {
+    fdb_operator::cli::main()
+}

@@ -4,9 +4,12 @@
 
 pub mod address;
 pub mod api;
+pub mod cluster_math;
 pub mod connection_string;
 pub mod monitor_conf;
 pub mod status_json;
+pub mod unknown_fields;
+pub mod validation;
 pub mod version;
 
 pub use version::FdbVersion;

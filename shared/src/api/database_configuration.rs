@@ -3,85 +3,10 @@
 //! JSON names follow FoundationDB's snake_case (`redundancy_mode`, `storage_engine`, ...),
 //! both in the cluster spec and in `status json`.
 
-use std::borrow::Cow;
-use std::fmt;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Declares a string enum with a closed set of known values that still deserializes
-/// unknown values (kept as `Other`), so validation can name the field and the value
-/// instead of failing the whole document.
-macro_rules! open_string_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident { $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)? }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name {
-            $( $(#[$vmeta])* $variant, )+
-            /// A value this operator does not know; rejected by validation.
-            Other(String),
-        }
-
-        impl $name {
-            /// Every known value, in FoundationDB's spelling.
-            pub const KNOWN: &'static [&'static str] = &[$($text),+];
-
-            /// FoundationDB's spelling of the value.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $( Self::$variant => $text, )+
-                    Self::Other(text) => text,
-                }
-            }
-
-            /// Whether the value is one this operator knows.
-            pub fn is_known(&self) -> bool {
-                !matches!(self, Self::Other(_))
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(text: &str) -> Self {
-                match text {
-                    $( $text => Self::$variant, )+
-                    other => Self::Other(other.to_owned()),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                Ok(Self::from(text.as_str()))
-            }
-        }
-
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                Cow::Borrowed(stringify!($name))
-            }
-
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({ "type": "string", "enum": Self::KNOWN })
-            }
-        }
-    };
-}
+use super::open_enum::open_string_enum;
 
 open_string_enum! {
     /// How many copies of the data FoundationDB keeps, and across what.
@@ -193,12 +118,6 @@ pub struct DatabaseConfiguration {
     /// Storage engine (default `ssd-2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_engine: Option<StorageEngine>,
-    /// Number of regions the data is replicated to (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usable_regions: Option<i32>,
-    /// Regions of a multi-region configuration.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub regions: Vec<Region>,
     /// Desired number of transaction logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logs: Option<i32>,
@@ -214,6 +133,12 @@ pub struct DatabaseConfiguration {
     /// Desired number of resolvers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolvers: Option<i32>,
+    /// Number of regions the data is replicated to (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_regions: Option<i32>,
+    /// Regions of a multi-region configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<Region>,
     /// Desired number of log routers (multi-region only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_routers: Option<i32>,

@@ -1,0 +1,268 @@
+//! `fdb-operator explain -f FILE`: what the operator would build from a
+//! FoundationDBCluster manifest, as JSON (contract in `cli.md`).
+//!
+//! Exit codes: 0 valid, 1 invalid (validation errors, or fields of the wrong type),
+//! 2 unreadable (file missing, not YAML, or no FoundationDBCluster in it).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use fdb_shared::api::cluster::FoundationDBCluster;
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass};
+use fdb_shared::cluster_math::{
+    configure_new_command, desired_coordinator_count, desired_database_configuration,
+    desired_process_counts, fault_tolerance, main_image, sidecar_image, uses_locks,
+};
+use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
+use fdb_shared::validation::validate_cluster_spec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The API version this operator reads.
+const API_VERSION: &str = "apps.foundationdb.org/v1beta2";
+/// The kind `explain` reads.
+const KIND: &str = "FoundationDBCluster";
+
+/// Arguments of `fdb-operator explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The manifest to read (YAML or JSON; the first FoundationDBCluster of a multi-document
+    /// file is used).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// The manifest could not be read as a FoundationDBCluster (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableManifest {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not YAML.
+    #[error("{path} is not valid YAML: {source}")]
+    NotYaml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// The file holds no FoundationDBCluster.
+    #[error("{path} holds no FoundationDBCluster (found kinds: {found})")]
+    NotACluster {
+        /// The file.
+        path: PathBuf,
+        /// The kinds found instead.
+        found: String,
+    },
+}
+
+/// Container images of the cluster's pods.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Images {
+    /// Image of the main `foundationdb` container.
+    pub main: String,
+    /// Image of the sidecar container.
+    pub sidecar: String,
+}
+
+/// What `explain` prints, keys in the order of `cli.md`. Derived values are `null` when
+/// the manifest could not be decoded at all.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// Whether the manifest is valid.
+    pub valid: bool,
+    /// Validation errors, each naming the field.
+    pub errors: Vec<String>,
+    /// Warnings, including unknown fields.
+    pub warnings: Vec<String>,
+    /// The desired version as written.
+    pub version: Option<String>,
+    /// Failures the redundancy mode tolerates.
+    pub fault_tolerance: Option<i32>,
+    /// Process groups per class, classes with a count above zero only.
+    pub process_counts: Option<BTreeMap<ProcessClass, i32>>,
+    /// Number of coordinators.
+    pub coordinators: Option<i32>,
+    /// The desired database configuration, defaults filled in.
+    pub database_configuration: Option<DatabaseConfiguration>,
+    /// Container images.
+    pub images: Option<Images>,
+    /// Whether the operator coordinates through the global lock.
+    pub locks: Option<bool>,
+    /// The command that configures a new database (an addition to the `cli.md` shape).
+    pub configure_command: Option<String>,
+}
+
+impl Explanation {
+    fn invalid(errors: Vec<String>, warnings: Vec<String>) -> Self {
+        Self {
+            valid: false,
+            errors,
+            warnings,
+            version: None,
+            fault_tolerance: None,
+            process_counts: None,
+            coordinators: None,
+            database_configuration: None,
+            images: None,
+            locks: None,
+            configure_command: None,
+        }
+    }
+
+    /// The exit code of `explain` for this explanation.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.valid {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The derived values of a decoded cluster.
+pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>) -> Explanation {
+    let spec = &cluster.spec;
+    let report = validate_cluster_spec(spec);
+    warnings.extend(report.warnings);
+    let desired = desired_database_configuration(spec);
+    Explanation {
+        valid: report.errors.is_empty(),
+        errors: report.errors,
+        warnings,
+        version: Some(spec.version.clone()),
+        fault_tolerance: Some(fault_tolerance(&spec.redundancy_mode())),
+        process_counts: Some(desired_process_counts(spec).positive()),
+        coordinators: Some(desired_coordinator_count(
+            &spec.redundancy_mode(),
+            spec.usable_regions(),
+        )),
+        configure_command: Some(configure_new_command(&desired)),
+        database_configuration: Some(desired),
+        images: Some(Images {
+            main: main_image(spec, &spec.version),
+            sidecar: sidecar_image(spec, &spec.version),
+        }),
+        locks: Some(uses_locks(spec)),
+    }
+}
+
+/// Explains the text of a manifest; `path` only names the file in errors.
+pub fn explain_manifest(path: &Path, text: &str) -> Result<Explanation, UnreadableManifest> {
+    let mut documents = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
+        let value = Value::deserialize(document).map_err(|source| UnreadableManifest::NotYaml {
+            path: path.to_owned(),
+            source,
+        })?;
+        if !value.is_null() {
+            documents.push(value);
+        }
+    }
+    let kind_of = |doc: &Value| doc.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let mut clusters = documents
+        .iter()
+        .filter(|doc| kind_of(doc).as_deref() == Some(KIND));
+    let Some(manifest) = clusters.next() else {
+        let found: Vec<String> = documents
+            .iter()
+            .map(|doc| kind_of(doc).unwrap_or_else(|| "<none>".to_owned()))
+            .collect();
+        return Err(UnreadableManifest::NotACluster {
+            path: path.to_owned(),
+            found: if found.is_empty() {
+                "none".to_owned()
+            } else {
+                found.join(", ")
+            },
+        });
+    };
+    let mut warnings = Vec::new();
+    let others = clusters.count();
+    if others > 0 {
+        warnings.push(format!(
+            "{} holds {} FoundationDBClusters; only the first is explained",
+            path.display(),
+            others + 1
+        ));
+    }
+    let mut errors = Vec::new();
+    let api_version = manifest.get("apiVersion").and_then(Value::as_str);
+    if api_version != Some(API_VERSION) {
+        errors.push(format!(
+            "apiVersion: {:?} is not served by this operator (expected {API_VERSION})",
+            api_version.unwrap_or("")
+        ));
+    }
+    // The typed object requires `metadata`; a manifest without it still explains.
+    let mut manifest = manifest.clone();
+    if let Some(fields) = manifest.as_object_mut() {
+        fields
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+    match decode_reporting_unknown_fields::<FoundationDBCluster>(&manifest) {
+        Ok((cluster, unknown)) => {
+            warnings.extend(unknown);
+            let mut explanation = explain_cluster(&cluster, warnings);
+            if !errors.is_empty() {
+                errors.append(&mut explanation.errors);
+                explanation.errors = errors;
+                explanation.valid = false;
+            }
+            Ok(explanation)
+        }
+        Err(error) => {
+            errors.push(error.to_string());
+            Ok(Explanation::invalid(errors, warnings))
+        }
+    }
+}
+
+/// Reads and explains a manifest file.
+pub fn explain_file(path: &Path) -> Result<Explanation, UnreadableManifest> {
+    let text = std::fs::read_to_string(path).map_err(|source| UnreadableManifest::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    explain_manifest(path, &text)
+}
+
+/// Runs `explain`: JSON on standard output, exit 0/1, or an error on standard error and
+/// exit 2.
+pub fn run(args: &ExplainArgs) -> ExitCode {
+    let explanation = match explain_file(&args.file) {
+        Ok(explanation) => explanation,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let json = match serde_json::to_string_pretty(&explanation) {
+        Ok(json) => json,
+        Err(error) => {
+            eprintln!("error: cannot print the explanation as JSON: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = writeln!(stdout, "{json}") {
+        eprintln!("error: cannot write to standard output: {error}");
+        return ExitCode::from(2);
+    }
+    explanation.exit_code()
+}
+
+#[cfg(test)]
+mod tests;

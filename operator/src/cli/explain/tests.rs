@@ -1,0 +1,233 @@
+use super::*;
+
+fn explain(yaml: &str) -> Explanation {
+    explain_manifest(Path::new("test.yaml"), yaml).unwrap()
+}
+
+fn cluster(spec: &str) -> String {
+    format!(
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata:\n  name: sample\nspec:\n  version: 7.1.57\n{spec}"
+    )
+}
+
+fn counts(explanation: &Explanation) -> Vec<(String, i32)> {
+    explanation
+        .process_counts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|(class, count)| (class.to_string(), *count))
+        .collect()
+}
+
+struct Case {
+    name: &'static str,
+    spec: &'static str,
+    fault_tolerance: i32,
+    counts: &'static [(&'static str, i32)],
+    coordinators: i32,
+    configure: &'static str,
+}
+
+#[test]
+fn counts_coordinators_and_configure_command_per_redundancy_mode() {
+    let cases = [
+        Case {
+            name: "single",
+            spec: "  databaseConfiguration: {redundancy_mode: single}\n",
+            fault_tolerance: 0,
+            counts: &[("storage", 1), ("log", 3), ("stateless", 8)],
+            coordinators: 1,
+            configure: "configure new single ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "double (default)",
+            spec: "",
+            fault_tolerance: 1,
+            counts: &[("storage", 3), ("log", 4), ("stateless", 9)],
+            coordinators: 3,
+            configure: "configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "triple",
+            spec: "  databaseConfiguration: {redundancy_mode: triple, storage_engine: ssd-redwood-1-experimental}\n",
+            fault_tolerance: 2,
+            counts: &[("storage", 5), ("log", 5), ("stateless", 10)],
+            coordinators: 5,
+            configure: "configure new triple ssd-redwood-1-experimental logs=3 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "three_data_hall",
+            spec: "  databaseConfiguration: {redundancy_mode: three_data_hall}\n",
+            fault_tolerance: 2,
+            counts: &[("storage", 5), ("log", 6), ("stateless", 10)],
+            coordinators: 9,
+            configure: "configure new three_data_hall ssd-2 logs=4 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "double with explicit storage and cluster controller",
+            spec: "  processCounts: {storage: 4, cluster_controller: 1}\n",
+            fault_tolerance: 1,
+            counts: &[
+                ("storage", 4),
+                ("log", 4),
+                ("stateless", 8),
+                ("cluster_controller", 1),
+            ],
+            coordinators: 3,
+            configure: "configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "single with explicit counts",
+            spec: "  databaseConfiguration: {redundancy_mode: single, logs: 2}\n  processCounts: {storage: 2, log: 2, stateless: 3}\n",
+            fault_tolerance: 0,
+            counts: &[("storage", 2), ("log", 2), ("stateless", 3)],
+            coordinators: 1,
+            configure: "configure new single ssd-2 logs=2 proxies=3 resolvers=1 usable_regions=1",
+        },
+        Case {
+            name: "triple with explicit roles and dedicated proxies",
+            spec: "  databaseConfiguration: {redundancy_mode: triple, logs: 6, commit_proxies: 4, grv_proxies: 2, resolvers: 2}\n  processCounts: {storage: 8, commit_proxy: 4, grv_proxy: 2}\n",
+            fault_tolerance: 2,
+            // 1 master + 1 cc + 2 resolvers + 1 rk + 1 dd + F(2); proxies have their classes.
+            counts: &[
+                ("storage", 8),
+                ("log", 8),
+                ("stateless", 8),
+                ("commit_proxy", 4),
+                ("grv_proxy", 2),
+            ],
+            coordinators: 5,
+            configure: "configure new triple ssd-2 logs=6 commit_proxies=4 grv_proxies=2 resolvers=2 usable_regions=1",
+        },
+        Case {
+            name: "three_data_hall with explicit counts",
+            spec: "  databaseConfiguration: {redundancy_mode: three_data_hall}\n  processCounts: {storage: 9, log: 9, stateless: -1, transaction: 3}\n",
+            fault_tolerance: 2,
+            counts: &[("storage", 9), ("log", 9), ("transaction", 3)],
+            coordinators: 9,
+            configure: "configure new three_data_hall ssd-2 logs=4 proxies=3 resolvers=1 usable_regions=1",
+        },
+    ];
+    for case in cases {
+        let explanation = explain(&cluster(case.spec));
+        assert!(explanation.valid, "{}: {:?}", case.name, explanation.errors);
+        assert_eq!(
+            explanation.fault_tolerance,
+            Some(case.fault_tolerance),
+            "{}",
+            case.name
+        );
+        let expected: Vec<(String, i32)> = case
+            .counts
+            .iter()
+            .map(|(c, n)| ((*c).to_owned(), *n))
+            .collect();
+        assert_eq!(counts(&explanation), expected, "{}", case.name);
+        assert_eq!(
+            explanation.coordinators,
+            Some(case.coordinators),
+            "{}",
+            case.name
+        );
+        assert_eq!(
+            explanation.configure_command.as_deref(),
+            Some(case.configure),
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn output_matches_the_documented_shape() {
+    let explanation = explain(&cluster(
+        "  processCounts: {storage: 4, cluster_controller: 1}\n",
+    ));
+    let json = serde_json::to_string(&explanation).unwrap();
+    let expected = concat!(
+        r#"{"valid":true,"errors":[],"warnings":[],"version":"7.1.57","faultTolerance":1,"#,
+        r#""processCounts":{"storage":4,"log":4,"stateless":8,"cluster_controller":1},"coordinators":3,"#,
+        r#""databaseConfiguration":{"redundancy_mode":"double","storage_engine":"ssd-2","logs":3,"proxies":3,"resolvers":1,"usable_regions":1},"#,
+        r#""images":{"main":"foundationdb/foundationdb:7.1.57","sidecar":"foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1"},"#,
+        r#""locks":false,"configureCommand":"configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1"}"#
+    );
+    assert_eq!(json, expected);
+}
+
+#[test]
+fn invalid_manifests_name_the_field_and_unknown_fields_warn() {
+    let explanation = explain(
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: x}\nspec:\n  version: \"7.0\"\n  fooBar: 1\n  processCounts: {storage: -2}\n",
+    );
+    assert!(!explanation.valid);
+    assert_eq!(
+        explanation.errors,
+        [
+            "spec.version: \"7.0\" is not a valid FoundationDB version (expected MAJOR.MINOR.PATCH with an optional -rcN, e.g. 7.1.57)",
+            "spec.processCounts.storage: -2 is not allowed (use -1 for none, 0 for the default)",
+        ]
+    );
+    assert_eq!(
+        explanation.warnings,
+        ["unknown field spec.fooBar: ignored by this operator"]
+    );
+    assert_eq!(explanation.exit_code(), ExitCode::from(1));
+
+    let wrong_type = explain(
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nspec: {version: 7.1.57, processCounts: {log: lots}}\n",
+    );
+    assert!(!wrong_type.valid);
+    assert!(
+        wrong_type.errors[0].starts_with("spec.processCounts.log: invalid type"),
+        "{:?}",
+        wrong_type.errors
+    );
+    assert_eq!(wrong_type.process_counts, None);
+
+    let old_api = explain(
+        "apiVersion: apps.foundationdb.org/v1beta1\nkind: FoundationDBCluster\nspec: {version: 7.1.57}\n",
+    );
+    assert_eq!(
+        old_api.errors,
+        [
+            "apiVersion: \"apps.foundationdb.org/v1beta1\" is not served by this operator (expected apps.foundationdb.org/v1beta2)"
+        ]
+    );
+}
+
+#[test]
+fn unreadable_inputs() {
+    let path = Path::new("x.yaml");
+    assert!(matches!(
+        explain_manifest(path, "a: [unclosed"),
+        Err(UnreadableManifest::NotYaml { .. })
+    ));
+    let error = explain_manifest(path, "apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "x.yaml holds no FoundationDBCluster (found kinds: ConfigMap)"
+    );
+    assert!(matches!(
+        explain_file(Path::new("/nonexistent/cluster.yaml")),
+        Err(UnreadableManifest::Read { .. })
+    ));
+}
+
+#[test]
+fn picks_the_cluster_out_of_a_multi_document_file_and_uses_image_configs() {
+    let text = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: fdb}}\n---\n{}",
+        cluster(
+            "  mainContainer:\n    imageConfigs: [{baseImage: my.registry/fdb, tag: custom}]\n  databaseConfiguration: {usable_regions: 2}\n"
+        )
+    );
+    let explanation = explain(&text);
+    assert!(explanation.valid, "{:?}", explanation.errors);
+    assert_eq!(
+        explanation.images.as_ref().unwrap().main,
+        "my.registry/fdb:custom"
+    );
+    assert_eq!(explanation.coordinators, Some(9));
+    assert_eq!(explanation.locks, Some(true));
+}

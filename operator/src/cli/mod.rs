@@ -1,0 +1,83 @@
+//! The `fdb-operator` command line: one subcommand per module. The binary's `main` only
+//! calls [`main`].
+
+pub mod crds;
+pub mod explain;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The FoundationDB operator for Kubernetes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fdb-operator",
+    version,
+    about = "FoundationDB operator for Kubernetes (apps.foundationdb.org/v1beta2)",
+    long_about = "FoundationDB operator for Kubernetes.\n\n\
+        It manages FoundationDBCluster, FoundationDBBackup and FoundationDBRestore resources \
+        (apps.foundationdb.org/v1beta2), compatible with the manifests of the Go \
+        fdb-kubernetes-operator.",
+    after_help = "Examples:\n  \
+        fdb-operator crds | kubectl apply --server-side -f -\n  \
+        fdb-operator explain -f cluster.yaml"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the three CustomResourceDefinitions as one YAML stream.
+    #[command(
+        long_about = "Print the CustomResourceDefinitions of FoundationDBCluster, \
+            FoundationDBBackup and FoundationDBRestore as one YAML stream, generated from \
+            the operator's own API types. The repository's crds/foundationdb-crds.yaml holds \
+            exactly this output.",
+        after_help = "Example:\n  fdb-operator crds | kubectl apply --server-side -f -"
+    )]
+    Crds,
+    /// Show, as JSON, what the operator would build from a FoundationDBCluster manifest.
+    #[command(
+        long_about = "Read a FoundationDBCluster manifest and print, as JSON, what the operator \
+        would build from it: validation errors and warnings (including fields this operator \
+        does not know, which the API server would silently drop), the fault tolerance, the \
+        process counts per class, the coordinator count, the desired database configuration \
+        and its `configure new` command, the container images and whether locks are used.\n\n\
+        Exit status: 0 valid, 1 invalid, 2 unreadable (missing file, not YAML, or no \
+        FoundationDBCluster in it).",
+        after_help = "Example:\n  fdb-operator explain -f cluster.yaml | jq .processCounts"
+    )]
+    Explain(explain::ExplainArgs),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Crds => crds::run(),
+        Command::Explain(args) => explain::run(&args),
+    }
+}
+
+/// Parses the process arguments and runs them.
+pub fn main() -> ExitCode {
+    run(Cli::parse())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["fdb-operator", "explain", "-f", "x.yaml"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Explain(ref args) if args.file.to_str() == Some("x.yaml"))
+        );
+    }
+}

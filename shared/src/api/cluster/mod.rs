@@ -1,0 +1,28 @@
+//! The `FoundationDBCluster` resource: spec split by concern, status and conditions.
+
+pub mod automation;
+pub mod conditions;
+pub mod locks;
+pub mod processes;
+pub mod routing;
+pub mod settings;
+pub mod spec;
+pub mod status;
+
+pub use automation::{
+    AutomaticReplacementOptions, AutomationOptions, DeletionMode, MaintenanceModeOptions,
+    PodUpdateStrategy, TaintReplacementOption,
+};
+pub use conditions::{ProcessGroupCondition, ProcessGroupConditionType};
+pub use locks::{LockDenyListEntry, LockOptions};
+pub use processes::{GENERAL_PROCESS_SETTINGS, ProcessCounts, ProcessSettings, ProcessSettingsMap};
+pub use routing::{PublicIpSource, RoutingConfig};
+pub use settings::{
+    BuggifyConfig, ConnectionString, CoordinatorSelectionSetting, CrashLoopContainerObject,
+    FaultDomain, LabelConfig,
+};
+pub use spec::{FoundationDBCluster, FoundationDBClusterSpec, ImageType};
+pub use status::{
+    ClusterGenerationStatus, ClusterHealth, FoundationDBClusterStatus, LockSystemStatus,
+    MaintenanceModeInfo, ProcessGroupStatus, RequiredAddressSet,
+};

@@ -1,0 +1,384 @@
+//! Validation of the API objects: errors and warnings as sentences naming the field,
+//! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
+
+mod custom_parameters;
+
+pub use custom_parameters::{
+    CustomParameter, RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors,
+    parse_custom_parameter,
+};
+
+use crate::api::backup::FoundationDBBackupSpec;
+use crate::api::cluster::{
+    FoundationDBCluster, FoundationDBClusterSpec, GENERAL_PROCESS_SETTINGS, ImageType,
+};
+use crate::api::database_configuration::StorageEngine;
+use crate::api::process_class::{ALL_PROCESS_CLASSES, ProcessClass};
+use crate::api::restore::FoundationDBRestoreSpec;
+use crate::cluster_math::minimum_fault_domains;
+use crate::version::{FdbVersion, MINIMUM_SUPPORTED_VERSION};
+
+/// What validation found: errors make the object invalid, warnings do not.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ValidationReport {
+    /// Problems that make the object unusable.
+    pub errors: Vec<String>,
+    /// Things the user should know but that do not stop the operator.
+    pub warnings: Vec<String>,
+}
+
+impl ValidationReport {
+    /// Whether there is no error.
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    fn error(&mut self, text: String) {
+        self.errors.push(text);
+    }
+}
+
+/// Error message for an open enum value this operator does not know.
+fn unknown_value(field: &str, value: &str, known: &[&str]) -> String {
+    format!("{field}: {value:?} is not one of {}", known.join(", "))
+}
+
+fn check_version(
+    spec: &FoundationDBClusterSpec,
+    report: &mut ValidationReport,
+) -> Option<FdbVersion> {
+    if spec.version.is_empty() {
+        report.error("spec.version: is required (e.g. 7.1.57)".to_owned());
+        return None;
+    }
+    match spec.parsed_version() {
+        Err(_) => {
+            report.error(format!(
+                "spec.version: {:?} is not a valid FoundationDB version (expected MAJOR.MINOR.PATCH with an optional -rcN, e.g. 7.1.57)",
+                spec.version
+            ));
+            None
+        }
+        Ok(version) if !version.is_supported() => {
+            report.error(format!(
+                "spec.version: {version} is older than the oldest supported version {MINIMUM_SUPPORTED_VERSION}"
+            ));
+            Some(version)
+        }
+        Ok(version) => Some(version),
+    }
+}
+
+fn check_engine(
+    field: &str,
+    engine: &StorageEngine,
+    version: Option<FdbVersion>,
+    report: &mut ValidationReport,
+) {
+    if !engine.is_known() {
+        report.error(format!(
+            "{field}: {:?} is not a known storage engine (known: {})",
+            engine.as_str(),
+            StorageEngine::KNOWN.join(", ")
+        ));
+        return;
+    }
+    let Some(version) = version else { return };
+    let needed = match engine {
+        StorageEngine::SsdShardedRocksdb if !version.supports_sharded_rocksdb() => "7.2.0",
+        StorageEngine::SsdRedwood1 if !version.supports_redwood_1() => "7.3.0",
+        _ => return,
+    };
+    report.error(format!(
+        "{field}: {} needs FoundationDB {needed} or later (spec.version is {version})",
+        engine.as_str()
+    ));
+}
+
+fn check_database_configuration(
+    spec: &FoundationDBClusterSpec,
+    version: Option<FdbVersion>,
+    report: &mut ValidationReport,
+) {
+    let config = &spec.database_configuration;
+    let field = "spec.databaseConfiguration";
+    if let Some(mode) = &config.redundancy_mode
+        && !mode.is_known()
+    {
+        report.error(format!(
+            "{field}.redundancy_mode: {:?} is not a known redundancy mode (known: {})",
+            mode.as_str(),
+            crate::api::RedundancyMode::KNOWN.join(", ")
+        ));
+    }
+    if let Some(engine) = &config.storage_engine {
+        check_engine(&format!("{field}.storage_engine"), engine, version, report);
+    }
+    if let Some(engine) = &config.perpetual_storage_wiggle_engine {
+        check_engine(
+            &format!("{field}.perpetual_storage_wiggle_engine"),
+            engine,
+            version,
+            report,
+        );
+    }
+    let counts = [
+        ("logs", config.logs),
+        ("proxies", config.proxies),
+        ("commit_proxies", config.commit_proxies),
+        ("grv_proxies", config.grv_proxies),
+        ("resolvers", config.resolvers),
+        ("log_routers", config.log_routers),
+        ("remote_logs", config.remote_logs),
+        ("storage", config.storage),
+    ];
+    for (name, value) in counts {
+        if let Some(value) = value.filter(|v| *v < -1) {
+            report.error(format!(
+                "{field}.{name}: {value} is not allowed (use -1 for none, 0 for the default)"
+            ));
+        }
+    }
+    if let Some(regions) = config.usable_regions.filter(|r| *r < 1) {
+        report.error(format!(
+            "{field}.usable_regions: {regions} is not allowed (at least 1)"
+        ));
+    }
+}
+
+fn check_process_counts(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    for (class, count) in spec.process_counts.explicit() {
+        if count < -1 {
+            report.error(format!(
+                "spec.processCounts.{class}: {count} is not allowed (use -1 for none, 0 for the default)"
+            ));
+        }
+    }
+    let storage = spec.process_counts.get(ProcessClass::Storage);
+    let mode = spec.redundancy_mode();
+    let needed = minimum_fault_domains(&mode);
+    if (1..needed).contains(&storage) {
+        report.error(format!(
+            "spec.processCounts.storage: {storage} storage processes cannot hold {mode} redundancy (it needs at least {needed})"
+        ));
+    }
+    for (name, value) in [
+        ("storageServersPerPod", spec.storage_servers_per_pod),
+        ("logServersPerPod", spec.log_servers_per_pod),
+    ] {
+        if let Some(value) = value.filter(|v| *v < 1) {
+            report.error(format!("spec.{name}: {value} is not allowed (at least 1)"));
+        }
+    }
+}
+
+fn check_processes(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    for (key, settings) in &spec.processes {
+        let known = key == GENERAL_PROCESS_SETTINGS
+            || ALL_PROCESS_CLASSES
+                .iter()
+                .any(|class| class.as_str() == key);
+        if !known {
+            report.error(format!(
+                "spec.processes.{key}: {key:?} is neither \"general\" nor a process class"
+            ));
+        }
+        let field = format!("spec.processes.{key}.customParameters");
+        report
+            .errors
+            .extend(custom_parameter_errors(&field, &settings.custom_parameters));
+    }
+}
+
+fn check_coordinator_selection(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    for (index, setting) in spec.coordinator_selection.iter().enumerate() {
+        if !setting.process_class.is_stateful() {
+            report.error(format!(
+                "spec.coordinatorSelection[{index}].processClass: {} processes cannot be coordinators (use a stateful class: storage, log or transaction)",
+                setting.process_class
+            ));
+        }
+    }
+}
+
+fn check_enums(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    use crate::api::cluster::{DeletionMode, PodUpdateStrategy, PublicIpSource};
+    let automation = &spec.automation_options;
+    let checks: [(&str, Option<&str>, &[&str]); 5] = [
+        (
+            "spec.imageType",
+            spec.image_type
+                .as_ref()
+                .filter(|v| !v.is_known())
+                .map(|v| v.as_str()),
+            ImageType::KNOWN,
+        ),
+        (
+            "spec.automationOptions.deletionMode",
+            automation
+                .deletion_mode
+                .as_ref()
+                .filter(|v| !v.is_known())
+                .map(|v| v.as_str()),
+            DeletionMode::KNOWN,
+        ),
+        (
+            "spec.automationOptions.removalMode",
+            automation
+                .removal_mode
+                .as_ref()
+                .filter(|v| !v.is_known())
+                .map(|v| v.as_str()),
+            DeletionMode::KNOWN,
+        ),
+        (
+            "spec.automationOptions.podUpdateStrategy",
+            automation
+                .pod_update_strategy
+                .as_ref()
+                .filter(|v| !v.is_known())
+                .map(|v| v.as_str()),
+            PodUpdateStrategy::KNOWN,
+        ),
+        (
+            "spec.routing.publicIPSource",
+            spec.routing
+                .public_ip_source
+                .as_ref()
+                .filter(|v| !v.is_known())
+                .map(|v| v.as_str()),
+            PublicIpSource::KNOWN,
+        ),
+    ];
+    for (field, value, known) in checks {
+        if let Some(value) = value {
+            report.error(unknown_value(field, value, known));
+        }
+    }
+    if spec.image_type == Some(ImageType::Unified) {
+        report.warnings.push(
+            "spec.imageType: unified is not supported yet; pods use the split image (main container plus sidecar)"
+                .to_owned(),
+        );
+    }
+}
+
+/// Validates a cluster spec.
+pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport {
+    let mut report = ValidationReport::default();
+    let version = check_version(spec, &mut report);
+    check_database_configuration(spec, version, &mut report);
+    check_process_counts(spec, &mut report);
+    check_processes(spec, &mut report);
+    check_coordinator_selection(spec, &mut report);
+    check_enums(spec, &mut report);
+    report
+}
+
+/// Validates a backup spec: version (when set) and custom parameters.
+pub fn validate_backup_spec(spec: &FoundationDBBackupSpec) -> ValidationReport {
+    let mut report = ValidationReport::default();
+    if spec.cluster_name.is_empty() {
+        report.error("spec.clusterName: is required".to_owned());
+    }
+    if let Some(version) = &spec.version
+        && version.parse::<FdbVersion>().is_err()
+    {
+        report.error(format!(
+            "spec.version: {version:?} is not a valid FoundationDB version"
+        ));
+    }
+    if let Some(state) = spec.backup_state.as_ref().filter(|s| !s.is_known()) {
+        report.error(unknown_value(
+            "spec.backupState",
+            state.as_str(),
+            crate::api::backup::BackupState::KNOWN,
+        ));
+    }
+    report.errors.extend(custom_parameter_errors(
+        "spec.customParameters",
+        &spec.custom_parameters,
+    ));
+    report
+}
+
+/// Validates a restore spec.
+pub fn validate_restore_spec(spec: &FoundationDBRestoreSpec) -> ValidationReport {
+    let mut report = ValidationReport::default();
+    if spec.destination_cluster_name.is_empty() {
+        report.error("spec.destinationClusterName: is required".to_owned());
+    }
+    report.errors.extend(custom_parameter_errors(
+        "spec.customParameters",
+        &spec.custom_parameters,
+    ));
+    report
+}
+
+/// A cluster whose spec passed validation; only [`ValidatedCluster::new`] makes one, so
+/// code holding it may rely on a supported, parsed version and known enum values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedCluster {
+    cluster: FoundationDBCluster,
+    version: FdbVersion,
+    warnings: Vec<String>,
+}
+
+/// The cluster spec is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid FoundationDBCluster {name}: {}", errors.join("; "))]
+pub struct InvalidCluster {
+    /// Name of the cluster.
+    pub name: String,
+    /// Every error found.
+    pub errors: Vec<String>,
+    /// Every warning found.
+    pub warnings: Vec<String>,
+}
+
+impl ValidatedCluster {
+    /// Validates the cluster.
+    pub fn new(cluster: FoundationDBCluster) -> Result<Self, InvalidCluster> {
+        let report = validate_cluster_spec(&cluster.spec);
+        match (report.is_valid(), cluster.spec.parsed_version()) {
+            (true, Ok(version)) => Ok(Self {
+                cluster,
+                version,
+                warnings: report.warnings,
+            }),
+            _ => Err(InvalidCluster {
+                name: cluster.metadata.name.clone().unwrap_or_default(),
+                errors: report.errors,
+                warnings: report.warnings,
+            }),
+        }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &FoundationDBCluster {
+        &self.cluster
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &FoundationDBClusterSpec {
+        &self.cluster.spec
+    }
+
+    /// The desired version, parsed and supported.
+    pub fn version(&self) -> FdbVersion {
+        self.version
+    }
+
+    /// Warnings found during validation.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Gives the cluster back.
+    pub fn into_inner(self) -> FoundationDBCluster {
+        self.cluster
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+use super::*;
+
+fn spec(yaml: &str) -> FoundationDBClusterSpec {
+    serde_yaml_ng::from_str(yaml).unwrap()
+}
+
+fn errors(yaml: &str) -> Vec<String> {
+    validate_cluster_spec(&spec(yaml)).errors
+}
+
+#[test]
+fn a_plain_cluster_is_valid() {
+    let report = validate_cluster_spec(&spec("version: 7.1.57"));
+    assert_eq!(report, ValidationReport::default());
+}
+
+#[test]
+fn versions_must_parse_and_be_supported() {
+    assert_eq!(errors("{}"), ["spec.version: is required (e.g. 7.1.57)"]);
+    assert_eq!(
+        errors("version: \"7.0\""),
+        [
+            "spec.version: \"7.0\" is not a valid FoundationDB version (expected MAJOR.MINOR.PATCH with an optional -rcN, e.g. 7.1.57)"
+        ]
+    );
+    assert_eq!(
+        errors("version: 6.3.24"),
+        ["spec.version: 6.3.24 is older than the oldest supported version 7.1.0"]
+    );
+}
+
+#[test]
+fn storage_engines_must_exist_in_the_version() {
+    assert_eq!(
+        errors("version: 7.1.57\ndatabaseConfiguration: {storage_engine: ssd-9}")[0],
+        format!(
+            "spec.databaseConfiguration.storage_engine: \"ssd-9\" is not a known storage engine (known: {})",
+            StorageEngine::KNOWN.join(", ")
+        )
+    );
+    assert_eq!(
+        errors("version: 7.1.57\ndatabaseConfiguration: {storage_engine: ssd-sharded-rocksdb}"),
+        [
+            "spec.databaseConfiguration.storage_engine: ssd-sharded-rocksdb needs FoundationDB 7.2.0 or later (spec.version is 7.1.57)"
+        ]
+    );
+    assert_eq!(
+        errors(
+            "version: 7.2.5\ndatabaseConfiguration: {perpetual_storage_wiggle_engine: ssd-redwood-1}"
+        ),
+        [
+            "spec.databaseConfiguration.perpetual_storage_wiggle_engine: ssd-redwood-1 needs FoundationDB 7.3.0 or later (spec.version is 7.2.5)"
+        ]
+    );
+    assert!(
+        errors("version: 7.3.43\ndatabaseConfiguration: {storage_engine: ssd-redwood-1}")
+            .is_empty()
+    );
+}
+
+#[test]
+fn counts_below_minus_one_are_rejected() {
+    assert_eq!(
+        errors("version: 7.1.57\nprocessCounts: {storage: -2, log: -1, stateless: 0}"),
+        ["spec.processCounts.storage: -2 is not allowed (use -1 for none, 0 for the default)"]
+    );
+    assert_eq!(
+        errors("version: 7.1.57\ndatabaseConfiguration: {logs: -3}"),
+        ["spec.databaseConfiguration.logs: -3 is not allowed (use -1 for none, 0 for the default)"]
+    );
+    assert_eq!(
+        errors(
+            "version: 7.1.57\ndatabaseConfiguration: {redundancy_mode: triple}\nprocessCounts: {storage: 2}"
+        ),
+        [
+            "spec.processCounts.storage: 2 storage processes cannot hold triple redundancy (it needs at least 3)"
+        ]
+    );
+}
+
+#[test]
+fn coordinators_only_from_stateful_classes() {
+    assert_eq!(
+        errors(
+            "version: 7.1.57\ncoordinatorSelection: [{processClass: log, priority: 1}, {processClass: stateless, priority: 0}]"
+        ),
+        [
+            "spec.coordinatorSelection[1].processClass: stateless processes cannot be coordinators (use a stateful class: storage, log or transaction)"
+        ]
+    );
+}
+
+#[test]
+fn process_settings_keys_and_custom_parameters() {
+    assert_eq!(
+        errors(
+            "version: 7.1.57\nprocesses: {general: {customParameters: [knob_a=1, knob_a=2]}, storage: {customParameters: [datadir=/x]}, blob: {}}"
+        ),
+        [
+            "spec.processes.blob: \"blob\" is neither \"general\" nor a process class",
+            "spec.processes.general.customParameters[1]: \"knob_a\" is set more than once",
+            "spec.processes.storage.customParameters[0]: \"datadir\" is managed by the operator and cannot be set as a custom parameter",
+        ]
+    );
+}
+
+#[test]
+fn unknown_enum_values_are_errors_and_unified_is_a_warning() {
+    let report = validate_cluster_spec(&spec(
+        "version: 7.1.57\nimageType: unified\nautomationOptions: {deletionMode: Everything}\nrouting: {publicIPSource: node}",
+    ));
+    assert_eq!(
+        report.errors,
+        [
+            "spec.automationOptions.deletionMode: \"Everything\" is not one of Zone, ProcessGroup, All, None",
+            "spec.routing.publicIPSource: \"node\" is not one of pod, service",
+        ]
+    );
+    assert_eq!(
+        report.warnings,
+        [
+            "spec.imageType: unified is not supported yet; pods use the split image (main container plus sidecar)"
+        ]
+    );
+}
+
+#[test]
+fn validated_cluster_only_from_valid_specs() {
+    let mut cluster = FoundationDBCluster::new("sample", spec("version: 7.1.57"));
+    let validated = ValidatedCluster::new(cluster.clone()).unwrap();
+    assert_eq!(validated.version().to_string(), "7.1.57");
+    cluster.spec.version = "7.0".to_owned();
+    let error = ValidatedCluster::new(cluster).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("invalid FoundationDBCluster sample: spec.version")
+    );
+}
+
+#[test]
+fn backup_and_restore_checks() {
+    let backup: FoundationDBBackupSpec = serde_yaml_ng::from_str(
+        "clusterName: sample\ncustomParameters: [a=1, a=2]\nbackupState: Gone",
+    )
+    .unwrap();
+    assert_eq!(
+        validate_backup_spec(&backup).errors,
+        [
+            "spec.backupState: \"Gone\" is not one of Running, Stopped, Paused",
+            "spec.customParameters[1]: \"a\" is set more than once",
+        ]
+    );
+    assert_eq!(
+        validate_restore_spec(&FoundationDBRestoreSpec::default()).errors,
+        ["spec.destinationClusterName: is required"]
+    );
+}

@@ -1,0 +1,174 @@
+//! Tests of the real `fdb-operator` binary: output, exit codes and the committed CRDs.
+
+// Test-only crate: helpers may panic on unexpected input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fdb_operator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn repo_file(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+#[test]
+fn crds_prints_exactly_the_committed_file() {
+    let output = fdb_operator(&["crds"]);
+    assert!(output.status.success());
+    let committed = std::fs::read_to_string(repo_file("crds/foundationdb-crds.yaml")).unwrap();
+    assert!(
+        String::from_utf8(output.stdout).unwrap() == committed,
+        "`fdb-operator crds` differs from crds/foundationdb-crds.yaml; run \
+         UPDATE_CRDS=1 cargo test -p fdb-operator committed_crds_are_up_to_date"
+    );
+}
+
+#[test]
+fn explain_a_valid_manifest_exits_zero_with_the_documented_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata:\n  name: sample\nspec:\n  version: 7.1.57\n  processCounts:\n    storage: 4\n    cluster_controller: 1\n",
+    )
+    .unwrap();
+    let output = fdb_operator(&["explain", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "valid": true,
+            "errors": [],
+            "warnings": [],
+            "version": "7.1.57",
+            "faultTolerance": 1,
+            "processCounts": {"storage": 4, "log": 4, "stateless": 8, "cluster_controller": 1},
+            "coordinators": 3,
+            "databaseConfiguration": {"redundancy_mode": "double", "storage_engine": "ssd-2",
+                                      "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1},
+            "images": {"main": "foundationdb/foundationdb:7.1.57",
+                       "sidecar": "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1"},
+            "locks": false,
+            "configureCommand": "configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1"
+        })
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let order: Vec<usize> = [
+        "\"valid\"",
+        "\"errors\"",
+        "\"warnings\"",
+        "\"version\"",
+        "\"faultTolerance\"",
+        "\"processCounts\"",
+        "\"coordinators\"",
+        "\"databaseConfiguration\"",
+        "\"images\"",
+        "\"locks\"",
+    ]
+    .iter()
+    .map(|key| text.find(key).unwrap())
+    .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "keys out of order:\n{text}"
+    );
+}
+
+#[test]
+fn explain_the_production_example() {
+    let output = fdb_operator(&[
+        "explain",
+        "-f",
+        repo_file("docs/examples/cluster-production.yaml")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["processCounts"],
+        serde_json::json!({"storage": 9, "log": 6, "cluster_controller": 1})
+    );
+    assert_eq!(json["coordinators"], 5);
+    assert_eq!(
+        json["images"]["main"],
+        "registry.example.com/foundationdb/foundationdb:7.1.57"
+    );
+}
+
+#[test]
+fn explain_an_invalid_manifest_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: bad}\nspec:\n  version: \"7.0\"\n  fooBar: true\n",
+    )
+    .unwrap();
+    let output = fdb_operator(&["explain", "-f", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["valid"], false);
+    assert_eq!(
+        json["errors"][0],
+        "spec.version: \"7.0\" is not a valid FoundationDB version (expected MAJOR.MINOR.PATCH with an optional -rcN, e.g. 7.1.57)"
+    );
+    assert_eq!(
+        json["warnings"][0],
+        "unknown field spec.fooBar: ignored by this operator"
+    );
+}
+
+#[test]
+fn explain_unreadable_inputs_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let output = fdb_operator(&["explain", "-f", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read"));
+
+    let not_yaml = dir.path().join("bad.yaml");
+    std::fs::write(&not_yaml, "key: [unclosed\n").unwrap();
+    assert_eq!(
+        fdb_operator(&["explain", "-f", not_yaml.to_str().unwrap()])
+            .status
+            .code(),
+        Some(2)
+    );
+
+    let backup = repo_file("docs/examples/backup.yaml");
+    let output = fdb_operator(&["explain", "-f", backup.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("holds no FoundationDBCluster"));
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    let output = fdb_operator(&["explain", "--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        help.contains("fdb-operator explain -f cluster.yaml"),
+        "{help}"
+    );
+    assert!(help.contains("Exit status"), "{help}");
+}
