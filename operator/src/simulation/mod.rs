@@ -1,7 +1,9 @@
 //! The simulated world behind `fdb-operator simulate`: an in-memory Kubernetes, a simulated
 //! FoundationDB, real sidecars, and the scenario runner.
 
+pub mod event_log;
 pub mod fdb;
 pub mod kube;
+pub mod recording_admin;
 pub mod result;
 pub mod scenario;

@@ -1,0 +1,169 @@
+//! The simulation's events log: every operator write, admin command and sidecar request,
+//! stamped with the scenario step, the simulated time and the operator pass.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::clock::Clock;
+
+use super::result::{Event, EventSource};
+
+/// Where the run currently is; stamped on every event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunPosition {
+    /// Index of the scenario step being executed.
+    pub step: usize,
+    /// The operator pass being run (0 outside passes).
+    pub pass: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    position: RunPosition,
+    events: Vec<Event>,
+    status_json_calls: u64,
+    admin_commands: u64,
+    sidecar_requests: u64,
+}
+
+/// A shared, append-only events log with the counters of the result's `metrics`.
+///
+/// Clones share the same log.
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    clock: Arc<dyn Clock>,
+    start_unix: i64,
+    state: Arc<Mutex<State>>,
+}
+
+/// Counters kept alongside the events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventCounters {
+    /// `status json` reads that reached the database.
+    pub status_json_calls: u64,
+    /// Other admin commands.
+    pub admin_commands: u64,
+    /// Requests sent to sidecars.
+    pub sidecar_requests: u64,
+}
+
+impl EventLog {
+    /// An empty log; times are seconds since `start_unix`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let start_unix = clock.now_unix();
+        Self {
+            clock,
+            start_unix,
+            state: Arc::new(Mutex::new(State::default())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Simulated seconds since the run started.
+    pub fn elapsed_seconds(&self) -> u64 {
+        u64::try_from(self.clock.now_unix() - self.start_unix).unwrap_or(0)
+    }
+
+    /// Sets the step and pass stamped on the following events.
+    pub fn set_position(&self, position: RunPosition) {
+        self.lock().position = position;
+    }
+
+    /// The current step and pass.
+    pub fn position(&self) -> RunPosition {
+        self.lock().position
+    }
+
+    /// Appends an event at the current time and position.
+    pub fn record(&self, source: EventSource, action: &str, target: &str, detail: &str) {
+        let time = self.elapsed_seconds();
+        let mut state = self.lock();
+        let position = state.position;
+        state.events.push(Event {
+            step: position.step,
+            time,
+            pass: position.pass,
+            source,
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail: detail.to_owned(),
+        });
+    }
+
+    /// Counts a `status json` read.
+    pub fn count_status_json(&self) {
+        self.lock().status_json_calls += 1;
+    }
+
+    /// Counts an admin command other than `status json`.
+    pub fn count_admin_command(&self) {
+        self.lock().admin_commands += 1;
+    }
+
+    /// Counts a sidecar request.
+    pub fn count_sidecar_request(&self) {
+        self.lock().sidecar_requests += 1;
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> EventCounters {
+        let state = self.lock();
+        EventCounters {
+            status_json_calls: state.status_json_calls,
+            admin_commands: state.admin_commands,
+            sidecar_requests: state.sidecar_requests,
+        }
+    }
+
+    /// Every event so far, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// The events recorded since index `from` (for per-pass checks).
+    pub fn events_since(&self, from: usize) -> Vec<Event> {
+        self.lock()
+            .events
+            .get(from..)
+            .map(<[Event]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// How many events have been recorded.
+    pub fn len(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+
+    #[test]
+    fn events_carry_time_step_and_pass() {
+        let clock = VirtualClock::fixed_epoch();
+        let log = EventLog::new(Arc::new(clock.clone()));
+        log.set_position(RunPosition { step: 2, pass: 5 });
+        clock.advance_seconds(30);
+        log.record(
+            EventSource::Fdb,
+            "configure",
+            "database",
+            "configure new double ssd-2",
+        );
+        let events = log.events();
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].step, events[0].pass, events[0].time), (2, 5, 30));
+        assert_eq!(log.events_since(1), Vec::new());
+        log.count_status_json();
+        assert_eq!(log.counters().status_json_calls, 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! An [`AdminClient`] wrapper that records every admin command in the events log.
+//!
+//! It sits between the operator and the simulated database, so the log shows exactly
+//! what the operator asked for (and whether it failed), in the order it asked.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::DatabaseConfiguration;
+use fdb_shared::cluster_math::configure_new_command;
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::status_json::DatabaseStatus;
+
+use crate::fdb::{
+    AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
+};
+
+use super::event_log::EventLog;
+use super::result::EventSource;
+
+/// Records admin commands, then forwards them.
+#[derive(Debug, Clone)]
+pub struct RecordingAdmin {
+    inner: Arc<dyn AdminClient>,
+    log: EventLog,
+}
+
+impl RecordingAdmin {
+    /// Wraps `inner`, recording into `log`.
+    pub fn new(inner: Arc<dyn AdminClient>, log: EventLog) -> Self {
+        Self { inner, log }
+    }
+
+    /// Records a write command with its outcome.
+    fn write<T>(&self, action: &str, target: &str, detail: String, result: &Result<T, AdminError>) {
+        self.log.count_admin_command();
+        let detail = match result {
+            Ok(_) => detail,
+            Err(error) => format!("{detail} -> {}: {error}", error.category()),
+        };
+        self.log.record(EventSource::Fdb, action, target, &detail);
+    }
+}
+
+fn join<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[async_trait]
+impl AdminClient for RecordingAdmin {
+    async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+        self.log.count_status_json();
+        self.inner.status().await
+    }
+
+    async fn configure(
+        &self,
+        configuration: &DatabaseConfiguration,
+        new_database: bool,
+    ) -> Result<(), AdminError> {
+        let result = self.inner.configure(configuration, new_database).await;
+        let command = if new_database {
+            configure_new_command(configuration)
+        } else {
+            format!(
+                "configure {}",
+                fdb_shared::cluster_math::configuration_string(configuration)
+            )
+        };
+        self.write("configure", "database", command, &result);
+        result
+    }
+
+    async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
+        let result = self.inner.exclude(targets, blocking).await;
+        let mode = if blocking { "" } else { "no_wait " };
+        self.write(
+            "exclude",
+            "database",
+            format!("exclude {mode}{}", join(targets)),
+            &result,
+        );
+        result
+    }
+
+    async fn exclusion_status(
+        &self,
+        targets: &[ExclusionTarget],
+    ) -> Result<ExclusionReport, AdminError> {
+        self.log.count_admin_command();
+        self.inner.exclusion_status(targets).await
+    }
+
+    async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
+        let result = self.inner.include(targets).await;
+        self.write(
+            "include",
+            "database",
+            format!("include {}", join(targets)),
+            &result,
+        );
+        result
+    }
+
+    async fn change_coordinators(
+        &self,
+        coordinators: &[ProcessAddress],
+    ) -> Result<ConnectionString, AdminError> {
+        let result = self.inner.change_coordinators(coordinators).await;
+        let detail = match &result {
+            Ok(connection) => format!("coordinators {} -> {connection}", join(coordinators)),
+            Err(_) => format!("coordinators {}", join(coordinators)),
+        };
+        self.write("coordinators", "database", detail, &result);
+        result
+    }
+
+    async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
+        let result = self.inner.kill(addresses).await;
+        self.write(
+            "kill",
+            "database",
+            format!("kill {}", join(addresses)),
+            &result,
+        );
+        result
+    }
+
+    async fn set_maintenance_zone(
+        &self,
+        zone: &str,
+        duration_seconds: u64,
+    ) -> Result<(), AdminError> {
+        let result = self
+            .inner
+            .set_maintenance_zone(zone, duration_seconds)
+            .await;
+        self.write(
+            "maintenance",
+            "database",
+            format!("maintenance on {zone} {duration_seconds}"),
+            &result,
+        );
+        result
+    }
+
+    async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+        let result = self.inner.reset_maintenance_zone().await;
+        self.write(
+            "maintenance",
+            "database",
+            "maintenance off".to_owned(),
+            &result,
+        );
+        result
+    }
+
+    async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+        self.log.count_admin_command();
+        self.inner.read_lock().await
+    }
+
+    async fn write_lock(&self, lock: &LockValue) -> Result<(), AdminError> {
+        let result = self.inner.write_lock(lock).await;
+        self.write(
+            "lock",
+            "database",
+            format!("lock {} {}..{}", lock.lock_id, lock.start, lock.end),
+            &result,
+        );
+        result
+    }
+
+    async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+        self.log.count_admin_command();
+        self.inner.deny_list().await
+    }
+
+    async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
+        let result = self.inner.update_deny_list(add, remove).await;
+        self.write(
+            "lock",
+            "database",
+            format!("deny list +[{}] -[{}]", add.join(" "), remove.join(" ")),
+            &result,
+        );
+        result
+    }
+
+    async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
+        self.log.count_admin_command();
+        self.inner.connected_clients().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, VirtualClock};
+    use crate::simulation::fdb::{SimFdbSettings, SimulatedFdb};
+
+    #[tokio::test]
+    async fn records_writes_with_outcome_and_counts_reads() {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::fixed_epoch());
+        let fdb = SimulatedFdb::new(clock.clone(), SimFdbSettings::default());
+        let log = EventLog::new(clock);
+        let admin = RecordingAdmin::new(Arc::new(fdb), log.clone());
+
+        let _ = admin.status().await;
+        // An empty database has no coordinators: the command fails, and the log says so.
+        assert!(admin.reset_maintenance_zone().await.is_err());
+        let events = log.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].action, "maintenance");
+        assert_eq!(events[0].source, EventSource::Fdb);
+        assert!(
+            events[0].detail.starts_with("maintenance off -> Unavailable"),
+            "{}",
+            events[0].detail
+        );
+        let counters = log.counters();
+        assert_eq!(
+            (counters.status_json_calls, counters.admin_commands),
+            (1, 1)
+        );
+    }
+}
