@@ -219,7 +219,9 @@ mod tests {
         assert_eq!(events[0].action, "maintenance");
         assert_eq!(events[0].source, EventSource::Fdb);
         assert!(
-            events[0].detail.starts_with("maintenance off -> Unavailable"),
+            events[0]
+                .detail
+                .starts_with("maintenance off -> Unavailable"),
             "{}",
             events[0].detail
         );

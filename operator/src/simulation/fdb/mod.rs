@@ -192,6 +192,48 @@ impl SimulatedFdb {
         snapshot::snapshot(&self.lock(), now)
     }
 
+    /// Why deleting the pod or volume of this process group (processes whose
+    /// `locality_instance_id` is `instance_id`) would put data at risk, or `None` when
+    /// every such stateful process is fully excluded: excluded, its data moved away and
+    /// no roles left. Stopped processes count with the data on their disk, which the
+    /// world's invariants need: a removed pod's process no longer reports to `status json`.
+    pub fn removal_risk(&self, instance_id: &str) -> Option<String> {
+        let now = self.now();
+        let mut state = self.lock();
+        data::advance(&mut state, now);
+        state.refresh(now);
+        let version = state.cluster_version();
+        let state = &*state;
+        state
+            .processes
+            .values()
+            .filter(|p| {
+                p.launch.class.is_stateful()
+                    && p.launch.locality.get("instance_id").map(String::as_str) == Some(instance_id)
+            })
+            .find_map(|process| {
+                let who = format!(
+                    "{} process {}",
+                    process.launch.class, process.launch.address
+                );
+                if !state.is_excluded(process) {
+                    return Some(format!("{who} is not excluded"));
+                }
+                if process.data_bytes > 0.0 {
+                    return Some(format!(
+                        "{who} still holds {:.0} bytes of data",
+                        process.data_bytes
+                    ));
+                }
+                let roles = if state.is_member(process, version.as_ref()) {
+                    render::roles_of(state, process)
+                } else {
+                    Vec::new()
+                };
+                (!roles.is_empty()).then(|| format!("{who} still has roles: {}", roles.join(", ")))
+            })
+    }
+
     /// The current connection string, once known.
     pub fn connection_string(&self) -> Option<ConnectionString> {
         self.lock().connection_string.clone()

@@ -503,3 +503,33 @@ async fn locks_deny_list_and_injected_timeouts() {
     }
     assert!(outcomes.contains(&true) && outcomes.contains(&false));
 }
+
+#[tokio::test]
+async fn removal_risk_clears_only_when_the_group_is_fully_excluded_even_once_stopped() {
+    let (fdb, clock) = configured_cluster().await;
+    let risk = fdb.removal_risk("storage-1").unwrap();
+    assert!(risk.contains("is not excluded"), "{risk}");
+    assert_eq!(
+        fdb.removal_risk("stateless-1"),
+        None,
+        "stateless holds no data"
+    );
+
+    fdb.exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+        .await
+        .unwrap();
+    let risk = fdb.removal_risk("storage-1").unwrap();
+    assert!(risk.contains("still holds"), "{risk}");
+
+    clock.advance_seconds(61);
+    fdb.tick();
+    assert_eq!(fdb.removal_risk("storage-1"), None);
+    // Stopping the process (its pod deleted) keeps it safe: the disk is empty.
+    fdb.stop_process(&address(21));
+    assert_eq!(fdb.removal_risk("storage-1"), None);
+
+    // A stopped process that was never excluded keeps its data on disk.
+    fdb.stop_process(&address(22));
+    let risk = fdb.removal_risk("storage-2").unwrap();
+    assert!(risk.contains("is not excluded"), "{risk}");
+}
