@@ -3,6 +3,8 @@
 //! sidecar protocol.
 
 pub mod api;
+pub mod monitor_conf;
+pub mod sidecar;
 pub mod version;
 
 pub use version::FdbVersion;
