@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod monitor_conf;
+pub mod sidecar;
 pub mod version;
 
 pub use version::FdbVersion;

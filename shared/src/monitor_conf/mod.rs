@@ -2,3 +2,4 @@
 //! back the command lines it starts.
 
 pub mod render;
+pub mod substitute;
