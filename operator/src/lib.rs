@@ -1,4 +1,5 @@
 //! The FoundationDB operator: controller, subreconcilers, admin client and simulation.
 
 pub mod clock;
+pub mod fdb;
 pub mod simulation;

@@ -8,3 +8,7 @@ pub mod sidecar;
 pub mod version;
 
 pub use version::FdbVersion;
+pub mod address;
+pub mod connection_string;
+pub mod monitor_conf;
+pub mod status_json;

@@ -1,5 +1,6 @@
 //! The fdbmonitor conf: generating the template, substituting its variables, and reading
 //! back the command lines it starts.
 
+pub mod parse;
 pub mod render;
 pub mod substitute;

@@ -1,0 +1,115 @@
+//! Errors of admin operations on the database.
+
+use fdb_shared::status_json::StatusParseError;
+
+/// An admin operation failed. Every variant names the command that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The command did not finish in time.
+    #[error("`{command}` timed out after {seconds}s")]
+    Timeout {
+        /// The command.
+        command: String,
+        /// The time limit.
+        seconds: u64,
+    },
+    /// The database could not be reached or is unavailable.
+    #[error("`{command}`: the database is unavailable: {output}")]
+    Unavailable {
+        /// The command.
+        command: String,
+        /// What the tool said.
+        output: String,
+    },
+    /// The command ran and failed.
+    #[error("`{command}` failed (exit code {code:?}): {stderr}")]
+    Failed {
+        /// The command.
+        command: String,
+        /// Exit code, if the process exited normally.
+        code: Option<i32>,
+        /// The error output (or standard output when that is where the error was).
+        stderr: String,
+    },
+    /// The status document could not be parsed.
+    #[error("`{command}`: cannot parse the output: {source}")]
+    Parse {
+        /// The command.
+        command: String,
+        /// The parse error.
+        source: StatusParseError,
+    },
+    /// The command's output has an unexpected shape (e.g. a lock value that is not a
+    /// tuple).
+    #[error("`{command}`: unexpected output: {detail}")]
+    InvalidResponse {
+        /// The command.
+        command: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The tool could not be started.
+    #[error("`{command}`: cannot run {program}: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The program that failed to start.
+        program: String,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The database refused the operation in its current state.
+    #[error("`{command}` was refused: {reason}")]
+    Rejected {
+        /// The command.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// The operation is not supported by this client or version.
+    #[error("`{command}` is not supported: {reason}")]
+    Unsupported {
+        /// The command.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl AdminError {
+    /// Whether retrying later may succeed without any change.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout { .. } | Self::Unavailable { .. } | Self::Failed { .. }
+        )
+    }
+
+    /// A short, fixed name of the kind of failure, for metric labels and event reasons.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Timeout { .. } => "Timeout",
+            Self::Unavailable { .. } => "Unavailable",
+            Self::Failed { .. } => "CommandFailed",
+            Self::Parse { .. } => "ParseError",
+            Self::InvalidResponse { .. } => "InvalidResponse",
+            Self::Spawn { .. } => "SpawnFailed",
+            Self::Rejected { .. } => "Rejected",
+            Self::Unsupported { .. } => "Unsupported",
+        }
+    }
+
+    /// The command that failed.
+    pub fn command(&self) -> &str {
+        match self {
+            Self::Timeout { command, .. }
+            | Self::Unavailable { command, .. }
+            | Self::Failed { command, .. }
+            | Self::Parse { command, .. }
+            | Self::InvalidResponse { command, .. }
+            | Self::Spawn { command, .. }
+            | Self::Rejected { command, .. }
+            | Self::Unsupported { command, .. } => command,
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The admin client over `fdbcli --exec`.
+
+pub mod commands;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::DatabaseConfiguration;
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::status_json::DatabaseStatus;
+
+use self::commands::FailureKind;
+use super::admin::{AdminClient, ExclusionTarget};
+use super::error::AdminError;
+use super::locks::{
+    DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key,
+    deny_list_range_end,
+};
+
+/// TLS files passed to fdbcli.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `--tls_certificate_file`.
+    pub certificate_file: PathBuf,
+    /// `--tls_key_file`.
+    pub key_file: PathBuf,
+    /// `--tls_ca_file`.
+    pub ca_file: PathBuf,
+    /// `--tls_verify_peers`, when set.
+    pub verify_peers: Option<String>,
+}
+
+/// How to run fdbcli.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FdbcliConfig {
+    /// The fdbcli binary.
+    pub fdbcli_path: PathBuf,
+    /// The cluster file (`-C`).
+    pub cluster_file: PathBuf,
+    /// fdbcli's own `--timeout`.
+    pub timeout: Duration,
+    /// Extra time given to the process beyond `timeout` before it is killed.
+    pub process_grace: Duration,
+    /// TLS files, when the cluster uses TLS.
+    pub tls: Option<TlsFiles>,
+    /// Further arguments placed before `--exec`.
+    pub extra_args: Vec<String>,
+}
+
+impl FdbcliConfig {
+    /// A configuration with a 10 s timeout, 5 s grace, no TLS and no extra arguments.
+    pub fn new(fdbcli_path: impl Into<PathBuf>, cluster_file: impl Into<PathBuf>) -> Self {
+        Self {
+            fdbcli_path: fdbcli_path.into(),
+            cluster_file: cluster_file.into(),
+            timeout: Duration::from_secs(10),
+            process_grace: Duration::from_secs(5),
+            tls: None,
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// The arguments of one invocation running `command`.
+    pub fn arguments(&self, command: &str) -> Vec<String> {
+        let mut args = vec![
+            "-C".to_owned(),
+            self.cluster_file.display().to_string(),
+            "--timeout".to_owned(),
+            self.timeout.as_secs().max(1).to_string(),
+        ];
+        if let Some(tls) = &self.tls {
+            args.extend([
+                "--tls_certificate_file".to_owned(),
+                tls.certificate_file.display().to_string(),
+                "--tls_key_file".to_owned(),
+                tls.key_file.display().to_string(),
+                "--tls_ca_file".to_owned(),
+                tls.ca_file.display().to_string(),
+            ]);
+            if let Some(peers) = &tls.verify_peers {
+                args.extend(["--tls_verify_peers".to_owned(), peers.clone()]);
+            }
+        }
+        args.extend(self.extra_args.iter().cloned());
+        args.extend(["--exec".to_owned(), command.to_owned()]);
+        args
+    }
+}
+
+/// The admin client that runs fdbcli. Lock keys go through fdbcli's `get`/`set` on the
+/// system key space.
+#[derive(Debug, Clone)]
+pub struct FdbcliAdminClient {
+    config: FdbcliConfig,
+}
+
+impl FdbcliAdminClient {
+    /// A client running fdbcli as configured.
+    pub fn new(config: FdbcliConfig) -> Self {
+        Self { config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FdbcliConfig {
+        &self.config
+    }
+
+    /// Runs one `--exec` command; returns standard output on success.
+    pub async fn run(&self, command: &str) -> Result<String, AdminError> {
+        let deadline = self.config.timeout + self.config.process_grace;
+        let mut child = tokio::process::Command::new(&self.config.fdbcli_path);
+        child
+            .args(self.config.arguments(command))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        tracing::debug!(command, "running fdbcli");
+        let output = match tokio::time::timeout(deadline, child.output()).await {
+            Err(_) => {
+                return Err(AdminError::Timeout {
+                    command: command.to_owned(),
+                    seconds: deadline.as_secs(),
+                });
+            }
+            Ok(Err(source)) => {
+                return Err(AdminError::Spawn {
+                    command: command.to_owned(),
+                    program: self.config.fdbcli_path.display().to_string(),
+                    source,
+                });
+            }
+            Ok(Ok(output)) => output,
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        if output.status.success() && !commands::reports_error(&stdout) {
+            return Ok(stdout);
+        }
+        let message = if stderr.trim().is_empty() {
+            stdout.trim().to_owned()
+        } else {
+            stderr.trim().to_owned()
+        };
+        Err(match commands::classify_failure(&format!("{stdout}\n{stderr}")) {
+            FailureKind::Timeout => AdminError::Timeout {
+                command: command.to_owned(),
+                seconds: self.config.timeout.as_secs(),
+            },
+            FailureKind::Unavailable => AdminError::Unavailable {
+                command: command.to_owned(),
+                output: message,
+            },
+            FailureKind::Failed => AdminError::Failed {
+                command: command.to_owned(),
+                code: output.status.code(),
+                stderr: message,
+            },
+        })
+    }
+
+    async fn read_keys(&self, command: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, AdminError> {
+        let output = self.run(command).await?;
+        commands::parse_key_values(&output).map_err(|detail| AdminError::InvalidResponse {
+            command: command.to_owned(),
+            detail,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl AdminClient for FdbcliAdminClient {
+    async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+        let command = "status json";
+        let output = self.run(command).await?;
+        DatabaseStatus::parse_fdbcli_output(&output).map_err(|source| AdminError::Parse {
+            command: command.to_owned(),
+            source,
+        })
+    }
+
+    async fn configure(
+        &self,
+        configuration: &DatabaseConfiguration,
+        new_database: bool,
+    ) -> Result<(), AdminError> {
+        self.run(&commands::configure(configuration, new_database))
+            .await
+            .map(drop)
+    }
+
+    async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        self.run(&commands::exclude(targets, blocking))
+            .await
+            .map(drop)
+    }
+
+    async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        self.run(&commands::include(targets)).await.map(drop)
+    }
+
+    async fn change_coordinators(
+        &self,
+        coordinators: &[ProcessAddress],
+    ) -> Result<ConnectionString, AdminError> {
+        let command = commands::coordinators(coordinators);
+        self.run(&command).await?;
+        // fdbcli rewrote the cluster file; the new connection string is in the status.
+        let status = self.status().await?;
+        status
+            .cluster
+            .connection_string
+            .ok_or_else(|| AdminError::InvalidResponse {
+                command,
+                detail: "the status after the change has no connection string".to_owned(),
+            })
+    }
+
+    async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
+        if addresses.is_empty() {
+            return Ok(());
+        }
+        self.run(&commands::kill(addresses)).await.map(drop)
+    }
+
+    async fn set_maintenance_zone(
+        &self,
+        zone: &str,
+        duration_seconds: u64,
+    ) -> Result<(), AdminError> {
+        self.run(&commands::maintenance_on(zone, duration_seconds))
+            .await
+            .map(drop)
+    }
+
+    async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+        self.run("maintenance off").await.map(drop)
+    }
+
+    async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+        let command = commands::get_key(GLOBAL_LOCK_KEY);
+        let pairs = self.read_keys(&command).await?;
+        let Some((_, value)) = pairs.into_iter().find(|(key, _)| key == GLOBAL_LOCK_KEY) else {
+            return Ok(None);
+        };
+        LockValue::decode(&value)
+            .map(Some)
+            .map_err(|error| AdminError::InvalidResponse {
+                command,
+                detail: error.to_string(),
+            })
+    }
+
+    async fn write_lock(&self, lock: &LockValue) -> Result<(), AdminError> {
+        let command = commands::write_keys(&[(GLOBAL_LOCK_KEY.to_vec(), lock.encode())], &[]);
+        self.run(&command).await.map(drop)
+    }
+
+    async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+        let command = commands::get_range(DENY_LIST_PREFIX, &deny_list_range_end());
+        let pairs = self.read_keys(&command).await?;
+        Ok(pairs
+            .iter()
+            .filter_map(|(key, _)| deny_list_id(key))
+            .collect())
+    }
+
+    async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
+        if add.is_empty() && remove.is_empty() {
+            return Ok(());
+        }
+        let set: Vec<_> = add
+            .iter()
+            .map(|id| (deny_list_key(id), id.as_bytes().to_vec()))
+            .collect();
+        let clear: Vec<_> = remove.iter().map(|id| deny_list_key(id)).collect();
+        self.run(&commands::write_keys(&set, &clear))
+            .await
+            .map(drop)
+    }
+}

@@ -1,0 +1,18 @@
+//! The operator's access to FoundationDB: the admin-client interface, its fdbcli
+//! implementation, the per-pass status cache, and the lock keys.
+
+pub mod admin;
+pub mod cache;
+pub mod error;
+pub mod fdbcli;
+pub mod locks;
+#[cfg(feature = "native-client")]
+pub mod native;
+
+pub use admin::{
+    AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
+};
+pub use cache::PassScopedAdmin;
+pub use error::AdminError;
+pub use fdbcli::{FdbcliAdminClient, FdbcliConfig, TlsFiles};
+pub use locks::LockValue;
