@@ -2,13 +2,12 @@
 //! types, FoundationDB versions, the `status json` model, monitor conf rendering and the
 //! sidecar protocol.
 
+pub mod address;
 pub mod api;
+pub mod connection_string;
 pub mod monitor_conf;
 pub mod sidecar;
+pub mod status_json;
 pub mod version;
 
 pub use version::FdbVersion;
-pub mod address;
-pub mod connection_string;
-pub mod monitor_conf;
-pub mod status_json;
