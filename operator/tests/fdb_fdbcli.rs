@@ -76,9 +76,16 @@ impl StandIn {
 }
 
 fn fixture(name: &str) -> String {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "shared", "tests", "fixtures", name]
-        .iter()
-        .collect();
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "shared",
+        "tests",
+        "fixtures",
+        name,
+    ]
+    .iter()
+    .collect();
     std::fs::read_to_string(path).unwrap()
 }
 
@@ -175,7 +182,12 @@ async fn failures_map_to_typed_errors_naming_the_command() {
     stand_in.reply(2, "ERROR: No addresses were specified\n", "", 1);
     stand_in.reply(3, "ERROR: something odd\n", "", 0);
     stand_in.reply(4, "not json at all", "", 0);
-    stand_in.reply(5, "Specified timeout reached -- Failed to get status.\n", "", 1);
+    stand_in.reply(
+        5,
+        "Specified timeout reached -- Failed to get status.\n",
+        "",
+        1,
+    );
     let client = stand_in.client();
 
     let error = client.reset_maintenance_zone().await.unwrap_err();
@@ -189,7 +201,11 @@ async fn failures_map_to_typed_errors_naming_the_command() {
         matches!(error, AdminError::Failed { code: Some(1), .. }),
         "{error}"
     );
-    assert!(error.to_string().contains("kill; kill 10.0.0.1:4501; sleep 5"));
+    assert!(
+        error
+            .to_string()
+            .contains("kill; kill 10.0.0.1:4501; sleep 5")
+    );
     assert_eq!(error.category(), "CommandFailed");
 
     let error = client
@@ -217,10 +233,7 @@ async fn a_hanging_fdbcli_is_killed_and_reported_as_timeout() {
     let mut config = stand_in.config();
     config.timeout = Duration::from_millis(300);
     config.process_grace = Duration::ZERO;
-    let error = FdbcliAdminClient::new(config)
-        .status()
-        .await
-        .unwrap_err();
+    let error = FdbcliAdminClient::new(config).status().await.unwrap_err();
     assert!(matches!(error, AdminError::Timeout { .. }), "{error}");
     assert_eq!(error.command(), "status json");
 
@@ -243,12 +256,7 @@ async fn lock_keys_and_deny_list_through_get_and_set() {
         "",
         0,
     );
-    stand_in.reply(
-        2,
-        &format!("`{}': not found\n", printable(key)),
-        "",
-        0,
-    );
+    stand_in.reply(2, &format!("`{}': not found\n", printable(key)), "", 0);
     stand_in.reply(
         4,
         "Range limited to 10000 keys\n`\\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-a' is `op-a'\n`\\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-b' is `op-b'\n",
@@ -283,8 +291,14 @@ async fn lock_keys_and_deny_list_through_get_and_set() {
         .await
         .unwrap();
     let update = stand_in.args(5).last().unwrap().clone();
-    assert!(update.contains("set \\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-c op-c"), "{update}");
-    assert!(update.contains("clear \\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-a"), "{update}");
+    assert!(
+        update.contains("set \\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-c op-c"),
+        "{update}"
+    );
+    assert!(
+        update.contains("clear \\xff\\x02/org.foundationdb.kubernetes-operator/denyList/op-a"),
+        "{update}"
+    );
 }
 
 #[tokio::test]
@@ -292,10 +306,11 @@ async fn coordinator_change_returns_the_new_connection_string() {
     let stand_in = StandIn::new();
     stand_in.reply(1, "Coordination state changed\n", "", 0);
     stand_in.reply(2, &fixture("status-7.1.0-rc1.json"), "", 0);
-    let coordinators: Vec<ProcessAddress> = ["10.1.18.253:4501", "10.1.18.254:4501", "10.1.19.0:4501"]
-        .iter()
-        .map(|a| ProcessAddress::parse(a).unwrap())
-        .collect();
+    let coordinators: Vec<ProcessAddress> =
+        ["10.1.18.253:4501", "10.1.18.254:4501", "10.1.19.0:4501"]
+            .iter()
+            .map(|a| ProcessAddress::parse(a).unwrap())
+            .collect();
     let connection = stand_in
         .client()
         .change_coordinators(&coordinators)

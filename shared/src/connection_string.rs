@@ -80,10 +80,7 @@ pub enum ConnectionStringError {
 }
 
 fn valid_description(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn valid_generation_id(text: &str) -> bool {

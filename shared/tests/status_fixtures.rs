@@ -31,7 +31,10 @@ fn parses_the_7_1_capture_with_typed_fields() {
     assert_eq!(configuration.storage_engine, Some(StorageEngine::Ssd2));
     assert_eq!(configuration.logs, Some(3));
     assert!(configuration.excluded_servers.is_empty());
-    assert_eq!(cluster.recovery_state.name.as_deref(), Some("fully_recovered"));
+    assert_eq!(
+        cluster.recovery_state.name.as_deref(),
+        Some("fully_recovered")
+    );
     assert_eq!(cluster.recovery_state.active_generations, Some(1));
     assert!(cluster.recovery_state.seconds_since_last_recovered.unwrap() > 76.0);
     assert_eq!(cluster.data.state.name.as_deref(), Some("healthy"));
@@ -57,7 +60,10 @@ fn parses_the_7_1_capture_with_typed_fields() {
     assert_eq!(log.class_type, Some(ProcessClass::Log));
     assert_eq!(log.locality.instance_id.as_deref(), Some("log-3"));
     assert_eq!(log.locality.zoneid.as_deref(), Some("test-cluster-log-3"));
-    assert_eq!(log.version, Some("7.1.0-rc1".parse::<FdbVersion>().unwrap()));
+    assert_eq!(
+        log.version,
+        Some("7.1.0-rc1".parse::<FdbVersion>().unwrap())
+    );
     assert!(log.has_role("log"));
     assert!(!log.excluded);
     assert!(log.uptime_seconds.unwrap() > 85.0);
@@ -139,7 +145,10 @@ fn fdbcli_preamble_and_odd_values_are_tolerated() {
 fn parses_the_backup_status() {
     let status = BackupStatus::parse_output(&fixture("backup-status-6.2.json")).unwrap();
     assert_eq!(status.tag.as_deref(), Some("default"));
-    assert_eq!(status.uid.as_deref(), Some("3874300eea1e154e4079530b381f71c3"));
+    assert_eq!(
+        status.uid.as_deref(),
+        Some("3874300eea1e154e4079530b381f71c3")
+    );
     assert_eq!(status.status.name.as_deref(), Some("Running"));
     assert_eq!(status.status.running, Some(true));
     assert_eq!(

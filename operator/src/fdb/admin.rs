@@ -56,9 +56,10 @@ impl ExclusionTarget {
                 };
                 actual.as_deref() == Some(value)
             }
-            Self::Address(address) => process.address.as_ref().is_some_and(|actual| {
-                actual.host == address.host && actual.port == address.port
-            }),
+            Self::Address(address) => process
+                .address
+                .as_ref()
+                .is_some_and(|actual| actual.host == address.host && actual.port == address.port),
             Self::Ip(ip) => process
                 .address
                 .as_ref()
@@ -107,14 +108,25 @@ impl ExclusionReport {
                 .filter(|process| target.matches(process))
                 .collect();
             let reason = if matching.is_empty() {
-                Some("no reporting process matches it, so its exclusion cannot be verified".to_owned())
+                Some(
+                    "no reporting process matches it, so its exclusion cannot be verified"
+                        .to_owned(),
+                )
             } else if let Some(process) = matching.iter().find(|p| !p.excluded) {
                 Some(format!("{} is not excluded", describe(process)))
             } else {
-                matching.iter().find(|p| !p.roles.is_empty()).map(|process| {
-                    let roles: Vec<&str> = process.roles.iter().map(|r| r.role.as_str()).collect();
-                    format!("{} still has roles: {}", describe(process), roles.join(", "))
-                })
+                matching
+                    .iter()
+                    .find(|p| !p.roles.is_empty())
+                    .map(|process| {
+                        let roles: Vec<&str> =
+                            process.roles.iter().map(|r| r.role.as_str()).collect();
+                        format!(
+                            "{} still has roles: {}",
+                            describe(process),
+                            roles.join(", ")
+                        )
+                    })
             };
             match reason {
                 Some(reason) => report.incomplete.push((target.clone(), reason)),
@@ -234,8 +246,11 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
     async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError>;
 
     /// Puts a zone in maintenance for `duration_seconds`.
-    async fn set_maintenance_zone(&self, zone: &str, duration_seconds: u64)
-    -> Result<(), AdminError>;
+    async fn set_maintenance_zone(
+        &self,
+        zone: &str,
+        duration_seconds: u64,
+    ) -> Result<(), AdminError>;
 
     /// Ends maintenance.
     async fn reset_maintenance_zone(&self) -> Result<(), AdminError>;
@@ -250,8 +265,7 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
     async fn deny_list(&self) -> Result<Vec<String>, AdminError>;
 
     /// Adds and removes deny list entries.
-    async fn update_deny_list(&self, add: &[String], remove: &[String])
-    -> Result<(), AdminError>;
+    async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError>;
 
     /// The connected clients, with the versions they support.
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
@@ -284,9 +298,15 @@ mod tests {
             ExclusionTarget::instance_id("storage-9"),
         ];
         let report = ExclusionReport::from_status(&status, &targets);
-        assert_eq!(report.complete, vec![targets[0].clone(), targets[3].clone()]);
+        assert_eq!(
+            report.complete,
+            vec![targets[0].clone(), targets[3].clone()]
+        );
         let reasons: Vec<&str> = report.incomplete.iter().map(|(_, r)| r.as_str()).collect();
-        assert!(reasons[0].contains("still has roles: storage"), "{reasons:?}");
+        assert!(
+            reasons[0].contains("still has roles: storage"),
+            "{reasons:?}"
+        );
         assert!(reasons[1].contains("not excluded"), "{reasons:?}");
         assert!(reasons[2].contains("cannot be verified"), "{reasons:?}");
     }

@@ -15,8 +15,7 @@ use self::commands::FailureKind;
 use super::admin::{AdminClient, ExclusionTarget};
 use super::error::AdminError;
 use super::locks::{
-    DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key,
-    deny_list_range_end,
+    DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,
 };
 
 /// TLS files passed to fdbcli.
@@ -144,21 +143,23 @@ impl FdbcliAdminClient {
         } else {
             stderr.trim().to_owned()
         };
-        Err(match commands::classify_failure(&format!("{stdout}\n{stderr}")) {
-            FailureKind::Timeout => AdminError::Timeout {
-                command: command.to_owned(),
-                seconds: self.config.timeout.as_secs(),
+        Err(
+            match commands::classify_failure(&format!("{stdout}\n{stderr}")) {
+                FailureKind::Timeout => AdminError::Timeout {
+                    command: command.to_owned(),
+                    seconds: self.config.timeout.as_secs(),
+                },
+                FailureKind::Unavailable => AdminError::Unavailable {
+                    command: command.to_owned(),
+                    output: message,
+                },
+                FailureKind::Failed => AdminError::Failed {
+                    command: command.to_owned(),
+                    code: output.status.code(),
+                    stderr: message,
+                },
             },
-            FailureKind::Unavailable => AdminError::Unavailable {
-                command: command.to_owned(),
-                output: message,
-            },
-            FailureKind::Failed => AdminError::Failed {
-                command: command.to_owned(),
-                code: output.status.code(),
-                stderr: message,
-            },
-        })
+        )
     }
 
     async fn read_keys(&self, command: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, AdminError> {

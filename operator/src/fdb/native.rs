@@ -9,8 +9,7 @@ use foundationdb::{Database, RangeOption, Transaction};
 
 use super::error::AdminError;
 use super::locks::{
-    DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key,
-    deny_list_range_end,
+    DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,
 };
 
 /// Reads and writes the operator's lock keys in one transaction per call.

@@ -4,3 +4,4 @@
 pub mod kube;
 pub mod result;
 pub mod scenario;
+pub mod world;

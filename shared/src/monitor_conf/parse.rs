@@ -100,9 +100,10 @@ impl MonitorConf {
                 continue;
             }
             if let Some(header) = line.strip_prefix('[') {
-                let name = header.strip_suffix(']').map(str::trim).filter(|name| {
-                    !name.is_empty() && !name.contains('[') && !name.contains(']')
-                });
+                let name = header
+                    .strip_suffix(']')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty() && !name.contains('[') && !name.contains(']'));
                 let Some(name) = name else {
                     return Err(MonitorConfError::InvalidLine {
                         line: line_number,
@@ -143,7 +144,10 @@ impl MonitorConf {
 
     /// The section of that name (the last one if repeated).
     pub fn section(&self, name: &str) -> Option<&ConfSection> {
-        self.sections.iter().rev().find(|section| section.name == name)
+        self.sections
+            .iter()
+            .rev()
+            .find(|section| section.name == name)
     }
 
     /// The value a key has for a section after inheritance (section, then `[fdbserver]`,
@@ -181,12 +185,11 @@ impl MonitorConf {
                 continue;
             }
             let section = self.section(&section.name).unwrap_or(section);
-            let command = self
-                .inherited(section, "command")
-                .cloned()
-                .ok_or_else(|| MonitorConfError::MissingCommand {
+            let command = self.inherited(section, "command").cloned().ok_or_else(|| {
+                MonitorConfError::MissingCommand {
                     section: section.name.clone(),
-                })?;
+                }
+            })?;
             let mut arguments = BTreeMap::new();
             let inherited_sections = [
                 Some(section),
@@ -285,8 +288,7 @@ knob_disable_posix_kernel_aio = 1
                 ),
                 (
                     2,
-                    "/bin/fdbserver --class=storage --datadir=/d/2 --trace_format=json"
-                        .to_owned()
+                    "/bin/fdbserver --class=storage --datadir=/d/2 --trace_format=json".to_owned()
                 ),
             ]
         );
@@ -302,6 +304,9 @@ knob_disable_posix_kernel_aio = 1
         assert!(error.to_string().contains("[fdbserver.x]"), "{error}");
         let error = command_lines("[fdbserver.1]\nclass = log\n").unwrap_err();
         assert!(error.to_string().contains("no `command`"), "{error}");
-        assert!(command_lines("").unwrap().is_empty(), "an empty conf starts nothing");
+        assert!(
+            command_lines("").unwrap().is_empty(),
+            "an empty conf starts nothing"
+        );
     }
 }

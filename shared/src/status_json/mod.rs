@@ -52,9 +52,8 @@ impl DatabaseStatus {
         &'a self,
         instance_id: &'a str,
     ) -> impl Iterator<Item = (&'a String, &'a ProcessStatus)> + 'a {
-        self.cluster
-            .processes
-            .iter()
-            .filter(move |(_, process)| process.locality.instance_id.as_deref() == Some(instance_id))
+        self.cluster.processes.iter().filter(move |(_, process)| {
+            process.locality.instance_id.as_deref() == Some(instance_id)
+        })
     }
 }

@@ -62,7 +62,8 @@ mod tests {
 
     #[test]
     fn skips_leading_text_and_ignores_trailing_text() {
-        let text = "WARNING: something\n{\"client\":{\"database_status\":{\"available\":true}}}\n>>> \n";
+        let text =
+            "WARNING: something\n{\"client\":{\"database_status\":{\"available\":true}}}\n>>> \n";
         let status = DatabaseStatus::parse_fdbcli_output(text).unwrap();
         assert!(status.is_available());
     }

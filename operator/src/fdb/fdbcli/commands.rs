@@ -239,15 +239,15 @@ mod tests {
             exclude(&targets[..1], true),
             "exclude locality_instance_id:storage-1"
         );
-        assert_eq!(include(&targets[..1]), "include locality_instance_id:storage-1");
+        assert_eq!(
+            include(&targets[..1]),
+            "include locality_instance_id:storage-1"
+        );
         assert_eq!(
             kill(std::slice::from_ref(&address)),
             "kill; kill 10.0.0.1:4501:tls; sleep 5"
         );
-        assert_eq!(
-            coordinators(&[address]),
-            "coordinators 10.0.0.1:4501:tls"
-        );
+        assert_eq!(coordinators(&[address]), "coordinators 10.0.0.1:4501:tls");
         assert_eq!(maintenance_on("zone a", 60), "maintenance on zone\\x20a 60");
     }
 
@@ -257,7 +257,11 @@ mod tests {
         let pairs = parse_key_values(output).unwrap();
         assert_eq!(pairs[0], (b"\xff\x02/x/a".to_vec(), b"a".to_vec()));
         assert_eq!(pairs[1], (b"\xff\x02/x/b\\".to_vec(), b"it's".to_vec()));
-        assert!(parse_key_values("`\\xff/lock': not found\n").unwrap().is_empty());
+        assert!(
+            parse_key_values("`\\xff/lock': not found\n")
+                .unwrap()
+                .is_empty()
+        );
         assert!(parse_key_values("`k' is `unterminated\n").is_err());
     }
 
