@@ -1,6 +1,9 @@
 //! The fdbcli admin client against a stand-in `fdbcli` script that records its
 //! arguments and replays canned outputs, exit codes and delays per invocation.
 
+// Test-support helpers outside `#[test]` fns: failing loudly is what a test wants.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

@@ -162,7 +162,7 @@ impl FdbcliAdminClient {
         )
     }
 
-    async fn read_keys(&self, command: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, AdminError> {
+    async fn read_keys(&self, command: &str) -> Result<Vec<commands::KeyValue>, AdminError> {
         let output = self.run(command).await?;
         commands::parse_key_values(&output).map_err(|detail| AdminError::InvalidResponse {
             command: command.to_owned(),

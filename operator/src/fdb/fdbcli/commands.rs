@@ -142,9 +142,12 @@ pub fn write_keys(set: &[(Vec<u8>, Vec<u8>)], clear: &[Vec<u8>]) -> String {
     command
 }
 
+/// A key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
 /// Every `` `key' is `value' `` pair in fdbcli's `get`/`getrange` output, unescaped.
 /// Lines of another shape (`Range limited to ...`, `` `key': not found ``) are skipped.
-pub fn parse_key_values(output: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn parse_key_values(output: &str) -> Result<Vec<KeyValue>, String> {
     let mut pairs = Vec::new();
     for line in output.lines() {
         let line = line.trim_end();

@@ -1,0 +1,121 @@
+//! Simulated fdbserver processes as the simulated fdbmonitor starts them.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::FdbVersion;
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::ProcessClass;
+use fdb_shared::status_json::{ProcessLocality, ProcessStatus};
+
+use crate::fdb::ExclusionTarget;
+
+/// What the simulated fdbmonitor starts: one fdbserver process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessLaunch {
+    /// The public address.
+    pub address: ProcessAddress,
+    /// The command line (as [`fdb_shared::monitor_conf::parse`] derives it).
+    pub command_line: String,
+    /// The process class.
+    pub class: ProcessClass,
+    /// Localities without the `locality_` prefix: `instance_id`, `zoneid`, `machineid`,
+    /// `dcid`, `data_hall`, `dns_name`, `process_id`.
+    pub locality: BTreeMap<String, String>,
+    /// The version of the binary the command points at.
+    pub version: FdbVersion,
+    /// The cluster file the process started with.
+    pub cluster_file_contents: String,
+    /// The pod running the process.
+    pub pod: String,
+}
+
+/// A process the simulated database knows: running, or stopped with its disk kept.
+#[derive(Debug, Clone)]
+pub(crate) struct SimProcess {
+    pub launch: ProcessLaunch,
+    /// FoundationDB's process ID (kept across restarts, like the one in the data dir).
+    pub process_id: String,
+    /// When the process last started (unix seconds).
+    pub started_unix: i64,
+    /// Whether the process is running.
+    pub running: bool,
+    /// Bytes of data the process holds (storage processes).
+    pub data_bytes: f64,
+}
+
+impl SimProcess {
+    pub fn zone(&self) -> String {
+        self.launch
+            .locality
+            .get("zoneid")
+            .cloned()
+            .unwrap_or_else(|| self.launch.address.host.clone())
+    }
+
+    /// A status entry with just the address and localities, for matching exclusion
+    /// targets exactly as the operator does against `status json`.
+    pub fn matching_stub(&self) -> ProcessStatus {
+        ProcessStatus {
+            address: Some(self.launch.address.clone()),
+            locality: locality_of(&self.launch.locality, &self.process_id),
+            ..ProcessStatus::default()
+        }
+    }
+
+    pub fn is_matched_by(&self, target: &ExclusionTarget) -> bool {
+        target.matches(&self.matching_stub())
+    }
+
+    /// Whether this process answers to `address`: its own address, or its DNS name with
+    /// the same port (connection strings may use DNS names).
+    pub fn answers_to(&self, address: &ProcessAddress) -> bool {
+        let own = &self.launch.address;
+        if own.port != address.port {
+            return false;
+        }
+        own.host == address.host || self.launch.locality.get("dns_name") == Some(&address.host)
+    }
+}
+
+/// The `locality` object of a process in `status json`.
+pub(crate) fn locality_of(
+    locality: &BTreeMap<String, String>,
+    process_id: &str,
+) -> ProcessLocality {
+    let get = |key: &str| locality.get(key).cloned();
+    let known = [
+        "instance_id",
+        "zoneid",
+        "machineid",
+        "dcid",
+        "data_hall",
+        "dns_name",
+        "process_id",
+    ];
+    ProcessLocality {
+        instance_id: get("instance_id"),
+        zoneid: get("zoneid"),
+        machineid: get("machineid"),
+        dcid: get("dcid"),
+        data_hall: get("data_hall"),
+        dns_name: get("dns_name"),
+        process_id: get("process_id"),
+        processid: Some(process_id.to_owned()),
+        other: locality
+            .iter()
+            .filter(|(key, _)| !known.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), serde_json::Value::String(value.clone())))
+            .collect(),
+    }
+}
+
+/// FoundationDB's protocol version of a release, in status json's hex form
+/// (`7.1.x` -> `fdb00b071010000`).
+pub(crate) fn protocol_hex(version: &FdbVersion) -> String {
+    format!(
+        "fdb00b0{}{}0{}0000",
+        version.major % 10,
+        version.minor % 10,
+        version.release_candidate.map_or(1, |rc| rc % 10 + 2)
+    )
+}

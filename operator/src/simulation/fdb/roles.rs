@@ -1,0 +1,193 @@
+//! Recruitment of the transaction system (master, cluster controller, logs, proxies,
+//! resolvers, ratekeeper, data distributor) and recoveries.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::ProcessClass;
+
+use super::processes::SimProcess;
+use super::state::State;
+
+/// One recruited role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RoleAssignment {
+    pub role: &'static str,
+    pub address: ProcessAddress,
+    /// Start time of the process when recruited: a restart invalidates the role.
+    pub started_unix: i64,
+}
+
+/// The recruited transaction system of the current generation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct TransactionSystem {
+    pub members: Vec<RoleAssignment>,
+}
+
+impl TransactionSystem {
+    pub fn roles_of(&self, address: &ProcessAddress) -> Vec<&'static str> {
+        self.members
+            .iter()
+            .filter(|m| &m.address == address)
+            .map(|m| m.role)
+            .collect()
+    }
+
+    pub fn logs(&self) -> Vec<&ProcessAddress> {
+        self.members
+            .iter()
+            .filter(|m| m.role == "log")
+            .map(|m| &m.address)
+            .collect()
+    }
+}
+
+/// Stateless role counts from the configuration (FoundationDB's defaults otherwise).
+fn stateless_roles(state: &State) -> Vec<&'static str> {
+    let configuration = state.configuration.clone().unwrap_or_default();
+    let positive = |value: Option<i32>, default: usize| {
+        value
+            .filter(|v| *v > 0)
+            .map_or(default, |v| usize::try_from(v).unwrap_or(default))
+    };
+    let commit_proxies = positive(configuration.commit_proxies, 2);
+    let grv_proxies = positive(configuration.grv_proxies, 1);
+    let resolvers = positive(configuration.resolvers, 1);
+    let mut roles = vec!["cluster_controller", "master"];
+    roles.extend(std::iter::repeat_n("commit_proxy", commit_proxies));
+    roles.extend(std::iter::repeat_n("grv_proxy", grv_proxies));
+    roles.extend(std::iter::repeat_n("resolver", resolvers));
+    roles.extend(["ratekeeper", "data_distributor"]);
+    roles
+}
+
+/// How well a process class fits a role: lower is better; `None` cannot host it.
+fn fitness(role: &str, class: ProcessClass) -> Option<u8> {
+    use ProcessClass as C;
+    let dedicated = match role {
+        "cluster_controller" => C::ClusterController,
+        "master" => C::Master,
+        "commit_proxy" => C::CommitProxy,
+        "grv_proxy" => C::GrvProxy,
+        "resolver" => C::Resolution,
+        "ratekeeper" => C::Ratekeeper,
+        "data_distributor" => C::DataDistributor,
+        "log" => {
+            return match class {
+                C::Log => Some(0),
+                C::Transaction => Some(1),
+                C::Unset => Some(2),
+                _ => None,
+            };
+        }
+        _ => return None,
+    };
+    Some(match class {
+        c if c == dedicated => 0,
+        C::Proxy if matches!(role, "commit_proxy" | "grv_proxy") => 0,
+        C::Stateless => 1,
+        C::Unset => 2,
+        C::Transaction | C::Log => 3,
+        C::Storage => 4,
+        _ => return None,
+    })
+}
+
+/// Recruits a transaction system from the eligible processes; `None` when not enough
+/// logs in distinct zones or no host for a stateless role.
+pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
+    let eligible: Vec<&SimProcess> = state.eligible();
+    let mut load: BTreeMap<&ProcessAddress, usize> = BTreeMap::new();
+    let mut members = Vec::new();
+
+    let wanted_logs = state
+        .configuration
+        .as_ref()
+        .and_then(|c| c.logs)
+        .filter(|v| *v > 0)
+        .map_or(3, |v| usize::try_from(v).unwrap_or(3));
+    let mut log_candidates: Vec<&SimProcess> = eligible
+        .iter()
+        .copied()
+        .filter(|p| fitness("log", p.launch.class).is_some())
+        .collect();
+    log_candidates.sort_by_key(|p| (fitness("log", p.launch.class), p.launch.address.clone()));
+    let mut used_zones = BTreeSet::new();
+    let mut chosen: Vec<&SimProcess> = Vec::new();
+    // Distinct zones first, then fill up.
+    for p in &log_candidates {
+        if chosen.len() < wanted_logs && used_zones.insert(p.zone()) {
+            chosen.push(p);
+        }
+    }
+    for p in &log_candidates {
+        if chosen.len() < wanted_logs
+            && !chosen.iter().any(|c| c.launch.address == p.launch.address)
+        {
+            chosen.push(p);
+        }
+    }
+    if used_zones.len() < state.replicas() {
+        return None;
+    }
+    for p in chosen {
+        *load.entry(&p.launch.address).or_insert(0) += 1;
+        members.push(RoleAssignment {
+            role: "log",
+            address: p.launch.address.clone(),
+            started_unix: p.started_unix,
+        });
+    }
+
+    for role in stateless_roles(state) {
+        let host = eligible
+            .iter()
+            .filter_map(|p| fitness(role, p.launch.class).map(|f| (f, p)))
+            .min_by_key(|(f, p)| {
+                (
+                    *f,
+                    load.get(&p.launch.address).copied().unwrap_or(0),
+                    p.launch.address.clone(),
+                )
+            })
+            .map(|(_, p)| *p)?;
+        *load.entry(&host.launch.address).or_insert(0) += 1;
+        members.push(RoleAssignment {
+            role,
+            address: host.launch.address.clone(),
+            started_unix: host.started_unix,
+        });
+    }
+    Some(TransactionSystem { members })
+}
+
+/// Keeps the transaction system if every member still runs (same start), is compatible
+/// and not excluded; otherwise recruits a new one. Each successful recruitment is a
+/// recovery: counted, generation bumped.
+pub(crate) fn ensure_transaction_system(state: &mut State, now: i64) {
+    if state.configuration.is_none() || state.cluster_version().is_none() {
+        state.transaction_system = None;
+        return;
+    }
+    if let Some(current) = &state.transaction_system {
+        let eligible: Vec<(&ProcessAddress, i64)> = state
+            .eligible()
+            .iter()
+            .map(|p| (&p.launch.address, p.started_unix))
+            .collect();
+        let intact = current.members.iter().all(|member| {
+            eligible.iter().any(|(address, started)| {
+                **address == member.address && *started == member.started_unix
+            })
+        });
+        if intact {
+            return;
+        }
+    }
+    state.transaction_system = recruit(state);
+    if state.transaction_system.is_some() {
+        state.recoveries += 1;
+        state.generation += 2;
+        state.last_recovery_unix = now;
+    }
+}

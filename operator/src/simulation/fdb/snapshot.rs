@@ -1,0 +1,111 @@
+//! A read-only view of the simulated database for the simulation's result JSON.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::FdbVersion;
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass};
+use serde::Serialize;
+
+use super::availability::assess;
+use super::render::roles_of;
+use super::state::State;
+
+/// What the world reports about FoundationDB (the `fdb` block of the result).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimFdbSnapshot {
+    /// Whether the database accepts transactions.
+    pub available: bool,
+    /// Whether `configure new` has happened.
+    pub configured: bool,
+    /// The version most member processes run.
+    pub version: Option<FdbVersion>,
+    /// The database configuration.
+    pub configuration: Option<DatabaseConfiguration>,
+    /// The connection string.
+    pub connection_string: Option<String>,
+    /// The coordinators' resolved `IP:port` (also when the connection string has DNS names).
+    pub coordinators: Vec<String>,
+    /// The exclusions in effect.
+    pub excluded: Vec<String>,
+    /// The zone under maintenance.
+    pub maintenance_zone: Option<String>,
+    /// Recoveries so far.
+    pub recoveries: u64,
+    /// Running processes, by address.
+    pub processes: Vec<SimProcessSnapshot>,
+}
+
+/// One running process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimProcessSnapshot {
+    /// Public address.
+    pub address: String,
+    /// Process class.
+    pub class: ProcessClass,
+    /// Localities (`instance_id`, `zoneid`, ...).
+    pub locality: BTreeMap<String, String>,
+    /// Command line.
+    pub command_line: String,
+    /// Version.
+    pub version: FdbVersion,
+    /// Whether an exclusion matches it.
+    pub excluded: bool,
+    /// Roles it plays (empty when it cannot join the database).
+    pub roles: Vec<String>,
+    /// Seconds since it started.
+    pub uptime_seconds: i64,
+}
+
+pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
+    let health = assess(state);
+    let version = state.cluster_version();
+    let mut counts: BTreeMap<FdbVersion, usize> = BTreeMap::new();
+    for process in state
+        .processes
+        .values()
+        .filter(|p| state.is_member(p, version.as_ref()))
+    {
+        *counts.entry(process.launch.version).or_insert(0) += 1;
+    }
+    let processes = state
+        .processes
+        .values()
+        .filter(|p| p.running)
+        .map(|p| SimProcessSnapshot {
+            address: p.launch.address.to_string(),
+            class: p.launch.class,
+            locality: p.launch.locality.clone(),
+            command_line: p.launch.command_line.clone(),
+            version: p.launch.version,
+            excluded: state.is_excluded(p),
+            roles: if state.is_member(p, version.as_ref()) {
+                roles_of(state, p).into_iter().map(str::to_owned).collect()
+            } else {
+                Vec::new()
+            },
+            uptime_seconds: (now - p.started_unix).max(0),
+        })
+        .collect();
+    SimFdbSnapshot {
+        available: health.available,
+        configured: health.configured,
+        version: counts
+            .into_iter()
+            .max_by_key(|(version, count)| (*count, *version))
+            .map(|(version, _)| version),
+        configuration: state.configuration.clone(),
+        connection_string: state.connection_string.as_ref().map(ToString::to_string),
+        coordinators: state
+            .coordinator_processes()
+            .into_iter()
+            .flatten()
+            .map(|p| p.launch.address.without_flags())
+            .collect(),
+        excluded: state.exclusions.iter().map(ToString::to_string).collect(),
+        maintenance_zone: state.maintenance.as_ref().map(|(zone, _)| zone.clone()),
+        recoveries: state.recoveries,
+        processes,
+    }
+}
