@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use fdb_operator::clock::{Clock, VirtualClock};
+use fdb_operator::fdb::AdminClient;
+use fdb_operator::simulation::fdb::{SimFdbSettings, SimulatedFdb};
 use fdb_operator::simulation::kube::{DeleteOptions, FakeApiServer, ResourceKey};
 use fdb_operator::simulation::scenario::{Fault, Heal};
 use fdb_operator::simulation::world::{ProcessHost, ProcessLaunch, World, WorldOptions};
@@ -573,4 +575,62 @@ async fn deletion_pvc_protection_faults_and_heal() {
             .is_err()
     );
     s.world.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_simulated_fdb_sees_fdbmonitor_processes_and_kills_restart_them() {
+    let clock = VirtualClock::fixed_epoch();
+    let api = FakeApiServer::new(Arc::new(clock.clone()), 1);
+    let fdb = SimulatedFdb::new(Arc::new(clock.clone()), SimFdbSettings::default());
+    let options = WorldOptions {
+        ip_block: 204,
+        ..WorldOptions::default()
+    };
+    let mut world = World::new(options, api.clone(), Arc::new(fdb.clone()), clock.clone()).unwrap();
+    // The first pod gets 127.204.1.1: make it the coordinator.
+    let cluster_file = "sample:abc@127.204.1.1:4501";
+    api.create_as("operator", config_map(&monitor_conf(""), cluster_file))
+        .unwrap();
+    api.create_as("operator", storage_pod(1, false)).unwrap();
+    world.settle().await.unwrap();
+
+    let snapshot = fdb.snapshot();
+    assert_eq!(snapshot.connection_string.as_deref(), Some(cluster_file));
+    assert_eq!(snapshot.processes.len(), 1);
+    let process = &snapshot.processes[0];
+    assert_eq!(process.address, "127.204.1.1:4501");
+    assert_eq!(process.class.as_str(), "storage");
+    assert_eq!(process.version.to_string(), "7.1.57");
+    assert_eq!(process.locality["instance_id"], "storage-1");
+    assert!(
+        process.command_line.contains("--locality_zoneid=node-1"),
+        "{}",
+        process.command_line
+    );
+
+    clock.advance_seconds(100);
+    world.settle().await.unwrap();
+    assert_eq!(fdb.snapshot().processes[0].uptime_seconds, 100);
+    fdb.kill(&[ProcessAddress::parse("127.204.1.1:4501").unwrap()])
+        .await
+        .unwrap();
+    let report = world.settle().await.unwrap();
+    assert!(
+        report.events.iter().any(|e| e.action == "kill"),
+        "{report:?}"
+    );
+    let after = fdb.snapshot();
+    assert_eq!(after.processes.len(), 1);
+    assert_eq!(after.processes[0].uptime_seconds, 0);
+    // The data dir's cluster file follows the database's connection string.
+    let data = world
+        .pod_volume_dir("default", "sample-storage-1", "data")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(data.join("fdb.cluster"))
+            .unwrap()
+            .trim(),
+        cluster_file
+    );
+    world.shutdown().await;
 }
