@@ -54,6 +54,9 @@ impl ContainerFs {
         }
         for (at, host) in &self.mounts {
             if let Ok(rest) = path.strip_prefix(at) {
+                if rest.as_os_str().is_empty() {
+                    return Some(host.clone());
+                }
                 return Some(host.join(rest));
             }
         }
