@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use jiff::Timestamp;
+
 use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -207,6 +209,42 @@ pub fn sidecar_args(args: &[String], fs: &ContainerFs, bind: &str) -> Vec<String
     out.push("--bind-address".to_owned());
     out.push(bind.to_owned());
     out
+}
+
+/// Where fdbmonitor reads its conf unless `--conffile` says otherwise.
+pub const DEFAULT_CONF_FILE: &str = "/var/dynamic-conf/fdbmonitor.conf";
+
+/// A container's image root in the pod directory.
+pub fn image_root(pod_dir: &Path, container: &str) -> PathBuf {
+    pod_dir.join("containers").join(container).join("image")
+}
+
+/// The `--conffile` fdbmonitor is started with.
+pub fn conf_file_arg(main: &Container) -> String {
+    let words: Vec<String> = main
+        .command
+        .iter()
+        .flatten()
+        .chain(main.args.iter().flatten())
+        .cloned()
+        .collect();
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        if let Some(value) = word.strip_prefix("--conffile=") {
+            return value.to_owned();
+        }
+        if word == "--conffile"
+            && let Some(value) = iter.next()
+        {
+            return value.clone();
+        }
+    }
+    DEFAULT_CONF_FILE.to_owned()
+}
+
+/// The name of a projected version's directory (`..2026_01_01_00_00_00.3`).
+pub fn stamp(seen_at: Timestamp, sequence: u64) -> String {
+    format!("{}.{sequence}", seen_at.strftime("%Y_%m_%d_%H_%M_%S"))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fdb_shared::address::ProcessAddress;
 use fdb_sidecar::metrics::RequestLabels;
@@ -15,7 +15,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, KeyToPath, PersistentVolumeClaim, Pod};
 
 use super::World;
-use super::containers::{self, ContainerFs, PodFacts};
+use super::containers::{self, ContainerFs, PodFacts, conf_file_arg, image_root, stamp};
 use super::error::WorldError;
 use super::fdbmonitor::{Monitor, MonitorChanges, MonitorContext};
 use super::host::ProcessHost;
@@ -29,8 +29,6 @@ pub const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
 pub const MAIN_CONTAINER: &str = "foundationdb";
 /// The port the sidecar listens on.
 pub const SIDECAR_PORT: u16 = 8080;
-/// Where fdbmonitor reads its conf unless `--conffile` says otherwise.
-const DEFAULT_CONF_FILE: &str = "/var/dynamic-conf/fdbmonitor.conf";
 
 /// Where a pod is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -575,11 +573,6 @@ impl World {
     }
 }
 
-/// A container's image root in the pod directory.
-fn image_root(pod_dir: &Path, container: &str) -> PathBuf {
-    pod_dir.join("containers").join(container).join("image")
-}
-
 /// A container's filesystem: its image, and its volume mounts (with `subPath`).
 fn container_fs(runtime: &PodRuntime, container: &Container) -> ContainerFs {
     let mounts = container
@@ -618,32 +611,4 @@ fn sidecar_invocation(
         node: runtime.node.clone(),
     };
     (args, containers::container_env(container, &facts))
-}
-
-/// The `--conffile` fdbmonitor is started with.
-fn conf_file_arg(main: &Container) -> String {
-    let words: Vec<String> = main
-        .command
-        .iter()
-        .flatten()
-        .chain(main.args.iter().flatten())
-        .cloned()
-        .collect();
-    let mut iter = words.iter();
-    while let Some(word) = iter.next() {
-        if let Some(value) = word.strip_prefix("--conffile=") {
-            return value.to_owned();
-        }
-        if word == "--conffile"
-            && let Some(value) = iter.next()
-        {
-            return value.clone();
-        }
-    }
-    DEFAULT_CONF_FILE.to_owned()
-}
-
-/// The name of a projected version's directory (`..2026_01_01_00_00_00.3`).
-fn stamp(seen_at: Timestamp, sequence: u64) -> String {
-    format!("{}.{sequence}", seen_at.strftime("%Y_%m_%d_%H_%M_%S"))
 }
