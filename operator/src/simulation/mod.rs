@@ -8,3 +8,4 @@ pub mod kube;
 pub mod recording_admin;
 pub mod result;
 pub mod scenario;
+pub mod world;
