@@ -86,8 +86,9 @@ impl SimulatedFdb {
         self.clock.now_unix()
     }
 
-    /// Starts (or restarts) a process. A restart at the same address keeps the process
-    /// ID, and keeps its data when the instance ID is unchanged; uptime starts at 0.
+    /// Starts (or restarts) a process. A restart at the same address, or on the same disk
+    /// (`data_identity`) at a new address, keeps the process ID, and keeps its data when
+    /// the instance ID is unchanged; uptime starts at 0.
     /// The first cluster file seen defines the connection string.
     pub fn start_process(&self, launch: ProcessLaunch) {
         let now = self.now();
@@ -98,7 +99,23 @@ impl SimulatedFdb {
         {
             state.connection_string = Some(connection);
         }
-        let previous = state.processes.get(&launch.address).cloned();
+        // The data lives on a disk, not at an address: a stopped process whose disk (data
+        // identity) this launch mounts hands over its data and process ID, also when the
+        // pod came back with a new IP.
+        let moved_from = state
+            .processes
+            .iter()
+            .find(|(address, p)| {
+                **address != launch.address
+                    && !p.running
+                    && !launch.data_identity.is_empty()
+                    && p.launch.data_identity == launch.data_identity
+            })
+            .map(|(address, _)| address.clone());
+        let previous = match moved_from {
+            Some(old_address) => state.processes.remove(&old_address),
+            None => state.processes.get(&launch.address).cloned(),
+        };
         let same_instance = previous.as_ref().is_some_and(|p| {
             p.launch.locality.get("instance_id") == launch.locality.get("instance_id")
         });

@@ -534,3 +534,29 @@ async fn removal_risk_clears_only_when_the_group_is_fully_excluded_even_once_sto
     let risk = fdb.removal_risk("storage-2").unwrap();
     assert!(risk.contains("is not excluded"), "{risk}");
 }
+
+#[tokio::test]
+async fn a_storage_process_back_on_its_disk_at_a_new_address_keeps_its_data() {
+    let (fdb, _clock) = configured_cluster().await;
+    fdb.stop_process(&address(21));
+    let mut moved = launch(ProcessClass::Storage, 1, "7.1.57");
+    moved.address = address(121);
+    fdb.start_process(moved);
+
+    let status = fdb.status().await.unwrap();
+    let stored = process_for(&status, 121).unwrap().roles[0].stored_bytes;
+    let full = i64::try_from(SimFdbSettings::default().storage_bytes_per_process).unwrap();
+    assert_eq!(stored, Some(full));
+    assert!(process_for(&status, 21).is_none(), "the old address is gone");
+
+    // A new disk at the old identity's instance starts empty and does not inherit.
+    fdb.stop_process(&address(22));
+    let mut fresh = launch(ProcessClass::Storage, 2, "7.1.57");
+    fresh.address = address(122);
+    fresh.data_identity = "pvc:default/new-claim".to_owned();
+    fdb.start_process(fresh);
+    let status = fdb.status().await.unwrap();
+    assert!(process_for(&status, 122).is_some());
+    assert!(process_for(&status, 22).is_none(), "the old disk is not running");
+    assert!(fdb.removal_risk("storage-2").is_some());
+}
