@@ -6,6 +6,7 @@ pub mod fdb;
 pub mod invariants;
 pub mod kube;
 pub mod recording_admin;
+pub mod recording_sidecar;
 pub mod result;
 pub mod scenario;
 pub mod world;

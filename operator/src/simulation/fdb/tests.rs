@@ -547,7 +547,10 @@ async fn a_storage_process_back_on_its_disk_at_a_new_address_keeps_its_data() {
     let stored = process_for(&status, 121).unwrap().roles[0].stored_bytes;
     let full = i64::try_from(SimFdbSettings::default().storage_bytes_per_process).unwrap();
     assert_eq!(stored, Some(full));
-    assert!(process_for(&status, 21).is_none(), "the old address is gone");
+    assert!(
+        process_for(&status, 21).is_none(),
+        "the old address is gone"
+    );
 
     // A new disk at the old identity's instance starts empty and does not inherit.
     fdb.stop_process(&address(22));
@@ -557,6 +560,9 @@ async fn a_storage_process_back_on_its_disk_at_a_new_address_keeps_its_data() {
     fdb.start_process(fresh);
     let status = fdb.status().await.unwrap();
     assert!(process_for(&status, 122).is_some());
-    assert!(process_for(&status, 22).is_none(), "the old disk is not running");
+    assert!(
+        process_for(&status, 22).is_none(),
+        "the old disk is not running"
+    );
     assert!(fdb.removal_risk("storage-2").is_some());
 }

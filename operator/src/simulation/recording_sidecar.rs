@@ -1,0 +1,132 @@
+//! A [`SidecarApi`] wrapper that records every request the operator sends to a sidecar.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
+
+use super::event_log::EventLog;
+use super::result::EventSource;
+
+/// Records each request (method, path, outcome) as an `http` event on `sidecar/<pod>`.
+pub struct RecordingSidecar {
+    inner: Arc<dyn SidecarApi>,
+    target: String,
+    log: EventLog,
+}
+
+impl std::fmt::Debug for RecordingSidecar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingSidecar")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RecordingSidecar {
+    /// Wraps the client of `pod`'s sidecar.
+    pub fn new(inner: Arc<dyn SidecarApi>, pod: &str, log: EventLog) -> Self {
+        Self {
+            inner,
+            target: format!("sidecar/{pod}"),
+            log,
+        }
+    }
+
+    fn record<T>(&self, request: &str, result: &Result<T, SidecarClientError>, answer: &str) {
+        self.log.count_sidecar_request();
+        let detail = match result {
+            Ok(_) => format!("{request} -> {answer}"),
+            Err(error) if error.is_unreachable() => format!("{request} -> unreachable"),
+            Err(error) => match error.status() {
+                Some(code) => format!("{request} -> {code}"),
+                None => format!("{request} -> error: {error}"),
+            },
+        };
+        self.log
+            .record(EventSource::Sidecar, "http", &self.target, &detail);
+    }
+}
+
+#[async_trait]
+impl SidecarApi for RecordingSidecar {
+    async fn ready(&self) -> Result<(), SidecarClientError> {
+        let result = self.inner.ready().await;
+        self.record("GET /ready", &result, "200");
+        result
+    }
+
+    async fn substitutions(&self) -> Result<BTreeMap<String, String>, SidecarClientError> {
+        let result = self.inner.substitutions().await;
+        self.record("GET /substitutions", &result, "200");
+        result
+    }
+
+    async fn check_hash(&self, rel: &str) -> Result<Option<String>, SidecarClientError> {
+        let result = self.inner.check_hash(rel).await;
+        let answer = match &result {
+            Ok(Some(hash)) => format!("200 {}", hash.get(..12).unwrap_or(hash)),
+            _ => "404".to_owned(),
+        };
+        self.record(&format!("GET /check_hash/{rel}"), &result, &answer);
+        result
+    }
+
+    async fn is_present(&self, rel: &str) -> Result<bool, SidecarClientError> {
+        let result = self.inner.is_present(rel).await;
+        let answer = if matches!(result, Ok(true)) {
+            "200"
+        } else {
+            "404"
+        };
+        self.record(&format!("GET /is_present/{rel}"), &result, answer);
+        result
+    }
+
+    async fn copy_files(&self) -> Result<(), SidecarClientError> {
+        let result = self.inner.copy_files().await;
+        self.record("POST /copy_files", &result, "200");
+        result
+    }
+
+    async fn copy_binaries(&self) -> Result<(), SidecarClientError> {
+        let result = self.inner.copy_binaries().await;
+        self.record("POST /copy_binaries", &result, "200");
+        result
+    }
+
+    async fn copy_libraries(&self) -> Result<(), SidecarClientError> {
+        let result = self.inner.copy_libraries().await;
+        self.record("POST /copy_libraries", &result, "200");
+        result
+    }
+
+    async fn copy_monitor_conf(&self) -> Result<(), SidecarClientError> {
+        let result = self.inner.copy_monitor_conf().await;
+        self.record("POST /copy_monitor_conf", &result, "200");
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, VirtualClock};
+    use fdb_shared::sidecar::SidecarClient;
+
+    #[tokio::test]
+    async fn an_unreachable_sidecar_is_recorded_as_such() {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::fixed_epoch());
+        let log = EventLog::new(clock);
+        // Port 9 on loopback: nothing listens there.
+        let client = SidecarClient::new("http://127.0.0.1:9", None).unwrap();
+        let sidecar = RecordingSidecar::new(Arc::new(client), "sample-storage-1", log.clone());
+        assert!(sidecar.copy_files().await.is_err());
+        let events = log.events();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].target, "sidecar/sample-storage-1");
+        assert_eq!(events[0].detail, "POST /copy_files -> unreachable");
+        assert_eq!(log.counters().sidecar_requests, 1);
+    }
+}
