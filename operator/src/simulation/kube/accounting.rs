@@ -116,11 +116,26 @@ pub struct WriteRecord {
     pub time: i64,
 }
 
+/// Called with every write as it is logged (while the server's lock is held: it must not
+/// call back into the server).
+pub type WriteObserver = std::sync::Arc<dyn Fn(&WriteRecord) + Send + Sync>;
+
 /// Counters and the write log.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Accounting {
     counts: BTreeMap<String, VerbCounts>,
     writes: Vec<WriteRecord>,
+    observer: Option<WriteObserver>,
+}
+
+impl std::fmt::Debug for Accounting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accounting")
+            .field("counts", &self.counts)
+            .field("writes", &self.writes.len())
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
 }
 
 impl Accounting {
@@ -132,9 +147,17 @@ impl Accounting {
             .record(verb);
     }
 
-    /// Appends a write to the log.
+    /// Appends a write to the log, telling the observer first.
     pub fn log_write(&mut self, record: WriteRecord) {
+        if let Some(observer) = &self.observer {
+            observer(&record);
+        }
         self.writes.push(record);
+    }
+
+    /// Sets (or clears) the write observer.
+    pub fn set_observer(&mut self, observer: Option<WriteObserver>) {
+        self.observer = observer;
     }
 
     /// Counts per actor.
@@ -206,6 +229,35 @@ fn collect_changes(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_observer_sees_each_write_before_it_is_logged() {
+        use std::sync::{Arc, Mutex};
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mut accounting = Accounting::default();
+        accounting.set_observer(Some(Arc::new(move |record: &WriteRecord| {
+            sink.lock().unwrap().push(record.name.clone());
+        })));
+        for name in ["a", "b"] {
+            accounting.log_write(WriteRecord {
+                actor: "operator".into(),
+                verb: Verb::Create,
+                group: String::new(),
+                resource: "pods".into(),
+                kind: "Pod".into(),
+                namespace: "default".into(),
+                name: name.into(),
+                subresource: None,
+                code: 201,
+                detail: String::new(),
+                time: 0,
+            });
+        }
+        assert_eq!(*seen.lock().unwrap(), ["a", "b"]);
+        assert_eq!(accounting.take_writes().len(), 2);
+    }
+
     use serde_json::json;
 
     use super::*;

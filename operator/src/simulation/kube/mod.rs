@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 
-pub use accounting::{Verb, VerbCounts, WriteRecord};
+pub use accounting::{Verb, VerbCounts, WriteObserver, WriteRecord};
 pub use deletion::DeleteOptions;
 pub use errors::{ApiError, DirectAccessError};
 pub use patch::PatchType;
@@ -119,6 +119,13 @@ impl FakeApiServer {
     /// Request counts per actor and verb since the start.
     pub fn request_counts(&self) -> BTreeMap<String, VerbCounts> {
         self.lock().accounting.counts()
+    }
+
+    /// Calls `observer` with every write as it happens, in order (so a harness can
+    /// interleave Kubernetes writes with its other events). It runs under the server's
+    /// lock and must not call back into the server.
+    pub fn set_write_observer(&self, observer: Option<WriteObserver>) {
+        self.lock().accounting.set_observer(observer);
     }
 
     /// The writes logged since the last call, in order.
