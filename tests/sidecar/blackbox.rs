@@ -1,7 +1,9 @@
 //! Black-box tests of the `fdb-sidecar` binary: started on a free loopback port with
 //! temporary directories, driven over raw HTTP.
 
+#[cfg(test)] // test helpers: unwrap/expect allowed as in tests
 mod support;
+#[cfg(test)]
 mod tls_cases;
 
 use std::os::unix::fs::symlink;

@@ -1,6 +1,7 @@
 //! In-process tests: the router through `tower::ServiceExt::oneshot`, and the shared
 //! `SidecarClient` against sidecars started with `Sidecar::start` on loopback.
 
+#[cfg(test)] // test helpers: unwrap/expect allowed as in tests
 mod support;
 
 use std::collections::BTreeMap;
@@ -13,23 +14,30 @@ use http_body_util::BodyExt;
 use support::{CLUSTER, PRIMARY, PodDirs, pod_env, sha256};
 use tower::ServiceExt;
 
-fn config(dirs: &PodDirs, extra: &[&str], env: &BTreeMap<String, String>) -> SidecarConfig {
-    let mut args = dirs.pod_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    SidecarConfig::from_args(args, env).unwrap()
+#[cfg(test)] // helpers of the tests below: unwrap allowed as in tests
+mod helpers {
+    use super::*;
+
+    pub fn config(dirs: &PodDirs, extra: &[&str], env: &BTreeMap<String, String>) -> SidecarConfig {
+        let mut args = dirs.pod_args();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        SidecarConfig::from_args(args, env).unwrap()
+    }
+
+    pub async fn call(state: &AppState, method: &str, uri: &str) -> (StatusCode, String) {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::empty())
+            .unwrap();
+        let response = app(state.clone()).oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
 }
 
-async fn call(state: &AppState, method: &str, uri: &str) -> (StatusCode, String) {
-    let request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .body(Body::empty())
-        .unwrap();
-    let response = app(state.clone()).oneshot(request).await.unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
-}
+use helpers::{call, config};
 
 #[tokio::test]
 async fn router_serves_the_contract_in_process() {

@@ -165,14 +165,13 @@ impl SidecarProcess {
         let sink = logs.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("listening") {
-                    if let Some(addr) = line
+                if line.contains("listening")
+                    && let Some(addr) = line
                         .split("address=")
                         .nth(1)
                         .and_then(|rest| rest.split_whitespace().next())
-                    {
-                        let _ = tx.send(addr.parse::<SocketAddr>().ok());
-                    }
+                {
+                    let _ = tx.send(addr.parse::<SocketAddr>().ok());
                 }
                 sink.lock().expect("logs").push(line);
             }
