@@ -236,3 +236,241 @@ pub fn build_config_map(
         immutable: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::pod_model::tests::{cluster, group};
+
+    const CONNECTION: &str = "sample:abc123@10.1.0.1:4501,10.1.0.2:4501,10.1.0.3:4501";
+
+    fn data(config_map: &ConfigMap) -> &BTreeMap<String, String> {
+        config_map.data.as_ref().unwrap()
+    }
+
+    #[test]
+    fn keys_for_the_seventeen_group_example() {
+        let cluster = cluster(
+            "databaseConfiguration: {redundancy_mode: double}\nprocessCounts: {storage: 4, cluster_controller: 1}",
+        );
+        let config_map = build_config_map(&cluster, Some(CONNECTION), None).unwrap();
+        assert_eq!(config_map.metadata.name.as_deref(), Some("sample-config"));
+        assert_eq!(config_map.metadata.namespace.as_deref(), Some("fdb"));
+        assert_eq!(
+            config_map.metadata.labels.as_ref().unwrap(),
+            &cluster_labels(&cluster)
+        );
+        let owner = &config_map.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("FoundationDBCluster", Some(true))
+        );
+        let keys: Vec<_> = data(&config_map).keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "cluster-file",
+                "fdbmonitor-conf-cluster_controller",
+                "fdbmonitor-conf-log",
+                "fdbmonitor-conf-stateless",
+                "fdbmonitor-conf-storage",
+                "running-version",
+            ]
+        );
+        let data = data(&config_map);
+        assert_eq!(data["cluster-file"], CONNECTION);
+        assert_eq!(data["running-version"], "7.1.57");
+        assert_eq!(
+            data["fdbmonitor-conf-log"],
+            monitor_conf_template(&cluster, ProcessClass::Log).unwrap()
+        );
+        assert!(
+            data["fdbmonitor-conf-cluster_controller"].contains("class = cluster_controller\n")
+        );
+    }
+
+    #[test]
+    fn the_storage_conf_is_the_documented_one() {
+        let cluster = cluster("routing: {useDNSInClusterFile: false}");
+        let expected = "\
+[general]
+kill_on_configuration_change = false
+restart_delay = 60
+[fdbserver.1]
+command = $BINARY_DIR/fdbserver
+cluster_file = /var/fdb/data/fdb.cluster
+seed_cluster_file = /var/dynamic-conf/fdb.cluster
+public_address = $FDB_PUBLIC_IP:4501
+class = storage
+logdir = /var/log/fdb-trace-logs
+loggroup = sample
+datadir = /var/fdb/data
+locality_instance_id = $FDB_INSTANCE_ID
+locality_machineid = $FDB_MACHINE_ID
+locality_zoneid = $FDB_ZONE_ID
+listen_address = $FDB_POD_IP:4501
+";
+        assert_eq!(
+            monitor_conf_template(&cluster, ProcessClass::Storage).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn confs_are_empty_until_the_connection_string_is_known() {
+        let cluster = cluster("trustedCAs: [ca-one, ca-two]");
+        for connection in [None, Some("")] {
+            let config_map = build_config_map(&cluster, connection, Some("7.1.55")).unwrap();
+            let data = data(&config_map);
+            assert_eq!(data["cluster-file"], "");
+            assert_eq!(data["running-version"], "7.1.55");
+            assert_eq!(data["ca-file"], "ca-one\nca-two");
+            for class in ["storage", "log", "stateless"] {
+                assert_eq!(data[&format!("fdbmonitor-conf-{class}")], "", "{class}");
+            }
+        }
+    }
+
+    #[test]
+    fn parameters_localities_tls_and_user_data() {
+        let cluster = cluster(
+            r#"logGroup: group-a
+dataCenter: dc1
+dataHall: hall1
+useExplicitListenAddress: false
+mainContainer: {enableTls: true, peerVerificationRules: "S.CN=fdb"}
+processes:
+  general: {customParameters: ["knob_a=1", "knob_b=2"]}
+  storage: {customParameters: ["knob_b=3", "knob_c=4"]}
+configMap:
+  metadata: {labels: {extra: label}, annotations: {note: kept}}
+  data: {user-key: value, cluster-file: overridden}
+"#,
+        );
+        assert_eq!(
+            custom_parameters(&cluster, ProcessClass::Storage),
+            ["knob_a=1", "knob_b=3", "knob_c=4"]
+        );
+        assert_eq!(
+            custom_parameters(&cluster, ProcessClass::Log),
+            ["knob_a=1", "knob_b=2"]
+        );
+        let config_map = build_config_map(&cluster, Some(CONNECTION), None).unwrap();
+        let data = data(&config_map);
+        assert_eq!(data["user-key"], "value");
+        assert_eq!(data["cluster-file"], CONNECTION);
+        assert_eq!(
+            config_map.metadata.labels.as_ref().unwrap()["extra"],
+            "label"
+        );
+        assert_eq!(
+            config_map.metadata.annotations.as_ref().unwrap()["note"],
+            "kept"
+        );
+        let storage = &data["fdbmonitor-conf-storage"];
+        for line in [
+            "public_address = $FDB_PUBLIC_IP:4500:tls\n",
+            "loggroup = group-a\n",
+            "locality_dcid = dc1\n",
+            "locality_data_hall = hall1\n",
+            "locality_dns_name = $FDB_DNS_NAME\n",
+            "tls_verify_peers = S.CN=fdb\n",
+            "knob_a = 1\nknob_b = 3\nknob_c = 4\n",
+        ] {
+            assert!(storage.contains(line), "missing {line:?} in\n{storage}");
+        }
+        assert!(!storage.contains("listen_address"));
+    }
+
+    #[test]
+    fn densities_in_use_and_classes_being_removed_keep_their_keys() {
+        let mut cluster = cluster("storageServersPerPod: 2\nprocessCounts: {log: -1}");
+        cluster.status =
+            Some(serde_json::from_str(r#"{"storageServersPerDisk": [1, 2]}"#).unwrap());
+        cluster
+            .status
+            .as_mut()
+            .unwrap()
+            .process_groups
+            .push(group(ProcessClass::Log, "log-1"));
+        let keys: Vec<_> = monitor_conf_keys(&cluster).into_keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "fdbmonitor-conf-log",
+                "fdbmonitor-conf-stateless",
+                "fdbmonitor-conf-storage",
+                "fdbmonitor-conf-storage-density-2",
+            ]
+        );
+        let config_map = build_config_map(&cluster, Some(CONNECTION), None).unwrap();
+        assert!(data(&config_map)["fdbmonitor-conf-storage-density-2"].contains("[fdbserver.2]"));
+        assert!(!data(&config_map)["fdbmonitor-conf-storage"].contains("[fdbserver.2]"));
+    }
+
+    #[test]
+    fn expected_conf_applies_the_sidecar_substitutions() {
+        let cluster = cluster("");
+        let mut substitutions: BTreeMap<String, String> = [
+            ("FDB_PUBLIC_IP", "10.1.0.7"),
+            ("FDB_POD_IP", "10.1.0.7"),
+            ("FDB_MACHINE_ID", "node-a"),
+            ("FDB_ZONE_ID", "node-a"),
+            ("FDB_INSTANCE_ID", "storage-1"),
+            ("BINARY_DIR", "/usr/bin"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let err = expected_monitor_conf(&cluster, ProcessClass::Storage, &substitutions);
+        assert!(
+            matches!(
+                &err,
+                Err(ConfigMapError::Substitution {
+                    class: ProcessClass::Storage,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        substitutions.insert(
+            "FDB_DNS_NAME".to_owned(),
+            "sample-storage-1.sample.fdb.svc.cluster.local".to_owned(),
+        );
+        let conf = expected_monitor_conf(&cluster, ProcessClass::Storage, &substitutions).unwrap();
+        for line in [
+            "command = /usr/bin/fdbserver\n",
+            "public_address = 10.1.0.7:4501\n",
+            "locality_zoneid = node-a\n",
+            "locality_dns_name = sample-storage-1.sample.fdb.svc.cluster.local\n",
+        ] {
+            assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+        }
+        assert!(!conf.contains('$'));
+        let empty = super::super::pod_model::tests::cluster("buggify: {emptyMonitorConf: true}");
+        assert_eq!(
+            expected_monitor_conf(&empty, ProcessClass::Storage, &substitutions).unwrap(),
+            ""
+        );
+    }
+
+    #[test]
+    fn hashes_are_stable_and_separate_the_two_files() {
+        assert_eq!(dynamic_conf_hash("a", "b"), dynamic_conf_hash("a", "b"));
+        assert_ne!(dynamic_conf_hash("ab", ""), dynamic_conf_hash("a", "b"));
+        assert_eq!(dynamic_conf_hash("", "").len(), 64);
+        let cluster = cluster("");
+        let first = build_config_map(&cluster, Some(CONNECTION), None).unwrap();
+        assert_eq!(
+            first,
+            build_config_map(&cluster, Some(CONNECTION), None).unwrap()
+        );
+    }
+
+    #[test]
+    fn unified_image_type_is_refused() {
+        let cluster = cluster("imageType: unified");
+        let err = monitor_conf_template(&cluster, ProcessClass::Storage).unwrap_err();
+        assert!(err.to_string().contains("unified"), "{err}");
+    }
+}

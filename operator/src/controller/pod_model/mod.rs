@@ -20,9 +20,13 @@ mod names;
 mod pvc;
 mod services;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+#[cfg(test)]
+mod tests_objects;
 #[cfg(test)]
 mod tests_pod;
+#[cfg(test)]
+mod tests_scheduling;
 
 use std::collections::BTreeMap;
 
