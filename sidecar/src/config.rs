@@ -398,19 +398,16 @@ fn check_relative(
     flag: &'static str,
     single_component: bool,
 ) -> Result<(), ConfigError> {
-    let path = Path::new(value);
     let mut normal = 0;
-    for component in path.components() {
+    let mut safe = !value.contains('\0');
+    for component in Path::new(value).components() {
         match component {
             Component::Normal(_) => normal += 1,
             Component::CurDir if !single_component => {}
-            _ => normal = usize::MAX / 2,
+            _ => safe = false,
         }
     }
-    let ok = !value.contains('\0')
-        && normal >= 1
-        && normal < usize::MAX / 2
-        && (!single_component || normal == 1);
+    let ok = safe && normal >= 1 && (!single_component || normal == 1);
     if ok {
         Ok(())
     } else {

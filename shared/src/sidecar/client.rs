@@ -58,6 +58,12 @@ pub enum SidecarClientError {
         /// What was wrong.
         reason: String,
     },
+    /// A relative path with `.`/`..` components, an absolute path or an empty path.
+    #[error("invalid sidecar path {rel:?}: must be a relative path without '.' or '..' components")]
+    InvalidPath {
+        /// The rejected path.
+        rel: String,
+    },
     /// A TLS file could not be read or used.
     #[error("sidecar client TLS setup failed for {file}: {reason}")]
     Tls {
@@ -191,6 +197,20 @@ impl SidecarClient {
         self.post_ok(protocol::REFRESH_CERTS).await
     }
 
+    fn file_url(&self, prefix: &str, rel: &str) -> Result<Url, SidecarClientError> {
+        let valid = !rel.is_empty()
+            && !rel.starts_with('/')
+            && rel
+                .split('/')
+                .all(|s| !s.is_empty() && s != "." && s != "..");
+        if !valid {
+            return Err(SidecarClientError::InvalidPath {
+                rel: rel.to_owned(),
+            });
+        }
+        Ok(self.url(prefix, Some(rel)))
+    }
+
     fn url(&self, path: &str, rel: Option<&str>) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut segments) = url.path_segments_mut() {
@@ -282,7 +302,7 @@ impl SidecarApi for SidecarClient {
     }
 
     async fn check_hash(&self, rel: &str) -> Result<Option<String>, SidecarClientError> {
-        let url = self.url(protocol::CHECK_HASH_PREFIX, Some(rel));
+        let url = self.file_url(protocol::CHECK_HASH_PREFIX, rel)?;
         let (status, body) = self.send(Method::GET, url.clone()).await?;
         match status {
             StatusCode::OK => {
@@ -302,7 +322,7 @@ impl SidecarApi for SidecarClient {
     }
 
     async fn is_present(&self, rel: &str) -> Result<bool, SidecarClientError> {
-        let url = self.url(protocol::IS_PRESENT_PREFIX, Some(rel));
+        let url = self.file_url(protocol::IS_PRESENT_PREFIX, rel)?;
         let (status, body) = self.send(Method::GET, url.clone()).await?;
         match status {
             StatusCode::OK => Ok(true),
@@ -458,6 +478,20 @@ mod tests {
                 .as_str(),
             "http://127.0.0.1:8080/check_hash/a%20b%23c"
         );
+    }
+
+    #[test]
+    fn dot_segments_are_refused() {
+        let client = SidecarClient::new("http://127.0.0.1:8080", None).unwrap();
+        for rel in ["../x", "a/../x", "./x", "/etc/passwd", "", "a//b"] {
+            assert!(
+                matches!(
+                    client.file_url(protocol::CHECK_HASH_PREFIX, rel),
+                    Err(SidecarClientError::InvalidPath { .. })
+                ),
+                "{rel}"
+            );
+        }
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 }
 
 fn load(settings: &TlsSettings) -> Result<LoadedTls, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = provider();
     let chain = read_certs(&settings.certificate_file)?;
     let key = PrivateKeyDer::from_pem_file(&settings.key_file)
         .map_err(|e| tls_error(&settings.key_file, e))?;
@@ -266,7 +266,7 @@ impl ClientCertVerifier for AnyPresentedCertificate {
     }
 }
 
-/// Keeps the provider type referenced for documentation: all TLS here uses ring.
+/// The crypto provider of all TLS in the sidecar (ring).
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
