@@ -7,9 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use fdb_shared::api::cluster::{GENERAL_PROCESS_SETTINGS, ImageType};
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
-use fdb_shared::monitor_conf::render::{
-    MonitorConfParams, monitor_conf_key, render_monitor_conf, split_custom_parameter,
-};
+use fdb_shared::monitor_conf::render::{MonitorConfParams, monitor_conf_key, render_monitor_conf};
 use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -51,28 +49,19 @@ pub fn config_map_name(cluster: &FoundationDBCluster) -> String {
     )
 }
 
-/// The custom parameters of a class: `processes.general.customParameters`, then
-/// `processes.<class>.customParameters`; when both set a key, the class's value wins (at
-/// the class's position).
+/// The custom parameters of a class: `processes.<class>.customParameters` when the class
+/// sets any, else `processes.general.customParameters`.
 pub fn custom_parameters(cluster: &FoundationDBCluster, class: ProcessClass) -> Vec<String> {
-    let of = |name: &str| {
-        cluster
-            .spec
-            .processes
-            .get(name)
-            .map(|settings| settings.custom_parameters.clone())
-            .unwrap_or_default()
-    };
-    let own = of(class.as_str());
-    let key_of =
-        |parameter: &String| split_custom_parameter(parameter).map(|(key, _)| key.to_owned());
-    let own_keys: BTreeSet<String> = own.iter().filter_map(key_of).collect();
-    let mut merged: Vec<String> = of(GENERAL_PROCESS_SETTINGS)
+    // Like the Go operator's process settings: the first of the class's and the general
+    // settings that sets the list wins as a whole; lists are not merged, so a manifest
+    // written for the Go operator renders the same command lines (and causes no bounce).
+    [class.as_str(), GENERAL_PROCESS_SETTINGS]
         .into_iter()
-        .filter(|parameter| key_of(parameter).is_none_or(|key| !own_keys.contains(&key)))
-        .collect();
-    merged.extend(own);
-    merged
+        .filter_map(|name| cluster.spec.processes.get(name))
+        .map(|settings| &settings.custom_parameters)
+        .find(|parameters| !parameters.is_empty())
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn render_template(
@@ -349,7 +338,8 @@ configMap:
         );
         assert_eq!(
             custom_parameters(&cluster, ProcessClass::Storage),
-            ["knob_a=1", "knob_b=3", "knob_c=4"]
+            ["knob_b=3", "knob_c=4"],
+            "the class's list replaces the general one, as in the Go operator"
         );
         assert_eq!(
             custom_parameters(&cluster, ProcessClass::Log),
@@ -375,7 +365,7 @@ configMap:
             "locality_data_hall = hall1\n",
             "locality_dns_name = $FDB_DNS_NAME\n",
             "tls_verify_peers = S.CN=fdb\n",
-            "knob_a = 1\nknob_b = 3\nknob_c = 4\n",
+            "knob_b = 3\nknob_c = 4\n",
         ] {
             assert!(storage.contains(line), "missing {line:?} in\n{storage}");
         }
