@@ -1,1 +1,22 @@
-//! The FoundationDB sidecar agent.
+//! `fdb-sidecar`: the FoundationDB per-pod agent, a wire-compatible replacement for the
+//! Python `foundationdb-kubernetes-sidecar`.
+//!
+//! - [`SidecarConfig::from_args`] parses the flags with an explicit environment map.
+//! - [`Sidecar::start`] runs the start-up copies and serves the API, returning a
+//!   [`RunningSidecar`] that can be stopped and that reports `POST /restart`.
+//! - [`app()`] builds the axum router for in-process tests.
+//! - [`copy`] holds the copy actions ([`copy::run_startup_copies`] for `--init-mode`).
+
+pub mod app;
+pub mod config;
+pub mod copy;
+pub mod hash;
+pub mod metrics;
+pub mod paths;
+pub mod server;
+pub mod tls;
+pub mod watch;
+
+pub use app::{AppState, app};
+pub use config::{ConfigError, LogFormat, SidecarArgs, SidecarConfig};
+pub use server::{ExitReason, RunningSidecar, Sidecar, StartError};

@@ -1,2 +1,118 @@
-//! `fdb-sidecar` command line.
-fn main() {}
+//! `fdb-sidecar` command line: parse flags, run the start-up copies, serve until SIGTERM
+//! or `POST /restart`.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use fdb_sidecar::{ConfigError, ExitReason, LogFormat, Sidecar, SidecarConfig, copy};
+use tracing_subscriber::EnvFilter;
+
+/// Exit code after a fatal configuration or start-up error.
+const EXIT_FATAL: u8 = 1;
+/// Exit code after `POST /restart`, so that the kubelet restarts the container.
+const EXIT_RESTART: u8 = 3;
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned());
+    let config = match SidecarConfig::from_args(args, &env) {
+        Ok(config) => config,
+        Err(ConfigError::Cli(e)) => e.exit(),
+        Err(e) => {
+            eprintln!("fdb-sidecar: {e}");
+            return ExitCode::from(EXIT_FATAL);
+        }
+    };
+    init_tracing(config.args.log_format);
+
+    if config.args.init_mode {
+        return match copy::run_startup_copies(&config) {
+            Ok(()) => {
+                tracing::info!("init mode: copies done");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "init mode: copy failed");
+                ExitCode::from(EXIT_FATAL)
+            }
+        };
+    }
+    let Some(bind) = config.bind_address else {
+        tracing::error!("no listen address: pass --bind-address or set FDB_POD_IP / FDB_PUBLIC_IP");
+        return ExitCode::from(EXIT_FATAL);
+    };
+
+    // Two workers and a small blocking pool keep the footprint low; hashing is bounded
+    // by --max-concurrent-hashes anyway.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime");
+            return ExitCode::from(EXIT_FATAL);
+        }
+    };
+    runtime.block_on(async move {
+        let mut running = match Sidecar::start(config, bind).await {
+            Ok(running) => running,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start");
+                return ExitCode::from(EXIT_FATAL);
+            }
+        };
+        let stop = running.stop_token();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("termination signal received; shutting down");
+            stop.cancel();
+        });
+        match running.wait().await {
+            ExitReason::Stopped => ExitCode::SUCCESS,
+            ExitReason::RestartRequested => {
+                tracing::warn!("exiting for restart");
+                ExitCode::from(EXIT_RESTART)
+            }
+        }
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the sidecar");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

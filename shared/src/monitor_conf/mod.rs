@@ -3,3 +3,4 @@
 
 pub mod parse;
 pub mod render;
+pub mod substitute;

@@ -1,0 +1,9 @@
+//! The operator's side of the sidecar protocol: endpoint paths and bodies, and an HTTP
+//! client for one sidecar per pod.
+
+pub mod client;
+pub mod protocol;
+
+pub use client::{
+    SidecarApi, SidecarClient, SidecarClientError, SidecarClientFactory, SidecarClientTls,
+};

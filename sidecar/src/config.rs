@@ -1,0 +1,665 @@
+//! Command-line flags and the validated sidecar configuration.
+//!
+//! Flags are parsed by clap, but environment fallbacks are applied from an explicit
+//! environment map instead of the process environment, so that many sidecars with
+//! different `FDB_POD_IP`, `FDB_INSTANCE_ID`, ... can run in one process (the operator's
+//! simulation). The binary passes the process environment; both go through
+//! [`SidecarConfig::from_args`].
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::{Component, Path, PathBuf};
+
+use clap::Parser;
+use fdb_shared::FdbVersion;
+
+use crate::tls::rules::{PeerRules, RuleParseError};
+
+/// Environment variables of the pre-6.3 sidecar; their presence is an error.
+pub const DEPRECATED_ENV_VARS: [&str; 4] =
+    ["SIDECAR_CONF_DIR", "INPUT_DIR", "OUTPUT_DIR", "COPY_ONCE"];
+
+/// The substitution variables every sidecar provides.
+pub const STANDARD_SUBSTITUTIONS: [&str; 6] = [
+    "FDB_PUBLIC_IP",
+    "FDB_MACHINE_ID",
+    "FDB_ZONE_ID",
+    "FDB_INSTANCE_ID",
+    "FDB_POD_IP",
+    "BINARY_DIR",
+];
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The command line of `fdb-sidecar` (compatible with the Python sidecar's flags).
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "fdb-sidecar",
+    version,
+    about = "FoundationDB Kubernetes sidecar: copies the cluster file, renders the fdbmonitor conf, stages binaries for upgrades and serves the sidecar HTTP API."
+)]
+pub struct SidecarArgs {
+    /// Run the start-up copies once and exit 0 (for the init container).
+    #[arg(long)]
+    pub init_mode: bool,
+    /// Listen address, IP:PORT or [IPv6]:PORT. Default: $FDB_POD_IP:8080, else $FDB_PUBLIC_IP:8080.
+    #[arg(long, value_name = "IP:PORT")]
+    pub bind_address: Option<String>,
+    /// Serve HTTPS; needs the certificate, key and CA files.
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM certificate chain of the server [env: FDB_TLS_CERTIFICATE_FILE].
+    #[arg(long, value_name = "FILE")]
+    pub tls_certificate_file: Option<PathBuf>,
+    /// PEM private key of the server [env: FDB_TLS_KEY_FILE].
+    #[arg(long, value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM CA certificates that client certificates must chain to [env: FDB_TLS_CA_FILE].
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// FoundationDB peer verification rules for client certificates, e.g.
+    /// "S.CN=operator,I.O=Example;S.subjectAltName>=DNS:op." [env: FDB_TLS_VERIFY_PEERS].
+    #[arg(long, value_name = "RULES")]
+    pub tls_verify_peers: Option<String>,
+    /// Directory the ConfigMap is mounted at (read side).
+    #[arg(long, value_name = "DIR", default_value = "/var/input-files")]
+    pub input_dir: PathBuf,
+    /// Directory shared with the main container (write side).
+    #[arg(long, value_name = "DIR", default_value = "/var/output-files")]
+    pub output_dir: PathBuf,
+    /// File copied from the input dir to the output dir (repeatable).
+    #[arg(long = "copy-file", value_name = "FILE")]
+    pub copy_files: Vec<String>,
+    /// Binary staged into bin/<version>/ for upgrades, e.g. fdbserver (repeatable).
+    #[arg(long = "copy-binary", value_name = "NAME")]
+    pub copy_binaries: Vec<String>,
+    /// Client library version to copy (repeatable); the first is the primary library.
+    #[arg(long = "copy-library", value_name = "VERSION")]
+    pub copy_libraries: Vec<String>,
+    /// Monitor conf template in the input dir, rendered to <output-dir>/fdbmonitor.conf.
+    #[arg(long, value_name = "FILE")]
+    pub input_monitor_conf: Option<String>,
+    /// FoundationDB version of the main container of the pod.
+    #[arg(long, value_name = "VERSION")]
+    pub main_container_version: Option<String>,
+    /// Environment variable made available to the monitor conf template (repeatable).
+    #[arg(long = "substitute-variable", value_name = "NAME")]
+    pub substitute_variables: Vec<String>,
+    /// Treat FDB_PUBLIC_IP/FDB_POD_IP as comma lists and keep the first address of this family.
+    #[arg(long, value_name = "4|6", value_parser = clap::builder::PossibleValuesParser::new(["4", "6"]))]
+    pub public_ip_family: Option<String>,
+    /// Where the output dir is mounted in the main container.
+    #[arg(long, value_name = "DIR", default_value = "/var/dynamic-conf")]
+    pub main_container_conf_dir: PathBuf,
+    /// Input file that must exist and be non-empty before files are copied (repeatable).
+    #[arg(long = "require-not-empty", value_name = "FILE")]
+    pub require_not_empty: Vec<String>,
+    /// File holding this image's FoundationDB version (the primary version).
+    #[arg(long, value_name = "PATH", default_value = "/var/fdb/version")]
+    pub version_file: PathBuf,
+    /// Directory --copy-binary reads from.
+    #[arg(long, value_name = "PATH", default_value = "/usr/bin")]
+    pub binary_dir: PathBuf,
+    /// Directory --copy-library reads libfdb_c_<VERSION>.so from.
+    #[arg(long, value_name = "PATH", default_value = "/var/fdb/lib")]
+    pub library_dir: PathBuf,
+    /// Watch the input dir and re-run copy files + copy monitor conf when it changes.
+    #[arg(long)]
+    pub watch_input: bool,
+    /// Number of file hashes remembered (keyed by inode, size and change time); 0 disables.
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub hash_cache_entries: usize,
+    /// Maximum number of files hashed at the same time.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_concurrent_hashes: u32,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Why the configuration is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The command line does not parse (also carries `--help` / `--version` output).
+    #[error("{0}")]
+    Cli(#[from] clap::Error),
+    /// The version file could not be read or holds no valid version.
+    #[error("cannot read the primary version from {path}: {reason}")]
+    VersionFile {
+        /// The version file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A deprecated environment variable of the pre-6.3 sidecar is set.
+    #[error(
+        "environment variable {name} is not supported with primary version {version}; use the command-line flags instead"
+    )]
+    DeprecatedEnv {
+        /// The variable.
+        name: String,
+        /// The primary version.
+        version: String,
+    },
+    /// `--tls` without one of its files.
+    #[error("--tls needs {flag} (or environment variable {env})")]
+    MissingTlsFile {
+        /// The missing flag.
+        flag: &'static str,
+        /// Its environment fallback.
+        env: &'static str,
+    },
+    /// The peer verification rules do not parse.
+    #[error("invalid --tls-verify-peers: {0}")]
+    PeerRules(#[from] RuleParseError),
+    /// A flag value that must name a file inside a directory escapes it.
+    #[error("{flag} {value:?} must be a relative path without '..' inside its directory")]
+    UnsafeName {
+        /// The flag.
+        flag: &'static str,
+        /// The offending value.
+        value: String,
+    },
+    /// `--substitute-variable` names an environment variable that is not set.
+    #[error("--substitute-variable {name}: environment variable {name} is not set")]
+    UnsetSubstituteVariable {
+        /// The variable.
+        name: String,
+    },
+    /// The listen address is invalid or cannot be derived.
+    #[error("invalid listen address: {0}")]
+    BindAddress(String),
+    /// An IP environment variable does not hold an address of the requested family.
+    #[error("environment variable {name}={value:?} holds no IPv{family} address")]
+    IpFamily {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// The requested family.
+        family: String,
+    },
+}
+
+/// TLS settings of a sidecar started with `--tls`.
+#[derive(Debug, Clone)]
+pub struct TlsSettings {
+    /// Server certificate chain (PEM).
+    pub certificate_file: PathBuf,
+    /// Server private key (PEM).
+    pub key_file: PathBuf,
+    /// CA certificates for client verification (PEM).
+    pub ca_file: PathBuf,
+    /// Parsed peer verification rules (empty: any certificate signed by the CA).
+    pub verify_peers: PeerRules,
+}
+
+/// A validated sidecar configuration.
+#[derive(Debug, Clone)]
+pub struct SidecarConfig {
+    /// The parsed flags, as given.
+    pub args: SidecarArgs,
+    /// This image's FoundationDB version (trimmed content of the version file).
+    pub primary_version: String,
+    /// The listen address from `--bind-address` or the pod IP environment, if any.
+    pub bind_address: Option<SocketAddr>,
+    /// TLS settings when `--tls` is set.
+    pub tls: Option<TlsSettings>,
+    /// The monitor conf substitutions (`GET /substitutions`).
+    pub substitutions: BTreeMap<String, String>,
+}
+
+impl SidecarConfig {
+    /// Parses `args` (the arguments after the program name) like the binary does, with
+    /// environment fallbacks taken from `env`, reads the version file and validates
+    /// everything.
+    pub fn from_args(
+        args: impl IntoIterator<Item = String>,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let argv = std::iter::once("fdb-sidecar".to_owned()).chain(args);
+        let args = SidecarArgs::try_parse_from(argv)?;
+        Self::from_parsed(args, env)
+    }
+
+    /// Validates already parsed flags against `env`.
+    pub fn from_parsed(
+        mut args: SidecarArgs,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let get = |name: &str| env.get(name).map(String::as_str).unwrap_or("");
+        fill_from_env(
+            &mut args.tls_certificate_file,
+            env,
+            "FDB_TLS_CERTIFICATE_FILE",
+        );
+        fill_from_env(&mut args.tls_key_file, env, "FDB_TLS_KEY_FILE");
+        fill_from_env(&mut args.tls_ca_file, env, "FDB_TLS_CA_FILE");
+        if args.tls_verify_peers.is_none() {
+            args.tls_verify_peers = env.get("FDB_TLS_VERIFY_PEERS").cloned();
+        }
+
+        let primary_version = read_primary_version(&args.version_file)?;
+        for name in DEPRECATED_ENV_VARS {
+            if env.contains_key(name) {
+                return Err(ConfigError::DeprecatedEnv {
+                    name: name.to_owned(),
+                    version: primary_version.clone(),
+                });
+            }
+        }
+
+        for value in args.copy_files.iter().chain(&args.require_not_empty) {
+            check_relative(value, "--copy-file/--require-not-empty", false)?;
+        }
+        if let Some(conf) = &args.input_monitor_conf {
+            check_relative(conf, "--input-monitor-conf", false)?;
+        }
+        for value in &args.copy_binaries {
+            check_relative(value, "--copy-binary", true)?;
+        }
+        for value in &args.copy_libraries {
+            check_relative(value, "--copy-library", true)?;
+        }
+
+        let tls = if args.tls {
+            let need = |value: &Option<PathBuf>, flag, env| {
+                value
+                    .clone()
+                    .ok_or(ConfigError::MissingTlsFile { flag, env })
+            };
+            Some(TlsSettings {
+                certificate_file: need(
+                    &args.tls_certificate_file,
+                    "--tls-certificate-file",
+                    "FDB_TLS_CERTIFICATE_FILE",
+                )?,
+                key_file: need(&args.tls_key_file, "--tls-key-file", "FDB_TLS_KEY_FILE")?,
+                ca_file: need(&args.tls_ca_file, "--tls-ca-file", "FDB_TLS_CA_FILE")?,
+                verify_peers: PeerRules::parse(args.tls_verify_peers.as_deref().unwrap_or(""))?,
+            })
+        } else {
+            None
+        };
+
+        let family = args.public_ip_family.as_deref();
+        let pod_ip = select_ip("FDB_POD_IP", get("FDB_POD_IP"), family)?;
+        let env_public_ip = select_ip("FDB_PUBLIC_IP", get("FDB_PUBLIC_IP"), family)?;
+
+        let bind_address = match &args.bind_address {
+            Some(text) => Some(parse_bind_address(text)?),
+            None => [&pod_ip, &env_public_ip]
+                .into_iter()
+                .find(|ip| !ip.is_empty())
+                .map(|ip| {
+                    let bare = ip.trim_start_matches('[').trim_end_matches(']');
+                    bare.parse::<IpAddr>()
+                        .map(|ip| SocketAddr::new(ip, fdb_shared::sidecar::protocol::DEFAULT_PORT))
+                        .map_err(|e| {
+                            ConfigError::BindAddress(format!("{ip:?} from the environment: {e}"))
+                        })
+                })
+                .transpose()?,
+        };
+
+        let public_ip = if !env_public_ip.is_empty() {
+            env_public_ip
+        } else if !pod_ip.is_empty() {
+            pod_ip.clone()
+        } else {
+            host_address(get("HOSTNAME"), family)
+        };
+        let mut machine_id = get("FDB_MACHINE_ID").to_owned();
+        if machine_id.is_empty() {
+            machine_id = get("HOSTNAME").to_owned();
+        }
+        let mut zone_id = get("FDB_ZONE_ID").to_owned();
+        if zone_id.is_empty() {
+            zone_id = machine_id.clone();
+        }
+        let binary_dir = match &args.main_container_version {
+            Some(main) if main.trim() != primary_version => args
+                .main_container_conf_dir
+                .join("bin")
+                .join(&primary_version)
+                .display()
+                .to_string(),
+            _ => "/usr/bin".to_owned(),
+        };
+        let mut substitutions = BTreeMap::from([
+            ("FDB_PUBLIC_IP".to_owned(), public_ip),
+            ("FDB_MACHINE_ID".to_owned(), machine_id),
+            ("FDB_ZONE_ID".to_owned(), zone_id),
+            (
+                "FDB_INSTANCE_ID".to_owned(),
+                get("FDB_INSTANCE_ID").to_owned(),
+            ),
+            ("FDB_POD_IP".to_owned(), pod_ip),
+            ("BINARY_DIR".to_owned(), binary_dir),
+        ]);
+        for name in &args.substitute_variables {
+            if STANDARD_SUBSTITUTIONS.contains(&name.as_str()) {
+                continue; // already computed, with its fallbacks
+            }
+            let value = env
+                .get(name)
+                .ok_or_else(|| ConfigError::UnsetSubstituteVariable { name: name.clone() })?;
+            substitutions.insert(name.clone(), value.clone());
+        }
+
+        Ok(Self {
+            args,
+            primary_version,
+            bind_address,
+            tls,
+            substitutions,
+        })
+    }
+
+    /// Whether binaries must be staged: the main container runs another version.
+    pub fn version_mismatch(&self) -> bool {
+        self.args
+            .main_container_version
+            .as_deref()
+            .is_some_and(|main| main.trim() != self.primary_version)
+    }
+}
+
+fn fill_from_env(value: &mut Option<PathBuf>, env: &BTreeMap<String, String>, name: &str) {
+    if value.is_none() {
+        *value = env.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    }
+}
+
+fn read_primary_version(path: &Path) -> Result<String, ConfigError> {
+    let err = |reason: String| ConfigError::VersionFile {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let version = text.trim();
+    version
+        .parse::<FdbVersion>()
+        .map_err(|e| err(e.to_string()))?;
+    Ok(version.to_owned())
+}
+
+/// Checks that a flag value is a plain relative path (a single file name when
+/// `single_component`).
+fn check_relative(
+    value: &str,
+    flag: &'static str,
+    single_component: bool,
+) -> Result<(), ConfigError> {
+    let mut normal = 0;
+    let mut safe = !value.contains('\0');
+    for component in Path::new(value).components() {
+        match component {
+            Component::Normal(_) => normal += 1,
+            Component::CurDir if !single_component => {}
+            _ => safe = false,
+        }
+    }
+    let ok = safe && normal >= 1 && (!single_component || normal == 1);
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::UnsafeName {
+            flag,
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// Applies `--public-ip-family` to an IP environment variable: without a family the
+/// value is used as is; with one, the first address of that family in the comma list
+/// (IPv6 in brackets).
+fn select_ip(name: &'static str, value: &str, family: Option<&str>) -> Result<String, ConfigError> {
+    let Some(family) = family else {
+        return Ok(value.trim().to_owned());
+    };
+    if value.trim().is_empty() {
+        return Ok(String::new());
+    }
+    let chosen = value
+        .split(',')
+        .filter_map(|item| {
+            item.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .ok()
+        })
+        .find(|ip| matches!((ip, family), (IpAddr::V4(_), "4") | (IpAddr::V6(_), "6")));
+    match chosen {
+        Some(IpAddr::V4(ip)) => Ok(ip.to_string()),
+        Some(IpAddr::V6(ip)) => Ok(format!("[{ip}]")),
+        None => Err(ConfigError::IpFamily {
+            name,
+            value: value.to_owned(),
+            family: family.to_owned(),
+        }),
+    }
+}
+
+fn parse_bind_address(text: &str) -> Result<SocketAddr, ConfigError> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    text.to_socket_addrs()
+        .map_err(|e| ConfigError::BindAddress(format!("{text:?}: {e}")))?
+        .next()
+        .ok_or_else(|| ConfigError::BindAddress(format!("{text:?} resolves to no address")))
+}
+
+/// The host's own address, the last fallback of `FDB_PUBLIC_IP` ("" when unknown).
+fn host_address(hostname: &str, family: Option<&str>) -> String {
+    let hostname = if hostname.is_empty() {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default()
+    } else {
+        hostname.to_owned()
+    };
+    let hostname = hostname.trim();
+    if hostname.is_empty() {
+        return String::new();
+    }
+    let Ok(addrs) = (hostname, 0).to_socket_addrs() else {
+        return String::new();
+    };
+    addrs
+        .map(|a| a.ip())
+        .find(|ip| match family {
+            Some("6") => ip.is_ipv6(),
+            Some(_) => ip.is_ipv4(),
+            None => true,
+        })
+        .map(|ip| match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(version: &str) -> (tempfile::TempDir, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let version_file = dir.path().join("version");
+        std::fs::write(&version_file, format!("{version}\n")).unwrap();
+        let args = vec![
+            "--version-file".to_owned(),
+            version_file.display().to_string(),
+        ];
+        (dir, args)
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn parse(extra: &[&str], env_pairs: &[(&str, &str)]) -> Result<SidecarConfig, ConfigError> {
+        let (_dir, mut args) = setup("7.1.57");
+        args.extend(extra.iter().map(|s| s.to_string()));
+        SidecarConfig::from_args(args, &env(env_pairs))
+    }
+
+    #[test]
+    fn substitutions_apply_fallbacks() {
+        let config = parse(
+            &[],
+            &[
+                ("FDB_POD_IP", "10.0.0.2"),
+                ("HOSTNAME", "pod-1"),
+                ("FDB_INSTANCE_ID", "storage-1"),
+            ],
+        )
+        .unwrap();
+        let s = &config.substitutions;
+        assert_eq!(s["FDB_PUBLIC_IP"], "10.0.0.2");
+        assert_eq!(s["FDB_MACHINE_ID"], "pod-1");
+        assert_eq!(s["FDB_ZONE_ID"], "pod-1");
+        assert_eq!(s["FDB_INSTANCE_ID"], "storage-1");
+        assert_eq!(s["BINARY_DIR"], "/usr/bin");
+        assert_eq!(config.bind_address, Some("10.0.0.2:8080".parse().unwrap()));
+    }
+
+    #[test]
+    fn binary_dir_points_at_staged_binaries_on_mismatch() {
+        let config = parse(&["--main-container-version", "7.1.50"], &[]).unwrap();
+        assert_eq!(
+            config.substitutions["BINARY_DIR"],
+            "/var/dynamic-conf/bin/7.1.57"
+        );
+        assert!(config.version_mismatch());
+        let same = parse(&["--main-container-version", "7.1.57"], &[]).unwrap();
+        assert_eq!(same.substitutions["BINARY_DIR"], "/usr/bin");
+        assert!(!same.version_mismatch());
+    }
+
+    #[test]
+    fn ip_family_selects_and_brackets() {
+        let config = parse(
+            &["--public-ip-family", "6"],
+            &[
+                ("FDB_POD_IP", "10.0.0.2,fd00::2"),
+                ("FDB_PUBLIC_IP", "10.0.0.3,fd00::3"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.substitutions["FDB_POD_IP"], "[fd00::2]");
+        assert_eq!(config.substitutions["FDB_PUBLIC_IP"], "[fd00::3]");
+        assert_eq!(config.bind_address, Some("[fd00::2]:8080".parse().unwrap()));
+        let err = parse(&["--public-ip-family", "6"], &[("FDB_POD_IP", "10.0.0.2")]).unwrap_err();
+        assert!(err.to_string().contains("FDB_POD_IP"), "{err}");
+    }
+
+    #[test]
+    fn extra_variables_come_from_the_env_map() {
+        let config = parse(
+            &[
+                "--substitute-variable",
+                "FDB_DNS_NAME",
+                "--substitute-variable",
+                "FDB_POD_IP",
+            ],
+            &[("FDB_DNS_NAME", "x.svc"), ("FDB_POD_IP", "10.0.0.9")],
+        )
+        .unwrap();
+        assert_eq!(config.substitutions["FDB_DNS_NAME"], "x.svc");
+        assert_eq!(config.substitutions["FDB_POD_IP"], "10.0.0.9");
+        let err = parse(&["--substitute-variable", "NOPE"], &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--substitute-variable NOPE: environment variable NOPE is not set"
+        );
+    }
+
+    #[test]
+    fn deprecated_env_is_an_error_naming_it() {
+        let err = parse(&[], &[("COPY_ONCE", "1")]).unwrap_err();
+        assert!(err.to_string().contains("COPY_ONCE"), "{err}");
+    }
+
+    #[test]
+    fn tls_needs_all_files_and_takes_env_fallbacks() {
+        let err = parse(&["--tls"], &[("FDB_TLS_CERTIFICATE_FILE", "/c.pem")]).unwrap_err();
+        assert!(err.to_string().contains("--tls-key-file"), "{err}");
+        let config = parse(
+            &["--tls", "--tls-ca-file", "/flag-ca.pem"],
+            &[
+                ("FDB_TLS_CERTIFICATE_FILE", "/c.pem"),
+                ("FDB_TLS_KEY_FILE", "/k.pem"),
+                ("FDB_TLS_CA_FILE", "/env-ca.pem"),
+                ("FDB_TLS_VERIFY_PEERS", "S.CN=op"),
+            ],
+        )
+        .unwrap();
+        let tls = config.tls.unwrap();
+        assert_eq!(tls.ca_file, PathBuf::from("/flag-ca.pem"));
+        assert_eq!(tls.key_file, PathBuf::from("/k.pem"));
+        let err = parse(
+            &["--tls", "--tls-verify-peers", "X.CN=a"],
+            &[
+                ("FDB_TLS_CERTIFICATE_FILE", "/c"),
+                ("FDB_TLS_KEY_FILE", "/k"),
+                ("FDB_TLS_CA_FILE", "/ca"),
+            ],
+        )
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::PeerRules(_)), "{err}");
+    }
+
+    #[test]
+    fn unsafe_names_are_rejected() {
+        for (flag, value) in [
+            ("--copy-file", "../etc/passwd"),
+            ("--copy-file", "/etc/passwd"),
+            ("--copy-binary", "a/b"),
+            ("--copy-library", ".."),
+            ("--input-monitor-conf", ""),
+        ] {
+            let err = parse(&[flag, value], &[]).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::UnsafeName { .. }),
+                "{flag} {value}: {err}"
+            );
+        }
+        parse(&["--copy-file", "sub/fdb.cluster"], &[]).unwrap();
+    }
+
+    #[test]
+    fn bad_version_file_is_reported() {
+        let err = SidecarConfig::from_args(
+            [
+                "--version-file".to_owned(),
+                "/nonexistent/version".to_owned(),
+            ],
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/version"), "{err}");
+        let (dir, args) = setup("garbage");
+        let err = SidecarConfig::from_args(args, &BTreeMap::new()).unwrap_err();
+        assert!(err.to_string().contains("garbage"), "{err}");
+        drop(dir);
+    }
+
+    #[test]
+    fn bind_address_flag_accepts_ipv6() {
+        let config = parse(&["--bind-address", "[::1]:9090"], &[]).unwrap();
+        assert_eq!(config.bind_address, Some("[::1]:9090".parse().unwrap()));
+        assert!(parse(&["--bind-address", "nonsense"], &[]).is_err());
+    }
+}

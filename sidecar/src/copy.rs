@@ -1,0 +1,418 @@
+//! The four copy actions (files, binaries, libraries, monitor conf) and atomic writes.
+//!
+//! Every write goes to a temporary file in the target directory, is fsynced, then
+//! renamed over the target (and the directory fsynced), so the main container never sees
+//! a half-written cluster file or monitor conf.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
+use fdb_shared::sidecar::protocol::MONITOR_CONF_FILE;
+
+use crate::config::SidecarConfig;
+
+/// Mode of staged binaries (as the Python sidecar).
+pub const BINARY_MODE: u32 = 0o744;
+/// Mode of other written files.
+pub const FILE_MODE: u32 = 0o644;
+
+/// Why a copy action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// A `--require-not-empty` file is missing or empty.
+    #[error("No contents for file {}", path.display())]
+    NoContents {
+        /// The input file.
+        path: PathBuf,
+    },
+    /// A file to copy does not exist in its source directory.
+    #[error("Input file {} not found", path.display())]
+    MissingInput {
+        /// The missing source.
+        path: PathBuf,
+    },
+    /// The monitor conf template cannot be rendered.
+    #[error("Cannot render monitor conf {}: {source}", template.display())]
+    Render {
+        /// The template file.
+        template: PathBuf,
+        /// The substitution error (names the variable).
+        #[source]
+        source: SubstitutionError,
+    },
+    /// A file system operation failed.
+    #[error("{operation} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        operation: &'static str,
+        /// The file concerned.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl CopyError {
+    /// Whether the failure is caused by the input (ConfigMap content) rather than a
+    /// server fault.
+    pub fn is_input_problem(&self) -> bool {
+        matches!(self, Self::NoContents { .. } | Self::MissingInput { .. })
+    }
+}
+
+fn io_err(operation: &'static str, path: &Path) -> impl FnOnce(io::Error) -> CopyError + use<> {
+    let path = path.to_owned();
+    move |source| CopyError::Io {
+        operation,
+        path,
+        source,
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `target` atomically: `fill` writes into a temporary file next to it, which is
+/// fsynced, given `mode`, and renamed over `target`.
+pub fn write_atomic(
+    target: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), CopyError> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err("cannot create directory", dir))?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io_err("cannot create temporary file", &temp))?;
+        fill(&mut file).map_err(io_err("cannot write", &temp))?;
+        file.flush().map_err(io_err("cannot write", &temp))?;
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(io_err("cannot set permissions of", &temp))?;
+        file.sync_all().map_err(io_err("cannot fsync", &temp))?;
+        fs::rename(&temp, target).map_err(io_err("cannot rename into", target))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+        return result;
+    }
+    // Make the rename durable; failure here does not undo the (visible) write.
+    if let Ok(dir_handle) = File::open(dir) {
+        let _ = dir_handle.sync_all();
+    }
+    Ok(())
+}
+
+/// Copies `source` to `target` atomically with `mode`.
+fn copy_atomic(source: &Path, target: &Path, mode: u32) -> Result<(), CopyError> {
+    let mut input = File::open(source).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => CopyError::MissingInput {
+            path: source.to_owned(),
+        },
+        _ => io_err("cannot open", source)(e),
+    })?;
+    write_atomic(target, mode, |out| io::copy(&mut input, out).map(|_| ()))
+}
+
+/// Copy files: checks the `--require-not-empty` files, then copies every `--copy-file`
+/// from the input dir to the output dir (always overwriting).
+pub fn copy_files(config: &SidecarConfig) -> Result<(), CopyError> {
+    let args = &config.args;
+    for name in &args.require_not_empty {
+        let path = args.input_dir.join(name);
+        let non_empty = fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0);
+        if !non_empty {
+            return Err(CopyError::NoContents { path });
+        }
+    }
+    for name in &args.copy_files {
+        copy_atomic(
+            &args.input_dir.join(name),
+            &args.output_dir.join(name),
+            FILE_MODE,
+        )?;
+        tracing::debug!(file = %name, "copied file");
+    }
+    Ok(())
+}
+
+/// Copy binaries: when the main container runs another version, stages every
+/// `--copy-binary` into `<out>/bin/<primary>/`, mode 0744, skipping existing targets.
+pub fn copy_binaries(config: &SidecarConfig) -> Result<(), CopyError> {
+    if !config.version_mismatch() {
+        return Ok(());
+    }
+    let args = &config.args;
+    let target_dir = args.output_dir.join("bin").join(&config.primary_version);
+    for name in &args.copy_binaries {
+        let target = target_dir.join(name);
+        if target.symlink_metadata().is_ok() {
+            continue;
+        }
+        copy_atomic(&args.binary_dir.join(name), &target, BINARY_MODE)?;
+        tracing::info!(binary = %name, version = %config.primary_version, "staged binary");
+    }
+    Ok(())
+}
+
+/// Copy libraries: `libfdb_c_<V>.so` for each `--copy-library`; the first becomes
+/// `<out>/lib/libfdb_c.so`, the others `<out>/lib/multiversion/libfdb_c_<V>.so`;
+/// existing targets are kept.
+pub fn copy_libraries(config: &SidecarConfig) -> Result<(), CopyError> {
+    let args = &config.args;
+    for (index, version) in args.copy_libraries.iter().enumerate() {
+        let file = format!("libfdb_c_{version}.so");
+        let target = if index == 0 {
+            args.output_dir.join("lib").join("libfdb_c.so")
+        } else {
+            args.output_dir.join("lib").join("multiversion").join(&file)
+        };
+        if target.symlink_metadata().is_ok() {
+            continue;
+        }
+        copy_atomic(&args.library_dir.join(&file), &target, FILE_MODE)?;
+        tracing::info!(library = %version, "copied client library");
+    }
+    Ok(())
+}
+
+/// Renders the monitor conf template with the substitutions (without writing it).
+pub fn render_monitor_conf(config: &SidecarConfig) -> Result<Option<String>, CopyError> {
+    let Some(name) = &config.args.input_monitor_conf else {
+        return Ok(None);
+    };
+    let template_path = config.args.input_dir.join(name);
+    let template = fs::read_to_string(&template_path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => CopyError::MissingInput {
+            path: template_path.clone(),
+        },
+        _ => io_err("cannot read", &template_path)(e),
+    })?;
+    substitute(&template, &config.substitutions)
+        .map(Some)
+        .map_err(|source| CopyError::Render {
+            template: template_path,
+            source,
+        })
+}
+
+/// Copy monitor conf: renders `--input-monitor-conf` into `<out>/fdbmonitor.conf`.
+pub fn copy_monitor_conf(config: &SidecarConfig) -> Result<(), CopyError> {
+    let Some(rendered) = render_monitor_conf(config)? else {
+        return Ok(());
+    };
+    let target = config.args.output_dir.join(MONITOR_CONF_FILE);
+    write_atomic(&target, FILE_MODE, |out| out.write_all(rendered.as_bytes()))?;
+    tracing::debug!(target = %target.display(), "wrote monitor conf");
+    Ok(())
+}
+
+/// The start-up sequence: copy files, binaries, libraries, monitor conf, in that order.
+pub fn run_startup_copies(config: &SidecarConfig) -> Result<(), CopyError> {
+    copy_files(config)?;
+    copy_binaries(config)?;
+    copy_libraries(config)?;
+    copy_monitor_conf(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Setup {
+        dir: tempfile::TempDir,
+    }
+
+    impl Setup {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            for sub in ["in", "out", "bin", "lib"] {
+                fs::create_dir_all(dir.path().join(sub)).unwrap();
+            }
+            fs::write(dir.path().join("version"), "7.1.57\n").unwrap();
+            fs::write(dir.path().join("in/fdb.cluster"), "test:abc@127.0.0.1:4501").unwrap();
+            fs::write(
+                dir.path().join("in/fdbmonitor.conf"),
+                "command = $BINARY_DIR/fdbserver\nid = $FDB_INSTANCE_ID\n",
+            )
+            .unwrap();
+            fs::write(dir.path().join("bin/fdbserver"), "fdbserver 7.1.57").unwrap();
+            fs::write(dir.path().join("lib/libfdb_c_7.1.57.so"), "lib 7.1").unwrap();
+            fs::write(dir.path().join("lib/libfdb_c_6.3.25.so"), "lib 6.3").unwrap();
+            Self { dir }
+        }
+
+        fn path(&self, rel: &str) -> PathBuf {
+            self.dir.path().join(rel)
+        }
+
+        fn config(&self, extra: &[&str]) -> SidecarConfig {
+            let mut args: Vec<String> = vec![
+                "--version-file".into(),
+                self.path("version").display().to_string(),
+                "--input-dir".into(),
+                self.path("in").display().to_string(),
+                "--output-dir".into(),
+                self.path("out").display().to_string(),
+                "--binary-dir".into(),
+                self.path("bin").display().to_string(),
+                "--library-dir".into(),
+                self.path("lib").display().to_string(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let env = BTreeMap::from([("FDB_INSTANCE_ID".to_owned(), "storage-7".to_owned())]);
+            SidecarConfig::from_args(args, &env).unwrap()
+        }
+    }
+
+    #[test]
+    fn startup_copies_write_everything_atomically() {
+        let s = Setup::new();
+        let config = s.config(&[
+            "--copy-file",
+            "fdb.cluster",
+            "--input-monitor-conf",
+            "fdbmonitor.conf",
+            "--copy-binary",
+            "fdbserver",
+            "--main-container-version",
+            "7.1.50",
+            "--copy-library",
+            "7.1.57",
+            "--copy-library",
+            "6.3.25",
+        ]);
+        run_startup_copies(&config).unwrap();
+        assert_eq!(
+            fs::read_to_string(s.path("out/fdb.cluster")).unwrap(),
+            "test:abc@127.0.0.1:4501"
+        );
+        let conf = fs::read_to_string(s.path("out/fdbmonitor.conf")).unwrap();
+        assert_eq!(
+            conf,
+            "command = /var/dynamic-conf/bin/7.1.57/fdbserver\nid = storage-7\n"
+        );
+        let staged = s.path("out/bin/7.1.57/fdbserver");
+        assert_eq!(
+            fs::metadata(&staged).unwrap().permissions().mode() & 0o777,
+            0o744
+        );
+        assert_eq!(
+            fs::read_to_string(s.path("out/lib/libfdb_c.so")).unwrap(),
+            "lib 7.1"
+        );
+        assert_eq!(
+            fs::read_to_string(s.path("out/lib/multiversion/libfdb_c_6.3.25.so")).unwrap(),
+            "lib 6.3"
+        );
+        let leftovers: Vec<_> = fs::read_dir(s.path("out"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn binaries_are_not_staged_without_mismatch_and_existing_targets_are_kept() {
+        let s = Setup::new();
+        copy_binaries(&s.config(&[
+            "--copy-binary",
+            "fdbserver",
+            "--main-container-version",
+            "7.1.57",
+        ]))
+        .unwrap();
+        assert!(!s.path("out/bin").exists());
+        fs::create_dir_all(s.path("out/bin/7.1.57")).unwrap();
+        fs::write(s.path("out/bin/7.1.57/fdbserver"), "old").unwrap();
+        copy_binaries(&s.config(&[
+            "--copy-binary",
+            "fdbserver",
+            "--main-container-version",
+            "7.1.50",
+        ]))
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(s.path("out/bin/7.1.57/fdbserver")).unwrap(),
+            "old"
+        );
+    }
+
+    #[test]
+    fn require_not_empty_names_the_file() {
+        let s = Setup::new();
+        fs::write(s.path("in/empty"), "").unwrap();
+        let err =
+            copy_files(&s.config(&["--require-not-empty", "empty", "--copy-file", "fdb.cluster"]))
+                .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("No contents for file {}", s.path("in/empty").display())
+        );
+        let err = copy_files(&s.config(&["--require-not-empty", "absent"])).unwrap_err();
+        assert!(matches!(err, CopyError::NoContents { .. }));
+        assert!(!s.path("out/fdb.cluster").exists());
+    }
+
+    #[test]
+    fn copies_follow_configmap_symlinks_and_overwrite() {
+        let s = Setup::new();
+        fs::create_dir_all(s.path("in/..data")).unwrap();
+        fs::write(s.path("in/..data/cluster"), "v2").unwrap();
+        std::os::unix::fs::symlink("..data/cluster", s.path("in/linked")).unwrap();
+        fs::write(s.path("out/linked"), "v1").unwrap();
+        copy_files(&s.config(&["--copy-file", "linked"])).unwrap();
+        assert_eq!(fs::read_to_string(s.path("out/linked")).unwrap(), "v2");
+        assert!(
+            !fs::symlink_metadata(s.path("out/linked"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[test]
+    fn unset_template_variable_fails_without_writing() {
+        let s = Setup::new();
+        fs::write(s.path("in/fdbmonitor.conf"), "x = $FDB_DNS_NAME\n").unwrap();
+        let err =
+            copy_monitor_conf(&s.config(&["--input-monitor-conf", "fdbmonitor.conf"])).unwrap_err();
+        assert!(
+            err.to_string().contains("$FDB_DNS_NAME is not set"),
+            "{err}"
+        );
+        assert!(!s.path("out/fdbmonitor.conf").exists());
+    }
+
+    #[test]
+    fn missing_inputs_are_reported() {
+        let s = Setup::new();
+        let err = copy_files(&s.config(&["--copy-file", "nope"])).unwrap_err();
+        assert!(err.is_input_problem());
+        let err = copy_binaries(&s.config(&[
+            "--copy-binary",
+            "fdbcli",
+            "--main-container-version",
+            "7.1.50",
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("fdbcli"), "{err}");
+    }
+}

@@ -1,0 +1,266 @@
+//! Starting, serving and stopping a sidecar (in-process or as the binary's main loop).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::app::{AppState, app};
+use crate::config::SidecarConfig;
+use crate::copy::{self, CopyError};
+use crate::metrics::Metrics;
+use crate::tls::{ClientApproval, TlsError};
+use crate::watch::{self, WatchError};
+
+/// Longest TLS handshake accepted.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for request headers on a connection.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long in-flight requests may take to finish after a stop.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a sidecar could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The certificates could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A start-up copy action failed.
+    #[error("start-up copy failed: {0}")]
+    Copy(#[from] CopyError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file watch could not be set up.
+    #[error(transparent)]
+    Watch(#[from] WatchError),
+    /// The start-up task panicked or was cancelled.
+    #[error("start-up task failed: {0}")]
+    Task(String),
+}
+
+/// Why a sidecar stopped serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// [`RunningSidecar::stop`] was called (or the handle dropped): a graceful stop.
+    Stopped,
+    /// `POST /restart` was received: the owner should restart the container (the binary
+    /// exits non-zero).
+    RestartRequested,
+}
+
+/// Entry point of the library.
+#[derive(Debug)]
+pub struct Sidecar;
+
+impl Sidecar {
+    /// Runs the start-up copies, then serves the API on `bind` until stopped.
+    pub async fn start(
+        config: SidecarConfig,
+        bind: SocketAddr,
+    ) -> Result<RunningSidecar, StartError> {
+        let state = AppState::new(config)?;
+        let config = state.config.clone();
+        tokio::task::spawn_blocking(move || copy::run_startup_copies(&config))
+            .await
+            .map_err(|e| StartError::Task(e.to_string()))??;
+        let listener = TcpListener::bind(bind)
+            .await
+            .map_err(|source| StartError::Bind { addr: bind, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { addr: bind, source })?;
+        let watchers = watch::start(&state)?;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(serve(listener, state.clone(), shutdown.clone(), watchers));
+        tracing::info!(address = %local_addr, tls = state.tls.is_some(), "listening");
+        Ok(RunningSidecar {
+            local_addr,
+            shutdown,
+            state,
+            task: Some(task),
+            finished: None,
+        })
+    }
+}
+
+/// A serving sidecar. Dropping it stops the server (without waiting).
+#[derive(Debug)]
+pub struct RunningSidecar {
+    local_addr: SocketAddr,
+    shutdown: CancellationToken,
+    state: AppState,
+    task: Option<JoinHandle<ExitReason>>,
+    finished: Option<ExitReason>,
+}
+
+impl RunningSidecar {
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The metrics of this instance.
+    pub fn metrics(&self) -> &Metrics {
+        &self.state.metrics
+    }
+
+    /// A token that stops the server when cancelled (e.g. from a signal handler).
+    pub fn stop_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Waits until the server stops by itself (`POST /restart`) or is stopped through
+    /// [`RunningSidecar::stop_token`]. Cancel-safe; may be called again.
+    pub async fn wait(&mut self) -> ExitReason {
+        if let Some(reason) = self.finished {
+            return reason;
+        }
+        let reason = match self.task.as_mut() {
+            Some(task) => task.await.unwrap_or(ExitReason::Stopped),
+            None => ExitReason::Stopped,
+        };
+        self.task = None;
+        self.finished = Some(reason);
+        reason
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to 5 s) and returns why the
+    /// server ended (`RestartRequested` if a restart came first).
+    pub async fn stop(mut self) -> ExitReason {
+        self.shutdown.cancel();
+        self.wait().await
+    }
+}
+
+impl Drop for RunningSidecar {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+    watchers: watch::Watchers,
+) -> ExitReason {
+    let router = app(state.clone());
+    let mut connections = JoinSet::new();
+    let closing = CancellationToken::new();
+    let reason = loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break ExitReason::Stopped,
+            _ = state.restart.cancelled() => break ExitReason::RestartRequested,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    connections.spawn(serve_connection(stream, state.clone(), router.clone(), closing.clone()));
+                }
+                Err(e) => {
+                    // Typically EMFILE: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    };
+    drop(listener);
+    drop(watchers);
+    closing.cancel();
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            remaining = connections.len(),
+            "aborting connections that did not finish in time"
+        );
+    }
+    connections.abort_all();
+    tracing::info!(?reason, "server stopped");
+    reason
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    state: AppState,
+    router: Router,
+    closing: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = state.tls.clone() else {
+        return serve_http(
+            TokioIo::new(stream),
+            router,
+            ClientApproval::NotTls,
+            closing,
+        )
+        .await;
+    };
+    let acceptor = TlsAcceptor::from(tls.server_config());
+    let stream = tokio::select! {
+        _ = closing.cancelled() => return,
+        handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => match handshake {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("TLS handshake timed out");
+                return;
+            }
+        },
+    };
+    let approval = tls.approve(stream.get_ref().1.peer_certificates());
+    serve_http(TokioIo::new(stream), router, approval, closing).await;
+}
+
+async fn serve_http<I>(io: I, router: Router, approval: ClientApproval, closing: CancellationToken)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(approval.clone());
+        let router = router.clone();
+        async move {
+            router
+                .oneshot(request.map(Body::new))
+                .await
+                .map_err(|e: Infallible| e)
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection error");
+            }
+        }
+        _ = closing.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
