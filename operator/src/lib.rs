@@ -2,5 +2,6 @@
 
 pub mod cli;
 pub mod clock;
+pub mod controller;
 pub mod fdb;
 pub mod simulation;
