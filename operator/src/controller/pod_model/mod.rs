@@ -1,0 +1,273 @@
+//! The desired Kubernetes objects of a process group (operator-behavior §4, §6): its pod
+//! (split image: main container + sidecar), data PVC and Service, the cluster's headless
+//! Service, their names and labels, and the hash written to
+//! `foundationdb.org/last-applied-spec`.
+//!
+//! Everything here is pure and deterministic: the same cluster, group and options always
+//! give byte-identical objects (maps are `BTreeMap`s, no clock, no randomness), so a
+//! second pass computes the same hash as the first.
+//!
+//! The pod starts from the class's `spec.processes.<class>.podTemplate`, or the `general`
+//! one when the class has none (the same fallback as `spec.process_settings`), and the
+//! operator's containers, volumes, environment and affinity are merged into it.
+
+mod affinity;
+mod containers;
+mod env;
+mod hash;
+mod labels;
+mod names;
+mod pvc;
+mod services;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_pod;
+
+use std::collections::BTreeMap;
+
+use fdb_shared::api::cluster::{ImageType, ProcessGroupStatus};
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use fdb_shared::cluster_math::{main_image, sidecar_image};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+pub use affinity::{PREFERRED_TERM_WEIGHT, default_distribution_key};
+pub use containers::{
+    INIT_CONTAINER, MAIN_CONTAINER, SIDECAR_CONTAINER, SIDECAR_DEFAULT_CPU, SIDECAR_DEFAULT_MEMORY,
+    SIDECAR_PORT,
+};
+pub use fdb_shared::api::cluster::settings::{
+    CLUSTER_NAME_LABEL, PROCESS_CLASS_LABEL, PROCESS_GROUP_ID_LABEL,
+};
+pub use hash::{canonical_json, pod_spec_hash, pvc_spec_hash, sha256_hex};
+pub(crate) use labels::merged_labels;
+pub use labels::{cluster_labels, process_group_labels};
+pub(crate) use names::ClusterIdentity;
+pub use names::{parse_process_group_id, pod_dns_name, pod_name, process_group_id, pvc_name};
+pub use pvc::{DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_SIZE, build_pvc};
+pub use services::{build_headless_service, build_process_group_service};
+pub use volumes::{
+    CONFIG_MAP_VOLUME, DATA_VOLUME, DYNAMIC_CONF_VOLUME, SIDECAR_INPUT_MOUNT, SIDECAR_OUTPUT_MOUNT,
+    TRACE_LOGS_VOLUME,
+};
+
+pub mod volumes;
+
+/// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
+pub const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";
+/// Hash of the dynamic configuration (cluster file + monitor conf) the sidecar confirmed;
+/// written by UpdatePodConfig, see `config_map::dynamic_conf_hash`.
+pub const LAST_APPLIED_CONFIG_MAP_ANNOTATION: &str = "foundationdb.org/last-applied-config-map";
+/// Where the pod's public IP comes from (`pod` or `service`).
+pub const PUBLIC_IP_SOURCE_ANNOTATION: &str = "foundationdb.org/public-ip-source";
+/// The public IP of a pod whose IP comes from its Service; set by the controller when it
+/// creates the pod (it is not part of the spec hash). `FDB_PUBLIC_IP` reads it.
+pub const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
+/// The pod model (`split`).
+pub const IMAGE_TYPE_ANNOTATION: &str = "foundationdb.org/image-type";
+/// Read by the operator: `true` asks for the group's processes to be stopped while its pod
+/// and other resources are kept (for debugging).
+pub const ISOLATE_PROCESS_GROUP_ANNOTATION: &str = "foundationdb.org/isolate-process-group";
+/// The logical fault domain of a pod when fault domains are bin packed.
+pub const DISTRIBUTION_KEY_LABEL: &str = "foundationdb.org/distribution-key";
+
+/// Why a desired object cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodModelError {
+    /// The cluster object has no name.
+    #[error("the FoundationDBCluster has no metadata.name")]
+    MissingClusterName,
+    /// The cluster object has no namespace.
+    #[error("FoundationDBCluster {cluster} has no metadata.namespace")]
+    MissingNamespace {
+        /// The cluster's name.
+        cluster: String,
+    },
+    /// The cluster object has no UID (it was not read from the API server).
+    #[error(
+        "FoundationDBCluster {cluster} has no metadata.uid; owner references need it (use the object read from the API server)"
+    )]
+    MissingUid {
+        /// `namespace/name` of the cluster.
+        cluster: String,
+    },
+    /// `spec.imageType` asks for a pod model this operator does not build.
+    #[error(
+        "spec.imageType {image_type:?} is not supported yet; only \"split\" (main container + sidecar) is"
+    )]
+    UnsupportedImageType {
+        /// The requested image type.
+        image_type: String,
+    },
+    /// No FoundationDB version to build images from.
+    #[error("FoundationDBCluster {cluster}: spec.version is empty, no image can be chosen")]
+    MissingVersion {
+        /// The cluster's name.
+        cluster: String,
+    },
+    /// `foundationdb.org/kubernetes-cluster` fault domains need a fixed zone value.
+    #[error(
+        "spec.faultDomain.value must be set when spec.faultDomain.key is foundationdb.org/kubernetes-cluster"
+    )]
+    MissingFaultDomainValue,
+    /// `spec.faultDomain.valueFrom` names an environment variable, which is not supported.
+    #[error(
+        "spec.faultDomain.valueFrom {value_from:?}: environment variable references are not supported; use a pod field path such as spec.nodeName"
+    )]
+    UnsupportedFaultDomainValueFrom {
+        /// The configured value.
+        value_from: String,
+    },
+}
+
+/// What the pod builder cannot know from the cluster alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodOptions {
+    /// The group's logical fault domain when fault domains are bin packed (see
+    /// [`default_distribution_key`]): labels the pod, becomes `FDB_ZONE_ID`, and switches
+    /// the affinity to pack/spread by key. `None`: the default spreading.
+    pub distribution_key: Option<String>,
+    /// FDB version of the main container (image and `--main-container-version`).
+    /// Default: `status.runningVersion`, else `spec.version`.
+    pub main_version: Option<String>,
+    /// FDB version of the sidecar and init image (during an incompatible upgrade, the
+    /// target version, so the sidecar stages the new binaries). Default: as the main
+    /// container.
+    pub sidecar_version: Option<String>,
+}
+
+/// Number of fdbserver processes in a pod of `class`: `storageServersPerPod` for storage,
+/// `logServersPerPod` for log and transaction, else 1 (at least 1).
+pub fn servers_per_pod(cluster: &FoundationDBCluster, class: ProcessClass) -> u32 {
+    let configured = match class {
+        ProcessClass::Storage => cluster.spec.storage_servers_per_pod(),
+        class if class.is_log_process() => cluster.spec.log_servers_per_pod(),
+        _ => 1,
+    };
+    u32::try_from(configured).unwrap_or(1).max(1)
+}
+
+/// The version the cluster's processes run now: `status.runningVersion`, else
+/// `spec.version`.
+pub fn running_version(cluster: &FoundationDBCluster) -> &str {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|status| status.running_version.as_deref())
+        .filter(|version| !version.is_empty())
+        .unwrap_or(&cluster.spec.version)
+}
+
+fn take_named(containers: &mut Vec<Container>, name: &str) -> Option<Container> {
+    let index = containers.iter().position(|c| c.name == name)?;
+    Some(containers.remove(index))
+}
+
+/// The desired pod of a process group (operator-behavior §6). See the module docs for how
+/// the user's template is used; the result carries the spec hash in
+/// [`LAST_APPLIED_SPEC_ANNOTATION`].
+pub fn build_pod(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    options: &PodOptions,
+) -> Result<Pod, PodModelError> {
+    let spec = &cluster.spec;
+    let image_type = spec.image_type();
+    if image_type != ImageType::Split {
+        return Err(PodModelError::UnsupportedImageType {
+            image_type: image_type.as_str().to_owned(),
+        });
+    }
+    let identity = names::ClusterIdentity::of(cluster)?;
+    let default_version = running_version(cluster);
+    let main_version = options.main_version.as_deref().unwrap_or(default_version);
+    let sidecar_version = options.sidecar_version.as_deref().unwrap_or(main_version);
+    if main_version.is_empty() || sidecar_version.is_empty() {
+        return Err(PodModelError::MissingVersion {
+            cluster: identity.name,
+        });
+    }
+    let images = containers::ContainerImages {
+        main: main_image(spec, main_version),
+        sidecar: sidecar_image(spec, sidecar_version),
+        main_version: main_version.to_owned(),
+    };
+
+    let template = spec
+        .process_settings(group.process_class)
+        .pod_template
+        .unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    let mut pod_spec = template.spec.unwrap_or_default();
+    let shared_env = env::shared_env(cluster, group, options)?;
+
+    let mut user_containers = std::mem::take(&mut pod_spec.containers);
+    let user_main = take_named(&mut user_containers, MAIN_CONTAINER);
+    let user_sidecar = take_named(&mut user_containers, SIDECAR_CONTAINER);
+    let mut pod_containers = vec![
+        containers::main_container(cluster, user_main.as_ref(), &images, &shared_env),
+        containers::sidecar_container(cluster, user_sidecar.as_ref(), &images, &shared_env, false),
+    ];
+    pod_containers.extend(user_containers);
+    pod_spec.containers = pod_containers;
+
+    let mut user_inits = pod_spec.init_containers.take().unwrap_or_default();
+    let user_init = take_named(&mut user_inits, INIT_CONTAINER);
+    let mut init_containers = vec![containers::sidecar_container(
+        cluster,
+        user_init.as_ref(),
+        &images,
+        &shared_env,
+        true,
+    )];
+    init_containers.extend(user_inits);
+    pod_spec.init_containers = Some(init_containers);
+
+    pod_spec.volumes = Some(volumes::merge_volumes(
+        volumes::pod_volumes(cluster, group),
+        pod_spec.volumes.as_ref(),
+    ));
+    pod_spec.affinity = affinity::pod_affinity(cluster, group, options, pod_spec.affinity.as_ref());
+    let routing = &spec.routing;
+    if routing.headless_service() || routing.define_dns_locality_fields() {
+        pod_spec.hostname = Some(pod_name(cluster, group));
+        pod_spec.subdomain = Some(identity.name.clone());
+    }
+
+    let mut own_labels = process_group_labels(cluster, group);
+    if let Some(key) = &options.distribution_key {
+        own_labels.insert(DISTRIBUTION_KEY_LABEL.to_owned(), key.clone());
+    }
+    let mut annotations: BTreeMap<String, String> =
+        template_meta.annotations.clone().unwrap_or_default();
+    annotations.insert(
+        PUBLIC_IP_SOURCE_ANNOTATION.to_owned(),
+        routing.public_ip_source().as_str().to_owned(),
+    );
+    annotations.insert(
+        IMAGE_TYPE_ANNOTATION.to_owned(),
+        ImageType::Split.as_str().to_owned(),
+    );
+    let mut pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(cluster, group)),
+            namespace: Some(identity.namespace),
+            labels: Some(labels::merged_labels(
+                cluster,
+                template_meta.labels.as_ref(),
+                own_labels,
+            )),
+            annotations: Some(annotations),
+            owner_references: Some(vec![identity.owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(pod_spec),
+        status: None,
+    };
+    let hash = pod_spec_hash(&pod);
+    if let Some(annotations) = pod.metadata.annotations.as_mut() {
+        annotations.insert(LAST_APPLIED_SPEC_ANNOTATION.to_owned(), hash);
+    }
+    Ok(pod)
+}

@@ -1,0 +1,138 @@
+//! Names of the objects of a cluster (operator-behavior §4): process group IDs, pods,
+//! PVCs, DNS names, and the owner reference every object carries.
+
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+
+use super::PodModelError;
+
+/// The process group ID of the `n`-th group of `class`: `[prefix-]<class>-<n>`, with the
+/// class in FoundationDB's spelling (`cluster_controller-1`).
+pub fn process_group_id(cluster: &FoundationDBCluster, class: ProcessClass, n: u32) -> String {
+    let prefix = cluster.spec.process_group_id_prefix();
+    if prefix.is_empty() {
+        format!("{class}-{n}")
+    } else {
+        format!("{prefix}-{class}-{n}")
+    }
+}
+
+/// Splits a process group ID of this cluster into its class and number; `None` when the ID
+/// does not have this cluster's prefix, names no known class or has no positive number.
+pub fn parse_process_group_id(
+    cluster: &FoundationDBCluster,
+    id: &str,
+) -> Option<(ProcessClass, u32)> {
+    let prefix = cluster.spec.process_group_id_prefix();
+    let rest = if prefix.is_empty() {
+        id
+    } else {
+        id.strip_prefix(prefix)?.strip_prefix('-')?
+    };
+    let (class, number) = rest.rsplit_once('-')?;
+    let class = class.parse::<ProcessClass>().ok()?;
+    let number = number.parse::<u32>().ok().filter(|n| *n > 0)?;
+    Some((class, number))
+}
+
+/// The cluster's name (empty when unset; builders that need it return an error instead).
+pub(crate) fn cluster_name(cluster: &FoundationDBCluster) -> &str {
+    cluster.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// The pod of a process group: `<cluster>-<class with _ as ->-<n>`. The ID prefix is not
+/// part of the name. An ID this cluster did not generate falls back to
+/// `<cluster>-<id without prefix, _ as ->`.
+pub fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
+    let cluster_name = cluster_name(cluster);
+    match parse_process_group_id(cluster, &group.process_group_id) {
+        Some((class, n)) => format!("{cluster_name}-{}-{n}", class.dns_name()),
+        None => {
+            let prefix = cluster.spec.process_group_id_prefix();
+            let id = &group.process_group_id;
+            let bare = id
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .filter(|_| !prefix.is_empty())
+                .unwrap_or(id);
+            format!("{cluster_name}-{}", bare.replace('_', "-").to_lowercase())
+        }
+    }
+}
+
+/// The data PVC of a process group: `<pod>-data`.
+pub fn pvc_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
+    format!("{}-data", pod_name(cluster, group))
+}
+
+/// The DNS name of a process group's pod through the headless Service:
+/// `<pod>.<cluster>.<namespace>.svc.<dnsDomain>`.
+pub fn pod_dns_name(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+) -> Result<String, PodModelError> {
+    let identity = ClusterIdentity::of(cluster)?;
+    Ok(format!(
+        "{}.{}.{}.svc.{}",
+        pod_name(cluster, group),
+        identity.name,
+        identity.namespace,
+        cluster.spec.dns_domain()
+    ))
+}
+
+/// Name, namespace and owner reference of a cluster, checked once per build.
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterIdentity {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// The controller owner reference to put on every object of the cluster.
+    pub owner: OwnerReference,
+}
+
+impl ClusterIdentity {
+    /// Reads and checks the cluster's identity: every owned object needs the name, the
+    /// namespace and the UID (an owner reference without UID is rejected by the API
+    /// server).
+    pub fn of(cluster: &FoundationDBCluster) -> Result<Self, PodModelError> {
+        let name = cluster
+            .metadata
+            .name
+            .clone()
+            .filter(|name| !name.is_empty())
+            .ok_or(PodModelError::MissingClusterName)?;
+        let namespace = cluster
+            .metadata
+            .namespace
+            .clone()
+            .filter(|namespace| !namespace.is_empty())
+            .ok_or_else(|| PodModelError::MissingNamespace {
+                cluster: name.clone(),
+            })?;
+        let uid = cluster
+            .metadata
+            .uid
+            .clone()
+            .filter(|uid| !uid.is_empty())
+            .ok_or_else(|| PodModelError::MissingUid {
+                cluster: format!("{namespace}/{name}"),
+            })?;
+        let owner = OwnerReference {
+            api_version: FoundationDBCluster::api_version(&()).into_owned(),
+            kind: FoundationDBCluster::kind(&()).into_owned(),
+            name: name.clone(),
+            uid,
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        Ok(Self {
+            name,
+            namespace,
+            owner,
+        })
+    }
+}
