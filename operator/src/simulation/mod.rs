@@ -5,3 +5,4 @@ pub mod fdb;
 pub mod kube;
 pub mod result;
 pub mod scenario;
+pub mod world;

@@ -27,6 +27,10 @@ pub struct ProcessLaunch {
     pub cluster_file_contents: String,
     /// The pod running the process.
     pub pod: String,
+    /// Which disk holds the process's data: `pvc:<namespace>/<claim>@<pvc uid>/<path>`
+    /// (survives pod recreation, even at a new IP) or `emptyDir:<pod uid>/<volume>/<path>`
+    /// (gone with the pod). Two launches with the same identity see the same data.
+    pub data_identity: String,
 }
 
 /// A process the simulated database knows: running, or stopped with its disk kept.

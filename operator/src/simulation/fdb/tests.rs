@@ -46,6 +46,7 @@ fn launch(class: ProcessClass, n: u8, version: &str) -> ProcessLaunch {
         version: v(version),
         cluster_file_contents: format!("{CONNECTION}\n"),
         pod: format!("sample-{instance}"),
+        data_identity: format!("emptyDir:sample-{instance}/data"),
     }
 }
 

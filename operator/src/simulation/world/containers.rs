@@ -1,0 +1,318 @@
+//! Container filesystems and command lines: how a container's paths map to the world's
+//! temporary directories, the fake image contents, and the sidecar's flags and env.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+
+use fdb_shared::FdbVersion;
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::error::WorldError;
+
+/// The container path flags of the sidecar that the world rewrites to host paths, with
+/// the sidecar's default for each.
+pub const SIDECAR_PATH_FLAGS: [(&str, Option<&str>); 8] = [
+    ("--input-dir", Some("/var/input-files")),
+    ("--output-dir", Some("/var/output-files")),
+    ("--version-file", Some("/var/fdb/version")),
+    ("--binary-dir", Some("/usr/bin")),
+    ("--library-dir", Some("/var/fdb/lib")),
+    ("--tls-certificate-file", None),
+    ("--tls-key-file", None),
+    ("--tls-ca-file", None),
+];
+
+/// The binaries every fake FoundationDB image ships.
+pub const IMAGE_BINARIES: [&str; 2] = ["fdbserver", "fdbcli"];
+
+/// How a container's paths map to host paths: its volume mounts (longest mount path
+/// wins), everything else in its image root.
+#[derive(Debug, Clone)]
+pub struct ContainerFs {
+    image_root: PathBuf,
+    mounts: Vec<(PathBuf, PathBuf)>,
+}
+
+impl ContainerFs {
+    /// A filesystem with the image at `image_root` and `mounts` (container path, host
+    /// path).
+    pub fn new(image_root: PathBuf, mut mounts: Vec<(PathBuf, PathBuf)>) -> Self {
+        mounts.sort_by_key(|(at, _)| std::cmp::Reverse(at.components().count()));
+        Self { image_root, mounts }
+    }
+
+    /// The host path of an absolute container path (`None` for a relative path or one
+    /// that climbs with `..`).
+    pub fn host_path(&self, container_path: &str) -> Option<PathBuf> {
+        let path = Path::new(container_path);
+        if !path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return None;
+        }
+        for (at, host) in &self.mounts {
+            if let Ok(rest) = path.strip_prefix(at) {
+                if rest.as_os_str().is_empty() {
+                    return Some(host.clone());
+                }
+                return Some(host.join(rest));
+            }
+        }
+        let rest = path.strip_prefix("/").ok()?;
+        Some(self.image_root.join(rest))
+    }
+}
+
+/// The FoundationDB version an image tag names: `foundationdb/foundationdb:7.1.57` and
+/// `foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1` name 7.1.57.
+pub fn image_version(image: &str) -> Option<FdbVersion> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let (_, tag) = last.rsplit_once(':')?;
+    let version = tag.split('-').next().unwrap_or(tag);
+    version.parse().ok()
+}
+
+/// The content of a fake binary of `version`.
+pub fn binary_content(name: &str, version: &FdbVersion) -> String {
+    format!("{name} {version}\n")
+}
+
+/// The version a fake binary names (its last word), if it is one.
+pub fn binary_version(content: &str) -> Option<FdbVersion> {
+    content.split_whitespace().last()?.parse().ok()
+}
+
+/// Writes the fake image of a container under `root`: `usr/bin/fdbserver` and
+/// `usr/bin/fdbcli` naming the version, `var/fdb/version`, and the client library
+/// `var/fdb/lib/libfdb_c_<version>.so`. An image without a version gets an empty root.
+pub fn write_image(root: &Path, version: Option<&FdbVersion>) -> Result<(), WorldError> {
+    let bin = root.join("usr/bin");
+    let lib = root.join("var/fdb/lib");
+    for dir in [&bin, &lib] {
+        std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
+    }
+    let Some(version) = version else {
+        return Ok(());
+    };
+    let mut files: Vec<(PathBuf, String)> = IMAGE_BINARIES
+        .iter()
+        .map(|name| (bin.join(name), binary_content(name, version)))
+        .collect();
+    files.push((root.join("var/fdb/version"), format!("{version}\n")));
+    files.push((
+        lib.join(format!("libfdb_c_{version}.so")),
+        format!("libfdb_c {version}\n"),
+    ));
+    for (path, content) in files {
+        std::fs::write(&path, content).map_err(WorldError::io("write", &path))?;
+    }
+    Ok(())
+}
+
+/// What `valueFrom.fieldRef` and plain values resolve against.
+#[derive(Debug, Clone)]
+pub struct PodFacts<'a> {
+    /// The pod.
+    pub pod: &'a Pod,
+    /// The pod IP.
+    pub pod_ip: String,
+    /// The node.
+    pub node: String,
+}
+
+/// A container's environment: plain values and `fieldRef`s (`status.podIP`,
+/// `status.podIPs`, `metadata.name`, `metadata.namespace`, `metadata.uid`,
+/// `spec.nodeName`, `metadata.labels['x']`, `metadata.annotations['x']`); `HOSTNAME` is
+/// the pod name. Sources the world cannot resolve (secrets, config map keys, resources)
+/// leave the variable unset.
+pub fn container_env(container: &Container, facts: &PodFacts<'_>) -> BTreeMap<String, String> {
+    let meta = &facts.pod.metadata;
+    let mut env = BTreeMap::new();
+    env.insert("HOSTNAME".to_owned(), meta.name.clone().unwrap_or_default());
+    for var in container.env.iter().flatten() {
+        let value = if let Some(value) = &var.value {
+            Some(value.clone())
+        } else if let Some(field) = var.value_from.as_ref().and_then(|v| v.field_ref.as_ref()) {
+            field_value(&field.field_path, facts)
+        } else if var.value_from.is_none() {
+            Some(String::new())
+        } else {
+            None
+        };
+        if let Some(value) = value {
+            env.insert(var.name.clone(), value);
+        }
+    }
+    env
+}
+
+fn field_value(path: &str, facts: &PodFacts<'_>) -> Option<String> {
+    let meta = &facts.pod.metadata;
+    let keyed = |prefix: &str, map: &Option<BTreeMap<String, String>>| {
+        let key = path.strip_prefix(prefix)?.strip_suffix("']")?;
+        map.as_ref()?.get(key).cloned()
+    };
+    match path {
+        "status.podIP" | "status.podIPs" => Some(facts.pod_ip.clone()),
+        "metadata.name" => meta.name.clone(),
+        "metadata.namespace" => meta.namespace.clone(),
+        "metadata.uid" => meta.uid.clone(),
+        "spec.nodeName" => Some(facts.node.clone()),
+        "spec.serviceAccountName" => facts.pod.spec.as_ref()?.service_account_name.clone(),
+        _ if path.starts_with("metadata.labels['") => keyed("metadata.labels['", &meta.labels),
+        _ if path.starts_with("metadata.annotations['") => {
+            keyed("metadata.annotations['", &meta.annotations)
+        }
+        _ => None,
+    }
+}
+
+/// The sidecar's arguments with its container path flags rewritten to host paths (or
+/// added with the mapped default), and `--bind-address <bind>` instead of any given.
+pub fn sidecar_args(args: &[String], fs: &ContainerFs, bind: &str) -> Vec<String> {
+    let mut given: BTreeMap<&str, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let known = SIDECAR_PATH_FLAGS
+            .iter()
+            .map(|(f, _)| *f)
+            .chain(std::iter::once("--bind-address"))
+            .find(|f| *f == flag);
+        match known {
+            Some(known) => {
+                let value = inline.or_else(|| iter.next().cloned()).unwrap_or_default();
+                given.insert(known, value);
+            }
+            None => out.push(arg.clone()),
+        }
+    }
+    for (flag, default) in SIDECAR_PATH_FLAGS {
+        let container_path = given.get(flag).cloned().or(default.map(str::to_owned));
+        if let Some(container_path) = container_path {
+            let host = fs
+                .host_path(&container_path)
+                .map_or(container_path, |p| p.display().to_string());
+            out.push(flag.to_owned());
+            out.push(host);
+        }
+    }
+    out.push("--bind-address".to_owned());
+    out.push(bind.to_owned());
+    out
+}
+
+/// Where fdbmonitor reads its conf unless `--conffile` says otherwise.
+pub const DEFAULT_CONF_FILE: &str = "/var/dynamic-conf/fdbmonitor.conf";
+
+/// A container's image root in the pod directory.
+pub fn image_root(pod_dir: &Path, container: &str) -> PathBuf {
+    pod_dir.join("containers").join(container).join("image")
+}
+
+/// The `--conffile` fdbmonitor is started with.
+pub fn conf_file_arg(main: &Container) -> String {
+    let words: Vec<String> = main
+        .command
+        .iter()
+        .flatten()
+        .chain(main.args.iter().flatten())
+        .cloned()
+        .collect();
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        if let Some(value) = word.strip_prefix("--conffile=") {
+            return value.to_owned();
+        }
+        if word == "--conffile"
+            && let Some(value) = iter.next()
+        {
+            return value.clone();
+        }
+    }
+    DEFAULT_CONF_FILE.to_owned()
+}
+
+/// The name of a projected version's directory (`..2026_01_01_00_00_00.3`).
+pub fn stamp(seen_at: Timestamp, sequence: u64) -> String {
+    format!("{}.{sequence}", seen_at.strftime("%Y_%m_%d_%H_%M_%S"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_tags_name_versions() {
+        assert_eq!(
+            image_version("foundationdb/foundationdb:7.1.57").map(|v| v.to_string()),
+            Some("7.1.57".into())
+        );
+        assert_eq!(
+            image_version("registry:5000/foundationdb/foundationdb-kubernetes-sidecar:7.3.43-1")
+                .map(|v| v.to_string()),
+            Some("7.3.43".into())
+        );
+        assert_eq!(image_version("busybox"), None);
+        assert_eq!(image_version("busybox:latest"), None);
+    }
+
+    #[test]
+    fn paths_map_to_the_longest_mount_then_the_image() {
+        let fs = ContainerFs::new(
+            "/tmp/img".into(),
+            vec![
+                ("/var".into(), "/tmp/var".into()),
+                ("/var/dynamic-conf".into(), "/tmp/out".into()),
+            ],
+        );
+        assert_eq!(
+            fs.host_path("/var/dynamic-conf/bin/7.3.43/fdbserver"),
+            Some("/tmp/out/bin/7.3.43/fdbserver".into())
+        );
+        assert_eq!(
+            fs.host_path("/var/fdb/data"),
+            Some("/tmp/var/fdb/data".into())
+        );
+        assert_eq!(
+            fs.host_path("/usr/bin/fdbserver"),
+            Some("/tmp/img/usr/bin/fdbserver".into())
+        );
+        assert_eq!(fs.host_path("/var/../etc/passwd"), None);
+        assert_eq!(fs.host_path("relative"), None);
+    }
+
+    #[test]
+    fn sidecar_path_flags_are_rewritten() {
+        let fs = ContainerFs::new(
+            "/img".into(),
+            vec![
+                ("/var/input-files".into(), "/h/in".into()),
+                ("/var/output-files".into(), "/h/out".into()),
+            ],
+        );
+        let args: Vec<String> = [
+            "--copy-file",
+            "fdb.cluster",
+            "--input-dir=/var/input-files",
+            "--bind-address",
+            "1.2.3.4:1",
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = sidecar_args(&args, &fs, "127.0.1.1:8080");
+        let text = out.join(" ");
+        assert!(text.starts_with("--copy-file fdb.cluster --input-dir /h/in --output-dir /h/out --version-file /img/var/fdb/version"), "{text}");
+        assert!(text.ends_with("--bind-address 127.0.1.1:8080"), "{text}");
+        assert!(!text.contains("1.2.3.4"));
+    }
+}

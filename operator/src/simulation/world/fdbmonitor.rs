@@ -1,0 +1,340 @@
+//! The main container's fdbmonitor: reads the conf the sidecar rendered and keeps one
+//! simulated fdbserver process per `[fdbserver.N]` section.
+//!
+//! Like fdbmonitor with `kill_on_configuration_change = false`, a changed conf never
+//! restarts a running process: new sections start, removed sections stop, and a killed
+//! process restarts from the *current* conf and binary. (With
+//! `kill_on_configuration_change = true` a changed section is restarted.) A missing conf
+//! means no processes. A section that cannot start (missing binary, no cluster file,
+//! bad address) is recorded and retried at every settle.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::ProcessClass;
+use fdb_shared::monitor_conf::parse::{MonitorConf, ProcessCommand};
+
+use super::containers::{ContainerFs, binary_version};
+use super::host::{ProcessHost, ProcessLaunch};
+
+/// Where the main container's volumes come from, for data identities.
+#[derive(Debug, Clone)]
+pub struct MonitorContext {
+    /// The pod's name.
+    pub pod: String,
+    /// The main container's filesystem.
+    pub fs: ContainerFs,
+    /// The conf file on the host (`<output dir>/fdbmonitor.conf`).
+    pub conf_path: PathBuf,
+    /// Container mount paths with the identity of the volume mounted there
+    /// (`pvc:<ns>/<claim>@<uid>`, `emptyDir:<pod uid>/<volume>`).
+    pub volume_identities: Vec<(PathBuf, String)>,
+}
+
+/// A process this fdbmonitor started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitoredProcess {
+    /// What it was started with.
+    pub launch: ProcessLaunch,
+    /// The host path of its cluster file.
+    pub cluster_file: PathBuf,
+}
+
+/// What one reconcile of the monitor did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MonitorChanges {
+    /// Addresses started.
+    pub started: Vec<String>,
+    /// Addresses stopped.
+    pub stopped: Vec<String>,
+    /// Sections that could not start, with why.
+    pub failed: Vec<String>,
+}
+
+impl MonitorChanges {
+    /// Whether anything started or stopped.
+    pub fn any(&self) -> bool {
+        !self.started.is_empty() || !self.stopped.is_empty()
+    }
+
+    fn merge(&mut self, other: MonitorChanges) {
+        self.started.extend(other.started);
+        self.stopped.extend(other.stopped);
+        self.failed.extend(other.failed);
+    }
+}
+
+/// One pod's fdbmonitor.
+#[derive(Debug, Clone)]
+pub struct Monitor {
+    context: MonitorContext,
+    running: BTreeMap<u32, MonitoredProcess>,
+    problems: BTreeMap<u32, String>,
+    conf_error: Option<String>,
+}
+
+impl Monitor {
+    /// A monitor that has started nothing yet.
+    pub fn new(context: MonitorContext) -> Self {
+        Self {
+            context,
+            running: BTreeMap::new(),
+            problems: BTreeMap::new(),
+            conf_error: None,
+        }
+    }
+
+    /// The processes running, by section number.
+    pub fn running(&self) -> &BTreeMap<u32, MonitoredProcess> {
+        &self.running
+    }
+
+    /// Why sections could not start, by section number.
+    pub fn problems(&self) -> &BTreeMap<u32, String> {
+        &self.problems
+    }
+
+    /// Why the conf could not be read, if it could not.
+    pub fn conf_error(&self) -> Option<&str> {
+        self.conf_error.as_deref()
+    }
+
+    /// Stops every process (pod stopping, node down, fault).
+    pub fn stop_all(&mut self, host: &dyn ProcessHost) -> MonitorChanges {
+        let mut changes = MonitorChanges::default();
+        for (_, process) in std::mem::take(&mut self.running) {
+            host.stop_process(&process.launch.address);
+            changes.stopped.push(process.launch.address.to_string());
+        }
+        changes
+    }
+
+    /// Brings the processes in line with the conf on disk.
+    pub fn reconcile(&mut self, host: &dyn ProcessHost) -> MonitorChanges {
+        let mut changes = MonitorChanges::default();
+        let Some((commands, kill_on_change)) = self.read_conf() else {
+            return changes;
+        };
+        let wanted: BTreeMap<u32, &ProcessCommand> =
+            commands.iter().map(|c| (c.process_number, c)).collect();
+        let stale: Vec<u32> = self
+            .running
+            .iter()
+            .filter(|(n, p)| match wanted.get(n) {
+                None => true,
+                Some(c) => kill_on_change && c.command_line() != p.launch.command_line,
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        for number in stale {
+            if let Some(process) = self.running.remove(&number) {
+                host.stop_process(&process.launch.address);
+                changes.stopped.push(process.launch.address.to_string());
+            }
+        }
+        self.problems.retain(|n, _| wanted.contains_key(n));
+        for (number, command) in wanted {
+            if !self.running.contains_key(&number) {
+                changes.merge(self.start(number, command, host));
+            }
+        }
+        changes
+    }
+
+    /// Restarts the process at `address` (killed by the operator) from the current conf
+    /// and binary. Returns `None` when this monitor does not run it.
+    pub fn restart(
+        &mut self,
+        address: &ProcessAddress,
+        host: &dyn ProcessHost,
+    ) -> Option<MonitorChanges> {
+        let number = self
+            .running
+            .iter()
+            .find(|(_, p)| p.launch.address == *address)
+            .map(|(n, _)| *n)?;
+        let mut changes = MonitorChanges::default();
+        if let Some(process) = self.running.remove(&number) {
+            host.stop_process(&process.launch.address);
+            changes.stopped.push(process.launch.address.to_string());
+        }
+        if let Some((commands, _)) = self.read_conf()
+            && let Some(command) = commands.iter().find(|c| c.process_number == number)
+        {
+            changes.merge(self.start(number, command, host));
+        }
+        Some(changes)
+    }
+
+    /// Rewrites running processes' cluster files to `connection_string` when it names
+    /// their cluster (fdbserver follows coordinator changes).
+    pub fn follow_connection_string(&self, connection_string: &str) {
+        let description = |text: &str| text.trim().split(':').next().map(str::to_owned);
+        for process in self.running.values() {
+            let current = std::fs::read_to_string(&process.cluster_file).unwrap_or_default();
+            if current.trim() != connection_string.trim()
+                && description(&current) == description(connection_string)
+            {
+                let _ = write_file(
+                    &process.cluster_file,
+                    &format!("{}\n", connection_string.trim()),
+                );
+            }
+        }
+    }
+
+    fn read_conf(&mut self) -> Option<(Vec<ProcessCommand>, bool)> {
+        let text = match std::fs::read_to_string(&self.context.conf_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                self.conf_error = Some(format!(
+                    "cannot read {}: {e}",
+                    self.context.conf_path.display()
+                ));
+                return None;
+            }
+        };
+        let parsed = MonitorConf::parse(&text).and_then(|conf| {
+            let kill = conf
+                .section("general")
+                .and_then(|s| s.entries.get("kill_on_configuration_change"))
+                .is_some_and(|v| v == "true");
+            Ok((conf.processes()?, kill))
+        });
+        match parsed {
+            Ok(result) => {
+                self.conf_error = None;
+                Some(result)
+            }
+            Err(e) => {
+                // fdbmonitor keeps its processes when the conf turns unreadable.
+                self.conf_error = Some(e.to_string());
+                None
+            }
+        }
+    }
+
+    fn start(
+        &mut self,
+        number: u32,
+        command: &ProcessCommand,
+        host: &dyn ProcessHost,
+    ) -> MonitorChanges {
+        let mut changes = MonitorChanges::default();
+        match self.launch(command) {
+            Ok(process) => {
+                self.problems.remove(&number);
+                changes.started.push(process.launch.address.to_string());
+                host.start_process(process.launch.clone());
+                self.running.insert(number, process);
+            }
+            Err(problem) => {
+                let message = format!("[fdbserver.{number}]: {problem}");
+                if self.problems.get(&number) != Some(&message) {
+                    changes.failed.push(message.clone());
+                }
+                self.problems.insert(number, message);
+            }
+        }
+        changes
+    }
+
+    fn launch(&self, command: &ProcessCommand) -> Result<MonitoredProcess, String> {
+        let arg = |key: &str| command.arguments.get(key).map(String::as_str);
+        let public = arg("public_address").ok_or("no public_address")?;
+        let first = public.split(',').next().unwrap_or(public);
+        let address = ProcessAddress::parse(first).map_err(|e| e.to_string())?;
+        let class = match arg("class") {
+            Some(name) => {
+                ProcessClass::from_str(name).map_err(|_| format!("unknown class {name:?}"))?
+            }
+            None => ProcessClass::Unset,
+        };
+        let locality = command
+            .arguments
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("locality_")?.to_owned(), v.clone())))
+            .collect();
+
+        let fs = &self.context.fs;
+        let binary = fs
+            .host_path(&command.command)
+            .ok_or_else(|| format!("command {:?} is not an absolute path", command.command))?;
+        let content = std::fs::read_to_string(&binary)
+            .map_err(|e| format!("cannot run {}: {e}", command.command))?;
+        let version = binary_version(&content)
+            .ok_or_else(|| format!("{} is not a FoundationDB binary", command.command))?;
+
+        let cluster_file_arg = arg("cluster_file").unwrap_or("/var/fdb/fdb.cluster");
+        let cluster_file = fs
+            .host_path(cluster_file_arg)
+            .ok_or_else(|| format!("cluster_file {cluster_file_arg:?} is not an absolute path"))?;
+        let contents = match std::fs::read_to_string(&cluster_file) {
+            Ok(text) if !text.trim().is_empty() => text,
+            _ => {
+                // fdbserver copies the seed cluster file on first start.
+                let seed_arg = arg("seed_cluster_file").ok_or_else(|| {
+                    format!("no cluster file at {cluster_file_arg} and no seed_cluster_file")
+                })?;
+                let seed = fs.host_path(seed_arg).ok_or_else(|| {
+                    format!("seed_cluster_file {seed_arg:?} is not an absolute path")
+                })?;
+                let text = std::fs::read_to_string(&seed)
+                    .ok()
+                    .filter(|t| !t.trim().is_empty())
+                    .ok_or_else(|| {
+                        format!("no cluster file at {cluster_file_arg} or {seed_arg}")
+                    })?;
+                write_file(&cluster_file, &text)
+                    .map_err(|e| format!("cannot write {cluster_file_arg}: {e}"))?;
+                text
+            }
+        };
+        let datadir = arg("datadir").unwrap_or("/var/fdb/data");
+        let data_identity = self.data_identity(datadir);
+        Ok(MonitoredProcess {
+            launch: ProcessLaunch {
+                address,
+                command_line: command.command_line(),
+                class,
+                locality,
+                version,
+                cluster_file_contents: contents.trim().to_owned(),
+                pod: self.context.pod.clone(),
+                data_identity,
+            },
+            cluster_file,
+        })
+    }
+
+    fn data_identity(&self, datadir: &str) -> String {
+        let path = Path::new(datadir);
+        let mut best: Option<(&PathBuf, &String)> = None;
+        for (at, identity) in &self.context.volume_identities {
+            if path.starts_with(at)
+                && best.is_none_or(|(b, _)| at.components().count() > b.components().count())
+            {
+                best = Some((at, identity));
+            }
+        }
+        match best {
+            Some((at, identity)) => {
+                let rest = path.strip_prefix(at).unwrap_or(path);
+                format!("{identity}/{}", rest.display())
+                    .trim_end_matches('/')
+                    .to_owned()
+            }
+            None => format!("image:{}{}", self.context.pod, datadir),
+        }
+    }
+}
+
+fn write_file(path: &Path, content: &str) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, content)
+}

@@ -1,0 +1,220 @@
+//! Simulated nodes `node-1..node-N`: Node objects with hostname and zone labels, taints,
+//! and whether the node is up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::error::WorldError;
+use crate::simulation::kube::{FakeApiServer, PatchType, ResourceKey};
+
+/// The actor node registration and node status are written as.
+pub const NODE_ACTOR: &str = "kubelet";
+/// The actor taints are written as (an administrator).
+pub const ADMIN_ACTOR: &str = "admin";
+/// Label naming the node.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+/// Label naming the node's zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// The world's nodes, in creation order (`node-1`, `node-2`, ...).
+#[derive(Debug, Clone, Default)]
+pub struct Nodes {
+    names: Vec<String>,
+    zones: Option<u32>,
+    down: BTreeSet<String>,
+    /// Taint keys added by faults, per node (healing removes exactly these).
+    fault_taints: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Nodes {
+    /// No nodes yet; `zones` labels nodes as they are created.
+    pub fn new(zones: Option<u32>) -> Self {
+        Self {
+            zones: zones.filter(|z| *z > 0),
+            ..Self::default()
+        }
+    }
+
+    /// Node names in order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Whether `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// Whether the node is down.
+    pub fn is_down(&self, name: &str) -> bool {
+        self.down.contains(name)
+    }
+
+    /// Checks that `name` exists.
+    pub fn require(&self, name: &str) -> Result<(), WorldError> {
+        if self.contains(name) {
+            Ok(())
+        } else {
+            Err(WorldError::UnknownNode {
+                node: name.to_owned(),
+                known: self.names.join(","),
+            })
+        }
+    }
+
+    /// The labels node number `index` (1-based) gets.
+    fn labels(&self, name: &str, index: usize) -> Value {
+        let mut labels = json!({ HOSTNAME_LABEL: name });
+        if let Some(zones) = self.zones {
+            labels[ZONE_LABEL] = json!(format!("zone-{}", index % zones as usize));
+        }
+        labels
+    }
+
+    /// Creates the next node (`node-<n+1>`) in the API and returns its name.
+    pub fn add(&mut self, api: &FakeApiServer) -> Result<String, WorldError> {
+        let index = self.names.len() + 1;
+        let name = format!("node-{index}");
+        let node = json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": { "name": name, "labels": self.labels(&name, index) },
+            "spec": {},
+        });
+        api.create_as(NODE_ACTOR, node)
+            .map_err(|source| api_error("create", &name, source))?;
+        self.names.push(name.clone());
+        self.write_ready(api, &name, true)?;
+        Ok(name)
+    }
+
+    /// Marks the node down (NotReady) or up again.
+    pub fn set_down(
+        &mut self,
+        api: &FakeApiServer,
+        name: &str,
+        down: bool,
+    ) -> Result<(), WorldError> {
+        self.require(name)?;
+        let changed = if down {
+            self.down.insert(name.to_owned())
+        } else {
+            self.down.remove(name)
+        };
+        if changed {
+            self.write_ready(api, name, !down)?;
+        }
+        Ok(())
+    }
+
+    /// The nodes that are down.
+    pub fn down_nodes(&self) -> Vec<String> {
+        self.down.iter().cloned().collect()
+    }
+
+    fn write_ready(&self, api: &FakeApiServer, name: &str, ready: bool) -> Result<(), WorldError> {
+        let (status, reason) = if ready {
+            ("True", "KubeletReady")
+        } else {
+            ("False", "NodeStatusUnknown")
+        };
+        let patch = json!({ "status": {
+            "conditions": [{ "type": "Ready", "status": status, "reason": reason }],
+            "addresses": [{ "type": "Hostname", "address": name }],
+        }});
+        api.patch_as(NODE_ACTOR, &node_key(name), PatchType::Merge, &patch, true)
+            .map_err(|source| api_error("patch status of", name, source))?;
+        Ok(())
+    }
+
+    /// Adds a `NoSchedule` taint with `key` to the node (a fault).
+    pub fn add_taint(
+        &mut self,
+        api: &FakeApiServer,
+        name: &str,
+        key: &str,
+    ) -> Result<(), WorldError> {
+        self.require(name)?;
+        let mut taints = current_taints(api, name);
+        if !taints
+            .iter()
+            .any(|t| t.get("key").and_then(Value::as_str) == Some(key))
+        {
+            taints.push(json!({ "key": key, "effect": "NoSchedule" }));
+            write_taints(api, name, taints)?;
+        }
+        self.fault_taints
+            .entry(name.to_owned())
+            .or_default()
+            .insert(key.to_owned());
+        Ok(())
+    }
+
+    /// Removes the taints faults added to the node.
+    pub fn remove_fault_taints(
+        &mut self,
+        api: &FakeApiServer,
+        name: &str,
+    ) -> Result<(), WorldError> {
+        let Some(keys) = self.fault_taints.remove(name) else {
+            return Ok(());
+        };
+        let taints: Vec<Value> = current_taints(api, name)
+            .into_iter()
+            .filter(|t| {
+                t.get("key")
+                    .and_then(Value::as_str)
+                    .is_none_or(|k| !keys.contains(k))
+            })
+            .collect();
+        write_taints(api, name, taints)
+    }
+
+    /// Nodes that carry fault taints.
+    pub fn tainted_nodes(&self) -> Vec<String> {
+        self.fault_taints.keys().cloned().collect()
+    }
+}
+
+fn node_key(name: &str) -> ResourceKey {
+    ResourceKey::new("", "v1", "nodes", "", name)
+}
+
+fn current_taints(api: &FakeApiServer, name: &str) -> Vec<Value> {
+    api.get(&node_key(name))
+        .and_then(|node| node.pointer("/spec/taints").cloned())
+        .and_then(|t| t.as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn write_taints(api: &FakeApiServer, name: &str, taints: Vec<Value>) -> Result<(), WorldError> {
+    let value = if taints.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(taints)
+    };
+    let patch = json!({ "spec": { "taints": value } });
+    api.patch_as(
+        ADMIN_ACTOR,
+        &node_key(name),
+        PatchType::Merge,
+        &patch,
+        false,
+    )
+    .map_err(|source| api_error("patch taints of", name, source))?;
+    Ok(())
+}
+
+fn api_error(
+    action: &'static str,
+    name: &str,
+    source: crate::simulation::kube::ApiError,
+) -> WorldError {
+    WorldError::Api {
+        actor: NODE_ACTOR,
+        action,
+        target: format!("node/{name}"),
+        source,
+    }
+}
