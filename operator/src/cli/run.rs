@@ -41,13 +41,16 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     let kube = kube::Client::try_default()
         .await
         .map_err(|e| format!("cannot connect to Kubernetes: {e}"))?;
-    let tls = args.sidecar_ca_file.clone().map(|ca_file| SidecarClientTls {
-        ca_file,
-        client_certificate: args
-            .sidecar_client_certificate
-            .as_deref()
-            .and_then(|files| Some((files.first()?.clone(), files.get(1)?.clone()))),
-    });
+    let tls = args
+        .sidecar_ca_file
+        .clone()
+        .map(|ca_file| SidecarClientTls {
+            ca_file,
+            client_certificate: args
+                .sidecar_client_certificate
+                .as_deref()
+                .and_then(|files| Some((files.first()?.clone(), files.get(1)?.clone()))),
+        });
     let factory = SidecarClientFactory::new(tls.as_ref())
         .map_err(|e| format!("cannot build the sidecar client: {e}"))?;
     let admin = FdbcliAdminProvider {
@@ -65,7 +68,9 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         namespace: args.namespace,
         metrics_address: Some(args.metrics_address),
     };
-    run_controller(ctx, options).await.map_err(|e| e.to_string())
+    run_controller(ctx, options)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the operator until it is stopped.

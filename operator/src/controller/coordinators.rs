@@ -146,7 +146,13 @@ mod tests {
         let ids: Vec<_> = chosen.iter().map(|c| c.process_group_id.as_str()).collect();
         assert_eq!(ids, ["log-1", "log-3", "storage-2"]);
         let err = select_coordinators(&candidates, &defaults(), 4).unwrap_err();
-        assert_eq!(err, NotEnoughZones { wanted: 4, zones: 3 });
+        assert_eq!(
+            err,
+            NotEnoughZones {
+                wanted: 4,
+                zones: 3
+            }
+        );
     }
 
     #[test]
@@ -182,7 +188,10 @@ mod tests {
         }))
         .unwrap();
         let address = coordinator_address(&cluster, "sample-log-1", None).unwrap();
-        assert_eq!(address.to_string(), "sample-log-1.sample.prod.svc.cluster.local:4501");
+        assert_eq!(
+            address.to_string(),
+            "sample-log-1.sample.prod.svc.cluster.local:4501"
+        );
         cluster.spec.routing.use_dns_in_cluster_file = Some(false);
         assert_eq!(coordinator_address(&cluster, "sample-log-1", None), None);
         let address = coordinator_address(&cluster, "sample-log-1", Some("10.1.2.3")).unwrap();

@@ -160,7 +160,11 @@ mod tests {
     use super::*;
 
     fn api_error(code: u16) -> kube::Error {
-        kube::Error::Api(kube::core::Status::failure("test", "Test").with_code(code).boxed())
+        kube::Error::Api(
+            kube::core::Status::failure("test", "Test")
+                .with_code(code)
+                .boxed(),
+        )
     }
 
     #[test]
@@ -176,6 +180,9 @@ mod tests {
             source: invalid,
         };
         assert_eq!(step.category(), "KubeInvalid");
-        assert!(step.to_string().starts_with("step AddPods failed: create pod"));
+        assert!(
+            step.to_string()
+                .starts_with("step AddPods failed: create pod")
+        );
     }
 }

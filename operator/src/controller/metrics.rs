@@ -53,14 +53,26 @@ impl Default for OperatorMetrics {
         let requeues = Family::<OutcomeLabels, Counter>::default();
         let failures = Family::<OutcomeLabels, Counter>::default();
         let mut registry = Registry::with_prefix("fdb_operator");
-        registry.register("reconcile_passes", "Reconcile passes by result", passes.clone());
+        registry.register(
+            "reconcile_passes",
+            "Reconcile passes by result",
+            passes.clone(),
+        );
         registry.register(
             "step_duration_seconds",
             "Duration of each subreconciler step",
             step_seconds.clone(),
         );
-        registry.register("requeues", "Passes ended by a step asking to wait", requeues.clone());
-        registry.register("step_failures", "Step failures by error category", failures.clone());
+        registry.register(
+            "requeues",
+            "Passes ended by a step asking to wait",
+            requeues.clone(),
+        );
+        registry.register(
+            "step_failures",
+            "Step failures by error category",
+            failures.clone(),
+        );
         Self {
             passes,
             step_seconds,
@@ -93,13 +105,21 @@ mod tests {
     #[test]
     fn counters_show_up_in_the_text_format() {
         let metrics = OperatorMetrics::default();
-        metrics.passes.get_or_create(&PassLabels { result: "completed" }).inc();
+        metrics
+            .passes
+            .get_or_create(&PassLabels {
+                result: "completed",
+            })
+            .inc();
         metrics
             .step_seconds
             .get_or_create(&StepLabels { step: "AddPods" })
             .observe(0.01);
         let text = metrics.encode();
-        assert!(text.contains("fdb_operator_reconcile_passes_total{result=\"completed\"} 1"), "{text}");
+        assert!(
+            text.contains("fdb_operator_reconcile_passes_total{result=\"completed\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("step=\"AddPods\""), "{text}");
     }
 }

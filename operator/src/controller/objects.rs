@@ -52,7 +52,9 @@ pub fn pod_ip(pod: &Pod) -> Option<&str> {
 
 /// Whether the pod is running (phase Running, not terminating) and has an IP.
 pub fn pod_is_running(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none() && pod_phase(pod) == "Running" && pod_ip(pod).is_some()
+    pod.metadata.deletion_timestamp.is_none()
+        && pod_phase(pod) == "Running"
+        && pod_ip(pod).is_some()
 }
 
 /// Whether the pod is failing: phase Failed, or a container crash-looping or unable to
@@ -68,7 +70,12 @@ pub fn pod_is_failing(pod: &Pod) -> bool {
         .flat_map(|s| s.container_statuses.iter().flatten());
     statuses
         .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.as_deref())
-        .any(|reason| matches!(reason, "CrashLoopBackOff" | "ErrImagePull" | "ImagePullBackOff"))
+        .any(|reason| {
+            matches!(
+                reason,
+                "CrashLoopBackOff" | "ErrImagePull" | "ImagePullBackOff"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -92,7 +99,8 @@ mod tests {
         let pods = [pod];
         assert!(object_of_group(&cluster, &pods, "log-1").is_some());
         assert!(object_of_group(&cluster, &pods, "log-2").is_none());
-        let pending: Pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "q"}})).unwrap();
+        let pending: Pod =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "q"}})).unwrap();
         assert_eq!(pod_phase(&pending), "Pending");
         assert!(!pod_is_running(&pending));
         assert!(!pod_is_failing(&pending));

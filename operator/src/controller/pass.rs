@@ -225,10 +225,7 @@ impl PassState {
 
     /// The database status, read at most once per pass (again only after an admin write,
     /// see [`Self::note_admin_write`]). Errors are remembered for the rest of the pass.
-    pub async fn database_status(
-        &mut self,
-        ctx: &Context,
-    ) -> Result<Arc<DatabaseStatus>, String> {
+    pub async fn database_status(&mut self, ctx: &Context) -> Result<Arc<DatabaseStatus>, String> {
         match &self.status {
             StatusMemo::Read(status) => return Ok(status.clone()),
             StatusMemo::Failed(message) => return Err(message.clone()),

@@ -116,19 +116,25 @@ pub async fn run(ctx: Context, options: RunOptions) -> Result<(), RunError> {
     }
     let namespace = options.namespace.as_deref();
     let config = watcher::Config::default();
-    let controller = Controller::new(api::<FoundationDBCluster>(&client, namespace), config.clone())
-        .owns(api::<Pod>(&client, namespace), config.clone())
-        .owns(api::<PersistentVolumeClaim>(&client, namespace), config.clone())
-        .owns(api::<Service>(&client, namespace), config.clone())
-        .owns(api::<ConfigMap>(&client, namespace), config)
-        .shutdown_on_signal()
-        .run(reconcile, error_policy, ctx.clone())
-        .for_each(|result| async move {
-            match result {
-                Ok((object, action)) => tracing::debug!(%object, ?action, "reconciled"),
-                Err(error) => tracing::debug!(%error, "controller event"),
-            }
-        });
+    let controller = Controller::new(
+        api::<FoundationDBCluster>(&client, namespace),
+        config.clone(),
+    )
+    .owns(api::<Pod>(&client, namespace), config.clone())
+    .owns(
+        api::<PersistentVolumeClaim>(&client, namespace),
+        config.clone(),
+    )
+    .owns(api::<Service>(&client, namespace), config.clone())
+    .owns(api::<ConfigMap>(&client, namespace), config)
+    .shutdown_on_signal()
+    .run(reconcile, error_policy, ctx.clone())
+    .for_each(|result| async move {
+        match result {
+            Ok((object, action)) => tracing::debug!(%object, ?action, "reconciled"),
+            Err(error) => tracing::debug!(%error, "controller event"),
+        }
+    });
     match options.metrics_address {
         Some(address) => {
             let metrics = serve_metrics(ctx, address);
@@ -150,13 +156,19 @@ mod tests {
 
     #[test]
     fn requeue_and_backoff() {
-        assert_eq!(action_for(&PassOutcome::Completed), Action::requeue(RESYNC_INTERVAL));
+        assert_eq!(
+            action_for(&PassOutcome::Completed),
+            Action::requeue(RESYNC_INTERVAL)
+        );
         let requeue = PassOutcome::Requeue {
             delay: Duration::from_secs(7),
             reason: "x".into(),
             step: "AddPods",
         };
-        assert_eq!(action_for(&requeue), Action::requeue(Duration::from_secs(7)));
+        assert_eq!(
+            action_for(&requeue),
+            Action::requeue(Duration::from_secs(7))
+        );
         let missing = ReconcileError::ClusterNotFound {
             namespace: "a".into(),
             name: "b".into(),
@@ -166,6 +178,9 @@ mod tests {
             step: "AddPods",
             source: super::super::errors::StepError::InvalidState("x".into()),
         };
-        assert_eq!(backoff_for(&step), Action::requeue(Duration::from_secs(120)));
+        assert_eq!(
+            backoff_for(&step),
+            Action::requeue(Duration::from_secs(120))
+        );
     }
 }

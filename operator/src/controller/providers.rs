@@ -110,7 +110,8 @@ mod tests {
             ..Default::default()
         });
         provider.admin_for(&cluster).unwrap();
-        let written = std::fs::read_to_string(dir.path().join("clusters/ns.sample.cluster")).unwrap();
+        let written =
+            std::fs::read_to_string(dir.path().join("clusters/ns.sample.cluster")).unwrap();
         assert_eq!(written, "sample:abc@10.0.0.1:4501\n");
     }
 

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus, ProcessClass};
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus, ProcessClass};
 use fdb_shared::cluster_math::{
     configure_change_command, desired_coordinator_count, desired_database_configuration,
     desired_process_counts,
@@ -233,7 +233,8 @@ pub fn build_status(inputs: &StatusInputs<'_>) -> FoundationDBClusterStatus {
     g.missing_database_status = flag(!matches!(inputs.database, DatabaseView::Status(_)));
     g.has_pending_removal = flag(pending_removal);
     g.has_unhealthy_process = flag(any_condition);
-    g.needs_monitor_conf_update = flag(has_condition(ProcessGroupConditionType::IncorrectConfigMap));
+    g.needs_monitor_conf_update =
+        flag(has_condition(ProcessGroupConditionType::IncorrectConfigMap));
     g.needs_pod_deletion = flag(has_condition(ProcessGroupConditionType::IncorrectPodSpec));
 
     let reconciled = status.configured

@@ -95,7 +95,12 @@ fn a_healthy_configured_cluster_is_reconciled_and_stable() {
         now_unix: 200,
     };
     let status = build_status(&inputs);
-    assert!(status.process_groups.iter().all(|g| g.process_group_conditions.is_empty()));
+    assert!(
+        status
+            .process_groups
+            .iter()
+            .all(|g| g.process_group_conditions.is_empty())
+    );
     assert_eq!(status.generations.reconciled, Some(3));
     assert!(status.configured);
     assert!(status.health.available && status.health.full_replication);
@@ -103,7 +108,10 @@ fn a_healthy_configured_cluster_is_reconciled_and_stable() {
     assert_eq!(status.desired_process_groups, Some(3));
     assert_eq!(status.reconciled_process_groups, Some(3));
     assert_eq!(status.process_groups[0].addresses, ["10.0.0.1"]);
-    assert_eq!(status.process_groups[0].fault_domain.as_deref(), Some("node-10.0.0.1"));
+    assert_eq!(
+        status.process_groups[0].fault_domain.as_deref(),
+        Some("node-10.0.0.1")
+    );
     // Building again from the result, later, gives the same status: no write.
     let again = build_status(&StatusInputs {
         previous: &status,

@@ -89,7 +89,10 @@ const ORDER: [C; 19] = [
 ];
 
 fn rank(condition: &C) -> usize {
-    ORDER.iter().position(|c| c == condition).unwrap_or(ORDER.len())
+    ORDER
+        .iter()
+        .position(|c| c == condition)
+        .unwrap_or(ORDER.len())
 }
 
 /// The conditions the observations show. Conditions only other steps can observe keep
@@ -233,7 +236,12 @@ mod tests {
         group.service = Presence::Missing;
         assert_eq!(
             observed_conditions(&group, &[]),
-            [C::MissingProcesses, C::MissingPod, C::MissingPvc, C::MissingService]
+            [
+                C::MissingProcesses,
+                C::MissingPod,
+                C::MissingPvc,
+                C::MissingService
+            ]
         );
     }
 

@@ -5,12 +5,16 @@ pub mod conditions;
 pub mod ids;
 pub mod zones;
 
-pub use conditions::{GroupFacts, PodFacts, Presence, ProcessFacts, merge_conditions, observed_conditions};
+pub use conditions::{
+    GroupFacts, PodFacts, Presence, ProcessFacts, merge_conditions, observed_conditions,
+};
 pub use ids::lowest_free_numbers;
 pub use zones::pod_zone;
 
-use fdb_shared::api::{ProcessClass};
-use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::ProcessClass;
+use fdb_shared::api::cluster::{
+    ProcessGroupCondition, ProcessGroupConditionType, ProcessGroupStatus,
+};
 
 /// A new process group: no addresses yet, and the initial conditions (MissingProcesses,
 /// MissingPod, and MissingPVC for stateful classes) first seen `now`.
@@ -23,13 +27,15 @@ pub fn new_process_group(id: String, class: ProcessClass, now_unix: i64) -> Proc
         exclusion_timestamp: None,
         exclusion_skipped: false,
         fault_domain: None,
-        process_group_conditions: ProcessGroupConditionType::initial_conditions(class.is_stateful())
-            .into_iter()
-            .map(|condition_type| ProcessGroupCondition {
-                condition_type,
-                timestamp: now_unix,
-            })
-            .collect(),
+        process_group_conditions: ProcessGroupConditionType::initial_conditions(
+            class.is_stateful(),
+        )
+        .into_iter()
+        .map(|condition_type| ProcessGroupCondition {
+            condition_type,
+            timestamp: now_unix,
+        })
+        .collect(),
     }
 }
 
@@ -47,7 +53,11 @@ mod tests {
             .collect();
         assert_eq!(
             types,
-            [("MissingProcesses", 42), ("MissingPod", 42), ("MissingPVC", 42)]
+            [
+                ("MissingProcesses", 42),
+                ("MissingPod", 42),
+                ("MissingPVC", 42)
+            ]
         );
         let group = new_process_group("stateless-1".into(), ProcessClass::Stateless, 1);
         assert_eq!(group.process_group_conditions.len(), 2);

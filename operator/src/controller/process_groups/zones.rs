@@ -47,7 +47,10 @@ mod tests {
 
     #[test]
     fn zone_by_node_name_pod_name_or_fixed_value() {
-        assert_eq!(pod_zone(&cluster("{}"), &pod(Some("node-3"))).as_deref(), Some("node-3"));
+        assert_eq!(
+            pod_zone(&cluster("{}"), &pod(Some("node-3"))).as_deref(),
+            Some("node-3")
+        );
         assert_eq!(pod_zone(&cluster("{}"), &pod(None)), None);
         assert_eq!(
             pod_zone(&cluster(r#"{"key": "foundationdb.org/none"}"#), &pod(None)).as_deref(),

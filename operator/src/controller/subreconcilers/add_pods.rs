@@ -55,12 +55,13 @@ impl Subreconciler for AddPods {
             if group.is_marked_for_removal() {
                 continue;
             }
-            let mut pod = build_pod(&cluster, &group, &pod_options(&cluster, &group)).map_err(
-                |e| StepError::Build {
-                    what: format!("pod of {}", group.process_group_id),
-                    message: e.to_string(),
-                },
-            )?;
+            let mut pod =
+                build_pod(&cluster, &group, &pod_options(&cluster, &group)).map_err(|e| {
+                    StepError::Build {
+                        what: format!("pod of {}", group.process_group_id),
+                        message: e.to_string(),
+                    }
+                })?;
             let name = pod.name_any();
             if existing.contains(&name) {
                 continue;

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
+use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use fdb_shared::api::cluster::{ProcessGroupStatus};
 use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::status_json::DatabaseStatus;
 
@@ -123,7 +123,10 @@ mod tests {
         let added = groups_to_add(&cluster, &[], &BTreeSet::new());
         assert_eq!(added.len(), 17);
         assert_eq!(added[0], (ProcessClass::Storage, "storage-1".to_owned()));
-        assert!(added.contains(&(ProcessClass::ClusterController, "cluster_controller-1".to_owned())));
+        assert!(added.contains(&(
+            ProcessClass::ClusterController,
+            "cluster_controller-1".to_owned()
+        )));
         assert!(added.contains(&(ProcessClass::Stateless, "stateless-8".to_owned())));
     }
 

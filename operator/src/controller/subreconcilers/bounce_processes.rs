@@ -23,9 +23,16 @@ impl Subreconciler for BounceProcesses {
         "BounceProcesses"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
         if has_condition(pass, ProcessGroupConditionType::IncorrectCommandLine) {
-            tracing::debug!(step = self.name(), "processes run with an outdated command line; bounces are not handled yet");
+            tracing::debug!(
+                step = self.name(),
+                "processes run with an outdated command line; bounces are not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

@@ -75,17 +75,18 @@ fn problem(
             ));
         };
         if !zones.insert(candidate.zone.clone()) {
-            return Some(format!(
-                "two coordinators share zone {}",
-                candidate.zone
-            ));
+            return Some(format!("two coordinators share zone {}", candidate.zone));
         }
     }
     None
 }
 
 /// Decides from the cluster, its pods and the database status.
-pub fn decide(cluster: &FoundationDBCluster, pods: &[Pod], db: &DatabaseStatus) -> CoordinatorAction {
+pub fn decide(
+    cluster: &FoundationDBCluster,
+    pods: &[Pod],
+    db: &DatabaseStatus,
+) -> CoordinatorAction {
     let status = cluster.status.clone().unwrap_or_default();
     let Some(current) = status
         .connection_string
@@ -101,7 +102,11 @@ pub fn decide(cluster: &FoundationDBCluster, pods: &[Pod], db: &DatabaseStatus) 
         .filter(|p| p.excluded || p.under_maintenance)
         .filter_map(|p| p.locality.instance_id.clone())
         .collect();
-    let current_text: Vec<String> = current.coordinators.iter().map(ToString::to_string).collect();
+    let current_text: Vec<String> = current
+        .coordinators
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let (candidates, _gaps) =
         coordinator_candidates(cluster, pods, &current_text, &|id| unusable.contains(id));
     let wanted = usize::try_from(desired_coordinator_count(
@@ -113,16 +118,15 @@ pub fn decide(cluster: &FoundationDBCluster, pods: &[Pod], db: &DatabaseStatus) 
         return CoordinatorAction::None;
     };
     if !db.is_available() {
-        return CoordinatorAction::Wait(format!(
-            "{reason}, but the database is unavailable"
-        ));
+        return CoordinatorAction::Wait(format!("{reason}, but the database is unavailable"));
     }
     let reachable: Vec<_> = candidates
         .into_iter()
         .filter(|c| {
-            db.cluster.processes.values().any(|p| {
-                p.locality.instance_id.as_deref() == Some(c.process_group_id.as_str())
-            })
+            db.cluster
+                .processes
+                .values()
+                .any(|p| p.locality.instance_id.as_deref() == Some(c.process_group_id.as_str()))
         })
         .collect();
     match select_coordinators(&reachable, &cluster.spec.coordinator_selection(), wanted) {
@@ -180,8 +184,7 @@ impl Subreconciler for ChangeCoordinators {
                 let admin = pass.admin(ctx)?;
                 let result = admin.change_coordinators(&coordinators).await;
                 pass.note_admin_write();
-                let connection =
-                    result.map_err(StepError::admin("change the coordinators"))?;
+                let connection = result.map_err(StepError::admin("change the coordinators"))?;
                 let text = connection.to_string();
                 pass.update_status(ctx, |s| s.connection_string = Some(text.clone()))
                     .await?;
@@ -219,7 +222,11 @@ mod tests {
             process_groups: ids
                 .iter()
                 .map(|id| {
-                    let class = if id.starts_with("log") { ProcessClass::Log } else { ProcessClass::Storage };
+                    let class = if id.starts_with("log") {
+                        ProcessClass::Log
+                    } else {
+                        ProcessClass::Storage
+                    };
                     new_process_group((*id).to_owned(), class, 0)
                 })
                 .collect(),
@@ -244,10 +251,16 @@ mod tests {
     }
 
     fn db() -> DatabaseStatus {
-        let processes: serde_json::Map<String, serde_json::Value> = ["log-1", "log-2", "log-3", "storage-1"]
-            .iter()
-            .map(|id| ((*id).to_owned(), serde_json::json!({"locality": {"instance_id": id}})))
-            .collect();
+        let processes: serde_json::Map<String, serde_json::Value> =
+            ["log-1", "log-2", "log-3", "storage-1"]
+                .iter()
+                .map(|id| {
+                    (
+                        (*id).to_owned(),
+                        serde_json::json!({"locality": {"instance_id": id}}),
+                    )
+                })
+                .collect();
         serde_json::from_value(serde_json::json!({
             "client": {"database_status": {"available": true, "healthy": true}},
             "cluster": {"processes": processes}
@@ -265,7 +278,10 @@ mod tests {
     fn two_in_one_zone_are_replaced() {
         let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.2:4501,10.0.0.4:4501");
         match decide(&cluster, &pods, &db()) {
-            CoordinatorAction::Change { coordinators, reason } => {
+            CoordinatorAction::Change {
+                coordinators,
+                reason,
+            } => {
                 assert_eq!(reason, "two coordinators share zone node-1");
                 let text: Vec<_> = coordinators.iter().map(ToString::to_string).collect();
                 assert_eq!(text, ["10.0.0.1:4501", "10.0.0.3:4501", "10.0.0.4:4501"]);
@@ -277,7 +293,10 @@ mod tests {
     #[test]
     fn unknown_or_excluded_coordinators_are_replaced() {
         let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.9.9.9:4501");
-        assert!(matches!(decide(&cluster, &pods, &db()), CoordinatorAction::Change { .. }));
+        assert!(matches!(
+            decide(&cluster, &pods, &db()),
+            CoordinatorAction::Change { .. }
+        ));
         let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
         let mut db = db();
         if let Some(p) = db.cluster.processes.get_mut("log-3") {

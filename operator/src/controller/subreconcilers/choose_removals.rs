@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,16 @@ impl Subreconciler for ChooseRemovals {
         "ChooseRemovals"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
         if pass.status().generations.needs_shrink.is_some() {
-            tracing::debug!(step = self.name(), "a class has more process groups than desired; shrinking is not handled yet");
+            tracing::debug!(
+                step = self.name(),
+                "a class has more process groups than desired; shrinking is not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

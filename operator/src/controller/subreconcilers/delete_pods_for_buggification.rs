@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,21 @@ impl Subreconciler for DeletePodsForBuggification {
         "DeletePodsForBuggification"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
-        if { let b = &pass.cluster().spec.buggify; !b.crash_loop.is_empty() || !b.no_schedule.is_empty() || !b.crash_loop_containers.is_empty() } {
-            tracing::debug!(step = self.name(), "buggify settings are present; they are not applied yet");
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if {
+            let b = &pass.cluster().spec.buggify;
+            !b.crash_loop.is_empty()
+                || !b.no_schedule.is_empty()
+                || !b.crash_loop_containers.is_empty()
+        } {
+            tracing::debug!(
+                step = self.name(),
+                "buggify settings are present; they are not applied yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

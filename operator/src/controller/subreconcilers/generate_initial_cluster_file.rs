@@ -32,7 +32,13 @@ pub struct GenerateInitialClusterFile;
 pub fn description_for(name: &str) -> String {
     let description: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if description.is_empty() {
         "fdb".to_owned()
@@ -74,8 +80,7 @@ pub fn coordinator_candidates(
         {
             continue;
         }
-        let Some((class, number)) = parse_process_group_id(cluster, &group.process_group_id)
-        else {
+        let Some((class, number)) = parse_process_group_id(cluster, &group.process_group_id) else {
             continue;
         };
         let pod = object_of_group(cluster, pods, &group.process_group_id)
@@ -118,9 +123,7 @@ impl Subreconciler for GenerateInitialClusterFile {
         let cluster = pass.cluster().clone();
         let connection_string = if let Some(seed) = &cluster.spec.seed_connection_string {
             ConnectionString::parse(seed)
-                .map_err(|e| {
-                    StepError::InvalidState(format!("spec.seedConnectionString: {e}"))
-                })?
+                .map_err(|e| StepError::InvalidState(format!("spec.seedConnectionString: {e}")))?
                 .to_string()
         } else {
             let pods = pass.pods(ctx).await?.to_vec();
@@ -203,11 +206,8 @@ mod tests {
         assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
         assert_eq!(id, generation_id("uid-1", 100));
         assert_ne!(id, generation_id("uid-1", 101));
-        let parsed = ConnectionString::parse(&format!(
-            "{}:{}@10.0.0.1:4501",
-            description_for("a-b"),
-            id
-        ));
+        let parsed =
+            ConnectionString::parse(&format!("{}:{}@10.0.0.1:4501", description_for("a-b"), id));
         assert!(parsed.is_ok());
     }
 

@@ -39,8 +39,11 @@ pub trait Subreconciler: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// Runs the step against the live state: continue, or end the pass with a requeue.
-    async fn reconcile(&self, ctx: &Context, pass: &mut PassState)
-    -> Result<StepOutcome, StepError>;
+    async fn reconcile(
+        &self,
+        ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError>;
 }
 
 /// The steps of a pass, in the order of operator-behavior §8.
@@ -123,7 +126,9 @@ mod tests {
 
 /// A create that found the object already there (a stale list) is not an error: the
 /// object exists, which is what the step wanted.
-pub(crate) fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+pub(crate) fn create_ignoring_conflict<T>(
+    result: Result<T, kube::Error>,
+) -> Result<(), kube::Error> {
     match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {

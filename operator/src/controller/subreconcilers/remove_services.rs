@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,21 @@ impl Subreconciler for RemoveServices {
         "RemoveServices"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
-        if pass.status().process_groups.iter().any(|g| g.is_marked_for_removal()) {
-            tracing::debug!(step = self.name(), "process groups are marked for removal; removals are not handled yet");
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass
+            .status()
+            .process_groups
+            .iter()
+            .any(|g| g.is_marked_for_removal())
+        {
+            tracing::debug!(
+                step = self.name(),
+                "process groups are marked for removal; removals are not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,20 @@ impl Subreconciler for ReplaceFailedPods {
         "ReplaceFailedPods"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
-        if pass.status().process_groups.iter().any(|g| g.process_group_conditions.iter().any(|c| c.condition_type.is_eligible_for_automatic_replacement())) {
-            tracing::debug!(step = self.name(), "some process groups have conditions eligible for replacement; automatic replacement is not handled yet");
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass.status().process_groups.iter().any(|g| {
+            g.process_group_conditions
+                .iter()
+                .any(|c| c.condition_type.is_eligible_for_automatic_replacement())
+        }) {
+            tracing::debug!(
+                step = self.name(),
+                "some process groups have conditions eligible for replacement; automatic replacement is not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

@@ -96,22 +96,50 @@ mod tests {
 
     fn config_map(data: &[(&str, &str)], labels: &[(&str, &str)]) -> ConfigMap {
         let mut cm = ConfigMap::default();
-        cm.data = Some(data.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect());
-        cm.metadata.labels = Some(labels.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect());
+        cm.data = Some(
+            data.iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+        );
+        cm.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+        );
         cm
     }
 
     #[test]
     fn patch_names_only_differences() {
-        let desired = config_map(&[("cluster-file", "a:b@1.2.3.4:4501"), ("running-version", "7.1.57")], &[("l", "1")]);
+        let desired = config_map(
+            &[
+                ("cluster-file", "a:b@1.2.3.4:4501"),
+                ("running-version", "7.1.57"),
+            ],
+            &[("l", "1")],
+        );
         assert_eq!(config_map_patch(&desired, &desired), None);
-        let live = config_map(&[("cluster-file", ""), ("running-version", "7.1.57"), ("old", "x")], &[("l", "1"), ("user", "2")]);
+        let live = config_map(
+            &[
+                ("cluster-file", ""),
+                ("running-version", "7.1.57"),
+                ("old", "x"),
+            ],
+            &[("l", "1"), ("user", "2")],
+        );
         let patch = config_map_patch(&live, &desired).unwrap();
         assert_eq!(
             patch,
             serde_json::json!({"data": {"cluster-file": "a:b@1.2.3.4:4501", "old": null}})
         );
-        let live = config_map(&[("cluster-file", "a:b@1.2.3.4:4501"), ("running-version", "7.1.57")], &[]);
+        let live = config_map(
+            &[
+                ("cluster-file", "a:b@1.2.3.4:4501"),
+                ("running-version", "7.1.57"),
+            ],
+            &[],
+        );
         assert_eq!(
             config_map_patch(&live, &desired).unwrap(),
             serde_json::json!({"metadata": {"labels": {"l": "1"}}})

@@ -69,9 +69,7 @@ pub fn decide(cluster: &FoundationDBCluster, db: &DatabaseStatus) -> Configurati
         return ConfigurationAction::ConfigureNew(desired);
     }
     let Some(live) = &db.cluster.configuration else {
-        return ConfigurationAction::Wait(
-            "the database reports no configuration yet".to_owned(),
-        );
+        return ConfigurationAction::Wait("the database reports no configuration yet".to_owned());
     };
     if configure_change_command(live, &desired).is_none() {
         return ConfigurationAction::None;
@@ -192,10 +190,19 @@ mod tests {
         cluster
     }
 
-    fn db(instances: &[&str], configuration: Option<serde_json::Value>, available: bool) -> DatabaseStatus {
+    fn db(
+        instances: &[&str],
+        configuration: Option<serde_json::Value>,
+        available: bool,
+    ) -> DatabaseStatus {
         let processes: serde_json::Map<String, serde_json::Value> = instances
             .iter()
-            .map(|id| ((*id).to_owned(), serde_json::json!({"locality": {"instance_id": id}})))
+            .map(|id| {
+                (
+                    (*id).to_owned(),
+                    serde_json::json!({"locality": {"instance_id": id}}),
+                )
+            })
             .collect();
         let mut cluster = serde_json::json!({"processes": processes});
         if let Some(configuration) = configuration {
@@ -242,10 +249,8 @@ mod tests {
             decide(&cluster(true), &db(&[], Some(configured), true)),
             ConfigurationAction::Change(_)
         ));
-        let desired = serde_json::to_value(desired_database_configuration(
-            &cluster(true).spec,
-        ))
-        .unwrap();
+        let desired =
+            serde_json::to_value(desired_database_configuration(&cluster(true).spec)).unwrap();
         assert_eq!(
             decide(&cluster(true), &db(&[], Some(desired), true)),
             ConfigurationAction::None

@@ -94,7 +94,10 @@ mod tests {
 
     #[test]
     fn only_missing_or_different_labels() {
-        let live = BTreeMap::from([("a".to_owned(), "1".to_owned()), ("b".to_owned(), "x".to_owned())]);
+        let live = BTreeMap::from([
+            ("a".to_owned(), "1".to_owned()),
+            ("b".to_owned(), "x".to_owned()),
+        ]);
         let desired = BTreeMap::from([
             ("a".to_owned(), "1".to_owned()),
             ("b".to_owned(), "2".to_owned()),

@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,16 @@ impl Subreconciler for UpdateLockConfiguration {
         "UpdateLockConfiguration"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
         if fdb_shared::cluster_math::uses_locks(&pass.cluster().spec) {
-            tracing::debug!(step = self.name(), "the cluster uses locks, which this operator does not manage yet");
+            tracing::debug!(
+                step = self.name(),
+                "the cluster uses locks, which this operator does not manage yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

@@ -5,8 +5,10 @@
 //! content the kubelet has not projected yet IncorrectConfigMap; both requeue.
 
 use async_trait::async_trait;
-use fdb_shared::api::{FoundationDBCluster};
-use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::cluster::{
+    ProcessGroupCondition, ProcessGroupConditionType, ProcessGroupStatus,
+};
 use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;

@@ -23,9 +23,16 @@ impl Subreconciler for UpdatePods {
         "UpdatePods"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
         if has_condition(pass, ProcessGroupConditionType::IncorrectPodSpec) {
-            tracing::debug!(step = self.name(), "some pods differ from the desired pod spec; pod updates are not handled yet");
+            tracing::debug!(
+                step = self.name(),
+                "some pods differ from the desired pod spec; pod updates are not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::{Subreconciler};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -22,9 +22,21 @@ impl Subreconciler for UpdateSidecarVersions {
         "UpdateSidecarVersions"
     }
 
-    async fn reconcile(&self, _ctx: &Context, pass: &mut PassState) -> Result<StepOutcome, StepError> {
-        if pass.status().running_version.as_deref().is_some_and(|v| v != pass.cluster().spec.version) {
-            tracing::debug!(step = self.name(), "the running version differs from spec.version; upgrades are not handled yet");
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass
+            .status()
+            .running_version
+            .as_deref()
+            .is_some_and(|v| v != pass.cluster().spec.version)
+        {
+            tracing::debug!(
+                step = self.name(),
+                "the running version differs from spec.version; upgrades are not handled yet"
+            );
         }
         Ok(StepOutcome::Continue)
     }

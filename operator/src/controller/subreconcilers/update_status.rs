@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use fdb_shared::api::{FoundationDBCluster};
-use fdb_shared::api::cluster::{ProcessGroupStatus};
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::status_json::DatabaseStatus;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
@@ -63,7 +63,9 @@ pub fn desired_config_hash(
     Ok(Some(dynamic_conf_hash(connection_string, &template)))
 }
 
-fn build_error(what: String) -> impl FnOnce(crate::controller::pod_model::PodModelError) -> StepError {
+fn build_error(
+    what: String,
+) -> impl FnOnce(crate::controller::pod_model::PodModelError) -> StepError {
     move |e| StepError::Build {
         what,
         message: e.to_string(),
@@ -174,8 +176,9 @@ impl Subreconciler for UpdateStatus {
             .config_map(ctx, &config_map_name(&cluster))
             .await?
             .cloned();
-        let config_map_in_sync = live_config_map
-            .is_some_and(|live| live.data.unwrap_or_default() == desired_config_map.data.clone().unwrap_or_default());
+        let config_map_in_sync = live_config_map.is_some_and(|live| {
+            live.data.unwrap_or_default() == desired_config_map.data.clone().unwrap_or_default()
+        });
         let db = if previous.connection_string.is_some() {
             match pass.database_status(ctx).await {
                 Ok(db) => Some(db),
