@@ -445,11 +445,11 @@ async fn a_restarted_operator_converges_to_the_same_result() {
     // Run part of the creation: groups allocated, pods created, cluster file chosen.
     for _ in 0..4 {
         sim.world.settle().await.unwrap();
-        if let Ok(report) = run_pass(&sim.ctx, "default", "sample").await {
-            if let PassOutcome::Requeue { delay, .. } = report.outcome {
-                sim.clock
-                    .advance_seconds(i64::try_from(delay.as_secs().max(1)).unwrap());
-            }
+        if let Ok(report) = run_pass(&sim.ctx, "default", "sample").await
+            && let PassOutcome::Requeue { delay, .. } = report.outcome
+        {
+            sim.clock
+                .advance_seconds(i64::try_from(delay.as_secs().max(1)).unwrap());
         }
     }
     assert!(!cluster(&sim).status.unwrap().process_groups.is_empty());

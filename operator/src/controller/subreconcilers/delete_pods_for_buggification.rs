@@ -27,12 +27,11 @@ impl Subreconciler for DeletePodsForBuggification {
         _ctx: &Context,
         pass: &mut PassState,
     ) -> Result<StepOutcome, StepError> {
-        if {
-            let b = &pass.cluster().spec.buggify;
-            !b.crash_loop.is_empty()
-                || !b.no_schedule.is_empty()
-                || !b.crash_loop_containers.is_empty()
-        } {
+        let b = &pass.cluster().spec.buggify;
+        if !b.crash_loop.is_empty()
+            || !b.no_schedule.is_empty()
+            || !b.crash_loop_containers.is_empty()
+        {
             tracing::debug!(
                 step = self.name(),
                 "buggify settings are present; they are not applied yet"

@@ -226,12 +226,14 @@ mod tests {
             "metadata": {"name": "sample", "namespace": "ns"}, "spec": {"version": "7.1.57"}
         }))
         .unwrap();
-        let mut status = fdb_shared::api::FoundationDBClusterStatus::default();
-        status.process_groups = vec![
-            new_process_group("log-1".into(), ProcessClass::Log, 0),
-            new_process_group("storage-1".into(), ProcessClass::Storage, 0),
-            new_process_group("stateless-1".into(), ProcessClass::Stateless, 0),
-        ];
+        let status = fdb_shared::api::FoundationDBClusterStatus {
+            process_groups: vec![
+                new_process_group("log-1".into(), ProcessClass::Log, 0),
+                new_process_group("storage-1".into(), ProcessClass::Storage, 0),
+                new_process_group("stateless-1".into(), ProcessClass::Stateless, 0),
+            ],
+            ..Default::default()
+        };
         cluster.status = Some(status);
         let pods = [
             pod("sample-log-1", "log-1", Some("node-1")),

@@ -85,6 +85,20 @@ pub(crate) fn has_condition(pass: &PassState, condition: ProcessGroupConditionTy
     })
 }
 
+/// A create that found the object already there (a stale list) is not an error: the
+/// object exists, which is what the step wanted.
+pub(crate) fn create_ignoring_conflict<T>(
+    result: Result<T, kube::Error>,
+) -> Result<(), kube::Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,19 +135,5 @@ mod tests {
                 "UpdateStatus",
             ]
         );
-    }
-}
-
-/// A create that found the object already there (a stale list) is not an error: the
-/// object exists, which is what the step wanted.
-pub(crate) fn create_ignoring_conflict<T>(
-    result: Result<T, kube::Error>,
-) -> Result<(), kube::Error> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            Ok(())
-        }
-        Err(error) => Err(error),
     }
 }

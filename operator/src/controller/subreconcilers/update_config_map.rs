@@ -95,12 +95,14 @@ mod tests {
     use super::*;
 
     fn config_map(data: &[(&str, &str)], labels: &[(&str, &str)]) -> ConfigMap {
-        let mut cm = ConfigMap::default();
-        cm.data = Some(
-            data.iter()
-                .map(|(k, v)| ((*k).into(), (*v).into()))
-                .collect(),
-        );
+        let mut cm = ConfigMap {
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            ),
+            ..ConfigMap::default()
+        };
         cm.metadata.labels = Some(
             labels
                 .iter()
