@@ -3,6 +3,7 @@
 
 pub mod crds;
 pub mod explain;
+pub mod run;
 
 use std::process::ExitCode;
 
@@ -52,6 +53,8 @@ pub enum Command {
         after_help = "Example:\n  fdb-operator explain -f cluster.yaml | jq .processCounts"
     )]
     Explain(explain::ExplainArgs),
+    /// Run the operator: reconcile FoundationDBClusters until stopped.
+    Run(run::RunArgs),
 }
 
 /// Runs a parsed command line.
@@ -59,6 +62,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Crds => crds::run(),
         Command::Explain(args) => explain::run(&args),
+        Command::Run(args) => run::run(args),
     }
 }
 

@@ -1,5 +1,26 @@
-//! The operator's controller: the desired Kubernetes objects of a cluster (pod model,
-//! ConfigMap) and, as they are added, the reconciliation steps that apply them.
+//! The operator's controller: the reconcile driver over the ordered subreconcilers, the
+//! per-pass state, process group bookkeeping, the status, and the desired Kubernetes
+//! objects of a cluster (pod model, ConfigMap).
 
 pub mod config_map;
+pub mod context;
+pub mod coordinators;
+pub mod driver;
+pub mod errors;
+pub mod events;
+pub mod merge_patch;
+pub mod metrics;
+pub mod objects;
+pub mod outcome;
+pub mod pass;
 pub mod pod_model;
+pub mod process_groups;
+pub mod production;
+pub mod providers;
+pub mod status;
+pub mod subreconcilers;
+
+pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};
+pub use driver::run_pass;
+pub use errors::{ReconcileError, StepError};
+pub use outcome::{PassOutcome, PassReport, StepOutcome};

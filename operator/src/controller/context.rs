@@ -1,0 +1,104 @@
+//! Everything a pass needs from outside: the Kubernetes client, the database admin
+//! client, the sidecar client, the clock, the settings and the metrics. Nothing else is
+//! kept between passes.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
+use k8s_openapi::api::core::v1::Pod;
+
+use super::metrics::OperatorMetrics;
+use crate::clock::Clock;
+use crate::fdb::{AdminClient, AdminError};
+
+/// Gives the admin client of a cluster's database.
+pub trait AdminClientProvider: Send + Sync {
+    /// The admin client for `cluster` (its `status.connectionString` says where the
+    /// database is).
+    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError>;
+}
+
+/// Gives the client of a pod's sidecar.
+pub trait SidecarProvider: Send + Sync {
+    /// The sidecar client of `pod` (a pod of `cluster`).
+    fn sidecar_for(
+        &self,
+        cluster: &FoundationDBCluster,
+        pod: &Pod,
+    ) -> Result<Arc<dyn SidecarApi>, SidecarClientError>;
+}
+
+/// Operator-wide settings (not per cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorSettings {
+    /// Requeue delay while waiting for Kubernetes (pods scheduled, started).
+    pub kube_wait: Duration,
+    /// Requeue delay while waiting for the kubelet to project a ConfigMap change.
+    pub config_map_wait: Duration,
+    /// Requeue delay while waiting for the database (processes reporting, availability).
+    pub database_wait: Duration,
+    /// Name of this controller in Events (`reportingController`).
+    pub controller_name: String,
+    /// Whether Kubernetes Events are published.
+    pub publish_events: bool,
+}
+
+impl Default for OperatorSettings {
+    fn default() -> Self {
+        Self {
+            kube_wait: Duration::from_secs(5),
+            config_map_wait: Duration::from_secs(15),
+            database_wait: Duration::from_secs(10),
+            controller_name: "fdb-operator".to_owned(),
+            publish_events: true,
+        }
+    }
+}
+
+/// What every step gets.
+#[derive(Clone)]
+pub struct Context {
+    /// The Kubernetes client.
+    pub kube: kube::Client,
+    /// Admin clients of the databases.
+    pub admin: Arc<dyn AdminClientProvider>,
+    /// Sidecar clients of the pods.
+    pub sidecars: Arc<dyn SidecarProvider>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+    /// Operator-wide settings.
+    pub settings: OperatorSettings,
+    /// Prometheus metrics.
+    pub metrics: Arc<OperatorMetrics>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("settings", &self.settings)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context with default settings and fresh metrics.
+    pub fn new(
+        kube: kube::Client,
+        admin: Arc<dyn AdminClientProvider>,
+        sidecars: Arc<dyn SidecarProvider>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            kube,
+            admin,
+            sidecars,
+            clock,
+            settings: OperatorSettings::default(),
+            metrics: Arc::new(OperatorMetrics::default()),
+        }
+    }
+}

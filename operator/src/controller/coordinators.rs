@@ -1,0 +1,200 @@
+//! Choosing coordinators (operator-behavior §3): from stateful process groups, each in a
+//! distinct zone, never excluded or marked for removal, higher `coordinatorSelection`
+//! priority first.
+
+use std::collections::BTreeSet;
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::cluster::CoordinatorSelectionSetting;
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+
+/// The port of the first process of a pod (4501; 4500 with TLS).
+pub fn first_process_port(tls: bool) -> u16 {
+    if tls { 4500 } else { 4501 }
+}
+
+/// A process group that could host a coordinator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorCandidate {
+    /// The process group ID.
+    pub process_group_id: String,
+    /// Its class.
+    pub class: ProcessClass,
+    /// Its number within the class (for a stable order).
+    pub number: u32,
+    /// Its zone.
+    pub zone: String,
+    /// The address the connection string names it by.
+    pub address: ProcessAddress,
+    /// Whether it is a coordinator now (kept in preference, to change as little as
+    /// possible).
+    pub current: bool,
+}
+
+/// Not enough distinct zones to place the coordinators.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{wanted} coordinators need {wanted} zones, but eligible process groups span only {zones}")]
+pub struct NotEnoughZones {
+    /// Coordinators wanted.
+    pub wanted: usize,
+    /// Distinct zones among the eligible candidates.
+    pub zones: usize,
+}
+
+/// The class priority, `None` for classes that may not host coordinators.
+fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -> Option<i32> {
+    if !class.is_stateful() {
+        return None;
+    }
+    settings
+        .iter()
+        .find(|s| s.process_class == class)
+        .map(|s| s.priority)
+}
+
+/// Chooses `count` coordinators in distinct zones: by class priority (higher first), then
+/// current coordinators, then class and number. Candidates must already exclude groups
+/// that are excluded, under maintenance or marked for removal.
+pub fn select_coordinators(
+    candidates: &[CoordinatorCandidate],
+    settings: &[CoordinatorSelectionSetting],
+    count: usize,
+) -> Result<Vec<CoordinatorCandidate>, NotEnoughZones> {
+    let mut eligible: Vec<(i32, &CoordinatorCandidate)> = candidates
+        .iter()
+        .filter_map(|c| priority(settings, c.class).map(|p| (p, c)))
+        .collect();
+    eligible.sort_by(|(pa, a), (pb, b)| {
+        pb.cmp(pa)
+            .then(b.current.cmp(&a.current))
+            .then(a.class.cmp(&b.class))
+            .then(a.number.cmp(&b.number))
+            .then(a.process_group_id.cmp(&b.process_group_id))
+    });
+    let mut zones = BTreeSet::new();
+    let mut chosen = Vec::new();
+    for (_, candidate) in &eligible {
+        if chosen.len() == count {
+            break;
+        }
+        if zones.insert(candidate.zone.clone()) {
+            chosen.push((*candidate).clone());
+        }
+    }
+    if chosen.len() < count {
+        let zones: BTreeSet<_> = eligible.iter().map(|(_, c)| &c.zone).collect();
+        return Err(NotEnoughZones {
+            wanted: count,
+            zones: zones.len(),
+        });
+    }
+    Ok(chosen)
+}
+
+/// The address a coordinator on `pod_name` is written with: its DNS name through the
+/// headless Service with `useDNSInClusterFile` (the default), else its pod IP (`None`
+/// while the pod has none).
+pub fn coordinator_address(
+    cluster: &FoundationDBCluster,
+    pod_name: &str,
+    pod_ip: Option<&str>,
+) -> Option<ProcessAddress> {
+    let tls = cluster.spec.tls_enabled();
+    let host = if cluster.spec.routing.use_dns_in_cluster_file() {
+        format!(
+            "{pod_name}.{}.{}.svc.{}",
+            cluster.metadata.name.as_deref().unwrap_or_default(),
+            cluster.metadata.namespace.as_deref().unwrap_or_default(),
+            cluster.spec.dns_domain()
+        )
+    } else {
+        pod_ip.filter(|ip| !ip.is_empty())?.to_owned()
+    };
+    Some(ProcessAddress::new(host, first_process_port(tls)).with_tls(tls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: &str, class: ProcessClass, number: u32, zone: &str) -> CoordinatorCandidate {
+        CoordinatorCandidate {
+            process_group_id: id.to_owned(),
+            class,
+            number,
+            zone: zone.to_owned(),
+            address: ProcessAddress::new(format!("10.0.0.{number}"), 4501),
+            current: false,
+        }
+    }
+
+    fn defaults() -> Vec<CoordinatorSelectionSetting> {
+        fdb_shared::api::FoundationDBClusterSpec::default().coordinator_selection()
+    }
+
+    #[test]
+    fn logs_first_in_distinct_zones() {
+        let candidates = [
+            candidate("storage-1", ProcessClass::Storage, 1, "z1"),
+            candidate("log-1", ProcessClass::Log, 1, "z1"),
+            candidate("log-2", ProcessClass::Log, 2, "z1"),
+            candidate("log-3", ProcessClass::Log, 3, "z2"),
+            candidate("storage-2", ProcessClass::Storage, 2, "z3"),
+            candidate("stateless-1", ProcessClass::Stateless, 1, "z4"),
+        ];
+        let chosen = select_coordinators(&candidates, &defaults(), 3).unwrap();
+        let ids: Vec<_> = chosen.iter().map(|c| c.process_group_id.as_str()).collect();
+        assert_eq!(ids, ["log-1", "log-3", "storage-2"]);
+        let err = select_coordinators(&candidates, &defaults(), 4).unwrap_err();
+        assert_eq!(
+            err,
+            NotEnoughZones {
+                wanted: 4,
+                zones: 3
+            }
+        );
+    }
+
+    #[test]
+    fn custom_priorities_and_current_coordinators_win_ties() {
+        let settings = vec![
+            CoordinatorSelectionSetting {
+                process_class: ProcessClass::Storage,
+                priority: 5,
+            },
+            CoordinatorSelectionSetting {
+                process_class: ProcessClass::Log,
+                priority: 0,
+            },
+        ];
+        let mut current = candidate("storage-2", ProcessClass::Storage, 2, "z2");
+        current.current = true;
+        let candidates = [
+            candidate("log-1", ProcessClass::Log, 1, "z9"),
+            candidate("storage-1", ProcessClass::Storage, 1, "z1"),
+            current,
+        ];
+        let chosen = select_coordinators(&candidates, &settings, 2).unwrap();
+        let ids: Vec<_> = chosen.iter().map(|c| c.process_group_id.as_str()).collect();
+        assert_eq!(ids, ["storage-2", "storage-1"]);
+    }
+
+    #[test]
+    fn dns_or_ip_addresses() {
+        let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample", "namespace": "prod"},
+            "spec": {"version": "7.1.57"}
+        }))
+        .unwrap();
+        let address = coordinator_address(&cluster, "sample-log-1", None).unwrap();
+        assert_eq!(
+            address.to_string(),
+            "sample-log-1.sample.prod.svc.cluster.local:4501"
+        );
+        cluster.spec.routing.use_dns_in_cluster_file = Some(false);
+        assert_eq!(coordinator_address(&cluster, "sample-log-1", None), None);
+        let address = coordinator_address(&cluster, "sample-log-1", Some("10.1.2.3")).unwrap();
+        assert_eq!(address.to_string(), "10.1.2.3:4501");
+    }
+}

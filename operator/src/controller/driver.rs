@@ -1,0 +1,144 @@
+//! The reconcile driver: one pass runs the ordered subreconcilers and stops at the first
+//! requeue (operator-behavior §8), with a tracing span and metrics per step.
+
+use std::time::Instant;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::validation::ValidatedCluster;
+use kube::Api;
+use tracing::Instrument;
+
+use super::context::Context;
+use super::errors::ReconcileError;
+use super::events::{EventReason, publish};
+use super::metrics::{OutcomeLabels, PassLabels, StepLabels};
+use super::outcome::{PassOutcome, PassReport, StepOutcome};
+use super::pass::PassState;
+use super::subreconcilers::ordered_steps;
+
+/// Runs one reconcile pass over the cluster `namespace/name`.
+pub async fn run_pass(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<PassReport, ReconcileError> {
+    let span = tracing::info_span!("reconcile", cluster = name, namespace);
+    let result = run_pass_inner(ctx, namespace, name).instrument(span).await;
+    let label = match &result {
+        Ok(PassReport {
+            outcome: PassOutcome::Completed,
+            ..
+        }) => "completed",
+        Ok(_) => "requeue",
+        Err(_) => "error",
+    };
+    ctx.metrics
+        .passes
+        .get_or_create(&PassLabels { result: label })
+        .inc();
+    result
+}
+
+async fn run_pass_inner(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<PassReport, ReconcileError> {
+    let api: Api<FoundationDBCluster> = Api::namespaced(ctx.kube.clone(), namespace);
+    let cluster = api
+        .get_opt(name)
+        .await
+        .map_err(|source| ReconcileError::ReadCluster {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })?
+        .ok_or_else(|| ReconcileError::ClusterNotFound {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })?;
+    if cluster.spec.skip() {
+        tracing::info!("spec.skip is set; not reconciling");
+        return Ok(PassReport {
+            outcome: PassOutcome::Completed,
+            reconciled: false,
+        });
+    }
+    let validated = match ValidatedCluster::new(cluster.clone()) {
+        Ok(validated) => validated,
+        Err(invalid) => {
+            publish(
+                ctx,
+                &cluster,
+                EventReason::InvalidSpec,
+                "Validate",
+                invalid.to_string(),
+            )
+            .await;
+            return Err(invalid.into());
+        }
+    };
+    for warning in validated.warnings() {
+        tracing::warn!(%warning, "spec warning");
+    }
+    let mut pass = PassState::new(validated.into_inner(), ctx.clock.now());
+    let mut outcome = PassOutcome::Completed;
+    for step in ordered_steps() {
+        let step_name = step.name();
+        let started = Instant::now();
+        let span = tracing::debug_span!("step", step = step_name, cluster = name, namespace);
+        let result = step.reconcile(ctx, &mut pass).instrument(span).await;
+        ctx.metrics
+            .step_seconds
+            .get_or_create(&StepLabels { step: step_name })
+            .observe(started.elapsed().as_secs_f64());
+        match result {
+            Ok(StepOutcome::Continue) => {}
+            Ok(StepOutcome::Requeue { delay, reason }) => {
+                tracing::info!(step = step_name, ?delay, %reason, "requeue");
+                ctx.metrics
+                    .requeues
+                    .get_or_create(&OutcomeLabels {
+                        step: step_name,
+                        category: "waiting",
+                    })
+                    .inc();
+                outcome = PassOutcome::Requeue {
+                    delay,
+                    reason,
+                    step: step_name,
+                };
+                break;
+            }
+            Err(source) => {
+                tracing::warn!(step = step_name, error = %source, "step failed");
+                ctx.metrics
+                    .failures
+                    .get_or_create(&OutcomeLabels {
+                        step: step_name,
+                        category: source.category(),
+                    })
+                    .inc();
+                publish(
+                    ctx,
+                    pass.cluster(),
+                    EventReason::StepFailed,
+                    step_name,
+                    source.to_string(),
+                )
+                .await;
+                return Err(ReconcileError::Step {
+                    step: step_name,
+                    source,
+                });
+            }
+        }
+    }
+    let status = pass.status();
+    let reconciled = outcome == PassOutcome::Completed
+        && status.generations.reconciled == Some(pass.generation());
+    Ok(PassReport {
+        outcome,
+        reconciled,
+    })
+}

@@ -1,0 +1,76 @@
+//! Kubernetes Events for what users must see: the database configured, coordinators
+//! changed, steps failing. Reasons are fixed words; details go in the note.
+
+use fdb_shared::api::FoundationDBCluster;
+use kube::Resource;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use super::context::Context;
+
+/// Reasons of the Events the operator publishes (a fixed, bounded set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventReason {
+    /// The initial connection string was written.
+    ConnectionStringGenerated,
+    /// `configure new` ran.
+    DatabaseConfigured,
+    /// The database configuration was changed.
+    ConfigurationChanged,
+    /// The coordinators were changed.
+    CoordinatorsChanged,
+    /// A step failed.
+    StepFailed,
+    /// The spec is invalid.
+    InvalidSpec,
+}
+
+impl EventReason {
+    /// The Event's reason text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConnectionStringGenerated => "ConnectionStringGenerated",
+            Self::DatabaseConfigured => "DatabaseConfigured",
+            Self::ConfigurationChanged => "ConfigurationChanged",
+            Self::CoordinatorsChanged => "CoordinatorsChanged",
+            Self::StepFailed => "StepFailed",
+            Self::InvalidSpec => "InvalidSpec",
+        }
+    }
+
+    fn event_type(self) -> EventType {
+        match self {
+            Self::StepFailed | Self::InvalidSpec => EventType::Warning,
+            _ => EventType::Normal,
+        }
+    }
+}
+
+/// Publishes an Event about `cluster`. Failing to publish is logged, never fatal: an
+/// Event is information, not state.
+pub async fn publish(
+    ctx: &Context,
+    cluster: &FoundationDBCluster,
+    reason: EventReason,
+    action: &str,
+    note: String,
+) {
+    if !ctx.settings.publish_events {
+        return;
+    }
+    let reporter = Reporter {
+        controller: ctx.settings.controller_name.clone(),
+        instance: None,
+    };
+    let recorder = Recorder::new(ctx.kube.clone(), reporter);
+    let event = Event {
+        type_: reason.event_type(),
+        reason: reason.as_str().to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: action.to_owned(),
+        secondary: None,
+    };
+    let reference = cluster.object_ref(&());
+    if let Err(error) = recorder.publish(&event, &reference).await {
+        tracing::warn!(reason = reason.as_str(), %error, "cannot publish event");
+    }
+}

@@ -1,0 +1,108 @@
+//! Small read helpers over the live objects of a cluster: which object belongs to which
+//! process group, pod phase and IP.
+
+use fdb_shared::api::FoundationDBCluster;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+/// The process group ID a labelled object belongs to (first configured ID label).
+pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Option<String> {
+    let labels = object.labels();
+    cluster
+        .spec
+        .labels
+        .process_group_id_labels()
+        .iter()
+        .find_map(|key| labels.get(key).cloned())
+}
+
+/// The object of `group_id` among `objects` (a non-terminating one first).
+pub fn object_of_group<'a, K: ResourceExt>(
+    cluster: &FoundationDBCluster,
+    objects: &'a [K],
+    group_id: &str,
+) -> Option<&'a K> {
+    let mut matching = objects
+        .iter()
+        .filter(|object| group_of(cluster, *object).as_deref() == Some(group_id));
+    let first = matching.next()?;
+    if first.meta().deletion_timestamp.is_none() {
+        return Some(first);
+    }
+    matching
+        .find(|object| object.meta().deletion_timestamp.is_none())
+        .or(Some(first))
+}
+
+/// The pod's phase (`Pending` when unknown).
+pub fn pod_phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending")
+}
+
+/// The pod's IP, when it has one.
+pub fn pod_ip(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.pod_ip.as_deref())
+        .filter(|ip| !ip.is_empty())
+}
+
+/// Whether the pod is running (phase Running, not terminating) and has an IP.
+pub fn pod_is_running(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod_phase(pod) == "Running"
+        && pod_ip(pod).is_some()
+}
+
+/// Whether the pod is failing: phase Failed, or a container crash-looping or unable to
+/// pull its image.
+pub fn pod_is_failing(pod: &Pod) -> bool {
+    if pod_phase(pod) == "Failed" {
+        return true;
+    }
+    let statuses = pod
+        .status
+        .as_ref()
+        .into_iter()
+        .flat_map(|s| s.container_statuses.iter().flatten());
+    statuses
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.as_deref())
+        .any(|reason| {
+            matches!(
+                reason,
+                "CrashLoopBackOff" | "ErrImagePull" | "ImagePullBackOff"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_states() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "labels": {"foundationdb.org/fdb-process-group-id": "log-1"}},
+            "status": {"phase": "Running", "podIP": "127.0.0.5",
+                "containerStatuses": [{"name": "foundationdb", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
+        }))
+        .unwrap();
+        assert!(pod_is_running(&pod));
+        assert!(pod_is_failing(&pod));
+        assert_eq!(pod_ip(&pod), Some("127.0.0.5"));
+        let cluster = FoundationDBCluster::new("sample", Default::default());
+        assert_eq!(group_of(&cluster, &pod).as_deref(), Some("log-1"));
+        let pods = [pod];
+        assert!(object_of_group(&cluster, &pods, "log-1").is_some());
+        assert!(object_of_group(&cluster, &pods, "log-2").is_none());
+        let pending: Pod =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "q"}})).unwrap();
+        assert_eq!(pod_phase(&pending), "Pending");
+        assert!(!pod_is_running(&pending));
+        assert!(!pod_is_failing(&pending));
+    }
+}

@@ -1,0 +1,53 @@
+//! What a subreconciler step and a whole pass end with.
+
+use std::time::Duration;
+
+/// The result of one step: go on with the next step, or end the pass and come back later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// The step has nothing left to do (or did it); the pass continues.
+    Continue,
+    /// The step is waiting for something; the pass ends and runs again after `delay`.
+    Requeue {
+        /// When to run the next pass.
+        delay: Duration,
+        /// Why, in words a user understands ("waiting for 17 pods to be scheduled").
+        reason: String,
+    },
+}
+
+impl StepOutcome {
+    /// A requeue after `seconds` with `reason`.
+    pub fn requeue(seconds: u64, reason: impl Into<String>) -> Self {
+        Self::Requeue {
+            delay: Duration::from_secs(seconds),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PassOutcome {
+    /// Every step continued.
+    Completed,
+    /// A step asked to come back later.
+    Requeue {
+        /// When to run the next pass.
+        delay: Duration,
+        /// Why.
+        reason: String,
+        /// The step that asked.
+        step: &'static str,
+    },
+}
+
+/// The result of [`super::run_pass`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassReport {
+    /// How the pass ended.
+    pub outcome: PassOutcome,
+    /// Whether the cluster is reconciled: `status.generations.reconciled` equals
+    /// `metadata.generation` and the pass had nothing left to do.
+    pub reconciled: bool,
+}

@@ -1,0 +1,130 @@
+//! Production providers: fdbcli admin clients over a cluster file written from
+//! `status.connectionString`, and HTTP(S) sidecar clients at `<pod IP>:8080`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::sidecar::protocol::base_url;
+use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use super::context::{AdminClientProvider, SidecarProvider};
+use crate::fdb::{AdminClient, AdminError, FdbcliAdminClient, FdbcliConfig, TlsFiles};
+
+/// Builds fdbcli admin clients: the cluster file of `<namespace>/<name>` is written to
+/// `<work_dir>/<namespace>.<name>.cluster` from `status.connectionString` each time a
+/// client is made (fdbcli may rewrite it after a coordinator change; the status wins).
+#[derive(Debug, Clone)]
+pub struct FdbcliAdminProvider {
+    /// The fdbcli binary.
+    pub fdbcli_path: PathBuf,
+    /// Where cluster files are written.
+    pub work_dir: PathBuf,
+    /// TLS files for fdbcli, when the clusters use TLS.
+    pub tls: Option<TlsFiles>,
+}
+
+impl AdminClientProvider for FdbcliAdminProvider {
+    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
+        let name = format!(
+            "{}.{}.cluster",
+            cluster.namespace().unwrap_or_default(),
+            cluster.name_any()
+        );
+        let command = format!("write cluster file {name}");
+        let connection = cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.connection_string.clone())
+            .ok_or_else(|| AdminError::Unavailable {
+                command: command.clone(),
+                output: "the cluster has no connection string yet".to_owned(),
+            })?;
+        let path = self.work_dir.join(name);
+        std::fs::create_dir_all(&self.work_dir)
+            .and_then(|()| std::fs::write(&path, format!("{connection}\n")))
+            .map_err(|source| AdminError::Spawn {
+                command,
+                program: path.display().to_string(),
+                source,
+            })?;
+        let mut config = FdbcliConfig::new(&self.fdbcli_path, path);
+        config.tls = self.tls.clone();
+        Ok(Arc::new(FdbcliAdminClient::new(config)))
+    }
+}
+
+/// Builds sidecar clients at `http(s)://<pod IP>:8080`.
+#[derive(Debug)]
+pub struct HttpSidecarProvider {
+    factory: SidecarClientFactory,
+    tls: bool,
+}
+
+impl HttpSidecarProvider {
+    /// A provider using `factory`; `tls` selects https.
+    pub fn new(factory: SidecarClientFactory, tls: bool) -> Self {
+        Self { factory, tls }
+    }
+}
+
+impl SidecarProvider for HttpSidecarProvider {
+    fn sidecar_for(
+        &self,
+        _cluster: &FoundationDBCluster,
+        pod: &Pod,
+    ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
+        let ip = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.as_deref())
+            .unwrap_or_default();
+        let ip: IpAddr = ip.parse().map_err(|_| SidecarClientError::InvalidUrl {
+            url: format!("pod {} IP {ip:?}", pod.name_any()),
+            reason: "the pod has no valid IP".to_owned(),
+        })?;
+        Ok(Arc::new(self.factory.client(&base_url(ip, self.tls))?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_provider_writes_the_cluster_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = FdbcliAdminProvider {
+            fdbcli_path: "/usr/bin/fdbcli".into(),
+            work_dir: dir.path().join("clusters"),
+            tls: None,
+        };
+        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        cluster.metadata.namespace = Some("ns".into());
+        assert!(provider.admin_for(&cluster).is_err());
+        cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
+            connection_string: Some("sample:abc@10.0.0.1:4501".into()),
+            ..Default::default()
+        });
+        provider.admin_for(&cluster).unwrap();
+        let written =
+            std::fs::read_to_string(dir.path().join("clusters/ns.sample.cluster")).unwrap();
+        assert_eq!(written, "sample:abc@10.0.0.1:4501\n");
+    }
+
+    #[test]
+    fn sidecar_provider_needs_a_pod_ip() {
+        let provider = HttpSidecarProvider::new(SidecarClientFactory::new(None).unwrap(), false);
+        let cluster = FoundationDBCluster::new("sample", Default::default());
+        let mut pod = Pod::default();
+        assert!(provider.sidecar_for(&cluster, &pod).is_err());
+        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            pod_ip: Some("127.0.0.9".into()),
+            ..Default::default()
+        });
+        assert!(provider.sidecar_for(&cluster, &pod).is_ok());
+    }
+}

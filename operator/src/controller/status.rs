@@ -1,0 +1,259 @@
+//! Building the cluster status (operator-behavior §7) from what a pass observed: process
+//! group conditions, health, version, connection string, configuration, the `needs*`
+//! generations, and `generations.reconciled` only when the cluster is Reconciled.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus, ProcessClass};
+use fdb_shared::cluster_math::{
+    configure_change_command, desired_coordinator_count, desired_database_configuration,
+    desired_process_counts,
+};
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::status_json::DatabaseStatus;
+
+use super::process_groups::{GroupFacts, merge_conditions, observed_conditions};
+
+/// What is known about the database this pass.
+#[derive(Debug, Clone, Copy)]
+pub enum DatabaseView<'a> {
+    /// There is no connection string yet: no database to ask.
+    NotCreated,
+    /// `status json` failed.
+    Unreachable,
+    /// `status json` answered.
+    Status(&'a DatabaseStatus),
+}
+
+/// What was observed of one process group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupObservation {
+    /// The facts the conditions follow from.
+    pub facts: GroupFacts,
+    /// The group's current address (its pod IP), if any.
+    pub address: Option<String>,
+    /// The group's zone, if known.
+    pub fault_domain: Option<String>,
+}
+
+/// Everything the status is built from.
+#[derive(Debug, Clone)]
+pub struct StatusInputs<'a> {
+    /// The cluster (spec and metadata).
+    pub cluster: &'a FoundationDBCluster,
+    /// The live status.
+    pub previous: &'a FoundationDBClusterStatus,
+    /// Observations by process group ID (groups without one keep their entry).
+    pub observations: &'a BTreeMap<String, GroupObservation>,
+    /// The database.
+    pub database: DatabaseView<'a>,
+    /// Whether the ConfigMap's data equals the desired data.
+    pub config_map_in_sync: bool,
+    /// The pass's time.
+    pub now_unix: i64,
+}
+
+fn update_group(
+    group: &ProcessGroupStatus,
+    observation: Option<&GroupObservation>,
+    now_unix: i64,
+) -> ProcessGroupStatus {
+    let Some(observation) = observation else {
+        return group.clone();
+    };
+    let mut updated = group.clone();
+    let observed = observed_conditions(&observation.facts, &group.process_group_conditions);
+    updated.process_group_conditions =
+        merge_conditions(&group.process_group_conditions, &observed, now_unix);
+    if let Some(address) = &observation.address {
+        if group.is_marked_for_removal() {
+            // Every address a group had while being removed must be excluded.
+            if !updated.addresses.contains(address) {
+                updated.addresses.push(address.clone());
+            }
+        } else {
+            updated.addresses = vec![address.clone()];
+        }
+    }
+    if let Some(zone) = &observation.fault_domain {
+        updated.fault_domain = Some(zone.clone());
+    }
+    updated
+}
+
+/// Live (not marked for removal) group counts per class.
+pub fn live_counts(groups: &[ProcessGroupStatus]) -> BTreeMap<ProcessClass, i32> {
+    let mut counts = BTreeMap::new();
+    for group in groups.iter().filter(|g| !g.is_marked_for_removal()) {
+        *counts.entry(group.process_class).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Whether the coordinators the database reports are all reachable and as many as
+/// desired.
+fn coordinators_healthy(cluster: &FoundationDBCluster, status: &DatabaseStatus) -> bool {
+    let coordinators = &status.client.coordinators;
+    let wanted = desired_coordinator_count(
+        &cluster.spec.redundancy_mode(),
+        cluster.spec.usable_regions(),
+    );
+    coordinators.quorum_reachable.unwrap_or(false)
+        && usize::try_from(wanted).is_ok_and(|w| w == coordinators.coordinators.len())
+        && coordinators
+            .coordinators
+            .iter()
+            .all(|c| c.reachable.unwrap_or(false))
+}
+
+/// Builds the new status. Pure: the same inputs give the same status, so an unchanged
+/// world gives an unchanged status (and no write).
+pub fn build_status(inputs: &StatusInputs<'_>) -> FoundationDBClusterStatus {
+    let cluster = inputs.cluster;
+    let spec = &cluster.spec;
+    let generation = cluster.metadata.generation.unwrap_or(0);
+    let mut status = inputs.previous.clone();
+
+    status.process_groups = inputs
+        .previous
+        .process_groups
+        .iter()
+        .map(|group| {
+            update_group(
+                group,
+                inputs.observations.get(&group.process_group_id),
+                inputs.now_unix,
+            )
+        })
+        .collect();
+
+    let desired_counts = desired_process_counts(spec);
+    let live = live_counts(&status.process_groups);
+    let counts_match = desired_counts
+        .positive()
+        .iter()
+        .all(|(class, count)| live.get(class).copied().unwrap_or(0) == *count)
+        && live
+            .iter()
+            .all(|(class, count)| desired_counts.count(*class) == *count);
+    let needs_grow = desired_counts
+        .positive()
+        .iter()
+        .any(|(class, count)| live.get(class).copied().unwrap_or(0) < *count);
+    let needs_shrink = live
+        .iter()
+        .any(|(class, count)| desired_counts.count(*class) < *count);
+
+    let desired_config = desired_database_configuration(spec);
+    let mut database_available = false;
+    let mut coordinators_ok = false;
+    match inputs.database {
+        DatabaseView::Status(db) => {
+            status.health.available = db.is_available();
+            status.health.healthy = db.is_healthy();
+            status.health.full_replication = db.cluster.full_replication.unwrap_or(false);
+            status.health.data_movement_priority = db
+                .cluster
+                .data
+                .moving_data
+                .highest_priority
+                .and_then(|p| i32::try_from(p).ok());
+            database_available = db.is_available();
+            coordinators_ok = coordinators_healthy(cluster, db);
+            if let Some(version) = db.cluster.running_version() {
+                status.running_version = Some(version.to_string());
+            }
+            if let Some(configuration) = &db.cluster.configuration {
+                status.configured = true;
+                status.database_configuration = Some(configuration.clone());
+            }
+            if let Some(reported) = &db.cluster.connection_string {
+                let current = status
+                    .connection_string
+                    .as_deref()
+                    .and_then(|s| ConnectionString::parse(s).ok());
+                if current.as_ref() != Some(reported) {
+                    status.connection_string = Some(reported.to_string());
+                }
+            }
+        }
+        DatabaseView::NotCreated | DatabaseView::Unreachable => {}
+    }
+    if status.running_version.is_none() {
+        // Before any process reports, the version is the one being created.
+        status.running_version = Some(spec.version.clone());
+    }
+    let configuration_matches = status
+        .database_configuration
+        .as_ref()
+        .is_some_and(|live| configure_change_command(live, &desired_config).is_none());
+
+    let live_groups = status
+        .process_groups
+        .iter()
+        .filter(|g| !g.is_marked_for_removal());
+    let clean_groups = live_groups
+        .clone()
+        .filter(|g| g.process_group_conditions.is_empty())
+        .count();
+    let any_condition = status
+        .process_groups
+        .iter()
+        .any(|g| !g.process_group_conditions.is_empty());
+    let has_condition = |condition: ProcessGroupConditionType| {
+        status.process_groups.iter().any(|g| {
+            g.process_group_conditions
+                .iter()
+                .any(|c| c.condition_type == condition)
+        })
+    };
+    let pending_removal = status
+        .process_groups
+        .iter()
+        .any(ProcessGroupStatus::is_marked_for_removal);
+    let removals_requested = status.process_groups.iter().any(|g| {
+        spec.process_groups_to_remove.contains(&g.process_group_id)
+            || spec
+                .process_groups_to_remove_without_exclusion
+                .contains(&g.process_group_id)
+    });
+    status.desired_process_groups = Some(desired_counts.total());
+    status.reconciled_process_groups = i32::try_from(clean_groups).ok();
+    status.has_incorrect_config_map = !inputs.config_map_in_sync;
+    status.needs_new_coordinators =
+        matches!(inputs.database, DatabaseView::Status(_)) && !coordinators_ok;
+
+    let flag = |on: bool| on.then_some(generation);
+    let g = &mut status.generations;
+    g.needs_grow = flag(needs_grow);
+    g.needs_shrink = flag(needs_shrink);
+    g.needs_configuration_change = flag(status.configured && !configuration_matches);
+    g.needs_coordinator_change = flag(status.needs_new_coordinators);
+    g.missing_database_status = flag(!matches!(inputs.database, DatabaseView::Status(_)));
+    g.has_pending_removal = flag(pending_removal);
+    g.has_unhealthy_process = flag(any_condition);
+    g.needs_monitor_conf_update =
+        flag(has_condition(ProcessGroupConditionType::IncorrectConfigMap));
+    g.needs_pod_deletion = flag(has_condition(ProcessGroupConditionType::IncorrectPodSpec));
+
+    let reconciled = status.configured
+        && status.connection_string.is_some()
+        && counts_match
+        && !any_condition
+        && !pending_removal
+        && !removals_requested
+        && database_available
+        && configuration_matches
+        && coordinators_ok
+        && inputs.config_map_in_sync
+        && status.running_version.as_deref() == Some(spec.version.as_str());
+    if reconciled {
+        status.generations.reconciled = Some(generation);
+    }
+    status
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;

@@ -1,0 +1,207 @@
+use std::collections::BTreeMap;
+
+use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
+use fdb_shared::cluster_math::desired_database_configuration;
+
+use super::*;
+use crate::controller::process_groups::{
+    GroupFacts, PodFacts, Presence, ProcessFacts, new_process_group,
+};
+
+fn cluster() -> FoundationDBCluster {
+    let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+        "metadata": {"name": "s", "namespace": "ns", "generation": 3},
+        "spec": {"version": "7.1.57", "databaseConfiguration": {"redundancy_mode": "single"},
+                 "processCounts": {"storage": 1, "log": 1, "stateless": 1}}
+    }))
+    .unwrap();
+    cluster.status = Some(FoundationDBClusterStatus {
+        connection_string: Some("s:abc@10.0.0.1:4501".to_owned()),
+        process_groups: vec![
+            new_process_group("storage-1".into(), ProcessClass::Storage, 100),
+            new_process_group("log-1".into(), ProcessClass::Log, 100),
+            new_process_group("stateless-1".into(), ProcessClass::Stateless, 100),
+        ],
+        ..Default::default()
+    });
+    cluster
+}
+
+fn healthy(ip: &str) -> GroupObservation {
+    GroupObservation {
+        facts: GroupFacts {
+            marked_for_removal: false,
+            pod: Some(PodFacts {
+                terminating: false,
+                pending: false,
+                failing: false,
+                spec_matches: true,
+                labels_match: true,
+                config_confirmed: true,
+            }),
+            pvc: Presence::Present,
+            service: Presence::NotNeeded,
+            processes: ProcessFacts::Reported {
+                reporting: 1,
+                excluded: false,
+            },
+            expected_processes: 1,
+        },
+        address: Some(ip.to_owned()),
+        fault_domain: Some(format!("node-{ip}")),
+    }
+}
+
+fn database(configured: bool) -> DatabaseStatus {
+    let config = serde_json::to_value(desired_database_configuration(&cluster().spec)).unwrap();
+    let mut cluster_section = serde_json::json!({
+        "processes": {"a": {"version": "7.1.57", "locality": {"instance_id": "storage-1"}}},
+        "connection_string": "s:abc@10.0.0.1:4501",
+        "full_replication": true
+    });
+    if configured {
+        cluster_section["configuration"] = config;
+    }
+    serde_json::from_value(serde_json::json!({
+        "client": {"database_status": {"available": configured, "healthy": configured},
+                   "coordinators": {"quorum_reachable": true,
+                                    "coordinators": [{"address": "10.0.0.1:4501", "reachable": true}]}},
+        "cluster": cluster_section
+    }))
+    .unwrap()
+}
+
+fn observations() -> BTreeMap<String, GroupObservation> {
+    ["storage-1", "log-1", "stateless-1"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| ((*id).to_owned(), healthy(&format!("10.0.0.{}", i + 1))))
+        .collect()
+}
+
+#[test]
+fn a_healthy_configured_cluster_is_reconciled_and_stable() {
+    let cluster = cluster();
+    let previous = cluster.status.clone().unwrap();
+    let observations = observations();
+    let db = database(true);
+    let inputs = StatusInputs {
+        cluster: &cluster,
+        previous: &previous,
+        observations: &observations,
+        database: DatabaseView::Status(&db),
+        config_map_in_sync: true,
+        now_unix: 200,
+    };
+    let status = build_status(&inputs);
+    assert!(
+        status
+            .process_groups
+            .iter()
+            .all(|g| g.process_group_conditions.is_empty())
+    );
+    assert_eq!(status.generations.reconciled, Some(3));
+    assert!(status.configured);
+    assert!(status.health.available && status.health.full_replication);
+    assert_eq!(status.running_version.as_deref(), Some("7.1.57"));
+    assert_eq!(status.desired_process_groups, Some(3));
+    assert_eq!(status.reconciled_process_groups, Some(3));
+    assert_eq!(status.process_groups[0].addresses, ["10.0.0.1"]);
+    assert_eq!(
+        status.process_groups[0].fault_domain.as_deref(),
+        Some("node-10.0.0.1")
+    );
+    // Building again from the result, later, gives the same status: no write.
+    let again = build_status(&StatusInputs {
+        previous: &status,
+        now_unix: 900,
+        ..inputs
+    });
+    assert_eq!(again, status);
+}
+
+#[test]
+fn not_reconciled_while_anything_is_left() {
+    let cluster = cluster();
+    let previous = cluster.status.clone().unwrap();
+    let observations = observations();
+    let unconfigured = database(false);
+    let base = StatusInputs {
+        cluster: &cluster,
+        previous: &previous,
+        observations: &observations,
+        database: DatabaseView::Status(&unconfigured),
+        config_map_in_sync: true,
+        now_unix: 200,
+    };
+    let status = build_status(&base);
+    assert_eq!(status.generations.reconciled, None);
+    assert!(!status.configured);
+
+    let db = database(true);
+    let stale_config_map = build_status(&StatusInputs {
+        database: DatabaseView::Status(&db),
+        config_map_in_sync: false,
+        ..base.clone()
+    });
+    assert_eq!(stale_config_map.generations.reconciled, None);
+    assert!(stale_config_map.has_incorrect_config_map);
+
+    let mut unknown = observations.clone();
+    for observation in unknown.values_mut() {
+        observation.facts.processes = ProcessFacts::Unknown;
+    }
+    let unreachable = build_status(&StatusInputs {
+        database: DatabaseView::Unreachable,
+        observations: &unknown,
+        ..base.clone()
+    });
+    assert_eq!(unreachable.generations.missing_database_status, Some(3));
+    assert_eq!(unreachable.generations.reconciled, None);
+    // Unknown process state keeps MissingProcesses with its first-seen time.
+    let missing = unreachable.process_groups[0]
+        .process_group_conditions
+        .iter()
+        .find(|c| c.condition_type == C::MissingProcesses);
+    assert_eq!(
+        missing,
+        Some(&ProcessGroupCondition {
+            condition_type: C::MissingProcesses,
+            timestamp: 100
+        })
+    );
+
+    let mut grown = cluster.clone();
+    grown.spec.process_counts.set(ProcessClass::Storage, 2);
+    let status = build_status(&StatusInputs {
+        cluster: &grown,
+        database: DatabaseView::Status(&db),
+        ..base
+    });
+    assert_eq!(status.generations.needs_grow, Some(3));
+    assert_eq!(status.generations.reconciled, None);
+}
+
+#[test]
+fn removal_keeps_every_address() {
+    let cluster = cluster();
+    let mut previous = cluster.status.clone().unwrap();
+    previous.process_groups[0].addresses = vec!["10.0.0.9".to_owned()];
+    previous.process_groups[0].removal_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+    );
+    let observations = observations();
+    let db = database(true);
+    let status = build_status(&StatusInputs {
+        cluster: &cluster,
+        previous: &previous,
+        observations: &observations,
+        database: DatabaseView::Status(&db),
+        config_map_in_sync: true,
+        now_unix: 200,
+    });
+    assert_eq!(status.process_groups[0].addresses, ["10.0.0.9", "10.0.0.1"]);
+    assert_eq!(status.generations.has_pending_removal, Some(3));
+    assert_eq!(status.generations.reconciled, None);
+}

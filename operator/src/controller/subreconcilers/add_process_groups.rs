@@ -1,0 +1,157 @@
+//! AddProcessGroups: adds process groups to the status until every class has as many live
+//! (not marked for removal) groups as desired. IDs take the lowest free number
+//! (operator-behavior §4); new groups start with MissingProcesses + MissingPod
+//! (+ MissingPVC). The status is written at once, so a restart never allocates twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use fdb_shared::cluster_math::desired_process_counts;
+use fdb_shared::status_json::DatabaseStatus;
+
+use super::Subreconciler;
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+use crate::controller::pod_model::{parse_process_group_id, process_group_id};
+use crate::controller::process_groups::{lowest_free_numbers, new_process_group};
+
+/// See the module documentation.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AddProcessGroups;
+
+/// Process group IDs whose processes the database reports as excluded (their numbers
+/// are not reused until they are included again).
+pub fn excluded_instance_ids(status: &DatabaseStatus) -> BTreeSet<String> {
+    status
+        .cluster
+        .processes
+        .values()
+        .filter(|p| p.excluded)
+        .filter_map(|p| p.locality.instance_id.clone())
+        .collect()
+}
+
+/// The IDs (and classes) of the groups to add, in class order.
+pub fn groups_to_add(
+    cluster: &FoundationDBCluster,
+    groups: &[ProcessGroupStatus],
+    excluded: &BTreeSet<String>,
+) -> Vec<(ProcessClass, String)> {
+    let mut live: BTreeMap<ProcessClass, usize> = BTreeMap::new();
+    let mut used: BTreeMap<ProcessClass, BTreeSet<u32>> = BTreeMap::new();
+    for group in groups {
+        if !group.is_marked_for_removal() {
+            *live.entry(group.process_class).or_default() += 1;
+        }
+        if let Some((class, n)) = parse_process_group_id(cluster, &group.process_group_id) {
+            used.entry(class).or_default().insert(n);
+        }
+    }
+    for id in excluded {
+        if let Some((class, n)) = parse_process_group_id(cluster, id) {
+            used.entry(class).or_default().insert(n);
+        }
+    }
+    let mut added = Vec::new();
+    for (class, desired) in desired_process_counts(&cluster.spec).positive() {
+        let desired = usize::try_from(desired).unwrap_or(0);
+        let missing = desired.saturating_sub(live.get(&class).copied().unwrap_or(0));
+        let taken = used.get(&class).cloned().unwrap_or_default();
+        for n in lowest_free_numbers(&taken, missing) {
+            added.push((class, process_group_id(cluster, class, n)));
+        }
+    }
+    added
+}
+
+#[async_trait]
+impl Subreconciler for AddProcessGroups {
+    fn name(&self) -> &'static str {
+        "AddProcessGroups"
+    }
+
+    async fn reconcile(
+        &self,
+        ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        let excluded = pass
+            .cached_database_status()
+            .map(|status| excluded_instance_ids(&status))
+            .unwrap_or_default();
+        let mut status = pass.status();
+        let added = groups_to_add(pass.cluster(), &status.process_groups, &excluded);
+        if added.is_empty() {
+            return Ok(StepOutcome::Continue);
+        }
+        let now = pass.now_unix();
+        tracing::info!(
+            groups = ?added.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>(),
+            "adding process groups"
+        );
+        status.process_groups.extend(
+            added
+                .into_iter()
+                .map(|(class, id)| new_process_group(id, class, now)),
+        );
+        pass.write_status(ctx, &status).await?;
+        Ok(StepOutcome::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(spec: serde_json::Value) -> FoundationDBCluster {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample", "namespace": "default"}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_cluster_gets_every_group() {
+        let cluster = cluster(serde_json::json!({
+            "version": "7.1.57", "processCounts": {"storage": 4, "cluster_controller": 1}
+        }));
+        let added = groups_to_add(&cluster, &[], &BTreeSet::new());
+        assert_eq!(added.len(), 17);
+        assert_eq!(added[0], (ProcessClass::Storage, "storage-1".to_owned()));
+        assert!(added.contains(&(
+            ProcessClass::ClusterController,
+            "cluster_controller-1".to_owned()
+        )));
+        assert!(added.contains(&(ProcessClass::Stateless, "stateless-8".to_owned())));
+    }
+
+    #[test]
+    fn numbers_skip_groups_being_removed_and_excluded_ids() {
+        let cluster = cluster(serde_json::json!({
+            "version": "7.1.57", "processGroupIDPrefix": "dc1",
+            "processCounts": {"storage": 3, "log": -1, "stateless": -1}
+        }));
+        let mut removed = new_process_group("dc1-storage-1".into(), ProcessClass::Storage, 0);
+        removed.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ));
+        let groups = [
+            removed,
+            new_process_group("dc1-storage-3".into(), ProcessClass::Storage, 0),
+        ];
+        let excluded = BTreeSet::from(["dc1-storage-2".to_owned()]);
+        let added = groups_to_add(&cluster, &groups, &excluded);
+        assert_eq!(
+            added,
+            [
+                (ProcessClass::Storage, "dc1-storage-4".to_owned()),
+                (ProcessClass::Storage, "dc1-storage-5".to_owned())
+            ]
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! BounceProcesses (operator-behavior §8). Not implemented yet: this step never acts.
+//!
+//! Will restart (`kill`) processes with IncorrectCommandLine once every process has been up `minimumUptimeSecondsForBounce` and the database is available, and bounce all processes at once for incompatible upgrades.
+//! Until then it only logs (at debug level) when it sees work of its kind; the
+//! Reconciled check stays false while such work exists, so nothing claims to be done.
+
+use async_trait::async_trait;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
+
+use super::{Subreconciler, has_condition};
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+
+/// Will restart (`kill`) processes with IncorrectCommandLine once every process has been up `minimumUptimeSecondsForBounce` and the database is available, and bounce all processes at once for incompatible upgrades.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BounceProcesses;
+
+#[async_trait]
+impl Subreconciler for BounceProcesses {
+    fn name(&self) -> &'static str {
+        "BounceProcesses"
+    }
+
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if has_condition(pass, ProcessGroupConditionType::IncorrectCommandLine) {
+            tracing::debug!(
+                step = self.name(),
+                "processes run with an outdated command line; bounces are not handled yet"
+            );
+        }
+        Ok(StepOutcome::Continue)
+    }
+}

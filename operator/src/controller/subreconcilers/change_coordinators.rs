@@ -1,0 +1,311 @@
+//! ChangeCoordinators: when a current coordinator is unreachable, excluded, under
+//! maintenance, marked for removal or not a live stateful process group, when two share a
+//! zone, or when their number differs from the desired one, chooses new coordinators
+//! (same rules as the initial choice) and changes them; the new connection string goes
+//! to `status.connectionString`.
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::cluster_math::desired_coordinator_count;
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::status_json::DatabaseStatus;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::Subreconciler;
+use super::generate_initial_cluster_file::coordinator_candidates;
+use crate::controller::context::Context;
+use crate::controller::coordinators::select_coordinators;
+use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+use crate::fdb::AdminClient;
+
+/// See the module documentation.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ChangeCoordinators;
+
+/// What to do about the coordinators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinatorAction {
+    /// They are fine.
+    None,
+    /// Something is wrong but cannot be fixed now.
+    Wait(String),
+    /// Change to these, because of the reason given.
+    Change {
+        /// The new coordinators.
+        coordinators: Vec<ProcessAddress>,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Why the current coordinators are not acceptable, if they are not.
+fn problem(
+    cluster: &FoundationDBCluster,
+    current: &ConnectionString,
+    candidates: &[crate::controller::coordinators::CoordinatorCandidate],
+    db: &DatabaseStatus,
+    wanted: usize,
+) -> Option<String> {
+    if current.coordinators.len() != wanted {
+        return Some(format!(
+            "{} coordinators, {wanted} wanted",
+            current.coordinators.len()
+        ));
+    }
+    let mut zones = BTreeSet::new();
+    for coordinator in &current.coordinators {
+        let text = coordinator.to_string();
+        let unreachable = db.client.coordinators.coordinators.iter().any(|c| {
+            c.address.as_ref().map(ToString::to_string).as_deref() == Some(text.as_str())
+                && c.reachable == Some(false)
+        });
+        if unreachable {
+            return Some(format!("coordinator {text} is unreachable"));
+        }
+        let Some(candidate) = candidates.iter().find(|c| c.address.to_string() == text) else {
+            return Some(format!(
+                "coordinator {text} is not an eligible process group of {}",
+                cluster.metadata.name.as_deref().unwrap_or_default()
+            ));
+        };
+        if !zones.insert(candidate.zone.clone()) {
+            return Some(format!("two coordinators share zone {}", candidate.zone));
+        }
+    }
+    None
+}
+
+/// Decides from the cluster, its pods and the database status.
+pub fn decide(
+    cluster: &FoundationDBCluster,
+    pods: &[Pod],
+    db: &DatabaseStatus,
+) -> CoordinatorAction {
+    let status = cluster.status.clone().unwrap_or_default();
+    let Some(current) = status
+        .connection_string
+        .as_deref()
+        .and_then(|s| ConnectionString::parse(s).ok())
+    else {
+        return CoordinatorAction::Wait("no valid connection string in the status".to_owned());
+    };
+    let unusable: BTreeSet<String> = db
+        .cluster
+        .processes
+        .values()
+        .filter(|p| p.excluded || p.under_maintenance)
+        .filter_map(|p| p.locality.instance_id.clone())
+        .collect();
+    let current_text: Vec<String> = current
+        .coordinators
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let (candidates, _gaps) =
+        coordinator_candidates(cluster, pods, &current_text, &|id| unusable.contains(id));
+    let wanted = usize::try_from(desired_coordinator_count(
+        &cluster.spec.redundancy_mode(),
+        cluster.spec.usable_regions(),
+    ))
+    .unwrap_or(1);
+    let Some(reason) = problem(cluster, &current, &candidates, db, wanted) else {
+        return CoordinatorAction::None;
+    };
+    if !db.is_available() {
+        return CoordinatorAction::Wait(format!("{reason}, but the database is unavailable"));
+    }
+    let reachable: Vec<_> = candidates
+        .into_iter()
+        .filter(|c| {
+            db.cluster
+                .processes
+                .values()
+                .any(|p| p.locality.instance_id.as_deref() == Some(c.process_group_id.as_str()))
+        })
+        .collect();
+    match select_coordinators(&reachable, &cluster.spec.coordinator_selection(), wanted) {
+        Ok(chosen) => {
+            let coordinators: Vec<ProcessAddress> = chosen.into_iter().map(|c| c.address).collect();
+            if coordinators == current.coordinators {
+                CoordinatorAction::Wait(format!("{reason}, and no better choice exists"))
+            } else {
+                CoordinatorAction::Change {
+                    coordinators,
+                    reason,
+                }
+            }
+        }
+        Err(error) => CoordinatorAction::Wait(format!("{reason}, but {error}")),
+    }
+}
+
+#[async_trait]
+impl Subreconciler for ChangeCoordinators {
+    fn name(&self) -> &'static str {
+        "ChangeCoordinators"
+    }
+
+    async fn reconcile(
+        &self,
+        ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        let status = pass.status();
+        if !status.configured || status.connection_string.is_none() {
+            return Ok(StepOutcome::Continue);
+        }
+        let db = match pass.database_status(ctx).await {
+            Ok(db) => db,
+            Err(message) => {
+                return Ok(StepOutcome::Requeue {
+                    delay: ctx.settings.database_wait,
+                    reason: format!("cannot read the database status: {message}"),
+                });
+            }
+        };
+        let pods = pass.pods(ctx).await?.to_vec();
+        match decide(pass.cluster(), &pods, &db) {
+            CoordinatorAction::None => Ok(StepOutcome::Continue),
+            CoordinatorAction::Wait(reason) => Ok(StepOutcome::Requeue {
+                delay: ctx.settings.database_wait,
+                reason,
+            }),
+            CoordinatorAction::Change {
+                coordinators,
+                reason,
+            } => {
+                tracing::info!(%reason, ?coordinators, "changing coordinators");
+                let admin = pass.admin(ctx)?;
+                let result = admin.change_coordinators(&coordinators).await;
+                pass.note_admin_write();
+                let connection = result.map_err(StepError::admin("change the coordinators"))?;
+                let text = connection.to_string();
+                pass.update_status(ctx, |s| s.connection_string = Some(text.clone()))
+                    .await?;
+                publish(
+                    ctx,
+                    pass.cluster(),
+                    EventReason::CoordinatorsChanged,
+                    "ChangeCoordinators",
+                    format!("{reason}; new connection string {text}"),
+                )
+                .await;
+                Ok(StepOutcome::Continue)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::process_groups::new_process_group;
+    use fdb_shared::api::{FoundationDBClusterStatus, ProcessClass};
+
+    fn setup(connection: &str) -> (FoundationDBCluster, Vec<Pod>) {
+        let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"version": "7.1.57", "routing": {"useDNSInClusterFile": false}}
+        }))
+        .unwrap();
+        let ids = ["log-1", "log-2", "log-3", "storage-1"];
+        cluster.status = Some(FoundationDBClusterStatus {
+            configured: true,
+            connection_string: Some(connection.to_owned()),
+            process_groups: ids
+                .iter()
+                .map(|id| {
+                    let class = if id.starts_with("log") {
+                        ProcessClass::Log
+                    } else {
+                        ProcessClass::Storage
+                    };
+                    new_process_group((*id).to_owned(), class, 0)
+                })
+                .collect(),
+            ..Default::default()
+        });
+        // log-1 and log-2 share node-1.
+        let nodes = ["node-1", "node-1", "node-3", "node-4"];
+        let pods = ids
+            .iter()
+            .zip(nodes)
+            .enumerate()
+            .map(|(i, (id, node))| {
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("s-{}", id), "labels": {"foundationdb.org/fdb-process-group-id": id}},
+                    "spec": {"containers": [], "nodeName": node},
+                    "status": {"phase": "Running", "podIP": format!("10.0.0.{}", i + 1)}
+                }))
+                .unwrap()
+            })
+            .collect();
+        (cluster, pods)
+    }
+
+    fn db() -> DatabaseStatus {
+        let processes: serde_json::Map<String, serde_json::Value> =
+            ["log-1", "log-2", "log-3", "storage-1"]
+                .iter()
+                .map(|id| {
+                    (
+                        (*id).to_owned(),
+                        serde_json::json!({"locality": {"instance_id": id}}),
+                    )
+                })
+                .collect();
+        serde_json::from_value(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"processes": processes}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn good_coordinators_stay() {
+        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
+        assert_eq!(decide(&cluster, &pods, &db()), CoordinatorAction::None);
+    }
+
+    #[test]
+    fn two_in_one_zone_are_replaced() {
+        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.2:4501,10.0.0.4:4501");
+        match decide(&cluster, &pods, &db()) {
+            CoordinatorAction::Change {
+                coordinators,
+                reason,
+            } => {
+                assert_eq!(reason, "two coordinators share zone node-1");
+                let text: Vec<_> = coordinators.iter().map(ToString::to_string).collect();
+                assert_eq!(text, ["10.0.0.1:4501", "10.0.0.3:4501", "10.0.0.4:4501"]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_or_excluded_coordinators_are_replaced() {
+        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.9.9.9:4501");
+        assert!(matches!(
+            decide(&cluster, &pods, &db()),
+            CoordinatorAction::Change { .. }
+        ));
+        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
+        let mut db = db();
+        if let Some(p) = db.cluster.processes.get_mut("log-3") {
+            p.excluded = true;
+        }
+        // Without log-3 only two zones are left: wait instead of doubling up.
+        match decide(&cluster, &pods, &db) {
+            CoordinatorAction::Wait(reason) => assert!(reason.contains("span only 2"), "{reason}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! CheckClientCompatibility (operator-behavior §8). Not implemented yet: this step never acts.
+//!
+//! Will, before an incompatible upgrade, check that every connected client (outside `ignoreLogGroupsForUpgrade`) supports the target version, and otherwise publish an event and requeue; skipped with `ignoreUpgradabilityChecks`.
+//! Until then it only logs (at debug level) when it sees work of its kind; the
+//! Reconciled check stays false while such work exists, so nothing claims to be done.
+
+use async_trait::async_trait;
+
+use super::Subreconciler;
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+
+/// Will, before an incompatible upgrade, check that every connected client (outside `ignoreLogGroupsForUpgrade`) supports the target version, and otherwise publish an event and requeue; skipped with `ignoreUpgradabilityChecks`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CheckClientCompatibility;
+
+#[async_trait]
+impl Subreconciler for CheckClientCompatibility {
+    fn name(&self) -> &'static str {
+        "CheckClientCompatibility"
+    }
+
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass
+            .status()
+            .running_version
+            .as_deref()
+            .is_some_and(|v| v != pass.cluster().spec.version)
+        {
+            tracing::debug!(
+                step = self.name(),
+                "the running version differs from spec.version; upgrades are not handled yet"
+            );
+        }
+        Ok(StepOutcome::Continue)
+    }
+}

@@ -1,0 +1,43 @@
+//! ExcludeInstances (operator-behavior §8). Not implemented yet: this step never acts.
+//!
+//! Will exclude the processes of groups marked for removal (by `locality_instance_id` where supported, else by address), respecting the waits of §8, and record `exclusionTimestamp` once fully excluded.
+//! Until then it only logs (at debug level) when it sees work of its kind; the
+//! Reconciled check stays false while such work exists, so nothing claims to be done.
+
+use async_trait::async_trait;
+
+use super::Subreconciler;
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+
+/// Will exclude the processes of groups marked for removal (by `locality_instance_id` where supported, else by address), respecting the waits of §8, and record `exclusionTimestamp` once fully excluded.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ExcludeInstances;
+
+#[async_trait]
+impl Subreconciler for ExcludeInstances {
+    fn name(&self) -> &'static str {
+        "ExcludeInstances"
+    }
+
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass
+            .status()
+            .process_groups
+            .iter()
+            .any(|g| g.is_marked_for_removal())
+        {
+            tracing::debug!(
+                step = self.name(),
+                "process groups are marked for removal; removals are not handled yet"
+            );
+        }
+        Ok(StepOutcome::Continue)
+    }
+}

@@ -1,0 +1,43 @@
+//! RemoveServices (operator-behavior §8). Not implemented yet: this step never acts.
+//!
+//! Will delete the per-group Services of fully excluded groups marked for removal (and Services no longer wanted).
+//! Until then it only logs (at debug level) when it sees work of its kind; the
+//! Reconciled check stays false while such work exists, so nothing claims to be done.
+
+use async_trait::async_trait;
+
+use super::Subreconciler;
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::outcome::StepOutcome;
+use crate::controller::pass::PassState;
+
+/// Will delete the per-group Services of fully excluded groups marked for removal (and Services no longer wanted).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RemoveServices;
+
+#[async_trait]
+impl Subreconciler for RemoveServices {
+    fn name(&self) -> &'static str {
+        "RemoveServices"
+    }
+
+    async fn reconcile(
+        &self,
+        _ctx: &Context,
+        pass: &mut PassState,
+    ) -> Result<StepOutcome, StepError> {
+        if pass
+            .status()
+            .process_groups
+            .iter()
+            .any(|g| g.is_marked_for_removal())
+        {
+            tracing::debug!(
+                step = self.name(),
+                "process groups are marked for removal; removals are not handled yet"
+            );
+        }
+        Ok(StepOutcome::Continue)
+    }
+}
