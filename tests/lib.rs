@@ -1,1 +1,69 @@
-//! Helpers shared by the end-to-end tests.
+//! Helpers shared by the end-to-end tests: running scenarios in the simulated world and
+//! reading their results.
+
+use std::collections::BTreeMap;
+
+use fdb_operator::simulation::result::{SimulationResult, StepResult};
+use fdb_operator::simulation::runner::{RunOptions, run_scenario};
+use fdb_operator::simulation::scenario::Scenario;
+use sha2::{Digest, Sha256};
+
+/// Parses `yaml` as a scenario and runs it to the end.
+///
+/// `ip_block` must differ between tests that run at the same time: each pod's sidecar
+/// binds `127.<ip_block>.y.z:8080`.
+///
+/// # Panics
+/// When the scenario is invalid or the simulator fails; tests want exactly that.
+pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
+    let scenario = Scenario::parse(yaml, "test scenario").unwrap_or_else(|error| panic!("{error}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|error| panic!("runtime: {error}"));
+    let options = RunOptions {
+        ip_block,
+        ..RunOptions::default()
+    };
+    runtime
+        .block_on(run_scenario(&scenario, options))
+        .unwrap_or_else(|error| panic!("simulation failed: {error}"))
+}
+
+/// A scenario with a cluster of the given spec (YAML flow mapping) and steps.
+pub fn scenario(spec: &str, steps: &str) -> String {
+    format!(
+        "name: test\nseed: 3\ncluster:\n  apiVersion: apps.foundationdb.org/v1beta2\n  kind: FoundationDBCluster\n  metadata: {{name: sample, namespace: default}}\n  spec: {spec}\nsteps:\n{steps}"
+    )
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Process groups per class in the cluster status of a step.
+pub fn groups_per_class(step: &StepResult) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for group in step
+        .cluster
+        .pointer("/status/processGroups")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let class = group["processClass"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        *counts.entry(class).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// A string field of the `fdb` block of a step.
+pub fn fdb_str<'a>(step: &'a StepResult, field: &str) -> &'a str {
+    step.fdb[field].as_str().unwrap_or_default()
+}

@@ -8,5 +8,6 @@ pub mod kube;
 pub mod recording_admin;
 pub mod recording_sidecar;
 pub mod result;
+pub mod runner;
 pub mod scenario;
 pub mod world;

@@ -210,6 +210,7 @@ impl Core {
             (Operation::Create(body), None) => {
                 let created = self.store.create(resource, url_namespace, body, now)?;
                 record.name = meta_str(&created, "name").unwrap_or_default().to_string();
+                record.detail = describe_created(&created);
                 record.namespace = meta_str(&created, "namespace")
                     .unwrap_or_default()
                     .to_string();
@@ -327,4 +328,27 @@ fn describe_deletion(outcome: &DeleteOutcome) -> String {
             }
         }
     }
+}
+
+/// The detail of a create: for Kubernetes Events what they say (`Reason: note` about the
+/// involved object), which is what a reader of the write log wants; empty otherwise.
+fn describe_created(created: &Value) -> String {
+    if created.get("kind").and_then(Value::as_str) != Some("Event") {
+        return String::new();
+    }
+    let text = |pointer: &str| {
+        created
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let note = match text("/note") {
+        "" => text("/message"),
+        note => note,
+    };
+    let regarding = match text("/regarding/name") {
+        "" => text("/involvedObject/name"),
+        name => name,
+    };
+    format!("{}: {note} (about {regarding})", text("/reason"))
 }

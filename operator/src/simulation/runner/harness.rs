@@ -1,0 +1,99 @@
+//! Wiring the simulated world to the real operator: the in-memory API server, the
+//! simulated database, the world runtime, and an operator [`Context`] whose admin and
+//! sidecar clients record what the operator does.
+
+use std::sync::Arc;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::clock::{Clock, VirtualClock};
+use crate::controller::context::{AdminClientProvider, Context, SidecarProvider};
+use crate::controller::providers::HttpSidecarProvider;
+use crate::fdb::{AdminClient, AdminError};
+use crate::simulation::event_log::EventLog;
+use crate::simulation::fdb::SimulatedFdb;
+use crate::simulation::recording_admin::RecordingAdmin;
+use crate::simulation::recording_sidecar::RecordingSidecar;
+
+/// The actor name of the operator's Kubernetes client.
+pub const OPERATOR_ACTOR: &str = "operator";
+/// The actor name of scenario `apply` steps (the user).
+pub const USER_ACTOR: &str = "user";
+
+/// Every cluster talks to the one simulated database, through the recording wrapper.
+#[derive(Debug)]
+pub struct SimulatedAdminProvider {
+    admin: Arc<dyn AdminClient>,
+}
+
+impl SimulatedAdminProvider {
+    /// A provider handing out `fdb`, recording into `log`.
+    pub fn new(fdb: SimulatedFdb, log: EventLog) -> Self {
+        Self {
+            admin: Arc::new(RecordingAdmin::new(Arc::new(fdb), log)),
+        }
+    }
+}
+
+impl AdminClientProvider for SimulatedAdminProvider {
+    fn admin_for(
+        &self,
+        _cluster: &FoundationDBCluster,
+    ) -> Result<Arc<dyn AdminClient>, AdminError> {
+        Ok(self.admin.clone())
+    }
+}
+
+/// The production HTTP sidecar clients, each wrapped to record its requests.
+#[derive(Debug)]
+pub struct RecordingSidecarProvider {
+    inner: HttpSidecarProvider,
+    log: EventLog,
+}
+
+impl RecordingSidecarProvider {
+    /// Plain-HTTP sidecar clients recording into `log`.
+    pub fn new(log: EventLog) -> Result<Self, SidecarClientError> {
+        Ok(Self {
+            inner: HttpSidecarProvider::new(SidecarClientFactory::new(None)?, false),
+            log,
+        })
+    }
+}
+
+impl SidecarProvider for RecordingSidecarProvider {
+    fn sidecar_for(
+        &self,
+        cluster: &FoundationDBCluster,
+        pod: &Pod,
+    ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
+        let client = self.inner.sidecar_for(cluster, pod)?;
+        Ok(Arc::new(RecordingSidecar::new(
+            client,
+            &pod.name_any(),
+            self.log.clone(),
+        )))
+    }
+}
+
+/// A fresh operator: nothing carried over from a previous one but what is stored in
+/// Kubernetes and the database (this is what `restartOperator` relies on).
+pub fn new_operator_context(
+    kube: kube::Client,
+    fdb: &SimulatedFdb,
+    clock: &VirtualClock,
+    log: &EventLog,
+) -> Result<Context, SidecarClientError> {
+    let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let mut context = Context::new(
+        kube,
+        Arc::new(SimulatedAdminProvider::new(fdb.clone(), log.clone())),
+        Arc::new(RecordingSidecarProvider::new(log.clone())?),
+        clock,
+    );
+    context.settings.controller_name = "fdb-operator-simulated".to_owned();
+    Ok(context)
+}

@@ -1,0 +1,306 @@
+//! `fdb-operator simulate`: runs a scenario's steps against the simulated world with the
+//! real operator, and produces the result document.
+//!
+//! Time is virtual. Between operator passes the world settles (kubelet, fdbmonitor,
+//! database); a pass that asks to be requeued after `d` lets the clock run `d` forward,
+//! and anything the world does in between (a ConfigMap projection falling due) wakes the
+//! operator early, as a watch event would in a real cluster.
+
+mod harness;
+mod observe;
+mod steps;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::validation::ValidatedCluster;
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::clock::VirtualClock;
+use crate::controller::context::Context;
+use crate::fdb::ClientInfo;
+use crate::simulation::event_log::{EventLog, RunPosition};
+use crate::simulation::fdb::{SimFdbSettings, SimulatedFdb};
+use crate::simulation::invariants::InvariantMonitor;
+use crate::simulation::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
+use crate::simulation::result::{ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
+use crate::simulation::scenario::{self, Scenario};
+use crate::simulation::world::{World, WorldError, WorldOptions};
+
+pub use harness::{OPERATOR_ACTOR, USER_ACTOR, new_operator_context};
+
+/// Where progress lines go (stderr for the CLI, nowhere in tests).
+pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How to run a scenario.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Second octet of the pod IPs; runs at the same time on one machine need distinct
+    /// blocks (each sidecar binds `<pod IP>:8080`).
+    pub ip_block: u8,
+    /// Receives one line per pass and step.
+    pub progress: Option<ProgressSink>,
+}
+
+/// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The scenario's cluster manifest is not a valid FoundationDBCluster.
+    #[error("cluster: {0}")]
+    InvalidCluster(String),
+    /// The simulated Kubernetes API refused a request of the runner.
+    #[error("simulated Kubernetes API: {0}")]
+    Api(#[from] ApiError),
+    /// The world runtime failed.
+    #[error("simulated world: {0}")]
+    World(#[from] WorldError),
+    /// The operator's sidecar clients could not be built.
+    #[error("sidecar clients: {0}")]
+    Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
+}
+
+impl RunError {
+    /// Whether the error is the scenario's fault (exit 2) rather than the simulator's.
+    pub fn is_invalid_scenario(&self) -> bool {
+        matches!(self, Self::InvalidCluster(_))
+    }
+}
+
+/// Most passes one `advance` step may run (a guard against a requeue loop).
+const ADVANCE_PASS_LIMIT: u64 = 10_000;
+
+/// A scenario run in progress.
+pub struct Runner {
+    scenario: Scenario,
+    seed: u64,
+    clock: VirtualClock,
+    start: Timestamp,
+    api: FakeApiServer,
+    fdb: SimulatedFdb,
+    world: World,
+    log: EventLog,
+    monitor: InvariantMonitor,
+    context: Context,
+    namespace: String,
+    name: String,
+    total_passes: u64,
+    /// When the operator next wants to reconcile (requeue or watch event), if ever.
+    next_pass_due: Option<Timestamp>,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("scenario", &self.scenario.name)
+            .field("seed", &self.seed)
+            .field("passes", &self.total_passes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs a whole scenario and returns its result.
+pub async fn run_scenario(
+    scenario: &Scenario,
+    options: RunOptions,
+) -> Result<SimulationResult, RunError> {
+    let wall = Instant::now();
+    let runner = Runner::new(scenario.clone(), options).await?;
+    let mut result = runner.run().await?;
+    result.metrics.wall_millis = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(result)
+}
+
+/// Checks the scenario's cluster manifest the way the operator will, so a broken
+/// manifest is reported as an invalid scenario naming the field.
+fn validate_cluster(manifest: &Value) -> Result<FoundationDBCluster, RunError> {
+    let (cluster, _unknown) = fdb_shared::unknown_fields::decode_reporting_unknown_fields::<
+        FoundationDBCluster,
+    >(manifest)
+    .map_err(|error| RunError::InvalidCluster(error.to_string()))?;
+    ValidatedCluster::new(cluster)
+        .map(ValidatedCluster::into_inner)
+        .map_err(|invalid| RunError::InvalidCluster(invalid.to_string()))
+}
+
+impl Runner {
+    /// Builds the world and creates the scenario's cluster object.
+    pub async fn new(scenario: Scenario, options: RunOptions) -> Result<Self, RunError> {
+        let seed = options.seed.unwrap_or_else(|| scenario.seed());
+        let mut manifest = scenario.cluster.clone();
+        if manifest.pointer("/metadata/namespace").is_none()
+            && let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.insert("namespace".into(), Value::from("default"));
+        }
+        let cluster = validate_cluster(&manifest)?;
+        let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+
+        let clock = VirtualClock::fixed_epoch();
+        let start = crate::clock::Clock::now(&clock);
+        let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
+        let fdb = SimulatedFdb::new(
+            Arc::new(clock.clone()),
+            SimFdbSettings {
+                exclusion_seconds: scenario
+                    .world
+                    .exclusion_seconds
+                    .unwrap_or(scenario::DEFAULT_EXCLUSION_SECONDS),
+                seed,
+                ..SimFdbSettings::default()
+            },
+        );
+        for client in &scenario.world.clients {
+            if let Ok(version) = client.version.parse() {
+                fdb.connect_client(ClientInfo {
+                    address: client.address.clone(),
+                    version,
+                    protocol_version: None,
+                    log_group: client.log_group.clone(),
+                });
+            }
+        }
+        let log = EventLog::new(Arc::new(clock.clone()));
+        api.set_write_observer(Some(Arc::new({
+            let log = log.clone();
+            move |record: &WriteRecord| record_operator_write(&log, record)
+        })));
+        let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
+        world_options.ip_block = options.ip_block;
+        let world = World::new(
+            world_options,
+            api.clone(),
+            Arc::new(fdb.clone()),
+            clock.clone(),
+        )?;
+        let context = new_operator_context(api.client(OPERATOR_ACTOR), &fdb, &clock, &log)?;
+        api.create_as(USER_ACTOR, manifest)?;
+        Ok(Self {
+            scenario,
+            seed,
+            start,
+            next_pass_due: Some(start),
+            clock,
+            api,
+            fdb,
+            world,
+            log,
+            monitor: InvariantMonitor::new(),
+            context,
+            namespace,
+            name,
+            total_passes: 0,
+            progress: options.progress,
+        })
+    }
+
+    /// Runs every step, then shuts the world down.
+    pub async fn run(mut self) -> Result<SimulationResult, RunError> {
+        let mut step_results = Vec::new();
+        let specs = self.scenario.steps.clone();
+        for (index, spec) in specs.iter().enumerate() {
+            let Some(step) = spec.to_step() else { continue };
+            self.log.set_position(RunPosition {
+                step: index,
+                pass: self.total_passes,
+            });
+            let outcome = self.run_step(index, &step).await?;
+            let snapshot = self.step_result(index, spec, outcome)?;
+            step_results.push(snapshot);
+        }
+        let counts = self
+            .api
+            .request_counts()
+            .get(OPERATOR_ACTOR)
+            .cloned()
+            .unwrap_or_default();
+        let counters = self.log.counters();
+        let result = SimulationResult {
+            name: self.scenario.name.clone(),
+            seed: self.seed,
+            violations: self.monitor.violations().to_vec(),
+            steps: step_results,
+            events: self.log.events(),
+            metrics: RunMetrics {
+                passes: self.total_passes,
+                api_requests: ApiRequestCounts {
+                    get: counts.get,
+                    list: counts.list,
+                    watch: counts.watch,
+                    create: counts.create,
+                    update: counts.update,
+                    patch: counts.patch,
+                    delete: counts.delete,
+                },
+                status_json_calls: counters.status_json_calls,
+                admin_commands: counters.admin_commands,
+                sidecar_requests: counters.sidecar_requests,
+                wall_millis: 0,
+            },
+        };
+        self.api.set_write_observer(None);
+        self.world.shutdown().await;
+        Ok(result)
+    }
+
+    fn cluster_key(&self) -> ResourceKey {
+        ResourceKey::new(
+            "apps.foundationdb.org",
+            "v1beta2",
+            "foundationdbclusters",
+            &self.namespace,
+            &self.name,
+        )
+    }
+
+    fn now(&self) -> Timestamp {
+        crate::clock::Clock::now(&self.clock)
+    }
+
+    /// Simulated seconds since the start.
+    fn elapsed(&self) -> u64 {
+        u64::try_from(self.now().as_second() - self.start.as_second()).unwrap_or(0)
+    }
+
+    fn say(&self, line: &str) {
+        if let Some(progress) = &self.progress {
+            progress(&format!("[{:>6}s] {line}", self.elapsed()));
+        }
+    }
+}
+
+/// Turns an operator write seen by the API server into an event: Kubernetes Events the
+/// operator emits are `operator`/`event`, every other write `k8s`/`<verb>`.
+fn record_operator_write(log: &EventLog, record: &WriteRecord) {
+    if record.actor != OPERATOR_ACTOR {
+        return;
+    }
+    let kind = record.kind.to_lowercase();
+    let target = match &record.subresource {
+        Some(sub) => format!("{kind}/{}/{sub}", record.name),
+        None => format!("{kind}/{}", record.name),
+    };
+    let detail = if (200..300).contains(&record.code) {
+        record.detail.clone()
+    } else {
+        format!("{} -> {}", record.detail, record.code)
+    };
+    if record.kind == "Event" {
+        // Event names end in a wall-clock hash; name the event by its object instead, so
+        // the same scenario and seed give the same log.
+        let about = record.name.split('.').next().unwrap_or_default();
+        log.record(
+            EventSource::Operator,
+            "event",
+            &format!("event/{about}"),
+            &detail,
+        );
+    } else {
+        log.record(EventSource::K8s, record.verb.as_str(), &target, &detail);
+    }
+}
