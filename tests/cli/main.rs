@@ -172,3 +172,49 @@ fn help_teaches_with_examples() {
     );
     assert!(help.contains("Exit status"), "{help}");
 }
+
+#[test]
+fn simulate_the_quickstart_exits_zero_with_progress_and_a_reconciled_cluster() {
+    let output = fdb_operator(&[
+        "simulate",
+        repo_file("docs/examples/quickstart.yaml").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("pass 1: "), "progress per pass: {stderr}");
+    assert!(stderr.contains("no invariant violated"), "{stderr}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["name"], "quickstart");
+    assert_eq!(result["steps"][0]["reconciled"], true);
+    assert_eq!(result["steps"][0]["fdb"]["available"], true);
+    assert_eq!(result["violations"], serde_json::json!([]));
+}
+
+#[test]
+fn simulate_an_invalid_scenario_exits_two_naming_the_field_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = "cluster:\n  apiVersion: apps.foundationdb.org/v1beta2\n  kind: FoundationDBCluster\n  metadata: {name: sample}\n";
+    let cases = [
+        (
+            format!(
+                "{cluster}  spec: {{version: 7.1.57}}\nsteps:\n  - fault: {{kind: podPendin, processGroup: log-1}}\n"
+            ),
+            ["steps[0].fault.kind", "line 7"],
+        ),
+        (
+            format!("{cluster}  spec: {{version: \"7.0\"}}\nsteps:\n  - reconcile: {{}}\n"),
+            ["spec.version", "7.0"],
+        ),
+    ];
+    for (index, (yaml, expected)) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("scenario-{index}.yaml"));
+        std::fs::write(&file, yaml).unwrap();
+        let output = fdb_operator(&["simulate", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        for needle in expected {
+            assert!(stderr.contains(needle), "{needle:?} missing in {stderr}");
+        }
+        assert!(output.stdout.is_empty());
+    }
+}
