@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod creation;
+mod faults;
 mod idempotence;
 mod restart;

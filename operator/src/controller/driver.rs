@@ -135,7 +135,10 @@ async fn run_pass_inner(
         }
     }
     let status = pass.status();
+    // The final UpdateStatus must have judged this pass's observation Reconciled: the
+    // reconciled generation alone stays set after a process goes missing.
     let reconciled = outcome == PassOutcome::Completed
+        && pass.judged_reconciled() == Some(true)
         && status.generations.reconciled == Some(pass.generation());
     Ok(PassReport {
         outcome,

@@ -41,6 +41,8 @@ pub struct PassState {
     config_map: Option<Option<ConfigMap>>,
     admin: Option<(String, PassScopedAdmin)>,
     status: StatusMemo,
+    /// What the last UpdateStatus of this pass judged: Reconciled or not.
+    judged_reconciled: Option<bool>,
 }
 
 impl PassState {
@@ -57,7 +59,19 @@ impl PassState {
             config_map: None,
             admin: None,
             status: StatusMemo::Unread,
+            judged_reconciled: None,
         }
+    }
+
+    /// Records UpdateStatus's judgement of this pass's observation.
+    pub fn set_judged_reconciled(&mut self, reconciled: bool) {
+        self.judged_reconciled = Some(reconciled);
+    }
+
+    /// Whether the last UpdateStatus of this pass judged the cluster Reconciled (`None`
+    /// when it did not run).
+    pub fn judged_reconciled(&self) -> Option<bool> {
+        self.judged_reconciled
     }
 
     /// The cluster as last read or written.

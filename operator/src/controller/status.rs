@@ -110,6 +110,14 @@ fn coordinators_healthy(cluster: &FoundationDBCluster, status: &DatabaseStatus) 
 /// Builds the new status. Pure: the same inputs give the same status, so an unchanged
 /// world gives an unchanged status (and no write).
 pub fn build_status(inputs: &StatusInputs<'_>) -> FoundationDBClusterStatus {
+    build_status_judged(inputs).0
+}
+
+/// Like [`build_status`], also telling whether this observation judged the cluster
+/// Reconciled. `generations.reconciled` keeps the last generation that was reconciled (as
+/// the Go operator does, for the printer column), so it alone cannot tell that a cluster
+/// that was reconciled has since lost a process.
+pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterStatus, bool) {
     let cluster = inputs.cluster;
     let spec = &cluster.spec;
     let generation = cluster.metadata.generation.unwrap_or(0);
@@ -251,7 +259,7 @@ pub fn build_status(inputs: &StatusInputs<'_>) -> FoundationDBClusterStatus {
     if reconciled {
         status.generations.reconciled = Some(generation);
     }
-    status
+    (status, reconciled)
 }
 
 #[cfg(test)]

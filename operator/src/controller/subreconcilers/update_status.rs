@@ -26,7 +26,9 @@ use crate::controller::pod_model::{
     pod_spec_hash, process_group_labels, servers_per_pod,
 };
 use crate::controller::process_groups::{GroupFacts, PodFacts, Presence, ProcessFacts, pod_zone};
-use crate::controller::status::{DatabaseView, GroupObservation, StatusInputs, build_status};
+use crate::controller::status::{
+    DatabaseView, GroupObservation, StatusInputs, build_status_judged,
+};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -201,7 +203,7 @@ impl Subreconciler for UpdateStatus {
             (Some(_), None) => DatabaseView::Unreachable,
             (Some(_), Some(db)) => DatabaseView::Status(db),
         };
-        let status = build_status(&StatusInputs {
+        let (status, reconciled) = build_status_judged(&StatusInputs {
             cluster: &cluster,
             previous: &previous,
             observations: &observations,
@@ -210,6 +212,7 @@ impl Subreconciler for UpdateStatus {
             now_unix: pass.now_unix(),
         });
         pass.write_status(ctx, &status).await?;
+        pass.set_judged_reconciled(reconciled);
         Ok(StepOutcome::Continue)
     }
 }

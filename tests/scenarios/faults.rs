@@ -1,0 +1,71 @@
+//! The operator under faults: it reports them and converges once they are gone.
+
+use fdb_e2e_tests::{run, scenario};
+
+const DOUBLE: &str = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}";
+
+fn conditions_of(step: &fdb_operator::simulation::result::StepResult, group: &str) -> Vec<String> {
+    step.cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["processGroupID"] == group)
+        .map(|g| {
+            g["processGroupConditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c["type"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn creation_converges_despite_api_conflicts_and_admin_timeouts() {
+    let result = run(
+        &scenario(
+            DOUBLE,
+            "  - fault: {kind: apiConflicts, rate: 0.3}\n  - fault: {kind: fdbcliTimeouts, rate: 0.3}\n  - reconcile: {}\n",
+        ),
+        211,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let step = &result.steps[2];
+    assert_eq!(step.reconciled, Some(true), "{:?}", step.stopped_because);
+    assert_eq!(step.fdb["available"], true);
+    assert_eq!(step.pods.len(), 17);
+    let conflicts = result
+        .events
+        .iter()
+        .filter(|event| event.detail.contains("injected conflict"))
+        .count();
+    assert!(conflicts > 0, "the fault was active");
+}
+
+#[test]
+fn a_missing_process_is_reported_and_the_cluster_recovers_when_it_returns() {
+    let result = run(
+        &scenario(
+            DOUBLE,
+            "  - reconcile: {}\n  - fault: {kind: processMissing, processGroup: storage-2}\n  - advance: 120\n  - reconcile: {maxPasses: 3}\n  - heal: {processGroup: storage-2}\n  - reconcile: {}\n",
+        ),
+        212,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let during = &result.steps[3];
+    assert_eq!(
+        during.reconciled,
+        Some(false),
+        "a missing process is not Reconciled"
+    );
+    assert!(
+        conditions_of(during, "storage-2").contains(&"MissingProcesses".to_owned()),
+        "{:?}",
+        conditions_of(during, "storage-2")
+    );
+    let after = &result.steps[5];
+    assert_eq!(after.reconciled, Some(true), "{:?}", after.stopped_because);
+    assert!(conditions_of(after, "storage-2").is_empty());
+}
