@@ -35,10 +35,16 @@ fn start_server(dir: &Path, extra: &[&str]) -> Server {
         .args(["--version-file", &dir.join("version").display().to_string()])
         .args(["--input-dir", &dir.join("in").display().to_string()])
         .args(["--output-dir", &dir.join("out").display().to_string()])
-        .args(["--copy-file", "fdb.cluster", "--bind-address", "127.0.0.1:0"])
+        .args([
+            "--copy-file",
+            "fdb.cluster",
+            "--bind-address",
+            "127.0.0.1:0",
+        ])
         .args(extra)
         .env_clear()
         .env("RUST_LOG", "info")
+        .envs(std::env::var("MALLOC_ARENA_MAX").map(|v| ("MALLOC_ARENA_MAX", v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -52,7 +58,11 @@ fn start_server(dir: &Path, extra: &[&str]) -> Server {
             }
         }
     });
-    let addr = rx.recv_timeout(Duration::from_secs(10)).expect("listening line").parse().unwrap();
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("listening line")
+        .parse()
+        .unwrap();
     Server { child, addr }
 }
 
@@ -88,25 +98,17 @@ async fn run(name: &str, server: &Server, path: &str, concurrency: usize, total:
             }
         })
     };
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(rustls::RootCertStore::empty())
-        .with_no_client_auth();
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .no_proxy()
-        .pool_max_idle_per_host(concurrency)
-        .timeout(Duration::from_secs(600))
-        .build()
-        .unwrap();
     let url = format!("http://{}{path}", server.addr);
     let next = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (client, url, next, errors) = (client.clone(), url.clone(), next.clone(), errors.clone());
+    for i in 0..concurrency {
+        // One client per task, spread over loopback source addresses: real callers are
+        // different pods, and one source address would exhaust its ephemeral ports when
+        // the server closes connections under pressure (--max-connections).
+        let client = http_client(i);
+        let (url, next, errors) = (url.clone(), next.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
@@ -142,6 +144,24 @@ async fn run(name: &str, server: &Server, path: &str, concurrency: usize, total:
     }
 }
 
+fn http_client(index: usize) -> reqwest::Client {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let source = std::net::IpAddr::from([127, 0, 0, 2 + (index % 250) as u8]);
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .no_proxy()
+        .local_address(source)
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -150,7 +170,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn print(outcomes: &[Outcome]) {
-    println!("| scenario | requests | errors | req/s | p50 ms | p90 ms | p99 ms | max ms | peak RSS MiB |");
+    println!(
+        "| scenario | requests | errors | req/s | p50 ms | p90 ms | p99 ms | max ms | peak RSS MiB |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for o in outcomes {
         let l = &o.latencies_ms;
@@ -175,9 +197,15 @@ fn main() {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
     }
     std::fs::write(dir.path().join("version"), "7.1.57\n").unwrap();
-    std::fs::write(dir.path().join("in/fdb.cluster"), "bench:abcdefgh@10.1.2.3:4501,10.1.2.4:4501,10.1.2.5:4501").unwrap();
+    std::fs::write(
+        dir.path().join("in/fdb.cluster"),
+        "bench:abcdefgh@10.1.2.3:4501,10.1.2.4:4501,10.1.2.5:4501",
+    )
+    .unwrap();
     {
-        let mut big = std::io::BufWriter::new(std::fs::File::create(dir.path().join("out/fdbserver.bin")).unwrap());
+        let mut big = std::io::BufWriter::new(
+            std::fs::File::create(dir.path().join("out/fdbserver.bin")).unwrap(),
+        );
         let mut block = vec![0u8; 1 << 20];
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..BIG_FILE_MB {
@@ -190,28 +218,91 @@ fn main() {
             big.write_all(&block).unwrap();
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut outcomes = Vec::new();
 
     let server = start_server(dir.path(), &[]);
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_kib(server.child.id());
     runtime.block_on(async {
-        outcomes.push(run("cluster file, 64 clients", &server, "/check_hash/fdb.cluster", 64, 50_000).await);
-        outcomes.push(run("cluster file, 1000 clients", &server, "/check_hash/fdb.cluster", 1000, 50_000).await);
-        outcomes.push(run("100 MB binary, first (cold) hash", &server, "/check_hash/fdbserver.bin", 1, 1).await);
-        outcomes.push(run("100 MB binary, cached, 1000 clients", &server, "/check_hash/fdbserver.bin", 1000, 50_000).await);
+        outcomes.push(
+            run(
+                "cluster file, 64 clients",
+                &server,
+                "/check_hash/fdb.cluster",
+                64,
+                50_000,
+            )
+            .await,
+        );
+        outcomes.push(
+            run(
+                "cluster file, 1000 clients",
+                &server,
+                "/check_hash/fdb.cluster",
+                1000,
+                20_000,
+            )
+            .await,
+        );
+        outcomes.push(
+            run(
+                "100 MB binary, first (cold) hash",
+                &server,
+                "/check_hash/fdbserver.bin",
+                1,
+                1,
+            )
+            .await,
+        );
+        outcomes.push(
+            run(
+                "100 MB binary, cached, 1000 clients",
+                &server,
+                "/check_hash/fdbserver.bin",
+                1000,
+                20_000,
+            )
+            .await,
+        );
     });
     let after_load = rss_kib(server.child.id());
     drop(server);
 
+    if std::env::var_os("SIDECAR_BENCH_QUICK").is_some() {
+        println!(
+            "idle RSS: {:.1} MiB; after load: {:.1} MiB",
+            idle as f64 / 1024.0,
+            after_load as f64 / 1024.0
+        );
+        print(&outcomes);
+        return;
+    }
     let uncached = start_server(dir.path(), &["--hash-cache-entries", "0"]);
     let idle_uncached = rss_kib(uncached.child.id());
     runtime.block_on(async {
-        outcomes.push(run("100 MB binary, no cache, 1000 clients", &uncached, "/check_hash/fdbserver.bin", 1000, 1000).await);
+        outcomes.push(
+            run(
+                "100 MB binary, no cache, 1000 clients",
+                &uncached,
+                "/check_hash/fdbserver.bin",
+                1000,
+                1000,
+            )
+            .await,
+        );
     });
     drop(uncached);
 
-    println!("idle RSS: {:.1} MiB (no-cache server: {:.1} MiB); RSS after the cached runs: {:.1} MiB", idle as f64 / 1024.0, idle_uncached as f64 / 1024.0, after_load as f64 / 1024.0);
+    println!(
+        "idle RSS: {:.1} MiB (no-cache server: {:.1} MiB); RSS after the cached runs: {:.1} MiB",
+        idle as f64 / 1024.0,
+        idle_uncached as f64 / 1024.0,
+        after_load as f64 / 1024.0
+    );
     print(&outcomes);
 }
