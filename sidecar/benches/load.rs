@@ -44,6 +44,7 @@ fn start_server(dir: &Path, extra: &[&str]) -> Server {
         .args(extra)
         .env_clear()
         .env("RUST_LOG", "info")
+        .envs(std::env::var("MALLOC_ARENA_MAX").map(|v| ("MALLOC_ARENA_MAX", v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -97,28 +98,17 @@ async fn run(name: &str, server: &Server, path: &str, concurrency: usize, total:
             }
         })
     };
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(rustls::RootCertStore::empty())
-    .with_no_client_auth();
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .no_proxy()
-        .pool_max_idle_per_host(concurrency)
-        .timeout(Duration::from_secs(600))
-        .build()
-        .unwrap();
     let url = format!("http://{}{path}", server.addr);
     let next = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (client, url, next, errors) =
-            (client.clone(), url.clone(), next.clone(), errors.clone());
+    for i in 0..concurrency {
+        // One client per task, spread over loopback source addresses: real callers are
+        // different pods, and one source address would exhaust its ephemeral ports when
+        // the server closes connections under pressure (--max-connections).
+        let client = http_client(i);
+        let (url, next, errors) = (url.clone(), next.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
@@ -152,6 +142,24 @@ async fn run(name: &str, server: &Server, path: &str, concurrency: usize, total:
         errors: errors.load(Ordering::Relaxed),
         peak_rss_kib: peak.load(Ordering::Relaxed),
     }
+}
+
+fn http_client(index: usize) -> reqwest::Client {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let source = std::net::IpAddr::from([127, 0, 0, 2 + (index % 250) as u8]);
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .no_proxy()
+        .local_address(source)
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -237,7 +245,7 @@ fn main() {
                 &server,
                 "/check_hash/fdb.cluster",
                 1000,
-                50_000,
+                20_000,
             )
             .await,
         );
@@ -257,7 +265,7 @@ fn main() {
                 &server,
                 "/check_hash/fdbserver.bin",
                 1000,
-                50_000,
+                20_000,
             )
             .await,
         );
@@ -265,6 +273,15 @@ fn main() {
     let after_load = rss_kib(server.child.id());
     drop(server);
 
+    if std::env::var_os("SIDECAR_BENCH_QUICK").is_some() {
+        println!(
+            "idle RSS: {:.1} MiB; after load: {:.1} MiB",
+            idle as f64 / 1024.0,
+            after_load as f64 / 1024.0
+        );
+        print(&outcomes);
+        return;
+    }
     let uncached = start_server(dir.path(), &["--hash-cache-entries", "0"]);
     let idle_uncached = rss_kib(uncached.child.id());
     runtime.block_on(async {

@@ -2,13 +2,16 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::http::{HeaderValue, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -79,9 +82,7 @@ impl Sidecar {
         tokio::task::spawn_blocking(move || copy::run_startup_copies(&config))
             .await
             .map_err(|e| StartError::Task(e.to_string()))??;
-        let listener = TcpListener::bind(bind)
-            .await
-            .map_err(|source| StartError::Bind { addr: bind, source })?;
+        let listener = listen(bind).map_err(|source| StartError::Bind { addr: bind, source })?;
         let local_addr = listener
             .local_addr()
             .map_err(|source| StartError::Bind { addr: bind, source })?;
@@ -97,6 +98,21 @@ impl Sidecar {
             finished: None,
         })
     }
+}
+
+/// Listen queue length: connections beyond `--max-connections` wait here (the kernel caps
+/// it at `net.core.somaxconn`).
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn listen(bind: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if bind.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(bind)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// A serving sidecar. Dropping it stops the server (without waiting).
@@ -163,15 +179,32 @@ async fn serve(
     let router = app(state.clone());
     let mut connections = JoinSet::new();
     let closing = CancellationToken::new();
+    let slots = Arc::new(Semaphore::new(state.config.args.max_connections as usize));
     let reason = loop {
+        // Take a connection slot before accepting: beyond the limit, clients wait in the
+        // kernel's listen queue, which costs this process no memory.
+        let next = async {
+            let permit = slots.clone().acquire_owned().await;
+            (permit, listener.accept().await)
+        };
         tokio::select! {
             _ = shutdown.cancelled() => break ExitReason::Stopped,
             _ = state.restart.cancelled() => break ExitReason::RestartRequested,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
-                    connections.spawn(serve_connection(stream, state.clone(), router.clone(), closing.clone()));
+            (permit, accepted) = next => match (permit, accepted) {
+                (Ok(permit), Ok((stream, _peer))) => {
+                    let connection = Connection {
+                        state: state.clone(),
+                        router: router.clone(),
+                        closing: closing.clone(),
+                        slots: slots.clone(),
+                    };
+                    connections.spawn(async move {
+                        connection.serve(stream).await;
+                        drop(permit);
+                    });
                 }
-                Err(e) => {
+                (Err(_), _) => break ExitReason::Stopped,
+                (_, Err(e)) => {
                     // Typically EMFILE: back off instead of spinning.
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -198,69 +231,84 @@ async fn serve(
     reason
 }
 
-async fn serve_connection(
-    stream: TcpStream,
+/// What a connection task needs.
+struct Connection {
     state: AppState,
     router: Router,
     closing: CancellationToken,
-) {
-    let _ = stream.set_nodelay(true);
-    let Some(tls) = state.tls.clone() else {
-        return serve_http(
-            TokioIo::new(stream),
-            router,
-            ClientApproval::NotTls,
-            closing,
-        )
-        .await;
-    };
-    let acceptor = TlsAcceptor::from(tls.server_config());
-    let stream = tokio::select! {
-        _ = closing.cancelled() => return,
-        handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => match handshake {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!("TLS handshake timed out");
-                return;
-            }
-        },
-    };
-    let approval = tls.approve(stream.get_ref().1.peer_certificates());
-    serve_http(TokioIo::new(stream), router, approval, closing).await;
+    slots: Arc<Semaphore>,
 }
 
-async fn serve_http<I>(io: I, router: Router, approval: ClientApproval, closing: CancellationToken)
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-        request.extensions_mut().insert(approval.clone());
-        let router = router.clone();
-        async move {
-            router
-                .oneshot(request.map(Body::new))
-                .await
-                .map_err(|e: Infallible| e)
-        }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT)
-        .serve_connection(io, service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "connection error");
+impl Connection {
+    async fn serve(self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let Some(tls) = self.state.tls.clone() else {
+            return self
+                .serve_http(TokioIo::new(stream), ClientApproval::NotTls)
+                .await;
+        };
+        let acceptor = TlsAcceptor::from(tls.server_config());
+        let stream = tokio::select! {
+            _ = self.closing.cancelled() => return,
+            handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => match handshake {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("TLS handshake timed out");
+                    return;
+                }
+            },
+        };
+        let approval = tls.approve(stream.get_ref().1.peer_certificates());
+        self.serve_http(TokioIo::new(stream), approval).await;
+    }
+
+    async fn serve_http<I>(self, io: I, approval: ClientApproval)
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let Self {
+            router,
+            closing,
+            slots,
+            ..
+        } = self;
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(approval.clone());
+            let router = router.clone();
+            let slots = slots.clone();
+            async move {
+                let mut response = router
+                    .oneshot(request.map(Body::new))
+                    .await
+                    .map_err(|e: Infallible| e)?;
+                // All slots busy: close after this response so queued clients get a turn.
+                if slots.available_permits() == 0 {
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                Ok::<_, Infallible>(response)
             }
-        }
-        _ = closing.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(io, service);
+        tokio::pin!(connection);
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection error");
+                }
+            }
+            _ = closing.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
         }
     }
 }
