@@ -78,6 +78,9 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        // Install the SIGTERM handler before serving: a signal that arrives as soon as the
+        // "listening" line is out must stop the sidecar gracefully, not kill it.
+        let termination = termination_signal();
         let mut running = match Sidecar::start(config, bind).await {
             Ok(running) => running,
             Err(e) => {
@@ -87,7 +90,7 @@ fn main() -> ExitCode {
         };
         let stop = running.stop_token();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            wait_for_signal(termination).await;
             tracing::info!("termination signal received; shutting down");
             stop.cancel();
         });
@@ -101,17 +104,27 @@ fn main() -> ExitCode {
     })
 }
 
-async fn wait_for_signal() {
+/// The SIGTERM stream, registered now (or `None` where it cannot be).
+fn termination_signal() -> Option<tokio::signal::unix::Signal> {
     use tokio::signal::unix::{SignalKind, signal};
     match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
+        Ok(term) => Some(term),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the sidecar");
+            None
+        }
+    }
+}
+
+async fn wait_for_signal(termination: Option<tokio::signal::unix::Signal>) {
+    match termination {
+        Some(mut term) => {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = tokio::signal::ctrl_c() => {}
             }
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the sidecar");
+        None => {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
