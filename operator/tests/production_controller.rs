@@ -1,0 +1,556 @@
+//! The production controller (`fdb-operator run`'s code path: kube-runtime's `Controller`
+//! with its watches, the requeue mapping, the error policy, the metrics endpoint and
+//! graceful shutdown) against the simulated world: the in-memory API server, the world
+//! (kubelet, scheduler, real sidecars, fdbmonitor) and the simulated FoundationDB.
+//!
+//! kube-runtime schedules requeues on real tokio time while the world runs on a virtual
+//! clock, so the test shortens the operator's waits ([`OperatorSettings`] and
+//! [`RequeuePolicy`]) and keeps the resync at its production value: after the cluster is
+//! reconciled only a watch event can bring the controller back within the test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fdb_operator::clock::{Clock, VirtualClock};
+use fdb_operator::controller::metrics::{OperatorMetrics, PassLabels};
+use fdb_operator::controller::production::{RequeuePolicy, RunError, RunOptions, run_until};
+use fdb_operator::controller::providers::HttpSidecarProvider;
+use fdb_operator::controller::{AdminClientProvider, Context, OperatorSettings};
+use fdb_operator::fdb::{
+    AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
+};
+use fdb_operator::simulation::fdb::{SimFdbSettings, SimulatedFdb};
+use fdb_operator::simulation::kube::{DeleteOptions, FakeApiServer, PatchType, ResourceKey};
+use fdb_operator::simulation::world::{World, WorldOptions};
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::{DatabaseConfiguration, FoundationDBCluster};
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::sidecar::SidecarClientFactory;
+use fdb_shared::status_json::DatabaseStatus;
+use jiff::SignedDuration;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use serde_json::json;
+use tokio::sync::{Notify, OwnedRwLockWriteGuard, RwLock, oneshot};
+use tokio::task::JoinHandle;
+
+/// Most world rounds (settle, advance the clock, let the controller run) per phase.
+const MAX_ITERATIONS: usize = 3000;
+/// Real time allowed per phase; only a safety net behind [`MAX_ITERATIONS`].
+const PHASE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A gate in front of `status json`: when closed, passes block in it, so the test can
+/// hold a reconcile in flight while asking the controller to stop.
+#[derive(Debug, Default)]
+struct StatusGate {
+    lock: Arc<RwLock<()>>,
+    armed: AtomicBool,
+    entered: Notify,
+}
+
+impl StatusGate {
+    async fn close(&self) -> OwnedRwLockWriteGuard<()> {
+        let guard = self.lock.clone().write_owned().await;
+        self.armed.store(true, Ordering::SeqCst);
+        guard
+    }
+
+    async fn pass(&self) {
+        if self.armed.load(Ordering::SeqCst) {
+            self.entered.notify_one();
+            let _open = self.lock.read().await;
+        }
+    }
+}
+
+/// The simulated database behind the gate.
+#[derive(Debug)]
+struct GatedAdmin {
+    fdb: SimulatedFdb,
+    gate: Arc<StatusGate>,
+}
+
+#[async_trait::async_trait]
+impl AdminClient for GatedAdmin {
+    async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+        self.gate.pass().await;
+        self.fdb.status().await
+    }
+    async fn configure(&self, c: &DatabaseConfiguration, new: bool) -> Result<(), AdminError> {
+        self.fdb.configure(c, new).await
+    }
+    async fn exclude(&self, t: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
+        self.fdb.exclude(t, blocking).await
+    }
+    async fn exclusion_status(&self, t: &[ExclusionTarget]) -> Result<ExclusionReport, AdminError> {
+        self.fdb.exclusion_status(t).await
+    }
+    async fn include(&self, t: &[ExclusionTarget]) -> Result<(), AdminError> {
+        self.fdb.include(t).await
+    }
+    async fn change_coordinators(
+        &self,
+        c: &[ProcessAddress],
+    ) -> Result<ConnectionString, AdminError> {
+        self.fdb.change_coordinators(c).await
+    }
+    async fn kill(&self, a: &[ProcessAddress]) -> Result<(), AdminError> {
+        self.fdb.kill(a).await
+    }
+    async fn set_maintenance_zone(&self, zone: &str, seconds: u64) -> Result<(), AdminError> {
+        self.fdb.set_maintenance_zone(zone, seconds).await
+    }
+    async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+        self.fdb.reset_maintenance_zone().await
+    }
+    async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+        self.fdb.read_lock().await
+    }
+    async fn write_lock(&self, lock: &LockValue) -> Result<(), AdminError> {
+        self.fdb.write_lock(lock).await
+    }
+    async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+        self.fdb.deny_list().await
+    }
+    async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
+        self.fdb.update_deny_list(add, remove).await
+    }
+    async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
+        self.fdb.connected_clients().await
+    }
+}
+
+struct GatedAdminProvider(Arc<GatedAdmin>);
+
+impl AdminClientProvider for GatedAdminProvider {
+    fn admin_for(&self, _: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The world, the database and the running production controller.
+struct Sim {
+    clock: VirtualClock,
+    api: FakeApiServer,
+    fdb: SimulatedFdb,
+    world: World,
+    metrics: Arc<OperatorMetrics>,
+    gate: Arc<StatusGate>,
+    controller: JoinHandle<Result<(), RunError>>,
+    stop: Option<oneshot::Sender<()>>,
+    /// What the world did in its last settles (for failure messages).
+    world_log: Vec<String>,
+}
+
+/// Waits short enough that a test runs in seconds of real time.
+fn test_settings() -> OperatorSettings {
+    OperatorSettings {
+        kube_wait: Duration::from_millis(100),
+        config_map_wait: Duration::from_millis(100),
+        database_wait: Duration::from_millis(100),
+        controller_name: "fdb-operator-production-test".to_owned(),
+        publish_events: true,
+    }
+}
+
+/// The production requeue policy with short waits, but the production resync: a
+/// reconciled cluster is only looked at again because of a watch event.
+fn test_requeue_policy() -> RequeuePolicy {
+    RequeuePolicy {
+        min_delay: Duration::from_millis(20),
+        transient_backoff: Duration::from_millis(100),
+        error_backoff: Duration::from_millis(200),
+        ..RequeuePolicy::default()
+    }
+}
+
+fn start(ip_block: u8) -> Sim {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_test_writer()
+        .try_init();
+    let clock = VirtualClock::fixed_epoch();
+    let api = FakeApiServer::new(Arc::new(clock.clone()), 1);
+    let fdb = SimulatedFdb::new(Arc::new(clock.clone()), SimFdbSettings::default());
+    let options = WorldOptions {
+        ip_block,
+        ..WorldOptions::default()
+    };
+    let world = World::new(options, api.clone(), Arc::new(fdb.clone()), clock.clone()).unwrap();
+    let gate = Arc::new(StatusGate::default());
+    let admin = GatedAdmin {
+        fdb: fdb.clone(),
+        gate: gate.clone(),
+    };
+    let sidecars = HttpSidecarProvider::new(SidecarClientFactory::new(None).unwrap(), false);
+    let mut ctx = Context::new(
+        api.client("operator"),
+        Arc::new(GatedAdminProvider(Arc::new(admin))),
+        Arc::new(sidecars),
+        Arc::new(clock.clone()),
+    );
+    ctx.settings = test_settings();
+    let metrics = ctx.metrics.clone();
+    api.create_as(
+        "user",
+        json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample", "namespace": "default"},
+            "spec": {"version": "7.1.57",
+                     "databaseConfiguration": {"redundancy_mode": "double"},
+                     "processCounts": {"storage": 4, "cluster_controller": 1}}
+        }),
+    )
+    .unwrap();
+    let options = RunOptions {
+        namespace: Some("default".to_owned()),
+        metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        requeue: test_requeue_policy(),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let controller = tokio::spawn(run_until(ctx, options, async move {
+        let _ = stopped.await;
+    }));
+    Sim {
+        clock,
+        api,
+        fdb,
+        world,
+        metrics,
+        gate,
+        controller,
+        stop: Some(stop),
+        world_log: Vec::new(),
+    }
+}
+
+fn cluster(sim: &Sim) -> FoundationDBCluster {
+    sim.api
+        .get_typed::<FoundationDBCluster>(Some("default"), "sample")
+        .unwrap()
+        .unwrap()
+}
+
+fn passes(metrics: &OperatorMetrics) -> u64 {
+    ["completed", "requeue", "error"]
+        .into_iter()
+        .map(|result| metrics.passes.get_or_create(&PassLabels { result }).get())
+        .sum()
+}
+
+/// What the test last saw, for failure messages: the cluster's status, which steps ran
+/// and asked to wait or failed (metrics), the operator's Events, the world's last actions.
+fn diagnostics(sim: &Sim) -> String {
+    let mut text = String::new();
+    let cluster = cluster(sim);
+    let status = cluster.status.clone().unwrap_or_default();
+    let _ = writeln!(
+        text,
+        "generation {:?}, generations {:?}\nconfigured {}, available {}, connection string {:?}",
+        cluster.metadata.generation,
+        status.generations,
+        status.configured,
+        status.health.available,
+        status.connection_string,
+    );
+    for group in &status.process_groups {
+        if !group.process_group_conditions.is_empty() {
+            let conditions: Vec<_> = group
+                .process_group_conditions
+                .iter()
+                .map(|c| format!("{:?}", c.condition_type))
+                .collect();
+            let _ = writeln!(text, "  {}: {conditions:?}", group.process_group_id);
+        }
+    }
+    let _ = writeln!(text, "metrics (steps run, requeues, failures):");
+    for line in sim.metrics.encode().lines() {
+        let wanted = ["reconcile_passes_total", "requeues_total", "step_failures_total"]
+            .iter()
+            .any(|name| line.contains(name))
+            || line.contains("step_duration_seconds_count");
+        if wanted && !line.starts_with('#') {
+            let _ = writeln!(text, "  {line}");
+        }
+    }
+    let _ = writeln!(text, "events:");
+    for event in sim.api.list("events.k8s.io", "events", Some("default")) {
+        let _ = writeln!(
+            text,
+            "  {} {}: {}",
+            event["type"].as_str().unwrap_or(""),
+            event["reason"].as_str().unwrap_or(""),
+            event["note"].as_str().unwrap_or(""),
+        );
+    }
+    let _ = writeln!(
+        text,
+        "last world actions: {:?}",
+        sim.world_log.iter().rev().take(10).collect::<Vec<_>>()
+    );
+    let _ = writeln!(
+        text,
+        "controller task finished: {}",
+        sim.controller.is_finished()
+    );
+    text
+}
+
+/// Drives the world while the controller runs, until `done` holds: settles the world,
+/// advances the virtual clock (to the next timed world event if it is close, else by a
+/// second) and gives the controller's tasks a few real milliseconds.
+async fn drive_until(sim: &mut Sim, what: &str, done: impl Fn(&Sim) -> bool) {
+    let started = Instant::now();
+    for _ in 0..MAX_ITERATIONS {
+        let report = sim.world.settle().await.unwrap();
+        sim.world_log.extend(
+            report
+                .events
+                .iter()
+                .map(|e| format!("{} {}", e.action, e.target)),
+        );
+        if done(sim) {
+            return;
+        }
+        assert!(
+            !sim.controller.is_finished(),
+            "the controller stopped before {what}\n{}",
+            diagnostics(sim)
+        );
+        if started.elapsed() > PHASE_DEADLINE {
+            break;
+        }
+        let now = sim.clock.now();
+        let step = sim
+            .world
+            .next_due()
+            .map(|due| due.duration_since(now))
+            .filter(|until| until.is_positive() && *until <= SignedDuration::from_secs(5))
+            .unwrap_or(SignedDuration::from_secs(1));
+        sim.clock.advance(step);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "gave up waiting for {what} after {:?}\n{}",
+        started.elapsed(),
+        diagnostics(sim)
+    );
+}
+
+fn reconciled(sim: &Sim) -> bool {
+    let cluster = cluster(sim);
+    let reconciled = cluster.status.as_ref().and_then(|s| s.generations.reconciled);
+    reconciled.is_some() && reconciled == cluster.metadata.generation
+}
+
+/// The end state of a created double cluster with 4 storage and 1 cluster controller.
+fn assert_created(sim: &Sim) {
+    let cluster = cluster(sim);
+    let status = cluster.status.clone().unwrap();
+    let mut classes = BTreeMap::new();
+    for group in &status.process_groups {
+        assert!(group.process_group_conditions.is_empty(), "{group:?}");
+        *classes.entry(group.process_class.as_str()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        classes,
+        BTreeMap::from([
+            ("cluster_controller", 1),
+            ("log", 4),
+            ("stateless", 8),
+            ("storage", 4)
+        ])
+    );
+    assert_eq!(status.process_groups.len(), 17);
+    assert!(status.configured);
+    assert!(status.health.available);
+
+    let pvcs: Vec<PersistentVolumeClaim> = sim.api.list_typed(Some("default")).unwrap();
+    assert_eq!(pvcs.len(), 8, "storage and log groups get a PVC");
+
+    let connection_string = status.connection_string.clone().unwrap();
+    let config_map: ConfigMap = sim
+        .api
+        .get_typed(Some("default"), "sample-config")
+        .unwrap()
+        .unwrap();
+    let data = config_map.data.unwrap();
+    assert_eq!(data["cluster-file"], connection_string);
+    assert_eq!(data["running-version"], "7.1.57");
+
+    let pods: Vec<Pod> = sim.api.list_typed(Some("default")).unwrap();
+    assert_eq!(pods.len(), 17);
+    let mut node_of = BTreeMap::new();
+    for pod in &pods {
+        let name = pod.metadata.name.clone().unwrap();
+        assert_pod_files(sim, &name, &connection_string);
+        node_of.insert(name, pod.spec.as_ref().unwrap().node_name.clone().unwrap());
+    }
+
+    let parsed = ConnectionString::parse(&connection_string).unwrap();
+    assert_eq!(parsed.coordinators.len(), 3);
+    let zones: BTreeSet<_> = parsed
+        .coordinators
+        .iter()
+        .map(|c| node_of[c.host.split('.').next().unwrap()].clone())
+        .collect();
+    assert_eq!(zones.len(), 3, "coordinators share zones: {connection_string}");
+
+    let snapshot = sim.fdb.snapshot();
+    assert!(snapshot.available && snapshot.configured);
+    let configuration = snapshot.configuration.unwrap();
+    assert_eq!(configuration.redundancy_mode.unwrap().as_str(), "double");
+    assert_eq!(configuration.storage_engine.unwrap().as_str(), "ssd-2");
+    assert_eq!(snapshot.processes.len(), 17);
+}
+
+/// The files the pod's sidecar wrote: the cluster file, and the monitor conf with the
+/// pod's own address and process group.
+fn assert_pod_files(sim: &Sim, name: &str, connection_string: &str) {
+    let pod: Pod = sim.api.get_typed(Some("default"), name).unwrap().unwrap();
+    let group = &pod.metadata.labels.as_ref().unwrap()["foundationdb.org/fdb-process-group-id"];
+    let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+    let dir = sim
+        .world
+        .pod_volume_dir("default", name, "dynamic-conf")
+        .unwrap();
+    let cluster_file = std::fs::read_to_string(dir.join("fdb.cluster")).unwrap();
+    assert_eq!(cluster_file, connection_string, "{name}");
+    let conf = std::fs::read_to_string(dir.join("fdbmonitor.conf")).unwrap();
+    assert!(
+        conf.contains(&format!("public_address = {ip}:4501")),
+        "{name}: {conf}"
+    );
+    assert!(
+        conf.contains(&format!("locality_instance_id = {group}")),
+        "{name}: {conf}"
+    );
+}
+
+fn uid_of_pod(sim: &Sim, name: &str) -> Option<String> {
+    let pod: Option<Pod> = sim.api.get_typed(Some("default"), name).unwrap();
+    pod.and_then(|pod| pod.metadata.uid)
+}
+
+/// Whether the pod runs with a new uid and its sidecar wrote the cluster file.
+fn pod_replaced(sim: &Sim, name: &str, old_uid: &str) -> bool {
+    let Some(pod) = sim.api.get_typed::<Pod>(Some("default"), name).unwrap() else {
+        return false;
+    };
+    let connection_string = cluster(sim).status.unwrap().connection_string.unwrap();
+    let fresh = pod.metadata.uid.as_deref() != Some(old_uid)
+        && pod.metadata.deletion_timestamp.is_none();
+    let cluster_file = sim
+        .world
+        .pod_volume_dir("default", name, "dynamic-conf")
+        .and_then(|dir| std::fs::read_to_string(dir.join("fdb.cluster")).ok());
+    fresh && cluster_file.as_deref() == Some(connection_string.as_str())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn production_controller_creates_a_cluster_follows_watches_and_stops_gracefully() {
+    let mut sim = start(150);
+
+    // Creation: everything after the first pass is driven by the controller's watches and
+    // its requeues.
+    drive_until(&mut sim, "the cluster to be reconciled", reconciled).await;
+    assert_created(&sim);
+
+    // The ConfigMap watch: a deleted ConfigMap comes back although the next resync is
+    // ten minutes away.
+    let config_map_key = ResourceKey::new("", "v1", "configmaps", "default", "sample-config");
+    let old_config_map = sim.api.get(&config_map_key).unwrap()["metadata"]["uid"].clone();
+    sim.api
+        .delete_as("user", &config_map_key, DeleteOptions::default())
+        .unwrap();
+    drive_until(&mut sim, "the deleted ConfigMap to be recreated", |sim| {
+        sim.api
+            .get(&config_map_key)
+            .is_some_and(|c| c["metadata"]["uid"] != old_config_map)
+    })
+    .await;
+
+    // The Pod watch: a deleted pod is recreated once its deletion finishes, and its
+    // sidecar is given the cluster file.
+    let pod_name = "sample-stateless-1";
+    let old_uid = uid_of_pod(&sim, pod_name).unwrap();
+    let pod_key = ResourceKey::new("", "v1", "pods", "default", pod_name);
+    sim.api
+        .delete_as("user", &pod_key, DeleteOptions::default())
+        .unwrap();
+    drive_until(&mut sim, "the deleted pod to be recreated and configured", |sim| {
+        pod_replaced(sim, pod_name, &old_uid)
+    })
+    .await;
+    drive_until(&mut sim, "the cluster to be reconciled again", |sim| {
+        reconciled(sim)
+            && cluster(sim)
+                .status
+                .unwrap()
+                .process_groups
+                .iter()
+                .all(|g| g.process_group_conditions.is_empty())
+    })
+    .await;
+    assert_created(&sim);
+
+    // Graceful shutdown: a reconcile in flight (held in `status json`) when the stop
+    // is asked for is finished before the controller ends.
+    let guard = sim.gate.close().await;
+    let cluster_key = ResourceKey::new(
+        "apps.foundationdb.org",
+        "v1beta2",
+        "foundationdbclusters",
+        "default",
+        "sample",
+    );
+    sim.api
+        .patch_as(
+            "user",
+            &cluster_key,
+            PatchType::Merge,
+            &json!({"metadata": {"annotations": {"test/poke": "1"}}}),
+            false,
+        )
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), sim.gate.entered.notified())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "a metadata change did not start a reconcile\n{}",
+                diagnostics(&sim)
+            )
+        });
+    // One reconcile at a time per cluster: the one held in the gate is the only one.
+    let passes_before = passes(&sim.metrics);
+    sim.stop.take().unwrap().send(()).unwrap();
+    // Whatever stops on the signal has had time to do so; the controller must still be
+    // waiting for the reconcile it started.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !sim.controller.is_finished(),
+        "the controller ended while a reconcile was still running"
+    );
+    assert_eq!(passes(&sim.metrics), passes_before);
+    drop(guard);
+    let controller = std::mem::replace(&mut sim.controller, tokio::spawn(async { Ok(()) }));
+    let result = tokio::time::timeout(Duration::from_secs(20), controller)
+        .await
+        .expect("the controller did not stop after the shutdown signal")
+        .expect("the controller task panicked");
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        passes(&sim.metrics),
+        passes_before + 1,
+        "the reconcile in flight was finished, and no other started"
+    );
+    sim.world.shutdown().await;
+}
