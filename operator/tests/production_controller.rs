@@ -10,11 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fdb_operator::clock::{Clock, VirtualClock};
@@ -38,11 +38,80 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use serde_json::json;
 use tokio::sync::{Notify, OwnedRwLockWriteGuard, RwLock, oneshot};
 use tokio::task::JoinHandle;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::filter::{EnvFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, fmt};
 
 /// Most world rounds (settle, advance the clock, let the controller run) per phase.
 const MAX_ITERATIONS: usize = 3000;
 /// Real time allowed per phase; only a safety net behind [`MAX_ITERATIONS`].
-const PHASE_DEADLINE: Duration = Duration::from_secs(60);
+const PHASE_DEADLINE: Duration = Duration::from_secs(30);
+/// Longer than any requeue or back-off of the test settings except the resync (the
+/// longest is `kube_wait * 6` = 300 ms): a controller finishing no pass for this long
+/// has nothing scheduled before the resync.
+const IDLE_WINDOW: Duration = Duration::from_millis(400);
+
+/// The operator's recent requeues (with their reasons) and warnings, for failure messages.
+#[derive(Debug, Clone, Default)]
+struct RecentLog(Arc<Mutex<VecDeque<String>>>);
+
+impl RecentLog {
+    const KEPT: usize = 12;
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().cloned().collect()
+    }
+}
+
+/// An event's fields as `name=value` text.
+#[derive(Default)]
+struct FieldText {
+    message: String,
+    fields: String,
+}
+
+impl Visit for FieldText {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        } else {
+            let _ = write!(self.fields, " {}={value:?}", field.name());
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for RecentLog {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let mut text = FieldText::default();
+        event.record(&mut text);
+        let level = *event.metadata().level();
+        if level <= tracing::Level::WARN || text.message == "requeue" {
+            let mut lines = self.0.lock().unwrap();
+            if lines.len() == Self::KEPT {
+                lines.pop_front();
+            }
+            lines.push_back(format!("{level} {}:{}", text.message, text.fields));
+        }
+    }
+}
+
+/// Logs warnings to the test output (or what `RUST_LOG` asks for) and keeps the
+/// operator's recent requeues and warnings.
+fn init_tracing() -> RecentLog {
+    let recent = RecentLog::default();
+    let printed = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::registry()
+        .with(fmt::layer().with_test_writer().with_filter(printed))
+        .with(
+            recent
+                .clone()
+                .with_filter(Targets::new().with_target("fdb_operator", tracing::Level::INFO)),
+        )
+        .try_init();
+    recent
+}
 
 /// A gate in front of `status json`: when closed, passes block in it, so the test can
 /// hold a reconcile in flight while asking the controller to stop.
@@ -145,14 +214,16 @@ struct Sim {
     stop: Option<oneshot::Sender<()>>,
     /// What the world did in its last settles (for failure messages).
     world_log: Vec<String>,
+    /// The operator's recent requeues and warnings (for failure messages).
+    log: RecentLog,
 }
 
 /// Waits short enough that a test runs in seconds of real time.
 fn test_settings() -> OperatorSettings {
     OperatorSettings {
-        kube_wait: Duration::from_millis(100),
-        config_map_wait: Duration::from_millis(100),
-        database_wait: Duration::from_millis(100),
+        kube_wait: Duration::from_millis(50),
+        config_map_wait: Duration::from_millis(50),
+        database_wait: Duration::from_millis(50),
         controller_name: "fdb-operator-production-test".to_owned(),
         publish_events: true,
     }
@@ -163,20 +234,14 @@ fn test_settings() -> OperatorSettings {
 fn test_requeue_policy() -> RequeuePolicy {
     RequeuePolicy {
         min_delay: Duration::from_millis(20),
-        transient_backoff: Duration::from_millis(100),
-        error_backoff: Duration::from_millis(200),
+        transient_backoff: Duration::from_millis(50),
+        error_backoff: Duration::from_millis(100),
         ..RequeuePolicy::default()
     }
 }
 
 fn start(ip_block: u8) -> Sim {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
+    let log = init_tracing();
     let clock = VirtualClock::fixed_epoch();
     let api = FakeApiServer::new(Arc::new(clock.clone()), 1);
     let fdb = SimulatedFdb::new(Arc::new(clock.clone()), SimFdbSettings::default());
@@ -229,6 +294,7 @@ fn start(ip_block: u8) -> Sim {
         controller,
         stop: Some(stop),
         world_log: Vec::new(),
+        log,
     }
 }
 
@@ -273,13 +339,22 @@ fn diagnostics(sim: &Sim) -> String {
     }
     let _ = writeln!(text, "metrics (steps run, requeues, failures):");
     for line in sim.metrics.encode().lines() {
-        let wanted = ["reconcile_passes_total", "requeues_total", "step_failures_total"]
-            .iter()
-            .any(|name| line.contains(name))
+        let wanted = [
+            "reconcile_passes_total",
+            "requeues_total",
+            "step_failures_total",
+        ]
+        .iter()
+        .any(|name| line.contains(name))
             || line.contains("step_duration_seconds_count");
         if wanted && !line.starts_with('#') {
             let _ = writeln!(text, "  {line}");
         }
+    }
+    let _ = writeln!(text, "end state problems: {:#?}", end_state_problems(sim));
+    let _ = writeln!(text, "recent requeues and warnings of the operator:");
+    for line in sim.log.lines() {
+        let _ = writeln!(text, "  {line}");
     }
     let _ = writeln!(text, "events:");
     for event in sim.api.list("events.k8s.io", "events", Some("default")) {
@@ -293,7 +368,7 @@ fn diagnostics(sim: &Sim) -> String {
     }
     let _ = writeln!(
         text,
-        "last world actions: {:?}",
+        "last world actions (newest first): {:?}",
         sim.world_log.iter().rev().take(10).collect::<Vec<_>>()
     );
     let _ = writeln!(
@@ -333,7 +408,7 @@ async fn drive_until(sim: &mut Sim, what: &str, done: impl Fn(&Sim) -> bool) {
             .world
             .next_due()
             .map(|due| due.duration_since(now))
-            .filter(|until| until.is_positive() && *until <= SignedDuration::from_secs(5))
+            .filter(SignedDuration::is_positive)
             .unwrap_or(SignedDuration::from_secs(1));
         sim.clock.advance(step);
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -345,93 +420,176 @@ async fn drive_until(sim: &mut Sim, what: &str, done: impl Fn(&Sim) -> bool) {
     );
 }
 
+/// Waits until the controller finishes no pass for [`IDLE_WINDOW`]: from then on only a
+/// watch event (or the ten-minute resync) starts the next pass.
+async fn wait_until_idle(sim: &Sim, what: &str) {
+    for _ in 0..100 {
+        let before = passes(&sim.metrics);
+        tokio::time::sleep(IDLE_WINDOW).await;
+        if passes(&sim.metrics) == before {
+            return;
+        }
+    }
+    panic!(
+        "the controller kept reconciling {what}\n{}",
+        diagnostics(sim)
+    );
+}
+
 fn reconciled(sim: &Sim) -> bool {
     let cluster = cluster(sim);
-    let reconciled = cluster.status.as_ref().and_then(|s| s.generations.reconciled);
+    let reconciled = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.generations.reconciled);
     reconciled.is_some() && reconciled == cluster.metadata.generation
 }
 
-/// The end state of a created double cluster with 4 storage and 1 cluster controller.
-fn assert_created(sim: &Sim) {
+/// What differs from the end state of a created double cluster with 4 storage and 1
+/// cluster controller (the checks of the creation scenario); empty when it is reached.
+fn end_state_problems(sim: &Sim) -> Vec<String> {
+    let mut problems = Vec::new();
     let cluster = cluster(sim);
-    let status = cluster.status.clone().unwrap();
+    let Some(status) = cluster.status.clone() else {
+        return vec!["the cluster has no status".to_owned()];
+    };
+    if !reconciled(sim) {
+        problems.push("generations.reconciled is not metadata.generation".to_owned());
+    }
     let mut classes = BTreeMap::new();
     for group in &status.process_groups {
-        assert!(group.process_group_conditions.is_empty(), "{group:?}");
+        if !group.process_group_conditions.is_empty() {
+            problems.push(format!("{} has conditions", group.process_group_id));
+        }
         *classes.entry(group.process_class.as_str()).or_insert(0) += 1;
     }
-    assert_eq!(
-        classes,
-        BTreeMap::from([
-            ("cluster_controller", 1),
-            ("log", 4),
-            ("stateless", 8),
-            ("storage", 4)
-        ])
-    );
-    assert_eq!(status.process_groups.len(), 17);
-    assert!(status.configured);
-    assert!(status.health.available);
-
+    let expected = BTreeMap::from([
+        ("cluster_controller", 1),
+        ("log", 4),
+        ("stateless", 8),
+        ("storage", 4),
+    ]);
+    if classes != expected {
+        problems.push(format!("process groups per class {classes:?}"));
+    }
+    if !status.configured || !status.health.available {
+        problems.push("status: not configured or not available".to_owned());
+    }
     let pvcs: Vec<PersistentVolumeClaim> = sim.api.list_typed(Some("default")).unwrap();
-    assert_eq!(pvcs.len(), 8, "storage and log groups get a PVC");
-
-    let connection_string = status.connection_string.clone().unwrap();
-    let config_map: ConfigMap = sim
-        .api
-        .get_typed(Some("default"), "sample-config")
-        .unwrap()
-        .unwrap();
-    let data = config_map.data.unwrap();
-    assert_eq!(data["cluster-file"], connection_string);
-    assert_eq!(data["running-version"], "7.1.57");
-
-    let pods: Vec<Pod> = sim.api.list_typed(Some("default")).unwrap();
-    assert_eq!(pods.len(), 17);
-    let mut node_of = BTreeMap::new();
-    for pod in &pods {
-        let name = pod.metadata.name.clone().unwrap();
-        assert_pod_files(sim, &name, &connection_string);
-        node_of.insert(name, pod.spec.as_ref().unwrap().node_name.clone().unwrap());
+    if pvcs.len() != 8 {
+        problems.push(format!(
+            "{} PVCs, not one per storage and log group",
+            pvcs.len()
+        ));
+    }
+    let Some(connection_string) = status.connection_string.clone() else {
+        problems.push("no connection string".to_owned());
+        return problems;
+    };
+    let config_map: Option<ConfigMap> =
+        sim.api.get_typed(Some("default"), "sample-config").unwrap();
+    let data = config_map.and_then(|c| c.data).unwrap_or_default();
+    if data.get("cluster-file") != Some(&connection_string)
+        || data.get("running-version").map(String::as_str) != Some("7.1.57")
+    {
+        problems.push(format!("ConfigMap data {data:?}"));
     }
 
-    let parsed = ConnectionString::parse(&connection_string).unwrap();
-    assert_eq!(parsed.coordinators.len(), 3);
-    let zones: BTreeSet<_> = parsed
-        .coordinators
+    let pods: Vec<Pod> = sim.api.list_typed(Some("default")).unwrap();
+    if pods.len() != 17 {
+        problems.push(format!("{} pods", pods.len()));
+    }
+    let mut node_of = BTreeMap::new();
+    for pod in &pods {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if let Err(problem) = check_pod_files(sim, pod, &connection_string) {
+            problems.push(format!("pod {name}: {problem}"));
+        }
+        let node = pod.spec.as_ref().and_then(|spec| spec.node_name.clone());
+        node_of.insert(name, node);
+    }
+
+    let coordinators = match ConnectionString::parse(&connection_string) {
+        Ok(parsed) => parsed.coordinators,
+        Err(error) => {
+            problems.push(format!("connection string {connection_string:?}: {error}"));
+            Vec::new()
+        }
+    };
+    let zones: BTreeSet<_> = coordinators
         .iter()
-        .map(|c| node_of[c.host.split('.').next().unwrap()].clone())
+        .map(|c| {
+            node_of
+                .get(c.host.split('.').next().unwrap_or_default())
+                .cloned()
+                .flatten()
+        })
         .collect();
-    assert_eq!(zones.len(), 3, "coordinators share zones: {connection_string}");
+    if coordinators.len() != 3 || zones.len() != 3 || zones.contains(&None) {
+        problems.push(format!(
+            "coordinators not 3 in distinct zones: {connection_string}"
+        ));
+    }
 
     let snapshot = sim.fdb.snapshot();
-    assert!(snapshot.available && snapshot.configured);
-    let configuration = snapshot.configuration.unwrap();
-    assert_eq!(configuration.redundancy_mode.unwrap().as_str(), "double");
-    assert_eq!(configuration.storage_engine.unwrap().as_str(), "ssd-2");
-    assert_eq!(snapshot.processes.len(), 17);
+    let configuration = snapshot.configuration.clone().unwrap_or_default();
+    let redundancy = configuration.redundancy_mode.map(|m| m.as_str().to_owned());
+    let engine = configuration.storage_engine.map(|e| e.as_str().to_owned());
+    if !snapshot.available
+        || !snapshot.configured
+        || redundancy.as_deref() != Some("double")
+        || engine.as_deref() != Some("ssd-2")
+    {
+        problems.push(format!(
+            "database: available {}, configured {}, redundancy {redundancy:?}, engine {engine:?}",
+            snapshot.available, snapshot.configured
+        ));
+    }
+    if snapshot.processes.len() != 17 {
+        problems.push(format!("{} database processes", snapshot.processes.len()));
+    }
+    problems
 }
 
 /// The files the pod's sidecar wrote: the cluster file, and the monitor conf with the
 /// pod's own address and process group.
-fn assert_pod_files(sim: &Sim, name: &str, connection_string: &str) {
-    let pod: Pod = sim.api.get_typed(Some("default"), name).unwrap().unwrap();
-    let group = &pod.metadata.labels.as_ref().unwrap()["foundationdb.org/fdb-process-group-id"];
-    let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+fn check_pod_files(sim: &Sim, pod: &Pod, connection_string: &str) -> Result<(), String> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let group = labels
+        .get("foundationdb.org/fdb-process-group-id")
+        .ok_or("no process group label")?;
+    let ip = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .ok_or("no IP")?;
     let dir = sim
         .world
         .pod_volume_dir("default", name, "dynamic-conf")
-        .unwrap();
-    let cluster_file = std::fs::read_to_string(dir.join("fdb.cluster")).unwrap();
-    assert_eq!(cluster_file, connection_string, "{name}");
-    let conf = std::fs::read_to_string(dir.join("fdbmonitor.conf")).unwrap();
+        .ok_or("not running")?;
+    let read = |file: &str| {
+        std::fs::read_to_string(dir.join(file)).map_err(|e| format!("cannot read {file}: {e}"))
+    };
+    if read("fdb.cluster")? != connection_string {
+        return Err("fdb.cluster is not the connection string".to_owned());
+    }
+    let conf = read("fdbmonitor.conf")?;
+    if !conf.contains(&format!("public_address = {ip}:4501"))
+        || !conf.contains(&format!("locality_instance_id = {group}"))
+    {
+        return Err(format!("fdbmonitor.conf is not rendered for it:\n{conf}"));
+    }
+    Ok(())
+}
+
+/// Asserts the end state of a created cluster ([`end_state_problems`]).
+fn assert_created(sim: &Sim) {
+    let problems = end_state_problems(sim);
     assert!(
-        conf.contains(&format!("public_address = {ip}:4501")),
-        "{name}: {conf}"
-    );
-    assert!(
-        conf.contains(&format!("locality_instance_id = {group}")),
-        "{name}: {conf}"
+        problems.is_empty(),
+        "not the created cluster: {problems:#?}\n{}",
+        diagnostics(sim)
     );
 }
 
@@ -446,8 +604,8 @@ fn pod_replaced(sim: &Sim, name: &str, old_uid: &str) -> bool {
         return false;
     };
     let connection_string = cluster(sim).status.unwrap().connection_string.unwrap();
-    let fresh = pod.metadata.uid.as_deref() != Some(old_uid)
-        && pod.metadata.deletion_timestamp.is_none();
+    let fresh =
+        pod.metadata.uid.as_deref() != Some(old_uid) && pod.metadata.deletion_timestamp.is_none();
     let cluster_file = sim
         .world
         .pod_volume_dir("default", name, "dynamic-conf")
@@ -464,46 +622,44 @@ async fn production_controller_creates_a_cluster_follows_watches_and_stops_grace
     drive_until(&mut sim, "the cluster to be reconciled", reconciled).await;
     assert_created(&sim);
 
-    // The ConfigMap watch: a deleted ConfigMap comes back although the next resync is
-    // ten minutes away.
+    // The ConfigMap watch: with the controller idle (nothing scheduled before the
+    // ten-minute resync), a deleted ConfigMap comes back.
+    wait_until_idle(&sim, "after the creation").await;
     let config_map_key = ResourceKey::new("", "v1", "configmaps", "default", "sample-config");
     let old_config_map = sim.api.get(&config_map_key).unwrap()["metadata"]["uid"].clone();
     sim.api
         .delete_as("user", &config_map_key, DeleteOptions::default())
         .unwrap();
-    drive_until(&mut sim, "the deleted ConfigMap to be recreated", |sim| {
+    let what = "the deleted ConfigMap to be recreated (the ConfigMap watch)";
+    drive_until(&mut sim, what, |sim| {
         sim.api
             .get(&config_map_key)
             .is_some_and(|c| c["metadata"]["uid"] != old_config_map)
     })
     .await;
 
-    // The Pod watch: a deleted pod is recreated once its deletion finishes, and its
-    // sidecar is given the cluster file.
+    // The Pod watch: with the controller idle, a deleted pod is recreated once its
+    // deletion finishes, and its sidecar is given the cluster file.
+    wait_until_idle(&sim, "after recreating the ConfigMap").await;
     let pod_name = "sample-stateless-1";
     let old_uid = uid_of_pod(&sim, pod_name).unwrap();
     let pod_key = ResourceKey::new("", "v1", "pods", "default", pod_name);
     sim.api
         .delete_as("user", &pod_key, DeleteOptions::default())
         .unwrap();
-    drive_until(&mut sim, "the deleted pod to be recreated and configured", |sim| {
-        pod_replaced(sim, pod_name, &old_uid)
-    })
+    let what = "the deleted pod to be recreated and configured (the Pod watch)";
+    drive_until(&mut sim, what, |sim| pod_replaced(sim, pod_name, &old_uid)).await;
+    drive_until(
+        &mut sim,
+        "the cluster to be back in its created state",
+        |sim| end_state_problems(sim).is_empty(),
+    )
     .await;
-    drive_until(&mut sim, "the cluster to be reconciled again", |sim| {
-        reconciled(sim)
-            && cluster(sim)
-                .status
-                .unwrap()
-                .process_groups
-                .iter()
-                .all(|g| g.process_group_conditions.is_empty())
-    })
-    .await;
-    assert_created(&sim);
 
-    // Graceful shutdown: a reconcile in flight (held in `status json`) when the stop
-    // is asked for is finished before the controller ends.
+    // The FoundationDBCluster watch: with the controller idle, a metadata change starts
+    // a reconcile. It is held in `status json` while the stop is asked for: graceful
+    // shutdown finishes it before the controller ends.
+    wait_until_idle(&sim, "after recreating the pod").await;
     let guard = sim.gate.close().await;
     let cluster_key = ResourceKey::new(
         "apps.foundationdb.org",
@@ -541,8 +697,7 @@ async fn production_controller_creates_a_cluster_follows_watches_and_stops_grace
     );
     assert_eq!(passes(&sim.metrics), passes_before);
     drop(guard);
-    let controller = std::mem::replace(&mut sim.controller, tokio::spawn(async { Ok(()) }));
-    let result = tokio::time::timeout(Duration::from_secs(20), controller)
+    let result = tokio::time::timeout(Duration::from_secs(20), &mut sim.controller)
         .await
         .expect("the controller did not stop after the shutdown signal")
         .expect("the controller task panicked");

@@ -2,8 +2,8 @@
 //! cluster. Each reconcile is one [`run_pass`]; the pass's requeue becomes the next
 //! reconcile time; errors back off by category; `/metrics` serves Prometheus metrics.
 
-use std::net::SocketAddr;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use fdb_shared::api::FoundationDBCluster;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, Controller, Error as ControllerError};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
@@ -153,6 +153,17 @@ async fn serve_metrics(
         .map_err(|source| RunError::Metrics { address, source })
 }
 
+/// Whether a controller error needs no log line of its own: failed reconciles are
+/// logged by the error policy, and an object gone from the cache is expected after a
+/// deletion. Watch failures (RBAC, a missing CRD, the API server unreachable) are only
+/// seen here and must be visible at the default log level.
+fn reported_elsewhere(error: &ControllerError<ReconcileError, watcher::Error>) -> bool {
+    matches!(
+        error,
+        ControllerError::ReconcilerFailed(..) | ControllerError::ObjectNotFound(_)
+    )
+}
+
 /// When the controller stops.
 enum Shutdown {
     /// On SIGINT/SIGTERM (a second one forces it), as kube-runtime handles them.
@@ -223,7 +234,10 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
         .for_each(|result| async move {
             match result {
                 Ok((object, action)) => tracing::debug!(%object, ?action, "reconciled"),
-                Err(error) => tracing::debug!(%error, "controller event"),
+                Err(error) if reported_elsewhere(&error) => {
+                    tracing::debug!(%error, "controller event");
+                }
+                Err(error) => tracing::warn!(%error, "watching failed; retrying with back-off"),
             }
         });
     match options.metrics_address {
@@ -280,5 +294,48 @@ mod tests {
             backoff_for(&step),
             Action::requeue(Duration::from_secs(120))
         );
+    }
+
+    #[test]
+    fn short_policy_keeps_its_floor() {
+        let policy = RequeuePolicy {
+            min_delay: Duration::from_millis(20),
+            ..RequeuePolicy::default()
+        };
+        let zero = PassOutcome::Requeue {
+            delay: Duration::ZERO,
+            reason: "x".into(),
+            step: "AddPods",
+        };
+        assert_eq!(
+            policy.action_for(&zero),
+            Action::requeue(Duration::from_millis(20))
+        );
+        assert_eq!(
+            policy.action_for(&PassOutcome::Completed),
+            Action::requeue(RESYNC_INTERVAL)
+        );
+    }
+
+    #[test]
+    fn watch_failures_are_not_left_to_debug_logs() {
+        let watch: ControllerError<ReconcileError, watcher::Error> =
+            ControllerError::QueueError(watcher::Error::NoResourceVersion);
+        assert!(!reported_elsewhere(&watch));
+        let object = kube::runtime::reflector::ObjectRef::<FoundationDBCluster>::new("sample")
+            .within("default")
+            .erase();
+        let failed: ControllerError<ReconcileError, watcher::Error> =
+            ControllerError::ReconcilerFailed(
+                ReconcileError::ClusterNotFound {
+                    namespace: "default".into(),
+                    name: "sample".into(),
+                },
+                Box::new(object.clone()),
+            );
+        assert!(reported_elsewhere(&failed));
+        assert!(reported_elsewhere(&ControllerError::ObjectNotFound(
+            Box::new(object)
+        )));
     }
 }
