@@ -108,14 +108,14 @@ pub fn backoff_for(error: &ReconcileError) -> Action {
 }
 
 /// What every reconcile gets: the operator's context and the requeue policy.
-struct Shared {
+struct ControllerState {
     ctx: Context,
     requeue: RequeuePolicy,
 }
 
 async fn reconcile(
     cluster: Arc<FoundationDBCluster>,
-    shared: Arc<Shared>,
+    shared: Arc<ControllerState>,
 ) -> Result<Action, ReconcileError> {
     let namespace = cluster.namespace().unwrap_or_default();
     let report = run_pass(&shared.ctx, &namespace, &cluster.name_any()).await?;
@@ -125,14 +125,14 @@ async fn reconcile(
 fn error_policy(
     cluster: Arc<FoundationDBCluster>,
     error: &ReconcileError,
-    shared: Arc<Shared>,
+    shared: Arc<ControllerState>,
 ) -> Action {
     tracing::warn!(cluster = %cluster.name_any(), category = error.category(), %error, "reconcile failed");
     shared.requeue.backoff_for(error)
 }
 
 async fn serve_metrics(
-    ctx: Arc<Shared>,
+    ctx: Arc<ControllerState>,
     address: SocketAddr,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
@@ -189,9 +189,9 @@ pub async fn run_until(
 }
 
 async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Result<(), RunError> {
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(ControllerState {
         ctx,
-        requeue: options.requeue.clone(),
+        requeue: options.requeue,
     });
     let client = shared.ctx.kube.clone();
     fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
