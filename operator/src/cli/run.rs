@@ -11,7 +11,7 @@ use fdb_shared::sidecar::{SidecarClientFactory, SidecarClientTls};
 
 use crate::clock::SystemClock;
 use crate::controller::Context;
-use crate::controller::production::{RunOptions, run as run_controller};
+use crate::controller::production::{RequeuePolicy, RunOptions, run as run_controller};
 use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 
 /// Arguments of `fdb-operator run`.
@@ -67,6 +67,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     let options = RunOptions {
         namespace: args.namespace,
         metrics_address: Some(args.metrics_address),
+        requeue: RequeuePolicy::default(),
     };
     run_controller(ctx, options)
         .await
