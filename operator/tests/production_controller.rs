@@ -70,6 +70,8 @@ fn test_settings() -> OperatorSettings {
         database_wait: Duration::from_millis(50),
         controller_name: "fdb-operator-production-test".to_owned(),
         publish_events: true,
+        // Production concurrency: the sidecars of several pods are asked at once.
+        ..OperatorSettings::default()
     }
 }
 

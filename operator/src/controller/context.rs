@@ -44,6 +44,8 @@ pub struct OperatorSettings {
     pub controller_name: String,
     /// Whether Kubernetes Events are published.
     pub publish_events: bool,
+    /// How many sidecars UpdatePodConfig talks to at once.
+    pub sidecar_concurrency: usize,
 }
 
 impl Default for OperatorSettings {
@@ -54,6 +56,7 @@ impl Default for OperatorSettings {
             database_wait: Duration::from_secs(10),
             controller_name: "fdb-operator".to_owned(),
             publish_events: true,
+            sidecar_concurrency: 16,
         }
     }
 }

@@ -11,6 +11,8 @@ use fdb_shared::api::cluster::{
 };
 use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
+use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
@@ -98,6 +100,20 @@ pub async fn check_pod(
     PodConfigResult::Confirmed
 }
 
+/// Runs the protocol against the sidecar of `pod`.
+async fn check_candidate(
+    ctx: &Context,
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    pod: &Pod,
+    cluster_file: &str,
+) -> PodConfigResult {
+    match ctx.sidecars.sidecar_for(cluster, pod) {
+        Ok(sidecar) => check_pod(sidecar.as_ref(), cluster, group, cluster_file).await,
+        Err(error) => classify(error),
+    }
+}
+
 /// Sets (or clears) a condition on a group in `groups`, keeping first-seen timestamps.
 fn set_condition(
     groups: &mut [ProcessGroupStatus],
@@ -145,14 +161,15 @@ impl Subreconciler for UpdatePodConfig {
         let api = pass.api::<Pod>(ctx);
         let now = pass.now_unix();
         let (mut not_running, mut unreachable, mut incorrect, mut confirmed) = (0, 0, 0, 0);
-        for group in status.process_groups.clone() {
+        let mut candidates = Vec::new();
+        for group in &status.process_groups {
             if group.is_marked_for_removal() {
                 continue;
             }
             let Some(pod) = object_of_group(&cluster, &pods, &group.process_group_id) else {
                 continue;
             };
-            let Some(desired_hash) = desired_config_hash(&cluster, &group)? else {
+            let Some(desired_hash) = desired_config_hash(&cluster, group)? else {
                 continue;
             };
             if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
@@ -162,11 +179,23 @@ impl Subreconciler for UpdatePodConfig {
                 not_running += 1;
                 continue;
             }
+            candidates.push((group.clone(), pod.clone(), desired_hash));
+        }
+        // Sidecars are asked concurrently (a few unreachable ones must not stall a large
+        // cluster for their timeouts one after the other), and the results are applied in
+        // process-group order, so the writes are the same whatever answered first.
+        let checks: Vec<BoxFuture<'_, PodConfigResult>> = candidates
+            .iter()
+            .map(|(group, pod, _)| {
+                check_candidate(ctx, &cluster, group, pod, &cluster_file).boxed()
+            })
+            .collect();
+        let results: Vec<PodConfigResult> = futures::stream::iter(checks)
+            .buffered(ctx.settings.sidecar_concurrency.max(1))
+            .collect()
+            .await;
+        for ((group, pod, desired_hash), result) in candidates.into_iter().zip(results) {
             let id = group.process_group_id.as_str();
-            let result = match ctx.sidecars.sidecar_for(&cluster, pod) {
-                Ok(sidecar) => check_pod(sidecar.as_ref(), &cluster, &group, &cluster_file).await,
-                Err(error) => classify(error),
-            };
             let reachable = !matches!(result, PodConfigResult::Unreachable(_));
             set_condition(
                 &mut status.process_groups,

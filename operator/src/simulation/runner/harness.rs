@@ -95,5 +95,8 @@ pub fn new_operator_context(
         clock,
     );
     context.settings.controller_name = "fdb-operator-simulated".to_owned();
+    // One sidecar at a time: concurrent requests would interleave in the events log by
+    // timing, and the same scenario and seed must give the same log.
+    context.settings.sidecar_concurrency = 1;
     Ok(context)
 }
