@@ -5,8 +5,6 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// The address of a FoundationDB process: host (IP or DNS name), port and TLS flag.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcessAddress {
@@ -153,18 +151,7 @@ impl FromStr for ProcessAddress {
     }
 }
 
-impl Serialize for ProcessAddress {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for ProcessAddress {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(serde::de::Error::custom)
-    }
-}
+crate::text_serde::serde_as_text!(ProcessAddress);
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 use crate::address::{AddressParseError, ProcessAddress};
 
 /// The content of a cluster file.
@@ -182,18 +180,7 @@ impl FromStr for ConnectionString {
     }
 }
 
-impl Serialize for ConnectionString {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for ConnectionString {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(serde::de::Error::custom)
-    }
-}
+crate::text_serde::serde_as_text!(ConnectionString);
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ pub mod connection_string;
 pub mod monitor_conf;
 pub mod sidecar;
 pub mod status_json;
+mod text_serde;
 pub mod unknown_fields;
 pub mod validation;
 pub mod version;

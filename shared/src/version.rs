@@ -5,8 +5,6 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// The oldest FoundationDB version this operator manages.
 pub const MINIMUM_SUPPORTED_VERSION: FdbVersion = FdbVersion::new(7, 1, 0);
 
@@ -169,18 +167,7 @@ impl fmt::Display for FdbVersion {
     }
 }
 
-impl Serialize for FdbVersion {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for FdbVersion {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+crate::text_serde::serde_as_text!(FdbVersion);
 
 #[cfg(test)]
 mod tests {
