@@ -10,10 +10,9 @@ use async_trait::async_trait;
 use fdb_shared::api::cluster::PublicIpSource;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::PostParams;
 
 use super::update_status::pod_options;
-use super::{Subreconciler, create_ignoring_conflict};
+use super::{Subreconciler, create_missing};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::objects::object_of_group;
@@ -48,8 +47,7 @@ impl Subreconciler for AddPods {
         } else {
             Vec::new()
         };
-        let api = pass.api::<Pod>(ctx);
-        let mut created = 0;
+        let mut desired = Vec::new();
         let mut waiting_for_service_ip = 0;
         for group in pass.status().process_groups {
             if group.is_marked_for_removal() {
@@ -77,11 +75,10 @@ impl Subreconciler for AddPods {
                 pod.annotations_mut()
                     .insert(PUBLIC_IP_ANNOTATION.to_owned(), ip);
             }
-            tracing::info!(pod = %name, "creating pod");
-            create_ignoring_conflict(api.create(&PostParams::default(), &pod).await)
-                .map_err(StepError::kube(format!("create pod {name}")))?;
-            created += 1;
+            desired.push(pod);
         }
+        let api = pass.api::<Pod>(ctx);
+        let created = create_missing(&api, &existing, desired, "pod").await?;
         if created > 0 {
             pass.invalidate_pods();
         }

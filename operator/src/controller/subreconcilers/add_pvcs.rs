@@ -6,9 +6,8 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::ResourceExt;
-use kube::api::PostParams;
 
-use super::{Subreconciler, create_ignoring_conflict};
+use super::{Subreconciler, create_missing};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -37,28 +36,19 @@ impl Subreconciler for AddPvcs {
             .iter()
             .map(ResourceExt::name_any)
             .collect();
-        let api = pass.api::<PersistentVolumeClaim>(ctx);
-        let mut created = false;
+        let mut desired = Vec::new();
         for group in pass.status().process_groups {
             if group.is_marked_for_removal() {
                 continue;
             }
-            let Some(pvc) = build_pvc(&cluster, &group).map_err(|e| StepError::Build {
+            let pvc = build_pvc(&cluster, &group).map_err(|e| StepError::Build {
                 what: format!("PVC of {}", group.process_group_id),
                 message: e.to_string(),
-            })?
-            else {
-                continue;
-            };
-            let name = pvc.name_any();
-            if existing.contains(&name) {
-                continue;
-            }
-            tracing::info!(pvc = %name, "creating PVC");
-            create_ignoring_conflict(api.create(&PostParams::default(), &pvc).await)
-                .map_err(StepError::kube(format!("create pvc {name}")))?;
-            created = true;
+            })?;
+            desired.extend(pvc);
         }
+        let api = pass.api::<PersistentVolumeClaim>(ctx);
+        let created = create_missing(&api, &existing, desired, "PVC").await? > 0;
         if created {
             pass.invalidate_pvcs();
         }

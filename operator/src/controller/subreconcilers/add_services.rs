@@ -7,10 +7,9 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
-use kube::api::PostParams;
 
 use super::Subreconciler;
-use super::create_ignoring_conflict;
+use super::create_missing;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
@@ -52,17 +51,7 @@ impl Subreconciler for AddServices {
             desired.extend(service);
         }
         let api = pass.api::<Service>(ctx);
-        let mut created = false;
-        for service in desired {
-            let name = service.name_any();
-            if existing.contains(&name) {
-                continue;
-            }
-            tracing::info!(service = %name, "creating service");
-            create_ignoring_conflict(api.create(&PostParams::default(), &service).await)
-                .map_err(StepError::kube(format!("create service {name}")))?;
-            created = true;
-        }
+        let created = create_missing(&api, &existing, desired, "service").await? > 0;
         if created {
             pass.invalidate_services();
         }

@@ -87,9 +87,7 @@ pub(crate) fn has_condition(pass: &PassState, condition: ProcessGroupConditionTy
 
 /// A create that found the object already there (a stale list) is not an error: the
 /// object exists, which is what the step wanted.
-pub(crate) fn create_ignoring_conflict<T>(
-    result: Result<T, kube::Error>,
-) -> Result<(), kube::Error> {
+fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
     match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
@@ -97,6 +95,31 @@ pub(crate) fn create_ignoring_conflict<T>(
         }
         Err(error) => Err(error),
     }
+}
+
+/// Creates, in order, each of `desired` whose name is not in `existing` (what the pass
+/// listed); returns how many it created. `kind` names them in logs and errors.
+pub(crate) async fn create_missing<K>(
+    api: &kube::Api<K>,
+    existing: &std::collections::BTreeSet<String>,
+    desired: impl IntoIterator<Item = K>,
+    kind: &str,
+) -> Result<usize, StepError>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut created = 0;
+    for object in desired {
+        let name = kube::ResourceExt::name_any(&object);
+        if existing.contains(&name) {
+            continue;
+        }
+        tracing::info!(%name, "creating {kind}");
+        create_ignoring_conflict(api.create(&kube::api::PostParams::default(), &object).await)
+            .map_err(StepError::kube(format!("create {kind} {name}")))?;
+        created += 1;
+    }
+    Ok(created)
 }
 
 #[cfg(test)]
