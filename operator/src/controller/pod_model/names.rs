@@ -37,28 +37,36 @@ pub fn parse_process_group_id(
     Some((class, number))
 }
 
+/// The class and number of any process group ID, whatever its prefix (`a-storage-1`,
+/// `storage-1`, `dc2-cluster_controller-3`): the number after the last `-` and the class
+/// name right before it. The prefix is ignored on purpose: a group keeps its pod, PVC and
+/// number when `processGroupIDPrefix` changes (as in the Go operator), so a prefix change
+/// never makes the operator build a second pod for the same group.
+pub fn parse_any_process_group_id(id: &str) -> Option<(ProcessClass, u32)> {
+    let (head, number) = id.rsplit_once('-')?;
+    let number = number.parse::<u32>().ok().filter(|n| *n > 0)?;
+    let class = head.parse::<ProcessClass>().ok().or_else(|| {
+        let (_, class) = head.rsplit_once('-')?;
+        class.parse().ok()
+    })?;
+    Some((class, number))
+}
+
 /// The cluster's name (empty when unset; builders that need it return an error instead).
 pub(crate) fn cluster_name(cluster: &FoundationDBCluster) -> &str {
     cluster.metadata.name.as_deref().unwrap_or_default()
 }
 
-/// The pod of a process group: `<cluster>-<class with _ as ->-<n>`. The ID prefix is not
-/// part of the name. An ID this cluster did not generate falls back to
-/// `<cluster>-<id without prefix, _ as ->`.
+/// The pod of a process group: `<cluster>-<class with _ as ->-<n>`, from the group's class
+/// and the number at the end of its ID; the ID prefix is not part of the name (so it may
+/// change without renaming anything). An ID without a number falls back to
+/// `<cluster>-<id, _ as ->`.
 pub fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
     let cluster_name = cluster_name(cluster);
-    match parse_process_group_id(cluster, &group.process_group_id) {
-        Some((class, n)) => format!("{cluster_name}-{}-{n}", class.dns_name()),
-        None => {
-            let prefix = cluster.spec.process_group_id_prefix();
-            let id = &group.process_group_id;
-            let bare = id
-                .strip_prefix(prefix)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .filter(|_| !prefix.is_empty())
-                .unwrap_or(id);
-            format!("{cluster_name}-{}", bare.replace('_', "-").to_lowercase())
-        }
+    let id = &group.process_group_id;
+    match parse_any_process_group_id(id) {
+        Some((_, n)) => format!("{cluster_name}-{}-{n}", group.process_class.dns_name()),
+        None => format!("{cluster_name}-{}", id.replace('_', "-").to_lowercase()),
     }
 }
 

@@ -120,8 +120,29 @@ fn process_group_ids_pod_and_pvc_names() {
     // IDs the cluster did not generate still get a valid name.
     assert_eq!(
         pod_name(&prefixed, &group(ProcessClass::Log, "dc1-Odd_ID")),
-        "sample-odd-id"
+        "sample-dc1-odd-id"
     );
+    // Changing the prefix renames nothing: a group made under the old prefix keeps its
+    // pod, so the operator never builds a second pod for it.
+    let renamed = cluster("processGroupIDPrefix: dc2");
+    assert_eq!(
+        pod_name(&renamed, &group(ProcessClass::Log, "dc1-log-2")),
+        "sample-log-2"
+    );
+    assert_eq!(
+        pvc_name(&renamed, &group(ProcessClass::Log, "dc1-log-2")),
+        "sample-log-2-data"
+    );
+    assert_eq!(
+        parse_any_process_group_id("dc1-cluster_controller-3"),
+        Some((ProcessClass::ClusterController, 3))
+    );
+    assert_eq!(
+        parse_any_process_group_id("a-b-grv_proxy-4"),
+        Some((ProcessClass::GrvProxy, 4))
+    );
+    assert_eq!(parse_any_process_group_id("storage-0"), None);
+    assert_eq!(parse_any_process_group_id("storage"), None);
 }
 
 #[test]

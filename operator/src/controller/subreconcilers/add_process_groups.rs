@@ -16,7 +16,7 @@ use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
-use crate::controller::pod_model::{parse_process_group_id, process_group_id};
+use crate::controller::pod_model::{parse_any_process_group_id, process_group_id};
 use crate::controller::process_groups::{lowest_free_numbers, new_process_group};
 
 /// See the module documentation.
@@ -47,12 +47,13 @@ pub fn groups_to_add(
         if !group.is_marked_for_removal() {
             *live.entry(group.process_class).or_default() += 1;
         }
-        if let Some((class, n)) = parse_process_group_id(cluster, &group.process_group_id) {
-            used.entry(class).or_default().insert(n);
+        // Numbers stay taken whatever prefix the ID was made with.
+        if let Some((_, n)) = parse_any_process_group_id(&group.process_group_id) {
+            used.entry(group.process_class).or_default().insert(n);
         }
     }
     for id in excluded {
-        if let Some((class, n)) = parse_process_group_id(cluster, id) {
+        if let Some((class, n)) = parse_any_process_group_id(id) {
             used.entry(class).or_default().insert(n);
         }
     }
@@ -153,5 +154,21 @@ mod tests {
                 (ProcessClass::Storage, "dc1-storage-5".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn numbers_taken_under_an_old_prefix_stay_taken() {
+        // The prefix changed from dc1 to dc2: the old groups keep their numbers (and their
+        // pods), new groups get fresh ones with the new prefix.
+        let cluster = cluster(serde_json::json!({
+            "version": "7.1.57", "processGroupIDPrefix": "dc2",
+            "processCounts": {"storage": 3, "log": -1, "stateless": -1}
+        }));
+        let groups = [
+            new_process_group("dc1-storage-1".into(), ProcessClass::Storage, 0),
+            new_process_group("storage-2".into(), ProcessClass::Storage, 0),
+        ];
+        let added = groups_to_add(&cluster, &groups, &BTreeSet::new());
+        assert_eq!(added, [(ProcessClass::Storage, "dc2-storage-3".to_owned())]);
     }
 }

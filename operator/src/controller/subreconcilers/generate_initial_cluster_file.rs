@@ -20,7 +20,7 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::objects::{object_of_group, pod_ip};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
-use crate::controller::pod_model::parse_process_group_id;
+use crate::controller::pod_model::parse_any_process_group_id;
 use crate::controller::process_groups::pod_zone;
 
 /// See the module documentation.
@@ -80,9 +80,10 @@ pub fn coordinator_candidates(
         {
             continue;
         }
-        let Some((class, number)) = parse_process_group_id(cluster, &group.process_group_id) else {
+        let Some((_, number)) = parse_any_process_group_id(&group.process_group_id) else {
             continue;
         };
+        let class = group.process_class;
         let pod = object_of_group(cluster, pods, &group.process_group_id)
             .filter(|pod| pod.metadata.deletion_timestamp.is_none());
         let placed = pod.and_then(|pod| {

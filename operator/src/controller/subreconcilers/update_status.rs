@@ -22,7 +22,7 @@ use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
 use crate::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PodOptions, build_pod,
-    build_process_group_service, build_pvc, default_distribution_key, parse_process_group_id,
+    build_process_group_service, build_pvc, default_distribution_key, parse_any_process_group_id,
     pod_spec_hash, process_group_labels, servers_per_pod,
 };
 use crate::controller::process_groups::{GroupFacts, PodFacts, Presence, ProcessFacts, pod_zone};
@@ -36,7 +36,7 @@ pub struct UpdateStatus;
 
 /// The pod options of a group: its distribution key when fault domains are bin packed.
 pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> PodOptions {
-    let distribution_key = parse_process_group_id(cluster, &group.process_group_id)
+    let distribution_key = parse_any_process_group_id(&group.process_group_id)
         .and_then(|(_, n)| default_distribution_key(cluster, n));
     PodOptions {
         distribution_key,
