@@ -69,3 +69,41 @@ fn a_missing_process_is_reported_and_the_cluster_recovers_when_it_returns() {
     assert_eq!(after.reconciled, Some(true), "{:?}", after.stopped_because);
     assert!(conditions_of(after, "storage-2").is_empty());
 }
+
+#[test]
+fn a_conf_change_the_processes_have_not_picked_up_is_not_reconciled() {
+    // fdbmonitor does not restart processes when their conf changes; until they are
+    // bounced they run the old command line, and the cluster must not claim Reconciled.
+    let result = run(
+        &scenario(
+            DOUBLE,
+            "  - reconcile: {}\n  - apply: {spec: {processes: {general: {customParameters: [\"knob_disable_posix_kernel_aio=1\"]}}}}\n  - reconcile: {maxPasses: 30}\n",
+        ),
+        213,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let after = &result.steps[2];
+    assert_eq!(after.reconciled, Some(false), "{:?}", after.stopped_because);
+    let conditions = conditions_of(after, "storage-1");
+    assert!(
+        conditions.contains(&"IncorrectCommandLine".to_owned()),
+        "{conditions:?}"
+    );
+    assert!(
+        !conditions.contains(&"IncorrectConfigMap".to_owned()),
+        "the new conf was delivered: {conditions:?}"
+    );
+    // The processes still run the old command line; the sidecar has the new conf.
+    let process = after.fdb["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["locality"]["instance_id"] == "storage-1")
+        .unwrap();
+    assert!(
+        !process["commandLine"]
+            .as_str()
+            .unwrap()
+            .contains("knob_disable_posix_kernel_aio")
+    );
+}

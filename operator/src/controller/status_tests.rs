@@ -47,6 +47,7 @@ fn healthy(ip: &str) -> GroupObservation {
                 excluded: false,
             },
             expected_processes: 1,
+            command_lines_match: None,
         },
         address: Some(ip.to_owned()),
         fault_domain: Some(format!("node-{ip}")),

@@ -19,6 +19,7 @@ mod labels;
 mod names;
 mod pvc;
 mod services;
+mod substitutions;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
@@ -60,6 +61,8 @@ pub use volumes::{
 };
 
 pub mod volumes;
+
+pub use substitutions::expected_substitutions;
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
 pub const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";

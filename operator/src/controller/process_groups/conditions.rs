@@ -62,6 +62,9 @@ pub struct GroupFacts {
     pub processes: ProcessFacts,
     /// Processes the group's pod runs (servers per pod).
     pub expected_processes: usize,
+    /// Whether every reporting process runs the command line the pod's current conf asks
+    /// for (`None`: unknown, e.g. no conf confirmed yet or no status).
+    pub command_lines_match: Option<bool>,
 }
 
 /// The order conditions are listed in, so that unchanged conditions give an unchanged
@@ -153,6 +156,9 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             if excluded && !facts.marked_for_removal {
                 conditions.push(C::ProcessIsMarkedAsExcluded);
             }
+            if facts.command_lines_match == Some(false) {
+                conditions.push(C::IncorrectCommandLine);
+            }
         }
     }
     conditions.sort_by_key(rank);
@@ -204,6 +210,7 @@ mod tests {
             service: Presence::NotNeeded,
             processes,
             expected_processes: 1,
+            command_lines_match: None,
         }
     }
 

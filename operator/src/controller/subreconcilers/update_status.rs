@@ -7,13 +7,15 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
-use fdb_shared::status_json::DatabaseStatus;
+use fdb_shared::monitor_conf::parse::command_lines;
+use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::config_map::{
-    build_config_map, config_map_name, dynamic_conf_hash, monitor_conf_template,
+    build_config_map, config_map_name, dynamic_conf_hash, expected_monitor_conf,
+    monitor_conf_template,
 };
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
@@ -22,8 +24,8 @@ use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
 use crate::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PodOptions, build_pod,
-    build_process_group_service, build_pvc, default_distribution_key, parse_any_process_group_id,
-    pod_spec_hash, process_group_labels, servers_per_pod,
+    build_process_group_service, build_pvc, default_distribution_key, expected_substitutions,
+    parse_any_process_group_id, pod_spec_hash, process_group_labels, servers_per_pod,
 };
 use crate::controller::process_groups::{GroupFacts, PodFacts, Presence, ProcessFacts, pod_zone};
 use crate::controller::status::{
@@ -83,6 +85,44 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
     }
 }
 
+/// Whether each reporting process of the group runs the command line that the conf its
+/// pod has now (the class's template with the pod's substitutions) describes: fdbmonitor
+/// does not restart processes when the conf changes, so a difference means the process
+/// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
+/// when the expected command line cannot be known from the pod and the status.
+fn command_lines_match(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    pod: &Pod,
+    processes: &[&ProcessStatus],
+) -> Option<bool> {
+    let substitutions = expected_substitutions(pod)?;
+    let conf = expected_monitor_conf(cluster, group.process_class, &substitutions).ok()?;
+    let expected = command_lines(&conf).ok()?;
+    let several = expected.len() > 1;
+    let instance = &group.process_group_id;
+    for process in processes {
+        let actual = process.command_line.as_deref()?;
+        // With several servers per pod, `locality_process_id` is `<instance>-<i>`.
+        let index = if several {
+            process
+                .locality
+                .process_id
+                .as_deref()?
+                .strip_prefix(instance.as_str())?
+                .strip_prefix('-')?
+                .parse::<u32>()
+                .ok()?
+        } else {
+            1
+        };
+        if expected.get(&index).map(String::as_str) != Some(actual) {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
 /// Observes one process group.
 pub fn observe_group(
     cluster: &FoundationDBCluster,
@@ -132,6 +172,12 @@ pub fn observe_group(
             excluded: processes.iter().any(|p| p.excluded),
         },
     };
+    let command_lines_match = match (pod, &pod_facts) {
+        (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+            command_lines_match(cluster, group, pod, &processes)
+        }
+        _ => None,
+    };
     let fault_domain = processes
         .iter()
         .find_map(|p| p.locality.zoneid.clone())
@@ -145,6 +191,7 @@ pub fn observe_group(
             processes: process_facts,
             expected_processes: usize::try_from(servers_per_pod(cluster, group.process_class))
                 .unwrap_or(1),
+            command_lines_match,
         },
         address: pod.and_then(pod_ip).map(str::to_owned),
         fault_domain,
