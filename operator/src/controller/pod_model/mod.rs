@@ -62,7 +62,7 @@ pub use volumes::{
 
 pub mod volumes;
 
-pub use substitutions::expected_substitutions;
+pub use substitutions::{expected_substitutions, expected_zone, has_sidecar};
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
 pub const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";

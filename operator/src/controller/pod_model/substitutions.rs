@@ -71,6 +71,39 @@ pub fn expected_substitutions(pod: &Pod) -> Option<BTreeMap<String, String>> {
     Some(substitutions)
 }
 
+/// Whether the pod has our sidecar container.
+pub fn has_sidecar(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .is_some_and(|spec| spec.containers.iter().any(|c| c.name == SIDECAR_CONTAINER))
+}
+
+/// The zone the pod's processes will report (`locality_zoneid`): the sidecar container's
+/// `FDB_ZONE_ID`, falling back like the sidecar to the machine ID and the hostname. `None`
+/// while it resolves to nothing yet (e.g. `spec.nodeName` before scheduling) or cannot be
+/// resolved from the pod.
+pub fn expected_zone(pod: &Pod) -> Option<String> {
+    let sidecar = pod
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|container| container.name == SIDECAR_CONTAINER)?;
+    let env = container_env(pod, sidecar)?;
+    let declared = |name: &str| sidecar.env.iter().flatten().any(|var| var.name == name);
+    for name in ["FDB_ZONE_ID", "FDB_MACHINE_ID"] {
+        match env.get(name).filter(|value| !value.is_empty()) {
+            Some(value) => return Some(value.clone()),
+            // Declared but still empty: its source is not there yet; do not guess.
+            None if declared(name) => return None,
+            None => {}
+        }
+    }
+    env.get("HOSTNAME")
+        .filter(|value| !value.is_empty())
+        .cloned()
+}
+
 /// The values of a repeatable flag, as `--flag value` or `--flag=value`.
 fn flag_values<'a>(args: &'a [String], flag: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     args.iter().enumerate().filter_map(move |(index, arg)| {
@@ -202,6 +235,24 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(subs["BINARY_DIR"], "/var/dynamic-conf/bin/7.1.57");
+    }
+
+    #[test]
+    fn the_zone_is_what_fdb_zone_id_resolves_to() {
+        let pod = pod("foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1", &[]);
+        assert_eq!(expected_zone(&pod).as_deref(), Some("z1"));
+        let mut unscheduled: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": SIDECAR_CONTAINER, "env": [
+                {"name": "FDB_ZONE_ID", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+            ]}]}
+        }))
+        .unwrap();
+        assert_eq!(expected_zone(&unscheduled), None, "not scheduled yet");
+        if let Some(spec) = unscheduled.spec.as_mut() {
+            spec.node_name = Some("node-7".into());
+        }
+        assert_eq!(expected_zone(&unscheduled).as_deref(), Some("node-7"));
     }
 
     #[test]

@@ -5,10 +5,20 @@ use fdb_shared::api::cluster::settings::KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-/// The zone of `pod`: its node (`spec.nodeName`, the default), its name
-/// (`foundationdb.org/none`), or the fixed value (`foundationdb.org/kubernetes-cluster`).
-/// `None` while the pod is not scheduled (zone by node).
+/// The zone of `pod`: the zone its processes will report, i.e. what the sidecar's
+/// `FDB_ZONE_ID` resolves to (which covers every `faultDomain.valueFrom` and the bin
+/// packing distribution key); for pods without our sidecar, by `spec.faultDomain`: its node
+/// (`spec.nodeName`, the default), its name (`foundationdb.org/none`), or the fixed value
+/// (`foundationdb.org/kubernetes-cluster`). `None` while the pod is not scheduled (zone by
+/// node).
 pub fn pod_zone(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
+    if let Some(zone) = crate::controller::pod_model::expected_zone(pod) {
+        return Some(zone);
+    }
+    if crate::controller::pod_model::has_sidecar(pod) {
+        // Our pod, whose zone source has not resolved yet (not scheduled).
+        return None;
+    }
     let domain = &cluster.spec.fault_domain;
     if domain.key() == KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY {
         return domain.value.clone();

@@ -68,17 +68,42 @@ fn problem(
         if unreachable {
             return Some(format!("coordinator {text} is unreachable"));
         }
-        let Some(candidate) = candidates.iter().find(|c| c.address.to_string() == text) else {
+        // A coordinator may be hosted by another FoundationDBCluster resource of the same
+        // database (one per data center): it is fine as long as it reports, is not
+        // excluded, and its zone is distinct.
+        let zone = candidates
+            .iter()
+            .find(|c| c.address.to_string() == text)
+            .map(|c| c.zone.clone())
+            .or_else(|| reported_zone(db, coordinator));
+        let Some(zone) = zone else {
             return Some(format!(
-                "coordinator {text} is not an eligible process group of {}",
+                "coordinator {text} is neither an eligible process group of {} nor a reporting, non-excluded process",
                 cluster.metadata.name.as_deref().unwrap_or_default()
             ));
         };
-        if !zones.insert(candidate.zone.clone()) {
-            return Some(format!("two coordinators share zone {}", candidate.zone));
+        if !zones.insert(zone.clone()) {
+            return Some(format!("two coordinators share zone {zone}"));
         }
     }
     None
+}
+
+/// The zone of the reporting, non-excluded process at `address` (matched by its address,
+/// or by its DNS name locality when the connection string uses DNS names).
+fn reported_zone(db: &DatabaseStatus, address: &ProcessAddress) -> Option<String> {
+    db.cluster.processes.values().find_map(|process| {
+        if process.excluded {
+            return None;
+        }
+        let reported = process.address.as_ref()?;
+        let same_address = reported.host == address.host && reported.port == address.port;
+        let same_dns_name = process.locality.dns_name.as_deref() == Some(address.host.as_str())
+            && reported.port == address.port;
+        (same_address || same_dns_name)
+            .then(|| process.locality.zoneid.clone())
+            .flatten()
+    })
 }
 
 /// Decides from the cluster, its pods and the database status.
@@ -288,6 +313,29 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_coordinator_of_another_resource_of_the_database_is_kept_when_it_reports() {
+        // 10.0.1.7 belongs to another FoundationDBCluster (another data center) of the
+        // same database: not one of our groups, but a reporting process in its own zone.
+        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.1.7:4501");
+        let mut db = db();
+        let remote = serde_json::json!({
+            "address": "10.0.1.7:4501", "locality": {"instance_id": "dc2-log-1", "zoneid": "dc2-node-1"}
+        });
+        db.cluster
+            .processes
+            .insert("remote".into(), serde_json::from_value(remote).unwrap());
+        assert_eq!(decide(&cluster, &pods, &db), CoordinatorAction::None);
+        // Excluded, it no longer counts.
+        if let Some(p) = db.cluster.processes.get_mut("remote") {
+            p.excluded = true;
+        }
+        assert!(matches!(
+            decide(&cluster, &pods, &db),
+            CoordinatorAction::Change { .. }
+        ));
     }
 
     #[test]
