@@ -139,7 +139,8 @@ pub struct PodOptions {
     /// the affinity to pack/spread by key. `None`: the default spreading.
     pub distribution_key: Option<String>,
     /// FDB version of the main container (image and `--main-container-version`).
-    /// Default: `status.runningVersion`, else `spec.version`.
+    /// Default: [`pod_version`] (`spec.version`, or the running version during an
+    /// incompatible upgrade).
     pub main_version: Option<String>,
     /// FDB version of the sidecar and init image (during an incompatible upgrade, the
     /// target version, so the sidecar stages the new binaries). Default: as the main
@@ -169,6 +170,26 @@ pub fn running_version(cluster: &FoundationDBCluster) -> &str {
         .unwrap_or(&cluster.spec.version)
 }
 
+/// The FoundationDB version new and updated pods run: `spec.version` when it is protocol
+/// compatible with the running version (patch upgrades and downgrades roll out as pod
+/// updates, operator-behavior §9), else the running version (an incompatible upgrade
+/// first stages binaries and bounces every process at once; pods follow afterwards).
+pub fn pod_version(cluster: &FoundationDBCluster) -> &str {
+    let running = running_version(cluster);
+    let wanted = cluster.spec.version.as_str();
+    match (
+        running.parse::<fdb_shared::FdbVersion>(),
+        wanted.parse::<fdb_shared::FdbVersion>(),
+    ) {
+        (Ok(running_parsed), Ok(wanted_parsed))
+            if !running_parsed.is_protocol_compatible(&wanted_parsed) =>
+        {
+            running
+        }
+        _ => wanted,
+    }
+}
+
 fn take_named(containers: &mut Vec<Container>, name: &str) -> Option<Container> {
     let index = containers.iter().position(|c| c.name == name)?;
     Some(containers.remove(index))
@@ -190,7 +211,7 @@ pub fn build_pod(
         });
     }
     let identity = names::ClusterIdentity::of(cluster)?;
-    let default_version = running_version(cluster);
+    let default_version = pod_version(cluster);
     let main_version = options.main_version.as_deref().unwrap_or(default_version);
     let sidecar_version = options.sidecar_version.as_deref().unwrap_or(main_version);
     if main_version.is_empty() || sidecar_version.is_empty() {

@@ -275,6 +275,17 @@ fn versions_images_and_unsupported_image_type() {
     assert_eq!(sidecar.image.as_deref(), Some("reg/sidecar:7.3.43-1"));
     assert!(args(sidecar).contains("--main-container-version 7.1.57"));
 
+    // A patch upgrade (protocol compatible) rolls out as a plain pod update: new and
+    // updated pods run spec.version.
+    let mut patching = cluster("");
+    patching.spec.version = "7.1.59".to_owned();
+    patching.status = Some(serde_json::from_str(r#"{"runningVersion": "7.1.57"}"#).unwrap());
+    let pod = build_pod(&patching, &storage_1(), &PodOptions::default()).unwrap();
+    assert_eq!(
+        container(&pod, MAIN_CONTAINER).image.as_deref(),
+        Some("foundationdb/foundationdb:7.1.59")
+    );
+
     let unified = build_pod(
         &cluster("imageType: unified"),
         &storage_1(),
