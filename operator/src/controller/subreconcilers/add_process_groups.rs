@@ -26,13 +26,27 @@ pub struct AddProcessGroups;
 /// Process group IDs whose processes the database reports as excluded (their numbers
 /// are not reused until they are included again).
 pub fn excluded_instance_ids(status: &DatabaseStatus) -> BTreeSet<String> {
-    status
+    let reporting = status
         .cluster
         .processes
         .values()
         .filter(|p| p.excluded)
-        .filter_map(|p| p.locality.instance_id.clone())
-        .collect()
+        .filter_map(|p| p.locality.instance_id.clone());
+    // Locality exclusions stay in the configuration after their process is gone; the ID
+    // must not be reused while they do, or the new group's process would be excluded.
+    let configured = status
+        .cluster
+        .configuration
+        .iter()
+        .flat_map(|configuration| &configuration.excluded_servers)
+        .filter_map(|server| {
+            server
+                .locality
+                .as_deref()?
+                .strip_prefix("locality_instance_id:")
+        })
+        .map(str::to_owned);
+    reporting.chain(configured).collect()
 }
 
 /// The IDs (and classes) of the groups to add, in class order.
@@ -80,14 +94,32 @@ impl Subreconciler for AddProcessGroups {
         ctx: &Context,
         pass: &mut PassState,
     ) -> Result<StepOutcome, StepError> {
-        let excluded = pass
-            .cached_database_status()
-            .map(|status| excluded_instance_ids(&status))
+        let database_exists = pass.status().connection_string.is_some();
+        // At most one `status json` per pass: this is the one UpdateStatus read.
+        let database = if database_exists {
+            pass.database_status(ctx).await.ok()
+        } else {
+            None
+        };
+        let excluded = database
+            .as_deref()
+            .map(excluded_instance_ids)
             .unwrap_or_default();
         let mut status = pass.status();
         let added = groups_to_add(pass.cluster(), &status.process_groups, &excluded);
         if added.is_empty() {
             return Ok(StepOutcome::Continue);
+        }
+        if database_exists && database.is_none() {
+            // Which IDs are still excluded is unknown: a reused one would have its new
+            // process excluded at once. Wait for the database to answer.
+            return Ok(StepOutcome::Requeue {
+                delay: ctx.settings.database_wait,
+                reason: format!(
+                    "{} process groups to add, but the database status (which IDs are still excluded) cannot be read",
+                    added.len()
+                ),
+            });
         }
         let now = pass.now_unix();
         tracing::info!(
@@ -170,5 +202,23 @@ mod tests {
         ];
         let added = groups_to_add(&cluster, &groups, &BTreeSet::new());
         assert_eq!(added, [(ProcessClass::Storage, "dc2-storage-3".to_owned())]);
+    }
+
+    #[test]
+    fn ids_excluded_in_the_configuration_are_not_reused() {
+        let status: DatabaseStatus = serde_json::from_value(serde_json::json!({
+            "cluster": {
+                "processes": {"a": {"excluded": true, "locality": {"instance_id": "storage-2"}}},
+                "configuration": {"excluded_servers": [
+                    {"locality": "locality_instance_id:storage-1"},
+                    {"address": "10.1.1.1"}
+                ]}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            excluded_instance_ids(&status),
+            BTreeSet::from(["storage-1".to_owned(), "storage-2".to_owned()])
+        );
     }
 }
