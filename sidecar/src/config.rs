@@ -329,15 +329,16 @@ impl SidecarConfig {
         if zone_id.is_empty() {
             zone_id = machine_id.clone();
         }
-        let binary_dir = match &args.main_container_version {
-            Some(main) if main.trim() != primary_version => args
-                .main_container_conf_dir
-                .join("bin")
-                .join(&primary_version)
-                .display()
-                .to_string(),
-            _ => "/usr/bin".to_owned(),
-        };
+        let binary_dir =
+            if versions_differ(args.main_container_version.as_deref(), &primary_version) {
+                args.main_container_conf_dir
+                    .join("bin")
+                    .join(&primary_version)
+                    .display()
+                    .to_string()
+            } else {
+                "/usr/bin".to_owned()
+            };
         let mut substitutions = BTreeMap::from([
             ("FDB_PUBLIC_IP".to_owned(), public_ip),
             ("FDB_MACHINE_ID".to_owned(), machine_id),
@@ -368,13 +369,21 @@ impl SidecarConfig {
         })
     }
 
-    /// Whether binaries must be staged: the main container runs another version.
+    /// Whether binaries must be staged: the main container runs another version, or its
+    /// version is unknown (no `--main-container-version`, as in the Python sidecar).
     pub fn version_mismatch(&self) -> bool {
-        self.args
-            .main_container_version
-            .as_deref()
-            .is_some_and(|main| main.trim() != self.primary_version)
+        versions_differ(
+            self.args.main_container_version.as_deref(),
+            &self.primary_version,
+        )
     }
+}
+
+/// Whether the main container's version differs from the primary version. An omitted
+/// `--main-container-version` counts as different: the Python sidecar compared `None`
+/// with the primary version, which is never equal, so it staged the binaries.
+fn versions_differ(main_container_version: Option<&str>, primary_version: &str) -> bool {
+    main_container_version.map(str::trim) != Some(primary_version)
 }
 
 fn fill_from_env(value: &mut Option<PathBuf>, env: &BTreeMap<String, String>, name: &str) {
@@ -523,7 +532,7 @@ mod tests {
     #[test]
     fn substitutions_apply_fallbacks() {
         let config = parse(
-            &[],
+            &["--main-container-version", "7.1.57"],
             &[
                 ("FDB_POD_IP", "10.0.0.2"),
                 ("HOSTNAME", "pod-1"),
@@ -551,6 +560,16 @@ mod tests {
         let same = parse(&["--main-container-version", "7.1.57"], &[]).unwrap();
         assert_eq!(same.substitutions["BINARY_DIR"], "/usr/bin");
         assert!(!same.version_mismatch());
+    }
+
+    #[test]
+    fn omitted_main_container_version_counts_as_a_mismatch() {
+        let config = parse(&[], &[]).unwrap();
+        assert_eq!(
+            config.substitutions["BINARY_DIR"],
+            "/var/dynamic-conf/bin/7.1.57"
+        );
+        assert!(config.version_mismatch());
     }
 
     #[test]

@@ -15,7 +15,9 @@ use support::{
 #[tokio::test]
 async fn every_endpoint_answers_with_the_contract_bodies() {
     let dirs = PodDirs::new();
-    let sidecar = SidecarProcess::start(dirs.pod_args(), &pod_env());
+    let mut args = dirs.pod_args();
+    args.extend(["--main-container-version".to_owned(), PRIMARY.to_owned()]);
+    let sidecar = SidecarProcess::start(args, &pod_env());
     let addr = sidecar.addr;
 
     let ready = http(addr, "GET", "/ready").await;
@@ -245,10 +247,15 @@ fn init_mode_copies_and_exits() {
         dirs.read("out/lib/multiversion/libfdb_c_6.3.25.so"),
         "lib 6.3.25"
     );
-    assert!(
-        !dirs.path("out/bin").exists(),
-        "no staging without a version mismatch"
+    // Without --main-container-version the main container's version is unknown: like
+    // the Python sidecar, stage the binaries and point the conf at them.
+    assert_eq!(
+        dirs.read(&format!("out/bin/{PRIMARY}/fdbserver")),
+        format!("fake fdbserver {PRIMARY}\n")
     );
+    assert!(dirs.read("out/fdbmonitor.conf").contains(&format!(
+        "command = /var/dynamic-conf/bin/{PRIMARY}/fdbserver"
+    )));
 
     std::fs::remove_file(dirs.path("in/fdb.cluster")).unwrap();
     let output = command(&args, &pod_env()).output().unwrap();
