@@ -368,3 +368,34 @@ async fn watch_input_follows_configmap_swaps() {
     .is_ok_and(|c| c == "id = storage-1 v2\n")));
     assert_eq!(dirs.read("out/fdb.cluster"), "moved:x@127.0.0.9:4501");
 }
+
+#[tokio::test]
+async fn a_fifo_in_the_output_dir_is_refused_and_blocks_nothing() {
+    let dirs = PodDirs::new();
+    let fifo = dirs.path("out/pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut sidecar = SidecarProcess::start(dirs.pod_args(), &pod_env());
+    let addr = sidecar.addr;
+    let limit = std::time::Duration::from_secs(10);
+    // More requests than hashing slots: none may stay stuck on the FIFO.
+    for _ in 0..6 {
+        let answer = tokio::time::timeout(limit, http(addr, "GET", "/check_hash/pipe"))
+            .await
+            .expect("check_hash of a FIFO must answer");
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert!(answer.body.contains("pipe"), "{answer:?}");
+    }
+    let hash = tokio::time::timeout(limit, http(addr, "GET", "/check_hash/fdb.cluster"))
+        .await
+        .expect("other hashes still work");
+    assert_eq!(hash.body, sha256(CLUSTER.as_bytes()));
+    let present = http(addr, "GET", "/is_present/pipe").await;
+    assert_eq!(present.status, 200);
+    let restart = http(addr, "POST", "/restart").await;
+    assert_eq!(restart.status, 200);
+    assert_eq!(sidecar.wait_exit().code(), Some(3));
+}
