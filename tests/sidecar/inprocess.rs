@@ -72,6 +72,27 @@ async fn router_serves_the_contract_in_process() {
 }
 
 #[tokio::test]
+async fn known_paths_with_the_wrong_method_are_not_found() {
+    let dirs = PodDirs::new();
+    let state = AppState::new(config(&dirs, &[], &pod_env())).unwrap();
+    for (method, path) in [
+        ("GET", "/copy_files"),
+        ("GET", "/restart"),
+        ("POST", "/ready"),
+        ("DELETE", "/substitutions"),
+        ("POST", "/check_hash/fdb.cluster"),
+        ("PUT", "/is_present/fdb.cluster"),
+    ] {
+        assert_eq!(
+            call(&state, method, path).await,
+            (StatusCode::NOT_FOUND, format!("Path {path} not found")),
+            "{method} {path}"
+        );
+    }
+    assert!(!state.restart.is_cancelled());
+}
+
+#[tokio::test]
 async fn client_drives_an_in_process_sidecar_during_an_upgrade() {
     let dirs = PodDirs::new();
     let config = config(&dirs, &["--main-container-version", "7.1.50"], &pod_env());
