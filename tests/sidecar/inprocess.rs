@@ -93,6 +93,20 @@ async fn known_paths_with_the_wrong_method_are_not_found() {
 }
 
 #[tokio::test]
+async fn a_missing_output_dir_answers_not_found() {
+    let dirs = PodDirs::new();
+    let state = AppState::new(config(&dirs, &[], &pod_env())).unwrap();
+    std::fs::remove_dir_all(dirs.path("out")).unwrap();
+    for uri in ["/check_hash/fdb.cluster", "/is_present/fdb.cluster"] {
+        assert_eq!(
+            call(&state, "GET", uri).await,
+            (StatusCode::NOT_FOUND, "fdb.cluster not found".into()),
+            "{uri}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn client_drives_an_in_process_sidecar_during_an_upgrade() {
     let dirs = PodDirs::new();
     let config = config(&dirs, &["--main-container-version", "7.1.50"], &pod_env());
