@@ -58,10 +58,13 @@ pub enum CopyError {
 }
 
 impl CopyError {
-    /// Whether the failure is caused by the input (ConfigMap content) rather than a
-    /// server fault.
+    /// Whether the failure is caused by the input (ConfigMap content, such as a template
+    /// using an unset variable) rather than a server fault.
     pub fn is_input_problem(&self) -> bool {
-        matches!(self, Self::NoContents { .. } | Self::MissingInput { .. })
+        matches!(
+            self,
+            Self::NoContents { .. } | Self::MissingInput { .. } | Self::Render { .. }
+        )
     }
 }
 

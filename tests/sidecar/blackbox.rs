@@ -127,9 +127,11 @@ async fn copy_files_reports_empty_required_files_and_picks_up_changes() {
     );
     assert_eq!(dirs.read("out/fdb.cluster"), "new:cluster@127.0.0.2:4501");
 
+    let conf_before = dirs.read("out/fdbmonitor.conf");
     dirs.write("in/fdbmonitor.conf", "x = $FDB_DNS_NAME\n");
     let answer = http(sidecar.addr, "POST", "/copy_monitor_conf").await;
-    assert_eq!(answer.status, 500);
+    assert_eq!(answer.status, 400);
+    assert_eq!(dirs.read("out/fdbmonitor.conf"), conf_before);
     assert!(
         answer.body.contains("$FDB_DNS_NAME is not set"),
         "{answer:?}"
