@@ -62,7 +62,9 @@ fn main() -> ExitCode {
         };
     }
     let Some(bind) = config.bind_address else {
-        tracing::error!("no listen address: pass --bind-address or set FDB_POD_IP / FDB_PUBLIC_IP");
+        tracing::error!(
+            "no listen address: FDB_POD_IP and FDB_PUBLIC_IP are unset and the host name resolves to no address; pass --bind-address or set FDB_POD_IP"
+        );
         return ExitCode::from(EXIT_FATAL);
     };
 

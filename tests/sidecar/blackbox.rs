@@ -275,6 +275,20 @@ fn configuration_errors_exit_non_zero_with_a_message() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("COPY_ONCE"));
 
+    // Set but empty is not set (the Python sidecar tested `if os.getenv(name)`).
+    let mut env = pod_env();
+    for name in ["SIDECAR_CONF_DIR", "INPUT_DIR", "OUTPUT_DIR", "COPY_ONCE"] {
+        env.insert(name.into(), String::new());
+    }
+    let mut args = dirs.pod_args();
+    args.push("--init-mode".into());
+    let output = command(&args, &env).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
     let mut args = dirs.pod_args();
     args.push("--tls".into());
     let output = command(&args, &pod_env()).output().unwrap();
