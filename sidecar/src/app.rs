@@ -149,6 +149,9 @@ pub fn app(state: AppState) -> Router {
         .route(protocol::RESTART, post(restart))
         .route(protocol::METRICS, get(metrics))
         .fallback(not_found)
+        // The Python sidecar answered a known path with the wrong method like any unknown
+        // path; clients match on that body.
+        .method_not_allowed_fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)

@@ -213,7 +213,8 @@ pub struct SidecarConfig {
     pub args: SidecarArgs,
     /// This image's FoundationDB version (trimmed content of the version file).
     pub primary_version: String,
-    /// The listen address from `--bind-address` or the pod IP environment, if any.
+    /// The listen address from `--bind-address`, else `FDB_POD_IP`, `FDB_PUBLIC_IP` or the
+    /// host's own address, with port 8080; `None` when no address can be determined.
     pub bind_address: Option<SocketAddr>,
     /// TLS settings when `--tls` is set.
     pub tls: Option<TlsSettings>,
@@ -253,7 +254,8 @@ impl SidecarConfig {
 
         let primary_version = read_primary_version(&args.version_file)?;
         for name in DEPRECATED_ENV_VARS {
-            if env.contains_key(name) {
+            // Set but empty is not "set": the Python sidecar tested `if os.getenv(name)`.
+            if env.get(name).is_some_and(|value| !value.is_empty()) {
                 return Err(ConfigError::DeprecatedEnv {
                     name: name.to_owned(),
                     version: primary_version.clone(),
@@ -298,9 +300,18 @@ impl SidecarConfig {
         let pod_ip = select_ip("FDB_POD_IP", get("FDB_POD_IP"), family)?;
         let env_public_ip = select_ip("FDB_PUBLIC_IP", get("FDB_PUBLIC_IP"), family)?;
 
+        let public_ip = if !env_public_ip.is_empty() {
+            env_public_ip
+        } else if !pod_ip.is_empty() {
+            pod_ip.clone()
+        } else {
+            host_address(get("HOSTNAME"), family)
+        };
         let bind_address = match &args.bind_address {
             Some(text) => Some(parse_bind_address(text)?),
-            None => [&pod_ip, &env_public_ip]
+            // FDB_POD_IP, else FDB_PUBLIC_IP, else the host's own address (the fallback
+            // of the FDB_PUBLIC_IP substitution); None when no address is known at all.
+            None => [&pod_ip, &public_ip]
                 .into_iter()
                 .find(|ip| !ip.is_empty())
                 .map(|ip| {
@@ -314,13 +325,6 @@ impl SidecarConfig {
                 .transpose()?,
         };
 
-        let public_ip = if !env_public_ip.is_empty() {
-            env_public_ip
-        } else if !pod_ip.is_empty() {
-            pod_ip.clone()
-        } else {
-            host_address(get("HOSTNAME"), family)
-        };
         let mut machine_id = get("FDB_MACHINE_ID").to_owned();
         if machine_id.is_empty() {
             machine_id = get("HOSTNAME").to_owned();
@@ -329,15 +333,16 @@ impl SidecarConfig {
         if zone_id.is_empty() {
             zone_id = machine_id.clone();
         }
-        let binary_dir = match &args.main_container_version {
-            Some(main) if main.trim() != primary_version => args
-                .main_container_conf_dir
-                .join("bin")
-                .join(&primary_version)
-                .display()
-                .to_string(),
-            _ => "/usr/bin".to_owned(),
-        };
+        let binary_dir =
+            if versions_differ(args.main_container_version.as_deref(), &primary_version) {
+                args.main_container_conf_dir
+                    .join("bin")
+                    .join(&primary_version)
+                    .display()
+                    .to_string()
+            } else {
+                "/usr/bin".to_owned()
+            };
         let mut substitutions = BTreeMap::from([
             ("FDB_PUBLIC_IP".to_owned(), public_ip),
             ("FDB_MACHINE_ID".to_owned(), machine_id),
@@ -368,13 +373,21 @@ impl SidecarConfig {
         })
     }
 
-    /// Whether binaries must be staged: the main container runs another version.
+    /// Whether binaries must be staged: the main container runs another version, or its
+    /// version is unknown (no `--main-container-version`, as in the Python sidecar).
     pub fn version_mismatch(&self) -> bool {
-        self.args
-            .main_container_version
-            .as_deref()
-            .is_some_and(|main| main.trim() != self.primary_version)
+        versions_differ(
+            self.args.main_container_version.as_deref(),
+            &self.primary_version,
+        )
     }
+}
+
+/// Whether the main container's version differs from the primary version. An omitted
+/// `--main-container-version` counts as different: the Python sidecar compared `None`
+/// with the primary version, which is never equal, so it staged the binaries.
+fn versions_differ(main_container_version: Option<&str>, primary_version: &str) -> bool {
+    main_container_version.map(str::trim) != Some(primary_version)
 }
 
 fn fill_from_env(value: &mut Option<PathBuf>, env: &BTreeMap<String, String>, name: &str) {
@@ -523,7 +536,7 @@ mod tests {
     #[test]
     fn substitutions_apply_fallbacks() {
         let config = parse(
-            &[],
+            &["--main-container-version", "7.1.57"],
             &[
                 ("FDB_POD_IP", "10.0.0.2"),
                 ("HOSTNAME", "pod-1"),
@@ -551,6 +564,16 @@ mod tests {
         let same = parse(&["--main-container-version", "7.1.57"], &[]).unwrap();
         assert_eq!(same.substitutions["BINARY_DIR"], "/usr/bin");
         assert!(!same.version_mismatch());
+    }
+
+    #[test]
+    fn omitted_main_container_version_counts_as_a_mismatch() {
+        let config = parse(&[], &[]).unwrap();
+        assert_eq!(
+            config.substitutions["BINARY_DIR"],
+            "/var/dynamic-conf/bin/7.1.57"
+        );
+        assert!(config.version_mismatch());
     }
 
     #[test]
@@ -595,6 +618,33 @@ mod tests {
     fn deprecated_env_is_an_error_naming_it() {
         let err = parse(&[], &[("COPY_ONCE", "1")]).unwrap_err();
         assert!(err.to_string().contains("COPY_ONCE"), "{err}");
+    }
+
+    #[test]
+    fn deprecated_env_set_but_empty_is_ignored() {
+        let empty: Vec<(&str, &str)> = DEPRECATED_ENV_VARS.iter().map(|n| (*n, "")).collect();
+        parse(&[], &empty).unwrap();
+    }
+
+    #[test]
+    fn without_ip_env_the_sidecar_binds_to_the_host_address() {
+        let config = parse(&[], &[("HOSTNAME", "localhost")]).unwrap();
+        let public_ip = &config.substitutions["FDB_PUBLIC_IP"];
+        let ip: IpAddr = public_ip
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .unwrap();
+        assert!(ip.is_loopback(), "{public_ip}");
+        assert_eq!(config.bind_address, Some(SocketAddr::new(ip, 8080)));
+        let env_public = parse(&[], &[("FDB_PUBLIC_IP", "10.0.0.5")]).unwrap();
+        assert_eq!(
+            env_public.bind_address,
+            Some("10.0.0.5:8080".parse().unwrap())
+        );
+        // No address anywhere: no listen address (the binary reports it clearly).
+        let nowhere = parse(&[], &[("HOSTNAME", "no-such-host.invalid")]).unwrap();
+        assert_eq!(nowhere.bind_address, None);
     }
 
     #[test]

@@ -4,11 +4,10 @@
 //! renamed over the target (and the directory fsynced), so the main container never sees
 //! a half-written cluster file or monitor conf.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
 use fdb_shared::sidecar::protocol::MONITOR_CONF_FILE;
@@ -58,10 +57,13 @@ pub enum CopyError {
 }
 
 impl CopyError {
-    /// Whether the failure is caused by the input (ConfigMap content) rather than a
-    /// server fault.
+    /// Whether the failure is caused by the input (ConfigMap content, such as a template
+    /// using an unset variable) rather than a server fault.
     pub fn is_input_problem(&self) -> bool {
-        matches!(self, Self::NoContents { .. } | Self::MissingInput { .. })
+        matches!(
+            self,
+            Self::NoContents { .. } | Self::MissingInput { .. } | Self::Render { .. }
+        )
     }
 }
 
@@ -74,10 +76,13 @@ fn io_err(operation: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Cop
     }
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// Writes `target` atomically: `fill` writes into a temporary file next to it, which is
 /// fsynced, given `mode`, and renamed over `target`.
+///
+/// The temporary file gets a random name (`.<name>.tmp.XXXXXX`, created exclusively,
+/// retried on collision): in a container the pid is always the same, so a pid-based
+/// name could meet a leftover of an earlier run. Only the file created here is ever
+/// removed (on failure, when it is dropped).
 pub fn write_atomic(
     target: &Path,
     mode: u32,
@@ -89,28 +94,21 @@ pub fn write_atomic(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(io_err("cannot create temporary file", &temp))?;
-        fill(&mut file).map_err(io_err("cannot write", &temp))?;
-        file.flush().map_err(io_err("cannot write", &temp))?;
-        file.set_permissions(fs::Permissions::from_mode(mode))
-            .map_err(io_err("cannot set permissions of", &temp))?;
-        file.sync_all().map_err(io_err("cannot fsync", &temp))?;
-        fs::rename(&temp, target).map_err(io_err("cannot rename into", target))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-        return result;
-    }
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.tmp."))
+        .tempfile_in(dir)
+        .map_err(io_err("cannot create temporary file in", dir))?;
+    let temp_path = temp.path().to_owned();
+    let file = temp.as_file_mut();
+    fill(file).map_err(io_err("cannot write", &temp_path))?;
+    file.flush().map_err(io_err("cannot write", &temp_path))?;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_err("cannot set permissions of", &temp_path))?;
+    file.sync_all()
+        .map_err(io_err("cannot fsync", &temp_path))?;
+    // On failure the returned error owns the temporary file and removes it when dropped.
+    temp.persist(target)
+        .map_err(|e| io_err("cannot rename into", target)(e.error))?;
     // Make the rename durable; failure here does not undo the (visible) write.
     if let Ok(dir_handle) = File::open(dir) {
         let _ = dir_handle.sync_all();
@@ -327,6 +325,32 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn leftover_temporary_files_neither_block_writes_nor_get_removed() {
+        let s = Setup::new();
+        let out = s.path("out");
+        // Leftovers of an earlier run with the same pid (always 1 in a container), named
+        // like pid-and-counter temporary files.
+        let leftovers: Vec<PathBuf> = (0..256)
+            .map(|n| out.join(format!(".fdb.cluster.tmp.{}.{n}", std::process::id())))
+            .collect();
+        for path in &leftovers {
+            fs::write(path, "leftover").unwrap();
+        }
+        let target = out.join("fdb.cluster");
+        write_atomic(&target, FILE_MODE, |f| f.write_all(b"new")).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+
+        let failed = write_atomic(&target, FILE_MODE, |_| Err(io::Error::other("disk full")));
+        assert!(failed.is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+        for path in &leftovers {
+            assert_eq!(fs::read_to_string(path).unwrap(), "leftover", "{path:?}");
+        }
+        // Only the leftovers remain besides the target: our own temp files are gone.
+        assert_eq!(fs::read_dir(&out).unwrap().count(), leftovers.len() + 1);
     }
 
     #[test]

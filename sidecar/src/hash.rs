@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -97,11 +97,7 @@ impl FileHasher {
     }
 
     fn hash_blocking(&self, path: &Path) -> Result<String, HashError> {
-        let file = File::open(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => HashError::NotFound,
-            io::ErrorKind::IsADirectory => HashError::NotAFile,
-            _ => HashError::Io(e),
-        })?;
+        let file = open_regular_file(path)?;
         let meta = file.metadata().map_err(HashError::Io)?;
         if !meta.is_file() {
             return Err(HashError::NotAFile);
@@ -156,6 +152,32 @@ impl FileHasher {
     }
 }
 
+/// Opens `path` for reading only if it is a regular file.
+///
+/// Opening a FIFO for reading blocks until a writer appears (forever, for a stray FIFO in
+/// the output dir), and a device may block or never end: check the type first, and open
+/// with `O_NONBLOCK` so that a file swapped for a FIFO after the check cannot block
+/// either (the caller checks the type of the opened file again). `O_NONBLOCK` has no
+/// effect on reads of regular files.
+fn open_regular_file(path: &Path) -> Result<File, HashError> {
+    let classify = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => HashError::NotFound,
+        io::ErrorKind::IsADirectory => HashError::NotAFile,
+        _ => HashError::Io(e),
+    };
+    // `path` is already canonical (paths::resolve), so following symlinks here cannot
+    // leave the output dir.
+    let meta = std::fs::metadata(path).map_err(classify)?;
+    if !meta.is_file() {
+        return Err(HashError::NotAFile);
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(classify)
+}
+
 /// SHA-256 of everything `reader` yields, read in bounded chunks.
 pub fn sha256_reader(mut reader: impl Read) -> io::Result<String> {
     let mut hasher = Sha256::new();
@@ -205,6 +227,25 @@ mod tests {
             h.hash(dir.path().join("x")).await,
             Err(HashError::NotFound)
         ));
+    }
+
+    #[test]
+    fn fifos_are_refused_without_opening_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // On a plain thread, so that a regression fails the test instead of hanging it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let h = hasher(0);
+        std::thread::spawn(move || sender.send(h.hash_blocking(&fifo)));
+        let result = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("hashing a FIFO must not block");
+        assert!(matches!(result, Err(HashError::NotAFile)), "{result:?}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use fdb_sidecar::{ConfigError, ExitReason, LogFormat, Sidecar, SidecarConfig, copy};
 use tracing_subscriber::EnvFilter;
@@ -11,6 +12,8 @@ use tracing_subscriber::EnvFilter;
 const EXIT_FATAL: u8 = 1;
 /// Exit code after `POST /restart`, so that the kubelet restarts the container.
 const EXIT_RESTART: u8 = 3;
+/// How long blocking tasks may delay the exit.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
@@ -59,7 +62,9 @@ fn main() -> ExitCode {
         };
     }
     let Some(bind) = config.bind_address else {
-        tracing::error!("no listen address: pass --bind-address or set FDB_POD_IP / FDB_PUBLIC_IP");
+        tracing::error!(
+            "no listen address: FDB_POD_IP and FDB_PUBLIC_IP are unset and the host name resolves to no address; pass --bind-address or set FDB_POD_IP"
+        );
         return ExitCode::from(EXIT_FATAL);
     };
 
@@ -77,7 +82,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_FATAL);
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         // Install the SIGTERM handler before serving: a signal that arrives as soon as the
         // "listening" line is out must stop the sidecar gracefully, not kill it.
         let termination = termination_signal();
@@ -101,7 +106,11 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_RESTART)
             }
         }
-    })
+    });
+    // Dropping the runtime would wait for every blocking task (a hash of a huge or stuck
+    // file, a copy on a hung volume); exiting must not depend on them.
+    runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
+    code
 }
 
 /// The SIGTERM stream, registered now (or `None` where it cannot be).

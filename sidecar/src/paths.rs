@@ -74,10 +74,12 @@ pub fn resolve(output_dir: &Path, raw_rel: &str) -> Result<(PathBuf, String), Pa
             }
         }
     }
-    let base = output_dir.canonicalize().map_err(|source| PathError::Io {
-        rel: rel.clone(),
-        source,
-    })?;
+    // A missing output dir (volume not mounted yet, removed) means the file is missing
+    // too: the same 404 as for a missing file, not a server fault.
+    let base = match output_dir.canonicalize() {
+        Ok(base) => base,
+        Err(e) => return Err(classify(e, rel)),
+    };
     let resolved = match base.join(relative).canonicalize() {
         Ok(resolved) => resolved,
         Err(e) => return Err(classify(e, rel)),
@@ -118,6 +120,18 @@ mod tests {
         std::fs::write(root.path().join("out2/secret"), "s").unwrap();
         std::fs::write(root.path().join("secret"), "s").unwrap();
         (root, out)
+    }
+
+    #[test]
+    fn a_missing_output_dir_means_not_found() {
+        let (root, _out) = setup();
+        let missing = root.path().join("no-such-dir");
+        let err = resolve(&missing, "fdb.cluster").unwrap_err();
+        assert!(
+            matches!(&err, PathError::NotFound { rel } if rel == "fdb.cluster"),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "fdb.cluster not found");
     }
 
     #[test]

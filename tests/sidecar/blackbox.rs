@@ -15,7 +15,9 @@ use support::{
 #[tokio::test]
 async fn every_endpoint_answers_with_the_contract_bodies() {
     let dirs = PodDirs::new();
-    let sidecar = SidecarProcess::start(dirs.pod_args(), &pod_env());
+    let mut args = dirs.pod_args();
+    args.extend(["--main-container-version".to_owned(), PRIMARY.to_owned()]);
+    let sidecar = SidecarProcess::start(args, &pod_env());
     let addr = sidecar.addr;
 
     let ready = http(addr, "GET", "/ready").await;
@@ -125,9 +127,11 @@ async fn copy_files_reports_empty_required_files_and_picks_up_changes() {
     );
     assert_eq!(dirs.read("out/fdb.cluster"), "new:cluster@127.0.0.2:4501");
 
+    let conf_before = dirs.read("out/fdbmonitor.conf");
     dirs.write("in/fdbmonitor.conf", "x = $FDB_DNS_NAME\n");
     let answer = http(sidecar.addr, "POST", "/copy_monitor_conf").await;
-    assert_eq!(answer.status, 500);
+    assert_eq!(answer.status, 400);
+    assert_eq!(dirs.read("out/fdbmonitor.conf"), conf_before);
     assert!(
         answer.body.contains("$FDB_DNS_NAME is not set"),
         "{answer:?}"
@@ -245,10 +249,15 @@ fn init_mode_copies_and_exits() {
         dirs.read("out/lib/multiversion/libfdb_c_6.3.25.so"),
         "lib 6.3.25"
     );
-    assert!(
-        !dirs.path("out/bin").exists(),
-        "no staging without a version mismatch"
+    // Without --main-container-version the main container's version is unknown: like
+    // the Python sidecar, stage the binaries and point the conf at them.
+    assert_eq!(
+        dirs.read(&format!("out/bin/{PRIMARY}/fdbserver")),
+        format!("fake fdbserver {PRIMARY}\n")
     );
+    assert!(dirs.read("out/fdbmonitor.conf").contains(&format!(
+        "command = /var/dynamic-conf/bin/{PRIMARY}/fdbserver"
+    )));
 
     std::fs::remove_file(dirs.path("in/fdb.cluster")).unwrap();
     let output = command(&args, &pod_env()).output().unwrap();
@@ -265,6 +274,20 @@ fn configuration_errors_exit_non_zero_with_a_message() {
     let output = command(&dirs.pod_args(), &env).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("COPY_ONCE"));
+
+    // Set but empty is not set (the Python sidecar tested `if os.getenv(name)`).
+    let mut env = pod_env();
+    for name in ["SIDECAR_CONF_DIR", "INPUT_DIR", "OUTPUT_DIR", "COPY_ONCE"] {
+        env.insert(name.into(), String::new());
+    }
+    let mut args = dirs.pod_args();
+    args.push("--init-mode".into());
+    let output = command(&args, &env).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let mut args = dirs.pod_args();
     args.push("--tls".into());
@@ -360,4 +383,35 @@ async fn watch_input_follows_configmap_swaps() {
     )
     .is_ok_and(|c| c == "id = storage-1 v2\n")));
     assert_eq!(dirs.read("out/fdb.cluster"), "moved:x@127.0.0.9:4501");
+}
+
+#[tokio::test]
+async fn a_fifo_in_the_output_dir_is_refused_and_blocks_nothing() {
+    let dirs = PodDirs::new();
+    let fifo = dirs.path("out/pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut sidecar = SidecarProcess::start(dirs.pod_args(), &pod_env());
+    let addr = sidecar.addr;
+    let limit = std::time::Duration::from_secs(10);
+    // More requests than hashing slots: none may stay stuck on the FIFO.
+    for _ in 0..6 {
+        let answer = tokio::time::timeout(limit, http(addr, "GET", "/check_hash/pipe"))
+            .await
+            .expect("check_hash of a FIFO must answer");
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert!(answer.body.contains("pipe"), "{answer:?}");
+    }
+    let hash = tokio::time::timeout(limit, http(addr, "GET", "/check_hash/fdb.cluster"))
+        .await
+        .expect("other hashes still work");
+    assert_eq!(hash.body, sha256(CLUSTER.as_bytes()));
+    let present = http(addr, "GET", "/is_present/pipe").await;
+    assert_eq!(present.status, 200);
+    let restart = http(addr, "POST", "/restart").await;
+    assert_eq!(restart.status, 200);
+    assert_eq!(sidecar.wait_exit().code(), Some(3));
 }

@@ -72,6 +72,58 @@ async fn router_serves_the_contract_in_process() {
 }
 
 #[tokio::test]
+async fn known_paths_with_the_wrong_method_are_not_found() {
+    let dirs = PodDirs::new();
+    let state = AppState::new(config(&dirs, &[], &pod_env())).unwrap();
+    for (method, path) in [
+        ("GET", "/copy_files"),
+        ("GET", "/restart"),
+        ("POST", "/ready"),
+        ("DELETE", "/substitutions"),
+        ("POST", "/check_hash/fdb.cluster"),
+        ("PUT", "/is_present/fdb.cluster"),
+    ] {
+        assert_eq!(
+            call(&state, method, path).await,
+            (StatusCode::NOT_FOUND, format!("Path {path} not found")),
+            "{method} {path}"
+        );
+    }
+    assert!(!state.restart.is_cancelled());
+}
+
+#[tokio::test]
+async fn a_missing_output_dir_answers_not_found() {
+    let dirs = PodDirs::new();
+    let state = AppState::new(config(&dirs, &[], &pod_env())).unwrap();
+    std::fs::remove_dir_all(dirs.path("out")).unwrap();
+    for uri in ["/check_hash/fdb.cluster", "/is_present/fdb.cluster"] {
+        assert_eq!(
+            call(&state, "GET", uri).await,
+            (StatusCode::NOT_FOUND, "fdb.cluster not found".into()),
+            "{uri}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_template_with_an_unset_variable_is_a_client_error() {
+    let dirs = PodDirs::new();
+    let state = AppState::new(config(&dirs, &[], &pod_env())).unwrap();
+    fdb_sidecar::copy::run_startup_copies(&state.config).unwrap();
+    let before = dirs.read("out/fdbmonitor.conf");
+    dirs.write(
+        "in/fdbmonitor.conf",
+        "[fdbserver.1]\npublic_address = $FDB_NO_SUCH_VAR:4501\n",
+    );
+    let (status, body) = call(&state, "POST", "/copy_monitor_conf").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("$FDB_NO_SUCH_VAR"), "{body}");
+    assert!(body.contains("line 2"), "{body}");
+    assert_eq!(dirs.read("out/fdbmonitor.conf"), before);
+}
+
+#[tokio::test]
 async fn client_drives_an_in_process_sidecar_during_an_upgrade() {
     let dirs = PodDirs::new();
     let config = config(&dirs, &["--main-container-version", "7.1.50"], &pod_env());

@@ -9,7 +9,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::support::certs::{Ca, Leaf, TlsFiles, client_config};
+use crate::support::certs::{Ca, Leaf, TlsFiles, client_config, forged_ca_pem};
 use crate::support::{Answer, PodDirs, SidecarProcess, eventually, pod_env, raw_request};
 
 async fn https(
@@ -195,4 +195,43 @@ async fn certificates_reload_on_refresh_and_on_file_change() {
     .unwrap();
     assert!(reloaded, "certificate not reloaded after a file change");
     assert!(pod.sidecar.log_text().contains("reloaded"));
+}
+
+#[tokio::test]
+async fn root_scope_is_the_verified_trust_anchor_not_a_presented_look_alike() {
+    let dirs = PodDirs::new();
+    let root_a = Ca::new("Root A");
+    let root_b = Ca::new("Root B");
+    let files = TlsFiles::write(dirs.root.path(), &root_a, "sidecar-v1");
+    let both_roots = format!("{}{}", root_a.pem, root_b.pem);
+    std::fs::write(&files.ca, &both_roots).unwrap();
+    let mut args = dirs.pod_args();
+    args.extend(files.args(Some("R.CN=Root B")));
+    let sidecar = SidecarProcess::start(args, &pod_env());
+    let addr = sidecar.addr;
+
+    let from_a = root_a.issue("fdb-operator", &[], false);
+    let plain = client_config(&both_roots, Some(&from_a));
+    let answer = https(addr, plain, "GET", "/substitutions").await;
+    assert_eq!(answer.status, 401, "{answer:?}");
+
+    // The same leaf plus a made-up "Root A issued by Root B" certificate: the verified
+    // path still ends at Root A, so `R.CN=Root B` must not match.
+    let forged = Leaf {
+        cert_pem: format!("{}{}", from_a.cert_pem, forged_ca_pem("Root A", "Root B")),
+        key_pem: from_a.key_pem.clone(),
+    };
+    let with_forgery = client_config(&both_roots, Some(&forged));
+    let answer = https(addr, with_forgery, "GET", "/substitutions").await;
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (401, "Client certificate was not approved"),
+        "{answer:?}"
+    );
+
+    // A leaf really issued by Root B is approved.
+    let from_b = root_b.issue("fdb-operator", &[], false);
+    let genuine = client_config(&both_roots, Some(&from_b));
+    let answer = https(addr, genuine, "GET", "/substitutions").await;
+    assert_eq!(answer.status, 200, "{answer:?}");
 }

@@ -14,9 +14,6 @@ use x509_parser::prelude::{FromDer, X509Certificate, X509Name};
 
 use super::rules::{DnField, PeerIdentity, SanType};
 
-/// Longest issuer chain followed when looking for the root.
-const MAX_CHAIN_DEPTH: usize = 10;
-
 fn dn_entries(name: &X509Name<'_>) -> Vec<(DnField, String)> {
     name.iter_attributes()
         .filter_map(|attr| {
@@ -92,42 +89,24 @@ fn parse(der: &[u8]) -> Result<X509Certificate<'_>, IdentityError> {
         .map_err(|e| IdentityError(e.to_string()))
 }
 
-/// Builds the identity of the chain `leaf` + `intermediates`, whose root is looked up by
-/// issuer name among `intermediates` and `trusted` (the CA file's certificates).
+/// Builds the identity of a client whose chain was verified to end at the trust anchor
+/// `root` (the CA-file certificate that webpki used as the anchor of the verified path).
 ///
-/// Call this only for chains already verified against `trusted`.
+/// The root must come from the verified path, never be looked up again by name: a
+/// client could otherwise present a certificate that merely *names* another root.
 pub fn peer_identity(
     leaf: &CertificateDer<'_>,
-    intermediates: &[CertificateDer<'_>],
-    trusted: &[CertificateDer<'static>],
+    root: &CertificateDer<'_>,
 ) -> Result<PeerIdentity, IdentityError> {
     let leaf_cert = parse(leaf)?;
-    let pool = intermediates
-        .iter()
-        .chain(trusted)
-        .filter_map(|der| parse(der).ok())
-        .collect::<Vec<_>>();
-    let mut current = &leaf_cert;
-    for _ in 0..MAX_CHAIN_DEPTH {
-        if current.subject().as_raw() == current.issuer().as_raw() {
-            break;
-        }
-        match pool
-            .iter()
-            .find(|c| c.subject().as_raw() == current.issuer().as_raw())
-        {
-            Some(next) => current = next,
-            None => break,
-        }
-    }
-    let root = current;
+    let root = parse(root)?;
     Ok(PeerIdentity {
         subject: dn_entries(leaf_cert.subject()),
         issuer: dn_entries(leaf_cert.issuer()),
         root: dn_entries(root.subject()),
         subject_alt_names: alt_names(&leaf_cert, false),
         issuer_alt_names: alt_names(&leaf_cert, true),
-        root_alt_names: alt_names(root, false),
+        root_alt_names: alt_names(&root, false),
     })
 }
 
@@ -163,7 +142,7 @@ mod tests {
         mid_params
             .distinguished_name
             .push(DnType::CommonName, "Intermediate CA");
-        let mid = mid_params.signed_by(&mid_key, &root_issuer).unwrap();
+        mid_params.signed_by(&mid_key, &root_issuer).unwrap();
         let mid_issuer = rcgen::Issuer::new(mid_params, mid_key);
 
         let leaf_key = KeyPair::generate().unwrap();
@@ -179,8 +158,7 @@ mod tests {
             .push(DnType::OrganizationalUnitName, "db");
         let leaf = leaf_params.signed_by(&leaf_key, &mid_issuer).unwrap();
 
-        let identity =
-            peer_identity(leaf.der(), &[mid.der().clone()], &[root.der().clone()]).unwrap();
+        let identity = peer_identity(leaf.der(), root.der()).unwrap();
         assert!(
             identity
                 .subject
@@ -219,6 +197,7 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error() {
-        assert!(peer_identity(&CertificateDer::from(vec![1, 2, 3]), &[], &[]).is_err());
+        let garbage = CertificateDer::from(vec![1, 2, 3]);
+        assert!(peer_identity(&garbage, &garbage).is_err());
     }
 }

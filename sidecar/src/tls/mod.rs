@@ -15,7 +15,6 @@ use std::sync::{Arc, RwLock};
 
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
-use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{
     DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
@@ -72,8 +71,10 @@ impl ClientApproval {
 /// One loaded generation of the certificate files.
 struct LoadedTls {
     server_config: Arc<ServerConfig>,
-    chain_verifier: Arc<dyn ClientCertVerifier>,
+    /// Trust anchors of the CA file; `roots.roots[i]` was made from `trusted[i]`.
+    roots: Arc<RootCertStore>,
     trusted: Vec<CertificateDer<'static>>,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
 /// The TLS state of a server: settings and the currently loaded certificates.
@@ -113,13 +114,16 @@ fn load(settings: &TlsSettings) -> Result<LoadedTls, TlsError> {
             .add(cert.clone())
             .map_err(|e| tls_error(&settings.ca_file, e))?;
     }
-    let chain_verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(|e| tls_error(&settings.ca_file, e))?;
+    if roots.roots.len() != trusted.len() {
+        return Err(tls_error(
+            &settings.ca_file,
+            "not every certificate could be used as a trust anchor",
+        ));
+    }
+    let algorithms = provider.signature_verification_algorithms;
     let handshake_verifier = Arc::new(AnyPresentedCertificate {
-        algorithms: provider.signature_verification_algorithms,
-        hints: chain_verifier.root_hint_subjects().to_vec(),
+        algorithms,
+        hints: roots.subjects(),
     });
     let mut server_config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -130,8 +134,9 @@ fn load(settings: &TlsSettings) -> Result<LoadedTls, TlsError> {
     server_config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(LoadedTls {
         server_config: Arc::new(server_config),
-        chain_verifier,
+        roots: Arc::new(roots),
         trusted,
+        algorithms,
     })
 }
 
@@ -182,20 +187,19 @@ impl TlsState {
             return ClientApproval::NoCertificate;
         };
         let loaded = self.current();
-        if let Err(e) =
-            loaded
-                .chain_verifier
-                .verify_client_cert(leaf, intermediates, UnixTime::now())
-        {
-            return ClientApproval::Rejected {
-                reason: format!(
-                    "certificate {} not trusted: {e}",
-                    identity::describe_subject(leaf)
-                ),
-            };
-        }
+        let root = match verified_root(&loaded, leaf, intermediates) {
+            Ok(root) => root,
+            Err(reason) => {
+                return ClientApproval::Rejected {
+                    reason: format!(
+                        "certificate {} not trusted: {reason}",
+                        identity::describe_subject(leaf)
+                    ),
+                };
+            }
+        };
         let rules: &PeerRules = &self.settings.verify_peers;
-        match identity::peer_identity(leaf, intermediates, &loaded.trusted) {
+        match identity::peer_identity(leaf, root) {
             Ok(peer) if rules.matches(&peer) => ClientApproval::Approved {
                 subject: identity::describe_subject(leaf),
             },
@@ -210,6 +214,36 @@ impl TlsState {
             },
         }
     }
+}
+
+/// Verifies `leaf` + `intermediates` against the CA file for client authentication and
+/// returns the CA-file certificate that anchors the verified path (the `R.` scope of the
+/// peer rules is about that certificate, never one the client presented).
+fn verified_root<'a>(
+    loaded: &'a LoadedTls,
+    leaf: &CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+) -> Result<&'a CertificateDer<'static>, String> {
+    let end_entity = webpki::EndEntityCert::try_from(leaf).map_err(|e| e.to_string())?;
+    let path = end_entity
+        .verify_for_usage(
+            loaded.algorithms.all,
+            &loaded.roots.roots,
+            intermediates,
+            UnixTime::now(),
+            webpki::KeyUsage::client_auth(),
+            None,
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+    let anchor = path.anchor();
+    loaded
+        .roots
+        .roots
+        .iter()
+        .position(|candidate| std::ptr::eq(candidate, anchor))
+        .and_then(|index| loaded.trusted.get(index))
+        .ok_or_else(|| "verified trust anchor is not in the CA file".to_owned())
 }
 
 /// Handshake-time verifier: offers client authentication without requiring it, and

@@ -6,13 +6,15 @@
 //! - Scope `S`/`Subject` (default), `I`/`Issuer`, `R`/`Root`.
 //! - Fields `CN C L ST O OU UID DC` compare with the distinguished name entries of that
 //!   scope (any entry of the field may match); `subjectAltName` compares with
-//!   `TYPE:value` alternative names (`DNS`, `IP`, `EMAIL`, `URI`).
+//!   `TYPE:value` alternative names (`DNS`, `IP` or `IP Address`, `EMAIL`, `URI`; IP
+//!   addresses compare as addresses).
 //! - The key suffix `<` means "ends with", `>` "starts with"; otherwise equality.
 //! - `\` escapes the next character in a value (`\,` `\;` `\|` `\\`).
 //!
 //! Empty rules accept any certificate that chains to the CA.
 
 use std::fmt;
+use std::net::IpAddr;
 
 /// Which certificate of the chain a condition looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +81,8 @@ impl SanType {
     fn from_key(key: &str) -> Option<Self> {
         Some(match key.to_ascii_uppercase().as_str() {
             "DNS" => Self::Dns,
-            "IP" => Self::Ip,
+            // "IP Address" is how OpenSSL prints iPAddress entries.
+            "IP" | "IP ADDRESS" => Self::Ip,
             "EMAIL" => Self::Email,
             "URI" => Self::Uri,
             _ => return None,
@@ -308,11 +311,29 @@ impl Condition {
                     Scope::Issuer => &peer.issuer_alt_names,
                     Scope::Root => &peer.root_alt_names,
                 };
-                names
-                    .iter()
-                    .any(|(t, v)| t == san_type && self.kind.matches(v, &self.value))
+                names.iter().any(|(t, v)| {
+                    t == san_type
+                        && if *san_type == SanType::Ip && self.kind == MatchKind::Exact {
+                            same_ip(v, &self.value)
+                        } else {
+                            self.kind.matches(v, &self.value)
+                        }
+                })
             }
         }
+    }
+}
+
+/// Exact comparison of IP alternative names as addresses, so that the spellings of one
+/// address match (`fd00::1` and `FD00:0:0:0:0:0:0:1`); text that is not an address is
+/// compared as written.
+fn same_ip(actual: &str, expected: &str) -> bool {
+    match (
+        actual.trim().parse::<IpAddr>(),
+        expected.trim().parse::<IpAddr>(),
+    ) {
+        (Ok(actual), Ok(expected)) => actual == expected,
+        _ => actual == expected,
     }
 }
 
@@ -411,10 +432,24 @@ mod tests {
     }
 
     #[test]
+    fn ip_alt_names_compare_as_addresses() {
+        let mut peer = peer();
+        peer.subject_alt_names = vec![(SanType::Ip, "fd00::1".into())];
+        let check = |rules: &str| PeerRules::parse(rules).unwrap().matches(&peer);
+        assert!(check("S.subjectAltName=IP:FD00:0:0:0:0:0:0:1"));
+        assert!(check("S.subjectAltName=IP Address:fd00:0::1"));
+        assert!(check("S.subjectAltName=IP:fd00::1"));
+        assert!(!check("S.subjectAltName=IP:fd00::2"));
+        assert!(!check("S.subjectAltName=IP:not-an-address"));
+    }
+
+    #[test]
     fn subject_alt_names_by_type() {
         assert!(matches("subjectAltName=DNS:operator.fdb.svc.cluster.local"));
         assert!(matches("subjectAltName=IP:10.1.2.3"));
         assert!(matches("subjectAltName=ip:10.1.2.3"));
+        assert!(matches("subjectAltName=IP Address:10.1.2.3"));
+        assert!(!matches("subjectAltName=IP Address:10.1.2.4"));
         assert!(!matches("subjectAltName=DNS:10.1.2.3"));
         assert!(matches("R.subjectAltName=URI:spiffe://example/root"));
         assert!(!matches(

@@ -62,6 +62,27 @@ impl Ca {
     }
 }
 
+/// A CA certificate whose subject and issuer look like those of [`Ca::new`] CAs named
+/// `subject_cn` and `issuer_cn`, but signed by a fresh unrelated key: a forgery that
+/// merely *names* a trusted root as its issuer.
+pub fn forged_ca_pem(subject_cn: &str, issuer_cn: &str) -> String {
+    let ca_params = |cn: &str| {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "FDB Test");
+        params
+    };
+    let forger = Issuer::new(ca_params(issuer_cn), KeyPair::generate().expect("key"));
+    let key = KeyPair::generate().expect("key");
+    ca_params(subject_cn)
+        .signed_by(&key, &forger)
+        .expect("sign")
+        .pem()
+}
+
 /// Files of a TLS sidecar: server cert/key (no IP SAN) and CA.
 pub struct TlsFiles {
     /// Server certificate file.
