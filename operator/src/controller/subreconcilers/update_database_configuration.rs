@@ -80,8 +80,19 @@ pub fn decide(cluster: &FoundationDBCluster, db: &DatabaseStatus) -> Configurati
                 .to_owned(),
         );
     }
+    if let Some(seconds) = db.cluster.recovery_state.seconds_since_last_recovered
+        && seconds < MINIMUM_SECONDS_SINCE_RECOVERY
+    {
+        // A configuration change causes a recovery itself: not right after another one.
+        return ConfigurationAction::Wait(format!(
+            "the last recovery was {seconds:.0}s ago; changing the configuration waits until {MINIMUM_SECONDS_SINCE_RECOVERY:.0}s have passed"
+        ));
+    }
     ConfigurationAction::Change(desired)
 }
+
+/// How long after a recovery a configuration change may start (operator-behavior §8).
+const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
 
 fn already_configured(error: &AdminError) -> bool {
     matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
@@ -246,9 +257,18 @@ mod tests {
             ConfigurationAction::Wait(_)
         ));
         assert!(matches!(
-            decide(&cluster(true), &db(&[], Some(configured), true)),
+            decide(&cluster(true), &db(&[], Some(configured.clone()), true)),
             ConfigurationAction::Change(_)
         ));
+        let mut recovering = db(&[], Some(configured), true);
+        recovering
+            .cluster
+            .recovery_state
+            .seconds_since_last_recovered = Some(30.0);
+        match decide(&cluster(true), &recovering) {
+            ConfigurationAction::Wait(reason) => assert!(reason.contains("30s ago"), "{reason}"),
+            other => panic!("a change right after a recovery: {other:?}"),
+        }
         let desired =
             serde_json::to_value(desired_database_configuration(&cluster(true).spec)).unwrap();
         assert_eq!(
