@@ -50,6 +50,23 @@ pub fn pod_ip(pod: &Pod) -> Option<&str> {
         .filter(|ip| !ip.is_empty())
 }
 
+/// The address the pod's processes advertise (`FDB_PUBLIC_IP`): the service IP recorded
+/// in the `foundationdb.org/public-ip` annotation with `routing.publicIPSource: service`,
+/// else the pod IP.
+pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a Pod) -> Option<&'a str> {
+    use fdb_shared::api::cluster::PublicIpSource;
+    if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
+        return pod
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(crate::controller::pod_model::PUBLIC_IP_ANNOTATION)
+            .map(String::as_str)
+            .filter(|ip| !ip.is_empty());
+    }
+    pod_ip(pod)
+}
+
 /// Whether the pod is running (phase Running, not terminating) and has an IP.
 pub fn pod_is_running(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
@@ -104,5 +121,23 @@ mod tests {
         assert_eq!(pod_phase(&pending), "Pending");
         assert!(!pod_is_running(&pending));
         assert!(!pod_is_failing(&pending));
+    }
+
+    #[test]
+    fn the_public_ip_is_the_service_ip_with_service_routing() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "annotations": {"foundationdb.org/public-ip": "10.96.0.7"}},
+            "status": {"phase": "Running", "podIP": "10.1.0.5"}
+        }))
+        .unwrap();
+        let by_pod = FoundationDBCluster::new("sample", Default::default());
+        assert_eq!(public_ip(&by_pod, &pod), Some("10.1.0.5"));
+        let by_service: FoundationDBCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample"},
+            "spec": {"version": "7.1.57", "routing": {"publicIPSource": "service"}}
+        }))
+        .unwrap();
+        assert_eq!(public_ip(&by_service, &pod), Some("10.96.0.7"));
     }
 }

@@ -17,7 +17,7 @@ use crate::controller::coordinators::{
 };
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
-use crate::controller::objects::{object_of_group, pod_ip};
+use crate::controller::objects::{object_of_group, public_ip};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
 use crate::controller::pod_model::parse_any_process_group_id;
@@ -89,7 +89,7 @@ pub fn coordinator_candidates(
         let placed = pod.and_then(|pod| {
             let zone = pod_zone(cluster, pod)?;
             let name = pod.metadata.name.as_deref()?;
-            let address = coordinator_address(cluster, name, pod_ip(pod))?;
+            let address = coordinator_address(cluster, name, public_ip(cluster, pod))?;
             Some((zone, address))
         });
         match placed {

@@ -19,7 +19,7 @@ use crate::controller::config_map::{
 };
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::objects::{object_of_group, pod_ip, pod_is_failing, pod_phase};
+use crate::controller::objects::{object_of_group, pod_is_failing, pod_phase, public_ip};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass::PassState;
 use crate::controller::pod_model::{
@@ -193,7 +193,9 @@ pub fn observe_group(
                 .unwrap_or(1),
             command_lines_match,
         },
-        address: pod.and_then(pod_ip).map(str::to_owned),
+        address: pod
+            .and_then(|pod| public_ip(cluster, pod))
+            .map(str::to_owned),
         fault_domain,
     })
 }
