@@ -67,7 +67,13 @@ impl Runner {
                 self.heal(heal).await?;
                 Ok(StepOutcomeSummary::default())
             }
-            Step::RestartOperator => {
+            Step::RestartOperator { after: Some(_) } | Step::Act { .. } | Step::Expect(_) => {
+                Err(RunError::InvalidCluster(format!(
+                    "step {index}: {} is not supported yet",
+                    describe(step)
+                )))
+            }
+            Step::RestartOperator { after: None } => {
                 // Nothing survives but what Kubernetes and the database store.
                 self.context = new_operator_context(
                     self.api.client(super::OPERATOR_ACTOR),
@@ -287,6 +293,7 @@ impl Runner {
                     });
                 }
             }
+            Fault::ClientDisconnected { address } => self.fdb.disconnect_client(address),
             world_fault => {
                 self.world.apply_fault(world_fault).await?;
             }
@@ -322,6 +329,16 @@ fn describe(step: &Step) -> String {
         Step::Advance(seconds) => format!("advance {seconds}s"),
         Step::Fault(fault) => format!("fault {}", serde_json::to_string(fault).unwrap_or_default()),
         Step::Heal(heal) => format!("heal {}", serde_json::to_string(heal).unwrap_or_default()),
-        Step::RestartOperator => "restart the operator".to_owned(),
+        Step::RestartOperator { after: None } => "restart the operator".to_owned(),
+        Step::RestartOperator {
+            after: Some(action),
+        } => {
+            format!("crash the operator right after its next {action}")
+        }
+        Step::Act { actor, action } => format!("act as {actor:?}: {action:?}"),
+        Step::Expect(expect) => format!(
+            "expect {}",
+            serde_json::to_string(expect).unwrap_or_default()
+        ),
     }
 }

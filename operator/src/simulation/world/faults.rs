@@ -81,6 +81,17 @@ impl World {
                     kind: "clientConnected",
                 });
             }
+            Fault::ClientDisconnected { .. }
+            | Fault::IoError { .. }
+            | Fault::SlowRecovery { .. }
+            | Fault::IgnoreKill { .. }
+            | Fault::ProcessCrashLoop { .. }
+            | Fault::BinaryMissing { .. }
+            | Fault::OutputNotWritable { .. } => {
+                return Err(WorldError::NotAWorldFault {
+                    kind: "not implemented by the world yet",
+                });
+            }
         };
         set.insert(group.clone());
         self.record(

@@ -1,0 +1,262 @@
+//! Scenario files for `fdb-operator simulate` (the contract is `spec/simulation.md`).
+//!
+//! A scenario names a world (nodes, zones, delays, clients), a FoundationDBCluster manifest
+//! and a list of steps. Parsing keeps YAML line numbers in its errors, and validation names
+//! the offending field, so a user can fix a scenario without reading our code.
+
+mod faults;
+mod steps;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use faults::Fault;
+pub use steps::{
+    ActPatch, ActStep, Action, Actor, DeleteCollection, ExpectStep, Heal, ObjectKind, ObjectRef,
+    ReconcileStep, RestartOperatorStep, Step, StepSpec,
+};
+
+/// The scenario's seed when it does not set one.
+pub const DEFAULT_SEED: u64 = 1;
+/// Default delay before the simulated kubelet projects a ConfigMap change into pods.
+pub const DEFAULT_CONFIG_MAP_DELAY_SECONDS: u64 = 60;
+/// Default time to move a fully loaded storage process's data away (`exclusionSeconds`).
+pub const DEFAULT_EXCLUSION_SECONDS: u64 = 60;
+/// Default data per storage process at creation, in GiB.
+pub const DEFAULT_STORAGE_GIB: f64 = 1.0;
+/// Default number of shards.
+pub const DEFAULT_SHARDS: u32 = 256;
+/// Default data movement rate per source process, in MiB/s.
+pub const DEFAULT_MOVE_MIB_PER_SECOND: f64 = 50.0;
+/// Default failure detection delay of FoundationDB.
+pub const DEFAULT_FAILURE_DETECTION_SECONDS: u64 = 60;
+/// Default duration of a recovery.
+pub const DEFAULT_RECOVERY_SECONDS: u64 = 5;
+/// Default delay before fdbmonitor restarts a killed process.
+pub const DEFAULT_RESTART_SECONDS: u64 = 5;
+
+/// A parsed and validated scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// Free text naming the scenario.
+    #[serde(default)]
+    pub name: String,
+    /// Seed of every random choice in the run (default 1).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// The simulated world.
+    #[serde(default)]
+    pub world: WorldSettings,
+    /// The FoundationDBCluster manifest the scenario starts with.
+    pub cluster: Value,
+    /// What happens, in order.
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+}
+
+/// The simulated world's shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorldSettings {
+    /// Number of simulated nodes `node-1..node-N` (default: one per pod).
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    /// When set, node-i gets `topology.kubernetes.io/zone=zone-(i mod zones)`.
+    #[serde(default)]
+    pub zones: Option<u32>,
+    /// Kubelet ConfigMap projection delay in seconds (default 60).
+    #[serde(default)]
+    pub config_map_delay_seconds: Option<u64>,
+    /// Seconds to move a fully loaded storage process's data; when set, it defines the
+    /// data movement rate instead of `moveMiBPerSecond`.
+    #[serde(default)]
+    pub exclusion_seconds: Option<u64>,
+    /// Data per storage process when the database is created, in GiB (default 1).
+    #[serde(default, rename = "storageGiB")]
+    pub storage_gib: Option<f64>,
+    /// Shards the data is split into (default 256).
+    #[serde(default)]
+    pub shards: Option<u32>,
+    /// Data movement rate per source process, in MiB/s (default 50).
+    #[serde(default, rename = "moveMiBPerSecond")]
+    pub move_mib_per_second: Option<f64>,
+    /// Seconds of silence after which FoundationDB declares a process failed (default 60).
+    #[serde(default)]
+    pub failure_detection_seconds: Option<u64>,
+    /// Seconds one recovery takes, the database unavailable meanwhile (default 5).
+    #[serde(default)]
+    pub recovery_seconds: Option<u64>,
+    /// Seconds before fdbmonitor brings a killed fdbserver back (default 5).
+    #[serde(default)]
+    pub restart_seconds: Option<u64>,
+    /// Image -> the fdbserver version it contains (default: the version in the image tag).
+    #[serde(default)]
+    pub images: BTreeMap<String, String>,
+    /// FoundationDB clients connected to the database from the start.
+    #[serde(default)]
+    pub clients: Vec<ClientSpec>,
+}
+
+/// A FoundationDB client connected to the database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientSpec {
+    /// The client's address (`IP:port`).
+    pub address: String,
+    /// The client library version.
+    pub version: String,
+    /// The client's trace log group.
+    #[serde(default)]
+    pub log_group: String,
+}
+
+/// Why a scenario file cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario document (syntax, unknown field, wrong type).
+    #[error("{path}: {message}")]
+    Yaml {
+        /// The file.
+        path: String,
+        /// serde's message, with the field path and line.
+        message: String,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+    },
+    /// The document parsed but a value is not acceptable.
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The offending field (`steps[2].fault.rate`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Scenario {
+    /// Reads, parses and validates a scenario file.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ScenarioError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        Self::parse(&text, &display)
+    }
+
+    /// Parses and validates scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ScenarioError> {
+        let scenario: Scenario =
+            serde_yaml_ng::from_str(text).map_err(|error| ScenarioError::Yaml {
+                path: origin.to_owned(),
+                line: error.location().map(|location| location.line()),
+                message: error.to_string(),
+            })?;
+        scenario.validate(origin)?;
+        Ok(scenario)
+    }
+
+    /// The seed of the run (`--seed` overrides it).
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or(DEFAULT_SEED)
+    }
+
+    /// The validated steps, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        self.steps.iter().filter_map(StepSpec::to_step).collect()
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ScenarioError> {
+        let invalid = |field: String, message: &dyn fmt::Display| ScenarioError::Invalid {
+            path: origin.to_owned(),
+            field,
+            message: message.to_string(),
+        };
+        if !self.cluster.is_object() {
+            return Err(invalid(
+                "cluster".into(),
+                &"must be a FoundationDBCluster manifest (a mapping)",
+            ));
+        }
+        let kind = self.cluster.get("kind").and_then(Value::as_str);
+        if kind != Some("FoundationDBCluster") {
+            return Err(invalid(
+                "cluster.kind".into(),
+                &format!("must be FoundationDBCluster, found {kind:?}"),
+            ));
+        }
+        if self
+            .cluster
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(invalid("cluster.metadata.name".into(), &"is required"));
+        }
+        if let Some(nodes) = self.world.nodes
+            && nodes == 0
+        {
+            return Err(invalid("world.nodes".into(), &"must be at least 1"));
+        }
+        if let Some(zones) = self.world.zones
+            && zones == 0
+        {
+            return Err(invalid("world.zones".into(), &"must be at least 1"));
+        }
+        for (field, value) in [
+            ("world.storageGiB", self.world.storage_gib),
+            ("world.moveMiBPerSecond", self.world.move_mib_per_second),
+        ] {
+            if let Some(value) = value
+                && !(value.is_finite() && value > 0.0)
+            {
+                return Err(invalid(
+                    field.into(),
+                    &format!("{value} must be a positive number"),
+                ));
+            }
+        }
+        if self.world.shards == Some(0) {
+            return Err(invalid("world.shards".into(), &"must be at least 1"));
+        }
+        for (image, version) in &self.world.images {
+            if let Err(error) = version.parse::<fdb_shared::FdbVersion>() {
+                return Err(invalid(format!("world.images[{image:?}]"), &error));
+            }
+        }
+        if self.world.exclusion_seconds == Some(0) {
+            return Err(invalid(
+                "world.exclusionSeconds".into(),
+                &"must be at least 1",
+            ));
+        }
+        for (index, step) in self.steps.iter().enumerate() {
+            step.validate().map_err(|(name, message)| {
+                let field = if name.is_empty() {
+                    format!("steps[{index}]")
+                } else {
+                    format!("steps[{index}].{name}")
+                };
+                invalid(field, &message)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

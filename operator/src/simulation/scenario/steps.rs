@@ -1,0 +1,516 @@
+//! Scenario steps as written (`StepSpec`), as run (`Step`), and their validation.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::faults::{Fault, validate_fault};
+
+/// One scenario step as written: exactly one of the fields is set.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepSpec {
+    /// Run reconcile passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<ReconcileStep>,
+    /// JSON merge patch applied to the cluster object, as a user would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<Value>,
+    /// Advance the clock this many seconds, the world and the operator running meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advance: Option<u64>,
+    /// Inject a fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// Undo faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<Heal>,
+    /// Drop all in-memory operator state, now or right after its next action of a kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_operator: Option<RestartOperatorStep>,
+    /// Do something through the Kubernetes API or the admin interface, as the operator
+    /// (judged by the invariants like an operator action) or as a user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<ActStep>,
+    /// Let the world and the operator run until every condition holds (at most `within`
+    /// seconds); a condition that never holds is an `expectation-failed` violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<ExpectStep>,
+}
+
+/// Settings of a `reconcile` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReconcileStep {
+    /// Stop after this many passes instead of running until reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_passes: Option<u32>,
+}
+
+/// Settings of a `restartOperator` step.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RestartOperatorStep {
+    /// Crash the operator right after its next action of this kind (an event `action`
+    /// name: `kill`, `exclude`, `delete`, `patch`, ...), mid-pass, instead of now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// What a `heal` step undoes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Heal {
+    /// Undo the faults on this process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_group: Option<String>,
+    /// Undo the faults on this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Undo every fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<bool>,
+}
+
+/// Who performs an `act` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Actor {
+    /// Judged by the invariants as an operator action (a mutation test of the operator).
+    Operator,
+    /// A person or another controller: only `data-lost` judges it.
+    User,
+}
+
+/// An `act` step: one action through the same interfaces the operator uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActStep {
+    /// Who acts.
+    #[serde(rename = "as")]
+    pub actor: Actor,
+    /// Delete one object: `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<String>,
+    /// Delete every object of a kind matching a label selector, in one request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_collection: Option<DeleteCollection>,
+    /// `fdbcli kill` of these process groups' processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill: Option<Vec<String>>,
+    /// `fdbcli exclude` of these process groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+    /// Patch one object (a strategic merge patch for pods, a JSON merge patch otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<ActPatch>,
+    /// Evict one pod (`pod/<name>`) through the eviction subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evict: Option<String>,
+    /// Cordon a node and evict its pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<String>,
+    /// Add this many nodes to the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_nodes: Option<u32>,
+}
+
+/// The target of a `deleteCollection` action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteCollection {
+    /// `pod`, `pvc` or `service`.
+    pub kind: ObjectKind,
+    /// A Kubernetes label selector (`a=b,c in (d,e)`).
+    #[serde(default)]
+    pub label_selector: String,
+}
+
+/// The target and body of a `patch` action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActPatch {
+    /// `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    pub target: String,
+    /// The patch body.
+    pub patch: Value,
+}
+
+/// The kinds of object an `act` step can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ObjectKind {
+    /// A pod.
+    Pod,
+    /// A persistent volume claim.
+    Pvc,
+    /// A service.
+    Service,
+}
+
+impl ObjectKind {
+    /// The name used in targets (`pod`, `pvc`, `service`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Pvc => "pvc",
+            Self::Service => "service",
+        }
+    }
+
+    /// The resource's plural in the core API group.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Pod => "pods",
+            Self::Pvc => "persistentvolumeclaims",
+            Self::Service => "services",
+        }
+    }
+}
+
+/// A parsed `kind/name` target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// The kind.
+    pub kind: ObjectKind,
+    /// The object's name (in the cluster's namespace).
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// Parses `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (kind, name) = text.split_once('/').ok_or_else(|| {
+            format!(
+                "{text:?} is not of the form kind/name (pod/<name>, pvc/<name>, service/<name>)"
+            )
+        })?;
+        let kind = match kind {
+            "pod" => ObjectKind::Pod,
+            "pvc" => ObjectKind::Pvc,
+            "service" => ObjectKind::Service,
+            other => {
+                return Err(format!(
+                    "{other:?} is not a kind an act step can name (pod, pvc, service)"
+                ));
+            }
+        };
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("{text:?} has no valid object name"));
+        }
+        Ok(Self {
+            kind,
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// What an `act` step does, once validated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Delete one object.
+    Delete(ObjectRef),
+    /// Delete every object of a kind matching a label selector.
+    DeleteCollection(DeleteCollection),
+    /// Kill these process groups' processes.
+    Kill(Vec<String>),
+    /// Exclude these process groups.
+    Exclude(Vec<String>),
+    /// Patch one object.
+    Patch(ObjectRef, Value),
+    /// Evict one pod.
+    Evict(String),
+    /// Cordon a node and evict its pods.
+    Drain(String),
+    /// Add nodes.
+    AddNodes(u32),
+}
+
+impl ActStep {
+    fn action_count(&self) -> usize {
+        [
+            self.delete.is_some(),
+            self.delete_collection.is_some(),
+            self.kill.is_some(),
+            self.exclude.is_some(),
+            self.patch.is_some(),
+            self.evict.is_some(),
+            self.drain.is_some(),
+            self.add_nodes.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
+    }
+
+    /// The single action, validated; the error names the field inside `act`.
+    pub fn action(&self) -> Result<Action, (&'static str, String)> {
+        if self.action_count() != 1 {
+            return Err((
+                "",
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes".to_owned(),
+            ));
+        }
+        let groups = |field: &'static str, groups: &[String]| {
+            if groups.is_empty() || groups.iter().any(|g| g.trim().is_empty()) {
+                Err((
+                    field,
+                    "must list at least one process group ID, none empty".to_owned(),
+                ))
+            } else {
+                Ok(groups.to_vec())
+            }
+        };
+        if let Some(target) = &self.delete {
+            return ObjectRef::parse(target)
+                .map(Action::Delete)
+                .map_err(|e| ("delete", e));
+        }
+        if let Some(collection) = &self.delete_collection {
+            return Ok(Action::DeleteCollection(collection.clone()));
+        }
+        if let Some(kill) = &self.kill {
+            return groups("kill", kill).map(Action::Kill);
+        }
+        if let Some(exclude) = &self.exclude {
+            return groups("exclude", exclude).map(Action::Exclude);
+        }
+        if let Some(patch) = &self.patch {
+            let target = ObjectRef::parse(&patch.target).map_err(|e| ("patch.target", e))?;
+            if !patch.patch.is_object() {
+                return Err(("patch.patch", "must be a mapping".to_owned()));
+            }
+            return Ok(Action::Patch(target, patch.patch.clone()));
+        }
+        if let Some(target) = &self.evict {
+            let target = ObjectRef::parse(target).map_err(|e| ("evict", e))?;
+            if target.kind != ObjectKind::Pod {
+                return Err(("evict", "only pods can be evicted (pod/<name>)".to_owned()));
+            }
+            return Ok(Action::Evict(target.name));
+        }
+        if let Some(node) = &self.drain {
+            if node.trim().is_empty() {
+                return Err(("drain", "must name a node".to_owned()));
+            }
+            return Ok(Action::Drain(node.clone()));
+        }
+        match self.add_nodes {
+            Some(0) => Err(("addNodes", "must be at least 1".to_owned())),
+            Some(count) => Ok(Action::AddNodes(count)),
+            None => Err(("", "has no action".to_owned())),
+        }
+    }
+}
+
+/// An `expect` step: conditions on the world, awaited for at most `within` seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpectStep {
+    /// Seconds of simulated time to wait for the conditions (default 0: check now).
+    #[serde(default)]
+    pub within: u64,
+    /// The operator's last pass reported Reconciled (and nothing changed since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled: Option<bool>,
+    /// The database accepts transactions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<bool>,
+    /// Every fdbserver process runs this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The cluster's `status.runningVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_version: Option<String>,
+    /// Live process groups (not marked for removal) by class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_groups: Option<BTreeMap<String, u32>>,
+    /// Pods that are not terminating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<u32>,
+    /// The database's exclusion list, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<Vec<String>>,
+    /// Every pod's image of a container: `main`, `sidecar`, or a container's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<BTreeMap<String, String>>,
+}
+
+impl ExpectStep {
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let conditions = [
+            self.reconciled.is_some(),
+            self.available.is_some(),
+            self.version.is_some(),
+            self.running_version.is_some(),
+            self.process_groups.is_some(),
+            self.pods.is_some(),
+            self.excluded.is_some(),
+            self.images.is_some(),
+        ];
+        if !conditions.contains(&true) {
+            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images)".to_owned()));
+        }
+        for (field, version) in [
+            ("version", &self.version),
+            ("runningVersion", &self.running_version),
+        ] {
+            if let Some(version) = version {
+                version
+                    .parse::<fdb_shared::FdbVersion>()
+                    .map_err(|error| (field, error.to_string()))?;
+            }
+        }
+        if let Some(classes) = &self.process_groups {
+            for class in classes.keys() {
+                class
+                    .parse::<fdb_shared::api::ProcessClass>()
+                    .map_err(|_| ("processGroups", format!("{class:?} is not a process class")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A step, once validated: exactly one action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Run reconcile passes until reconciled, or at most `max_passes`.
+    Reconcile(ReconcileStep),
+    /// Apply a JSON merge patch to the cluster object.
+    Apply(Value),
+    /// Advance the clock.
+    Advance(u64),
+    /// Inject a fault.
+    Fault(Fault),
+    /// Undo faults.
+    Heal(Heal),
+    /// Drop the operator's in-memory state, now (`None`) or right after its next action
+    /// of that kind.
+    RestartOperator {
+        /// The event action name that triggers the crash.
+        after: Option<String>,
+    },
+    /// Act as the operator or a user.
+    Act {
+        /// Who acts.
+        actor: Actor,
+        /// What they do.
+        action: Action,
+    },
+    /// Await conditions.
+    Expect(ExpectStep),
+}
+
+impl StepSpec {
+    fn action_count(&self) -> usize {
+        [
+            self.reconcile.is_some(),
+            self.apply.is_some(),
+            self.advance.is_some(),
+            self.fault.is_some(),
+            self.heal.is_some(),
+            self.restart_operator.is_some(),
+            self.act.is_some(),
+            self.expect.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
+    }
+
+    /// The step's single action (None only for an unvalidated or invalid step).
+    pub fn to_step(&self) -> Option<Step> {
+        if let Some(reconcile) = self.reconcile {
+            return Some(Step::Reconcile(reconcile));
+        }
+        if let Some(patch) = &self.apply {
+            return Some(Step::Apply(patch.clone()));
+        }
+        if let Some(seconds) = self.advance {
+            return Some(Step::Advance(seconds));
+        }
+        if let Some(fault) = &self.fault {
+            return Some(Step::Fault(fault.clone()));
+        }
+        if let Some(heal) = &self.heal {
+            return Some(Step::Heal(heal.clone()));
+        }
+        if let Some(act) = &self.act {
+            return act.action().ok().map(|action| Step::Act {
+                actor: act.actor,
+                action,
+            });
+        }
+        if let Some(expect) = &self.expect {
+            return Some(Step::Expect(expect.clone()));
+        }
+        self.restart_operator
+            .as_ref()
+            .map(|restart| Step::RestartOperator {
+                after: restart.after.clone(),
+            })
+    }
+
+    /// Checks the step; the error is `(field inside the step, message)`, the field
+    /// empty when the step as a whole is wrong.
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        if self.action_count() != 1 {
+            return Err((
+                String::new(),
+                "must have exactly one of reconcile, apply, advance, fault, heal, restartOperator, act, expect".to_owned(),
+            ));
+        }
+        let inside = |prefix: &str, (field, message): (&str, String)| {
+            if field.is_empty() {
+                (prefix.to_owned(), message)
+            } else {
+                (format!("{prefix}.{field}"), message)
+            }
+        };
+        if let Some(patch) = &self.apply
+            && !patch.is_object()
+        {
+            return Err((
+                "apply".into(),
+                "must be a mapping (a JSON merge patch of the cluster)".into(),
+            ));
+        }
+        if let Some(ReconcileStep {
+            max_passes: Some(0),
+        }) = self.reconcile
+        {
+            return Err(("reconcile.maxPasses".into(), "must be at least 1".into()));
+        }
+        if let Some(fault) = &self.fault {
+            validate_fault(fault).map_err(|e| inside("fault", e))?;
+        }
+        if let Some(heal) = &self.heal {
+            let targets = usize::from(heal.process_group.is_some())
+                + usize::from(heal.node.is_some())
+                + usize::from(heal.all == Some(true));
+            if targets != 1 {
+                return Err((
+                    "heal".into(),
+                    "must name exactly one of processGroup, node, or all: true".into(),
+                ));
+            }
+        }
+        if let Some(RestartOperatorStep { after: Some(after) }) = &self.restart_operator
+            && after.trim().is_empty()
+        {
+            return Err((
+                "restartOperator.after".into(),
+                "must name an action (kill, exclude, delete, ...)".into(),
+            ));
+        }
+        if let Some(act) = &self.act {
+            act.action().map_err(|e| inside("act", e))?;
+        }
+        if let Some(expect) = &self.expect {
+            expect.validate().map_err(|e| inside("expect", e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! Tests of scenario parsing and validation.
+
+use super::*;
+
+const CLUSTER: &str = "cluster:\n  apiVersion: apps.foundationdb.org/v1beta2\n  kind: FoundationDBCluster\n  metadata: {name: sample, namespace: default}\n  spec: {version: 7.1.57}\n";
+
+fn parse(body: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(&format!("name: test\n{CLUSTER}{body}"), "test.yaml")
+}
+
+#[test]
+fn parses_every_step_kind_of_the_contract() {
+    let scenario = parse(
+            "seed: 7\nworld: {nodes: 6, zones: 3, configMapDelaySeconds: 60, exclusionSeconds: 60,\n  clients: [{address: \"10.9.0.1:4000\", version: \"7.1.57\", logGroup: app}]}\nsteps:\n  - reconcile: {}\n  - reconcile: {maxPasses: 5}\n  - apply: {spec: {processCounts: {storage: 3}}}\n  - advance: 3600\n  - fault: {kind: processMissing, processGroup: storage-2}\n  - fault: {kind: podPending, processGroup: log-1}\n  - fault: {kind: podFailed, processGroup: log-1}\n  - fault: {kind: podStuckTerminating, processGroup: storage-1}\n  - fault: {kind: sidecarUnreachable, processGroup: stateless-3}\n  - fault: {kind: nodeDown, node: node-2}\n  - fault: {kind: nodeTaint, node: node-2, key: example.com/maintenance}\n  - fault: {kind: apiConflicts, rate: 0.2}\n  - fault: {kind: fdbcliTimeouts, rate: 0.2}\n  - fault: {kind: clientConnected, address: \"10.9.0.2:4000\", version: \"7.1.0\", logGroup: app}\n  - heal: {processGroup: storage-2}\n  - heal: {node: node-2}\n  - heal: {all: true}\n  - restartOperator: {}\n",
+        )
+        .unwrap();
+    assert_eq!(scenario.seed(), 7);
+    assert_eq!(scenario.world.clients.len(), 1);
+    let steps = scenario.steps();
+    assert_eq!(steps.len(), 18);
+    assert_eq!(
+        steps[1],
+        Step::Reconcile(ReconcileStep {
+            max_passes: Some(5)
+        })
+    );
+    assert_eq!(steps[3], Step::Advance(3600));
+    assert_eq!(steps[11], Step::Fault(Fault::ApiConflicts { rate: 0.2 }));
+    assert_eq!(steps[17], Step::RestartOperator { after: None });
+}
+
+#[test]
+fn defaults_apply_when_unset() {
+    let scenario = parse("").unwrap();
+    assert_eq!(scenario.seed(), DEFAULT_SEED);
+    assert!(scenario.steps().is_empty());
+}
+
+#[test]
+fn yaml_errors_name_the_field_and_line() {
+    let error = parse("steps:\n  - fault: {kind: podPendin, processGroup: a}\n").unwrap_err();
+    let ScenarioError::Yaml { message, line, .. } = &error else {
+        panic!("{error}")
+    };
+    assert!(message.contains("steps[0].fault.kind"), "{message}");
+    assert!(message.contains("podPendin"), "{message}");
+    assert_eq!(*line, Some(8));
+
+    let error = parse("steps:\n  - reconcile: {maxPasss: 3}\n").unwrap_err();
+    assert!(error.to_string().contains("maxPasss"), "{error}");
+}
+
+#[test]
+fn semantic_errors_name_the_field() {
+    let cases = [
+        (
+            "steps:\n  - fault: {kind: apiConflicts, rate: 1.5}\n",
+            "steps[0].fault.rate",
+        ),
+        ("steps:\n  - {advance: 3, reconcile: {}}\n", "steps[0]"),
+        ("steps:\n  - heal: {}\n", "steps[0].heal"),
+        (
+            "steps:\n  - reconcile: {maxPasses: 0}\n",
+            "steps[0].reconcile.maxPasses",
+        ),
+        ("steps:\n  - apply: 3\n", "steps[0].apply"),
+        (
+            "steps:\n  - fault: {kind: clientConnected, address: a, version: x}\n",
+            "steps[0].fault.version",
+        ),
+        ("world: {nodes: 0}\n", "world.nodes"),
+    ];
+    for (body, field) in cases {
+        match parse(body) {
+            Err(ScenarioError::Invalid { field: got, .. }) => assert_eq!(got, field, "{body}"),
+            other => panic!("{body}: expected an invalid {field}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_cluster_must_be_a_named_foundationdb_cluster() {
+    let error =
+        Scenario::parse("cluster: {kind: Pod, metadata: {name: x}}\n", "test.yaml").unwrap_err();
+    assert!(error.to_string().contains("cluster.kind"), "{error}");
+    let error = Scenario::parse(
+        "cluster: {kind: FoundationDBCluster, metadata: {}}\n",
+        "test.yaml",
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("cluster.metadata.name"),
+        "{error}"
+    );
+}
+
+#[test]
+fn parses_the_v2_steps_faults_and_world_settings() {
+    let scenario = parse(concat!(
+        "world: {storageGiB: 2, shards: 64, moveMiBPerSecond: 10, failureDetectionSeconds: 30,\n",
+        "  recoverySeconds: 4, restartSeconds: 3, images: {\"registry.example/fdb:build-1\": \"7.1.57\"}}\n",
+        "steps:\n",
+        "  - act: {as: operator, delete: pod/sample-storage-1}\n",
+        "  - act: {as: user, delete: pvc/sample-storage-1-data}\n",
+        "  - act: {as: operator, deleteCollection: {kind: pod, labelSelector: \"foundationdb.org/fdb-process-class=storage\"}}\n",
+        "  - act: {as: operator, kill: [storage-1, storage-2]}\n",
+        "  - act: {as: operator, exclude: [storage-1]}\n",
+        "  - act: {as: user, patch: {target: pod/sample-log-1, patch: {metadata: {labels: {a: b}}}}}\n",
+        "  - act: {as: user, evict: pod/sample-storage-2}\n",
+        "  - act: {as: user, drain: node-3}\n",
+        "  - act: {as: user, addNodes: 2}\n",
+        "  - restartOperator: {after: kill}\n",
+        "  - expect: {within: 3600, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\",\n",
+        "      processGroups: {storage: 3, log: 4, stateless: 8}, pods: 15, excluded: [], images: {main: \"foundationdb/foundationdb:7.3.43\"}}\n",
+        "  - fault: {kind: clientDisconnected, address: \"10.9.0.2:4000\"}\n",
+        "  - fault: {kind: ioError, processGroup: storage-1}\n",
+        "  - fault: {kind: processCrashLoop, processGroup: storage-1}\n",
+        "  - fault: {kind: binaryMissing, processGroup: storage-1, version: 7.3.43}\n",
+        "  - fault: {kind: outputNotWritable, processGroup: storage-1}\n",
+        "  - fault: {kind: slowRecovery, seconds: 60}\n",
+        "  - fault: {kind: ignoreKill, processGroup: storage-1}\n",
+    ))
+    .unwrap();
+    assert_eq!(scenario.world.storage_gib, Some(2.0));
+    assert_eq!(scenario.world.move_mib_per_second, Some(10.0));
+    assert_eq!(scenario.world.images.len(), 1);
+    let steps = scenario.steps();
+    assert_eq!(steps.len(), 18);
+    assert_eq!(
+        steps[0],
+        Step::Act {
+            actor: Actor::Operator,
+            action: Action::Delete(ObjectRef {
+                kind: ObjectKind::Pod,
+                name: "sample-storage-1".into()
+            })
+        }
+    );
+    assert_eq!(
+        steps[3],
+        Step::Act {
+            actor: Actor::Operator,
+            action: Action::Kill(vec!["storage-1".into(), "storage-2".into()])
+        }
+    );
+    assert_eq!(
+        steps[9],
+        Step::RestartOperator {
+            after: Some("kill".into())
+        }
+    );
+    let Step::Expect(expect) = &steps[10] else {
+        panic!("{:?}", steps[10])
+    };
+    assert_eq!(expect.within, 3600);
+    assert_eq!(expect.pods, Some(15));
+    assert_eq!(expect.excluded, Some(vec![]));
+    assert_eq!(
+        steps[17],
+        Step::Fault(Fault::IgnoreKill {
+            process_group: "storage-1".into()
+        })
+    );
+}
+
+#[test]
+fn v2_semantic_errors_name_the_field() {
+    let cases = [
+        ("steps:\n  - act: {as: operator}\n", "steps[0].act"),
+        (
+            "steps:\n  - act: {as: operator, delete: pod/a, kill: [b]}\n",
+            "steps[0].act",
+        ),
+        (
+            "steps:\n  - act: {as: operator, delete: node/a}\n",
+            "steps[0].act.delete",
+        ),
+        (
+            "steps:\n  - act: {as: user, kill: []}\n",
+            "steps[0].act.kill",
+        ),
+        (
+            "steps:\n  - act: {as: user, evict: pvc/a}\n",
+            "steps[0].act.evict",
+        ),
+        (
+            "steps:\n  - act: {as: user, patch: {target: pod/a, patch: 3}}\n",
+            "steps[0].act.patch.patch",
+        ),
+        ("steps:\n  - expect: {within: 5}\n", "steps[0].expect"),
+        (
+            "steps:\n  - expect: {version: \"7.x\"}\n",
+            "steps[0].expect.version",
+        ),
+        (
+            "steps:\n  - expect: {processGroups: {storag: 3}}\n",
+            "steps[0].expect.processGroups",
+        ),
+        (
+            "steps:\n  - restartOperator: {after: \" \"}\n",
+            "steps[0].restartOperator.after",
+        ),
+        (
+            "steps:\n  - fault: {kind: slowRecovery, seconds: 0}\n",
+            "steps[0].fault.seconds",
+        ),
+        (
+            "steps:\n  - fault: {kind: binaryMissing, processGroup: a, version: x}\n",
+            "steps[0].fault.version",
+        ),
+        ("world: {shards: 0}\n", "world.shards"),
+        ("world: {storageGiB: -1}\n", "world.storageGiB"),
+        ("world: {images: {a: nope}}\n", "world.images[\"a\"]"),
+    ];
+    for (body, field) in cases {
+        match parse(body) {
+            Err(ScenarioError::Invalid { field: got, .. }) => assert_eq!(got, field, "{body}"),
+            other => panic!("{body}: expected an invalid {field}, got {other:?}"),
+        }
+    }
+}
