@@ -16,9 +16,37 @@ pub struct RunPosition {
     pub pass: u64,
 }
 
+/// Who the following events are by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Actor {
+    /// The operator under test.
+    #[default]
+    Operator,
+    /// An `act` step as the operator (judged like the operator, but not the operator
+    /// process: it does not trigger `restartOperator: {after: ...}`).
+    ActAsOperator,
+    /// An `act` step as a user.
+    User,
+}
+
+impl Actor {
+    fn by(self) -> &'static str {
+        match self {
+            Self::Operator | Self::ActAsOperator => "operator",
+            Self::User => "user",
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     position: RunPosition,
+    actor: Actor,
+    /// `restartOperator: {after: X}`: the action name that crashes the operator.
+    crash_after: Option<String>,
+    /// The operator crashed (its later requests must not reach the world) and has not
+    /// been restarted yet.
+    crashed: bool,
     events: Vec<Event>,
     status_json_calls: u64,
     admin_commands: u64,
@@ -76,11 +104,41 @@ impl EventLog {
         self.lock().position
     }
 
+    /// Sets who the following events are by.
+    pub fn set_actor(&self, actor: Actor) {
+        self.lock().actor = actor;
+    }
+
+    /// Arms `restartOperator: {after: action}`: the operator's next event with that
+    /// action name crashes it (see [`EventLog::operator_crashed`]).
+    pub fn arm_crash(&self, action: &str) {
+        self.lock().crash_after = Some(action.to_owned());
+    }
+
+    /// Whether the operator has crashed and not been restarted: its clients refuse to
+    /// reach the world from then on.
+    pub fn operator_crashed(&self) -> bool {
+        self.lock().crashed
+    }
+
+    /// Takes the crash (the runner restarts the operator): true once per crash.
+    pub fn take_crash(&self) -> bool {
+        std::mem::take(&mut self.lock().crashed)
+    }
+
     /// Appends an event at the current time and position.
     pub fn record(&self, source: EventSource, action: &str, target: &str, detail: &str) {
         let time = self.elapsed_seconds();
         let mut state = self.lock();
         let position = state.position;
+        let actor = state.actor;
+        if actor == Actor::Operator
+            && source != EventSource::Operator
+            && state.crash_after.as_deref() == Some(action)
+        {
+            state.crash_after = None;
+            state.crashed = true;
+        }
         state.events.push(Event {
             step: position.step,
             time,
@@ -89,6 +147,7 @@ impl EventLog {
             action: action.to_owned(),
             target: target.to_owned(),
             detail: detail.to_owned(),
+            by: (source != EventSource::Operator).then(|| actor.by().to_owned()),
         });
     }
 
@@ -165,5 +224,27 @@ mod tests {
         assert_eq!(log.events_since(1), Vec::new());
         log.count_status_json();
         assert_eq!(log.counters().status_json_calls, 1);
+        assert_eq!(events[0].by.as_deref(), Some("operator"));
+    }
+
+    #[test]
+    fn an_armed_crash_fires_once_on_the_operators_own_matching_action() {
+        let log = EventLog::new(Arc::new(VirtualClock::fixed_epoch()));
+        log.arm_crash("kill");
+        log.set_actor(Actor::ActAsOperator);
+        log.record(EventSource::Fdb, "kill", "database", "kill 1.2.3.4:4501");
+        assert!(!log.operator_crashed(), "an act step is not the operator");
+        log.set_actor(Actor::Operator);
+        log.record(EventSource::Fdb, "exclude", "database", "exclude x");
+        assert!(!log.operator_crashed());
+        log.record(EventSource::Fdb, "kill", "database", "kill 1.2.3.4:4501");
+        assert!(log.operator_crashed());
+        assert!(log.take_crash());
+        assert!(!log.take_crash());
+        log.record(EventSource::Fdb, "kill", "database", "kill 1.2.3.4:4501");
+        assert!(!log.operator_crashed(), "fires once");
+        log.set_actor(Actor::User);
+        log.record(EventSource::K8s, "delete", "pod/x", "");
+        assert_eq!(log.events()[4].by.as_deref(), Some("user"));
     }
 }

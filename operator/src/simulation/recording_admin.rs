@@ -32,6 +32,18 @@ impl RecordingAdmin {
         Self { inner, log }
     }
 
+    /// Refuses every call once the operator has crashed (`restartOperator: {after}`):
+    /// nothing a dead process would have sent may reach the database.
+    fn alive(&self, command: &str) -> Result<(), AdminError> {
+        if self.log.operator_crashed() {
+            return Err(AdminError::Unavailable {
+                command: command.to_owned(),
+                output: "the operator crashed (simulated restart pending)".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Records a write command with its outcome.
     fn write<T>(&self, action: &str, target: &str, detail: String, result: &Result<T, AdminError>) {
         self.log.count_admin_command();
@@ -54,6 +66,7 @@ fn join<T: std::fmt::Display>(items: &[T]) -> String {
 #[async_trait]
 impl AdminClient for RecordingAdmin {
     async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+        self.alive("status")?;
         self.log.count_status_json();
         self.inner.status().await
     }
@@ -63,6 +76,7 @@ impl AdminClient for RecordingAdmin {
         configuration: &DatabaseConfiguration,
         new_database: bool,
     ) -> Result<(), AdminError> {
+        self.alive("configure")?;
         let result = self.inner.configure(configuration, new_database).await;
         let command = if new_database {
             configure_new_command(configuration)
@@ -77,6 +91,7 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
+        self.alive("exclude")?;
         let result = self.inner.exclude(targets, blocking).await;
         let mode = if blocking { "" } else { "no_wait " };
         self.write(
@@ -92,11 +107,13 @@ impl AdminClient for RecordingAdmin {
         &self,
         targets: &[ExclusionTarget],
     ) -> Result<ExclusionReport, AdminError> {
+        self.alive("exclusion_status")?;
         self.log.count_admin_command();
         self.inner.exclusion_status(targets).await
     }
 
     async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
+        self.alive("include")?;
         let result = self.inner.include(targets).await;
         self.write(
             "include",
@@ -111,6 +128,7 @@ impl AdminClient for RecordingAdmin {
         &self,
         coordinators: &[ProcessAddress],
     ) -> Result<ConnectionString, AdminError> {
+        self.alive("change_coordinators")?;
         let result = self.inner.change_coordinators(coordinators).await;
         let detail = match &result {
             Ok(connection) => format!("coordinators {} -> {connection}", join(coordinators)),
@@ -121,6 +139,7 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
+        self.alive("kill")?;
         let result = self.inner.kill(addresses).await;
         self.write(
             "kill",
@@ -136,6 +155,7 @@ impl AdminClient for RecordingAdmin {
         zone: &str,
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
+        self.alive("set_maintenance_zone")?;
         let result = self
             .inner
             .set_maintenance_zone(zone, duration_seconds)
@@ -150,6 +170,7 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+        self.alive("reset_maintenance_zone")?;
         let result = self.inner.reset_maintenance_zone().await;
         self.write(
             "maintenance",
@@ -161,11 +182,13 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+        self.alive("read_lock")?;
         self.log.count_admin_command();
         self.inner.read_lock().await
     }
 
     async fn write_lock(&self, lock: &LockValue) -> Result<(), AdminError> {
+        self.alive("write_lock")?;
         let result = self.inner.write_lock(lock).await;
         self.write(
             "lock",
@@ -177,11 +200,13 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+        self.alive("deny_list")?;
         self.log.count_admin_command();
         self.inner.deny_list().await
     }
 
     async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
+        self.alive("update_deny_list")?;
         let result = self.inner.update_deny_list(add, remove).await;
         self.write(
             "lock",
@@ -193,6 +218,7 @@ impl AdminClient for RecordingAdmin {
     }
 
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
+        self.alive("connected_clients")?;
         self.log.count_admin_command();
         self.inner.connected_clients().await
     }

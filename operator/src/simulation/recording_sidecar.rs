@@ -34,6 +34,17 @@ impl RecordingSidecar {
         }
     }
 
+    /// Refuses every request once the operator has crashed (`restartOperator: {after}`).
+    fn alive(&self) -> Result<(), SidecarClientError> {
+        if self.log.operator_crashed() {
+            return Err(SidecarClientError::InvalidResponse {
+                url: self.target.clone(),
+                reason: "the operator crashed (simulated restart pending)".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     fn record<T>(&self, request: &str, result: &Result<T, SidecarClientError>, answer: &str) {
         self.log.count_sidecar_request();
         let detail = match result {
@@ -52,18 +63,21 @@ impl RecordingSidecar {
 #[async_trait]
 impl SidecarApi for RecordingSidecar {
     async fn ready(&self) -> Result<(), SidecarClientError> {
+        self.alive()?;
         let result = self.inner.ready().await;
         self.record("GET /ready", &result, "200");
         result
     }
 
     async fn substitutions(&self) -> Result<BTreeMap<String, String>, SidecarClientError> {
+        self.alive()?;
         let result = self.inner.substitutions().await;
         self.record("GET /substitutions", &result, "200");
         result
     }
 
     async fn check_hash(&self, rel: &str) -> Result<Option<String>, SidecarClientError> {
+        self.alive()?;
         let result = self.inner.check_hash(rel).await;
         let answer = match &result {
             Ok(Some(hash)) => format!("200 {}", hash.get(..12).unwrap_or(hash)),
@@ -74,6 +88,7 @@ impl SidecarApi for RecordingSidecar {
     }
 
     async fn is_present(&self, rel: &str) -> Result<bool, SidecarClientError> {
+        self.alive()?;
         let result = self.inner.is_present(rel).await;
         let answer = if matches!(result, Ok(true)) {
             "200"
@@ -85,24 +100,28 @@ impl SidecarApi for RecordingSidecar {
     }
 
     async fn copy_files(&self) -> Result<(), SidecarClientError> {
+        self.alive()?;
         let result = self.inner.copy_files().await;
         self.record("POST /copy_files", &result, "200");
         result
     }
 
     async fn copy_binaries(&self) -> Result<(), SidecarClientError> {
+        self.alive()?;
         let result = self.inner.copy_binaries().await;
         self.record("POST /copy_binaries", &result, "200");
         result
     }
 
     async fn copy_libraries(&self) -> Result<(), SidecarClientError> {
+        self.alive()?;
         let result = self.inner.copy_libraries().await;
         self.record("POST /copy_libraries", &result, "200");
         result
     }
 
     async fn copy_monitor_conf(&self) -> Result<(), SidecarClientError> {
+        self.alive()?;
         let result = self.inner.copy_monitor_conf().await;
         self.record("POST /copy_monitor_conf", &result, "200");
         result

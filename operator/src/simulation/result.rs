@@ -185,6 +185,9 @@ pub struct Event {
     pub target: String,
     /// More about it.
     pub detail: String,
+    /// Who did it: `operator` (the operator, or an `act` step as the operator) or `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Counters over the whole run.
@@ -242,6 +245,7 @@ mod tests {
                 action: "create".into(),
                 target: "pod/sample-storage-1".into(),
                 detail: String::new(),
+                by: Some("operator".into()),
             }],
             steps: vec![StepResult {
                 reconciled: Some(true),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
+use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
@@ -15,6 +16,8 @@ use crate::controller::providers::HttpSidecarProvider;
 use crate::fdb::{AdminClient, AdminError};
 use crate::simulation::event_log::EventLog;
 use crate::simulation::fdb::SimulatedFdb;
+use crate::simulation::kube::service::ResponseBody;
+use crate::simulation::kube::{ActorService, FakeApiServer};
 use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::recording_sidecar::RecordingSidecar;
 
@@ -77,6 +80,54 @@ impl SidecarProvider for RecordingSidecarProvider {
             self.log.clone(),
         )))
     }
+}
+
+/// The operator's Kubernetes client: refuses every request once the operator has
+/// crashed (`restartOperator: {after}`), as a dead process sends nothing more.
+#[derive(Clone)]
+struct CrashGate {
+    inner: ActorService,
+    log: EventLog,
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for CrashGate {
+    type Response = http::Response<ResponseBody>;
+    type Error = std::convert::Infallible;
+    type Future = <ActorService as tower::Service<http::Request<kube::client::Body>>>::Future;
+
+    fn poll_ready(
+        &mut self,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        if self.log.operator_crashed() {
+            let body = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
+                "reason": "ServiceUnavailable",
+                "message": "the operator crashed (simulated restart pending)",
+            });
+            let mut response = http::Response::new(
+                http_body_util::Full::new(bytes::Bytes::from(body.to_string())).boxed_unsync(),
+            );
+            *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            return Box::pin(std::future::ready(Ok(response)));
+        }
+        self.inner.call(request)
+    }
+}
+
+/// The operator's Kubernetes client on `api`, cut off when the operator crashes.
+pub fn operator_kube_client(api: &FakeApiServer, log: &EventLog) -> kube::Client {
+    kube::Client::new(
+        CrashGate {
+            inner: api.service(OPERATOR_ACTOR),
+            log: log.clone(),
+        },
+        "default",
+    )
 }
 
 /// A fresh operator: nothing carried over from a previous one but what is stored in

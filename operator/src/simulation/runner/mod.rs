@@ -6,6 +6,9 @@
 //! and anything the world does in between (a ConfigMap projection falling due) wakes the
 //! operator early, as a watch event would in a real cluster.
 
+mod act;
+mod expect;
+mod fdb_bridge;
 mod harness;
 mod observe;
 mod steps;
@@ -29,7 +32,8 @@ use crate::simulation::result::{ApiRequestCounts, EventSource, RunMetrics, Simul
 use crate::simulation::scenario::{self, Scenario};
 use crate::simulation::world::{World, WorldError, WorldOptions};
 
-pub use harness::{OPERATOR_ACTOR, USER_ACTOR, new_operator_context};
+pub use act::ACT_AS_OPERATOR_ACTOR;
+pub use harness::{OPERATOR_ACTOR, USER_ACTOR, new_operator_context, operator_kube_client};
 
 /// Where progress lines go (stderr for the CLI, nowhere in tests).
 pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -61,12 +65,16 @@ pub enum RunError {
     /// The operator's sidecar clients could not be built.
     #[error("sidecar clients: {0}")]
     Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
+    /// An `act` step (or a fault) could not be carried out: what it names does not
+    /// exist, or the world refused it.
+    #[error("act: {0}")]
+    Act(String),
 }
 
 impl RunError {
     /// Whether the error is the scenario's fault (exit 2) rather than the simulator's.
     pub fn is_invalid_scenario(&self) -> bool {
-        matches!(self, Self::InvalidCluster(_))
+        matches!(self, Self::InvalidCluster(_) | Self::Act(_))
     }
 }
 
@@ -90,6 +98,18 @@ pub struct Runner {
     total_passes: u64,
     /// When the operator next wants to reconcile (requeue or watch event), if ever.
     next_pass_due: Option<Timestamp>,
+    /// When the last pass ran.
+    last_pass_at: Option<Timestamp>,
+    /// The last pass reported Reconciled and nothing woke the operator since.
+    last_pass_reconciled: bool,
+    /// Operator actions (unix time, whether a cluster-wide kill), for outage attribution.
+    operator_actions: Vec<(i64, bool)>,
+    /// The clients connected to the database (scenario and faults).
+    clients: Vec<ClientInfo>,
+    /// How long one recovery takes now (faults included).
+    recovery_seconds: u64,
+    /// How long fdbmonitor takes to restart a killed process.
+    restart_seconds: u64,
     progress: Option<ProgressSink>,
 }
 
@@ -155,14 +175,17 @@ impl Runner {
                 ..SimFdbSettings::default()
             },
         );
+        let mut clients = Vec::new();
         for client in &scenario.world.clients {
             if let Ok(version) = client.version.parse() {
-                fdb.connect_client(ClientInfo {
+                let client = ClientInfo {
                     address: client.address.clone(),
                     version,
                     protocol_version: None,
                     log_group: client.log_group.clone(),
-                });
+                };
+                fdb.connect_client(client.clone());
+                clients.push(client);
             }
         }
         let log = EventLog::new(Arc::new(clock.clone()));
@@ -178,13 +201,32 @@ impl Runner {
             Arc::new(fdb.clone()),
             clock.clone(),
         )?;
-        let context = new_operator_context(api.client(OPERATOR_ACTOR), &fdb, &clock, &log)?;
+        let context = new_operator_context(
+            harness::operator_kube_client(&api, &log),
+            &fdb,
+            &clock,
+            &log,
+        )?;
         api.create_as(USER_ACTOR, manifest)?;
+        let recovery_seconds = scenario
+            .world
+            .recovery_seconds
+            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS);
+        let restart_seconds = scenario
+            .world
+            .restart_seconds
+            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS);
         Ok(Self {
             scenario,
             seed,
             start,
             next_pass_due: Some(start),
+            last_pass_at: None,
+            last_pass_reconciled: false,
+            operator_actions: Vec::new(),
+            clients,
+            recovery_seconds,
+            restart_seconds,
             clock,
             api,
             fdb,

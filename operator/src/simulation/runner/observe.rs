@@ -1,29 +1,45 @@
-//! What the runner looks at: the objects around each pass (for the invariants), and the
-//! state of the world after each step (for the result).
+//! What the runner looks at: the objects and the database around each action (for the
+//! invariants), and the state of the world after each step (for the result).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::FdbVersion;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use fdb_shared::cluster_math::fault_tolerance;
+use fdb_shared::cluster_math::{
+    desired_database_configuration, desired_process_counts, fault_tolerance, main_image,
+    sidecar_image,
+};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
 use serde_json::Value;
 
-use crate::simulation::invariants::{Deletion, GroupInfo, PassObservation};
+use crate::simulation::invariants::{
+    ActionWindow, ActualWorld, ClientView, DesiredWorld, LivePod, ServiceState, TrackedObject,
+    divergences,
+};
 use crate::simulation::result::{EventSource, StepResult};
 use crate::simulation::scenario::StepSpec;
 use crate::simulation::world::PROCESS_GROUP_LABEL;
 
+use super::fdb_bridge;
 use super::steps::StepOutcomeSummary;
 use super::{RunError, Runner};
 
 const PROCESS_CLASS_LABEL: &str = "foundationdb.org/fdb-process-class";
+/// The main container's name in every FoundationDB pod.
+pub(super) const MAIN_CONTAINER: &str = "foundationdb";
+/// The sidecar container's name.
+pub(super) const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
+/// Admin commands that change what the database serves.
+const ADMIN_ACTIONS: [&str; 3] = ["kill", "exclude", "configure"];
 
-/// The objects of the cluster as they were before a pass.
-pub(super) struct BeforePass {
-    pods: BTreeMap<String, GroupInfo>,
-    pvcs: BTreeMap<String, GroupInfo>,
+/// The cluster's objects and the database's service before an action.
+pub(super) struct Tracked {
+    pods: BTreeMap<String, TrackedObject>,
+    pvcs: BTreeMap<String, TrackedObject>,
+    service: ServiceState,
+    lost_shards: u64,
+    running_processes: usize,
 }
 
 fn group_of(labels: &BTreeMap<String, String>) -> Option<(String, ProcessClass)> {
@@ -32,161 +48,309 @@ fn group_of(labels: &BTreeMap<String, String>) -> Option<(String, ProcessClass)>
     Some((group, class))
 }
 
+/// Objects whose deletion was requested between `before` and `after`: not terminating
+/// before, and gone or terminating after (by uid, so a recreated object is another one).
+fn requested(
+    before: &BTreeMap<String, TrackedObject>,
+    after: &BTreeMap<String, TrackedObject>,
+) -> Vec<TrackedObject> {
+    before
+        .values()
+        .filter(|object| !object.terminating)
+        .filter(|object| after.get(&object.uid).is_none_or(|now| now.terminating))
+        .cloned()
+        .collect()
+}
+
 impl Runner {
-    fn cluster_object(&self) -> Option<FoundationDBCluster> {
+    pub(super) fn cluster_object(&self) -> Option<FoundationDBCluster> {
         self.api
             .get_typed::<FoundationDBCluster>(Some(&self.namespace), &self.name)
             .ok()
             .flatten()
     }
 
-    pub(super) fn observe_before_pass(&self) -> Result<BeforePass, RunError> {
-        let snapshot = self.fdb.snapshot();
-        let zone_of_group: BTreeMap<&str, &str> = snapshot
-            .processes
-            .iter()
-            .filter_map(|process| {
-                Some((
-                    process.locality.get("instance_id")?.as_str(),
-                    process.locality.get("zoneid")?.as_str(),
-                ))
-            })
-            .collect();
-        let pods: Vec<Pod> = self
-            .api
+    fn pods(&self) -> Result<Vec<Pod>, RunError> {
+        self.api
             .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))?;
-        let mut pod_groups = BTreeMap::new();
-        let mut zones = BTreeMap::new();
-        for pod in &pods {
-            let Some((group, class)) = group_of(pod.labels()) else {
-                continue;
-            };
-            let zone = zone_of_group
-                .get(group.as_str())
-                .map(|zone| (*zone).to_owned())
-                .or_else(|| pod.spec.as_ref().and_then(|spec| spec.node_name.clone()));
-            zones.insert(group.clone(), zone.clone());
-            pod_groups.insert(
-                pod.name_any(),
-                GroupInfo {
+            .map_err(|error| RunError::World(error.into()))
+    }
+
+    fn pvcs(&self) -> Result<Vec<PersistentVolumeClaim>, RunError> {
+        self.api
+            .list_typed(Some(&self.namespace))
+            .map_err(|error| RunError::World(error.into()))
+    }
+
+    /// The cluster's pods and PVCs by uid, with the addresses each group's processes
+    /// were seen at.
+    #[allow(clippy::type_complexity)]
+    fn tracked_objects(
+        &self,
+    ) -> Result<
+        (
+            BTreeMap<String, TrackedObject>,
+            BTreeMap<String, TrackedObject>,
+        ),
+        RunError,
+    > {
+        let snapshot = self.fdb.snapshot();
+        let mut addresses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for process in &snapshot.processes {
+            if let Some(group) = process.locality.get("instance_id") {
+                let host = process
+                    .address
+                    .rsplit_once(':')
+                    .map_or(process.address.as_str(), |(host, _)| host);
+                addresses
+                    .entry(group.as_str())
+                    .or_default()
+                    .push(host.to_owned());
+            }
+        }
+        let track = |meta: &kube::api::ObjectMeta, pod_ip: Option<String>| {
+            let (group, class) = group_of(meta.labels.as_ref()?)?;
+            let mut seen: Vec<String> = pod_ip.into_iter().collect();
+            seen.extend(addresses.get(group.as_str()).cloned().unwrap_or_default());
+            Some((
+                meta.uid.clone().unwrap_or_default(),
+                TrackedObject {
+                    name: meta.name.clone().unwrap_or_default(),
+                    uid: meta.uid.clone().unwrap_or_default(),
                     group,
                     class,
-                    zone,
-                    pod_ip: pod.status.as_ref().and_then(|status| status.pod_ip.clone()),
+                    terminating: meta.deletion_timestamp.is_some(),
+                    addresses: seen,
                 },
-            );
-        }
-        let pvcs: Vec<PersistentVolumeClaim> = self
-            .api
-            .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))?;
-        let pvc_groups = pvcs
+            ))
+        };
+        let pods = self
+            .pods()?
             .iter()
-            .filter_map(|pvc| {
-                let (group, class) = group_of(pvc.labels())?;
-                let zone = zones.get(&group).cloned().flatten();
-                Some((
-                    pvc.name_any(),
-                    GroupInfo {
-                        group,
-                        class,
-                        zone,
-                        pod_ip: None,
-                    },
-                ))
+            .filter_map(|pod| {
+                track(
+                    &pod.metadata,
+                    pod.status.as_ref().and_then(|status| status.pod_ip.clone()),
+                )
             })
             .collect();
-        Ok(BeforePass {
-            pods: pod_groups,
-            pvcs: pvc_groups,
+        let pvcs = self
+            .pvcs()?
+            .iter()
+            .filter_map(|pvc| track(&pvc.metadata, None))
+            .collect();
+        Ok((pods, pvcs))
+    }
+
+    /// What an action is judged against: the objects and the database's service.
+    pub(super) fn track(&self) -> Result<Tracked, RunError> {
+        let (pods, pvcs) = self.tracked_objects()?;
+        Ok(Tracked {
+            pods,
+            pvcs,
+            service: fdb_bridge::service_state(&self.fdb),
+            lost_shards: fdb_bridge::lost_shards(&self.fdb),
+            running_processes: self.fdb.snapshot().processes.len(),
         })
     }
 
-    pub(super) fn observe_after_pass(
+    /// Judges an action (an operator pass, or an `act` step) from the world: the
+    /// deletions it requested, then, once the world has reacted, what it took out of
+    /// service, lost data, and outages. `as_operator`: judged as the operator's.
+    pub(super) async fn judge_action(
         &mut self,
-        before: &BeforePass,
+        before: &Tracked,
         events_before: usize,
+        by: &str,
+        as_operator: bool,
     ) -> Result<(), RunError> {
-        let deletions: Vec<Deletion> = self
-            .log
-            .events_since(events_before)
-            .into_iter()
-            .filter(|event| event.source == EventSource::K8s && event.action == "delete")
-            .filter_map(|event| {
-                if let Some(name) = event.target.strip_prefix("pod/") {
-                    Some(Deletion::Pod(name.to_owned()))
-                } else {
-                    event
-                        .target
-                        .strip_prefix("persistentvolumeclaim/")
-                        .map(|name| Deletion::Pvc(name.to_owned()))
-                }
-            })
-            .collect();
-        let deleted_groups: BTreeSet<&str> = deletions
+        let (pods, pvcs) = self.tracked_objects()?;
+        let deleted_pods = requested(&before.pods, &pods);
+        let deleted_pvcs = requested(&before.pvcs, &pvcs);
+        let events = self.log.events_since(events_before);
+        let admin_actions: Vec<&str> = events
             .iter()
-            .filter_map(|deletion| match deletion {
-                Deletion::Pod(name) => before.pods.get(name),
-                Deletion::Pvc(name) => before.pvcs.get(name),
+            .filter(|event| {
+                event.source == EventSource::Fdb && ADMIN_ACTIONS.contains(&event.action.as_str())
             })
-            .map(|info| info.group.as_str())
+            .map(|event| event.detail.as_str())
             .collect();
-        let cluster = self.cluster_object();
-        let tolerance = cluster.as_ref().map_or(1, |cluster| {
-            fault_tolerance(&cluster.spec.redundancy_mode())
+        let evictions = events
+            .iter()
+            .any(|event| event.source == EventSource::K8s && event.action == "evict");
+        // A kill naming as many addresses as processes ran is the cluster-wide kill of a
+        // bounce, whose outage may last a restart plus a recovery.
+        let cluster_wide_kill = admin_actions.iter().any(|detail| {
+            detail.strip_prefix("kill ").is_some_and(|addresses| {
+                addresses.split_whitespace().count() >= before.running_processes.max(1)
+            })
         });
-        let removed_without_exclusion: BTreeSet<String> = cluster
+        let acted = !deleted_pods.is_empty()
+            || !deleted_pvcs.is_empty()
+            || !admin_actions.is_empty()
+            || evictions;
+        if as_operator {
+            let cluster = self.cluster_object();
+            let removed_without_exclusion: BTreeSet<String> = cluster
+                .as_ref()
+                .map(|cluster| {
+                    cluster
+                        .spec
+                        .process_groups_to_remove_without_exclusion
+                        .iter()
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let coordinators = self.fdb.snapshot().coordinators;
+            let fdb = self.fdb.clone();
+            let risk = move |group: &str| fdb.removal_risk(group);
+            self.monitor.check_deletions(&ActionWindow {
+                time: self.elapsed(),
+                pass: self.log.position().pass,
+                by,
+                deleted_pods: &deleted_pods,
+                deleted_pvcs: &deleted_pvcs,
+                removal_risk: &risk,
+                removed_without_exclusion: &removed_without_exclusion,
+                coordinators: &coordinators,
+            });
+        }
+        // What the action took out of service shows once the world has reacted.
+        self.settle().await?;
+        let after = fdb_bridge::service_state(&self.fdb);
+        let lost = fdb_bridge::lost_shards(&self.fdb);
+        let (time, pass) = (self.elapsed(), self.log.position().pass);
+        if as_operator && acted {
+            let tolerance = self.cluster_object().map_or(1, |cluster| {
+                usize::try_from(fault_tolerance(&cluster.spec.redundancy_mode())).unwrap_or(0)
+            });
+            self.monitor
+                .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
+            self.operator_actions
+                .push((self.now().as_second(), cluster_wide_kill));
+        }
+        self.monitor
+            .check_lost_shards(time, pass, before.lost_shards, lost, by);
+        self.check_outages();
+        Ok(())
+    }
+
+    /// Judges outages so far against the operator's actions.
+    pub(super) fn check_outages(&mut self) {
+        let outages = fdb_bridge::outages(&self.fdb);
+        let recovery = i64::try_from(self.recovery_seconds).unwrap_or(i64::MAX);
+        let restart = i64::try_from(self.restart_seconds).unwrap_or(i64::MAX);
+        self.monitor.check_outages(
+            self.now().as_second(),
+            self.start.as_second(),
+            &outages,
+            &self.operator_actions,
+            recovery,
+            recovery.saturating_add(restart),
+        );
+    }
+
+    /// The checks after every pass: versions side by side, the protocol against the
+    /// connected clients, and, for a pass that reported Reconciled, the world against
+    /// the spec.
+    pub(super) fn check_after_pass(&mut self, reconciled: bool) -> Result<(), RunError> {
+        let (time, pass) = (self.elapsed(), self.total_passes);
+        let snapshot = self.fdb.snapshot();
+        let versions: Vec<FdbVersion> = snapshot.processes.iter().map(|p| p.version).collect();
+        self.monitor.check_versions(time, pass, &versions);
+        let cluster = self.cluster_object();
+        let ignored: BTreeSet<String> = cluster
             .as_ref()
             .map(|cluster| {
                 cluster
                     .spec
-                    .process_groups_to_remove_without_exclusion
-                    .iter()
-                    .cloned()
+                    .automation_options
+                    .ignore_log_groups_for_upgrade()
+                    .into_iter()
                     .collect()
             })
             .unwrap_or_default();
-        let pods: Vec<Pod> = self
-            .api
-            .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))?;
-        let live_groups: BTreeSet<String> = pods
-            .iter()
-            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-            .filter_map(|pod| group_of(pod.labels()).map(|(group, _)| group))
-            .collect();
-        let snapshot = self.fdb.snapshot();
-        let reporting_groups: BTreeSet<String> = snapshot
-            .processes
-            .iter()
-            .filter_map(|process| process.locality.get("instance_id"))
-            .filter(|group| {
-                live_groups.contains(*group) && !deleted_groups.contains(group.as_str())
-            })
-            .cloned()
-            .collect();
-        let running_versions: Vec<FdbVersion> = snapshot
-            .processes
-            .iter()
-            .map(|process| process.version)
-            .collect();
-        let fdb = self.fdb.clone();
-        let risk = move |group: &str| fdb.removal_risk(group);
-        self.monitor.check_pass(&PassObservation {
-            time: self.elapsed(),
-            pass: self.total_passes,
-            deletions: &deletions,
-            pods: &before.pods,
-            pvcs: &before.pvcs,
-            removal_risk: &risk,
-            removed_without_exclusion: &removed_without_exclusion,
-            coordinators: &snapshot.coordinators,
-            fault_tolerance: usize::try_from(tolerance).unwrap_or(0),
-            reporting_groups: &reporting_groups,
-            running_versions: &running_versions,
-        });
+        let clients = self.clients.clone();
+        self.monitor.check_client_compatibility(
+            time,
+            pass,
+            snapshot.version,
+            &ClientView {
+                clients: &clients,
+                ignored_log_groups: &ignored,
+                checks_disabled: cluster
+                    .as_ref()
+                    .is_some_and(|cluster| cluster.spec.ignore_upgradability_checks == Some(true)),
+            },
+        );
+        if reconciled {
+            let found = match &cluster {
+                Some(cluster) => divergences(&desired_world(cluster), &self.actual_world()?),
+                None => vec!["the cluster object is gone".to_owned()],
+            };
+            self.monitor
+                .check_reconciled(time, pass, snapshot.available, &found);
+        }
+        self.check_outages();
         Ok(())
+    }
+
+    /// The world as the divergence check sees it.
+    pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
+        let snapshot = self.fdb.snapshot();
+        let pods = self
+            .pods()?
+            .into_iter()
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter_map(|pod| {
+                let (group, class) = group_of(pod.labels())?;
+                let spec = pod.spec.as_ref()?;
+                Some(LivePod {
+                    name: pod.name_any(),
+                    group,
+                    class,
+                    images: spec
+                        .containers
+                        .iter()
+                        .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+                        .collect(),
+                    claim: spec.volumes.iter().flatten().find_map(|volume| {
+                        Some(volume.persistent_volume_claim.as_ref()?.claim_name.clone())
+                    }),
+                })
+            })
+            .collect();
+        let pvcs = self
+            .pvcs()?
+            .into_iter()
+            .filter(|pvc| pvc.metadata.deletion_timestamp.is_none())
+            .map(|pvc| pvc.name_any())
+            .collect();
+        let mut excluded_groups: BTreeSet<String> = snapshot
+            .excluded
+            .iter()
+            .filter_map(|target| target.strip_prefix("locality_instance_id:"))
+            .map(str::to_owned)
+            .collect();
+        excluded_groups.extend(
+            snapshot
+                .processes
+                .iter()
+                .filter(|process| process.excluded)
+                .filter_map(|process| process.locality.get("instance_id").cloned()),
+        );
+        Ok(ActualWorld {
+            pods,
+            pvcs,
+            process_versions: snapshot
+                .processes
+                .iter()
+                .map(|process| (process.address.clone(), process.version))
+                .collect(),
+            configuration: snapshot.configuration.clone(),
+            excluded_groups,
+        })
     }
 
     pub(super) fn step_result(
@@ -211,5 +375,37 @@ impl Runner {
             sidecars: self.world.sidecar_summaries(),
             fdb: serde_json::to_value(self.fdb.snapshot()).unwrap_or(Value::Null),
         })
+    }
+}
+
+/// What the cluster's spec asks of the world.
+pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
+    let spec = &cluster.spec;
+    let version = spec.version.parse().unwrap_or(FdbVersion {
+        major: 0,
+        minor: 0,
+        patch: 0,
+        release_candidate: None,
+    });
+    let marked_for_removal = cluster
+        .status
+        .iter()
+        .flat_map(|status| status.process_groups.iter())
+        .filter(|group| group.is_marked_for_removal())
+        .map(|group| group.process_group_id.clone())
+        .collect();
+    DesiredWorld {
+        counts: desired_process_counts(spec).positive(),
+        version,
+        images: [
+            (MAIN_CONTAINER.to_owned(), main_image(spec, &spec.version)),
+            (
+                SIDECAR_CONTAINER.to_owned(),
+                sidecar_image(spec, &spec.version),
+            ),
+        ]
+        .into(),
+        configuration: desired_database_configuration(spec),
+        marked_for_removal,
     }
 }

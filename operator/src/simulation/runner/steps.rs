@@ -1,4 +1,11 @@
 //! Executing scenario steps, and the passage of virtual time between operator passes.
+//!
+//! One scheduler drives every step: the operator runs a pass when one is due (its
+//! requeue, or a watch event: the world changed), otherwise the clock jumps to the next
+//! moment something is due (a pass, a world timer, the step's deadline). Passes are at
+//! least [`MIN_PASS_SPACING_SECONDS`] apart in virtual time, so a loop in which every
+//! pass makes the world change again still moves the clock forward instead of running
+//! hundreds of passes at one frozen instant.
 
 use std::time::Duration;
 
@@ -8,9 +15,10 @@ use crate::controller::{PassOutcome, run_pass};
 use crate::fdb::ClientInfo;
 use crate::simulation::event_log::RunPosition;
 use crate::simulation::kube::PatchType;
-use crate::simulation::scenario::{Fault, Heal, ReconcileStep, Step};
+use crate::simulation::result::EventSource;
+use crate::simulation::scenario::{ExpectStep, Fault, Heal, ReconcileStep, Step};
 
-use super::harness::{USER_ACTOR, new_operator_context};
+use super::harness::{USER_ACTOR, new_operator_context, operator_kube_client};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
 
 /// A `reconcile` step without `maxPasses` stops after this many passes...
@@ -22,19 +30,23 @@ pub const RECONCILE_TIME_BUDGET_SECONDS: i64 = 24 * 3600;
 const RESYNC_SECONDS: u64 = 30;
 /// After a failed pass, the operator retries after this long.
 const ERROR_BACKOFF_SECONDS: u64 = 5;
+/// A pass takes time: the next one starts at least this much later, even when woken.
+pub const MIN_PASS_SPACING_SECONDS: i64 = 1;
 
 /// What a step did, for its entry in the result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StepOutcomeSummary {
     /// Passes run during the step.
     pub passes: u64,
-    /// For `reconcile`: whether Reconciled was reached.
+    /// For `reconcile` steps: whether Reconciled was reached; for `expect`: whether the
+    /// conditions held.
     pub reconciled: Option<bool>,
-    /// For `reconcile` steps that stopped early: why.
+    /// For steps that stopped early or failed: why.
     pub stopped_because: Option<String>,
 }
 
-/// What one pass ended with, as the scheduler of passes sees it.
+/// What one pass ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PassEnd {
     Reconciled,
     /// Run again after this long.
@@ -67,25 +79,36 @@ impl Runner {
                 self.heal(heal).await?;
                 Ok(StepOutcomeSummary::default())
             }
-            Step::RestartOperator { after: Some(_) } | Step::Act { .. } | Step::Expect(_) => {
-                Err(RunError::InvalidCluster(format!(
-                    "step {index}: {} is not supported yet",
-                    describe(step)
-                )))
-            }
             Step::RestartOperator { after: None } => {
-                // Nothing survives but what Kubernetes and the database store.
-                self.context = new_operator_context(
-                    self.api.client(super::OPERATOR_ACTOR),
-                    &self.fdb,
-                    &self.clock,
-                    &self.log,
-                )?;
-                self.api.close_watches();
-                self.wake_operator();
+                self.restart_operator();
                 Ok(StepOutcomeSummary::default())
             }
+            Step::RestartOperator {
+                after: Some(action),
+            } => {
+                self.log.arm_crash(action);
+                Ok(StepOutcomeSummary::default())
+            }
+            Step::Act { actor, action } => self.act(*actor, action).await,
+            Step::Expect(expect) => self.expect(index, expect).await,
         }
+    }
+
+    /// Drops all in-memory operator state: nothing survives but what Kubernetes and the
+    /// database store.
+    pub(super) fn restart_operator(&mut self) {
+        match new_operator_context(
+            operator_kube_client(&self.api, &self.log),
+            &self.fdb,
+            &self.clock,
+            &self.log,
+        ) {
+            Ok(context) => self.context = context,
+            // The sidecar client factory has no inputs that can change between restarts.
+            Err(error) => self.say(&format!("operator restart failed: {error}")),
+        }
+        self.api.close_watches();
+        self.wake_operator();
     }
 
     /// Runs passes until Reconciled (or `maxPasses`, or the budgets).
@@ -99,6 +122,8 @@ impl Runner {
             reconciled: Some(false),
             ..StepOutcomeSummary::default()
         };
+        // A reconcile step always runs the operator, even if it has nothing due.
+        self.wake_operator();
         loop {
             self.settle().await?;
             if let Some(max) = settings.max_passes
@@ -116,25 +141,26 @@ impl Runner {
                 summary.stopped_because = Some("time budget (24 simulated hours) exhausted".into());
                 break;
             }
-            let end = self.pass(index).await?;
-            summary.passes += 1;
-            match end {
-                PassEnd::Reconciled => {
-                    summary.reconciled = Some(true);
-                    self.next_pass_due = None;
-                    break;
+            let now = self.now();
+            match self.next_pass_due {
+                Some(due) if due <= now => {
+                    summary.passes += 1;
+                    if self.pass(index).await? == PassEnd::Reconciled {
+                        summary.reconciled = Some(true);
+                        break;
+                    }
                 }
-                PassEnd::After(delay) => self.wait(delay).await?,
+                due => {
+                    let Some(next) = self.next_moment(due, None) else {
+                        // Nothing will ever happen: the operator waits for nothing.
+                        self.wake_operator();
+                        continue;
+                    };
+                    self.move_clock_to(next);
+                }
             }
         }
         self.settle().await?;
-        let available = self.fdb.snapshot().available;
-        self.monitor.check_reconcile_end(
-            self.elapsed(),
-            self.total_passes,
-            summary.reconciled == Some(true),
-            available,
-        );
         Ok(summary)
     }
 
@@ -145,8 +171,7 @@ impl Runner {
         index: usize,
         seconds: u64,
     ) -> Result<StepOutcomeSummary, RunError> {
-        let target =
-            self.now() + SignedDuration::from_secs(i64::try_from(seconds).unwrap_or(i64::MAX / 2));
+        let target = self.now() + SignedDuration::from_secs(clamp_seconds(seconds));
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
@@ -155,44 +180,103 @@ impl Runner {
                 && due <= now
                 && summary.passes < ADVANCE_PASS_LIMIT
             {
-                let end = self.pass(index).await?;
+                self.pass(index).await?;
                 summary.passes += 1;
-                self.next_pass_due = match end {
-                    PassEnd::Reconciled => None,
-                    PassEnd::After(delay) => Some(now + signed(delay)),
-                };
                 continue;
             }
             if now >= target {
                 break;
             }
-            let mut next = target;
-            for candidate in [self.next_pass_due, self.world.next_due()]
-                .into_iter()
-                .flatten()
-            {
-                if candidate > now && candidate < next {
-                    next = candidate;
-                }
-            }
-            self.move_clock_to(next);
+            let next = self.next_moment(self.next_pass_due, Some(target));
+            self.move_clock_to(next.unwrap_or(target));
         }
+        self.check_outages();
         Ok(summary)
     }
 
-    /// Runs one operator pass and checks the invariants around it.
+    /// Runs the world and the operator until every condition of `expect` holds, or its
+    /// `within` seconds have passed (then an `expectation-failed` violation).
+    async fn expect(
+        &mut self,
+        index: usize,
+        expect: &ExpectStep,
+    ) -> Result<StepOutcomeSummary, RunError> {
+        let deadline = self.now() + SignedDuration::from_secs(clamp_seconds(expect.within));
+        let mut summary = StepOutcomeSummary::default();
+        loop {
+            self.settle().await?;
+            let failed = self.unmet(expect)?;
+            if failed.is_empty() {
+                summary.reconciled = Some(true);
+                break;
+            }
+            let now = self.now();
+            if now >= deadline || summary.passes >= ADVANCE_PASS_LIMIT {
+                let detail = format!("after {} s: {}", expect.within, failed.join("; "));
+                self.say(&format!("expectation failed {detail}"));
+                self.monitor.violate(
+                    crate::simulation::invariants::EXPECTATION_FAILED,
+                    self.elapsed(),
+                    self.total_passes,
+                    detail.clone(),
+                );
+                summary.reconciled = Some(false);
+                summary.stopped_because = Some(detail);
+                break;
+            }
+            if let Some(due) = self.next_pass_due
+                && due <= now
+            {
+                self.pass(index).await?;
+                summary.passes += 1;
+                continue;
+            }
+            let next = self.next_moment(self.next_pass_due, Some(deadline));
+            self.move_clock_to(next.unwrap_or(deadline));
+        }
+        self.check_outages();
+        Ok(summary)
+    }
+
+    /// The earliest future moment anything is due: `due` (a pass), a world timer, or
+    /// `deadline`.
+    fn next_moment(
+        &self,
+        due: Option<Timestamp>,
+        deadline: Option<Timestamp>,
+    ) -> Option<Timestamp> {
+        let now = self.now();
+        [due, self.world.next_due(), deadline]
+            .into_iter()
+            .flatten()
+            .filter(|at| *at > now)
+            .min()
+    }
+
+    /// Runs one operator pass, schedules the next, and checks the invariants around it.
     async fn pass(&mut self, index: usize) -> Result<PassEnd, RunError> {
         self.total_passes += 1;
-        self.log.set_position(RunPosition {
-            step: index,
-            pass: self.total_passes,
-        });
-        let before = self.observe_before_pass()?;
-        let events_before = self.log.len();
-        let result = run_pass(&self.context, &self.namespace, &self.name).await;
-        self.observe_after_pass(&before, events_before)?;
         let pass = self.total_passes;
-        Ok(match result {
+        self.log.set_position(RunPosition { step: index, pass });
+        let before = self.track()?;
+        let events_before = self.log.len();
+        let now = self.now();
+        self.last_pass_at = Some(now);
+        self.next_pass_due = None;
+        let result = run_pass(&self.context, &self.namespace, &self.name).await;
+        if self.log.take_crash() {
+            self.say(&format!(
+                "pass {pass}: the operator crashed (restartOperator) and restarts"
+            ));
+            self.log.record(
+                EventSource::Operator,
+                "event",
+                &format!("foundationdbcluster/{}", self.name),
+                "the operator crashed right after its action and restarted",
+            );
+            self.restart_operator();
+        }
+        let end = match result {
             Ok(report) => match report.outcome {
                 PassOutcome::Completed if report.reconciled => {
                     self.say(&format!("pass {pass}: reconciled"));
@@ -220,34 +304,27 @@ impl Runner {
                     "pass {pass}: failed: {detail}; retrying in {ERROR_BACKOFF_SECONDS}s"
                 ));
                 self.log.record(
-                    crate::simulation::result::EventSource::Operator,
+                    EventSource::Operator,
                     "event",
                     &format!("foundationdbcluster/{}", self.name),
                     &format!("pass failed: {detail}"),
                 );
                 PassEnd::After(Duration::from_secs(ERROR_BACKOFF_SECONDS))
             }
-        })
-    }
-
-    /// Waits `delay` of simulated time for the next pass, returning early when the world
-    /// does something (a watch event would wake a real controller).
-    async fn wait(&mut self, delay: Duration) -> Result<(), RunError> {
-        // The world sees the pass's writes at once (the kubelet watches); what it does in
-        // answer is a watch event for the operator, which then runs again right away.
-        if self.settle().await? {
-            return Ok(());
-        }
-        let target = self.now() + signed(delay);
-        while let Some(due) = self.world.next_due().filter(|due| *due < target) {
-            self.move_clock_to(due);
-            if !self.settle().await? {
-                continue;
+        };
+        self.last_pass_reconciled = end == PassEnd::Reconciled;
+        if let PassEnd::After(delay) = end {
+            let at = now + signed(delay);
+            if self.next_pass_due.is_none_or(|due| due > at) {
+                self.next_pass_due = Some(at);
             }
-            return Ok(());
         }
-        self.move_clock_to(target);
-        Ok(())
+        // The world sees the pass's writes at once (the kubelet watches); what it does in
+        // answer is a watch event that wakes the operator again.
+        self.judge_action(&before, events_before, "operator", true)
+            .await?;
+        self.check_after_pass(end == PassEnd::Reconciled)?;
+        Ok(end)
     }
 
     /// Settles the world; true when it did anything (which wakes the operator).
@@ -260,10 +337,15 @@ impl Runner {
         Ok(changed)
     }
 
-    fn wake_operator(&mut self) {
+    /// A watch event: the operator runs as soon as it may (passes take time).
+    pub(super) fn wake_operator(&mut self) {
         let now = self.now();
-        if self.next_pass_due.is_none_or(|due| due > now) {
-            self.next_pass_due = Some(now);
+        let earliest = self.last_pass_at.map_or(now, |at| {
+            (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
+        });
+        self.last_pass_reconciled = false;
+        if self.next_pass_due.is_none_or(|due| due > earliest) {
+            self.next_pass_due = Some(earliest);
         }
     }
 
@@ -285,15 +367,25 @@ impl Runner {
                 log_group,
             } => {
                 if let Ok(version) = version.parse() {
-                    self.fdb.connect_client(ClientInfo {
+                    let client = ClientInfo {
                         address: address.clone(),
                         version,
                         protocol_version: None,
                         log_group: log_group.clone(),
-                    });
+                    };
+                    self.fdb.connect_client(client.clone());
+                    self.clients.push(client);
                 }
             }
-            Fault::ClientDisconnected { address } => self.fdb.disconnect_client(address),
+            Fault::ClientDisconnected { address } => {
+                self.fdb.disconnect_client(address);
+                self.clients.retain(|client| &client.address != address);
+            }
+            Fault::IoError { .. } | Fault::SlowRecovery { .. } | Fault::IgnoreKill { .. } => {
+                return Err(RunError::Act(format!(
+                    "fault {fault:?} is not supported by the simulated database yet"
+                )));
+            }
             world_fault => {
                 self.world.apply_fault(world_fault).await?;
             }
@@ -311,6 +403,13 @@ impl Runner {
         self.wake_operator();
         Ok(())
     }
+}
+
+fn clamp_seconds(seconds: u64) -> i64 {
+    // Far beyond any scenario's horizon, and within what timestamps can represent.
+    i64::try_from(seconds)
+        .unwrap_or(i64::MAX)
+        .min(100 * 365 * 24 * 3600)
 }
 
 fn signed(duration: Duration) -> SignedDuration {

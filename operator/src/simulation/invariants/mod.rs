@@ -1,0 +1,384 @@
+//! The invariants a simulated run is checked against (`spec/simulation.md`, v2).
+//!
+//! They judge the world, not the operator's own account of it: deletions are found by
+//! comparing the objects before and after an action (so a `deletecollection` counts
+//! like single deletes), zones out of service come from the simulated database's view
+//! of its processes, lost data from its shards, outages from its availability history.
+//! The checks here are pure: the runner gathers observations ([`observation`]) and the
+//! [`InvariantMonitor`] turns breaches into violations, each reported once per episode.
+
+mod divergence;
+mod observation;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use fdb_shared::FdbVersion;
+
+use super::result::Violation;
+
+pub use divergence::{ActualWorld, DesiredWorld, LivePod, divergences};
+pub use observation::{ActionWindow, ClientView, Outage, ServiceState, TrackedObject};
+
+/// `data-loss-risk`: a PVC was deleted while its storage process still held data.
+pub const DATA_LOSS_RISK: &str = "data-loss-risk";
+/// `data-lost`: a shard lost its last replica.
+pub const DATA_LOST: &str = "data-lost";
+/// `fault-tolerance-exceeded`: operator actions took out more zones than tolerated.
+pub const FAULT_TOLERANCE_EXCEEDED: &str = "fault-tolerance-exceeded";
+/// `coordinator-deleted`: the pod of a current coordinator was deleted.
+pub const COORDINATOR_DELETED: &str = "coordinator-deleted";
+/// `mixed-version-bounce`: processes on incompatible versions for more than one pass.
+pub const MIXED_VERSION_BOUNCE: &str = "mixed-version-bounce";
+/// `unavailable-at-rest`: a pass reported Reconciled with the database unavailable.
+pub const UNAVAILABLE_AT_REST: &str = "unavailable-at-rest";
+/// `reconciled-but-diverged`: a pass reported Reconciled while the world disagrees with
+/// the spec.
+pub const RECONCILED_BUT_DIVERGED: &str = "reconciled-but-diverged";
+/// `client-incompatible-upgrade`: processes moved to a protocol a connected client lacks.
+pub const CLIENT_INCOMPATIBLE_UPGRADE: &str = "client-incompatible-upgrade";
+/// `unavailable-by-operator`: an operator action made the database unavailable for
+/// longer than one recovery.
+pub const UNAVAILABLE_BY_OPERATOR: &str = "unavailable-by-operator";
+/// `expectation-failed`: an `expect` step's conditions did not hold in time.
+pub const EXPECTATION_FAILED: &str = "expectation-failed";
+
+/// Watches a run and collects violations.
+#[derive(Debug, Default)]
+pub struct InvariantMonitor {
+    violations: Vec<Violation>,
+    fault_tolerance_breached: bool,
+    mixed_version_passes: u32,
+    mixed_version_reported: bool,
+    /// Outage starts already reported (an outage is judged once).
+    outages_reported: BTreeSet<i64>,
+    /// The protocol the database ran at the last look, for upgrade detection.
+    last_cluster_version: Option<FdbVersion>,
+    diverged_reported: bool,
+}
+
+impl InvariantMonitor {
+    /// A monitor with no violations.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The violations so far, in order.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// Consumes the monitor, returning the violations.
+    pub fn into_violations(self) -> Vec<Violation> {
+        self.violations
+    }
+
+    /// Records a violation.
+    pub fn violate(&mut self, invariant: &str, time: u64, pass: u64, detail: String) {
+        self.violations.push(Violation {
+            invariant: invariant.to_owned(),
+            time,
+            pass,
+            detail,
+        });
+    }
+
+    /// Judges the deletions an operator action requested: PVCs whose storage process
+    /// still held data, pods of coordinators.
+    pub fn check_deletions(&mut self, window: &ActionWindow<'_>) {
+        for pvc in window.deleted_pvcs {
+            if window.removed_without_exclusion.contains(&pvc.group) {
+                continue;
+            }
+            if let Some(risk) = (window.removal_risk)(&pvc.group) {
+                self.violate(
+                    DATA_LOSS_RISK,
+                    window.time,
+                    window.pass,
+                    format!(
+                        "{} deleted PVC {} of {} while {risk}",
+                        window.by, pvc.name, pvc.group
+                    ),
+                );
+            }
+        }
+        for pod in window.deleted_pods {
+            let hosted: Vec<&String> = window
+                .coordinators
+                .iter()
+                .filter(|coordinator| {
+                    let host = coordinator
+                        .rsplit_once(':')
+                        .map_or(coordinator.as_str(), |(host, _)| host);
+                    pod.addresses.iter().any(|address| address == host)
+                })
+                .collect();
+            if let Some(coordinator) = hosted.first() {
+                self.violate(
+                    COORDINATOR_DELETED,
+                    window.time,
+                    window.pass,
+                    format!(
+                        "{} deleted pod {} of {}, which hosts coordinator {coordinator}",
+                        window.by, pod.name, pod.group
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Judges what an operator action took out of service: it exceeds the fault
+    /// tolerance when it adds a zone (or coordinator) to those out of service and the
+    /// total, faults included, is then above what the redundancy mode tolerates.
+    pub fn check_fault_tolerance(
+        &mut self,
+        time: u64,
+        pass: u64,
+        before: &ServiceState,
+        after: &ServiceState,
+        tolerance: usize,
+    ) {
+        let mut breaches = Vec::new();
+        for (what, before, after) in [
+            (
+                "storage",
+                &before.storage_zones_down,
+                &after.storage_zones_down,
+            ),
+            ("log", &before.log_zones_down, &after.log_zones_down),
+        ] {
+            let added: Vec<&str> = after.difference(before).map(String::as_str).collect();
+            if !added.is_empty() && after.len() > tolerance {
+                let all: Vec<&str> = after.iter().map(String::as_str).collect();
+                breaches.push(format!(
+                    "{} zones of {what} out of service ({}; the action added {}); the redundancy mode tolerates {tolerance}",
+                    after.len(),
+                    all.join(", "),
+                    added.join(", ")
+                ));
+            }
+        }
+        let coordinator_tolerance = after.coordinators.saturating_sub(1) / 2;
+        if after.coordinators_down > before.coordinators_down
+            && after.coordinators_down > coordinator_tolerance
+        {
+            breaches.push(format!(
+                "{} of {} coordinators unreachable; a majority must stay reachable",
+                after.coordinators_down, after.coordinators
+            ));
+        }
+        if breaches.is_empty() {
+            if after.storage_zones_down.len() <= tolerance
+                && after.log_zones_down.len() <= tolerance
+            {
+                self.fault_tolerance_breached = false;
+            }
+            return;
+        }
+        if !self.fault_tolerance_breached {
+            self.violate(
+                FAULT_TOLERANCE_EXCEEDED,
+                time,
+                pass,
+                format!("after an operator action: {}", breaches.join("; ")),
+            );
+        }
+        self.fault_tolerance_breached = true;
+    }
+
+    /// Judges lost shards: any new loss is a violation, whoever caused it.
+    pub fn check_lost_shards(&mut self, time: u64, pass: u64, before: u64, after: u64, by: &str) {
+        if after > before {
+            self.violate(
+                DATA_LOST,
+                time,
+                pass,
+                format!(
+                    "{} shard(s) lost their last replica ({after} lost in all) after an action by the {by}",
+                    after - before
+                ),
+            );
+        }
+    }
+
+    /// Judges the versions running after a pass: incompatible versions side by side for
+    /// more than one pass.
+    pub fn check_versions(&mut self, time: u64, pass: u64, running_versions: &[FdbVersion]) {
+        let mut lines: Vec<FdbVersion> = Vec::new();
+        for version in running_versions {
+            if !lines
+                .iter()
+                .any(|seen| seen.is_protocol_compatible(version))
+            {
+                lines.push(*version);
+            }
+        }
+        if lines.len() < 2 {
+            self.mixed_version_passes = 0;
+            self.mixed_version_reported = false;
+            return;
+        }
+        self.mixed_version_passes += 1;
+        if self.mixed_version_passes > 1 && !self.mixed_version_reported {
+            self.mixed_version_reported = true;
+            lines.sort();
+            let versions: Vec<String> = lines.iter().map(ToString::to_string).collect();
+            self.violate(
+                MIXED_VERSION_BOUNCE,
+                time,
+                pass,
+                format!(
+                    "processes ran on incompatible versions {} for {} passes",
+                    versions.join(" and "),
+                    self.mixed_version_passes
+                ),
+            );
+        }
+    }
+
+    /// Judges a pass that reported Reconciled: the database must be available and the
+    /// world must match the spec.
+    pub fn check_reconciled(
+        &mut self,
+        time: u64,
+        pass: u64,
+        available: bool,
+        divergences: &[String],
+    ) {
+        if !available {
+            self.violate(
+                UNAVAILABLE_AT_REST,
+                time,
+                pass,
+                "a pass reported Reconciled while the database was unavailable".to_owned(),
+            );
+        }
+        if divergences.is_empty() {
+            self.diverged_reported = false;
+        } else if !self.diverged_reported {
+            self.diverged_reported = true;
+            self.violate(
+                RECONCILED_BUT_DIVERGED,
+                time,
+                pass,
+                format!(
+                    "a pass reported Reconciled, but: {}",
+                    divergences.join("; ")
+                ),
+            );
+        }
+    }
+
+    /// Judges a change of the database's protocol: every connected client that is not
+    /// ignored must support the new one, unless upgradability checks are off.
+    pub fn check_client_compatibility(
+        &mut self,
+        time: u64,
+        pass: u64,
+        cluster_version: Option<FdbVersion>,
+        clients: &ClientView<'_>,
+    ) {
+        let Some(now) = cluster_version else { return };
+        let previous = self.last_cluster_version.replace(now);
+        let Some(previous) = previous else { return };
+        if previous.is_protocol_compatible(&now) || clients.checks_disabled {
+            return;
+        }
+        let stranded: Vec<String> = clients
+            .clients
+            .iter()
+            .filter(|client| !clients.ignored_log_groups.contains(&client.log_group))
+            .filter(|client| !client.version.is_protocol_compatible(&now))
+            .map(|client| {
+                format!(
+                    "{} ({}, log group {:?})",
+                    client.address, client.version, client.log_group
+                )
+            })
+            .collect();
+        if !stranded.is_empty() {
+            self.violate(
+                CLIENT_INCOMPATIBLE_UPGRADE,
+                time,
+                pass,
+                format!(
+                    "the database moved from {previous} to {now}, which these connected clients do not support: {}",
+                    stranded.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// Judges outages that began at an operator action: each may last one recovery
+    /// (`allowed_seconds`), or `restart + recovery` when it began at the one cluster-wide
+    /// kill of a bounce. Open outages are judged by how long they have lasted so far.
+    pub fn check_outages(
+        &mut self,
+        now: i64,
+        start_unix: i64,
+        outages: &[Outage],
+        operator_actions: &[(i64, bool)],
+        allowed_seconds: i64,
+        bounce_allowance: i64,
+    ) {
+        for outage in merge_outages(outages) {
+            if self.outages_reported.contains(&outage.start) {
+                continue;
+            }
+            // The action that caused it happened at its start (processes stop at once).
+            let Some(cluster_wide) = operator_actions
+                .iter()
+                .filter(|(at, _)| *at <= outage.start && outage.start - *at <= 1)
+                .map(|(_, cluster_wide)| *cluster_wide)
+                .max()
+            else {
+                continue;
+            };
+            let allowed = if cluster_wide {
+                bounce_allowance
+            } else {
+                allowed_seconds
+            };
+            let lasted = outage.end.unwrap_or(now) - outage.start;
+            if lasted > allowed {
+                self.outages_reported.insert(outage.start);
+                let elapsed = |at: i64| u64::try_from(at - start_unix).unwrap_or(0);
+                self.violate(
+                    UNAVAILABLE_BY_OPERATOR,
+                    elapsed(outage.start),
+                    0,
+                    format!(
+                        "an operator action made the database unavailable for {lasted} s{} (one recovery allows {allowed} s): {}",
+                        if outage.end.is_none() { " so far" } else { "" },
+                        outage.cause
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Outages that touch or overlap are one outage (a recovery during a recovery).
+fn merge_outages(outages: &[Outage]) -> Vec<Outage> {
+    let mut sorted = outages.to_vec();
+    sorted.sort_by_key(|outage| outage.start);
+    let mut merged: Vec<Outage> = Vec::new();
+    for outage in sorted {
+        if let Some(last) = merged.last_mut() {
+            let last_end = last.end;
+            if last_end.is_none_or(|end| outage.start <= end) {
+                last.end = match (last_end, outage.end) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+                if !last.cause.contains(&outage.cause) {
+                    last.cause = format!("{}, then {}", last.cause, outage.cause);
+                }
+                continue;
+            }
+        }
+        merged.push(outage);
+    }
+    merged
+}

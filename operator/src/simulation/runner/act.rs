@@ -1,0 +1,284 @@
+//! `act` steps: a user, or a deliberately broken operator, acting on the world through
+//! the same Kubernetes API and admin interface the operator uses.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use crate::fdb::{AdminClient, ExclusionTarget};
+use crate::simulation::event_log::Actor as LogActor;
+use crate::simulation::recording_admin::RecordingAdmin;
+use crate::simulation::result::EventSource;
+use crate::simulation::scenario::{Action, Actor, ObjectKind, ObjectRef};
+
+use super::steps::StepOutcomeSummary;
+use super::{RunError, Runner};
+
+/// The API actor of `act` steps as the operator (not the operator's own client, so its
+/// requests are told apart in the request counts).
+pub const ACT_AS_OPERATOR_ACTOR: &str = "act-as-operator";
+
+/// Why an `act` step could not be carried out (the scenario names something that does
+/// not exist, or the API refused).
+fn act_failed(action: &Action, reason: impl std::fmt::Display) -> RunError {
+    RunError::Act(format!("{action:?}: {reason}"))
+}
+
+impl Runner {
+    /// Carries out one `act` step, then judges it like an operator action when it is
+    /// done as the operator.
+    pub(super) async fn act(
+        &mut self,
+        actor: Actor,
+        action: &Action,
+    ) -> Result<StepOutcomeSummary, RunError> {
+        let before = self.track()?;
+        let events_before = self.log.len();
+        self.log.set_actor(match actor {
+            Actor::Operator => LogActor::ActAsOperator,
+            Actor::User => LogActor::User,
+        });
+        let outcome = self.perform(actor, action).await;
+        self.log.set_actor(LogActor::Operator);
+        outcome?;
+        let by = match actor {
+            Actor::Operator => "operator",
+            Actor::User => "user",
+        };
+        self.judge_action(&before, events_before, by, actor == Actor::Operator)
+            .await?;
+        self.wake_operator();
+        Ok(StepOutcomeSummary::default())
+    }
+
+    async fn perform(&mut self, actor: Actor, action: &Action) -> Result<(), RunError> {
+        let client = self.api.client(match actor {
+            Actor::Operator => ACT_AS_OPERATOR_ACTOR,
+            Actor::User => super::USER_ACTOR,
+        });
+        let namespace = self.namespace.clone();
+        match action {
+            Action::Delete(target) => {
+                self.delete_one(&client, target)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::K8s,
+                    "delete",
+                    &format!("{}/{}", target.kind.as_str(), target.name),
+                    "",
+                );
+            }
+            Action::DeleteCollection(collection) => {
+                let params = ListParams::default().labels(&collection.label_selector);
+                let names = match collection.kind {
+                    ObjectKind::Pod => delete_collection::<Pod>(&client, &namespace, &params).await,
+                    ObjectKind::Pvc => {
+                        delete_collection::<PersistentVolumeClaim>(&client, &namespace, &params)
+                            .await
+                    }
+                    ObjectKind::Service => {
+                        delete_collection::<Service>(&client, &namespace, &params).await
+                    }
+                }
+                .map_err(|e| act_failed(action, e))?;
+                for name in names {
+                    self.log.record(
+                        EventSource::K8s,
+                        "delete",
+                        &format!("{}/{name}", collection.kind.as_str()),
+                        &format!(
+                            "deletecollection labelSelector={}",
+                            collection.label_selector
+                        ),
+                    );
+                }
+            }
+            Action::Kill(groups) => {
+                let addresses = self.group_addresses(groups);
+                if addresses.is_empty() {
+                    return Err(act_failed(
+                        action,
+                        "no running process belongs to these process groups",
+                    ));
+                }
+                // The recording admin logs the command like the operator's own.
+                self.admin()
+                    .kill(&addresses)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Exclude(groups) => {
+                let targets: Vec<ExclusionTarget> = groups
+                    .iter()
+                    .map(|group| ExclusionTarget::instance_id(group))
+                    .collect();
+                self.admin()
+                    .exclude(&targets, false)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Patch(target, patch) => {
+                self.patch_one(&client, target, patch)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::K8s,
+                    "patch",
+                    &format!("{}/{}", target.kind.as_str(), target.name),
+                    &patch.to_string(),
+                );
+            }
+            Action::Evict(pod) => {
+                let pods: Api<Pod> = Api::namespaced(client, &namespace);
+                pods.evict(pod, &EvictParams::default())
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log
+                    .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
+            }
+            Action::Drain(node) => self.drain(&client, node).await?,
+            Action::AddNodes(_) => {
+                return Err(act_failed(action, "adding nodes is not supported yet"));
+            }
+        }
+        Ok(())
+    }
+
+    fn admin(&self) -> RecordingAdmin {
+        RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
+    }
+
+    /// The addresses of the running processes of these process groups.
+    fn group_addresses(&self, groups: &[String]) -> Vec<fdb_shared::address::ProcessAddress> {
+        self.fdb
+            .snapshot()
+            .processes
+            .iter()
+            .filter(|process| {
+                process
+                    .locality
+                    .get("instance_id")
+                    .is_some_and(|id| groups.contains(id))
+            })
+            .filter_map(|process| process.address.parse().ok())
+            .collect()
+    }
+
+    async fn delete_one(
+        &self,
+        client: &kube::Client,
+        target: &ObjectRef,
+    ) -> Result<(), kube::Error> {
+        let params = DeleteParams::default();
+        let namespace = self.namespace.as_str();
+        match target.kind {
+            ObjectKind::Pod => {
+                Api::<Pod>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+            ObjectKind::Pvc => {
+                Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+            ObjectKind::Service => {
+                Api::<Service>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn patch_one(
+        &self,
+        client: &kube::Client,
+        target: &ObjectRef,
+        patch: &serde_json::Value,
+    ) -> Result<(), kube::Error> {
+        let params = PatchParams::default();
+        let namespace = self.namespace.as_str();
+        match target.kind {
+            ObjectKind::Pod => {
+                Api::<Pod>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Strategic(patch))
+                    .await?;
+            }
+            ObjectKind::Pvc => {
+                Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Merge(patch))
+                    .await?;
+            }
+            ObjectKind::Service => {
+                Api::<Service>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Merge(patch))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `kubectl drain`: cordon the node, then evict every pod bound to it.
+    async fn drain(&mut self, client: &kube::Client, node: &str) -> Result<(), RunError> {
+        let failed = |e: kube::Error| RunError::Act(format!("drain {node}: {e}"));
+        Api::<Node>::all(client.clone())
+            .patch(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+            )
+            .await
+            .map_err(failed)?;
+        self.log
+            .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
+        let pods: Api<Pod> = Api::all(client.clone());
+        let on_node = pods
+            .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+            .await
+            .map_err(failed)?;
+        for pod in on_node {
+            let (Some(namespace), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
+                continue;
+            };
+            Api::<Pod>::namespaced(client.clone(), &namespace)
+                .evict(&name, &EvictParams::default())
+                .await
+                .map_err(failed)?;
+            self.log
+                .record(EventSource::K8s, "evict", &format!("pod/{name}"), "drain");
+        }
+        Ok(())
+    }
+}
+
+/// One `deletecollection` request; the names of the objects it deleted.
+async fn delete_collection<K>(
+    client: &kube::Client,
+    namespace: &str,
+    params: &ListParams,
+) -> Result<Vec<String>, kube::Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    // Left: the deleted objects; Right: a bare Status (nothing listed).
+    Ok(api
+        .delete_collection(&DeleteParams::default(), params)
+        .await?
+        .left()
+        .map(|list| {
+            list.items
+                .iter()
+                .filter_map(|object| object.meta().name.clone())
+                .collect()
+        })
+        .unwrap_or_default())
+}
