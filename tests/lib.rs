@@ -16,16 +16,49 @@ use sha2::{Digest, Sha256};
 /// # Panics
 /// When the scenario is invalid or the simulator fails; tests want exactly that.
 pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
+    run_with(
+        yaml,
+        RunOptions {
+            ip_block,
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// Like [`run`], with the operator disabled: its passes do nothing. The world and the
+/// scenario's `expect` steps must then catch the inaction.
+pub fn run_without_operator(yaml: &str, ip_block: u8) -> SimulationResult {
+    run_with(
+        yaml,
+        RunOptions {
+            ip_block,
+            operator_disabled: true,
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// Runs the scenario file `tests/scenarios/<relative>`.
+pub fn run_file(relative: &str, ip_block: u8) -> SimulationResult {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(relative);
+    let yaml = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    run(&yaml, ip_block)
+}
+
+/// Parses `yaml` as a scenario and runs it with `options`.
+///
+/// # Panics
+/// When the scenario is invalid or the simulator fails.
+pub fn run_with(yaml: &str, options: RunOptions) -> SimulationResult {
     let scenario = Scenario::parse(yaml, "test scenario").unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap_or_else(|error| panic!("runtime: {error}"));
-    let options = RunOptions {
-        ip_block,
-        ..RunOptions::default()
-    };
     runtime
         .block_on(run_scenario(&scenario, options))
         .unwrap_or_else(|error| panic!("simulation failed: {error}"))
@@ -66,4 +99,15 @@ pub fn groups_per_class(step: &StepResult) -> BTreeMap<String, usize> {
 /// A string field of the `fdb` block of a step.
 pub fn fdb_str<'a>(step: &'a StepResult, field: &str) -> &'a str {
     step.fdb[field].as_str().unwrap_or_default()
+}
+
+/// The invariants a run violated, in order, each once.
+pub fn violated(result: &SimulationResult) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for violation in &result.violations {
+        if !seen.contains(&violation.invariant) {
+            seen.push(violation.invariant.clone());
+        }
+    }
+    seen
 }

@@ -56,6 +56,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         seed: args.seed,
         ip_block: 0,
         progress,
+        ..RunOptions::default()
     };
     let result = match runtime.block_on(run_scenario(&scenario, options)) {
         Ok(result) => result,

@@ -20,6 +20,9 @@ pub struct DesiredWorld {
     pub configuration: DatabaseConfiguration,
     /// Groups marked for removal (they may linger while their removal is pending).
     pub marked_for_removal: BTreeSet<String>,
+    /// Groups that were marked for removal at some point of the run: once they are no
+    /// longer marked, an exclusion of theirs is a leftover.
+    pub ever_marked: BTreeSet<String>,
 }
 
 /// One pod that is not terminating.
@@ -143,12 +146,14 @@ pub fn divergences(desired: &DesiredWorld, actual: &ActualWorld) -> Vec<String> 
     let stray: Vec<&str> = actual
         .excluded_groups
         .iter()
-        .filter(|group| !desired.marked_for_removal.contains(*group))
+        .filter(|group| {
+            desired.ever_marked.contains(*group) && !desired.marked_for_removal.contains(*group)
+        })
         .map(String::as_str)
         .collect();
     if !stray.is_empty() {
         found.push(format!(
-            "exclusions of groups not marked for removal: {}",
+            "exclusions of groups no longer marked for removal: {}",
             stray.join(", ")
         ));
     }

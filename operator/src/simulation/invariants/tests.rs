@@ -312,6 +312,7 @@ fn desired() -> DesiredWorld {
             ..DatabaseConfiguration::default()
         },
         marked_for_removal: BTreeSet::new(),
+        ever_marked: ["storage-2".to_owned()].into(),
     }
 }
 
@@ -378,7 +379,7 @@ fn every_kind_of_divergence_is_named() {
         "1 processes run 7.3.43 instead of 7.1.57",
         "foundationdb container does not run fdb:7.1.57: sample-storage-1",
         "the database configuration differs",
-        "exclusions of groups not marked for removal: storage-2",
+        "exclusions of groups no longer marked for removal: storage-2",
     ] {
         assert!(
             found.contains(expected),
@@ -399,5 +400,13 @@ fn every_kind_of_divergence_is_named() {
         divergences(&spec, &world),
         Vec::<String>::new(),
         "groups marked for removal may linger, excluded"
+    );
+
+    let mut world = actual();
+    world.excluded_groups.insert("storage-1".into());
+    assert_eq!(
+        divergences(&desired(), &world),
+        Vec::<String>::new(),
+        "an exclusion the operator never asked for is not its leftover"
     );
 }

@@ -48,6 +48,10 @@ pub struct RunOptions {
     pub ip_block: u8,
     /// Receives one line per pass and step.
     pub progress: Option<ProgressSink>,
+    /// Runs the scenario with an operator that does nothing (its passes report
+    /// "requeue" without acting): a test of the world itself, which must then fail the
+    /// scenario's `expect` steps.
+    pub operator_disabled: bool,
 }
 
 /// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
@@ -110,6 +114,10 @@ pub struct Runner {
     recovery_seconds: u64,
     /// How long fdbmonitor takes to restart a killed process.
     restart_seconds: u64,
+    /// Process groups the operator marked for removal at some point.
+    ever_marked: std::collections::BTreeSet<String>,
+    /// Run no operator at all (to prove that the world and `expect` catch inaction).
+    operator_disabled: bool,
     progress: Option<ProgressSink>,
 }
 
@@ -227,6 +235,8 @@ impl Runner {
             clients,
             recovery_seconds,
             restart_seconds,
+            ever_marked: std::collections::BTreeSet::new(),
+            operator_disabled: options.operator_disabled,
             clock,
             api,
             fdb,

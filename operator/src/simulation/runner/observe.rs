@@ -256,6 +256,15 @@ impl Runner {
     /// the spec.
     pub(super) fn check_after_pass(&mut self, reconciled: bool) -> Result<(), RunError> {
         let (time, pass) = (self.elapsed(), self.total_passes);
+        if let Some(status) = self.cluster_object().and_then(|cluster| cluster.status) {
+            self.ever_marked.extend(
+                status
+                    .process_groups
+                    .iter()
+                    .filter(|group| group.is_marked_for_removal())
+                    .map(|group| group.process_group_id.clone()),
+            );
+        }
         let snapshot = self.fdb.snapshot();
         let versions: Vec<FdbVersion> = snapshot.processes.iter().map(|p| p.version).collect();
         self.monitor.check_versions(time, pass, &versions);
@@ -286,7 +295,11 @@ impl Runner {
         );
         if reconciled {
             let found = match &cluster {
-                Some(cluster) => divergences(&desired_world(cluster), &self.actual_world()?),
+                Some(cluster) => {
+                    let mut desired = desired_world(cluster);
+                    desired.ever_marked = self.ever_marked.clone();
+                    divergences(&desired, &self.actual_world()?)
+                }
                 None => vec!["the cluster object is gone".to_owned()],
             };
             self.monitor
@@ -407,5 +420,6 @@ pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
         .into(),
         configuration: desired_database_configuration(spec),
         marked_for_removal,
+        ever_marked: BTreeSet::new(),
     }
 }

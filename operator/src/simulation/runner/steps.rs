@@ -263,7 +263,14 @@ impl Runner {
         let now = self.now();
         self.last_pass_at = Some(now);
         self.next_pass_due = None;
-        let result = run_pass(&self.context, &self.namespace, &self.name).await;
+        let result = if self.operator_disabled {
+            Ok(crate::controller::PassReport {
+                outcome: PassOutcome::Completed,
+                reconciled: false,
+            })
+        } else {
+            run_pass(&self.context, &self.namespace, &self.name).await
+        };
         if self.log.take_crash() {
             self.say(&format!(
                 "pass {pass}: the operator crashed (restartOperator) and restarts"
