@@ -5,24 +5,47 @@
 //! header timeout while the operator's 5 s client timeout expires. A connection with no
 //! request in progress (TLS handshake, waiting for or reading request headers, idle
 //! keep-alive) is idle; when all slots are taken and a client connects, the connection
-//! idle for the longest is closed to make room.
+//! idle for the longest is closed to make room, provided it has been idle for at least
+//! [`EVICT_AFTER`]: a real client sends its request right after connecting, so a
+//! connection accepted a moment ago (whose request may already wait in its socket on a
+//! loaded server) is left alone.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::body::{Frame, SizeHint};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+/// How long a connection must have been idle before it may be closed for a newcomer.
+pub const EVICT_AFTER: Duration = Duration::from_secs(1);
+
 /// The connections of one server.
 #[derive(Debug)]
 pub struct Registry {
-    /// A logical clock: strictly increasing, so "idle for the longest" has no ties.
-    clock: Arc<AtomicU64>,
+    clocks: Arc<Clocks>,
     inner: Mutex<Inner>,
+}
+
+/// Time for "idle long enough", and a logical clock for "idle for the longest" (strictly
+/// increasing, so without ties).
+#[derive(Debug)]
+struct Clocks {
+    epoch: Instant,
+    sequence: AtomicU64,
+}
+
+impl Clocks {
+    /// (sequence number, nanoseconds since the epoch).
+    fn now(&self) -> (u64, u64) {
+        let sequence = self.sequence.fetch_add(1, Ordering::SeqCst);
+        let nanos = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        (sequence, nanos)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -34,16 +57,25 @@ struct Inner {
 /// What the registry knows about one connection.
 #[derive(Debug)]
 pub struct Tracked {
-    clock: Arc<AtomicU64>,
+    clocks: Arc<Clocks>,
     in_flight: AtomicUsize,
-    /// The registry's clock when the connection last became idle.
-    idle_since: AtomicU64,
+    /// The sequence number and time at which the connection last became idle.
+    idle_sequence: AtomicU64,
+    idle_nanos: AtomicU64,
     evict: CancellationToken,
 }
 
 impl Tracked {
-    fn now(&self) -> u64 {
-        self.clock.fetch_add(1, Ordering::SeqCst)
+    fn mark_idle(&self) {
+        let (sequence, nanos) = self.clocks.now();
+        self.idle_sequence.store(sequence, Ordering::SeqCst);
+        self.idle_nanos.store(nanos, Ordering::SeqCst);
+    }
+
+    /// Whether the connection may be evicted at `now_nanos`.
+    fn evictable(&self, now_nanos: u64, min_idle: Duration) -> bool {
+        let idle_for = now_nanos.saturating_sub(self.idle_nanos.load(Ordering::SeqCst));
+        self.is_idle() && !self.evict.is_cancelled() && u128::from(idle_for) >= min_idle.as_nanos()
     }
 
     /// Whether no request is in progress.
@@ -68,9 +100,7 @@ pub struct RequestGuard {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        self.tracked
-            .idle_since
-            .store(self.tracked.now(), Ordering::SeqCst);
+        self.tracked.mark_idle();
         self.tracked.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -139,7 +169,10 @@ impl Drop for Registration {
 impl Default for Registry {
     fn default() -> Self {
         Self {
-            clock: Arc::new(AtomicU64::new(0)),
+            clocks: Arc::new(Clocks {
+                epoch: Instant::now(),
+                sequence: AtomicU64::new(0),
+            }),
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -153,12 +186,13 @@ impl Registry {
     /// Registers a new connection (idle since now).
     pub fn register(self: &Arc<Self>) -> Registration {
         let tracked = Arc::new(Tracked {
-            clock: self.clock.clone(),
+            clocks: self.clocks.clone(),
             in_flight: AtomicUsize::new(0),
-            idle_since: AtomicU64::new(0),
+            idle_sequence: AtomicU64::new(0),
+            idle_nanos: AtomicU64::new(0),
             evict: CancellationToken::new(),
         });
-        tracked.idle_since.store(tracked.now(), Ordering::SeqCst);
+        tracked.mark_idle();
         let mut inner = self.lock();
         let id = inner.next_id;
         inner.next_id += 1;
@@ -170,15 +204,16 @@ impl Registry {
         }
     }
 
-    /// Asks the connection idle for the longest to close; `false` when every
-    /// connection has a request in progress.
-    pub fn evict_idlest(&self) -> bool {
+    /// Asks the connection idle for the longest to close, if it has been idle for at
+    /// least `min_idle`; `false` when there is no such connection.
+    pub fn evict_idlest(&self, min_idle: Duration) -> bool {
+        let (_, now) = self.clocks.now();
         let inner = self.lock();
         let idlest = inner
             .entries
             .values()
-            .filter(|t| t.is_idle() && !t.evict.is_cancelled())
-            .min_by_key(|t| t.idle_since.load(Ordering::SeqCst));
+            .filter(|t| t.evictable(now, min_idle))
+            .min_by_key(|t| t.idle_sequence.load(Ordering::SeqCst));
         match idlest {
             Some(tracked) => {
                 tracked.evict.cancel();
@@ -212,11 +247,13 @@ mod tests {
         // The first is busy, the second finished a request after the third connected.
         let busy = first.tracked().request_started();
         drop(second.tracked().request_started());
-        assert!(registry.evict_idlest());
+        // Nobody has been idle for an hour.
+        assert!(!registry.evict_idlest(Duration::from_secs(3600)));
+        assert!(registry.evict_idlest(Duration::ZERO));
         assert!(third.tracked.evict.is_cancelled());
-        assert!(registry.evict_idlest());
+        assert!(registry.evict_idlest(Duration::ZERO));
         assert!(second.tracked.evict.is_cancelled());
-        assert!(!registry.evict_idlest());
+        assert!(!registry.evict_idlest(Duration::ZERO));
         assert!(!first.tracked.evict.is_cancelled());
         drop(busy);
         assert_eq!(registry.len(), 3);

@@ -19,7 +19,7 @@ use tower::ServiceExt;
 
 use crate::app::{AppState, app};
 use crate::config::SidecarConfig;
-use crate::connections::{BusyBody, Registration, Registry};
+use crate::connections::{BusyBody, EVICT_AFTER, Registration, Registry};
 use crate::copy::{self, CopyError};
 use crate::hash::MAX_LOOKUPS;
 use crate::metrics::Metrics;
@@ -32,6 +32,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// keep-alive connection: a real client sends them at once (the operator gives up after
 /// 5 s anyway), so a slow or silent connection gives its slot back soon.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// While all connection slots are taken, how often a waiting newcomer looks again for a
+/// connection idle for long enough to be closed.
+const EVICTION_RECHECK: Duration = Duration::from_millis(100);
 /// How long in-flight requests may take to finish after a stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -200,23 +203,26 @@ async fn serve(
             _ = state.restart.cancelled() => break ExitReason::RestartRequested,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    let permit = match slots.clone().try_acquire_owned() {
-                        Ok(permit) => permit,
-                        Err(_) => {
-                            // All slots taken: close the connection idle for the longest
-                            // so that this client is served now, not after a header
-                            // timeout. Meanwhile further clients wait in the kernel's
-                            // listen queue, which costs this process no memory.
-                            registry.evict_idlest();
-                            tokio::select! {
-                                _ = shutdown.cancelled() => break ExitReason::Stopped,
-                                _ = state.restart.cancelled() => break ExitReason::RestartRequested,
-                                permit = slots.clone().acquire_owned() => match permit {
-                                    Ok(permit) => permit,
-                                    Err(_) => break ExitReason::Stopped,
-                                },
-                            }
+                    // All slots taken: close the connection idle for the longest (once
+                    // it has been idle for EVICT_AFTER) so that this client is served now,
+                    // not after a header timeout. Meanwhile further clients wait in the
+                    // kernel's listen queue, which costs this process no memory.
+                    let permit = loop {
+                        if let Ok(permit) = slots.clone().try_acquire_owned() {
+                            break Some(permit);
                         }
+                        registry.evict_idlest(EVICT_AFTER);
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break None,
+                            _ = state.restart.cancelled() => break None,
+                            permit = slots.clone().acquire_owned() => break permit.ok(),
+                            // Look again once more connections may have been idle long enough.
+                            _ = tokio::time::sleep(EVICTION_RECHECK) => {}
+                        }
+                    };
+                    let Some(permit) = permit else {
+                        // Stopping: the outer select sees the cancelled token next.
+                        continue;
                     };
                     let connection = Connection {
                         state: state.clone(),
