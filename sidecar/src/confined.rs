@@ -20,8 +20,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-/// How a directory component is opened: never through a symlink.
+/// How a directory component is opened for writing into it: never through a symlink
+/// (readable, so that it can be fsynced after a rename).
 const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// How a directory is opened for a lookup: `O_PATH` needs only search permission, like
+/// a path walk, and never through a symlink below the base.
+const LOOKUP_DIR_FLAGS: OFlags = OFlags::PATH
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
@@ -94,11 +102,17 @@ pub fn kind_at(dir: &File, name: &OsStr) -> io::Result<Option<FileType>> {
     }
 }
 
-/// Opens the existing directory `dir/names...` without following any symlink.
-fn open_dirs(dir: File, names: &[&OsStr]) -> Result<File, LookupError> {
-    let mut current = dir;
+/// Opens the existing directory `base/names...` for lookups (`O_PATH`), without
+/// following any symlink below `base`.
+fn open_dirs(base: &Path, names: &[&OsStr]) -> Result<File, LookupError> {
+    let flags = LOOKUP_DIR_FLAGS.difference(OFlags::NOFOLLOW);
+    let mut current = match rustix::fs::open(base, flags, Mode::empty()) {
+        Ok(fd) => File::from(fd),
+        Err(Errno::NOENT | Errno::NOTDIR) => return Err(LookupError::NotFound),
+        Err(e) => return Err(LookupError::Io(e.into())),
+    };
     for name in names {
-        current = match rustix::fs::openat(&current, *name, DIR_FLAGS, Mode::empty()) {
+        current = match rustix::fs::openat(&current, *name, LOOKUP_DIR_FLAGS, Mode::empty()) {
             Ok(fd) => File::from(fd),
             // Missing, a file, or a symlink (not followed): nothing to find down there.
             Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Err(LookupError::NotFound),
@@ -124,7 +138,7 @@ pub fn check_regular(base: &Path, names: &[&OsStr]) -> Result<(), LookupError> {
     let Some(last) = last else {
         return Err(LookupError::NotRegular);
     };
-    let dir = open_dirs(open_base(base).map_err(not_found_or_io)?, parents)?;
+    let dir = open_dirs(base, parents)?;
     match kind_at(&dir, last)? {
         None => Err(LookupError::NotFound),
         Some(FileType::RegularFile) => Ok(()),
@@ -144,7 +158,7 @@ pub fn open_regular(base: &Path, names: &[&OsStr]) -> Result<File, LookupError> 
     let Some(last) = last else {
         return Err(LookupError::NotRegular);
     };
-    let dir = open_dirs(open_base(base).map_err(not_found_or_io)?, parents)?;
+    let dir = open_dirs(base, parents)?;
     match kind_at(&dir, last)? {
         None => return Err(LookupError::NotFound),
         Some(FileType::RegularFile) => {}
@@ -162,13 +176,6 @@ pub fn open_regular(base: &Path, names: &[&OsStr]) -> Result<File, LookupError> 
         return Err(LookupError::NotRegular);
     }
     Ok(file)
-}
-
-fn not_found_or_io(error: io::Error) -> LookupError {
-    match error.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => LookupError::NotFound,
-        _ => LookupError::Io(error),
-    }
 }
 
 /// Opens the directory `base/names...`, creating missing components (mode 0755).

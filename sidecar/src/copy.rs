@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 
 use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
 use fdb_shared::sidecar::protocol::MONITOR_CONF_FILE;
-use rustix::fs::FileType;
 
 use crate::config::SidecarConfig;
-use crate::confined;
+use crate::confined::{self, LookupError};
 
 /// Mode of staged binaries (as the Python sidecar).
 pub const BINARY_MODE: u32 = 0o744;
@@ -136,18 +135,7 @@ pub fn write_atomic(
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<(), CopyError> {
     let (dir, name) = target_dir(output_dir, rel)?;
-    write_in(&dir, name, output_dir, rel, mode, fill)
-}
-
-fn write_in(
-    dir: &File,
-    name: &OsStr,
-    output_dir: &Path,
-    rel: &Path,
-    mode: u32,
-    fill: impl FnOnce(&mut File) -> io::Result<()>,
-) -> Result<(), CopyError> {
-    confined::write_atomic(dir, name, mode, fill).map_err(|e| CopyError::Io {
+    confined::write_atomic(&dir, name, mode, fill).map_err(|e| CopyError::Io {
         operation: e.operation,
         path: output_dir.join(rel),
         source: e.source,
@@ -203,16 +191,13 @@ fn copy_if_missing(
     rel: &Path,
     mode: u32,
 ) -> Result<bool, CopyError> {
-    let (dir, target) = target_dir(output_dir, rel)?;
-    let kind =
-        confined::kind_at(&dir, target).map_err(io_err("cannot inspect", &output_dir.join(rel)))?;
-    if kind == Some(FileType::RegularFile) {
-        return Ok(false);
+    let names = confined::components(rel).unwrap_or_default();
+    match confined::check_regular(output_dir, &names) {
+        Ok(()) => return Ok(false),
+        Err(LookupError::NotFound | LookupError::NotRegular) => {}
+        Err(LookupError::Io(e)) => return Err(io_err("cannot inspect", &output_dir.join(rel))(e)),
     }
-    let mut input = open_input(source_dir, name)?;
-    write_in(&dir, target, output_dir, rel, mode, |out| {
-        io::copy(&mut input, out).map(|_| ())
-    })?;
+    copy_atomic(source_dir, name, output_dir, rel, mode)?;
     Ok(true)
 }
 
@@ -560,5 +545,7 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(err.to_string().contains("fdbcli"), "{err}");
+        // Nothing is created for a copy that cannot happen.
+        assert!(!s.path("out/bin").exists());
     }
 }
