@@ -1,6 +1,7 @@
 //! The HTTP API: state, router, handlers and the mapping of failures to status codes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -14,9 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::SidecarConfig;
 use crate::copy::{self, CopyError};
+use crate::gate::{CopyGate, GateError};
 use crate::hash::{FileHasher, HashError};
 use crate::metrics::{Metrics, RequestLabels};
-use crate::paths::{self, PathError};
+use crate::paths::PathError;
 use crate::tls::{ClientApproval, TlsError, TlsState};
 
 /// Everything the handlers share.
@@ -32,8 +34,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Cancelled when `POST /restart` is received.
     pub restart: CancellationToken,
-    /// Serializes copy actions (HTTP requests and the input watcher).
-    copy_lock: Arc<Mutex<()>>,
+    /// Serializes copy actions (HTTP requests and the input watcher) with a deadline.
+    pub copies: Arc<CopyGate>,
 }
 
 impl AppState {
@@ -50,34 +52,34 @@ impl AppState {
             metrics.clone(),
         ));
         Ok(Self {
-            config: Arc::new(config),
             tls,
             hasher,
             metrics,
             restart: CancellationToken::new(),
-            copy_lock: Arc::new(Mutex::new(())),
+            copies: Arc::new(CopyGate::new(Duration::from_secs(
+                config.args.copy_timeout_seconds,
+            ))),
+            config: Arc::new(config),
         })
     }
 
-    /// Runs a copy action on the blocking pool, one at a time, counting the outcome.
+    /// Runs a copy action on the blocking pool, one at a time, answering within
+    /// `--copy-timeout-seconds` (see [`CopyGate`]), counting the outcome.
     pub async fn run_copy(
         &self,
         name: &'static str,
-        action: fn(&SidecarConfig) -> Result<(), CopyError>,
+        action: impl FnOnce(&SidecarConfig) -> Result<(), CopyError> + Send + 'static,
     ) -> Result<(), AppError> {
         let config = self.config.clone();
-        let lock = self.copy_lock.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            action(&config)
-        })
-        .await
-        .map_err(|e| AppError::Internal(format!("{name} task failed: {e}")))?;
+        let result = match self.copies.run(name, move || action(&config)).await {
+            Ok(result) => result.map_err(AppError::Copy),
+            Err(e) => Err(AppError::Gate(e)),
+        };
         self.metrics.action(name, result.is_ok());
         if let Err(e) = &result {
             tracing::warn!(action = name, error = %e, "copy action failed");
         }
-        result.map_err(AppError::Copy)
+        result
     }
 }
 
@@ -90,9 +92,9 @@ pub enum AppError {
     /// A copy action failed.
     #[error(transparent)]
     Copy(CopyError),
-    /// The path is a directory or special file.
-    #[error("{0} is not a regular file")]
-    NotAFile(String),
+    /// A copy action got no result in time (503: copies cannot be served right now).
+    #[error(transparent)]
+    Gate(GateError),
     /// A client-side problem with a fixed message.
     #[error("{0}")]
     BadRequest(String),
@@ -106,13 +108,16 @@ impl IntoResponse for AppError {
         let status = match &self {
             AppError::Path(PathError::Forbidden { .. }) => StatusCode::FORBIDDEN,
             AppError::Path(PathError::NotFound { .. }) => StatusCode::NOT_FOUND,
-            AppError::Path(PathError::Invalid { .. })
-            | AppError::NotAFile(_)
+            AppError::Path(PathError::Invalid { .. } | PathError::NotAFile { .. })
             | AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::Copy(e) if e.is_input_problem() => StatusCode::BAD_REQUEST,
-            AppError::Path(PathError::Io { .. }) | AppError::Copy(_) | AppError::Internal(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
+            AppError::Gate(GateError::Busy { .. } | GateError::TimedOut { .. }) => {
+                StatusCode::SERVICE_UNAVAILABLE
             }
+            AppError::Path(PathError::Io { .. })
+            | AppError::Copy(_)
+            | AppError::Gate(GateError::Task { .. })
+            | AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(error = %self, "request failed");
@@ -137,7 +142,7 @@ fn ok() -> Response {
 /// The sidecar router.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .route(protocol::READY, get(|| async { ok() }))
+        .route(protocol::READY, get(ready))
         .route(protocol::SUBSTITUTIONS, get(substitutions))
         .route("/check_hash/{*rel}", get(check_hash))
         .route("/is_present/{*rel}", get(is_present))
@@ -205,6 +210,23 @@ async fn not_found(uri: Uri) -> Response {
     )
 }
 
+/// 200 while the sidecar can serve; 503 while a copy has been running for longer than
+/// its limit (a hung input or output volume), so that the pod is not reported ready.
+async fn ready(State(state): State<AppState>) -> Response {
+    match state.copies.overdue() {
+        None => ok(),
+        Some(running) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Not ready: {} has been running for {} s, longer than its {} s limit",
+                running.action,
+                running.started.elapsed().as_secs(),
+                state.copies.limit().as_secs()
+            ),
+        ),
+    }
+}
+
 async fn substitutions(State(state): State<AppState>) -> Response {
     match serde_json::to_string(&state.config.substitutions) {
         Ok(json) => text(StatusCode::OK, json),
@@ -217,24 +239,33 @@ fn raw_rel<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
 }
 
 async fn check_hash(State(state): State<AppState>, uri: Uri) -> Result<Response, AppError> {
-    let (path, rel) = paths::resolve(
-        &state.config.args.output_dir,
-        raw_rel(&uri, protocol::CHECK_HASH_PREFIX),
-    )?;
-    match state.hasher.hash(path).await {
+    let raw = raw_rel(&uri, protocol::CHECK_HASH_PREFIX).to_owned();
+    match state
+        .hasher
+        .hash(state.config.args.output_dir.clone(), raw)
+        .await
+    {
         Ok(hash) => Ok(text(StatusCode::OK, hash)),
-        Err(HashError::NotAFile) => Err(AppError::NotAFile(rel)),
-        Err(HashError::NotFound) => Err(PathError::NotFound { rel }.into()),
-        Err(HashError::Io(e)) => Err(AppError::Internal(format!("Cannot read {rel}: {e}"))),
+        Err(e) => Err(hash_error(e)),
     }
 }
 
+/// Only a regular file is present: an upgrade relies on `bin/<version>/fdbserver`.
 async fn is_present(State(state): State<AppState>, uri: Uri) -> Result<Response, AppError> {
-    paths::resolve(
-        &state.config.args.output_dir,
-        raw_rel(&uri, protocol::IS_PRESENT_PREFIX),
-    )?;
+    let raw = raw_rel(&uri, protocol::IS_PRESENT_PREFIX).to_owned();
+    state
+        .hasher
+        .check_present(state.config.args.output_dir.clone(), raw)
+        .await
+        .map_err(hash_error)?;
     Ok(ok())
+}
+
+fn hash_error(error: HashError) -> AppError {
+    match error {
+        HashError::Path(e) => AppError::Path(e),
+        e @ (HashError::Read { .. } | HashError::Task(_)) => AppError::Internal(e.to_string()),
+    }
 }
 
 async fn copy_files(State(state): State<AppState>) -> Result<Response, AppError> {

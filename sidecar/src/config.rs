@@ -119,11 +119,19 @@ pub struct SidecarArgs {
     /// Maximum number of files hashed at the same time.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub max_concurrent_hashes: u32,
-    /// Maximum number of connections served at once; further connections wait in the
-    /// listen queue, and while all slots are busy each response closes its connection so
-    /// that waiting clients get their turn. Bounds memory under load.
+    /// Maximum number of connections served at once (bounds memory under load). When all
+    /// are taken, a new client closes the connection idle for the longest (at least 1 s
+    /// without a request: silent or slowloris clients cannot lock others out); otherwise
+    /// it waits in the listen queue, and while all slots are busy each response closes its
+    /// connection so that waiting clients get their turn.
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
+    /// Longest time a copy request (`POST /copy_*`, and the `--watch-input` copies) waits
+    /// for its result, queueing included; a copy still running after it goes on in the
+    /// background, later copies get 503 until it ends, and `/ready` answers 503 while it
+    /// runs past the limit. The default answers within the operator's 10 s POST timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub copy_timeout_seconds: u64,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -2,17 +2,23 @@
 //!
 //! Every write goes to a temporary file in the target directory, is fsynced, then
 //! renamed over the target (and the directory fsynced), so the main container never sees
-//! a half-written cluster file or monitor conf.
+//! a half-written cluster file or monitor conf. Every write stays inside the output dir:
+//! target directories are reached without following symlinks ([`crate::confined`]).
+//!
+//! Inputs are opened without blocking and must be regular files: a FIFO or a directory
+//! where a ConfigMap key should be is an input error, not a hang or a server fault.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
-use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
 use fdb_shared::sidecar::protocol::MONITOR_CONF_FILE;
 
 use crate::config::SidecarConfig;
+use crate::confined::{self, LookupError};
 
 /// Mode of staged binaries (as the Python sidecar).
 pub const BINARY_MODE: u32 = 0o744;
@@ -33,6 +39,18 @@ pub enum CopyError {
     MissingInput {
         /// The missing source.
         path: PathBuf,
+    },
+    /// A file to copy or the template is a directory, FIFO, device or socket.
+    #[error("Input file {name} is not a regular file")]
+    NotRegularInput {
+        /// The name relative to its source directory (server paths stay out of answers).
+        name: String,
+    },
+    /// The monitor conf template is not UTF-8 text.
+    #[error("Monitor conf template {name} is not valid UTF-8")]
+    TemplateNotUtf8 {
+        /// The name relative to the input dir.
+        name: String,
     },
     /// The monitor conf template cannot be rendered.
     #[error("Cannot render monitor conf {}: {source}", template.display())]
@@ -62,7 +80,11 @@ impl CopyError {
     pub fn is_input_problem(&self) -> bool {
         matches!(
             self,
-            Self::NoContents { .. } | Self::MissingInput { .. } | Self::Render { .. }
+            Self::NoContents { .. }
+                | Self::MissingInput { .. }
+                | Self::NotRegularInput { .. }
+                | Self::TemplateNotUtf8 { .. }
+                | Self::Render { .. }
         )
     }
 }
@@ -76,55 +98,107 @@ fn io_err(operation: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Cop
     }
 }
 
-/// Writes `target` atomically: `fill` writes into a temporary file next to it, which is
-/// fsynced, given `mode`, and renamed over `target`.
+/// Opens the directory that holds `rel` inside `output_dir` (creating it as needed,
+/// replacing symlinked components, see [`confined::create_dirs`]) and returns it with
+/// the file name.
+fn target_dir<'a>(output_dir: &Path, rel: &'a Path) -> Result<(File, &'a OsStr), CopyError> {
+    let invalid = || CopyError::Io {
+        operation: "cannot write",
+        path: output_dir.join(rel),
+        source: io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a file name inside the output dir",
+        ),
+    };
+    let names = confined::components(rel).ok_or_else(invalid)?;
+    let Some((name, parents)) = names.split_last() else {
+        return Err(invalid());
+    };
+    let dir_path = output_dir.join(rel.parent().unwrap_or(Path::new("")));
+    let dir = confined::create_dirs(output_dir, parents)
+        .map_err(io_err("cannot create directory", &dir_path))?;
+    Ok((dir, name))
+}
+
+/// Writes `rel` inside `output_dir` atomically: `fill` writes into a temporary file next
+/// to it, which is fsynced, given `mode`, and renamed over the target.
 ///
-/// The temporary file gets a random name (`.<name>.tmp.XXXXXX`, created exclusively,
-/// retried on collision): in a container the pid is always the same, so a pid-based
-/// name could meet a leftover of an earlier run. Only the file created here is ever
-/// removed (on failure, when it is dropped).
+/// No component below `output_dir` is followed if it is a symlink (see
+/// [`confined::create_dirs`] and [`confined::write_atomic`]). The temporary file gets a
+/// random name (`.<name>.tmp.<random>`, created exclusively, retried on collision): in a
+/// container the pid is always the same, so a pid-based name could meet a leftover of an
+/// earlier run. Only the file created here is ever removed (on failure).
 pub fn write_atomic(
-    target: &Path,
+    output_dir: &Path,
+    rel: &Path,
     mode: u32,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<(), CopyError> {
-    let dir = target.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err("cannot create directory", dir))?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}.tmp."))
-        .tempfile_in(dir)
-        .map_err(io_err("cannot create temporary file in", dir))?;
-    let temp_path = temp.path().to_owned();
-    let file = temp.as_file_mut();
-    fill(file).map_err(io_err("cannot write", &temp_path))?;
-    file.flush().map_err(io_err("cannot write", &temp_path))?;
-    file.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(io_err("cannot set permissions of", &temp_path))?;
-    file.sync_all()
-        .map_err(io_err("cannot fsync", &temp_path))?;
-    // On failure the returned error owns the temporary file and removes it when dropped.
-    temp.persist(target)
-        .map_err(|e| io_err("cannot rename into", target)(e.error))?;
-    // Make the rename durable; failure here does not undo the (visible) write.
-    if let Ok(dir_handle) = File::open(dir) {
-        let _ = dir_handle.sync_all();
-    }
-    Ok(())
+    let (dir, name) = target_dir(output_dir, rel)?;
+    confined::write_atomic(&dir, name, mode, fill).map_err(|e| CopyError::Io {
+        operation: e.operation,
+        path: output_dir.join(rel),
+        source: e.source,
+    })
 }
 
-/// Copies `source` to `target` atomically with `mode`.
-fn copy_atomic(source: &Path, target: &Path, mode: u32) -> Result<(), CopyError> {
-    let mut input = File::open(source).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => CopyError::MissingInput {
-            path: source.to_owned(),
-        },
-        _ => io_err("cannot open", source)(e),
-    })?;
-    write_atomic(target, mode, |out| io::copy(&mut input, out).map(|_| ()))
+/// Opens the input `name` of `source_dir` for reading; it must be a regular file.
+///
+/// `O_NONBLOCK`: opening a FIFO for reading would otherwise wait for a writer forever
+/// (it has no effect on reads of regular files). Symlinks are followed: the input dir is
+/// a ConfigMap mount made of symlinks into `..data`.
+fn open_input(source_dir: &Path, name: &str) -> Result<File, CopyError> {
+    let path = source_dir.join(name);
+    let not_regular = || CopyError::NotRegularInput {
+        name: name.to_owned(),
+    };
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => CopyError::MissingInput { path: path.clone() },
+            io::ErrorKind::IsADirectory => not_regular(),
+            _ => io_err("cannot open", &path)(e),
+        })?;
+    let meta = file.metadata().map_err(io_err("cannot open", &path))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// Copies the input `name` of `source_dir` to `rel` inside `output_dir`, atomically.
+fn copy_atomic(
+    source_dir: &Path,
+    name: &str,
+    output_dir: &Path,
+    rel: &Path,
+    mode: u32,
+) -> Result<(), CopyError> {
+    let mut input = open_input(source_dir, name)?;
+    write_atomic(output_dir, rel, mode, |out| {
+        io::copy(&mut input, out).map(|_| ())
+    })
+}
+
+/// Copies like [`copy_atomic`] unless `rel` already exists as a regular file (returns
+/// whether it copied). Anything else there, a symlink included, is replaced.
+fn copy_if_missing(
+    source_dir: &Path,
+    name: &str,
+    output_dir: &Path,
+    rel: &Path,
+    mode: u32,
+) -> Result<bool, CopyError> {
+    let names = confined::components(rel).unwrap_or_default();
+    match confined::check_regular(output_dir, &names) {
+        Ok(()) => return Ok(false),
+        Err(LookupError::NotFound | LookupError::NotRegular) => {}
+        Err(LookupError::Io(e)) => return Err(io_err("cannot inspect", &output_dir.join(rel))(e)),
+    }
+    copy_atomic(source_dir, name, output_dir, rel, mode)?;
+    Ok(true)
 }
 
 /// Copy files: checks the `--require-not-empty` files, then copies every `--copy-file`
@@ -140,8 +214,10 @@ pub fn copy_files(config: &SidecarConfig) -> Result<(), CopyError> {
     }
     for name in &args.copy_files {
         copy_atomic(
-            &args.input_dir.join(name),
-            &args.output_dir.join(name),
+            &args.input_dir,
+            name,
+            &args.output_dir,
+            Path::new(name),
             FILE_MODE,
         )?;
         tracing::debug!(file = %name, "copied file");
@@ -156,14 +232,12 @@ pub fn copy_binaries(config: &SidecarConfig) -> Result<(), CopyError> {
         return Ok(());
     }
     let args = &config.args;
-    let target_dir = args.output_dir.join("bin").join(&config.primary_version);
+    let target_dir = Path::new("bin").join(&config.primary_version);
     for name in &args.copy_binaries {
-        let target = target_dir.join(name);
-        if target.symlink_metadata().is_ok() {
-            continue;
+        let rel = target_dir.join(name);
+        if copy_if_missing(&args.binary_dir, name, &args.output_dir, &rel, BINARY_MODE)? {
+            tracing::info!(binary = %name, version = %config.primary_version, "staged binary");
         }
-        copy_atomic(&args.binary_dir.join(name), &target, BINARY_MODE)?;
-        tracing::info!(binary = %name, version = %config.primary_version, "staged binary");
     }
     Ok(())
 }
@@ -175,16 +249,14 @@ pub fn copy_libraries(config: &SidecarConfig) -> Result<(), CopyError> {
     let args = &config.args;
     for (index, version) in args.copy_libraries.iter().enumerate() {
         let file = format!("libfdb_c_{version}.so");
-        let target = if index == 0 {
-            args.output_dir.join("lib").join("libfdb_c.so")
+        let rel = if index == 0 {
+            Path::new("lib").join("libfdb_c.so")
         } else {
-            args.output_dir.join("lib").join("multiversion").join(&file)
+            Path::new("lib").join("multiversion").join(&file)
         };
-        if target.symlink_metadata().is_ok() {
-            continue;
+        if copy_if_missing(&args.library_dir, &file, &args.output_dir, &rel, FILE_MODE)? {
+            tracing::info!(library = %version, "copied client library");
         }
-        copy_atomic(&args.library_dir.join(&file), &target, FILE_MODE)?;
-        tracing::info!(library = %version, "copied client library");
     }
     Ok(())
 }
@@ -195,12 +267,12 @@ pub fn render_monitor_conf(config: &SidecarConfig) -> Result<Option<String>, Cop
         return Ok(None);
     };
     let template_path = config.args.input_dir.join(name);
-    let template = fs::read_to_string(&template_path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => CopyError::MissingInput {
-            path: template_path.clone(),
-        },
-        _ => io_err("cannot read", &template_path)(e),
-    })?;
+    let mut bytes = Vec::new();
+    open_input(&config.args.input_dir, name)?
+        .read_to_end(&mut bytes)
+        .map_err(io_err("cannot read", &template_path))?;
+    let template =
+        String::from_utf8(bytes).map_err(|_| CopyError::TemplateNotUtf8 { name: name.clone() })?;
     substitute(&template, &config.substitutions)
         .map(Some)
         .map_err(|source| CopyError::Render {
@@ -214,9 +286,13 @@ pub fn copy_monitor_conf(config: &SidecarConfig) -> Result<(), CopyError> {
     let Some(rendered) = render_monitor_conf(config)? else {
         return Ok(());
     };
-    let target = config.args.output_dir.join(MONITOR_CONF_FILE);
-    write_atomic(&target, FILE_MODE, |out| out.write_all(rendered.as_bytes()))?;
-    tracing::debug!(target = %target.display(), "wrote monitor conf");
+    write_atomic(
+        &config.args.output_dir,
+        Path::new(MONITOR_CONF_FILE),
+        FILE_MODE,
+        |out| out.write_all(rendered.as_bytes()),
+    )?;
+    tracing::debug!(file = MONITOR_CONF_FILE, "wrote monitor conf");
     Ok(())
 }
 
@@ -232,6 +308,7 @@ pub fn run_startup_copies(config: &SidecarConfig) -> Result<(), CopyError> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
 
     struct Setup {
         dir: tempfile::TempDir,
@@ -340,10 +417,11 @@ mod tests {
             fs::write(path, "leftover").unwrap();
         }
         let target = out.join("fdb.cluster");
-        write_atomic(&target, FILE_MODE, |f| f.write_all(b"new")).unwrap();
+        let rel = Path::new("fdb.cluster");
+        write_atomic(&out, rel, FILE_MODE, |f| f.write_all(b"new")).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
 
-        let failed = write_atomic(&target, FILE_MODE, |_| Err(io::Error::other("disk full")));
+        let failed = write_atomic(&out, rel, FILE_MODE, |_| Err(io::Error::other("disk full")));
         assert!(failed.is_err());
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         for path in &leftovers {
@@ -426,6 +504,35 @@ mod tests {
     }
 
     #[test]
+    fn fifo_and_directory_inputs_are_refused_without_blocking() {
+        let s = Setup::new();
+        fs::remove_file(s.path("in/fdb.cluster")).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(s.path("in/fdb.cluster"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        fs::create_dir(s.path("in/adir")).unwrap();
+        // On a plain thread, so that a regression fails the test instead of hanging it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let config = s.config(&["--copy-file", "fdb.cluster"]);
+        std::thread::spawn(move || sender.send(copy_files(&config)));
+        let err = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("copying a FIFO must not block")
+            .unwrap_err();
+        assert!(err.is_input_problem());
+        assert_eq!(
+            err.to_string(),
+            "Input file fdb.cluster is not a regular file"
+        );
+        let err = copy_files(&s.config(&["--copy-file", "adir"])).unwrap_err();
+        assert_eq!(err.to_string(), "Input file adir is not a regular file");
+        assert!(!s.path("out/fdb.cluster").exists());
+        assert!(!s.path("out/adir").exists());
+    }
+
+    #[test]
     fn missing_inputs_are_reported() {
         let s = Setup::new();
         let err = copy_files(&s.config(&["--copy-file", "nope"])).unwrap_err();
@@ -438,5 +545,7 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(err.to_string().contains("fdbcli"), "{err}");
+        // Nothing is created for a copy that cannot happen.
+        assert!(!s.path("out/bin").exists());
     }
 }

@@ -9,7 +9,10 @@
 
 pub mod app;
 pub mod config;
+pub mod confined;
+pub mod connections;
 pub mod copy;
+pub mod gate;
 pub mod hash;
 pub mod metrics;
 pub mod paths;

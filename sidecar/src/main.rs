@@ -68,11 +68,11 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_FATAL);
     };
 
-    // Two workers and a small blocking pool keep the footprint low; hashing is bounded
-    // by --max-concurrent-hashes anyway.
+    // Two workers and a blocking pool sized for the bounded kinds of blocking work (so
+    // that a stuck copy never starves hashing), started on demand.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads(8)
+        .max_blocking_threads(fdb_sidecar::server::blocking_threads(&config))
         .enable_all()
         .build()
     {

@@ -2,12 +2,18 @@
 //!
 //! Unlike the Python sidecar's string-prefix test, the check works on path components and
 //! on the resolved location: `..` and absolute paths (also percent-encoded), NUL bytes and
-//! symlinks leading outside the output dir are refused before any file is opened.
+//! symlinks leading outside the output dir are refused before any file is opened. The
+//! file is then reached component by component without following symlinks
+//! ([`crate::confined`]), so a directory swapped for a symlink after the check is not
+//! followed either.
 
+use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use percent_encoding::percent_decode_str;
+
+use crate::confined::{self, LookupError};
 
 /// Why a relative path cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +27,12 @@ pub enum PathError {
     /// Nothing exists at the path.
     #[error("{rel} not found")]
     NotFound {
+        /// The decoded relative path.
+        rel: String,
+    },
+    /// The path is a directory, FIFO, device or another non-regular file.
+    #[error("{rel} is not a regular file")]
+    NotAFile {
         /// The decoded relative path.
         rel: String,
     },
@@ -49,6 +61,79 @@ const ELOOP: i32 = 40;
 /// Percent-decodes `raw_rel` (as found in the request URI) and resolves it inside
 /// `output_dir`; returns the canonical path and the decoded relative path.
 pub fn resolve(output_dir: &Path, raw_rel: &str) -> Result<(PathBuf, String), PathError> {
+    let located = locate(output_dir, raw_rel)?;
+    Ok((located.resolved, located.rel))
+}
+
+/// A regular file opened inside the output dir.
+#[derive(Debug)]
+pub struct OpenedFile {
+    /// The open file, read from the handle that was checked.
+    pub file: File,
+    /// Its canonical path (the key of the hash cache).
+    pub path: PathBuf,
+    /// The decoded relative path, for messages.
+    pub rel: String,
+}
+
+/// Resolves `raw_rel` like [`resolve`], then opens the regular file it names without
+/// following any symlink below the output dir.
+pub fn open_regular(output_dir: &Path, raw_rel: &str) -> Result<OpenedFile, PathError> {
+    let located = locate(output_dir, raw_rel)?;
+    let names = located.names()?;
+    match confined::open_regular(&located.base, &names) {
+        Ok(file) => Ok(OpenedFile {
+            file,
+            path: located.resolved,
+            rel: located.rel,
+        }),
+        Err(e) => Err(lookup_error(e, located.rel)),
+    }
+}
+
+/// Resolves `raw_rel` like [`resolve`] and checks, without opening it or following any
+/// symlink below the output dir, that it is a regular file; returns the relative path.
+pub fn check_regular(output_dir: &Path, raw_rel: &str) -> Result<String, PathError> {
+    let located = locate(output_dir, raw_rel)?;
+    let names = located.names()?;
+    match confined::check_regular(&located.base, &names) {
+        Ok(()) => Ok(located.rel),
+        Err(e) => Err(lookup_error(e, located.rel)),
+    }
+}
+
+/// A request path resolved inside the output dir.
+struct Located {
+    /// The canonical output dir.
+    base: PathBuf,
+    /// The canonical location, below `base`.
+    resolved: PathBuf,
+    /// The decoded relative path.
+    rel: String,
+}
+
+impl Located {
+    /// The components of the canonical location below the output dir.
+    fn names(&self) -> Result<Vec<&std::ffi::OsStr>, PathError> {
+        self.resolved
+            .strip_prefix(&self.base)
+            .ok()
+            .and_then(confined::components)
+            .ok_or_else(|| PathError::Forbidden {
+                rel: self.rel.clone(),
+            })
+    }
+}
+
+fn lookup_error(error: LookupError, rel: String) -> PathError {
+    match error {
+        LookupError::NotFound => PathError::NotFound { rel },
+        LookupError::NotRegular => PathError::NotAFile { rel },
+        LookupError::Io(e) => classify(e, rel),
+    }
+}
+
+fn locate(output_dir: &Path, raw_rel: &str) -> Result<Located, PathError> {
     let decoded = percent_decode_str(raw_rel).collect::<Vec<u8>>();
     let rel = match String::from_utf8(decoded) {
         Ok(rel) => rel,
@@ -87,7 +172,11 @@ pub fn resolve(output_dir: &Path, raw_rel: &str) -> Result<(PathBuf, String), Pa
     if !resolved.starts_with(&base) {
         return Err(PathError::Forbidden { rel });
     }
-    Ok((resolved, rel))
+    Ok(Located {
+        base,
+        resolved,
+        rel,
+    })
 }
 
 fn classify(error: io::Error, rel: String) -> PathError {

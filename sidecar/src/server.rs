@@ -19,15 +19,22 @@ use tower::ServiceExt;
 
 use crate::app::{AppState, app};
 use crate::config::SidecarConfig;
+use crate::connections::{BusyBody, EVICT_AFTER, Registration, Registry};
 use crate::copy::{self, CopyError};
+use crate::hash::MAX_LOOKUPS;
 use crate::metrics::Metrics;
 use crate::tls::{ClientApproval, TlsError};
 use crate::watch::{self, WatchError};
 
 /// Longest TLS handshake accepted.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest wait for request headers on a connection.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for the complete headers of a request, also between the requests of a
+/// keep-alive connection: a real client sends them at once (the operator gives up after
+/// 5 s anyway), so a slow or silent connection gives its slot back soon.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// While all connection slots are taken, how often a waiting newcomer looks again for a
+/// connection idle for long enough to be closed.
+const EVICTION_RECHECK: Duration = Duration::from_millis(100);
 /// How long in-flight requests may take to finish after a stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -98,6 +105,15 @@ impl Sidecar {
             finished: None,
         })
     }
+}
+
+/// Blocking threads the runtime needs so that no kind of blocking work waits for
+/// another: hashes (`--max-concurrent-hashes`), file lookups ([`MAX_LOOKUPS`]), one copy
+/// (copies run one at a time and hold their permit while they run, see
+/// [`crate::gate`]), and a few for certificate reloads and the start-up copies. Threads
+/// are started on demand, so an idle sidecar does not pay for them.
+pub fn blocking_threads(config: &SidecarConfig) -> usize {
+    config.args.max_concurrent_hashes as usize + MAX_LOOKUPS + 4
 }
 
 /// Listen queue length: connections beyond `--max-connections` wait here (the kernel caps
@@ -180,31 +196,47 @@ async fn serve(
     let mut connections = JoinSet::new();
     let closing = CancellationToken::new();
     let slots = Arc::new(Semaphore::new(state.config.args.max_connections as usize));
+    let registry = Arc::new(Registry::default());
     let reason = loop {
-        // Take a connection slot before accepting: beyond the limit, clients wait in the
-        // kernel's listen queue, which costs this process no memory.
-        let next = async {
-            let permit = slots.clone().acquire_owned().await;
-            (permit, listener.accept().await)
-        };
         tokio::select! {
             _ = shutdown.cancelled() => break ExitReason::Stopped,
             _ = state.restart.cancelled() => break ExitReason::RestartRequested,
-            (permit, accepted) = next => match (permit, accepted) {
-                (Ok(permit), Ok((stream, _peer))) => {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    // All slots taken: close the connection idle for the longest (once
+                    // it has been idle for EVICT_AFTER) so that this client is served now,
+                    // not after a header timeout. Meanwhile further clients wait in the
+                    // kernel's listen queue, which costs this process no memory.
+                    let permit = loop {
+                        if let Ok(permit) = slots.clone().try_acquire_owned() {
+                            break Some(permit);
+                        }
+                        registry.evict_idlest(EVICT_AFTER);
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break None,
+                            _ = state.restart.cancelled() => break None,
+                            permit = slots.clone().acquire_owned() => break permit.ok(),
+                            // Look again once more connections may have been idle long enough.
+                            _ = tokio::time::sleep(EVICTION_RECHECK) => {}
+                        }
+                    };
+                    let Some(permit) = permit else {
+                        // Stopping: the outer select sees the cancelled token next.
+                        continue;
+                    };
                     let connection = Connection {
                         state: state.clone(),
                         router: router.clone(),
                         closing: closing.clone(),
                         slots: slots.clone(),
+                        registration: registry.register(),
                     };
                     connections.spawn(async move {
                         connection.serve(stream).await;
                         drop(permit);
                     });
                 }
-                (Err(_), _) => break ExitReason::Stopped,
-                (_, Err(e)) => {
+                Err(e) => {
                     // Typically EMFILE: back off instead of spinning.
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -237,6 +269,7 @@ struct Connection {
     router: Router,
     closing: CancellationToken,
     slots: Arc<Semaphore>,
+    registration: Registration,
 }
 
 impl Connection {
@@ -250,6 +283,8 @@ impl Connection {
         let acceptor = TlsAcceptor::from(tls.server_config());
         let stream = tokio::select! {
             _ = self.closing.cancelled() => return,
+            // Still in the handshake: idle, may make room for a new client.
+            _ = self.registration.evicted() => return,
             handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => match handshake {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
@@ -274,9 +309,14 @@ impl Connection {
             router,
             closing,
             slots,
+            registration,
             ..
         } = self;
+        let tracked = registration.tracked().clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            // Called once the request headers are complete: from now on until the
+            // response body is sent, the connection is busy and never evicted.
+            let busy = tracked.request_started();
             request.extensions_mut().insert(approval.clone());
             let router = router.clone();
             let slots = slots.clone();
@@ -291,7 +331,7 @@ impl Connection {
                         .headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
-                Ok::<_, Infallible>(response)
+                Ok::<_, Infallible>(response.map(|body| BusyBody::new(body, busy)))
             }
         });
         let connection = hyper::server::conn::http1::Builder::new()
@@ -306,6 +346,15 @@ impl Connection {
                 }
             }
             _ = closing.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+            _ = registration.evicted() => {
+                if registration.tracked().is_idle() {
+                    tracing::debug!("closing an idle connection to make room for a new client");
+                    return;
+                }
+                // A request started meanwhile: answer it, then close.
                 connection.as_mut().graceful_shutdown();
                 let _ = connection.await;
             }

@@ -1,6 +1,8 @@
 //! Black-box tests of the `fdb-sidecar` binary: started on a free loopback port with
 //! temporary directories, driven over raw HTTP.
 
+#[cfg(test)]
+mod hardening_cases;
 #[cfg(test)] // test helpers: unwrap/expect allowed as in tests
 mod support;
 #[cfg(test)]
@@ -409,8 +411,15 @@ async fn a_fifo_in_the_output_dir_is_refused_and_blocks_nothing() {
         .await
         .expect("other hashes still work");
     assert_eq!(hash.body, sha256(CLUSTER.as_bytes()));
-    let present = http(addr, "GET", "/is_present/pipe").await;
-    assert_eq!(present.status, 200);
+    // Only a regular file is present (issue 14): a FIFO is a client error, like in
+    // check_hash, and is not opened either.
+    let present = tokio::time::timeout(limit, http(addr, "GET", "/is_present/pipe"))
+        .await
+        .expect("is_present of a FIFO must answer");
+    assert_eq!(
+        (present.status, present.body.as_str()),
+        (400, "pipe is not a regular file")
+    );
     let restart = http(addr, "POST", "/restart").await;
     assert_eq!(restart.status, 200);
     assert_eq!(sidecar.wait_exit().code(), Some(3));

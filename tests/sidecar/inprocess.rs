@@ -39,6 +39,9 @@ mod helpers {
 
 use helpers::{call, config};
 
+#[cfg(test)]
+mod hardening_inprocess;
+
 #[tokio::test]
 async fn router_serves_the_contract_in_process() {
     let dirs = PodDirs::new();
