@@ -614,6 +614,10 @@ async fn the_simulated_fdb_sees_fdbmonitor_processes_and_kills_restart_them() {
     fdb.kill(&[ProcessAddress::parse("127.204.1.1:4501").unwrap()])
         .await
         .unwrap();
+    // fdbmonitor brings it back after the restart delay, which the world steps to.
+    let due = world.next_due().unwrap();
+    assert_eq!(due.as_second(), clock.now_unix() + 5);
+    clock.advance_seconds(5);
     let report = world.settle().await.unwrap();
     assert!(
         report.events.iter().any(|e| e.action == "kill"),

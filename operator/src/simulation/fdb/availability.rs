@@ -1,10 +1,11 @@
-//! Whether the simulated database is available and healthy.
+//! Whether the simulated database is available and healthy, the data state it reports,
+//! and how many zone failures it tolerates.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::ProcessClass;
 
-use super::data::moving_bytes;
+use super::recovery::{QUORUM_LOST, Recovery};
 use super::state::State;
 
 /// The database's health at one instant.
@@ -14,67 +15,187 @@ pub(crate) struct Health {
     pub quorum: bool,
     /// `configure new` has happened.
     pub configured: bool,
-    /// A transaction system is recruited.
-    pub recruited: bool,
-    /// Zones holding data that are down or cannot join.
-    pub failed_storage_zones: usize,
-    /// Fewest replicas any data has.
-    pub min_replicas_remaining: usize,
+    /// A transaction system is recruited and its recovery is over.
+    pub recovered: bool,
     /// Accepts transactions.
     pub available: bool,
     /// Available, fully replicated and not moving data.
     pub healthy: bool,
-    /// Every piece of data has all its replicas.
+    /// Every shard has all its replicas live, in distinct zones.
     pub full_replication: bool,
-    /// Bytes still moving off excluded servers.
-    pub moving_bytes: f64,
-    /// `cluster.data.state.name`.
-    pub data_state: &'static str,
+    /// Why the database is unavailable.
+    pub cause: Option<String>,
+    /// `cluster.data.state`.
+    pub data: DataState,
+    /// Bytes of moves in flight and queued.
+    pub in_flight_bytes: f64,
+    pub in_queue_bytes: f64,
+}
+
+/// `cluster.data.state` and the movement priority behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DataState {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub healthy: bool,
+    pub min_replicas_remaining: usize,
+    /// FoundationDB's data distribution priority of the most urgent work.
+    pub highest_priority: i64,
 }
 
 pub(crate) fn assess(state: &State) -> Health {
-    let version = state.cluster_version();
-    let quorum = version.is_some();
+    let quorum = state.cluster_version().is_some();
     let configured = state.configuration.is_some();
-    let recruited = state.transaction_system.is_some();
-    let replicas = state.replicas();
-    let failed_zones: BTreeSet<String> = state
-        .processes
-        .values()
-        .filter(|p| {
-            p.launch.class == ProcessClass::Storage
-                && p.data_bytes > 0.0
-                && !state.is_member(p, version.as_ref())
+    let recovered = state.recovery == Recovery::Recovered && state.transaction_system.is_some();
+    let summary = &state.summary;
+    let data_ok = summary.placed && summary.without_live_replica == 0;
+    let available = quorum && configured && recovered && data_ok;
+    let cause = if available {
+        None
+    } else if !quorum {
+        Some(match state.recovery.reason() {
+            Some(reason) if reason != QUORUM_LOST => format!("recovery after {reason}"),
+            _ => "no quorum of coordinators".to_owned(),
         })
-        .map(|p| p.zone())
-        .collect();
-    let failed_storage_zones = failed_zones.len();
-    let storage_zones = state.eligible_storage_zones();
-    let min_replicas_remaining = replicas.saturating_sub(failed_storage_zones);
-    let data_available = storage_zones > 0 && failed_storage_zones < replicas;
-    let available = quorum && configured && recruited && data_available;
-    let moving = moving_bytes(state);
-    let full_replication = available && failed_storage_zones == 0 && storage_zones >= replicas;
-    let healthy = full_replication && moving <= 0.0;
-    let data_state = if !available {
-        "missing_data"
-    } else if failed_storage_zones > 0 || storage_zones < replicas {
-        "healthy_repartitioning"
-    } else if moving > 0.0 {
-        "healthy_removing_server"
+    } else if !configured {
+        Some("the database is not configured".to_owned())
+    } else if !recovered {
+        Some(match state.recovery.reason() {
+            Some(QUORUM_LOST) => "no quorum of coordinators".to_owned(),
+            reason => format!(
+                "recovery after {}",
+                reason.unwrap_or("a transaction system change")
+            ),
+        })
+    } else if !summary.placed {
+        Some("no storage servers".to_owned())
+    } else if state.data.as_ref().is_some_and(|d| d.lost > 0) {
+        Some("lost shards".to_owned())
     } else {
-        "healthy"
+        Some("shards without a live replica".to_owned())
     };
+    let data = data_state(state);
+    let (in_flight_bytes, in_queue_bytes) = state.movement.in_flight_and_queued();
+    let full_replication =
+        summary.placed && summary.without_live_replica == 0 && summary.under_replicated == 0;
     Health {
         quorum,
         configured,
-        recruited,
-        failed_storage_zones,
-        min_replicas_remaining,
+        recovered,
         available,
-        healthy,
+        healthy: available && data.healthy && state.movement.moves.is_empty(),
         full_replication,
-        moving_bytes: moving,
-        data_state,
+        cause,
+        data,
+        in_flight_bytes,
+        in_queue_bytes,
     }
+}
+
+fn data_state(state: &State) -> DataState {
+    let summary = &state.summary;
+    let replication = state.replicas();
+    let (name, description, healthy, highest_priority) = if !summary.placed {
+        ("initializing", "Initializing data distribution.", false, 0)
+    } else if summary.without_live_replica > 0 {
+        (
+            "missing_data",
+            "No replicas remain of some data.",
+            false,
+            809,
+        )
+    } else if summary.min_live_replicas <= 1 && replication > 1 {
+        (
+            "healing",
+            "Only one replica remains of some data.",
+            false,
+            800,
+        )
+    } else if summary.under_replicated > 0 || summary.min_live_replicas < replication {
+        ("healing", "Restoring replication factor.", false, 700)
+    } else if summary.leaving_replicas > 0 {
+        (
+            "healthy_removing_server",
+            "Removing storage server.",
+            true,
+            150,
+        )
+    } else if summary.stale_replicas > 0 {
+        (
+            "healthy_rebalancing",
+            "Rewriting data for the new storage engine.",
+            true,
+            120,
+        )
+    } else {
+        ("healthy", "", true, 0)
+    };
+    DataState {
+        name,
+        description,
+        healthy,
+        min_replicas_remaining: if summary.placed {
+            summary.min_live_replicas
+        } else {
+            0
+        },
+        highest_priority,
+    }
+}
+
+/// `(max_zone_failures_without_losing_data, ..._availability)`: the fewest of what the
+/// storage replicas (live zones of the worst shard, less one), the logs (replicas of the
+/// log data; zones able to host logs beyond the replication factor) and the coordinators
+/// (zones whose loss leaves a majority) survive.
+pub(crate) fn fault_tolerance(state: &State, health: &Health) -> (i64, i64) {
+    if !health.available {
+        return (0, 0);
+    }
+    let replication = i64::try_from(state.replicas()).unwrap_or(1);
+    let storage = i64::try_from(state.summary.min_live_zones).unwrap_or(0) - 1;
+    let version = state.cluster_version();
+    let zone_of = |address: &fdb_shared::address::ProcessAddress| {
+        state.processes.get(address).map(|p| p.zone())
+    };
+    let log_zones: BTreeSet<String> = state
+        .transaction_system
+        .iter()
+        .flat_map(|system| system.logs())
+        .filter_map(zone_of)
+        .collect();
+    let log_data = replication.min(i64::try_from(log_zones.len()).unwrap_or(0)) - 1;
+    let log_capable: BTreeSet<String> = state
+        .eligible()
+        .into_iter()
+        .filter(|p| {
+            matches!(
+                p.launch.class,
+                ProcessClass::Log | ProcessClass::Transaction | ProcessClass::Unset
+            )
+        })
+        .map(|p| p.zone())
+        .collect();
+    let log_availability = i64::try_from(log_capable.len()).unwrap_or(0) - replication;
+    let mut coordinator_zones: BTreeMap<String, i64> = BTreeMap::new();
+    let total = state.coordinator_processes().len();
+    for process in state.coordinator_processes().into_iter().flatten() {
+        if state.is_member(process, version.as_ref()) {
+            *coordinator_zones.entry(process.zone()).or_insert(0) += 1;
+        }
+    }
+    let majority = i64::try_from(total / 2 + 1).unwrap_or(1);
+    let mut reachable: i64 = coordinator_zones.values().sum();
+    let mut sizes: Vec<i64> = coordinator_zones.into_values().collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut coordinators = 0;
+    for size in sizes {
+        if reachable - size < majority {
+            break;
+        }
+        reachable -= size;
+        coordinators += 1;
+    }
+    let data = storage.min(log_data).min(coordinators).max(0);
+    let availability = storage.min(log_availability).min(coordinators).max(0);
+    (data, availability)
 }

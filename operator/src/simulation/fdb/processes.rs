@@ -7,6 +7,7 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::status_json::{ProcessLocality, ProcessStatus};
 
+use super::disks::DiskKey;
 use crate::fdb::ExclusionTarget;
 
 /// What the simulated fdbmonitor starts: one fdbserver process.
@@ -34,6 +35,7 @@ pub struct ProcessLaunch {
 }
 
 /// A process the simulated database knows: running, or stopped with its disk kept.
+/// Its shard replicas belong to its disk ([`super::disks`]), not to the process.
 #[derive(Debug, Clone)]
 pub(crate) struct SimProcess {
     pub launch: ProcessLaunch,
@@ -43,31 +45,21 @@ pub(crate) struct SimProcess {
     pub started_unix: i64,
     /// Whether the process is running.
     pub running: bool,
-    /// Bytes of data the process holds (storage processes).
-    pub data_bytes: f64,
+    /// The disk it mounts.
+    pub disk: DiskKey,
 }
 
 impl SimProcess {
     pub fn zone(&self) -> String {
-        self.launch
-            .locality
-            .get("zoneid")
-            .cloned()
-            .unwrap_or_else(|| self.launch.address.host.clone())
+        zone_of(&self.launch)
     }
 
-    /// A status entry with just the address and localities, for matching exclusion
-    /// targets exactly as the operator does against `status json`.
-    pub fn matching_stub(&self) -> ProcessStatus {
-        ProcessStatus {
-            address: Some(self.launch.address.clone()),
-            locality: locality_of(&self.launch.locality, &self.process_id),
-            ..ProcessStatus::default()
-        }
+    pub fn instance_id(&self) -> Option<&str> {
+        self.launch.locality.get("instance_id").map(String::as_str)
     }
 
     pub fn is_matched_by(&self, target: &ExclusionTarget) -> bool {
-        target.matches(&self.matching_stub())
+        target.matches(&matching_stub(&self.launch, &self.process_id))
     }
 
     /// Whether this process answers to `address`: its own address, or its DNS name with
@@ -78,6 +70,25 @@ impl SimProcess {
             return false;
         }
         own.host == address.host || self.launch.locality.get("dns_name") == Some(&address.host)
+    }
+}
+
+/// The zone (`zoneid` locality) of a process, its host when it has none.
+pub(crate) fn zone_of(launch: &ProcessLaunch) -> String {
+    launch
+        .locality
+        .get("zoneid")
+        .cloned()
+        .unwrap_or_else(|| launch.address.host.clone())
+}
+
+/// A status entry with just the address and localities, for matching exclusion targets
+/// exactly as the operator does against `status json`.
+pub(crate) fn matching_stub(launch: &ProcessLaunch, process_id: &str) -> ProcessStatus {
+    ProcessStatus {
+        address: Some(launch.address.clone()),
+        locality: locality_of(&launch.locality, process_id),
+        ..ProcessStatus::default()
     }
 }
 

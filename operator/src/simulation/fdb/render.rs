@@ -5,8 +5,9 @@ use serde_json::{Map, Value, json};
 
 use fdb_shared::api::ProcessClass;
 
-use super::availability::{Health, assess};
+use super::availability::{Health, assess, fault_tolerance};
 use super::processes::{SimProcess, locality_of, protocol_hex};
+use super::recovery::Recovery;
 use super::state::State;
 use crate::fdb::ExclusionTarget;
 
@@ -18,7 +19,7 @@ pub(crate) fn roles_of(state: &State, process: &SimProcess) -> Vec<&'static str>
     }
     if state.configuration.is_some()
         && process.launch.class == ProcessClass::Storage
-        && (process.data_bytes > 0.0 || !state.is_excluded(process))
+        && (state.held(&process.disk) > 0 || !state.is_excluded(process))
     {
         roles.push("storage");
     }
@@ -38,7 +39,7 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
                 "id": format!("{:016x}", fxhash(&process.process_id, index)),
             });
             if role == "storage" {
-                let bytes = process.data_bytes.round() as i64;
+                let bytes = (state.held(&process.disk) as f64 * state.shard_bytes()).round() as i64;
                 entry["stored_bytes"] = json!(bytes);
                 entry["kvstore_used_bytes"] = json!(bytes);
             }
@@ -60,7 +61,7 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
         "locality": serde_json::to_value(locality_of(&process.launch.locality, &process.process_id))
             .unwrap_or(Value::Null),
         "machine_id": process.launch.locality.get("machineid").cloned().unwrap_or_default(),
-        "messages": [],
+        "messages": process_messages(state, process),
         "roles": roles,
         "run_loop_busy": 0.05,
         "uptime_seconds": (now - process.started_unix).max(0) as f64,
@@ -70,6 +71,22 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
         entry["under_maintenance"] = json!(true);
     }
     entry
+}
+
+/// `io_error` for the groups under the `ioError` fault.
+fn process_messages(state: &State, process: &SimProcess) -> Value {
+    let io_error = process
+        .instance_id()
+        .is_some_and(|id| state.io_errors.contains(id));
+    if io_error {
+        json!([{
+            "name": "io_error",
+            "description": "Disk i/o operation failed.",
+            "raw_log_message": "\"Severity\"=\"40\", \"Type\"=\"IOError\"",
+        }])
+    } else {
+        json!([])
+    }
 }
 
 /// A small deterministic hash for role IDs.
@@ -190,11 +207,7 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
         }
     }
     let replicas = state.replicas();
-    let tolerance = if health.available {
-        (health.min_replicas_remaining.saturating_sub(1)) as i64
-    } else {
-        0
-    };
+    let (tolerance_data, tolerance_availability) = fault_tolerance(state, &health);
     let mut messages = Vec::new();
     if !health.configured {
         messages.push(json!({"name": "unreadable_configuration", "description": "Unable to read database configuration."}));
@@ -220,23 +233,10 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
             })
         })
         .collect();
-    let moving = health.moving_bytes.round() as i64;
-    let data_state = json!({
-        "healthy": health.healthy,
-        "name": health.data_state,
-        "min_replicas_remaining": health.min_replicas_remaining,
-    });
-    let total_bytes: f64 = state.processes.values().map(|p| p.data_bytes).sum();
+    let data = render_data(state, &health);
     let mut cluster = json!({
         "processes": processes,
-        "data": {
-            "state": data_state.clone(),
-            "team_trackers": [{"primary": true, "in_flight_bytes": moving, "unhealthy_servers": health.failed_storage_zones, "state": data_state}],
-            "moving_data": {"in_flight_bytes": moving, "in_queue_bytes": 0, "highest_priority": if moving > 0 { 700 } else { 0 }, "total_written_bytes": 0},
-            "total_kv_size_bytes": (total_bytes / replicas as f64).round() as i64,
-            "total_disk_used_bytes": total_bytes.round() as i64,
-            "partitions_count": 1,
-        },
+        "data": data,
         "full_replication": health.full_replication,
         "logs": logs,
         "qos": {
@@ -250,15 +250,10 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
             "performance_limited_by": {"name": "workload", "description": "The database is not being saturated by the workload."},
         },
         "fault_tolerance": {
-            "max_zone_failures_without_losing_availability": tolerance,
-            "max_zone_failures_without_losing_data": tolerance,
+            "max_zone_failures_without_losing_availability": tolerance_availability,
+            "max_zone_failures_without_losing_data": tolerance_data,
         },
-        "recovery_state": {
-            "name": if health.recruited { "fully_recovered" } else { "recruiting_transaction_servers" },
-            "description": if health.recruited { "Recovery complete." } else { "Recruiting new transaction servers." },
-            "seconds_since_last_recovered": (now - state.last_recovery_unix).max(0) as f64,
-            "active_generations": 1,
-        },
+        "recovery_state": render_recovery_state(state, now),
         "bounce_impact": {"can_clean_bounce": health.available},
         "messages": messages,
         "clients": render_clients(state),
@@ -283,4 +278,69 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
         }
     }
     json!({ "client": client, "cluster": cluster })
+}
+
+/// `cluster.data`: the state of the shards and their movement.
+fn render_data(state: &State, health: &Health) -> Value {
+    let shard_bytes = state.shard_bytes();
+    let (shards, live_shards, replicas) = state.data.as_ref().map_or((0, 0, 0), |data| {
+        let live = data.shards.iter().filter(|s| !s.lost).count();
+        (data.shards.len(), live, data.total_replicas())
+    });
+    let data_state = json!({
+        "healthy": health.data.healthy,
+        "name": health.data.name,
+        "description": health.data.description,
+        "min_replicas_remaining": health.data.min_replicas_remaining,
+    });
+    let in_flight = health.in_flight_bytes.round() as i64;
+    json!({
+        "state": data_state.clone(),
+        "team_trackers": [{
+            "primary": true,
+            "in_flight_bytes": in_flight,
+            "unhealthy_servers": state.summary.silent_disks,
+            "state": data_state,
+        }],
+        "moving_data": {
+            "in_flight_bytes": in_flight,
+            "in_queue_bytes": health.in_queue_bytes.round() as i64,
+            "highest_priority": health.data.highest_priority,
+            "total_written_bytes": state.movement.moved_bytes.round() as i64,
+        },
+        "total_kv_size_bytes": (live_shards as f64 * shard_bytes).round() as i64,
+        "total_disk_used_bytes": (replicas as f64 * shard_bytes).round() as i64,
+        "partitions_count": shards,
+        "average_partition_size_bytes": shard_bytes.round() as i64,
+    })
+}
+
+/// `cluster.recovery_state`.
+fn render_recovery_state(state: &State, now: i64) -> Value {
+    let (name, description) = match &state.recovery {
+        Recovery::Recovered => ("fully_recovered", "Recovery complete."),
+        Recovery::Recovering { .. } => (
+            "initializing_transaction_servers",
+            "Recovery is in progress: initializing the new transaction servers.",
+        ),
+        Recovery::Waiting { .. } => (
+            "recruiting_transaction_servers",
+            "Recruiting new transaction servers.",
+        ),
+        Recovery::Down => (
+            "configuration_missing",
+            "There appears to be no database configuration.",
+        ),
+    };
+    let since = if state.recovery == Recovery::Recovered {
+        (now - state.last_recovered_unix).max(0) as f64
+    } else {
+        0.0
+    };
+    json!({
+        "name": name,
+        "description": description,
+        "seconds_since_last_recovered": since,
+        "active_generations": 1,
+    })
 }

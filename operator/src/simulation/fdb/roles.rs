@@ -1,5 +1,5 @@
 //! Recruitment of the transaction system (master, cluster controller, logs, proxies,
-//! resolvers, ratekeeper, data distributor) and recoveries.
+//! resolvers, ratekeeper, data distributor); [`super::recovery`] decides when.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -159,35 +159,4 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
         });
     }
     Some(TransactionSystem { members })
-}
-
-/// Keeps the transaction system if every member still runs (same start), is compatible
-/// and not excluded; otherwise recruits a new one. Each successful recruitment is a
-/// recovery: counted, generation bumped.
-pub(crate) fn ensure_transaction_system(state: &mut State, now: i64) {
-    if state.configuration.is_none() || state.cluster_version().is_none() {
-        state.transaction_system = None;
-        return;
-    }
-    if let Some(current) = &state.transaction_system {
-        let eligible: Vec<(&ProcessAddress, i64)> = state
-            .eligible()
-            .iter()
-            .map(|p| (&p.launch.address, p.started_unix))
-            .collect();
-        let intact = current.members.iter().all(|member| {
-            eligible.iter().any(|(address, started)| {
-                **address == member.address && *started == member.started_unix
-            })
-        });
-        if intact {
-            return;
-        }
-    }
-    state.transaction_system = recruit(state);
-    if state.transaction_system.is_some() {
-        state.recoveries += 1;
-        state.generation += 2;
-        state.last_recovery_unix = now;
-    }
 }

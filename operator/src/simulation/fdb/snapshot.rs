@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::availability::assess;
 use super::render::roles_of;
+use super::shards::MIB;
 use super::state::State;
 
 /// What the world reports about FoundationDB (the `fdb` block of the result).
@@ -32,6 +33,12 @@ pub struct SimFdbSnapshot {
     pub maintenance_zone: Option<String>,
     /// Recoveries so far.
     pub recoveries: u64,
+    /// MiB of data moved since the start (re-replication, exclusions, redundancy and
+    /// storage engine changes).
+    #[serde(rename = "movedMiB")]
+    pub moved_mib: f64,
+    /// Shards that lost their last replica.
+    pub lost_shards: u64,
     /// Running processes, by address.
     pub processes: Vec<SimProcessSnapshot>,
 }
@@ -56,6 +63,9 @@ pub struct SimProcessSnapshot {
     pub roles: Vec<String>,
     /// Seconds since it started.
     pub uptime_seconds: i64,
+    /// Shard replicas on its disk (storage processes only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<usize>,
 }
 
 pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
@@ -86,6 +96,7 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
                 Vec::new()
             },
             uptime_seconds: (now - p.started_unix).max(0),
+            shards: State::is_storage(p).then(|| state.held(&p.disk)),
         })
         .collect();
     SimFdbSnapshot {
@@ -106,6 +117,8 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
         excluded: state.exclusions.iter().map(ToString::to_string).collect(),
         maintenance_zone: state.maintenance.as_ref().map(|(zone, _)| zone.clone()),
         recoveries: state.recoveries,
+        moved_mib: (state.movement.moved_bytes / MIB * 100.0).round() / 100.0,
+        lost_shards: state.data.as_ref().map_or(0, |d| d.lost),
         processes,
     }
 }

@@ -1,4 +1,4 @@
-//! The simulated database's state and the rules that keep it consistent.
+//! The simulated database's state and the questions asked of it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,8 +10,14 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::SimFdbSettings;
+use super::disks::{Disk, DiskKey};
+use super::inspect::Outage;
+use super::movement::Movement;
 use super::processes::SimProcess;
+use super::recovery::Recovery;
 use super::roles::TransactionSystem;
+use super::shards::{Data, GIB, MIB};
+use super::summary::DataSummary;
 use crate::fdb::{ClientInfo, ExclusionTarget, LockValue};
 
 /// Everything the simulated database knows.
@@ -20,6 +26,13 @@ pub(crate) struct State {
     pub settings: SimFdbSettings,
     pub rng: ChaCha8Rng,
     pub processes: BTreeMap<ProcessAddress, SimProcess>,
+    /// Every disk a process has mounted and that still exists.
+    pub disks: BTreeMap<DiskKey, Disk>,
+    /// The shards, once the configured database had storage servers.
+    pub data: Option<Data>,
+    pub movement: Movement,
+    /// Derived from `data` and the processes at the last change.
+    pub summary: DataSummary,
     pub connection_string: Option<ConnectionString>,
     pub configuration: Option<DatabaseConfiguration>,
     pub exclusions: Vec<ExclusionTarget>,
@@ -28,13 +41,33 @@ pub(crate) struct State {
     pub lock: Option<LockValue>,
     pub deny_list: BTreeSet<String>,
     pub clients: Vec<ClientInfo>,
+    pub recovery: Recovery,
+    pub transaction_system: Option<TransactionSystem>,
     pub recoveries: u64,
     pub generation: i64,
-    pub last_recovery_unix: i64,
-    pub transaction_system: Option<TransactionSystem>,
-    pub kill_requests: Vec<ProcessAddress>,
-    pub last_tick_unix: i64,
+    /// When the last recovery completed (unix seconds).
+    pub last_recovered_unix: i64,
+    /// Why the next recovery happens, when the caller knows better than the process
+    /// table (a kill batch, a configure, a coordinators change).
+    pub recovery_reason: Option<String>,
+    /// Killed processes and when fdbmonitor brings each back (unix seconds).
+    pub pending_restarts: BTreeMap<ProcessAddress, i64>,
+    /// Unix seconds at which `time` is 0.
+    pub origin: i64,
+    /// Seconds since `origin` to which data movement has been advanced.
+    pub time: f64,
+    /// Something changed since data distribution last looked.
+    pub dirty: bool,
     pub timeout_rate: f64,
+    /// Process groups whose processes report `io_error`.
+    pub io_errors: BTreeSet<String>,
+    /// Process groups whose processes survive kills.
+    pub ignore_kill: BTreeSet<String>,
+    /// `slowRecovery`: recoveries take this long instead.
+    pub recovery_override: Option<u64>,
+    pub outages: Vec<Outage>,
+    /// Whether the database has been available at least once (outages count from then).
+    pub ever_available: bool,
 }
 
 impl State {
@@ -43,6 +76,10 @@ impl State {
             settings,
             rng,
             processes: BTreeMap::new(),
+            disks: BTreeMap::new(),
+            data: None,
+            movement: Movement::default(),
+            summary: DataSummary::default(),
             connection_string: None,
             configuration: None,
             exclusions: Vec::new(),
@@ -50,13 +87,22 @@ impl State {
             lock: None,
             deny_list: BTreeSet::new(),
             clients: Vec::new(),
+            recovery: Recovery::default(),
+            transaction_system: None,
             recoveries: 0,
             generation: 1,
-            last_recovery_unix: now,
-            transaction_system: None,
-            kill_requests: Vec::new(),
-            last_tick_unix: now,
+            last_recovered_unix: now,
+            recovery_reason: None,
+            pending_restarts: BTreeMap::new(),
+            origin: now,
+            time: 0.0,
+            dirty: true,
             timeout_rate: 0.0,
+            io_errors: BTreeSet::new(),
+            ignore_kill: BTreeSet::new(),
+            recovery_override: None,
+            outages: Vec::new(),
+            ever_available: false,
         }
     }
 
@@ -84,6 +130,22 @@ impl State {
             RedundancyMode::Single => 1,
             RedundancyMode::Double => 2,
             _ => 3,
+        }
+    }
+
+    /// Seconds one recovery takes now.
+    pub fn recovery_seconds(&self) -> i64 {
+        let seconds = self
+            .recovery_override
+            .unwrap_or(self.settings.recovery_seconds);
+        i64::try_from(seconds).unwrap_or(i64::MAX / 4)
+    }
+
+    /// Bytes per second one source disk sends.
+    pub fn move_rate(&self) -> f64 {
+        match self.settings.exclusion_seconds {
+            Some(seconds) => self.settings.storage_gib * GIB / seconds.max(1) as f64,
+            None => self.settings.move_mib_per_second * MIB,
         }
     }
 
@@ -138,6 +200,11 @@ impl State {
         self.exclusions.iter().any(|t| process.is_matched_by(t))
     }
 
+    /// Whether any exclusion matches the disk's last process.
+    pub fn is_disk_excluded(&self, disk: &Disk) -> bool {
+        self.exclusions.iter().any(|t| disk.is_matched_by(t))
+    }
+
     /// Members that are not excluded: where roles and data may go.
     pub fn eligible(&self) -> Vec<&SimProcess> {
         let version = self.cluster_version();
@@ -147,14 +214,14 @@ impl State {
             .collect()
     }
 
-    /// Distinct zones of eligible storage processes.
-    pub fn eligible_storage_zones(&self) -> usize {
-        self.eligible()
-            .iter()
-            .filter(|p| p.launch.class == ProcessClass::Storage)
-            .map(|p| p.zone())
-            .collect::<BTreeSet<_>>()
-            .len()
+    /// Disks mounted by a member process: their replicas are live.
+    pub fn serving_disks(&self) -> BTreeSet<DiskKey> {
+        let version = self.cluster_version();
+        self.processes
+            .values()
+            .filter(|p| self.is_member(p, version.as_ref()))
+            .map(|p| p.disk.clone())
+            .collect()
     }
 
     /// Whether the process plays the coordinator role.
@@ -167,39 +234,40 @@ impl State {
         })
     }
 
-    /// The full share of data a storage server holds.
-    pub fn full_bytes(&self) -> f64 {
-        self.settings.storage_bytes_per_process as f64
+    /// Whether the maintenance zone covers `zone` at `now`.
+    pub fn under_maintenance(&self, zone: &str, now: i64) -> bool {
+        self.maintenance
+            .as_ref()
+            .is_some_and(|(maintenance, until)| maintenance == zone && *until > now)
     }
 
-    /// Brings derived state up to date after any change: data of non-excluded storage
-    /// servers is rebalanced instantly, and the transaction system is checked (a
-    /// recovery when a member is gone).
-    pub fn refresh(&mut self, now: i64) {
-        if let Some((_, until)) = &self.maintenance
-            && *until <= now
-        {
-            self.maintenance = None;
-        }
-        if self.configuration.is_some() {
-            let version = self.cluster_version();
-            let full = self.full_bytes();
-            let rebalanced: Vec<ProcessAddress> = self
-                .processes
-                .values()
-                .filter(|p| {
-                    p.launch.class == ProcessClass::Storage
-                        && self.is_member(p, version.as_ref())
-                        && !self.is_excluded(p)
-                })
-                .map(|p| p.launch.address.clone())
-                .collect();
-            for address in rebalanced {
-                if let Some(process) = self.processes.get_mut(&address) {
-                    process.data_bytes = full;
-                }
-            }
-        }
-        super::roles::ensure_transaction_system(self, now);
+    /// When the disk's silence makes data distribution give up on it (unix seconds),
+    /// ignoring maintenance.
+    pub fn failure_time(&self, disk: &Disk) -> Option<i64> {
+        let detection = i64::try_from(self.settings.failure_detection_seconds).unwrap_or(0);
+        disk.silent_since
+            .map(|since| since.saturating_add(detection))
+    }
+
+    /// Whether data distribution treats the disk as failed at `now`: silent long enough
+    /// and not covered by the maintenance zone.
+    pub fn is_failed(&self, disk: &Disk, now: i64) -> bool {
+        self.failure_time(disk).is_some_and(|at| at <= now)
+            && !self.under_maintenance(&disk.zone(), now)
+    }
+
+    /// Replicas on the disk.
+    pub fn held(&self, disk: &str) -> usize {
+        self.data.as_ref().map_or(0, |d| d.held_by(disk))
+    }
+
+    /// Bytes of one shard.
+    pub fn shard_bytes(&self) -> f64 {
+        self.data.as_ref().map_or(0.0, |d| d.shard_bytes)
+    }
+
+    /// Whether the process is a storage process.
+    pub fn is_storage(process: &SimProcess) -> bool {
+        process.launch.class == ProcessClass::Storage
     }
 }

@@ -172,15 +172,27 @@ impl Runner {
         let clock = VirtualClock::fixed_epoch();
         let start = crate::clock::Clock::now(&clock);
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
+        let world = &scenario.world;
         let fdb = SimulatedFdb::new(
             Arc::new(clock.clone()),
             SimFdbSettings {
-                exclusion_seconds: scenario
-                    .world
-                    .exclusion_seconds
-                    .unwrap_or(scenario::DEFAULT_EXCLUSION_SECONDS),
+                storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
+                shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
+                move_mib_per_second: world
+                    .move_mib_per_second
+                    .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
+                // Only when the scenario sets it: it then defines the movement rate.
+                exclusion_seconds: world.exclusion_seconds,
+                failure_detection_seconds: world
+                    .failure_detection_seconds
+                    .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
+                recovery_seconds: world
+                    .recovery_seconds
+                    .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
+                restart_seconds: world
+                    .restart_seconds
+                    .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
                 seed,
-                ..SimFdbSettings::default()
             },
         );
         let mut clients = Vec::new();

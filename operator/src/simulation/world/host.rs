@@ -28,6 +28,11 @@ pub trait ProcessHost: Send + Sync {
     /// The current connection string, when the database has one; running processes
     /// keep their data dir's cluster file up to date with it, as fdbserver does.
     fn connection_string(&self) -> Option<String>;
+    /// When the host's next transition by time alone is due (unix seconds): a killed
+    /// process's restart, a recovery's end, a failure detection, a data move completing.
+    fn next_due(&self) -> Option<i64> {
+        None
+    }
 }
 
 impl ProcessHost for SimulatedFdb {
@@ -53,5 +58,9 @@ impl ProcessHost for SimulatedFdb {
 
     fn connection_string(&self) -> Option<String> {
         SimulatedFdb::connection_string(self).map(|c| c.to_string())
+    }
+
+    fn next_due(&self) -> Option<i64> {
+        SimulatedFdb::next_due(self)
     }
 }

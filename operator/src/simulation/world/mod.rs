@@ -245,9 +245,16 @@ impl World {
         Ok(())
     }
 
-    /// When the next timed event (a ConfigMap projection) falls due, if any.
+    /// When the next timed event (a ConfigMap projection, or a transition of the process
+    /// host: [`ProcessHost::next_due`]) falls due, if any.
     pub fn next_due(&self) -> Option<Timestamp> {
         let now = self.now();
+        // The process host's own timed transitions (kill restarts, recoveries, data
+        // movement) count too, so the runner steps time to them.
+        let host = self
+            .host
+            .next_due()
+            .and_then(|second| Timestamp::from_second(second).ok());
         self.pods
             .values()
             .flat_map(|runtime| runtime.config_volumes.iter())
@@ -259,6 +266,7 @@ impl World {
                     self.delay(),
                 )
             })
+            .chain(host)
             .filter(|at| *at > now)
             .min()
     }

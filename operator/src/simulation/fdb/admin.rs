@@ -1,0 +1,376 @@
+//! The operator's admin interface ([`AdminClient`]) on the simulated database, with
+//! fdbcli's failure modes: commands that need an available database fail without one,
+//! and an injected timeout leaves a mutating command applied or not (a seeded coin).
+
+use std::collections::BTreeSet;
+use std::sync::MutexGuard;
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::DatabaseConfiguration;
+use fdb_shared::connection_string::ConnectionString;
+use fdb_shared::status_json::DatabaseStatus;
+use rand::Rng;
+
+use super::availability::assess;
+use super::state::State;
+use super::timeline::{catch_up, refresh};
+use super::{SimulatedFdb, recovery, render};
+use crate::fdb::fdbcli::commands;
+use crate::fdb::{AdminClient, AdminError, ExclusionTarget, LockValue};
+
+/// How long fdbcli waits before it reports a timeout.
+const TIMEOUT_SECONDS: u64 = 10;
+
+fn timeout(command: &str) -> AdminError {
+    AdminError::Timeout {
+        command: command.to_owned(),
+        seconds: TIMEOUT_SECONDS,
+    }
+}
+
+/// A call that timed out reports the timeout, whatever it did.
+fn finish<T>(
+    timed_out: bool,
+    command: &str,
+    result: Result<T, AdminError>,
+) -> Result<T, AdminError> {
+    if timed_out {
+        Err(timeout(command))
+    } else {
+        result
+    }
+}
+
+fn require_available(state: &State, command: &str) -> Result<(), AdminError> {
+    let health = assess(state);
+    if health.available {
+        return Ok(());
+    }
+    let output = if !health.quorum {
+        "unable to reach a quorum of coordinators".to_owned()
+    } else {
+        format!(
+            "the database is unavailable: {}",
+            health.cause.unwrap_or_default()
+        )
+    };
+    Err(AdminError::Unavailable {
+        command: command.to_owned(),
+        output,
+    })
+}
+
+fn require_quorum(state: &State, command: &str) -> Result<(), AdminError> {
+    if state.cluster_version().is_none() {
+        return Err(AdminError::Unavailable {
+            command: command.to_owned(),
+            output: "unable to reach a quorum of coordinators".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn failed(command: &str, stderr: String) -> AdminError {
+    AdminError::Failed {
+        command: command.to_owned(),
+        code: Some(1),
+        stderr,
+    }
+}
+
+impl SimulatedFdb {
+    /// Begins an admin call: the state brought up to now, then maybe an injected
+    /// timeout. A read that times out did nothing; a mutating command that times out
+    /// goes ahead half of the time (`timed_out` true: report a timeout after applying).
+    fn begin(
+        &self,
+        command: &str,
+        mutating: bool,
+    ) -> Result<(MutexGuard<'_, State>, i64, bool), AdminError> {
+        let now = self.now();
+        let mut state = self.lock();
+        catch_up(&mut state, now);
+        let rate = state.timeout_rate;
+        let mut timed_out = false;
+        if rate > 0.0 && state.rng.random::<f64>() < rate {
+            if !mutating || !state.rng.random::<bool>() {
+                return Err(timeout(command));
+            }
+            timed_out = true;
+        }
+        Ok((state, now, timed_out))
+    }
+
+    /// Runs a mutating command: `apply` changes the state (or fails), then the derived
+    /// state follows.
+    fn mutate<T>(
+        &self,
+        command: &str,
+        apply: impl FnOnce(&mut State, i64) -> Result<T, AdminError>,
+    ) -> Result<T, AdminError> {
+        let (mut state, now, timed_out) = self.begin(command, true)?;
+        let result = apply(&mut state, now);
+        state.dirty = true;
+        refresh(&mut state, now);
+        finish(timed_out, command, result)
+    }
+
+    /// Runs a read that needs an available database.
+    fn read<T>(&self, command: &str, get: impl FnOnce(&State) -> T) -> Result<T, AdminError> {
+        let (state, _, _) = self.begin(command, false)?;
+        require_available(&state, command)?;
+        Ok(get(&state))
+    }
+}
+
+#[async_trait::async_trait]
+impl AdminClient for SimulatedFdb {
+    async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+        let command = "status json";
+        let (state, now, _) = self.begin(command, false)?;
+        let value = render::render(&state, now);
+        drop(state);
+        DatabaseStatus::from_json_value(value).map_err(|source| AdminError::Parse {
+            command: command.to_owned(),
+            source,
+        })
+    }
+
+    async fn configure(
+        &self,
+        configuration: &DatabaseConfiguration,
+        new_database: bool,
+    ) -> Result<(), AdminError> {
+        let command = commands::configure(configuration, new_database);
+        self.mutate(&command, |state, now| {
+            if !new_database {
+                require_available(state, &command)?;
+            }
+            require_quorum(state, &command)?;
+            let current = match (state.configuration.take(), new_database) {
+                (Some(current), true) => {
+                    state.configuration = Some(current);
+                    return Err(failed(
+                        &command,
+                        "ERROR: Database already exists! To change configuration, don't say `new'"
+                            .to_owned(),
+                    ));
+                }
+                (None, false) => {
+                    return Err(failed(
+                        &command,
+                        "ERROR: Database not yet configured; use `configure new'".to_owned(),
+                    ));
+                }
+                (current, _) => current.unwrap_or_default(),
+            };
+            let merged = merge_configuration(current.clone(), configuration);
+            if merged.storage_engine != current.storage_engine
+                && let Some(data) = state.data.as_mut()
+            {
+                // Every replica is rewritten with the new engine.
+                data.engine_generation += 1;
+            }
+            state.configuration = Some(merged);
+            state.dirty = true;
+            let reason = if new_database {
+                "configure new"
+            } else {
+                "configure"
+            };
+            recovery::force(state, now, reason);
+            Ok(())
+        })
+    }
+
+    async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
+        let command = commands::exclude(targets, blocking);
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            for target in targets {
+                if !state.exclusions.contains(target) {
+                    state.exclusions.push(target.clone());
+                }
+            }
+            Ok(())
+        })?;
+        if blocking {
+            let report = self.exclusion_status(targets).await?;
+            if !report.all_complete() {
+                // fdbcli waits for the data to move and gives up at its timeout.
+                return Err(timeout(&command));
+            }
+        }
+        Ok(())
+    }
+
+    async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
+        let command = commands::include(targets);
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state.exclusions.retain(|t| !targets.contains(t));
+            Ok(())
+        })
+    }
+
+    async fn change_coordinators(
+        &self,
+        coordinators: &[ProcessAddress],
+    ) -> Result<ConnectionString, AdminError> {
+        let command = commands::coordinators(coordinators);
+        self.mutate(&command, |state, now| {
+            require_available(state, &command)?;
+            let version = state.cluster_version();
+            if let Some(address) = coordinators.iter().find(|address| {
+                !state
+                    .processes
+                    .values()
+                    .any(|p| p.answers_to(address) && state.is_member(p, version.as_ref()))
+            }) {
+                return Err(failed(
+                    &command,
+                    format!(
+                        "ERROR: coordinator {address} is not a reachable process of the database"
+                    ),
+                ));
+            }
+            let unique: BTreeSet<_> = coordinators.iter().collect();
+            if coordinators.is_empty() || unique.len() != coordinators.len() {
+                return Err(failed(
+                    &command,
+                    "ERROR: coordinators must be distinct and at least one".to_owned(),
+                ));
+            }
+            let generation_id = state.random_id(32);
+            let Some(current) = state.connection_string.clone() else {
+                return Err(AdminError::Unavailable {
+                    command: command.clone(),
+                    output: "no connection string".to_owned(),
+                });
+            };
+            let next = current.with_coordinators(generation_id, coordinators.to_vec());
+            state.connection_string = Some(next.clone());
+            state.dirty = true;
+            recovery::force(state, now, "coordinators change");
+            Ok(next)
+        })
+    }
+
+    async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
+        let command = commands::kill(addresses);
+        self.mutate(&command, |state, now| {
+            require_quorum(state, &command)?;
+            let restart_at =
+                now.saturating_add(i64::try_from(state.settings.restart_seconds).unwrap_or(0));
+            let killed: Vec<ProcessAddress> = state
+                .processes
+                .values()
+                .filter(|p| p.running && addresses.iter().any(|a| p.answers_to(a)))
+                .filter(|p| {
+                    p.instance_id()
+                        .is_none_or(|id| !state.ignore_kill.contains(id))
+                })
+                .map(|p| p.launch.address.clone())
+                .collect();
+            for address in &killed {
+                if let Some(process) = state.processes.get_mut(address) {
+                    process.running = false;
+                }
+                state.pending_restarts.insert(address.clone(), restart_at);
+            }
+            // One recovery for the whole batch, if it hit the transaction system.
+            if !killed.is_empty() {
+                state.recovery_reason = Some(format!("kill of {} processes", killed.len()));
+            }
+            Ok(())
+        })
+    }
+
+    async fn set_maintenance_zone(
+        &self,
+        zone: &str,
+        duration_seconds: u64,
+    ) -> Result<(), AdminError> {
+        let command = commands::maintenance_on(zone, duration_seconds);
+        self.mutate(&command, |state, now| {
+            require_available(state, &command)?;
+            let until = now.saturating_add(i64::try_from(duration_seconds).unwrap_or(i64::MAX));
+            state.maintenance = Some((zone.to_owned(), until));
+            Ok(())
+        })
+    }
+
+    async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+        let command = "maintenance off";
+        self.mutate(command, |state, _| {
+            require_available(state, command)?;
+            state.maintenance = None;
+            Ok(())
+        })
+    }
+
+    async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+        let command = commands::get_key(crate::fdb::locks::GLOBAL_LOCK_KEY);
+        self.read(&command, |state| state.lock.clone())
+    }
+
+    async fn write_lock(&self, lock: &LockValue) -> Result<(), AdminError> {
+        let command = commands::write_keys(
+            &[(crate::fdb::locks::GLOBAL_LOCK_KEY.to_vec(), lock.encode())],
+            &[],
+        );
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state.lock = Some(lock.clone());
+            Ok(())
+        })
+    }
+
+    async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+        self.read("getrange denyList", |state| {
+            state.deny_list.iter().cloned().collect()
+        })
+    }
+
+    async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
+        let command = "update denyList";
+        self.mutate(command, |state, _| {
+            require_available(state, command)?;
+            for id in remove {
+                state.deny_list.remove(id);
+            }
+            state.deny_list.extend(add.iter().cloned());
+            Ok(())
+        })
+    }
+}
+
+/// `configure` changes only the settings it names.
+fn merge_configuration(
+    mut current: DatabaseConfiguration,
+    change: &DatabaseConfiguration,
+) -> DatabaseConfiguration {
+    macro_rules! take {
+        ($($field:ident),*) => { $( if change.$field.is_some() { current.$field = change.$field.clone(); } )* };
+    }
+    take!(
+        redundancy_mode,
+        storage_engine,
+        usable_regions,
+        logs,
+        proxies,
+        commit_proxies,
+        grv_proxies,
+        resolvers,
+        log_routers,
+        remote_logs,
+        perpetual_storage_wiggle,
+        perpetual_storage_wiggle_engine,
+        perpetual_storage_wiggle_locality,
+        storage_migration_type
+    );
+    if !change.regions.is_empty() {
+        current.regions = change.regions.clone();
+    }
+    current
+}

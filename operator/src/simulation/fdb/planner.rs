@@ -1,0 +1,335 @@
+//! Data distribution: decides which shards move where, after any change.
+//!
+//! A replica is *leaving* when its disk is excluded, or failed (silent for
+//! `failureDetectionSeconds`, outside the maintenance zone). Every shard wants
+//! `replication factor` replicas that are not leaving, in distinct zones. A missing one is
+//! copied from a live replica (the leaving one itself while it still serves, so an
+//! excluded process drains its own data) to the least loaded eligible storage disk (a
+//! member, not excluded, in a zone the shard does not use yet); when the copy completes
+//! the leaving replica is dropped. A shard only moves when its whole team can be formed:
+//! with too few eligible zones nothing moves and exclusions stay incomplete. Moves no
+//! longer needed (the failed process came back, the exclusion was lifted) are cancelled.
+//! A storage engine change rewrites each replica in place.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::disks::DiskKey;
+use super::movement::{Move, MoveKind, Movement};
+use super::shards::{Data, mix};
+use super::state::State;
+
+/// What data distribution knows about the disks at one instant.
+struct View {
+    serving: BTreeSet<DiskKey>,
+    leaving: BTreeSet<DiskKey>,
+    /// Storage disks new replicas may go to, with their zones.
+    eligible: BTreeMap<DiskKey, String>,
+    zones: BTreeMap<DiskKey, String>,
+    replication: usize,
+    seed: u64,
+}
+
+/// Replans data movement at `now` (after any change).
+pub(crate) fn plan(state: &mut State, now: i64) {
+    if state.data.is_none() {
+        return;
+    }
+    let serving = state.serving_disks();
+    let mut leaving = BTreeSet::new();
+    let mut eligible = BTreeMap::new();
+    let mut zones = BTreeMap::new();
+    for (key, disk) in &state.disks {
+        zones.insert(key.clone(), disk.zone());
+        let excluded = state.is_disk_excluded(disk);
+        if excluded || state.is_failed(disk, now) {
+            leaving.insert(key.clone());
+        } else if disk.is_storage() && serving.contains(key) {
+            eligible.insert(key.clone(), disk.zone());
+        }
+    }
+    let view = View {
+        serving,
+        leaving,
+        eligible,
+        zones,
+        replication: state.replicas(),
+        seed: state.settings.seed,
+    };
+    let State { data, movement, .. } = state;
+    let Some(data) = data.as_mut() else {
+        return;
+    };
+    drop_surplus(data, movement, &view);
+    validate(data, movement, &view);
+    replicate(data, movement, &view);
+    rewrite(data, movement, &view);
+}
+
+/// Shards with enough good replicas lose the rest at once (a failed or excluded copy
+/// that is no longer needed, extra copies after a redundancy decrease), and need no
+/// copies.
+fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
+    let mut drops: Vec<(usize, DiskKey)> = Vec::new();
+    let mut satisfied = BTreeSet::new();
+    for (index, shard) in data.shards.iter().enumerate() {
+        if shard.lost {
+            continue;
+        }
+        let mut keep: Vec<&DiskKey> = shard
+            .replicas
+            .keys()
+            .filter(|d| !view.leaving.contains(*d))
+            .collect();
+        if keep.len() < view.replication {
+            continue;
+        }
+        satisfied.insert(index);
+        drops.extend(
+            shard
+                .replicas
+                .keys()
+                .filter(|d| view.leaving.contains(*d))
+                .map(|d| (index, d.clone())),
+        );
+        // Extra good replicas: keep one per zone first, the least loaded first.
+        keep.sort_by_key(|d| (data.held_by(d), (*d).clone()));
+        let mut zones_kept = BTreeSet::new();
+        let (first, rest): (Vec<&DiskKey>, Vec<&DiskKey>) = keep
+            .into_iter()
+            .partition(|d| zones_kept.insert(view.zones.get(*d)));
+        drops.extend(
+            first
+                .into_iter()
+                .chain(rest)
+                .skip(view.replication)
+                .map(|d| (index, d.clone())),
+        );
+    }
+    for (index, disk) in drops {
+        data.drop_replica(index, &disk);
+    }
+    movement.moves.retain(|_, m| {
+        !(satisfied.contains(&m.shard) && matches!(m.kind, MoveKind::Replicate { .. }))
+    });
+}
+
+/// Cancels moves no longer possible or needed; finds another source for a move whose
+/// source went away.
+fn validate(data: &Data, movement: &mut Movement, view: &View) {
+    let mut cancel = Vec::new();
+    let mut resource = Vec::new();
+    for (id, m) in &mut movement.moves {
+        let Some(shard) = data.shards.get(m.shard).filter(|s| !s.lost) else {
+            cancel.push(*id);
+            continue;
+        };
+        match &mut m.kind {
+            MoveKind::Replicate { dest, drop } => {
+                if !view.eligible.contains_key(dest) || shard.replicas.contains_key(dest) {
+                    cancel.push(*id);
+                    continue;
+                }
+                if let Some(old) = drop.clone() {
+                    if !shard.replicas.contains_key(&old) {
+                        // Its disk is gone: the copy is still needed, nothing to drop.
+                        *drop = None;
+                    } else if !view.leaving.contains(&old) {
+                        // It came back or was included again: no longer needed.
+                        cancel.push(*id);
+                        continue;
+                    }
+                }
+            }
+            MoveKind::Rewrite => {
+                let stale = shard
+                    .replicas
+                    .get(&m.source)
+                    .is_some_and(|generation| *generation < data.engine_generation);
+                if !stale || !view.serving.contains(&m.source) || view.leaving.contains(&m.source) {
+                    cancel.push(*id);
+                }
+                continue;
+            }
+        }
+        if !view.serving.contains(&m.source) || !shard.replicas.contains_key(&m.source) {
+            resource.push(*id);
+        }
+    }
+    for id in cancel {
+        movement.moves.remove(&id);
+    }
+    for id in resource {
+        let Some(m) = movement.moves.get(&id) else {
+            continue;
+        };
+        let source = live_source(data, movement, view, m.shard);
+        match source {
+            Some(source) => {
+                if let Some(m) = movement.moves.get_mut(&id) {
+                    m.source = source;
+                }
+            }
+            None => {
+                movement.moves.remove(&id);
+            }
+        }
+    }
+}
+
+/// Plans the copies each shard needs, when its whole team can be formed.
+fn replicate(data: &Data, movement: &mut Movement, view: &View) {
+    let mut pending: BTreeMap<usize, Vec<&Move>> = BTreeMap::new();
+    let mut incoming: BTreeMap<DiskKey, usize> = BTreeMap::new();
+    for m in movement.moves.values() {
+        if let MoveKind::Replicate { dest, .. } = &m.kind {
+            pending.entry(m.shard).or_default().push(m);
+            *incoming.entry(dest.clone()).or_insert(0) += 1;
+        }
+    }
+    let mut planned: Vec<(usize, DiskKey, MoveKind)> = Vec::new();
+    let mut queued: BTreeMap<DiskKey, usize> = BTreeMap::new();
+    for m in movement.moves.values() {
+        *queued.entry(m.source.clone()).or_insert(0) += 1;
+    }
+    for (index, shard) in data.shards.iter().enumerate() {
+        if shard.lost {
+            continue;
+        }
+        let keep: Vec<&DiskKey> = shard
+            .replicas
+            .keys()
+            .filter(|d| !view.leaving.contains(*d))
+            .collect();
+        let moves = pending.get(&index).map_or(&[][..], Vec::as_slice);
+        let missing = view
+            .replication
+            .saturating_sub(keep.len())
+            .saturating_sub(moves.len());
+        if missing == 0 {
+            continue;
+        }
+        let mut used_zones: BTreeSet<&String> =
+            keep.iter().filter_map(|d| view.zones.get(*d)).collect();
+        let mut dests_taken: BTreeSet<&DiskKey> = BTreeSet::new();
+        for m in moves {
+            if let MoveKind::Replicate { dest, .. } = &m.kind {
+                used_zones.extend(view.zones.get(dest));
+                dests_taken.insert(dest);
+            }
+        }
+        let mut candidates: Vec<(&DiskKey, &String)> = view
+            .eligible
+            .iter()
+            .filter(|(disk, zone)| {
+                !shard.replicas.contains_key(*disk)
+                    && !dests_taken.contains(disk)
+                    && !used_zones.contains(zone)
+            })
+            .collect();
+        candidates.sort_by_key(|(disk, _)| {
+            (
+                data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
+                mix(view.seed, index, disk),
+            )
+        });
+        let mut chosen: Vec<&DiskKey> = Vec::new();
+        let mut zones_chosen = BTreeSet::new();
+        for (disk, zone) in candidates {
+            if chosen.len() < missing && zones_chosen.insert(zone) {
+                chosen.push(disk);
+            }
+        }
+        if chosen.len() < missing {
+            continue;
+        }
+        let covered: BTreeSet<&DiskKey> = moves
+            .iter()
+            .filter_map(|m| match &m.kind {
+                MoveKind::Replicate {
+                    drop: Some(old), ..
+                } => Some(old),
+                _ => None,
+            })
+            .collect();
+        let mut uncovered = shard
+            .replicas
+            .keys()
+            .filter(|d| view.leaving.contains(*d) && !covered.contains(d));
+        for dest in chosen {
+            let drop = uncovered.next().cloned();
+            let own = drop.clone().filter(|d| view.serving.contains(d));
+            let Some(source) =
+                own.or_else(|| pick_source(shard_holders(data, index), view, &queued))
+            else {
+                break;
+            };
+            *queued.entry(source.clone()).or_insert(0) += 1;
+            *incoming.entry(dest.clone()).or_insert(0) += 1;
+            planned.push((
+                index,
+                source,
+                MoveKind::Replicate {
+                    dest: dest.clone(),
+                    drop,
+                },
+            ));
+        }
+    }
+    let bytes = data.shard_bytes;
+    for (index, source, kind) in planned {
+        movement.add(index, source, kind, bytes);
+    }
+}
+
+/// Plans in-place rewrites of replicas older than the storage engine.
+fn rewrite(data: &Data, movement: &mut Movement, view: &View) {
+    let pending: BTreeSet<(usize, DiskKey)> = movement
+        .moves
+        .values()
+        .filter(|m| m.kind == MoveKind::Rewrite)
+        .map(|m| (m.shard, m.source.clone()))
+        .collect();
+    let mut planned = Vec::new();
+    for (index, shard) in data.shards.iter().enumerate() {
+        for (disk, generation) in &shard.replicas {
+            if *generation < data.engine_generation
+                && view.serving.contains(disk)
+                && !view.leaving.contains(disk)
+                && !pending.contains(&(index, disk.clone()))
+            {
+                planned.push((index, disk.clone()));
+            }
+        }
+    }
+    for (index, disk) in planned {
+        movement.add(index, disk, MoveKind::Rewrite, data.shard_bytes);
+    }
+}
+
+fn shard_holders(data: &Data, index: usize) -> Vec<&DiskKey> {
+    data.shards
+        .get(index)
+        .map(|s| s.replicas.keys().collect())
+        .unwrap_or_default()
+}
+
+/// The live holder with the shortest queue.
+fn pick_source(
+    holders: Vec<&DiskKey>,
+    view: &View,
+    queued: &BTreeMap<DiskKey, usize>,
+) -> Option<DiskKey> {
+    holders
+        .into_iter()
+        .filter(|d| view.serving.contains(*d))
+        .min_by_key(|d| (queued.get(*d).copied().unwrap_or(0), (*d).clone()))
+        .cloned()
+}
+
+fn live_source(data: &Data, movement: &Movement, view: &View, index: usize) -> Option<DiskKey> {
+    let mut queued: BTreeMap<DiskKey, usize> = BTreeMap::new();
+    for m in movement.moves.values() {
+        *queued.entry(m.source.clone()).or_insert(0) += 1;
+    }
+    pick_source(shard_holders(data, index), view, &queued)
+}

@@ -1,0 +1,148 @@
+//! Recoveries of the transaction system.
+//!
+//! When a member of the transaction system stops, restarts, is excluded or cannot join,
+//! or on `configure`, a coordinators change or a regained quorum, the database recovers:
+//! unavailable until a transaction system can be recruited, then for `recoverySeconds`
+//! (or the `slowRecovery` override), after which the new transaction system is recruited
+//! from the processes there are then. Each recovery that starts is counted once, however
+//! many of its processes went at once (one batch kill = one recovery).
+
+use super::roles::recruit;
+use super::state::State;
+
+/// The recovery reason when the coordinators lost their quorum by themselves.
+pub(crate) const QUORUM_LOST: &str = "loss of the coordinators' quorum";
+
+/// Where the transaction system is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Recovery {
+    /// No database yet (not configured).
+    #[default]
+    Down,
+    /// The transaction system is gone and cannot be recruited from the processes there
+    /// are (or the coordinators have no quorum).
+    Waiting { reason: String },
+    /// A recovery runs since `started` (unix seconds).
+    Recovering { started: i64, reason: String },
+    /// Accepting commits.
+    Recovered,
+}
+
+impl Recovery {
+    /// Why the database is recovering, while it is.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Waiting { reason } | Self::Recovering { reason, .. } => Some(reason),
+            Self::Down | Self::Recovered => None,
+        }
+    }
+}
+
+/// When the running recovery ends (unix seconds).
+pub(crate) fn recovery_end(state: &State) -> Option<i64> {
+    match &state.recovery {
+        Recovery::Recovering { started, .. } => {
+            Some(started.saturating_add(state.recovery_seconds()))
+        }
+        _ => None,
+    }
+}
+
+/// Starts a recovery now (configure, coordinators change).
+pub(crate) fn force(state: &mut State, now: i64, reason: &str) {
+    if state.configuration.is_none() {
+        return;
+    }
+    state.transaction_system = None;
+    state.recovery = Recovery::Waiting {
+        reason: reason.to_owned(),
+    };
+    ensure(state, now);
+}
+
+/// Brings the recovery state up to `now`: a broken transaction system starts a recovery,
+/// a recovery whose time is up recruits its transaction system.
+pub(crate) fn ensure(state: &mut State, now: i64) {
+    if state.configuration.is_none() {
+        state.transaction_system = None;
+        state.recovery = Recovery::Down;
+        return;
+    }
+    if state.cluster_version().is_none() {
+        if !matches!(state.recovery, Recovery::Waiting { .. }) {
+            // A kill that took the coordinators keeps its name.
+            let reason = state
+                .recovery_reason
+                .take()
+                .unwrap_or_else(|| QUORUM_LOST.to_owned());
+            state.recovery = Recovery::Waiting { reason };
+        }
+        state.transaction_system = None;
+        return;
+    }
+    loop {
+        match &state.recovery {
+            Recovery::Down => {
+                state.recovery = Recovery::Waiting {
+                    reason: "configure new".to_owned(),
+                };
+            }
+            Recovery::Recovered => {
+                let Some(cause) = broken(state) else {
+                    return;
+                };
+                let reason = state.recovery_reason.take().unwrap_or(cause);
+                state.transaction_system = None;
+                state.recovery = Recovery::Waiting { reason };
+            }
+            Recovery::Waiting { reason } => {
+                if recruit(state).is_none() {
+                    return;
+                }
+                let reason = reason.clone();
+                state.recoveries += 1;
+                state.generation += 2;
+                state.recovery = Recovery::Recovering {
+                    started: now,
+                    reason,
+                };
+            }
+            Recovery::Recovering { started, reason } => {
+                let end = started.saturating_add(state.recovery_seconds());
+                if end > now {
+                    return;
+                }
+                let reason = reason.clone();
+                match recruit(state) {
+                    Some(system) => {
+                        state.transaction_system = Some(system);
+                        state.recovery = Recovery::Recovered;
+                        state.last_recovered_unix = end;
+                    }
+                    None => state.recovery = Recovery::Waiting { reason },
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Why the recruited transaction system no longer stands, if it does not.
+fn broken(state: &State) -> Option<String> {
+    let Some(system) = &state.transaction_system else {
+        return Some("loss of the transaction system".to_owned());
+    };
+    let version = state.cluster_version();
+    system.members.iter().find_map(|member| {
+        let what = |how: &str| Some(format!("transaction process {} {how}", member.address));
+        let process = state.processes.get(&member.address);
+        match process {
+            None => what("left"),
+            Some(p) if !p.running => what("stopped"),
+            Some(p) if p.started_unix != member.started_unix => what("restarted"),
+            Some(p) if !state.is_member(p, version.as_ref()) => what("cannot join"),
+            Some(p) if state.is_excluded(p) => what("excluded"),
+            Some(_) => None,
+        }
+    })
+}

@@ -1,0 +1,77 @@
+//! The state of the data at a glance (replicas remaining, shards without a live replica,
+//! replicas still to move), recomputed after each change rather than on every read.
+
+use std::collections::BTreeSet;
+
+use super::state::State;
+
+/// The data's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DataSummary {
+    /// Whether the shards exist.
+    pub placed: bool,
+    /// Shards no live replica serves (lost ones included).
+    pub without_live_replica: usize,
+    /// Fewest live replicas of any shard, at most the replication factor.
+    pub min_live_replicas: usize,
+    /// Fewest distinct zones among any shard's live replicas.
+    pub min_live_zones: usize,
+    /// Shards with fewer live replicas in distinct zones than the replication factor.
+    pub under_replicated: usize,
+    /// Replicas on excluded or failed disks, waiting to be moved away.
+    pub leaving_replicas: usize,
+    /// Replicas written with an older storage engine.
+    pub stale_replicas: usize,
+    /// Storage disks holding replicas whose process is not serving.
+    pub silent_disks: usize,
+}
+
+pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
+    let Some(data) = &state.data else {
+        return DataSummary::default();
+    };
+    let replication = state.replicas();
+    let serving = state.serving_disks();
+    let mut leaving = BTreeSet::new();
+    let mut silent_disks = 0;
+    for (key, disk) in &state.disks {
+        if state.is_disk_excluded(disk) || state.is_failed(disk, now) {
+            leaving.insert(key.as_str());
+        }
+        if data.held_by(key) > 0 && !serving.contains(key) {
+            silent_disks += 1;
+        }
+    }
+    let mut summary = DataSummary {
+        placed: true,
+        min_live_replicas: replication,
+        min_live_zones: replication,
+        silent_disks,
+        ..DataSummary::default()
+    };
+    for shard in &data.shards {
+        let mut live = 0;
+        let mut zones = BTreeSet::new();
+        for (disk, generation) in &shard.replicas {
+            if serving.contains(disk) {
+                live += 1;
+                zones.insert(state.disks.get(disk).map(|d| d.zone()));
+            }
+            if leaving.contains(disk.as_str()) {
+                summary.leaving_replicas += 1;
+            }
+            if *generation < data.engine_generation {
+                summary.stale_replicas += 1;
+            }
+        }
+        if live == 0 {
+            summary.without_live_replica += 1;
+        }
+        if zones.len() < replication {
+            summary.under_replicated += 1;
+        }
+        summary.min_live_replicas = summary.min_live_replicas.min(live);
+        summary.min_live_zones = summary.min_live_zones.min(zones.len());
+    }
+    summary
+}
