@@ -312,7 +312,10 @@ impl InvariantMonitor {
 
     /// Judges outages that began at an operator action: each may last one recovery
     /// (`allowed_seconds`), or `restart + recovery` when it began at the one cluster-wide
-    /// kill of a bounce. Open outages are judged by how long they have lasted so far.
+    /// kill of a bounce. Outages less than one recovery apart count as one: clients see
+    /// a database that keeps failing them (a storm of recoveries, as a rolling restart
+    /// of transaction processes one by one causes). Open outages are judged by how long
+    /// they have lasted so far.
     pub fn check_outages(
         &mut self,
         now: i64,
@@ -322,7 +325,7 @@ impl InvariantMonitor {
         allowed_seconds: i64,
         bounce_allowance: i64,
     ) {
-        for outage in merge_outages(outages) {
+        for outage in merge_outages(outages, allowed_seconds) {
             if self.outages_reported.contains(&outage.start) {
                 continue;
             }
@@ -359,15 +362,15 @@ impl InvariantMonitor {
     }
 }
 
-/// Outages that touch or overlap are one outage (a recovery during a recovery).
-fn merge_outages(outages: &[Outage]) -> Vec<Outage> {
+/// Outages that overlap, or follow each other within `gap` seconds, are one outage.
+fn merge_outages(outages: &[Outage], gap: i64) -> Vec<Outage> {
     let mut sorted = outages.to_vec();
     sorted.sort_by_key(|outage| outage.start);
     let mut merged: Vec<Outage> = Vec::new();
     for outage in sorted {
         if let Some(last) = merged.last_mut() {
             let last_end = last.end;
-            if last_end.is_none_or(|end| outage.start <= end) {
+            if last_end.is_none_or(|end| outage.start <= end.saturating_add(gap)) {
                 last.end = match (last_end, outage.end) {
                     (Some(a), Some(b)) => Some(a.max(b)),
                     _ => None,

@@ -281,6 +281,35 @@ fn an_outage_caused_by_an_operator_action_may_last_one_recovery() {
     monitor.check_outages(400, 0, &outages, &[(100, false), (200, false)], 5, 10);
     assert_eq!(monitor.violations().len(), 1, "judged once");
 
+    // A storm: three short recoveries a second apart, each started by an action.
+    let mut monitor = InvariantMonitor::new();
+    let storm = [
+        outage(100, Some(105)),
+        outage(106, Some(111)),
+        outage(112, Some(117)),
+    ];
+    monitor.check_outages(
+        300,
+        0,
+        &storm,
+        &[(100, false), (106, false), (112, false)],
+        5,
+        10,
+    );
+    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
+    assert!(
+        monitor.violations()[0].detail.contains("17 s"),
+        "{}",
+        monitor.violations()[0].detail
+    );
+    let mut monitor = InvariantMonitor::new();
+    let apart = [outage(100, Some(105)), outage(200, Some(205))];
+    monitor.check_outages(300, 0, &apart, &[(100, false), (200, false)], 5, 10);
+    assert!(
+        monitor.violations().is_empty(),
+        "recoveries far apart are each one recovery"
+    );
+
     let mut monitor = InvariantMonitor::new();
     monitor.check_outages(300, 0, &[outage(50, Some(80))], &[(10, false)], 5, 10);
     assert!(

@@ -112,6 +112,8 @@ pub struct Runner {
     clients: Vec<ClientInfo>,
     /// How long one recovery takes now (faults included).
     recovery_seconds: u64,
+    /// How long one recovery takes without the `slowRecovery` fault.
+    default_recovery_seconds: u64,
     /// How long fdbmonitor takes to restart a killed process.
     restart_seconds: u64,
     /// Process groups the operator marked for removal at some point.
@@ -246,6 +248,7 @@ impl Runner {
             operator_actions: Vec::new(),
             clients,
             recovery_seconds,
+            default_recovery_seconds: recovery_seconds,
             restart_seconds,
             ever_marked: std::collections::BTreeSet::new(),
             operator_disabled: options.operator_disabled,

@@ -388,10 +388,11 @@ impl Runner {
                 self.fdb.disconnect_client(address);
                 self.clients.retain(|client| &client.address != address);
             }
-            Fault::IoError { .. } | Fault::SlowRecovery { .. } | Fault::IgnoreKill { .. } => {
-                return Err(RunError::Act(format!(
-                    "fault {fault:?} is not supported by the simulated database yet"
-                )));
+            Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
+            Fault::IgnoreKill { process_group } => self.fdb.set_ignore_kill(process_group, true),
+            Fault::SlowRecovery { seconds } => {
+                self.fdb.set_recovery_override(Some(*seconds));
+                self.recovery_seconds = *seconds;
             }
             world_fault => {
                 self.world.apply_fault(world_fault).await?;
@@ -404,7 +405,11 @@ impl Runner {
     async fn heal(&mut self, heal: &Heal) -> Result<(), RunError> {
         if heal.all == Some(true) {
             self.api.clear_faults();
-            self.fdb.set_timeout_rate(0.0);
+            self.fdb.heal_all();
+            self.recovery_seconds = self.default_recovery_seconds;
+        }
+        if let Some(group) = &heal.process_group {
+            self.fdb.heal_group(group);
         }
         self.world.heal(heal).await?;
         self.wake_operator();
