@@ -10,12 +10,13 @@ use sha2::{Digest, Sha256};
 
 /// Parses `yaml` as a scenario and runs it to the end.
 ///
-/// `ip_block` must differ between tests that run at the same time: each pod's sidecar
-/// binds `127.<ip_block>.y.z:8080`.
+/// `ip_block`: the loopback block the sidecars listen in (`Some(n)`, or a plain `n`), or
+/// `None` to let the run pick one no other run holds (the result is the same: pod IPs
+/// are `127.0.y.z` whichever block serves them). A fixed block held by another run fails.
 ///
 /// # Panics
 /// When the scenario is invalid or the simulator fails; tests want exactly that.
-pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
+pub fn run(yaml: &str, ip_block: impl Into<Option<u8>>) -> SimulationResult {
     let scenario = Scenario::parse(yaml, "test scenario").unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -23,7 +24,7 @@ pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
         .build()
         .unwrap_or_else(|error| panic!("runtime: {error}"));
     let options = RunOptions {
-        ip_block,
+        ip_block: ip_block.into(),
         ..RunOptions::default()
     };
     runtime

@@ -80,6 +80,7 @@ impl Runner {
                     &self.fdb,
                     &self.clock,
                     &self.log,
+                    self.world.network(),
                 )?;
                 self.api.close_watches();
                 self.wake_operator();

@@ -28,13 +28,19 @@ pub mod dns;
 pub mod error;
 pub mod fdbmonitor;
 pub mod host;
+pub mod network;
 pub mod nodes;
 pub mod projection;
 pub mod scheduler;
 
+mod admin;
 mod faults;
 mod kubelet;
 mod lifecycle;
+mod node_lifecycle;
+mod pod_start;
+mod restarts;
+mod sidecar;
 mod status;
 mod summaries;
 
@@ -45,15 +51,19 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 
+pub use admin::DrainReport;
 pub use dns::{ClusterDns, Resolver};
 pub use error::WorldError;
 pub use host::{ProcessHost, ProcessLaunch};
+pub use network::{HostBlock, NetworkMap};
 
 use crate::clock::{Clock, VirtualClock};
 use crate::simulation::kube::FakeApiServer;
 use crate::simulation::scenario;
 
+use fdb_shared::FdbVersion;
 use kubelet::PodRuntime;
+use network::BlockLease;
 use nodes::Nodes;
 use projection::ConfigMapHistory;
 
@@ -73,9 +83,16 @@ pub struct WorldOptions {
     pub config_map_delay_seconds: u64,
     /// The run's seed (kept for reproducibility; the world's choices are deterministic).
     pub seed: u64,
-    /// Second octet of the pod IPs (`127.<ip_block>.y.z`). Worlds running at the same
-    /// time on one machine need different blocks, since sidecars bind `<pod IP>:8080`.
+    /// Second octet of the pod IPs (`127.<ip_block>.y.z`) as Kubernetes and FoundationDB
+    /// see them.
     pub ip_block: u8,
+    /// Where the sidecars really listen ([`network`]): on the pod IPs (default), or in a
+    /// given or free block of their own. The block is held exclusively for the world's
+    /// life.
+    pub host_block: HostBlock,
+    /// Image -> the FoundationDB version it contains, for images whose tag does not say
+    /// (`world.images`).
+    pub images: BTreeMap<String, FdbVersion>,
 }
 
 impl Default for WorldOptions {
@@ -86,12 +103,15 @@ impl Default for WorldOptions {
             config_map_delay_seconds: scenario::DEFAULT_CONFIG_MAP_DELAY_SECONDS,
             seed: scenario::DEFAULT_SEED,
             ip_block: 0,
+            host_block: HostBlock::PodIps,
+            images: BTreeMap::new(),
         }
     }
 }
 
 impl WorldOptions {
-    /// The options a scenario's `world` section and seed ask for.
+    /// The options a scenario's `world` section and seed ask for: pod IPs in block 0,
+    /// sidecars listening in a free block of their own (the runner's choice may fix it).
     pub fn from_scenario(settings: &scenario::WorldSettings, seed: u64) -> Self {
         Self {
             nodes: settings.nodes,
@@ -101,6 +121,14 @@ impl WorldOptions {
                 .unwrap_or(scenario::DEFAULT_CONFIG_MAP_DELAY_SECONDS),
             seed,
             ip_block: 0,
+            host_block: HostBlock::Free,
+            // The scenario validates the versions; an unparsable one would have been
+            // refused there.
+            images: settings
+                .images
+                .iter()
+                .filter_map(|(image, version)| Some((image.clone(), version.parse().ok()?)))
+                .collect(),
         }
     }
 }
@@ -134,6 +162,8 @@ pub struct World {
     host: Arc<dyn ProcessHost>,
     clock: VirtualClock,
     root: tempfile::TempDir,
+    lease: BlockLease,
+    network: NetworkMap,
     nodes: Nodes,
     pods: BTreeMap<String, PodRuntime>,
     history: ConfigMapHistory,
@@ -168,11 +198,15 @@ impl World {
         host: Arc<dyn ProcessHost>,
         clock: VirtualClock,
     ) -> Result<Self, WorldError> {
+        let lease = BlockLease::acquire(options.host_block, options.ip_block)?;
+        let network = NetworkMap::new(options.ip_block, lease.block());
         let root = tempfile::Builder::new()
             .prefix("fdb-sim-world-")
             .tempdir()
             .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
         let mut world = Self {
+            lease,
+            network,
             nodes: Nodes::new(options.zones),
             options,
             api,
@@ -223,7 +257,10 @@ impl World {
     async fn round(&mut self) -> Result<(), WorldError> {
         let config_maps = self.api.list_typed(None)?;
         self.history.observe(&config_maps, self.now());
+        self.expire_crash_restarts();
         self.sync_pvcs()?;
+        let pods = self.list_pods()?;
+        self.sync_node_lifecycle(&pods)?;
         let pods = self.list_pods()?;
         self.forget_vanished_pods(&pods).await;
         self.terminate_pods(&pods).await?;
@@ -245,10 +282,13 @@ impl World {
         Ok(())
     }
 
-    /// When the next timed event (a ConfigMap projection) falls due, if any.
+    /// When the next timed event falls due, if any: a ConfigMap projection, a sidecar
+    /// restart after its back-off, a process restart after a crash loop ends, a node
+    /// declared NotReady, a pod evicted from a tainted node.
     pub fn next_due(&self) -> Option<Timestamp> {
         let now = self.now();
-        self.pods
+        let projections = self
+            .pods
             .values()
             .flat_map(|runtime| runtime.config_volumes.iter())
             .filter_map(|volume| {
@@ -258,7 +298,16 @@ impl World {
                     volume.projected.unwrap_or(0),
                     self.delay(),
                 )
-            })
+            });
+        let sidecars = self
+            .pods
+            .values()
+            .filter(|runtime| !self.nodes.is_down(&runtime.node))
+            .filter_map(|runtime| runtime.sidecar.as_ref()?.due());
+        projections
+            .chain(sidecars)
+            .chain(self.faults.crash_restarts.values().copied())
+            .chain(self.node_lifecycle_due())
             .filter(|at| *at > now)
             .min()
     }
@@ -298,7 +347,30 @@ impl World {
 
     /// The sidecar container's restart count of a pod.
     pub fn sidecar_restarts(&self, namespace: &str, name: &str) -> Option<u32> {
-        Some(self.runtime(namespace, name)?.sidecar_restarts)
+        Some(
+            self.runtime(namespace, name)?
+                .restarts_of(kubelet::SIDECAR_CONTAINER),
+        )
+    }
+
+    /// How pod IPs map to the host addresses the sidecars listen on (what a client of
+    /// the sidecars, such as the operator, must connect to).
+    pub fn network(&self) -> NetworkMap {
+        self.network
+    }
+
+    /// The loopback block the world holds for its sidecars, and its lock file.
+    pub fn host_block(&self) -> (u8, &Path) {
+        (self.lease.block(), self.lease.path())
+    }
+
+    /// Where a running pod's sidecar listens (its host address, port 8080).
+    pub fn sidecar_address(&self, namespace: &str, name: &str) -> Option<std::net::SocketAddr> {
+        let ip = self.pod_ip(namespace, name)?;
+        Some(std::net::SocketAddr::new(
+            self.network.host_ip(ip.into()),
+            kubelet::SIDECAR_PORT,
+        ))
     }
 
     /// Stops every sidecar and process.
