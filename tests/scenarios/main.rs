@@ -7,4 +7,5 @@
 mod creation;
 mod faults;
 mod idempotence;
+mod kubernetes;
 mod restart;
