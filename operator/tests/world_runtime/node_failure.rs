@@ -7,7 +7,7 @@ use fdb_shared::address::ProcessAddress;
 use k8s_openapi::api::core::v1::Node;
 
 use super::support::{
-    CLUSTER_FILE, config_map, http, monitor_conf, pod, ready, setup, storage_pod,
+    CLUSTER_FILE, config_map, container_states, http, monitor_conf, pod, ready, setup, storage_pod,
 };
 
 fn node(s: &super::support::Setup, name: &str) -> Node {
@@ -177,8 +177,12 @@ async fn a_node_healed_before_its_pods_are_evicted_brings_them_back() {
     assert!(ready(&back), "the kubelet reports the restarted containers");
     assert_eq!(http(ip, "GET", "/ready").await.unwrap().0, 200);
     assert_eq!(
-        s.world.sidecar_restarts("default", "sample-storage-1"),
-        Some(1)
+        container_states(&back)
+            .iter()
+            .map(|c| c.1)
+            .collect::<Vec<_>>(),
+        [0, 1, 1],
+        "its containers restarted with the node"
     );
     s.world.shutdown().await;
 }

@@ -6,11 +6,17 @@
 //! concurrency (409 on stale writes), `generation` bumped only by spec-like changes, the
 //! status subresource, label and field selectors, merge / JSON / strategic merge patches,
 //! watches that `kube::runtime::watcher` follows, finalizers and graceful pod deletion.
+//! Pods and services get the rules an operator can trip over: a pod update may change
+//! only what the real server allows (images, ...; 422 otherwise, see [`pod_updates`]),
+//! `spec.nodeName` is set through the `binding` subresource, `pods/<name>/eviction`
+//! evicts (see [`subresources`]), pods get the default `NoExecute` tolerations and
+//! ClusterIP services a stable cluster IP (see [`admission`]).
 //! Each client is tagged with an actor name; requests are counted per actor and verb and
 //! writes are logged in order for the simulation's events log. A seeded share of an
 //! actor's writes can be made to fail with 409 Conflict.
 //!
-//! Not simulated: server-side apply (415), garbage collection of owned objects
+//! Not simulated: PodDisruptionBudgets (no `policy` resources; evictions always
+//! proceed), server-side apply (415), garbage collection of owned objects
 //! (`propagationPolicy` is accepted and ignored), namespace existence checks, dry runs,
 //! list snapshots at an older resourceVersion (lists always show the latest state),
 //! watch timeouts and periodic bookmarks, managedFields.

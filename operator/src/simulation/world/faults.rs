@@ -167,7 +167,12 @@ impl World {
         fault: &Fault,
         group: &str,
     ) -> Result<SettleReport, WorldError> {
-        self.refresh_group_containers(group)?;
+        if matches!(
+            fault,
+            Fault::BinaryMissing { .. } | Fault::OutputNotWritable { .. }
+        ) {
+            self.refresh_group_containers(group)?;
+        }
         self.record(
             "fault",
             format!("processGroup/{group}"),

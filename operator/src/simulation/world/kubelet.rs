@@ -136,6 +136,8 @@ pub struct PodRuntime {
     pub last_status: Option<serde_json::Value>,
     /// When each condition took its current value.
     pub condition_since: BTreeMap<String, (bool, Timestamp)>,
+    /// Its containers died with its node (they restart when the node is back).
+    pub lost_with_node: bool,
 }
 
 impl PodRuntime {
@@ -168,6 +170,7 @@ impl PodRuntime {
             launched: BTreeMap::new(),
             last_status: None,
             condition_since: BTreeMap::new(),
+            lost_with_node: false,
         }
     }
 
@@ -291,11 +294,15 @@ impl World {
         if self.nodes.is_down(&runtime.node) {
             // The node's kubelet is gone: whatever ran there stopped with the node, and
             // nothing starts until it is back.
-            if runtime.phase == PodPhase::Running {
+            if runtime.phase == PodPhase::Running && !runtime.lost_with_node {
                 let changes = runtime.stop_containers(self.host.as_ref()).await;
+                runtime.lost_with_node = true;
                 self.record_monitor(runtime, changes);
             }
             return Ok(());
+        }
+        if runtime.lost_with_node {
+            self.restart_lost_containers(pod, runtime);
         }
         if self.faults.pod_failed.contains(&group) && runtime.phase != PodPhase::Failed {
             let changes = runtime.stop_containers(self.host.as_ref()).await;
@@ -334,6 +341,28 @@ impl World {
             self.record_monitor(runtime, changes);
         }
         Ok(())
+    }
+
+    /// The node is back: the kubelet starts the pod's containers again (the sidecar counts
+    /// its own restart when it starts).
+    fn restart_lost_containers(&mut self, pod: &Pod, runtime: &mut PodRuntime) {
+        runtime.lost_with_node = false;
+        let now = self.now();
+        for container in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+            if container.name == SIDECAR_CONTAINER {
+                continue;
+            }
+            if let Some(state) = runtime.containers.get_mut(&container.name) {
+                state.restarts += 1;
+                state.started_at = Some(now);
+                state.last_exit = Some(ContainerExit {
+                    exit_code: 137,
+                    reason: "Error".into(),
+                    message: "the node went down".into(),
+                    at: now,
+                });
+            }
+        }
     }
 
     pub(super) fn record_monitor(&mut self, runtime: &PodRuntime, changes: MonitorChanges) {

@@ -1,16 +1,33 @@
 //! The simulated world's runtime: the pieces that stand in for the scheduler, the kubelet,
-//! fdbmonitor, the PVC controller and cluster DNS, driven between operator passes.
+//! fdbmonitor, the PVC, node lifecycle and taint-eviction controllers and cluster DNS,
+//! driven between operator passes.
 //!
 //! [`World::settle`] processes everything due at the current virtual time until nothing
-//! changes: it binds Pending pods to nodes ([`scheduler`]), starts pods (a loopback pod
-//! IP `127.<block>.y.z`, directories, the ConfigMap projection, the init container and a
-//! real in-process `fdb-sidecar` serving on `<pod IP>:8080`), projects ConfigMap changes
-//! once their delay has passed ([`projection`]), runs each pod's fdbmonitor
+//! changes: it binds Pending pods to nodes through the `binding` subresource
+//! ([`scheduler`]: node selectors, taints, cordons, pod anti-affinity), starts pods (a pod
+//! IP `127.<ip block>.y.z`, directories, per-container mount links, fake images, the
+//! ConfigMap projection, the init container, and a real in-process `fdb-sidecar`),
+//! projects ConfigMap changes once their delay has passed ([`projection`]), restarts
+//! exactly the containers whose image changed (`restartCount` + 1, a new `imageID`; the
+//! sidecar with the new image's version, the main container's fdbmonitor on the new
+//! binaries; init containers do not run again), runs each pod's fdbmonitor
 //! ([`fdbmonitor`]) against a [`ProcessHost`] (the simulated FoundationDB), restarts
-//! processes the operator killed, finishes graceful pod deletions, and manages PVC
-//! binding and protection. Everything is processed in name order, so a run is
-//! deterministic. [`World::next_due`] tells the runner when the next timed event
-//! (a ConfigMap projection) falls due.
+//! processes the operator killed, finishes graceful pod deletions, manages PVC binding
+//! and protection, and walks down nodes through their lifecycle. Everything is processed
+//! in name order, so a run is deterministic. [`World::next_due`] tells the runner when
+//! the next timed event falls due (a ConfigMap projection, a sidecar's CrashLoopBackOff
+//! retry, fdbmonitor's restart after a crash loop, a node declared NotReady, a taint
+//! eviction).
+//!
+//! Isolation ([`network`]): the sidecars listen in a loopback block of the world's own
+//! (`127.<host block>.y.z:8080`, the pod IP's `y.z`), held through a lock file for the
+//! world's life; a bind failure or anything else answering there stops the world
+//! ([`WorldError::Listen`], [`WorldError::ForeignListener`]). Clients of the sidecars
+//! connect through [`World::network`].
+//!
+//! A sidecar that fails to start (a start-up copy, a flag) crash-loops: retried after
+//! 10 s, 20 s, ... at most 300 s. Image -> FoundationDB version: `world.images`
+//! ([`WorldOptions::images`]) when listed, else the tag.
 //!
 //! Faults ([`World::apply_fault`]): `processMissing` stops a group's processes until
 //! healed; `podPending` keeps the group's *new* pods from being scheduled (a pod already
@@ -18,10 +35,25 @@
 //! phase Failed (processes and sidecar stop; a failed pod never recovers, healing only
 //! lets its replacement run); `podStuckTerminating` stops the group's pods from finishing
 //! their deletion (containers do stop); `sidecarUnreachable` stops the sidecar's
-//! listener (healing starts it again, restartCount + 1); `nodeDown` marks the node
-//! NotReady, its pods unready, their processes and sidecars down (no eviction);
-//! `nodeTaint` adds a `NoSchedule` taint. `apiConflicts`, `fdbcliTimeouts` and
-//! `clientConnected` are applied by the runner ([`WorldError::NotAWorldFault`]).
+//! listener (healing starts it again, restartCount + 1); `nodeDown`: at once the node's
+//! kubelet is gone (its pods' processes and sidecars stop, nothing there starts, reports
+//! or confirms deletions), after 40 s the node is `Ready: Unknown` and tainted
+//! `node.kubernetes.io/unreachable` (`NoSchedule`, `NoExecute`) and its pods unready,
+//! after their 300 s toleration its pods are marked for deletion and stay Terminating
+//! until the node heals ([`node_lifecycle`]); `nodeTaint` adds a `NoSchedule` taint;
+//! `processCrashLoop`: the group's fdbserver processes exit at every start (fdbmonitor
+//! retries after 1 s, 2 s, ... every 60 s; once healed they return at its next attempt);
+//! `binaryMissing`: the group's sidecar image lacks that version's `fdbserver` and
+//! `fdbcli`, so a sidecar of that version fails its start-up staging and crash-loops;
+//! `outputNotWritable`: the group's sidecar's mount of its output volume breaks (every
+//! path through it fails with "not a directory", even for root): copies answer 500,
+//! `check_hash` and `is_present` 404, a restarted sidecar cannot start; the main
+//! container's own mount is intact. Healing undoes each. `apiConflicts`,
+//! `fdbcliTimeouts`, `clientConnected`, `clientDisconnected`, `ioError`, `slowRecovery`
+//! and `ignoreKill` are applied by the runner ([`WorldError::NotAWorldFault`]).
+//!
+//! Administration for `act` steps ([`World::cordon`], [`World::drain`],
+//! [`World::add_nodes`]) writes to the API and returns; the caller settles.
 
 pub mod containers;
 pub mod dns;
@@ -29,6 +61,7 @@ pub mod error;
 pub mod fdbmonitor;
 pub mod host;
 pub mod network;
+pub mod node_lifecycle;
 pub mod nodes;
 pub mod projection;
 pub mod scheduler;
@@ -37,7 +70,6 @@ mod admin;
 mod faults;
 mod kubelet;
 mod lifecycle;
-mod node_lifecycle;
 mod pod_start;
 mod restarts;
 mod sidecar;
