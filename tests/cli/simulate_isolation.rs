@@ -46,10 +46,19 @@ fn two_runs_at_the_same_moment_give_the_result_of_one_alone() {
     assert_eq!(result_without_wall_time(&second), expected);
 }
 
+/// A block no run holds, from the top of the range (runs that pick a free block start
+/// from the bottom, so they do not take it when it is handed over).
+fn high_block() -> BlockLease {
+    (120..=199)
+        .rev()
+        .find_map(|block| BlockLease::acquire(HostBlock::Fixed(block), 0).ok())
+        .unwrap()
+}
+
 #[test]
 fn a_foreign_listener_on_a_pod_address_stops_the_run_with_exit_two() {
-    // Find a block no run holds, occupy its first pod address, and hand the block over.
-    let lease = BlockLease::acquire(HostBlock::Free, 0).unwrap();
+    // Occupy the first pod address of a free block, and hand the block over.
+    let lease = high_block();
     let block = lease.block();
     let address = format!("127.{block}.1.1:8080");
     let _foreign = std::net::TcpListener::bind(&address).unwrap();
@@ -67,7 +76,7 @@ fn a_foreign_listener_on_a_pod_address_stops_the_run_with_exit_two() {
 
 #[test]
 fn a_block_held_by_another_run_is_an_error() {
-    let lease = BlockLease::acquire(HostBlock::Free, 0).unwrap();
+    let lease = high_block();
     let output = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
         .args(["simulate", "--ip-block", &lease.block().to_string()])
         .arg(repo_file("docs/examples/quickstart.yaml"))

@@ -213,17 +213,27 @@ mod tests {
         );
     }
 
+    /// A block from the top of the range, where runs picking a free block (from the
+    /// bottom) do not go.
+    fn high_block() -> BlockLease {
+        (120..=199)
+            .rev()
+            .find_map(|block| BlockLease::acquire(HostBlock::Fixed(block), 0).ok())
+            .unwrap()
+    }
+
     #[test]
     fn a_block_is_held_by_one_lease_at_a_time() {
-        let first = BlockLease::acquire(HostBlock::Free, 0).unwrap();
-        let taken = BlockLease::acquire(HostBlock::Fixed(first.block()), 0).unwrap_err();
+        let first = high_block();
+        let block = first.block();
+        let taken = BlockLease::acquire(HostBlock::Fixed(block), 0).unwrap_err();
         assert!(
-            matches!(&taken, WorldError::BlockInUse { block, .. } if *block == first.block()),
+            matches!(&taken, WorldError::BlockInUse { block: b, .. } if *b == block),
             "{taken}"
         );
-        let second = BlockLease::acquire(HostBlock::Free, 0).unwrap();
-        assert_ne!(first.block(), second.block());
-        let block = first.block();
+        assert!(taken.to_string().contains(&format!("127.{block}.0.0/16")));
+        let free = BlockLease::acquire(HostBlock::Free, 0).unwrap();
+        assert_ne!(free.block(), block);
         drop(first);
         let again = BlockLease::acquire(HostBlock::Fixed(block), 0).unwrap();
         assert_eq!(again.block(), block);
