@@ -10,16 +10,17 @@ use sha2::{Digest, Sha256};
 
 /// Parses `yaml` as a scenario and runs it to the end.
 ///
-/// `ip_block` must differ between tests that run at the same time: each pod's sidecar
-/// binds `127.<ip_block>.y.z:8080`.
+/// `ip_block`: the loopback block the sidecars listen in (`Some(n)`, or a plain `n`), or
+/// `None` to let the run pick one no other run holds (the result is the same: pod IPs
+/// are `127.0.y.z` whichever block serves them). A fixed block held by another run fails.
 ///
 /// # Panics
 /// When the scenario is invalid or the simulator fails; tests want exactly that.
-pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
+pub fn run(yaml: &str, ip_block: impl Into<Option<u8>>) -> SimulationResult {
     run_with(
         yaml,
         RunOptions {
-            ip_block,
+            ip_block: ip_block.into(),
             ..RunOptions::default()
         },
     )
@@ -27,11 +28,11 @@ pub fn run(yaml: &str, ip_block: u8) -> SimulationResult {
 
 /// Like [`run`], with the operator disabled: its passes do nothing. The world and the
 /// scenario's `expect` steps must then catch the inaction.
-pub fn run_without_operator(yaml: &str, ip_block: u8) -> SimulationResult {
+pub fn run_without_operator(yaml: &str, ip_block: impl Into<Option<u8>>) -> SimulationResult {
     run_with(
         yaml,
         RunOptions {
-            ip_block,
+            ip_block: ip_block.into(),
             operator_disabled: true,
             ..RunOptions::default()
         },
@@ -39,7 +40,7 @@ pub fn run_without_operator(yaml: &str, ip_block: u8) -> SimulationResult {
 }
 
 /// Runs the scenario file `tests/scenarios/<relative>`.
-pub fn run_file(relative: &str, ip_block: u8) -> SimulationResult {
+pub fn run_file(relative: &str, ip_block: impl Into<Option<u8>>) -> SimulationResult {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")
         .join(relative);

@@ -1,5 +1,6 @@
 //! The simulated API server through real `kube::Api` clients: CRUD, selectors, conflicts,
-//! patches, generation rules, finalizers and graceful pod deletion.
+//! patches, generation rules, finalizers and graceful pod deletion; in `pod_rules`, what
+//! pod updates may change, binding, eviction, deletecollection and cluster IPs.
 
 // Test helpers outside `#[test]` fns fail loudly on purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,6 +16,9 @@ use kube::api::{
     PatchParams, PostParams,
 };
 use serde_json::{Value, json};
+
+#[path = "kube_api/pod_rules.rs"]
+mod pod_rules;
 
 fn server() -> (FakeApiServer, VirtualClock) {
     let clock = VirtualClock::fixed_epoch();
@@ -270,7 +274,27 @@ async fn merge_json_and_strategic_patches() {
     pods.create(&PostParams::default(), &pod("p", json!({}), Some("node-1")))
         .await
         .unwrap();
+    // Containers merge by name: one container's image changes alone.
     let patched = pods
+        .patch(
+            "p",
+            &pp,
+            &Patch::Strategic(
+                json!({"spec": {"containers": [{"name": "fdb", "image": "fdb:7.3"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let containers: Vec<(String, Option<String>)> = patched
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| (c.name, c.image))
+        .collect();
+    assert_eq!(containers, [("fdb".to_owned(), Some("fdb:7.3".to_owned()))]);
+    // Adding a container to an existing pod is refused, as on a real server.
+    let added = pods
         .patch(
             "p",
             &pp,
@@ -279,15 +303,8 @@ async fn merge_json_and_strategic_patches() {
             ),
         )
         .await
-        .unwrap();
-    let containers: Vec<String> = patched
-        .spec
-        .unwrap()
-        .containers
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
-    assert_eq!(containers, ["fdb", "sidecar"]);
+        .unwrap_err();
+    assert_eq!(api_error(added), (422, "Invalid".into()));
     let apply = pods
         .patch("p", &PatchParams::apply("test"), &Patch::Apply(json!({})))
         .await;

@@ -1,211 +1,36 @@
 //! The simulated world's runtime end to end: scheduling, pod IPs, real sidecars,
-//! ConfigMap projection delay, fdbmonitor, kills, deletion, PVC protection, DNS, faults.
+//! ConfigMap projection delay, fdbmonitor, kills, deletion, PVC protection, DNS, faults;
+//! in the modules: node failure, image changes, the v2 faults, isolation and node admin.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fdb_operator::clock::{Clock, VirtualClock};
 use fdb_operator::fdb::AdminClient;
 use fdb_operator::simulation::fdb::{SimFdbSettings, SimulatedFdb};
 use fdb_operator::simulation::kube::{DeleteOptions, FakeApiServer, ResourceKey};
 use fdb_operator::simulation::scenario::{Fault, Heal};
-use fdb_operator::simulation::world::{ProcessHost, ProcessLaunch, World, WorldOptions};
+use fdb_operator::simulation::world::{World, WorldOptions};
 use fdb_shared::address::ProcessAddress;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use serde_json::json;
 
-/// A process table that records what fdbmonitor does.
-#[derive(Default)]
-struct FakeHost {
-    running: Mutex<BTreeMap<ProcessAddress, ProcessLaunch>>,
-    starts: Mutex<Vec<ProcessLaunch>>,
-    removed: Mutex<Vec<ProcessAddress>>,
-    kills: Mutex<Vec<ProcessAddress>>,
-}
+#[path = "world_runtime/support.rs"]
+mod support;
 
-impl ProcessHost for FakeHost {
-    fn start_process(&self, launch: ProcessLaunch) {
-        self.starts.lock().unwrap().push(launch.clone());
-        self.running
-            .lock()
-            .unwrap()
-            .insert(launch.address.clone(), launch);
-    }
-    fn stop_process(&self, address: &ProcessAddress) {
-        self.running.lock().unwrap().remove(address);
-    }
-    fn remove_process(&self, address: &ProcessAddress) {
-        self.running.lock().unwrap().remove(address);
-        self.removed.lock().unwrap().push(address.clone());
-    }
-    fn take_kill_requests(&self) -> Vec<ProcessAddress> {
-        std::mem::take(&mut *self.kills.lock().unwrap())
-    }
-    fn tick(&self) {}
-    fn connection_string(&self) -> Option<String> {
-        None
-    }
-}
+#[path = "world_runtime/faults_v2.rs"]
+mod faults_v2;
+#[path = "world_runtime/images.rs"]
+mod images;
+#[path = "world_runtime/isolation.rs"]
+mod isolation;
+#[path = "world_runtime/node_failure.rs"]
+mod node_failure;
 
-impl FakeHost {
-    fn running(&self) -> BTreeMap<ProcessAddress, ProcessLaunch> {
-        self.running.lock().unwrap().clone()
-    }
-    fn start_count(&self) -> usize {
-        self.starts.lock().unwrap().len()
-    }
-}
-
-const CLUSTER_FILE: &str = "sample:abc@127.9.9.9:4501";
-
-fn monitor_conf(extra: &str) -> String {
-    format!(
-        "[general]\nkill_on_configuration_change = false\nrestart_delay = 60\n[fdbserver.1]\n\
-         command = $BINARY_DIR/fdbserver\ncluster_file = /var/fdb/data/fdb.cluster\n\
-         seed_cluster_file = /var/dynamic-conf/fdb.cluster\npublic_address = $FDB_PUBLIC_IP:4501\n\
-         class = storage\nlogdir = /var/log/fdb-trace-logs\nloggroup = sample\ndatadir = /var/fdb/data\n\
-         locality_instance_id = $FDB_INSTANCE_ID\nlocality_machineid = $FDB_MACHINE_ID\n\
-         locality_zoneid = $FDB_ZONE_ID\nlisten_address = $FDB_POD_IP:4501\n{extra}"
-    )
-}
-
-fn config_map(conf: &str, cluster_file: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": "sample-config", "namespace": "default"},
-           "data": {"fdbmonitor-conf-storage": conf, "cluster-file": cluster_file, "running-version": "7.1.57"}})
-}
-
-fn pvc(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-           "metadata": {"name": name, "namespace": "default"},
-           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16G"}}}})
-}
-
-/// A split-image storage pod as the operator builds it (§6).
-fn storage_pod(n: u32, with_pvc: bool) -> Value {
-    let name = format!("sample-storage-{n}");
-    let group = format!("storage-{n}");
-    let labels = json!({"foundationdb.org/fdb-cluster-name": "sample",
-        "foundationdb.org/fdb-process-class": "storage", "foundationdb.org/fdb-process-group-id": group});
-    let sidecar_args = [
-        "--copy-file",
-        "fdb.cluster",
-        "--input-monitor-conf",
-        "fdbmonitor.conf",
-        "--copy-binary",
-        "fdbserver",
-        "--copy-binary",
-        "fdbcli",
-        "--main-container-version",
-        "7.1.57",
-    ];
-    let mut init_args: Vec<&str> = sidecar_args.to_vec();
-    init_args.push("--init-mode");
-    let field = |path: &str| json!({"fieldRef": {"fieldPath": path}});
-    let env = json!([
-        {"name": "FDB_PUBLIC_IP", "valueFrom": field("status.podIP")},
-        {"name": "FDB_POD_IP", "valueFrom": field("status.podIP")},
-        {"name": "FDB_MACHINE_ID", "valueFrom": field("spec.nodeName")},
-        {"name": "FDB_ZONE_ID", "valueFrom": field("spec.nodeName")},
-        {"name": "FDB_INSTANCE_ID", "value": group},
-    ]);
-    let sidecar_mounts = json!([{"name": "config-map", "mountPath": "/var/input-files"},
-                                {"name": "dynamic-conf", "mountPath": "/var/output-files"}]);
-    let data = if with_pvc {
-        json!({"name": "data", "persistentVolumeClaim": {"claimName": format!("{name}-data")}})
-    } else {
-        json!({"name": "data", "emptyDir": {}})
-    };
-    json!({"apiVersion": "v1", "kind": "Pod",
-      "metadata": {"name": name, "namespace": "default", "labels": labels},
-      "spec": {
-        "hostname": name, "subdomain": "sample",
-        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1,
-            "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {
-                "foundationdb.org/fdb-cluster-name": "sample", "foundationdb.org/fdb-process-class": "storage"}}}}]}},
-        "initContainers": [{"name": "foundationdb-kubernetes-init",
-            "image": "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1",
-            "args": init_args, "env": env, "volumeMounts": sidecar_mounts}],
-        "containers": [
-          {"name": "foundationdb", "image": "foundationdb/foundationdb:7.1.57",
-           "command": ["fdbmonitor"],
-           "args": ["--conffile", "/var/dynamic-conf/fdbmonitor.conf", "--lockfile", "/var/dynamic-conf/fdbmonitor.lockfile"],
-           "env": [{"name": "FDB_CLUSTER_FILE", "value": "/var/dynamic-conf/fdb.cluster"}],
-           "volumeMounts": [{"name": "data", "mountPath": "/var/fdb/data"},
-                            {"name": "dynamic-conf", "mountPath": "/var/dynamic-conf"},
-                            {"name": "fdb-trace-logs", "mountPath": "/var/log/fdb-trace-logs"}]},
-          {"name": "foundationdb-kubernetes-sidecar",
-           "image": "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1",
-           "args": sidecar_args, "env": env, "volumeMounts": sidecar_mounts}],
-        "volumes": [data, {"name": "dynamic-conf", "emptyDir": {}},
-          {"name": "config-map", "configMap": {"name": "sample-config", "items": [
-              {"key": "fdbmonitor-conf-storage", "path": "fdbmonitor.conf"},
-              {"key": "cluster-file", "path": "fdb.cluster"}]}},
-          {"name": "fdb-trace-logs", "emptyDir": {}}]}})
-}
-
-struct Setup {
-    api: FakeApiServer,
-    clock: VirtualClock,
-    host: Arc<FakeHost>,
-    world: World,
-}
-
-fn setup(nodes: Option<u32>, ip_block: u8) -> Setup {
-    let clock = VirtualClock::fixed_epoch();
-    let api = FakeApiServer::new(Arc::new(clock.clone()), 1);
-    let host = Arc::new(FakeHost::default());
-    let options = WorldOptions {
-        nodes,
-        zones: Some(3),
-        ip_block,
-        ..WorldOptions::default()
-    };
-    let world = World::new(options, api.clone(), host.clone(), clock.clone()).unwrap();
-    Setup {
-        api,
-        clock,
-        host,
-        world,
-    }
-}
-
-fn pod(api: &FakeApiServer, name: &str) -> Option<Pod> {
-    api.get_typed(Some("default"), name).unwrap()
-}
-
-fn pod_key(name: &str) -> ResourceKey {
-    ResourceKey::new("", "v1", "pods", "default", name)
-}
-
-/// A one-shot HTTP/1.1 request; `None` when nothing listens.
-async fn http(ip: std::net::Ipv4Addr, method: &str, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect((ip, 8080)).await.ok()?;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {ip}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
-fn ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
+use support::{
+    CLUSTER_FILE, config_map, http, monitor_conf, pod, pod_key, pvc, ready, setup, storage_pod,
+};
 
 #[tokio::test]
 async fn pods_are_scheduled_spread_and_run_sidecars_and_processes() {
@@ -439,7 +264,8 @@ async fn deletion_pvc_protection_faults_and_heal() {
         .unwrap();
     assert!(s.host.running().contains_key(&address2));
 
-    // nodeDown: the pod turns unready, its sidecar and process vanish; heal brings them back.
+    // nodeDown: its sidecar and process vanish at once (the API notices only after 40 s,
+    // see node_failure); heal brings them back.
     let node2 = pod(&s.api, "sample-storage-2")
         .unwrap()
         .spec
@@ -452,7 +278,7 @@ async fn deletion_pvc_protection_faults_and_heal() {
         })
         .await
         .unwrap();
-    assert!(!ready(&pod(&s.api, "sample-storage-2").unwrap()));
+    assert!(ready(&pod(&s.api, "sample-storage-2").unwrap()));
     assert_eq!(http(ip2, "GET", "/ready").await, None);
     assert!(!s.host.running().contains_key(&address2));
     s.world

@@ -1,11 +1,12 @@
 //! Scenarios in the simulated world: the real operator, real sidecars, a simulated
-//! Kubernetes and FoundationDB. Each test uses its own pod IP block (`127.<block>.y.z`)
-//! since the tests of this binary run at the same time.
+//! Kubernetes and FoundationDB. The tests of this binary run at the same time: each run
+//! picks a loopback block no other run holds for its sidecars.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod creation;
 mod faults;
 mod idempotence;
+mod kubernetes;
 mod mutations;
 mod restart;

@@ -5,8 +5,8 @@
 
 use fdb_e2e_tests::{run_file, run_without_operator, scenario, violated};
 
-fn assert_caught(file: &str, block: u8, invariant: &str) {
-    let result = run_file(&format!("mutations/{file}.yaml"), block);
+fn assert_caught(file: &str, invariant: &str) {
+    let result = run_file(&format!("mutations/{file}.yaml"), None);
     let found = violated(&result);
     assert!(
         found.iter().any(|name| name == invariant),
@@ -15,8 +15,8 @@ fn assert_caught(file: &str, block: u8, invariant: &str) {
     );
 }
 
-fn assert_passes(file: &str, block: u8) -> fdb_operator::simulation::result::SimulationResult {
-    let result = run_file(&format!("mutations/{file}.yaml"), block);
+fn assert_passes(file: &str) -> fdb_operator::simulation::result::SimulationResult {
+    let result = run_file(&format!("mutations/{file}.yaml"), None);
     assert!(
         result.violations.is_empty(),
         "{file}: {:#?}",
@@ -27,27 +27,55 @@ fn assert_passes(file: &str, block: u8) -> fdb_operator::simulation::result::Sim
 
 #[test]
 fn deleting_two_storage_zones_one_by_one_is_caught() {
-    assert_caught("delete-two-storage-zones", 220, "data-loss-risk");
+    assert_caught("delete-two-storage-zones", "data-loss-risk");
+}
+
+#[test]
+fn deleting_two_storage_zones_loses_data_for_good() {
+    let result = run_file("mutations/delete-two-storage-zones.yaml", None);
+    assert!(
+        violated(&result).contains(&"data-lost".to_owned()),
+        "{:#?}",
+        result.violations
+    );
+    let last = result.steps.last().unwrap();
+    assert!(last.fdb["lostShards"].as_u64().unwrap() > 0, "{}", last.fdb);
+    assert_eq!(last.fdb["available"], false, "lost data stays lost");
+}
+
+#[test]
+fn killing_two_storage_zones_at_once_is_caught() {
+    assert_caught("kill-two-zones", "fault-tolerance-exceeded");
+}
+
+#[test]
+fn restarting_one_process_on_an_incompatible_version_is_caught() {
+    assert_caught("incompatible-restart", "mixed-version-bounce");
+}
+
+#[test]
+fn a_rolling_burst_of_stateless_deletions_is_caught() {
+    assert_caught("rolling-delete-stateless", "unavailable-by-operator");
 }
 
 #[test]
 fn deleting_storage_as_one_collection_is_caught() {
-    assert_caught("delete-storage-collection", 221, "data-loss-risk");
+    assert_caught("delete-storage-collection", "data-loss-risk");
 }
 
 #[test]
 fn deleting_a_pvc_right_after_its_exclusion_is_caught() {
-    assert_caught("exclude-then-delete-pvc", 222, "data-loss-risk");
+    assert_caught("exclude-then-delete-pvc", "data-loss-risk");
 }
 
 #[test]
 fn deleting_a_coordinators_pod_is_caught() {
-    assert_caught("delete-coordinator-pod", 223, "coordinator-deleted");
+    assert_caught("delete-coordinator-pod", "coordinator-deleted");
 }
 
 #[test]
 fn deleting_one_storage_pod_and_keeping_its_pvc_passes() {
-    let result = assert_passes("delete-storage-pod-keep-pvc", 224);
+    let result = assert_passes("delete-storage-pod-keep-pvc");
     let last = result.steps.last().unwrap();
     assert_eq!(last.reconciled, Some(true), "the expect held");
 }
@@ -58,7 +86,7 @@ fn an_operator_that_does_nothing_fails_the_expectation_of_a_shrink() {
         "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}",
         "  - apply: {spec: {processCounts: {storage: 3}}}\n  - expect: {within: 7200, processGroups: {storage: 3}, pods: 16}\n",
     );
-    let result = run_without_operator(&yaml, 225);
+    let result = run_without_operator(&yaml, None);
     let failed: Vec<&str> = result
         .violations
         .iter()
@@ -75,5 +103,43 @@ fn an_operator_that_does_nothing_fails_the_expectation_of_a_shrink() {
         failed[0].contains("processGroups: expected storage: 3"),
         "{}",
         failed[0]
+    );
+}
+
+#[test]
+fn excluding_a_dead_process_and_deleting_it_after_re_replication_passes() {
+    let result = assert_passes("exclude-dead-then-delete");
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.fdb["lostShards"], 0);
+    assert!(
+        last.fdb["movedMiB"].as_f64().unwrap() >= 1024.0,
+        "{}",
+        last.fdb
+    );
+}
+
+#[test]
+fn patching_only_the_sidecar_image_restarts_it_and_stages_the_new_binaries() {
+    let result = assert_passes("patch-sidecar-image");
+    let last = result.steps.last().unwrap();
+    let binaries = &last.sidecars["sample-storage-1"].binaries;
+    assert!(
+        binaries.iter().any(|b| b == "bin/7.3.43/fdbserver"),
+        "{binaries:?}"
+    );
+    let pod = last
+        .pods
+        .iter()
+        .find(|pod| pod.name == "sample-storage-1")
+        .unwrap();
+    let restarts: Vec<(&str, i32)> = pod
+        .containers
+        .iter()
+        .map(|c| (c.name.as_str(), c.restart_count))
+        .collect();
+    assert!(
+        restarts.contains(&("foundationdb-kubernetes-sidecar", 1))
+            && restarts.contains(&("foundationdb", 0)),
+        "exactly the sidecar restarted: {restarts:?}"
     );
 }

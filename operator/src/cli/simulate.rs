@@ -1,6 +1,6 @@
 //! `fdb-operator simulate SCENARIO.yaml`: runs a scenario in the simulated world.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,9 +15,16 @@ use crate::simulation::scenario::Scenario;
 pub struct SimulateArgs {
     /// The scenario file (YAML): world, cluster manifest and steps.
     pub scenario: PathBuf,
-    /// Write the result JSON to this file instead of stdout.
+    /// Write the result JSON to this file instead of stdout. When stdout is a terminal
+    /// and this is not given, the JSON goes to `<scenario name>.result.json` in the
+    /// current directory.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// The loopback block N the sidecars listen in (`127.N.y.z:8080`). By default the run
+    /// picks a block that no other run on this machine holds; a block held by another run
+    /// is an error. Pod IPs in the result are `127.0.y.z` whichever block serves them.
+    #[arg(long, value_name = "N")]
+    pub ip_block: Option<u8>,
     /// Seed of every random choice (overrides the scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -54,7 +61,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     };
     let options = RunOptions {
         seed: args.seed,
-        ip_block: 0,
+        ip_block: args.ip_block,
         progress,
         ..RunOptions::default()
     };
@@ -77,7 +84,12 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let written = match &args.output {
+    let output = args.output.clone().or_else(|| {
+        std::io::stdout()
+            .is_terminal()
+            .then(|| PathBuf::from(result_file_name(&result.name)))
+    });
+    let written = match &output {
         Some(path) => std::fs::write(path, format!("{json}\n"))
             .map_err(|error| format!("cannot write {}: {error}", path.display())),
         None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| error.to_string()),
@@ -89,10 +101,34 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     if !args.quiet {
         summarize(&result);
     }
+    if let Some(path) = &output {
+        eprintln!("result written to {}", path.display());
+    }
     if result.violations.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// `<scenario name>.result.json`, the name made safe for a file name.
+pub fn result_file_name(scenario: &str) -> String {
+    let safe: String = scenario
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let safe = safe.trim_matches(|c| c == '.' || c == '-');
+    if safe.is_empty() {
+        "scenario.result.json".to_owned()
+    } else {
+        format!("{safe}.result.json")
     }
 }
 
@@ -140,5 +176,21 @@ fn summarize(result: &crate::simulation::result::SimulationResult) {
                 violation.invariant, violation.time, violation.pass, violation.detail
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_files_are_named_after_the_scenario() {
+        assert_eq!(result_file_name("quickstart"), "quickstart.result.json");
+        assert_eq!(
+            result_file_name("scale down / v2"),
+            "scale-down---v2.result.json"
+        );
+        assert_eq!(result_file_name("../x"), "x.result.json");
+        assert_eq!(result_file_name(""), "scenario.result.json");
     }
 }

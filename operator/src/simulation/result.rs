@@ -107,6 +107,12 @@ pub struct ContainerSummary {
     pub image: String,
     /// Arguments.
     pub args: Vec<String>,
+    /// Restarts so far (`restartCount` of the container's status).
+    #[serde(default)]
+    pub restart_count: i32,
+    /// The image ID the container runs (`imageID` of its status; empty before it ran).
+    #[serde(default, rename = "imageID")]
+    pub image_id: String,
 }
 
 /// A PVC as the result shows it.

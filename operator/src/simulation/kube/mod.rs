@@ -6,26 +6,35 @@
 //! concurrency (409 on stale writes), `generation` bumped only by spec-like changes, the
 //! status subresource, label and field selectors, merge / JSON / strategic merge patches,
 //! watches that `kube::runtime::watcher` follows, finalizers and graceful pod deletion.
+//! Pods and services get the rules an operator can trip over: a pod update may change
+//! only what the real server allows (images, ...; 422 otherwise, see [`pod_updates`]),
+//! `spec.nodeName` is set through the `binding` subresource, `pods/<name>/eviction`
+//! evicts (see [`subresources`]), pods get the default `NoExecute` tolerations and
+//! ClusterIP services a stable cluster IP (see [`admission`]).
 //! Each client is tagged with an actor name; requests are counted per actor and verb and
 //! writes are logged in order for the simulation's events log. A seeded share of an
 //! actor's writes can be made to fail with 409 Conflict.
 //!
-//! Not simulated: server-side apply (415), garbage collection of owned objects
+//! Not simulated: PodDisruptionBudgets (no `policy` resources; evictions always
+//! proceed), server-side apply (415), garbage collection of owned objects
 //! (`propagationPolicy` is accepted and ignored), namespace existence checks, dry runs,
 //! list snapshots at an older resourceVersion (lists always show the latest state),
 //! watch timeouts and periodic bookmarks, managedFields.
 
 pub mod accounting;
+pub mod admission;
 pub mod deletion;
 pub mod errors;
 pub mod faults;
 pub mod operations;
 pub mod patch;
+pub mod pod_updates;
 pub mod resources;
 pub mod routes;
 pub mod selectors;
 pub mod service;
 pub mod store;
+pub mod subresources;
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -45,7 +54,7 @@ pub use service::ActorService;
 pub use store::ResourceKey;
 
 use operations::{Core, Operation};
-use routes::Route;
+use routes::{Query, Route};
 
 /// The actor name `finish_pod_deletion` writes as.
 pub const KUBELET_ACTOR: &str = "kubelet";
@@ -242,6 +251,74 @@ impl FakeApiServer {
         let route = self.route_for_key(key, false)?;
         self.execute(actor, &route, Operation::Delete(options))?;
         Ok(self.get(key))
+    }
+
+    /// Deletes, in one request (like `kubectl delete --selector`, a `deletecollection`),
+    /// every object of the core resource `plural` (`pods`, `persistentvolumeclaims`,
+    /// `services`, ...) in `namespace` matching `label_selector` (Kubernetes syntax; empty
+    /// selects all), as `actor`. Each object is deleted as by a single delete: pods
+    /// gracefully, objects with finalizers marked. Returns the names of the objects
+    /// deleted or marked for deletion, in name order.
+    pub fn delete_collection_as(
+        &self,
+        actor: &str,
+        plural: &str,
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<Vec<String>, ApiError> {
+        let key = ResourceKey::new("", "v1", plural, namespace, "");
+        let mut route = self.route_for_key(&key, false)?;
+        route.name = None;
+        let query = Query::from_pairs([("labelSelector", label_selector)]);
+        let reply = self.execute(
+            actor,
+            &route,
+            Operation::DeleteCollection(query, DeleteOptions::default()),
+        )?;
+        Ok(reply
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|item| store::meta_str(item, "name").map(str::to_owned))
+            .collect())
+    }
+
+    /// Evicts a pod as `actor` through its `eviction` subresource (a `POST` of an
+    /// `Eviction`, as `kubectl drain` sends): a graceful delete. No PodDisruptionBudget
+    /// is consulted (none can exist in the simulated API). 404 when the pod is gone.
+    pub fn evict_as(&self, actor: &str, namespace: &str, name: &str) -> Result<(), ApiError> {
+        let key = ResourceKey::new("", "v1", "pods", namespace, name);
+        let mut route = self.route_for_key(&key, false)?;
+        route.subresource = Some("eviction".to_owned());
+        let eviction = serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        });
+        self.execute(actor, &route, Operation::Evict(eviction))?;
+        Ok(())
+    }
+
+    /// Binds a pod to a node as `actor` through its `binding` subresource (what the
+    /// scheduler does; no update may set `spec.nodeName`). 409 when the pod already has a
+    /// node.
+    pub fn bind_pod_as(
+        &self,
+        actor: &str,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), ApiError> {
+        let key = ResourceKey::new("", "v1", "pods", namespace, name);
+        let mut route = self.route_for_key(&key, false)?;
+        route.subresource = Some("binding".to_owned());
+        let binding = serde_json::json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        self.execute(actor, &route, Operation::Bind(binding))?;
+        Ok(())
     }
 
     /// The kubelet's confirmation that a terminating pod's containers are gone: removes the

@@ -30,6 +30,10 @@ pub enum Operation {
     Delete(DeleteOptions),
     /// DELETE a collection.
     DeleteCollection(Query, DeleteOptions),
+    /// POST to `pods/<name>/binding`.
+    Bind(Value),
+    /// POST to `pods/<name>/eviction`.
+    Evict(Value),
 }
 
 impl Operation {
@@ -38,7 +42,7 @@ impl Operation {
         match self {
             Self::Get => Verb::Get,
             Self::List(_) => Verb::List,
-            Self::Create(_) => Verb::Create,
+            Self::Create(_) | Self::Bind(_) | Self::Evict(_) => Verb::Create,
             Self::Update(_) => Verb::Update,
             Self::Patch(..) => Verb::Patch,
             Self::Delete(_) | Self::DeleteCollection(..) => Verb::Delete,
@@ -206,7 +210,39 @@ impl Core {
         let resource = &route.resource;
         let status_only = route.subresource.as_deref() == Some("status");
         let url_namespace = route.namespace.as_deref();
+        let subresource = route.subresource.as_deref().filter(|s| *s != "status");
+        match (&operation, subresource) {
+            (Operation::Bind(_), Some("binding")) | (Operation::Evict(_), Some("eviction")) => {}
+            (Operation::Bind(_) | Operation::Evict(_), _) | (_, Some(_)) => {
+                return Err(ApiError::method_not_allowed(
+                    operation.verb().as_str(),
+                    &format!(
+                        "{}/{}",
+                        resource.qualified_name(),
+                        subresource.unwrap_or_default()
+                    ),
+                ));
+            }
+            _ => {}
+        }
         match (operation, &route.name) {
+            (Operation::Bind(body), Some(name)) => {
+                let namespace = State::namespace_for(resource, url_namespace, None)?;
+                let node = body
+                    .pointer("/target/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let reply = self.store.bind(resource, &namespace, name, &body, now)?;
+                record.detail = format!("bind to {node}");
+                Ok((201, reply))
+            }
+            (Operation::Evict(body), Some(name)) => {
+                let namespace = State::namespace_for(resource, url_namespace, None)?;
+                let reply = self.store.evict(resource, &namespace, name, &body, now)?;
+                record.detail = "eviction".to_string();
+                Ok((201, reply))
+            }
             (Operation::Create(body), None) => {
                 let created = self.store.create(resource, url_namespace, body, now)?;
                 record.name = meta_str(&created, "name").unwrap_or_default().to_string();

@@ -56,10 +56,14 @@ pub fn parse_path(registry: &ResourceRegistry, path: &str) -> Result<Route, ApiE
     if namespace.is_some() && !resource.namespaced {
         return Err(ApiError::unknown_path(path));
     }
-    if let Some(sub) = &subresource
-        && (sub != "status" || !resource.status_subresource)
-    {
-        return Err(ApiError::unknown_path(path));
+    if let Some(sub) = &subresource {
+        let status = sub == "status" && resource.status_subresource;
+        let pod_post = resource.group.is_empty()
+            && resource.plural == "pods"
+            && super::subresources::POD_POST_SUBRESOURCES.contains(&sub.as_str());
+        if !(status || pod_post) {
+            return Err(ApiError::unknown_path(path));
+        }
     }
     Ok(Route {
         resource,
@@ -88,6 +92,16 @@ impl Query {
             })
             .collect();
         Self { params }
+    }
+
+    /// A query of the given parameters (already decoded).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self {
+            params: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
     }
 
     /// A parameter's value, if present and non-empty.
@@ -176,6 +190,14 @@ mod tests {
         );
         assert_eq!(
             route("/api/v1/namespaces/ns1/pods/p/x/y").unwrap_err().code,
+            404
+        );
+        let eviction = route("/api/v1/namespaces/ns1/pods/p/eviction").unwrap();
+        assert_eq!(eviction.subresource.as_deref(), Some("eviction"));
+        assert_eq!(
+            route("/api/v1/namespaces/ns1/services/s/eviction")
+                .unwrap_err()
+                .code,
             404
         );
         assert_eq!(route("/healthz").unwrap_err().code, 404);

@@ -96,7 +96,17 @@ fn operation_for(
     body: &[u8],
 ) -> Result<Option<Operation>, ApiError> {
     let has_name = route.name.is_some();
+    let post_subresource = route
+        .subresource
+        .as_deref()
+        .filter(|s| super::subresources::POD_POST_SUBRESOURCES.contains(s));
     let operation = match *method {
+        Method::POST if has_name && post_subresource == Some("binding") => {
+            Operation::Bind(parse_json(body)?)
+        }
+        Method::POST if has_name && post_subresource == Some("eviction") => {
+            Operation::Evict(parse_json(body)?)
+        }
         Method::GET if !has_name && query.flag("watch") => return Ok(None),
         Method::GET if has_name => Operation::Get,
         Method::GET => Operation::List(query),

@@ -8,8 +8,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 
+use super::admission::{self, ServiceIps};
 use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
+use super::pod_updates::validate_pod_update;
 use super::resources::{ResourceRegistry, ResourceType};
 use super::watch::{EventType, WatchHub};
 
@@ -74,6 +76,7 @@ pub struct State {
     pub(super) resource_version: u64,
     uid_counter: u64,
     name_rng: ChaCha8Rng,
+    service_ips: ServiceIps,
     pub(super) watches: WatchHub,
 }
 
@@ -112,6 +115,11 @@ pub(super) fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 /// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
 pub(super) fn rfc3339(time: Timestamp) -> String {
     time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Whether `resource` is the core group's `plural`.
+pub(super) fn is_core(resource: &ResourceType, plural: &str) -> bool {
+    resource.group.is_empty() && resource.plural == plural
 }
 
 /// The object without `metadata` and `status`: what bumps `generation` when it changes.
@@ -175,6 +183,7 @@ impl State {
             resource_version: 0,
             uid_counter: 0,
             name_rng: ChaCha8Rng::seed_from_u64(seed),
+            service_ips: ServiceIps::default(),
             watches: WatchHub::default(),
         }
     }
@@ -290,6 +299,13 @@ impl State {
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
         }
+        if is_core(resource, "pods") {
+            admission::admit_pod(&mut object);
+        } else if is_core(resource, "services") {
+            let in_use = self.cluster_ips_in_use(resource);
+            self.service_ips
+                .admit_service(resource, &name, &mut object, &in_use)?;
+        }
         self.uid_counter += 1;
         let uid = format!("00000000-0000-4000-8000-{:012x}", self.uid_counter);
         let resource_version = self.next_resource_version();
@@ -374,8 +390,18 @@ impl State {
         self.commit_update(resource, &namespace, name, current, patched, status_only)
     }
 
+    /// The cluster IPs of the stored services.
+    fn cluster_ips_in_use(&self, resource: &ResourceType) -> std::collections::BTreeSet<String> {
+        self.objects_of(resource, None)
+            .filter_map(|(_, service)| service.pointer("/spec/clusterIP")?.as_str())
+            .filter(|ip| *ip != "None" && !ip.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The shared update rules of PUT and PATCH: optimistic concurrency, server-owned
-    /// metadata, status subresource split, generation, finalizers, no-op detection.
+    /// metadata, status subresource split, what a pod or service update may change,
+    /// generation, finalizers, no-op detection.
     fn commit_update(
         &mut self,
         resource: &ResourceType,
@@ -423,6 +449,12 @@ impl State {
             }
             next
         };
+        if !status_only && is_core(resource, "pods") {
+            validate_pod_update(resource, name, &current, &next)?;
+        }
+        if !status_only && is_core(resource, "services") {
+            admission::update_service(resource, name, &current, &mut next)?;
+        }
         if !status_only
             && meta_str(&current, "deletionTimestamp").is_some()
             && finalizers(&next)

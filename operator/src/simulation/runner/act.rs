@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
-use serde_json::json;
 
 use crate::fdb::{AdminClient, ExclusionTarget};
 use crate::simulation::event_log::Actor as LogActor;
@@ -139,9 +138,39 @@ impl Runner {
                 self.log
                     .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
             }
-            Action::Drain(node) => self.drain(&client, node).await?,
-            Action::AddNodes(_) => {
-                return Err(act_failed(action, "adding nodes is not supported yet"));
+            Action::Drain(node) => {
+                let actor_name = match actor {
+                    Actor::Operator => ACT_AS_OPERATOR_ACTOR,
+                    Actor::User => super::USER_ACTOR,
+                };
+                let report = self
+                    .world
+                    .drain(actor_name, node)
+                    .map_err(|e| act_failed(action, e))?;
+                self.log
+                    .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
+                for pod in &report.evicted {
+                    self.log
+                        .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "drain");
+                }
+                for (pod, reason) in &report.refused {
+                    self.log.record(
+                        EventSource::K8s,
+                        "evict",
+                        &format!("pod/{pod}"),
+                        &format!("drain: refused: {reason}"),
+                    );
+                }
+            }
+            Action::AddNodes(count) => {
+                let added = self
+                    .world
+                    .add_nodes(*count)
+                    .map_err(|e| act_failed(action, e))?;
+                for node in added {
+                    self.log
+                        .record(EventSource::K8s, "create", &format!("node/{node}"), "");
+                }
             }
         }
         Ok(())
@@ -218,38 +247,6 @@ impl Runner {
                     .patch(&target.name, &params, &Patch::Merge(patch))
                     .await?;
             }
-        }
-        Ok(())
-    }
-
-    /// `kubectl drain`: cordon the node, then evict every pod bound to it.
-    async fn drain(&mut self, client: &kube::Client, node: &str) -> Result<(), RunError> {
-        let failed = |e: kube::Error| RunError::Act(format!("drain {node}: {e}"));
-        Api::<Node>::all(client.clone())
-            .patch(
-                node,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"unschedulable": true}})),
-            )
-            .await
-            .map_err(failed)?;
-        self.log
-            .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
-        let pods: Api<Pod> = Api::all(client.clone());
-        let on_node = pods
-            .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
-            .await
-            .map_err(failed)?;
-        for pod in on_node {
-            let (Some(namespace), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
-                continue;
-            };
-            Api::<Pod>::namespaced(client.clone(), &namespace)
-                .evict(&name, &EvictParams::default())
-                .await
-                .map_err(failed)?;
-            self.log
-                .record(EventSource::K8s, "evict", &format!("pod/{name}"), "drain");
         }
         Ok(())
     }

@@ -20,6 +20,7 @@ use crate::simulation::kube::service::ResponseBody;
 use crate::simulation::kube::{ActorService, FakeApiServer};
 use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::recording_sidecar::RecordingSidecar;
+use crate::simulation::world::NetworkMap;
 
 /// The actor name of the operator's Kubernetes client.
 pub const OPERATOR_ACTOR: &str = "operator";
@@ -50,19 +51,23 @@ impl AdminClientProvider for SimulatedAdminProvider {
     }
 }
 
-/// The production HTTP sidecar clients, each wrapped to record its requests.
+/// The production HTTP sidecar clients, each wrapped to record its requests. They reach a
+/// pod's sidecar where the world serves its pod IP ([`NetworkMap::host_ip`]), as a
+/// client inside the cluster network reaches the pod IP.
 #[derive(Debug)]
 pub struct RecordingSidecarProvider {
     inner: HttpSidecarProvider,
     log: EventLog,
+    network: NetworkMap,
 }
 
 impl RecordingSidecarProvider {
-    /// Plain-HTTP sidecar clients recording into `log`.
-    pub fn new(log: EventLog) -> Result<Self, SidecarClientError> {
+    /// Plain-HTTP sidecar clients recording into `log`, connecting through `network`.
+    pub fn new(log: EventLog, network: NetworkMap) -> Result<Self, SidecarClientError> {
         Ok(Self {
             inner: HttpSidecarProvider::new(SidecarClientFactory::new(None)?, false),
             log,
+            network,
         })
     }
 }
@@ -73,7 +78,13 @@ impl SidecarProvider for RecordingSidecarProvider {
         cluster: &FoundationDBCluster,
         pod: &Pod,
     ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
-        let client = self.inner.sidecar_for(cluster, pod)?;
+        let mut routed = pod.clone();
+        if let Some(status) = routed.status.as_mut()
+            && let Some(ip) = status.pod_ip.as_deref().and_then(|ip| ip.parse().ok())
+        {
+            status.pod_ip = Some(self.network.host_ip(ip).to_string());
+        }
+        let client = self.inner.sidecar_for(cluster, &routed)?;
         Ok(Arc::new(RecordingSidecar::new(
             client,
             &pod.name_any(),
@@ -137,12 +148,13 @@ pub fn new_operator_context(
     fdb: &SimulatedFdb,
     clock: &VirtualClock,
     log: &EventLog,
+    network: NetworkMap,
 ) -> Result<Context, SidecarClientError> {
     let clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let mut context = Context::new(
         kube,
         Arc::new(SimulatedAdminProvider::new(fdb.clone(), log.clone())),
-        Arc::new(RecordingSidecarProvider::new(log.clone())?),
+        Arc::new(RecordingSidecarProvider::new(log.clone(), network)?),
         clock,
     );
     context.settings.controller_name = "fdb-operator-simulated".to_owned();

@@ -30,7 +30,7 @@ use crate::simulation::invariants::InvariantMonitor;
 use crate::simulation::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
 use crate::simulation::result::{ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
 use crate::simulation::scenario::{self, Scenario};
-use crate::simulation::world::{World, WorldError, WorldOptions};
+use crate::simulation::world::{HostBlock, World, WorldError, WorldOptions};
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use harness::{OPERATOR_ACTOR, USER_ACTOR, new_operator_context, operator_kube_client};
@@ -43,9 +43,10 @@ pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct RunOptions {
     /// Overrides the scenario's seed.
     pub seed: Option<u64>,
-    /// Second octet of the pod IPs; runs at the same time on one machine need distinct
-    /// blocks (each sidecar binds `<pod IP>:8080`).
-    pub ip_block: u8,
+    /// The loopback block (second octet) the run's sidecars listen in; `None` picks one
+    /// no other run on the machine holds. Pod IPs are `127.0.y.z` either way (the result
+    /// does not depend on the block); the run holds the block until it ends.
+    pub ip_block: Option<u8>,
     /// Receives one line per pass and step.
     pub progress: Option<ProgressSink>,
     /// Runs the scenario with an operator that does nothing (its passes report
@@ -216,18 +217,27 @@ impl Runner {
             move |record: &WriteRecord| record_operator_write(&log, record)
         })));
         let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
-        world_options.ip_block = options.ip_block;
+        world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
         let world = World::new(
             world_options,
             api.clone(),
             Arc::new(fdb.clone()),
             clock.clone(),
         )?;
+        if let Some(progress) = &options.progress {
+            let (block, lock) = world.host_block();
+            progress(&format!(
+                "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
+                world.network().pod_block(),
+                lock.display()
+            ));
+        }
         let context = new_operator_context(
             harness::operator_kube_client(&api, &log),
             &fdb,
             &clock,
             &log,
+            world.network(),
         )?;
         api.create_as(USER_ACTOR, manifest)?;
         let recovery_seconds = scenario

@@ -102,6 +102,7 @@ impl Runner {
             &self.fdb,
             &self.clock,
             &self.log,
+            self.world.network(),
         ) {
             Ok(context) => self.context = context,
             // The sidecar client factory has no inputs that can change between restarts.

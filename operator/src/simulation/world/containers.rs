@@ -8,6 +8,7 @@ use jiff::Timestamp;
 
 use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::{Container, Pod};
+use sha2::{Digest, Sha256};
 
 use super::error::WorldError;
 
@@ -87,22 +88,40 @@ pub fn binary_version(content: &str) -> Option<FdbVersion> {
     content.split_whitespace().last()?.parse().ok()
 }
 
-/// Writes the fake image of a container under `root`: `usr/bin/fdbserver` and
-/// `usr/bin/fdbcli` naming the version, `var/fdb/version`, and the client library
-/// `var/fdb/lib/libfdb_c_<version>.so`. An image without a version gets an empty root.
-pub fn write_image(root: &Path, version: Option<&FdbVersion>) -> Result<(), WorldError> {
+/// What a fake image holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageContents<'a> {
+    /// The FoundationDB version it ships (`None`: not a FoundationDB image).
+    pub version: Option<&'a FdbVersion>,
+    /// Whether `usr/bin/fdbserver` and `usr/bin/fdbcli` are there (the `binaryMissing`
+    /// fault takes them out).
+    pub binaries: bool,
+}
+
+/// Writes the fake image of a container under `root`, replacing what was there:
+/// `usr/bin/fdbserver` and `usr/bin/fdbcli` naming the version (unless left out),
+/// `var/fdb/version`, and the client library `var/fdb/lib/libfdb_c_<version>.so`. An
+/// image without a version gets an empty root.
+pub fn write_image(root: &Path, contents: ImageContents<'_>) -> Result<(), WorldError> {
+    if root.exists() {
+        std::fs::remove_dir_all(root).map_err(WorldError::io("remove", root))?;
+    }
     let bin = root.join("usr/bin");
     let lib = root.join("var/fdb/lib");
     for dir in [&bin, &lib] {
         std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
     }
-    let Some(version) = version else {
+    let Some(version) = contents.version else {
         return Ok(());
     };
-    let mut files: Vec<(PathBuf, String)> = IMAGE_BINARIES
-        .iter()
-        .map(|name| (bin.join(name), binary_content(name, version)))
-        .collect();
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    if contents.binaries {
+        files.extend(
+            IMAGE_BINARIES
+                .iter()
+                .map(|name| (bin.join(name), binary_content(name, version))),
+        );
+    }
     files.push((root.join("var/fdb/version"), format!("{version}\n")));
     files.push((
         lib.join(format!("libfdb_c_{version}.so")),
@@ -112,6 +131,92 @@ pub fn write_image(root: &Path, version: Option<&FdbVersion>) -> Result<(), Worl
         std::fs::write(&path, content).map_err(WorldError::io("write", &path))?;
     }
     Ok(())
+}
+
+/// The image ID the kubelet reports for `image`: its repository and a digest derived from
+/// the whole reference, so that another image (another tag) has another ID.
+pub fn image_id(image: &str) -> String {
+    let digest = hex::encode(Sha256::digest(image.as_bytes()));
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let repository = match without_digest.rsplit_once(':') {
+        // A colon after the last slash separates the tag (not a registry port).
+        Some((repository, tag)) if !tag.contains('/') => repository,
+        _ => without_digest,
+    };
+    format!("{repository}@sha256:{digest}")
+}
+
+/// Where a container sees a volume: `<pod dir>/containers/<container>/mounts/<volume>`, a
+/// symlink to the volume's directory (one per container, like a bind mount, so that one
+/// container's mount can break while the others keep working).
+pub fn mount_link(pod_dir: &Path, container: &str, volume: &str) -> PathBuf {
+    pod_dir
+        .join("containers")
+        .join(container)
+        .join("mounts")
+        .join(volume)
+}
+
+/// Makes `link` point at `target` (replacing whatever is there).
+pub fn set_mount_link(link: &Path, target: &Path) -> Result<(), WorldError> {
+    remove_mount_link(link)?;
+    if let Some(parent) = link.parent() {
+        std::fs::create_dir_all(parent).map_err(WorldError::io("create directory", parent))?;
+    }
+    std::os::unix::fs::symlink(target, link).map_err(WorldError::io("link", link))
+}
+
+/// Replaces `link` with a regular file: every path through it then fails with "not a
+/// directory", for reads and writes alike, even for root (the `outputNotWritable` fault).
+pub fn break_mount_link(link: &Path) -> Result<(), WorldError> {
+    remove_mount_link(link)?;
+    std::fs::write(link, "volume unavailable (simulated fault)\n")
+        .map_err(WorldError::io("write", link))
+}
+
+fn remove_mount_link(link: &Path) -> Result<(), WorldError> {
+    match std::fs::symlink_metadata(link) {
+        Ok(meta) if meta.is_dir() => {
+            std::fs::remove_dir_all(link).map_err(WorldError::io("remove", link))
+        }
+        Ok(_) => std::fs::remove_file(link).map_err(WorldError::io("remove", link)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// A sidecar container's output dir (`--output-dir`, default `/var/output-files`).
+pub fn output_dir_path(container: &Container) -> String {
+    let words: Vec<&String> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .collect();
+    let mut output = "/var/output-files".to_owned();
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        if let Some(value) = word.strip_prefix("--output-dir=") {
+            output = value.to_owned();
+        } else if *word == "--output-dir"
+            && let Some(value) = iter.next()
+        {
+            output = (*value).clone();
+        }
+    }
+    output
+}
+
+/// The volume a sidecar container's output dir is on: the mount with the longest
+/// matching path.
+pub fn output_dir_volume(container: &Container) -> Option<String> {
+    let output = output_dir_path(container);
+    container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter(|m| Path::new(&output).starts_with(&m.mount_path))
+        .max_by_key(|m| Path::new(&m.mount_path).components().count())
+        .map(|m| m.name.clone())
 }
 
 /// What `valueFrom.fieldRef` and plain values resolve against.
@@ -264,6 +369,25 @@ mod tests {
         );
         assert_eq!(image_version("busybox"), None);
         assert_eq!(image_version("busybox:latest"), None);
+    }
+
+    #[test]
+    fn image_ids_follow_the_image() {
+        let a = image_id("foundationdb/foundationdb:7.1.57");
+        let b = image_id("foundationdb/foundationdb:7.3.43");
+        assert!(a.starts_with("foundationdb/foundationdb@sha256:"), "{a}");
+        assert_ne!(a, b);
+        assert!(image_id("registry:5000/fdb").starts_with("registry:5000/fdb@sha256:"));
+    }
+
+    #[test]
+    fn the_output_dir_volume_is_the_longest_matching_mount() {
+        let container: Container = serde_json::from_value(serde_json::json!({
+            "name": "s", "args": ["--output-dir", "/var/out/x"],
+            "volumeMounts": [{"name": "a", "mountPath": "/var"}, {"name": "b", "mountPath": "/var/out"}]
+        }))
+        .unwrap();
+        assert_eq!(output_dir_volume(&container).as_deref(), Some("b"));
     }
 
     #[test]

@@ -44,6 +44,57 @@ pub enum WorldError {
         /// The existing nodes, comma separated.
         known: String,
     },
+    /// Another world on this machine holds the loopback block.
+    #[error(
+        "loopback block 127.{block}.0.0/16 is in use by another simulation on this machine \
+         (lock {}); choose another block or let the run pick a free one",
+        path.display()
+    )]
+    BlockInUse {
+        /// The block (second octet).
+        block: u8,
+        /// Its lock file.
+        path: PathBuf,
+    },
+    /// Every loopback block is held by another world.
+    #[error("no free loopback block: every block has a lock held in {}", dir.display())]
+    NoFreeBlock {
+        /// The lock directory.
+        dir: PathBuf,
+    },
+    /// A pod's sidecar address cannot be bound: the run cannot be isolated.
+    #[error(
+        "cannot listen on {address} for the sidecar of pod {pod}: {source}; something else \
+         on this machine uses the address (stop it, or run in another block with --ip-block)"
+    )]
+    Listen {
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// The host address.
+        address: std::net::SocketAddr,
+        /// Why binding failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something that is not this world's sidecar answers on a pod's sidecar address.
+    #[error(
+        "something else already answers on {address}, the sidecar address of pod {pod}; the \
+         run stops rather than talk to it (stop it, or run in another block with --ip-block)"
+    )]
+    ForeignListener {
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// The host address.
+        address: std::net::SocketAddr,
+    },
+    /// A fault's values cannot be used.
+    #[error("fault {kind}: {message}")]
+    InvalidFault {
+        /// The fault kind.
+        kind: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// The fault is not applied by the world (the runner applies it to the API server or
     /// the simulated FoundationDB).
     #[error("fault {kind} is not a world fault; the runner applies it")]

@@ -1,25 +1,24 @@
-//! The kubelet: starts scheduled pods (IP, directories, ConfigMap projection, fake
-//! images, init container), runs the real sidecar and the main container's fdbmonitor,
-//! projects ConfigMap changes after their delay and restarts the sidecar after
-//! `POST /restart`.
+//! The kubelet: what the world keeps about each pod it runs, and the per-round sync of one
+//! pod: start it ([`super::pod_start`]), project ConfigMap changes after their delay,
+//! restart containers whose image changed ([`super::restarts`]), keep the sidecar
+//! ([`super::sidecar`]) and the main container's fdbmonitor running. A kubelet whose node
+//! is down does nothing at all: it neither starts nor stops nor reports anything.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use fdb_shared::address::ProcessAddress;
-use fdb_sidecar::metrics::RequestLabels;
-use fdb_sidecar::{RunningSidecar, Sidecar, SidecarConfig};
-use futures::FutureExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Container, KeyToPath, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
 
 use super::World;
-use super::containers::{self, ContainerFs, PodFacts, conf_file_arg, image_root, stamp};
+use super::containers::{self, ContainerFs, PodFacts, image_root, stamp};
 use super::error::WorldError;
-use super::fdbmonitor::{Monitor, MonitorChanges, MonitorContext};
+use super::fdbmonitor::{Monitor, MonitorChanges};
 use super::host::ProcessHost;
 use super::projection::{volume_files, write_volume};
+use super::sidecar::SidecarState;
 
 /// The init container that runs the sidecar in `--init-mode`.
 pub const INIT_CONTAINER: &str = "foundationdb-kubernetes-init";
@@ -29,6 +28,11 @@ pub const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
 pub const MAIN_CONTAINER: &str = "foundationdb";
 /// The port the sidecar listens on.
 pub const SIDECAR_PORT: u16 = 8080;
+
+/// Whether the container runs the sidecar image (the init container or the sidecar).
+pub fn runs_sidecar_image(container: &str) -> bool {
+    container == INIT_CONTAINER || container == SIDECAR_CONTAINER
+}
 
 /// Where a pod is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,21 +69,30 @@ pub struct ConfigVolume {
     pub projected: Option<u64>,
 }
 
-/// The sidecar container's runtime.
-#[derive(Debug, Default)]
-pub struct SidecarState {
-    /// The serving sidecar.
-    pub running: Option<RunningSidecar>,
-    /// Why the last start failed.
-    pub error: Option<String>,
+/// How a container instance ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerExit {
+    /// Exit code.
+    pub exit_code: i32,
+    /// `Completed` or `Error`.
+    pub reason: String,
+    /// Why (the sidecar's start-up error, "image changed", ...).
+    pub message: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// One container of a pod as the kubelet runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerRuntime {
+    /// The image the current (or last) instance runs.
+    pub image: String,
+    /// Instances started after the first.
+    pub restarts: u32,
     /// When the current instance started.
     pub started_at: Option<Timestamp>,
-    /// Start attempts so far.
-    pub attempts: u32,
-    /// Settle in which the last failed attempt happened (one retry per settle).
-    pub failed_in_settle: Option<u64>,
-    /// The host output dir.
-    pub output_dir: Option<PathBuf>,
+    /// How the previous instance ended.
+    pub last_exit: Option<ContainerExit>,
 }
 
 /// What the world keeps about a started (or starting) pod.
@@ -111,10 +124,10 @@ pub struct PodRuntime {
     pub pvc_uids: BTreeMap<String, String>,
     /// ConfigMap volumes.
     pub config_volumes: Vec<ConfigVolume>,
+    /// Containers (init containers included), by name, once the pod started.
+    pub containers: BTreeMap<String, ContainerRuntime>,
     /// The sidecar, when the pod has one.
     pub sidecar: Option<SidecarState>,
-    /// Sidecar container restarts.
-    pub sidecar_restarts: u32,
     /// fdbmonitor, when the pod has a main container.
     pub monitor: Option<Monitor>,
     /// Every process address started here, with its data identity.
@@ -123,16 +136,48 @@ pub struct PodRuntime {
     pub last_status: Option<serde_json::Value>,
     /// When each condition took its current value.
     pub condition_since: BTreeMap<String, (bool, Timestamp)>,
+    /// Its containers died with its node (they restart when the node is back).
+    pub lost_with_node: bool,
 }
 
 impl PodRuntime {
+    fn new(pod: &Pod, dir: PathBuf, node: String) -> Self {
+        let (namespace, name, uid) = pod_key(pod);
+        Self {
+            dir,
+            group: pod
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(super::PROCESS_GROUP_LABEL).cloned()),
+            uid,
+            namespace,
+            name,
+            node,
+            ip: None,
+            phase: PodPhase::Waiting {
+                reason: "ContainerCreating".into(),
+                message: String::new(),
+            },
+            started_at: None,
+            volume_dirs: BTreeMap::new(),
+            volume_identities: BTreeMap::new(),
+            pvc_uids: BTreeMap::new(),
+            config_volumes: Vec::new(),
+            containers: BTreeMap::new(),
+            sidecar: None,
+            monitor: None,
+            launched: BTreeMap::new(),
+            last_status: None,
+            condition_since: BTreeMap::new(),
+            lost_with_node: false,
+        }
+    }
+
     /// Stops the sidecar and the processes.
     pub async fn stop_containers(&mut self, host: &dyn ProcessHost) -> MonitorChanges {
-        if let Some(sidecar) = &mut self.sidecar
-            && let Some(running) = sidecar.running.take()
-        {
-            running.stop().await;
-            sidecar.started_at = None;
+        if let Some(sidecar) = &mut self.sidecar {
+            sidecar.stop().await;
         }
         match &mut self.monitor {
             Some(monitor) => monitor.stop_all(host),
@@ -140,17 +185,78 @@ impl PodRuntime {
         }
     }
 
-    fn target(&self) -> String {
+    /// The sidecar container's restart count.
+    pub fn restarts_of(&self, container: &str) -> u32 {
+        self.containers.get(container).map_or(0, |c| c.restarts)
+    }
+
+    /// `pod/<namespace>/<name>`.
+    pub fn target(&self) -> String {
         format!("pod/{}/{}", self.namespace, self.name)
+    }
+
+    /// `<namespace>/<name>`.
+    pub fn qualified_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// A container's filesystem: its image, and its volume mounts (with `subPath`) seen
+    /// through the container's own mount links.
+    pub fn container_fs(&self, container: &Container) -> ContainerFs {
+        let mounts = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter(|m| self.volume_dirs.contains_key(&m.name))
+            .map(|m| {
+                let dir = containers::mount_link(&self.dir, &container.name, &m.name);
+                let host = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+                    Some(sub) => dir.join(sub),
+                    None => dir,
+                };
+                (PathBuf::from(&m.mount_path), host)
+            })
+            .collect();
+        ContainerFs::new(image_root(&self.dir, &container.name), mounts)
+    }
+
+    /// The host directory of a volume mounted by `container` at a container path, going
+    /// to the volume itself rather than through the container's mount link.
+    pub fn volume_path(&self, container: &Container, container_path: &str) -> Option<PathBuf> {
+        let mounts = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter_map(|m| {
+                let dir = self.volume_dirs.get(&m.name)?;
+                let host = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+                    Some(sub) => dir.join(sub),
+                    None => dir.clone(),
+                };
+                Some((PathBuf::from(&m.mount_path), host))
+            })
+            .collect();
+        ContainerFs::new(image_root(&self.dir, &container.name), mounts).host_path(container_path)
     }
 }
 
-fn pod_key(pod: &Pod) -> (String, String, String) {
+/// Namespace, name and uid of a pod.
+pub fn pod_key(pod: &Pod) -> (String, String, String) {
     (
         pod.metadata.namespace.clone().unwrap_or_default(),
         pod.metadata.name.clone().unwrap_or_default(),
         pod.metadata.uid.clone().unwrap_or_default(),
     )
+}
+
+/// The container of the pod's spec with that name (init containers included).
+pub fn spec_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter())
+        .find(|c| c.name == name)
 }
 
 impl World {
@@ -165,38 +271,14 @@ impl World {
         let (namespace, name, uid) = pod_key(pod);
         let mut runtime = match self.pods.remove(&uid) {
             Some(runtime) => runtime,
-            None => PodRuntime {
-                dir: self
+            None => {
+                let dir = self
                     .root
                     .path()
                     .join("pods")
-                    .join(format!("{namespace}_{name}_{uid}")),
-                group: pod
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(super::PROCESS_GROUP_LABEL).cloned()),
-                uid: uid.clone(),
-                namespace,
-                name,
-                node,
-                ip: None,
-                phase: PodPhase::Waiting {
-                    reason: "ContainerCreating".into(),
-                    message: String::new(),
-                },
-                started_at: None,
-                volume_dirs: BTreeMap::new(),
-                volume_identities: BTreeMap::new(),
-                pvc_uids: BTreeMap::new(),
-                config_volumes: Vec::new(),
-                sidecar: None,
-                sidecar_restarts: 0,
-                monitor: None,
-                launched: BTreeMap::new(),
-                last_status: None,
-                condition_since: BTreeMap::new(),
-            },
+                    .join(format!("{namespace}_{name}_{uid}"));
+                PodRuntime::new(pod, dir, node)
+            }
         };
         let result = self.sync_runtime(pod, &mut runtime).await;
         self.pods.insert(uid, runtime);
@@ -209,6 +291,19 @@ impl World {
         runtime: &mut PodRuntime,
     ) -> Result<(), WorldError> {
         let group = runtime.group.clone().unwrap_or_default();
+        if self.nodes.is_down(&runtime.node) {
+            // The node's kubelet is gone: whatever ran there stopped with the node, and
+            // nothing starts until it is back.
+            if runtime.phase == PodPhase::Running && !runtime.lost_with_node {
+                let changes = runtime.stop_containers(self.host.as_ref()).await;
+                runtime.lost_with_node = true;
+                self.record_monitor(runtime, changes);
+            }
+            return Ok(());
+        }
+        if runtime.lost_with_node {
+            self.restart_lost_containers(pod, runtime);
+        }
         if self.faults.pod_failed.contains(&group) && runtime.phase != PodPhase::Failed {
             let changes = runtime.stop_containers(self.host.as_ref()).await;
             runtime.phase = PodPhase::Failed;
@@ -226,9 +321,10 @@ impl World {
             return Ok(());
         }
         self.project_due(runtime)?;
-        let node_up = !self.nodes.is_down(&runtime.node);
-        self.sync_sidecar(pod, runtime, node_up).await;
-        let processes_allowed = node_up && !self.faults.process_missing.contains(&group);
+        self.restart_changed_containers(pod, runtime).await?;
+        self.sync_sidecar(pod, runtime).await?;
+        let processes_allowed =
+            !self.faults.process_missing.contains(&group) && self.crash_loop_allows(&group);
         if let Some(mut monitor) = runtime.monitor.take() {
             let changes = if processes_allowed {
                 monitor.reconcile(self.host.as_ref())
@@ -245,6 +341,28 @@ impl World {
             self.record_monitor(runtime, changes);
         }
         Ok(())
+    }
+
+    /// The node is back: the kubelet starts the pod's containers again (the sidecar counts
+    /// its own restart when it starts).
+    fn restart_lost_containers(&mut self, pod: &Pod, runtime: &mut PodRuntime) {
+        runtime.lost_with_node = false;
+        let now = self.now();
+        for container in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+            if container.name == SIDECAR_CONTAINER {
+                continue;
+            }
+            if let Some(state) = runtime.containers.get_mut(&container.name) {
+                state.restarts += 1;
+                state.started_at = Some(now);
+                state.last_exit = Some(ContainerExit {
+                    exit_code: 137,
+                    reason: "Error".into(),
+                    message: "the node went down".into(),
+                    at: now,
+                });
+            }
+        }
     }
 
     pub(super) fn record_monitor(&mut self, runtime: &PodRuntime, changes: MonitorChanges) {
@@ -265,180 +383,6 @@ impl World {
         for problem in changes.failed {
             self.record("process-failed", runtime.target(), problem);
         }
-    }
-
-    /// Mounts volumes, allocates the IP, writes images and runs init containers.
-    fn start_pod(&mut self, pod: &Pod, runtime: &mut PodRuntime) -> Result<(), WorldError> {
-        let spec = pod.spec.clone().unwrap_or_default();
-        let namespace = runtime.namespace.clone();
-        let mut waiting = None;
-        let mut volume_dirs = BTreeMap::new();
-        let mut identities = BTreeMap::new();
-        let mut pvc_uids = BTreeMap::new();
-        let mut config_volumes = Vec::new();
-        for volume in spec.volumes.iter().flatten() {
-            let pod_dir = runtime.dir.join("volumes").join(&volume.name);
-            if let Some(cm) = &volume.config_map {
-                if self.history.latest(&namespace, &cm.name).is_none() && cm.optional != Some(true)
-                {
-                    waiting = Some(format!("configmap {:?} not found", cm.name));
-                }
-                config_volumes.push(ConfigVolume {
-                    volume: volume.name.clone(),
-                    namespace: namespace.clone(),
-                    config_map: cm.name.clone(),
-                    items: cm.items.clone(),
-                    dir: pod_dir.clone(),
-                    projected: None,
-                });
-                identities.insert(
-                    volume.name.clone(),
-                    format!("configMap:{}/{}", runtime.uid, volume.name),
-                );
-                volume_dirs.insert(volume.name.clone(), pod_dir);
-            } else if let Some(claim) = &volume.persistent_volume_claim {
-                let pvc: Option<PersistentVolumeClaim> =
-                    self.api.get_typed(Some(&namespace), &claim.claim_name)?;
-                match pvc {
-                    Some(pvc) if pvc.metadata.deletion_timestamp.is_none() => {
-                        let uid = pvc.metadata.uid.clone().unwrap_or_default();
-                        let dir = self.pvc_dir(&namespace, &claim.claim_name, &uid);
-                        identities.insert(
-                            volume.name.clone(),
-                            format!("pvc:{namespace}/{}@{uid}", claim.claim_name),
-                        );
-                        pvc_uids.insert(volume.name.clone(), uid);
-                        volume_dirs.insert(volume.name.clone(), dir);
-                    }
-                    _ => {
-                        waiting = Some(format!(
-                            "persistentvolumeclaim {:?} not found",
-                            claim.claim_name
-                        ))
-                    }
-                }
-            } else {
-                identities.insert(
-                    volume.name.clone(),
-                    format!("emptyDir:{}/{}", runtime.uid, volume.name),
-                );
-                volume_dirs.insert(volume.name.clone(), pod_dir);
-            }
-        }
-        if let Some(message) = waiting {
-            let phase = PodPhase::Waiting {
-                reason: "ContainerCreating".into(),
-                message,
-            };
-            if runtime.phase != phase {
-                runtime.phase = phase;
-                self.record("wait-pod", runtime.target(), format!("{:?}", runtime.phase));
-            }
-            return Ok(());
-        }
-        for dir in volume_dirs.values() {
-            std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
-        }
-        runtime.volume_dirs = volume_dirs;
-        runtime.volume_identities = identities;
-        runtime.pvc_uids = pvc_uids;
-        runtime.config_volumes = config_volumes;
-        for index in 0..runtime.config_volumes.len() {
-            let volume = runtime.config_volumes[index].clone();
-            if let Some(version) = self.history.latest(&namespace, &volume.config_map).cloned() {
-                let files = volume_files(&version.data, volume.items.as_deref());
-                write_volume(
-                    &volume.dir,
-                    &files,
-                    &stamp(version.seen_at, version.sequence),
-                )?;
-                runtime.config_volumes[index].projected = Some(version.sequence);
-            }
-        }
-        let ip = match runtime.ip {
-            Some(ip) => ip,
-            None => {
-                let ip = self.allocate_ip();
-                runtime.ip = Some(ip);
-                ip
-            }
-        };
-        let all_containers: Vec<&Container> = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(spec.containers.iter())
-            .collect();
-        for container in &all_containers {
-            let version = container
-                .image
-                .as_deref()
-                .and_then(containers::image_version);
-            containers::write_image(&image_root(&runtime.dir, &container.name), version.as_ref())?;
-        }
-        for init in spec.init_containers.iter().flatten() {
-            if init.name != INIT_CONTAINER {
-                continue;
-            }
-            let fs = container_fs(runtime, init);
-            let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip);
-            let outcome = SidecarConfig::from_args(args, &env)
-                .map_err(|e| e.to_string())
-                .and_then(|config| {
-                    fdb_sidecar::copy::run_startup_copies(&config).map_err(|e| e.to_string())
-                });
-            if let Err(message) = outcome {
-                let phase = PodPhase::Waiting {
-                    reason: "Init:Error".into(),
-                    message,
-                };
-                if runtime.phase != phase {
-                    runtime.phase = phase;
-                    self.record(
-                        "init-failed",
-                        runtime.target(),
-                        format!("{:?}", runtime.phase),
-                    );
-                }
-                return Ok(());
-            }
-        }
-        runtime.sidecar = spec
-            .containers
-            .iter()
-            .any(|c| c.name == SIDECAR_CONTAINER)
-            .then(SidecarState::default);
-        runtime.monitor = spec
-            .containers
-            .iter()
-            .find(|c| c.name == MAIN_CONTAINER)
-            .map(|main| {
-                let fs = container_fs(runtime, main);
-                let conf = conf_file_arg(main);
-                MonitorContext {
-                    pod: runtime.name.clone(),
-                    conf_path: fs.host_path(&conf).unwrap_or_else(|| PathBuf::from(&conf)),
-                    volume_identities: main
-                        .volume_mounts
-                        .iter()
-                        .flatten()
-                        .filter_map(|m| {
-                            let identity = runtime.volume_identities.get(&m.name)?;
-                            Some((PathBuf::from(&m.mount_path), identity.clone()))
-                        })
-                        .collect(),
-                    fs,
-                }
-            })
-            .map(Monitor::new);
-        runtime.phase = PodPhase::Running;
-        runtime.started_at = Some(self.now());
-        self.record(
-            "start-pod",
-            runtime.target(),
-            format!("ip {ip} on {}", runtime.node),
-        );
-        Ok(())
     }
 
     /// Projects ConfigMap versions whose delay has passed.
@@ -476,88 +420,8 @@ impl World {
         Ok(())
     }
 
-    /// Starts, stops or restarts the sidecar as the node, faults and `/restart` ask.
-    async fn sync_sidecar(&mut self, pod: &Pod, runtime: &mut PodRuntime, node_up: bool) {
-        let Some(mut sidecar) = runtime.sidecar.take() else {
-            return;
-        };
-        let group = runtime.group.clone().unwrap_or_default();
-        let wanted = node_up && !self.faults.sidecar_unreachable.contains(&group);
-        if let Some(running) = sidecar.running.as_mut() {
-            let restart_requested = running
-                .metrics()
-                .requests
-                .get(&RequestLabels {
-                    endpoint: fdb_shared::sidecar::protocol::RESTART.to_owned(),
-                    status: 200,
-                })
-                .is_some_and(|c| c.get() > 0);
-            let exited = running.wait().now_or_never().is_some();
-            if restart_requested || exited || !wanted {
-                if let Some(running) = sidecar.running.take() {
-                    running.stop().await;
-                }
-                sidecar.started_at = None;
-                let why = if wanted {
-                    "restart requested"
-                } else {
-                    "node down or sidecar fault"
-                };
-                self.record("stop-sidecar", runtime.target(), why.to_owned());
-            }
-        }
-        let may_try = sidecar.failed_in_settle != Some(self.settle_count);
-        if wanted && sidecar.running.is_none() && may_try {
-            if sidecar.attempts > 0 {
-                runtime.sidecar_restarts += 1;
-            }
-            sidecar.attempts += 1;
-            match self.start_sidecar(pod, runtime, &mut sidecar).await {
-                Ok(running) => {
-                    let address = running.local_addr();
-                    sidecar.running = Some(running);
-                    sidecar.error = None;
-                    sidecar.failed_in_settle = None;
-                    sidecar.started_at = Some(self.now());
-                    self.record(
-                        "start-sidecar",
-                        runtime.target(),
-                        format!("serving on {address}"),
-                    );
-                }
-                Err(message) => {
-                    sidecar.failed_in_settle = Some(self.settle_count);
-                    self.record("sidecar-failed", runtime.target(), message.clone());
-                    sidecar.error = Some(message);
-                }
-            }
-        }
-        runtime.sidecar = Some(sidecar);
-    }
-
-    async fn start_sidecar(
-        &self,
-        pod: &Pod,
-        runtime: &PodRuntime,
-        sidecar: &mut SidecarState,
-    ) -> Result<RunningSidecar, String> {
-        let container = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.iter().find(|c| c.name == SIDECAR_CONTAINER))
-            .ok_or("the pod has no sidecar container")?;
-        let ip = runtime.ip.ok_or("the pod has no IP")?;
-        let fs = container_fs(runtime, container);
-        let (args, env) = sidecar_invocation(pod, runtime, container, &fs, ip);
-        let config = SidecarConfig::from_args(args, &env).map_err(|e| e.to_string())?;
-        sidecar.output_dir = Some(config.args.output_dir.clone());
-        let bind = SocketAddr::new(ip.into(), SIDECAR_PORT);
-        Sidecar::start(config, bind)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    fn allocate_ip(&mut self) -> Ipv4Addr {
+    /// The next pod IP (`127.<pod block>.y.z`, `y >= 1`).
+    pub(super) fn allocate_ip(&mut self) -> Ipv4Addr {
         let n = self.next_ip;
         self.next_ip += 1;
         let y = 1 + (n / 254) % 254;
@@ -573,38 +437,21 @@ impl World {
     }
 }
 
-/// A container's filesystem: its image, and its volume mounts (with `subPath`).
-fn container_fs(runtime: &PodRuntime, container: &Container) -> ContainerFs {
-    let mounts = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .filter_map(|m| {
-            let dir = runtime.volume_dirs.get(&m.name)?;
-            let host = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                Some(sub) => dir.join(sub),
-                None => dir.clone(),
-            };
-            Some((PathBuf::from(&m.mount_path), host))
-        })
-        .collect();
-    ContainerFs::new(image_root(&runtime.dir, &container.name), mounts)
-}
-
-/// The sidecar's arguments (paths mapped, bind address added) and environment.
-fn sidecar_invocation(
+/// The sidecar's arguments (paths mapped, bind address added) and environment. The
+/// environment sees the pod IP; the sidecar listens on `bind` (its host address).
+pub fn sidecar_invocation(
     pod: &Pod,
     runtime: &PodRuntime,
     container: &Container,
     fs: &ContainerFs,
     ip: Ipv4Addr,
+    bind: std::net::SocketAddr,
 ) -> (Vec<String>, BTreeMap<String, String>) {
     let mut given = container.command.clone().unwrap_or_default();
     // The image's entrypoint is the sidecar itself; a command naming it is not a flag.
     given.retain(|a| a.starts_with("--"));
     given.extend(container.args.clone().unwrap_or_default());
-    let bind = format!("{ip}:{SIDECAR_PORT}");
-    let args = containers::sidecar_args(&given, fs, &bind);
+    let args = containers::sidecar_args(&given, fs, &bind.to_string());
     let facts = PodFacts {
         pod,
         pod_ip: ip.to_string(),

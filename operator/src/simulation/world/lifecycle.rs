@@ -146,6 +146,11 @@ impl World {
             if self.faults.stuck_terminating.contains(&group_of(pod)) {
                 continue;
             }
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if node.is_some_and(|n| self.nodes.is_down(n)) {
+                // No kubelet to confirm: the pod stays Terminating until the node is back.
+                continue;
+            }
             let gone = match self.api.finish_pod_deletion(&namespace, &name) {
                 Ok(gone) => gone,
                 Err(e) if e.code == 404 => true,
@@ -206,14 +211,21 @@ impl World {
             }
             match choice {
                 Ok(node) => {
-                    let key = ResourceKey::new("", "v1", "pods", &namespace, &name);
-                    patch(
-                        &self.api,
-                        SCHEDULER_ACTOR,
-                        &key,
-                        &json!({"spec": {"nodeName": node}}),
-                        false,
-                    )?;
+                    match self
+                        .api
+                        .bind_pod_as(SCHEDULER_ACTOR, &namespace, &name, &node)
+                    {
+                        Ok(()) => {}
+                        // Deleted or bound meanwhile: nothing to schedule.
+                        Err(e) if e.code == 404 || e.code == 409 => continue,
+                        Err(e) => {
+                            return Err(api_error(
+                                SCHEDULER_ACTOR,
+                                "bind",
+                                format!("pod/{namespace}/{name}"),
+                            )(e));
+                        }
+                    }
                     self.unschedulable.remove(&uid);
                     placed.push(PlacedPod {
                         namespace: namespace.clone(),
@@ -258,7 +270,9 @@ impl World {
                     taints: node
                         .and_then(|n| n.spec.as_ref()?.taints.clone())
                         .unwrap_or_default(),
-                    down: self.nodes.is_down(name),
+                    unschedulable: node
+                        .and_then(|n| n.spec.as_ref()?.unschedulable)
+                        .unwrap_or(false),
                 }
             })
             .collect())

@@ -1,16 +1,33 @@
 //! The simulated world's runtime: the pieces that stand in for the scheduler, the kubelet,
-//! fdbmonitor, the PVC controller and cluster DNS, driven between operator passes.
+//! fdbmonitor, the PVC, node lifecycle and taint-eviction controllers and cluster DNS,
+//! driven between operator passes.
 //!
 //! [`World::settle`] processes everything due at the current virtual time until nothing
-//! changes: it binds Pending pods to nodes ([`scheduler`]), starts pods (a loopback pod
-//! IP `127.<block>.y.z`, directories, the ConfigMap projection, the init container and a
-//! real in-process `fdb-sidecar` serving on `<pod IP>:8080`), projects ConfigMap changes
-//! once their delay has passed ([`projection`]), runs each pod's fdbmonitor
+//! changes: it binds Pending pods to nodes through the `binding` subresource
+//! ([`scheduler`]: node selectors, taints, cordons, pod anti-affinity), starts pods (a pod
+//! IP `127.<ip block>.y.z`, directories, per-container mount links, fake images, the
+//! ConfigMap projection, the init container, and a real in-process `fdb-sidecar`),
+//! projects ConfigMap changes once their delay has passed ([`projection`]), restarts
+//! exactly the containers whose image changed (`restartCount` + 1, a new `imageID`; the
+//! sidecar with the new image's version, the main container's fdbmonitor on the new
+//! binaries; init containers do not run again), runs each pod's fdbmonitor
 //! ([`fdbmonitor`]) against a [`ProcessHost`] (the simulated FoundationDB), restarts
-//! processes the operator killed, finishes graceful pod deletions, and manages PVC
-//! binding and protection. Everything is processed in name order, so a run is
-//! deterministic. [`World::next_due`] tells the runner when the next timed event
-//! (a ConfigMap projection) falls due.
+//! processes the operator killed, finishes graceful pod deletions, manages PVC binding
+//! and protection, and walks down nodes through their lifecycle. Everything is processed
+//! in name order, so a run is deterministic. [`World::next_due`] tells the runner when
+//! the next timed event falls due (a ConfigMap projection, a sidecar's CrashLoopBackOff
+//! retry, fdbmonitor's restart after a crash loop, a node declared NotReady, a taint
+//! eviction).
+//!
+//! Isolation ([`network`]): the sidecars listen in a loopback block of the world's own
+//! (`127.<host block>.y.z:8080`, the pod IP's `y.z`), held through a lock file for the
+//! world's life; a bind failure or anything else answering there stops the world
+//! ([`WorldError::Listen`], [`WorldError::ForeignListener`]). Clients of the sidecars
+//! connect through [`World::network`].
+//!
+//! A sidecar that fails to start (a start-up copy, a flag) crash-loops: retried after
+//! 10 s, 20 s, ... at most 300 s. Image -> FoundationDB version: `world.images`
+//! ([`WorldOptions::images`]) when listed, else the tag.
 //!
 //! Faults ([`World::apply_fault`]): `processMissing` stops a group's processes until
 //! healed; `podPending` keeps the group's *new* pods from being scheduled (a pod already
@@ -18,23 +35,44 @@
 //! phase Failed (processes and sidecar stop; a failed pod never recovers, healing only
 //! lets its replacement run); `podStuckTerminating` stops the group's pods from finishing
 //! their deletion (containers do stop); `sidecarUnreachable` stops the sidecar's
-//! listener (healing starts it again, restartCount + 1); `nodeDown` marks the node
-//! NotReady, its pods unready, their processes and sidecars down (no eviction);
-//! `nodeTaint` adds a `NoSchedule` taint. `apiConflicts`, `fdbcliTimeouts` and
-//! `clientConnected` are applied by the runner ([`WorldError::NotAWorldFault`]).
+//! listener (healing starts it again, restartCount + 1); `nodeDown`: at once the node's
+//! kubelet is gone (its pods' processes and sidecars stop, nothing there starts, reports
+//! or confirms deletions), after 40 s the node is `Ready: Unknown` and tainted
+//! `node.kubernetes.io/unreachable` (`NoSchedule`, `NoExecute`) and its pods unready,
+//! after their 300 s toleration its pods are marked for deletion and stay Terminating
+//! until the node heals ([`node_lifecycle`]); `nodeTaint` adds a `NoSchedule` taint;
+//! `processCrashLoop`: the group's fdbserver processes exit at every start (fdbmonitor
+//! retries after 1 s, 2 s, ... every 60 s; once healed they return at its next attempt);
+//! `binaryMissing`: the group's sidecar image lacks that version's `fdbserver` and
+//! `fdbcli`, so a sidecar of that version fails its start-up staging and crash-loops;
+//! `outputNotWritable`: the group's sidecar's mount of its output volume breaks (every
+//! path through it fails with "not a directory", even for root): copies answer 500,
+//! `check_hash` and `is_present` 404, a restarted sidecar cannot start; the main
+//! container's own mount is intact. Healing undoes each. `apiConflicts`,
+//! `fdbcliTimeouts`, `clientConnected`, `clientDisconnected`, `ioError`, `slowRecovery`
+//! and `ignoreKill` are applied by the runner ([`WorldError::NotAWorldFault`]).
+//!
+//! Administration for `act` steps ([`World::cordon`], [`World::drain`],
+//! [`World::add_nodes`]) writes to the API and returns; the caller settles.
 
 pub mod containers;
 pub mod dns;
 pub mod error;
 pub mod fdbmonitor;
 pub mod host;
+pub mod network;
+pub mod node_lifecycle;
 pub mod nodes;
 pub mod projection;
 pub mod scheduler;
 
+mod admin;
 mod faults;
 mod kubelet;
 mod lifecycle;
+mod pod_start;
+mod restarts;
+mod sidecar;
 mod status;
 mod summaries;
 
@@ -45,15 +83,19 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 
+pub use admin::DrainReport;
 pub use dns::{ClusterDns, Resolver};
 pub use error::WorldError;
 pub use host::{ProcessHost, ProcessLaunch};
+pub use network::{HostBlock, NetworkMap};
 
 use crate::clock::{Clock, VirtualClock};
 use crate::simulation::kube::FakeApiServer;
 use crate::simulation::scenario;
 
+use fdb_shared::FdbVersion;
 use kubelet::PodRuntime;
+use network::BlockLease;
 use nodes::Nodes;
 use projection::ConfigMapHistory;
 
@@ -73,9 +115,16 @@ pub struct WorldOptions {
     pub config_map_delay_seconds: u64,
     /// The run's seed (kept for reproducibility; the world's choices are deterministic).
     pub seed: u64,
-    /// Second octet of the pod IPs (`127.<ip_block>.y.z`). Worlds running at the same
-    /// time on one machine need different blocks, since sidecars bind `<pod IP>:8080`.
+    /// Second octet of the pod IPs (`127.<ip_block>.y.z`) as Kubernetes and FoundationDB
+    /// see them.
     pub ip_block: u8,
+    /// Where the sidecars really listen ([`network`]): on the pod IPs (default), or in a
+    /// given or free block of their own. The block is held exclusively for the world's
+    /// life.
+    pub host_block: HostBlock,
+    /// Image -> the FoundationDB version it contains, for images whose tag does not say
+    /// (`world.images`).
+    pub images: BTreeMap<String, FdbVersion>,
 }
 
 impl Default for WorldOptions {
@@ -86,12 +135,15 @@ impl Default for WorldOptions {
             config_map_delay_seconds: scenario::DEFAULT_CONFIG_MAP_DELAY_SECONDS,
             seed: scenario::DEFAULT_SEED,
             ip_block: 0,
+            host_block: HostBlock::PodIps,
+            images: BTreeMap::new(),
         }
     }
 }
 
 impl WorldOptions {
-    /// The options a scenario's `world` section and seed ask for.
+    /// The options a scenario's `world` section and seed ask for: pod IPs in block 0,
+    /// sidecars listening in a free block of their own (the runner's choice may fix it).
     pub fn from_scenario(settings: &scenario::WorldSettings, seed: u64) -> Self {
         Self {
             nodes: settings.nodes,
@@ -101,6 +153,14 @@ impl WorldOptions {
                 .unwrap_or(scenario::DEFAULT_CONFIG_MAP_DELAY_SECONDS),
             seed,
             ip_block: 0,
+            host_block: HostBlock::Free,
+            // The scenario validates the versions; an unparsable one would have been
+            // refused there.
+            images: settings
+                .images
+                .iter()
+                .filter_map(|(image, version)| Some((image.clone(), version.parse().ok()?)))
+                .collect(),
         }
     }
 }
@@ -134,6 +194,8 @@ pub struct World {
     host: Arc<dyn ProcessHost>,
     clock: VirtualClock,
     root: tempfile::TempDir,
+    lease: BlockLease,
+    network: NetworkMap,
     nodes: Nodes,
     pods: BTreeMap<String, PodRuntime>,
     history: ConfigMapHistory,
@@ -168,11 +230,15 @@ impl World {
         host: Arc<dyn ProcessHost>,
         clock: VirtualClock,
     ) -> Result<Self, WorldError> {
+        let lease = BlockLease::acquire(options.host_block, options.ip_block)?;
+        let network = NetworkMap::new(options.ip_block, lease.block());
         let root = tempfile::Builder::new()
             .prefix("fdb-sim-world-")
             .tempdir()
             .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
         let mut world = Self {
+            lease,
+            network,
             nodes: Nodes::new(options.zones),
             options,
             api,
@@ -223,7 +289,10 @@ impl World {
     async fn round(&mut self) -> Result<(), WorldError> {
         let config_maps = self.api.list_typed(None)?;
         self.history.observe(&config_maps, self.now());
+        self.expire_crash_restarts();
         self.sync_pvcs()?;
+        let pods = self.list_pods()?;
+        self.sync_node_lifecycle(&pods)?;
         let pods = self.list_pods()?;
         self.forget_vanished_pods(&pods).await;
         self.terminate_pods(&pods).await?;
@@ -245,17 +314,18 @@ impl World {
         Ok(())
     }
 
-    /// When the next timed event (a ConfigMap projection, or a transition of the process
-    /// host: [`ProcessHost::next_due`]) falls due, if any.
+    /// When the next timed event falls due, if any: a ConfigMap projection, a sidecar
+    /// restart after its back-off, a process restart after a crash loop ends, a node
+    /// declared NotReady, a pod evicted from a tainted node, or a transition of the
+    /// process host ([`ProcessHost::next_due`]: kill restarts, recoveries, data movement).
     pub fn next_due(&self) -> Option<Timestamp> {
         let now = self.now();
-        // The process host's own timed transitions (kill restarts, recoveries, data
-        // movement) count too, so the runner steps time to them.
         let host = self
             .host
             .next_due()
             .and_then(|second| Timestamp::from_second(second).ok());
-        self.pods
+        let projections = self
+            .pods
             .values()
             .flat_map(|runtime| runtime.config_volumes.iter())
             .filter_map(|volume| {
@@ -265,7 +335,16 @@ impl World {
                     volume.projected.unwrap_or(0),
                     self.delay(),
                 )
-            })
+            });
+        let sidecars = self
+            .pods
+            .values()
+            .filter(|runtime| !self.nodes.is_down(&runtime.node))
+            .filter_map(|runtime| runtime.sidecar.as_ref()?.due());
+        projections
+            .chain(sidecars)
+            .chain(self.faults.crash_restarts.values().copied())
+            .chain(self.node_lifecycle_due())
             .chain(host)
             .filter(|at| *at > now)
             .min()
@@ -306,7 +385,30 @@ impl World {
 
     /// The sidecar container's restart count of a pod.
     pub fn sidecar_restarts(&self, namespace: &str, name: &str) -> Option<u32> {
-        Some(self.runtime(namespace, name)?.sidecar_restarts)
+        Some(
+            self.runtime(namespace, name)?
+                .restarts_of(kubelet::SIDECAR_CONTAINER),
+        )
+    }
+
+    /// How pod IPs map to the host addresses the sidecars listen on (what a client of
+    /// the sidecars, such as the operator, must connect to).
+    pub fn network(&self) -> NetworkMap {
+        self.network
+    }
+
+    /// The loopback block the world holds for its sidecars, and its lock file.
+    pub fn host_block(&self) -> (u8, &Path) {
+        (self.lease.block(), self.lease.path())
+    }
+
+    /// Where a running pod's sidecar listens (its host address, port 8080).
+    pub fn sidecar_address(&self, namespace: &str, name: &str) -> Option<std::net::SocketAddr> {
+        let ip = self.pod_ip(namespace, name)?;
+        Some(std::net::SocketAddr::new(
+            self.network.host_ip(ip.into()),
+            kubelet::SIDECAR_PORT,
+        ))
     }
 
     /// Stops every sidecar and process.

@@ -3,8 +3,11 @@
 //! Honours `nodeSelector`, taints with effect `NoSchedule`/`NoExecute` (unless tolerated),
 //! required pod anti-affinity, and spreads by the preferred pod anti-affinity terms: the
 //! node whose topology domain holds the fewest (weighted) matching pods wins, ties broken
-//! by node order. Down nodes are never chosen. Node affinity and pod affinity (as opposed
-//! to anti-affinity) are not simulated.
+//! by node order. Cordoned nodes (`spec.unschedulable`) are skipped unless the pod
+//! tolerates `node.kubernetes.io/unschedulable`. Like the real scheduler it judges nodes by
+//! what the API says: a node that just died is still a candidate until the node lifecycle
+//! controller taints it. Node affinity and pod affinity (as opposed to anti-affinity) are
+//! not simulated.
 
 use std::collections::BTreeMap;
 
@@ -20,8 +23,8 @@ pub struct NodeView {
     pub labels: BTreeMap<String, String>,
     /// Node taints.
     pub taints: Vec<Taint>,
-    /// Whether the node is down (NotReady).
-    pub down: bool,
+    /// Whether the node is cordoned (`spec.unschedulable`).
+    pub unschedulable: bool,
 }
 
 /// A pod already bound to a node.
@@ -67,8 +70,13 @@ pub fn choose_node(
     let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut best: Option<(i64, &NodeView)> = None;
     for node in nodes {
-        let reject = if node.down {
-            Some("node(s) were not ready")
+        let cordon = Taint {
+            key: "node.kubernetes.io/unschedulable".into(),
+            effect: "NoSchedule".into(),
+            ..Taint::default()
+        };
+        let reject = if node.unschedulable && !tolerations.iter().any(|t| tolerates(t, &cordon)) {
+            Some("node(s) were unschedulable")
         } else if exclusive && placed.iter().any(|p| p.node == node.name) {
             Some("node(s) already run a pod")
         } else if !selector.iter().all(|(k, v)| node.labels.get(k) == Some(v)) {
@@ -177,7 +185,8 @@ fn blocks(taint: &Taint, tolerations: &[Toleration]) -> bool {
     !tolerations.iter().any(|t| tolerates(t, taint))
 }
 
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+/// Whether the toleration tolerates the taint (key, operator, value and effect).
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     let effect_ok = toleration
         .effect
         .as_deref()
@@ -205,7 +214,7 @@ mod tests {
                 ("zone".into(), zone.into()),
             ]),
             taints: vec![],
-            down: false,
+            unschedulable: false,
         }
     }
 
@@ -257,13 +266,13 @@ mod tests {
     }
 
     #[test]
-    fn selector_taints_down_nodes_and_required_anti_affinity_filter() {
+    fn selector_taints_cordons_and_required_anti_affinity_filter() {
         let mut nodes = vec![
             node("node-1", "a"),
             node("node-2", "b"),
             node("node-3", "c"),
         ];
-        nodes[0].down = true;
+        nodes[0].unschedulable = true;
         nodes[1].taints.push(Taint {
             key: "example.com/maintenance".into(),
             effect: "NoSchedule".into(),
@@ -288,6 +297,14 @@ mod tests {
         let err =
             choose_node(&required, &nodes, &[placed("storage", "node-3")], false).unwrap_err();
         assert!(err.0.contains("anti-affinity"), "{}", err.0);
-        assert!(err.0.contains("not ready"), "{}", err.0);
+        assert!(err.0.contains("unschedulable"), "{}", err.0);
+        let tolerates_cordon = pod(
+            "storage",
+            json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}),
+        );
+        assert_eq!(
+            choose_node(&tolerates_cordon, &nodes, &[], false),
+            Ok("node-1".into())
+        );
     }
 }

@@ -5,8 +5,10 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use serde_json::{Value, json};
 
 use super::World;
+use super::containers;
 use super::error::WorldError;
 use super::kubelet::{PodPhase, PodRuntime, SIDECAR_CONTAINER};
+use super::sidecar::backoff;
 use crate::simulation::kube::{KUBELET_ACTOR, PatchType, ResourceKey};
 
 impl World {
@@ -16,6 +18,14 @@ impl World {
             let Some(uid) = pod.metadata.uid.clone() else {
                 continue;
             };
+            if self
+                .pods
+                .get(&uid)
+                .is_none_or(|r| self.nodes.is_down(&r.node))
+            {
+                // A kubelet whose node is down reports nothing.
+                continue;
+            }
             let Some(mut runtime) = self.pods.remove(&uid) else {
                 continue;
             };
@@ -57,18 +67,17 @@ impl World {
 
     fn desired_status(&self, pod: &Pod, runtime: &mut PodRuntime) -> Value {
         let now = self.now();
-        let node_up = !self.nodes.is_down(&runtime.node);
         let spec = pod.spec.clone().unwrap_or_default();
         let started = runtime.started_at.unwrap_or(now);
         let container_status = |container: &Container| -> (bool, Value) {
-            let image = container.image.clone().unwrap_or_default();
+            let state = runtime.containers.get(&container.name);
+            let image = state
+                .map(|s| s.image.clone())
+                .or_else(|| container.image.clone())
+                .unwrap_or_default();
+            let restarts = state.map_or(0, |s| s.restarts);
             let is_sidecar = container.name == SIDECAR_CONTAINER;
-            let restarts = if is_sidecar {
-                runtime.sidecar_restarts
-            } else {
-                0
-            };
-            let (ready, state) = match &runtime.phase {
+            let (ready, container_state) = match &runtime.phase {
                 PodPhase::Waiting { reason, message } => {
                     let reason = if reason.starts_with("Init") {
                         "PodInitializing"
@@ -90,23 +99,51 @@ impl World {
                 ),
                 PodPhase::Running if is_sidecar => match &runtime.sidecar {
                     Some(s) if s.running.is_some() => (
-                        node_up,
-                        json!({"running": {"startedAt": ts(s.started_at.unwrap_or(started))}}),
+                        true,
+                        json!({"running": {"startedAt": ts(state.and_then(|c| c.started_at).unwrap_or(started))}}),
                     ),
-                    Some(s) => (
-                        false,
-                        json!({"waiting": {"reason": if s.error.is_some() { "CrashLoopBackOff" } else { "ContainerNotRunning" },
-                                           "message": s.error.clone().unwrap_or_default()}}),
-                    ),
+                    Some(s) => {
+                        let reason = if s.error.is_some() {
+                            "CrashLoopBackOff"
+                        } else {
+                            "ContainerNotRunning"
+                        };
+                        let message = if s.error.is_some() {
+                            format!(
+                                "back-off {}s restarting failed container={} pod={}_{}",
+                                backoff(s.failures).as_secs(),
+                                container.name,
+                                runtime.name,
+                                runtime.namespace
+                            )
+                        } else {
+                            String::new()
+                        };
+                        (
+                            false,
+                            json!({"waiting": {"reason": reason, "message": message}}),
+                        )
+                    }
                     None => (false, json!({"waiting": {"reason": "ContainerCreating"}})),
                 },
-                PodPhase::Running => (node_up, json!({"running": {"startedAt": ts(started)}})),
+                PodPhase::Running => (
+                    true,
+                    json!({"running": {"startedAt": ts(state.and_then(|c| c.started_at).unwrap_or(started))}}),
+                ),
             };
-            let status = json!({
-                "name": container.name, "image": image, "imageID": format!("sim://{image}"),
-                "ready": ready, "started": state.get("running").is_some(),
-                "restartCount": restarts, "state": state,
+            let ran = state.is_some_and(|s| s.started_at.is_some() || s.last_exit.is_some());
+            let mut status = json!({
+                "name": container.name, "image": image,
+                "imageID": if ran { containers::image_id(&image) } else { String::new() },
+                "ready": ready, "started": container_state.get("running").is_some(),
+                "restartCount": restarts, "state": container_state,
             });
+            if let Some(exit) = state.and_then(|s| s.last_exit.as_ref()) {
+                status["lastState"] = json!({"terminated": {
+                    "exitCode": exit.exit_code, "reason": exit.reason, "message": exit.message,
+                    "finishedAt": ts(exit.at),
+                }});
+            }
             (ready, status)
         };
         let statuses: Vec<(bool, Value)> = spec.containers.iter().map(container_status).collect();
@@ -117,13 +154,22 @@ impl World {
             .iter()
             .flatten()
             .map(|c| {
-                let state = if initialized && runtime.started_at.is_some() {
+                let state = runtime.containers.get(&c.name);
+                let image = state
+                    .map(|s| s.image.clone())
+                    .or_else(|| c.image.clone())
+                    .unwrap_or_default();
+                let done = initialized && runtime.started_at.is_some();
+                let container_state = if done {
                     json!({"terminated": {"exitCode": 0, "reason": "Completed"}})
                 } else {
                     json!({"waiting": {"reason": "PodInitializing"}})
                 };
-                json!({"name": c.name, "image": c.image.clone().unwrap_or_default(),
-                       "ready": initialized && runtime.started_at.is_some(), "restartCount": 0, "state": state})
+                let ran = done || state.is_some_and(|s| s.last_exit.is_some());
+                json!({"name": c.name, "image": image,
+                       "imageID": if ran { containers::image_id(&image) } else { String::new() },
+                       "ready": done, "restartCount": state.map_or(0, |s| s.restarts),
+                       "state": container_state})
             })
             .collect();
         let mut conditions = Vec::new();

@@ -20,18 +20,29 @@ impl World {
             .into_iter()
             .map(|pod| {
                 let spec = pod.spec.clone().unwrap_or_default();
+                let status = pod.status.clone().unwrap_or_default();
+                let statuses: Vec<_> = status
+                    .init_container_statuses
+                    .iter()
+                    .flatten()
+                    .chain(status.container_statuses.iter().flatten())
+                    .collect();
                 let containers = spec
                     .init_containers
                     .iter()
                     .flatten()
                     .chain(spec.containers.iter())
-                    .map(|c| ContainerSummary {
-                        name: c.name.clone(),
-                        image: c.image.clone().unwrap_or_default(),
-                        args: c.args.clone().unwrap_or_default(),
+                    .map(|c| {
+                        let state = statuses.iter().find(|s| s.name == c.name);
+                        ContainerSummary {
+                            name: c.name.clone(),
+                            image: c.image.clone().unwrap_or_default(),
+                            args: c.args.clone().unwrap_or_default(),
+                            restart_count: state.map_or(0, |s| s.restart_count),
+                            image_id: state.map(|s| s.image_id.clone()).unwrap_or_default(),
+                        }
                     })
                     .collect();
-                let status = pod.status.clone().unwrap_or_default();
                 PodSummary {
                     name: pod.metadata.name.clone().unwrap_or_default(),
                     labels: pod.metadata.labels.clone().unwrap_or_default(),

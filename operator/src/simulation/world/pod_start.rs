@@ -1,0 +1,309 @@
+//! Starting a scheduled pod: volumes (ConfigMap projection, PVCs, emptyDirs), each
+//! container's mount links and fake image, the pod IP, the init container (the real
+//! sidecar in `--init-mode`), then the sidecar and fdbmonitor runtimes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use fdb_shared::FdbVersion;
+use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod};
+
+use super::World;
+use super::containers::{
+    self, ImageContents, conf_file_arg, image_root, mount_link, set_mount_link, stamp,
+};
+use super::error::WorldError;
+use super::fdbmonitor::{Monitor, MonitorContext};
+use super::kubelet::{
+    ConfigVolume, ContainerExit, ContainerRuntime, INIT_CONTAINER, MAIN_CONTAINER, PodPhase,
+    PodRuntime, SIDECAR_CONTAINER, runs_sidecar_image, sidecar_invocation,
+};
+use super::projection::{volume_files, write_volume};
+use super::sidecar::SidecarState;
+
+impl World {
+    /// The FoundationDB version an image contains: `world.images` when it lists the
+    /// image, else the version in its tag.
+    pub(super) fn image_version(&self, image: &str) -> Option<FdbVersion> {
+        self.options
+            .images
+            .get(image)
+            .copied()
+            .or_else(|| containers::image_version(image))
+    }
+
+    /// Writes a container's fake image for the pod's group (the `binaryMissing` fault
+    /// takes that version's binaries out of the sidecar image).
+    pub(super) fn write_container_image(
+        &self,
+        runtime: &PodRuntime,
+        container: &str,
+        image: &str,
+    ) -> Result<(), WorldError> {
+        let version = self.image_version(image);
+        let missing = runs_sidecar_image(container)
+            && version.is_some_and(|v| {
+                runtime.group.as_ref().is_some_and(|group| {
+                    self.faults
+                        .binary_missing
+                        .get(group)
+                        .is_some_and(|versions| versions.contains(&v))
+                })
+            });
+        containers::write_image(
+            &image_root(&runtime.dir, container),
+            ImageContents {
+                version: version.as_ref(),
+                binaries: !missing,
+            },
+        )
+    }
+
+    /// Points each of the container's mount links at its volume; the output dir of a
+    /// sidecar-image container of a group with `outputNotWritable` is broken instead.
+    pub(super) fn link_mounts(
+        &self,
+        runtime: &PodRuntime,
+        container: &Container,
+    ) -> Result<(), WorldError> {
+        let broken = runs_sidecar_image(&container.name)
+            && runtime
+                .group
+                .as_ref()
+                .is_some_and(|g| self.faults.output_not_writable.contains(g));
+        let output = broken
+            .then(|| containers::output_dir_volume(container))
+            .flatten();
+        for mount in container.volume_mounts.iter().flatten() {
+            let Some(dir) = runtime.volume_dirs.get(&mount.name) else {
+                continue;
+            };
+            let link = mount_link(&runtime.dir, &container.name, &mount.name);
+            if output.as_deref() == Some(mount.name.as_str()) {
+                containers::break_mount_link(&link)?;
+            } else {
+                set_mount_link(&link, dir)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Mounts volumes, allocates the IP, writes images and runs init containers.
+    pub(super) fn start_pod(
+        &mut self,
+        pod: &Pod,
+        runtime: &mut PodRuntime,
+    ) -> Result<(), WorldError> {
+        let spec = pod.spec.clone().unwrap_or_default();
+        if let Some(message) = self.mount_volumes(pod, runtime)? {
+            let phase = PodPhase::Waiting {
+                reason: "ContainerCreating".into(),
+                message,
+            };
+            if runtime.phase != phase {
+                runtime.phase = phase;
+                self.record("wait-pod", runtime.target(), format!("{:?}", runtime.phase));
+            }
+            return Ok(());
+        }
+        let ip = match runtime.ip {
+            Some(ip) => ip,
+            None => {
+                let ip = self.allocate_ip();
+                runtime.ip = Some(ip);
+                ip
+            }
+        };
+        let all_containers: Vec<&Container> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+            .collect();
+        for container in &all_containers {
+            let image = container.image.clone().unwrap_or_default();
+            self.write_container_image(runtime, &container.name, &image)?;
+            self.link_mounts(runtime, container)?;
+            runtime
+                .containers
+                .entry(container.name.clone())
+                .or_insert_with(|| ContainerRuntime {
+                    image: String::new(),
+                    restarts: 0,
+                    started_at: None,
+                    last_exit: None,
+                })
+                .image = image;
+        }
+        for init in spec.init_containers.iter().flatten() {
+            if init.name != INIT_CONTAINER {
+                continue;
+            }
+            let fs = runtime.container_fs(init);
+            let bind = std::net::SocketAddr::new(
+                self.network.host_ip(ip.into()),
+                super::kubelet::SIDECAR_PORT,
+            );
+            let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);
+            let outcome = fdb_sidecar::SidecarConfig::from_args(args, &env)
+                .map_err(|e| e.to_string())
+                .and_then(|config| {
+                    fdb_sidecar::copy::run_startup_copies(&config).map_err(|e| e.to_string())
+                });
+            if let Err(message) = outcome {
+                if let Some(state) = runtime.containers.get_mut(&init.name) {
+                    state.last_exit = Some(ContainerExit {
+                        exit_code: 1,
+                        reason: "Error".into(),
+                        message: message.clone(),
+                        at: self.now(),
+                    });
+                }
+                let phase = PodPhase::Waiting {
+                    reason: "Init:Error".into(),
+                    message,
+                };
+                if runtime.phase != phase {
+                    runtime.phase = phase;
+                    self.record(
+                        "init-failed",
+                        runtime.target(),
+                        format!("{:?}", runtime.phase),
+                    );
+                }
+                return Ok(());
+            }
+        }
+        let now = self.now();
+        for name in spec.containers.iter().map(|c| &c.name) {
+            if let Some(state) = runtime.containers.get_mut(name) {
+                state.started_at = Some(now);
+            }
+        }
+        runtime.sidecar = spec
+            .containers
+            .iter()
+            .find(|c| c.name == SIDECAR_CONTAINER)
+            .map(|c| SidecarState::new(runtime.volume_path(c, &containers::output_dir_path(c))));
+        runtime.monitor = spec
+            .containers
+            .iter()
+            .find(|c| c.name == MAIN_CONTAINER)
+            .map(|main| Monitor::new(monitor_context(runtime, main)));
+        runtime.phase = PodPhase::Running;
+        runtime.started_at = Some(now);
+        self.record(
+            "start-pod",
+            runtime.target(),
+            format!("ip {ip} on {}", runtime.node),
+        );
+        Ok(())
+    }
+
+    /// Finds and prepares the pod's volumes; returns why the pod must wait, if it must.
+    fn mount_volumes(
+        &mut self,
+        pod: &Pod,
+        runtime: &mut PodRuntime,
+    ) -> Result<Option<String>, WorldError> {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let namespace = runtime.namespace.clone();
+        let mut waiting = None;
+        let mut volume_dirs = BTreeMap::new();
+        let mut identities = BTreeMap::new();
+        let mut pvc_uids = BTreeMap::new();
+        let mut config_volumes = Vec::new();
+        for volume in spec.volumes.iter().flatten() {
+            let pod_dir = runtime.dir.join("volumes").join(&volume.name);
+            if let Some(cm) = &volume.config_map {
+                if self.history.latest(&namespace, &cm.name).is_none() && cm.optional != Some(true)
+                {
+                    waiting = Some(format!("configmap {:?} not found", cm.name));
+                }
+                config_volumes.push(ConfigVolume {
+                    volume: volume.name.clone(),
+                    namespace: namespace.clone(),
+                    config_map: cm.name.clone(),
+                    items: cm.items.clone(),
+                    dir: pod_dir.clone(),
+                    projected: None,
+                });
+                identities.insert(
+                    volume.name.clone(),
+                    format!("configMap:{}/{}", runtime.uid, volume.name),
+                );
+                volume_dirs.insert(volume.name.clone(), pod_dir);
+            } else if let Some(claim) = &volume.persistent_volume_claim {
+                let pvc: Option<PersistentVolumeClaim> =
+                    self.api.get_typed(Some(&namespace), &claim.claim_name)?;
+                match pvc {
+                    Some(pvc) if pvc.metadata.deletion_timestamp.is_none() => {
+                        let uid = pvc.metadata.uid.clone().unwrap_or_default();
+                        let dir = self.pvc_dir(&namespace, &claim.claim_name, &uid);
+                        identities.insert(
+                            volume.name.clone(),
+                            format!("pvc:{namespace}/{}@{uid}", claim.claim_name),
+                        );
+                        pvc_uids.insert(volume.name.clone(), uid);
+                        volume_dirs.insert(volume.name.clone(), dir);
+                    }
+                    _ => {
+                        waiting = Some(format!(
+                            "persistentvolumeclaim {:?} not found",
+                            claim.claim_name
+                        ))
+                    }
+                }
+            } else {
+                identities.insert(
+                    volume.name.clone(),
+                    format!("emptyDir:{}/{}", runtime.uid, volume.name),
+                );
+                volume_dirs.insert(volume.name.clone(), pod_dir);
+            }
+        }
+        if waiting.is_some() {
+            return Ok(waiting);
+        }
+        for dir in volume_dirs.values() {
+            std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
+        }
+        runtime.volume_dirs = volume_dirs;
+        runtime.volume_identities = identities;
+        runtime.pvc_uids = pvc_uids;
+        runtime.config_volumes = config_volumes;
+        for index in 0..runtime.config_volumes.len() {
+            let volume = runtime.config_volumes[index].clone();
+            if let Some(version) = self.history.latest(&namespace, &volume.config_map).cloned() {
+                let files = volume_files(&version.data, volume.items.as_deref());
+                write_volume(
+                    &volume.dir,
+                    &files,
+                    &stamp(version.seen_at, version.sequence),
+                )?;
+                runtime.config_volumes[index].projected = Some(version.sequence);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// What the main container's fdbmonitor reads and where its volumes come from.
+pub fn monitor_context(runtime: &PodRuntime, main: &Container) -> MonitorContext {
+    let fs = runtime.container_fs(main);
+    let conf = conf_file_arg(main);
+    MonitorContext {
+        pod: runtime.name.clone(),
+        conf_path: fs.host_path(&conf).unwrap_or_else(|| PathBuf::from(&conf)),
+        volume_identities: main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter_map(|m| {
+                let identity = runtime.volume_identities.get(&m.name)?;
+                Some((PathBuf::from(&m.mount_path), identity.clone()))
+            })
+            .collect(),
+        fs,
+    }
+}

@@ -1,0 +1,236 @@
+//! The sidecar container: a real in-process `fdb-sidecar` per pod, listening on the pod's
+//! host address. It is (re)started with the pod's *current* container spec: after
+//! `POST /restart`, when it exits, when its image changes, when a fault that stopped it
+//! is healed. A start that fails (a start-up copy, a bad flag) is a crashing container:
+//! it is retried with the kubelet's CrashLoopBackOff (10 s, doubling, at most 300 s).
+//!
+//! A sidecar address that cannot be bound, or where something else already answers, is
+//! not a pod problem but a broken run: [`WorldError::Listen`] /
+//! [`WorldError::ForeignListener`] stop the world rather than let the operator talk to
+//! another process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use fdb_sidecar::metrics::RequestLabels;
+use fdb_sidecar::{RunningSidecar, Sidecar, SidecarConfig, StartError};
+use futures::FutureExt;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+
+use super::World;
+use super::error::WorldError;
+use super::kubelet::{
+    ContainerExit, PodRuntime, SIDECAR_CONTAINER, SIDECAR_PORT, sidecar_invocation, spec_container,
+};
+use super::network::something_answers;
+
+/// First CrashLoopBackOff delay of a container that failed.
+pub const BACKOFF_INITIAL_SECONDS: i64 = 10;
+/// Longest CrashLoopBackOff delay.
+pub const BACKOFF_MAX_SECONDS: i64 = 300;
+
+/// The CrashLoopBackOff delay after `failures` consecutive failures (10 s, 20 s, ...,
+/// at most 300 s).
+pub fn backoff(failures: u32) -> SignedDuration {
+    let exponent = failures.saturating_sub(1).min(16);
+    let seconds = BACKOFF_INITIAL_SECONDS.saturating_mul(1 << exponent);
+    SignedDuration::from_secs(seconds.min(BACKOFF_MAX_SECONDS))
+}
+
+/// The sidecar container's runtime.
+#[derive(Debug, Default)]
+pub struct SidecarState {
+    /// The serving sidecar.
+    pub running: Option<RunningSidecar>,
+    /// Why the last start failed.
+    pub error: Option<String>,
+    /// Start attempts so far.
+    pub attempts: u32,
+    /// Consecutive failed starts.
+    pub failures: u32,
+    /// When the next start may be tried (CrashLoopBackOff), if it must wait.
+    pub next_attempt: Option<Timestamp>,
+    /// The host directory of the output volume (for the result's summaries).
+    pub output_dir: Option<PathBuf>,
+}
+
+impl SidecarState {
+    /// A sidecar not started yet, writing to `output_dir` on the host.
+    pub fn new(output_dir: Option<PathBuf>) -> Self {
+        Self {
+            output_dir,
+            ..Self::default()
+        }
+    }
+
+    /// Stops the serving sidecar, if any.
+    pub async fn stop(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.stop().await;
+        }
+    }
+
+    /// When the next start falls due, if the sidecar waits in CrashLoopBackOff.
+    pub fn due(&self) -> Option<Timestamp> {
+        self.running
+            .is_none()
+            .then_some(self.next_attempt)
+            .flatten()
+    }
+}
+
+/// Why a sidecar start failed.
+enum StartFailure {
+    /// The container crashed (retried with back-off).
+    Crashed(String),
+    /// The run cannot go on.
+    Fatal(WorldError),
+}
+
+impl World {
+    /// Starts, stops or restarts the sidecar as faults, `/restart` and crashes ask.
+    pub(super) async fn sync_sidecar(
+        &mut self,
+        pod: &Pod,
+        runtime: &mut PodRuntime,
+    ) -> Result<(), WorldError> {
+        let Some(mut sidecar) = runtime.sidecar.take() else {
+            return Ok(());
+        };
+        let result = self.sync_sidecar_state(pod, runtime, &mut sidecar).await;
+        runtime.sidecar = Some(sidecar);
+        result
+    }
+
+    async fn sync_sidecar_state(
+        &mut self,
+        pod: &Pod,
+        runtime: &mut PodRuntime,
+        sidecar: &mut SidecarState,
+    ) -> Result<(), WorldError> {
+        let group = runtime.group.clone().unwrap_or_default();
+        let wanted = !self.faults.sidecar_unreachable.contains(&group);
+        let now = self.now();
+        if let Some(running) = sidecar.running.as_mut() {
+            let restart_requested = running
+                .metrics()
+                .requests
+                .get(&RequestLabels {
+                    endpoint: fdb_shared::sidecar::protocol::RESTART.to_owned(),
+                    status: 200,
+                })
+                .is_some_and(|c| c.get() > 0);
+            let exited = running.wait().now_or_never().is_some();
+            if restart_requested || exited || !wanted {
+                sidecar.stop().await;
+                let why = if wanted {
+                    "restart requested"
+                } else {
+                    "sidecar fault"
+                };
+                if wanted && let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER) {
+                    // `POST /restart` makes the sidecar exit non-zero.
+                    state.last_exit = Some(ContainerExit {
+                        exit_code: 1,
+                        reason: "Error".into(),
+                        message: why.into(),
+                        at: now,
+                    });
+                }
+                sidecar.next_attempt = None;
+                self.record("stop-sidecar", runtime.target(), why.to_owned());
+            }
+        }
+        let due = sidecar.next_attempt.is_none_or(|at| at <= now);
+        if !(wanted && sidecar.running.is_none() && due) {
+            return Ok(());
+        }
+        if sidecar.attempts > 0
+            && let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER)
+        {
+            state.restarts += 1;
+        }
+        sidecar.attempts += 1;
+        match self.start_sidecar(pod, runtime).await {
+            Ok(running) => {
+                let address = running.local_addr();
+                sidecar.running = Some(running);
+                sidecar.error = None;
+                sidecar.failures = 0;
+                sidecar.next_attempt = None;
+                if let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER) {
+                    state.started_at = Some(now);
+                }
+                self.record(
+                    "start-sidecar",
+                    runtime.target(),
+                    format!("serving on {address}"),
+                );
+                Ok(())
+            }
+            Err(StartFailure::Crashed(message)) => {
+                sidecar.failures += 1;
+                sidecar.next_attempt = Some(now + backoff(sidecar.failures));
+                if let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER) {
+                    state.started_at = None;
+                    state.last_exit = Some(ContainerExit {
+                        exit_code: 1,
+                        reason: "Error".into(),
+                        message: message.clone(),
+                        at: now,
+                    });
+                }
+                self.record("sidecar-failed", runtime.target(), message.clone());
+                sidecar.error = Some(message);
+                Ok(())
+            }
+            Err(StartFailure::Fatal(error)) => Err(error),
+        }
+    }
+
+    async fn start_sidecar(
+        &self,
+        pod: &Pod,
+        runtime: &PodRuntime,
+    ) -> Result<RunningSidecar, StartFailure> {
+        let crashed = |message: String| StartFailure::Crashed(message);
+        let container = spec_container(pod, SIDECAR_CONTAINER)
+            .ok_or_else(|| crashed("the pod has no sidecar container".into()))?;
+        let ip = runtime
+            .ip
+            .ok_or_else(|| crashed("the pod has no IP".into()))?;
+        let bind = SocketAddr::new(self.network.host_ip(ip.into()), SIDECAR_PORT);
+        if something_answers(bind).await {
+            return Err(StartFailure::Fatal(WorldError::ForeignListener {
+                pod: runtime.qualified_name(),
+                address: bind,
+            }));
+        }
+        let fs = runtime.container_fs(container);
+        let (args, env) = sidecar_invocation(pod, runtime, container, &fs, ip, bind);
+        let config = SidecarConfig::from_args(args, &env).map_err(|e| crashed(e.to_string()))?;
+        Sidecar::start(config, bind)
+            .await
+            .map_err(|error| match error {
+                StartError::Bind { addr, source } => StartFailure::Fatal(WorldError::Listen {
+                    pod: runtime.qualified_name(),
+                    address: addr,
+                    source,
+                }),
+                other => crashed(other.to_string()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_doubles_up_to_five_minutes() {
+        let seconds: Vec<i64> = (1..=7).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(seconds, [10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff(1000).as_secs(), 300);
+    }
+}
