@@ -57,3 +57,60 @@ fn with_service_ips_the_quickstart_reaches_reconciled_on_cluster_ips() {
         }
     }
 }
+
+#[test]
+fn a_drained_node_empties_and_its_pods_come_back_on_added_nodes() {
+    let yaml = fdb_e2e_tests::scenario(
+        "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}",
+        "  - reconcile: {}\n  - act: {as: user, addNodes: 2}\n  - act: {as: user, drain: node-6}\n  - expect: {within: 900, reconciled: true, available: true, pods: 17}\n",
+    );
+    let result = run(&yaml, None);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let drained = &result.steps[2];
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.action == "evict" && e.by.as_deref() == Some("user")),
+        "the drain evicted through the API"
+    );
+    let last = result.steps.last().unwrap();
+    assert!(
+        last.pods
+            .iter()
+            .all(|pod| pod.node.as_deref() != Some("node-6")),
+        "nothing runs on the cordoned node: {:?}",
+        last.pods
+            .iter()
+            .map(|p| (&p.name, &p.node))
+            .collect::<Vec<_>>()
+    );
+    assert!(drained.pods.len() <= 17);
+}
+
+#[test]
+fn passes_are_at_least_a_second_apart_so_the_clock_never_freezes() {
+    let yaml = fdb_e2e_tests::scenario(
+        "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}",
+        "  - fault: {kind: sidecarUnreachable, processGroup: storage-1}\n  - reconcile: {maxPasses: 40}\n",
+    );
+    let result = run(&yaml, None);
+    let mut pass_times: Vec<(u64, u64)> = result
+        .events
+        .iter()
+        .filter(|e| e.pass > 0)
+        .map(|e| (e.pass, e.time))
+        .collect();
+    pass_times.dedup_by_key(|(pass, _)| *pass);
+    assert!(pass_times.len() > 10, "{pass_times:?}");
+    for pair in pass_times.windows(2) {
+        assert!(
+            pair[1].1 > pair[0].1,
+            "pass {} at {} s and pass {} at {} s: the clock froze",
+            pair[0].0,
+            pair[0].1,
+            pair[1].0,
+            pair[1].1
+        );
+    }
+}
