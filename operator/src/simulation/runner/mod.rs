@@ -357,7 +357,11 @@ fn record_operator_write(log: &EventLog, record: &WriteRecord) {
     if record.actor != OPERATOR_ACTOR {
         return;
     }
-    let kind = record.kind.to_lowercase();
+    // The contract's short names (`pvc/<name>`), as `act` steps name objects.
+    let kind = match record.kind.as_str() {
+        "PersistentVolumeClaim" => "pvc".to_owned(),
+        other => other.to_lowercase(),
+    };
     let target = match &record.subresource {
         Some(sub) => format!("{kind}/{}/{sub}", record.name),
         None => format!("{kind}/{}", record.name),
