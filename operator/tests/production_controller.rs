@@ -82,6 +82,7 @@ fn test_requeue_policy() -> RequeuePolicy {
         min_delay: Duration::from_millis(20),
         transient_backoff: Duration::from_millis(50),
         error_backoff: Duration::from_millis(100),
+        unreconciled: Duration::from_millis(50),
         ..RequeuePolicy::default()
     }
 }

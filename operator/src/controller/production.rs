@@ -18,10 +18,13 @@ use kube::{Api, ResourceExt};
 use super::context::Context;
 use super::driver::run_pass;
 use super::errors::ReconcileError;
-use super::outcome::PassOutcome;
+use super::outcome::{PassOutcome, PassReport};
 
 /// How often a reconciled cluster is looked at again without any change.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(600);
+/// How soon a cluster whose pass completed but is not reconciled is looked at again
+/// (the same as the simulation's resync of such a pass).
+pub const UNRECONCILED_INTERVAL: Duration = Duration::from_secs(30);
 
 /// How long the controller waits before looking at a cluster again, after a pass and
 /// after a failure. The defaults are what `fdb-operator run` uses; tests shorten them
@@ -34,6 +37,9 @@ pub struct RequeuePolicy {
     /// The requeue of a reconciled cluster, and of an invalid or missing one (they wait
     /// for a change of the spec, which triggers a reconcile anyway).
     pub resync: Duration,
+    /// The requeue after a pass that completed without reaching Reconciled and named
+    /// nothing to wait for (e.g. the database still recovering): soon, not at the resync.
+    pub unreconciled: Duration,
     /// The back-off after a transient failure (conflicts, timeouts, unreachable peers).
     pub transient_backoff: Duration,
     /// The back-off after any other failure.
@@ -45,6 +51,7 @@ impl Default for RequeuePolicy {
         Self {
             min_delay: Duration::from_secs(1),
             resync: RESYNC_INTERVAL,
+            unreconciled: UNRECONCILED_INTERVAL,
             transient_backoff: Duration::from_secs(15),
             error_backoff: Duration::from_secs(120),
         }
@@ -57,6 +64,16 @@ impl RequeuePolicy {
         match outcome {
             PassOutcome::Completed => Action::requeue(self.resync),
             PassOutcome::Requeue { delay, .. } => Action::requeue((*delay).max(self.min_delay)),
+        }
+    }
+
+    /// The requeue after a pass, knowing whether it reached Reconciled: a completed pass
+    /// that did not is looked at again soon (nothing will wake it: the database
+    /// recovering or data moving do not change any watched object).
+    pub fn after_pass(&self, report: &PassReport) -> Action {
+        match &report.outcome {
+            PassOutcome::Completed if !report.reconciled => Action::requeue(self.unreconciled),
+            outcome => self.action_for(outcome),
         }
     }
 
@@ -119,7 +136,7 @@ async fn reconcile(
 ) -> Result<Action, ReconcileError> {
     let namespace = cluster.namespace().unwrap_or_default();
     let report = run_pass(&shared.ctx, &namespace, &cluster.name_any()).await?;
-    Ok(shared.requeue.action_for(&report.outcome))
+    Ok(shared.requeue.after_pass(&report))
 }
 
 fn error_policy(
@@ -293,6 +310,24 @@ mod tests {
         assert_eq!(
             backoff_for(&step),
             Action::requeue(Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn a_completed_pass_that_is_not_reconciled_is_looked_at_again_soon() {
+        let policy = RequeuePolicy::default();
+        let done = PassReport {
+            outcome: PassOutcome::Completed,
+            reconciled: true,
+        };
+        assert_eq!(policy.after_pass(&done), Action::requeue(RESYNC_INTERVAL));
+        let not_yet = PassReport {
+            outcome: PassOutcome::Completed,
+            reconciled: false,
+        };
+        assert_eq!(
+            policy.after_pass(&not_yet),
+            Action::requeue(UNRECONCILED_INTERVAL)
         );
     }
 
