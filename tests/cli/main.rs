@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod hostile_input;
+
 fn fdb_operator(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
         .args(args)

@@ -98,8 +98,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
         Number::from_f64(value).map(Value::Number).ok_or_else(|| {
             E::custom(format!(
-                "{value} is not a number JSON (and so Kubernetes) can hold: .nan and .inf \
-                 would be sent as null; write a finite number, or quote it if you meant text"
+                "{value} is not a finite number: JSON, and so Kubernetes, has no such value \
+                 (.nan and .inf would be sent as null); write a number, or quote it if you \
+                 meant text"
             ))
         })
     }

@@ -65,7 +65,7 @@ fn nan_and_infinity_are_refused_with_path_and_line() {
     ] {
         let error = values(text).unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("not a number JSON"), "{message}");
+        assert!(message.contains("is not a finite number"), "{message}");
         assert_eq!(error.line(), Some(line), "{text}: {message}");
     }
     assert_eq!(

@@ -255,7 +255,7 @@ fn nan_and_infinity_are_errors_naming_the_field_and_line() {
         let error = &explanation.errors[0];
         assert!(
             error.starts_with(&format!(
-                "spec.processCounts.storage: {shown} is not a number"
+                "spec.processCounts.storage: {shown} is not a finite number"
             )),
             "{error}"
         );

@@ -213,7 +213,7 @@ impl References {
         let ceiling = self.ceiling(peak);
         if number == 0 || number > ceiling {
             return Err(format!(
-                "{what} cannot exist at this step: {class} groups are numbered from 1 and reach at most {ceiling} (a peak of {peak} {class} groups, times 1 + the {} earlier apply, fault and act steps that can make the operator replace groups)",
+                "{what} cannot exist at this step: {class} groups are numbered from 1 to at most {ceiling} here (at most {peak} {class} groups so far, times 1 + the {} earlier apply, fault and act steps, since replacements take the next free numbers)",
                 self.disruptions
             ));
         }
@@ -235,32 +235,26 @@ impl References {
             ))
         });
         let Some((class, number)) = parsed else {
-            let prefixes: Vec<String> = self
+            let forms: Vec<String> = self
                 .prefixes
                 .iter()
-                .map(|p| {
-                    if p.is_empty() {
-                        String::new()
+                .map(|prefix| {
+                    if prefix.is_empty() {
+                        "<class>-<number>".to_owned()
                     } else {
-                        format!("{p}-")
+                        format!("{prefix}-<class>-<number>")
                     }
                 })
                 .collect();
+            let classes: Vec<&str> = ALL_PROCESS_CLASSES.iter().map(|c| c.as_str()).collect();
             return Err((
                 field.to_owned(),
                 format!(
-                    "{id:?} is not a process group ID this cluster can have: IDs are <prefix><class>-<number> with prefix {} and a class among {} (e.g. {}storage-1)",
-                    prefixes
-                        .iter()
-                        .map(|p| format!("{p:?}"))
-                        .collect::<Vec<_>>()
-                        .join(" or "),
-                    ALL_PROCESS_CLASSES
-                        .iter()
-                        .map(|c| c.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    prefixes.first().map_or("", String::as_str),
+                    "{id:?} is not a process group ID this cluster can have: IDs are {} (e.g. {}), with a class among {}",
+                    forms.join(" or "),
+                    forms.first().map_or_else(String::new, |form| form
+                        .replace("<class>-<number>", "storage-1")),
+                    classes.join(", "),
                 ),
             ));
         };
