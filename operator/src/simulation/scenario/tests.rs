@@ -495,3 +495,18 @@ fn group_numbers_grow_with_what_can_make_the_operator_replace_groups() {
     ));
     assert_eq!(field, "steps[1].fault.processGroup");
 }
+
+#[test]
+fn every_committed_scenario_file_passes_validation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = vec![root.join("docs/examples/quickstart.yaml")];
+    for entry in std::fs::read_dir(root.join("tests/scenarios/mutations")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    assert!(files.len() > 5);
+    for file in files {
+        if let Err(error) = Scenario::from_file(&file) {
+            panic!("{}: {error}", file.display());
+        }
+    }
+}
