@@ -262,8 +262,13 @@ impl Scan<'_> {
                 if is_blank_or_break(Some(byte)) {
                     break;
                 }
-                let ends = (byte == b':' && is_blank_or_break(self.peek(1)))
-                    || (self.flow > 0 && (is_flow_indicator(byte) || byte == b':'));
+                // As libyaml: `:` ends it before a blank (or, inside a flow collection,
+                // before a flow indicator, which libyaml then refuses); elsewhere `:` and
+                // quotes are part of the scalar.
+                let ends = (byte == b':'
+                    && (is_blank_or_break(self.peek(1))
+                        || (self.flow > 0 && self.peek(1).is_some_and(is_flow_indicator))))
+                    || (self.flow > 0 && is_flow_indicator(byte));
                 if ends {
                     return;
                 }

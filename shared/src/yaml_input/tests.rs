@@ -194,3 +194,72 @@ fn line_of_finds_nodes_by_path() {
     assert_eq!(line_of(text, 1, &[key("spec"), key("nope")]), None);
     assert_eq!(line_of(text, 5, &[key("spec")]), None);
 }
+
+/// Random texts made of YAML's troublesome pieces (a fixed seed: the same every run).
+fn random_texts(seed: u64, tokens: &[&str], count: usize) -> impl Iterator<Item = String> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(state >> 33).unwrap()
+    };
+    (0..count).map(move |_| {
+        let len = next() % 30 + 1;
+        (0..len).map(|_| tokens[next() % tokens.len()]).collect()
+    })
+}
+
+const NOISE: &[&str] = &[
+    "[", "]", "{", "}", ", ", ": ", "a", "'", "\"", " #", "\n", " ", "- ", "|\n", ">-\n", "\\",
+    "x'y", "? ", "  ", "\n  ", "\n    ", "&x ", "*x", "!t ", "b:", ":", "#", "''", "\"[\"", "'}'",
+    "|2\n", "\n- ", "c: |\n", "d: >\n  ",
+];
+
+fn depth_of(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(depth_of).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[test]
+fn the_pre_scan_never_counts_fewer_flow_levels_than_the_parser_builds() {
+    // Inside one flow sequence all nesting is flow nesting; `a: b` pairs inside a flow
+    // sequence nest without brackets, so a value is at most twice as deep as brackets.
+    let mut checked = 0;
+    for noise in random_texts(12_345, NOISE, 60_000) {
+        let text = format!("[{noise}]");
+        let Ok(value) = serde_yaml_ng::from_str::<Value>(&text) else {
+            continue;
+        };
+        let depth = depth_of(&value);
+        checked += 1;
+        assert!(
+            prescan::excess_nesting_line(&text, (depth - 1) / 2).is_some(),
+            "{depth} levels missed in {text:?}"
+        );
+    }
+    assert!(checked > 1_000, "{checked}");
+}
+
+#[test]
+fn no_block_noise_hides_a_flow_collection_from_the_pre_scan() {
+    let mut checked = 0;
+    for noise in random_texts(999, NOISE, 60_000) {
+        let text = format!("k: {noise}\nz: [[[[[[[[[[1]]]]]]]]]]\n");
+        let Ok(value) = serde_yaml_ng::from_str::<Value>(&text) else {
+            continue;
+        };
+        if value.pointer("/z/0/0/0/0/0/0/0/0/0/0") != Some(&json!(1)) {
+            continue;
+        }
+        checked += 1;
+        assert!(
+            prescan::excess_nesting_line(&text, 10).is_some(),
+            "10 flow levels missed in {text:?}"
+        );
+    }
+    assert!(checked > 1_000, "{checked}");
+}
