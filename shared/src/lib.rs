@@ -13,5 +13,6 @@ mod text_serde;
 pub mod unknown_fields;
 pub mod validation;
 pub mod version;
+pub mod yaml_input;
 
 pub use version::FdbVersion;

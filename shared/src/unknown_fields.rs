@@ -10,14 +10,31 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::yaml_input::PathSegment;
+
 /// The typed object could not be decoded from the document.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct DecodeError {
     /// Path of the offending field (`spec.processCounts.storage`), `.` for the root.
     pub path: String,
+    /// The same path, step by step (empty for the root), to find the field's line in
+    /// the YAML it came from ([`crate::yaml_input::line_of`]).
+    pub segments: Vec<PathSegment>,
     /// What is wrong with it.
     pub message: String,
+}
+
+fn segments(path: &serde_path_to_error::Path) -> Vec<PathSegment> {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(PathSegment::Index(*index)),
+            Segment::Map { key } => Some(PathSegment::Key(key.clone())),
+            Segment::Enum { variant } => Some(PathSegment::Key(variant.clone())),
+            Segment::Unknown => None,
+        })
+        .collect()
 }
 
 /// The warning text for an unknown field.
@@ -85,10 +102,12 @@ where
 {
     let typed: T = serde_path_to_error::deserialize(input).map_err(|error| DecodeError {
         path: error.path().to_string(),
+        segments: segments(error.path()),
         message: error.inner().to_string(),
     })?;
     let known = serde_json::to_value(&typed).map_err(|error| DecodeError {
         path: ".".to_owned(),
+        segments: Vec::new(),
         message: format!("cannot serialize the decoded object again: {error}"),
     })?;
     let warnings = unknown_field_paths(input, &known)
@@ -138,6 +157,14 @@ mod tests {
         let input = json!({"spec": {"processCounts": {"storage": "many"}}});
         let error = decode_reporting_unknown_fields::<FoundationDBCluster>(&input).unwrap_err();
         assert_eq!(error.path, "spec.processCounts.storage");
+        assert_eq!(
+            error.segments,
+            [
+                PathSegment::Key("spec".into()),
+                PathSegment::Key("processCounts".into()),
+                PathSegment::Key("storage".into())
+            ]
+        );
         assert!(error.message.contains("invalid type"), "{}", error.message);
     }
 }

@@ -1,8 +1,10 @@
 //! `fdb-operator explain -f FILE`: what the operator would build from a
 //! FoundationDBCluster manifest, as JSON (contract in `cli.md`).
 //!
-//! Exit codes: 0 valid, 1 invalid (validation errors, or fields of the wrong type),
-//! 2 unreadable (file missing, not YAML, or no FoundationDBCluster in it).
+//! Exit codes: 0 valid, 1 invalid (validation errors, fields of the wrong type, a key
+//! given twice, `.nan`/`.inf`), 2 unreadable (file missing, not YAML, beyond the input
+//! limits of [`fdb_shared::yaml_input`], or no FoundationDBCluster in it). Errors about a
+//! field name it and, when found in the file, its line.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,8 +19,9 @@ use fdb_shared::cluster_math::{
     desired_process_counts, fault_tolerance, main_image, sidecar_image, uses_locks,
 };
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
-use fdb_shared::validation::validate_cluster_spec;
-use serde::{Deserialize, Serialize};
+use fdb_shared::validation::{counts_within_limits, validate_cluster_spec};
+use fdb_shared::yaml_input::{self, InputError, ReadError};
+use serde::Serialize;
 use serde_json::Value;
 
 /// The API version this operator reads.
@@ -38,23 +41,17 @@ pub struct ExplainArgs {
 /// The manifest could not be read as a FoundationDBCluster (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum UnreadableManifest {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not YAML.
-    #[error("{path} is not valid YAML: {source}")]
+    /// The file could not be read (missing, not UTF-8, larger than 4 MiB).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The file is not YAML, or nests deeper than the reader accepts.
+    #[error("{path} is not readable YAML: {source}")]
     NotYaml {
         /// The file.
         path: PathBuf,
-        /// The parser's error.
+        /// The reader's error, with its line.
         #[source]
-        source: serde_yaml_ng::Error,
+        source: InputError,
     },
     /// The file holds no FoundationDBCluster.
     #[error("{path} holds no FoundationDBCluster (found kinds: {found})")]
@@ -136,6 +133,10 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
     let spec = &cluster.spec;
     let report = validate_cluster_spec(spec);
     warnings.extend(report.warnings);
+    if !counts_within_limits(spec) {
+        // The validation errors say which count; deriving from it would overflow.
+        return Explanation::invalid(report.errors, warnings);
+    }
     let desired = desired_database_configuration(spec);
     Explanation {
         valid: report.errors.is_empty(),
@@ -160,24 +161,21 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
 
 /// Explains the text of a manifest; `path` only names the file in errors.
 pub fn explain_manifest(path: &Path, text: &str) -> Result<Explanation, UnreadableManifest> {
-    let mut documents = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|source| UnreadableManifest::NotYaml {
-            path: path.to_owned(),
-            source,
-        })?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
+    let documents = yaml_input::documents(text).map_err(|source| UnreadableManifest::NotYaml {
+        path: path.to_owned(),
+        source,
+    })?;
     let kind_of = |doc: &Value| doc.get("kind").and_then(Value::as_str).map(str::to_owned);
     let mut clusters = documents
         .iter()
-        .filter(|doc| kind_of(doc).as_deref() == Some(KIND));
-    let Some(manifest) = clusters.next() else {
+        .enumerate()
+        .filter(|(_, doc)| !doc.value.is_null())
+        .filter(|(_, doc)| kind_of(&doc.value).as_deref() == Some(KIND));
+    let Some((index, document)) = clusters.next() else {
         let found: Vec<String> = documents
             .iter()
-            .map(|doc| kind_of(doc).unwrap_or_else(|| "<none>".to_owned()))
+            .filter(|doc| !doc.value.is_null())
+            .map(|doc| kind_of(&doc.value).unwrap_or_else(|| "<none>".to_owned()))
             .collect();
         return Err(UnreadableManifest::NotACluster {
             path: path.to_owned(),
@@ -197,8 +195,13 @@ pub fn explain_manifest(path: &Path, text: &str) -> Result<Explanation, Unreadab
             others + 1
         ));
     }
+    if let Some(problem) = &document.problem {
+        // A duplicate key or a non-finite number: what the operator would get is not
+        // what the file says, so nothing is derived from it.
+        return Ok(Explanation::invalid(vec![problem.to_string()], warnings));
+    }
     let mut errors = Vec::new();
-    let api_version = manifest.get("apiVersion").and_then(Value::as_str);
+    let api_version = document.value.get("apiVersion").and_then(Value::as_str);
     if api_version != Some(API_VERSION) {
         errors.push(format!(
             "apiVersion: {:?} is not served by this operator (expected {API_VERSION})",
@@ -206,7 +209,7 @@ pub fn explain_manifest(path: &Path, text: &str) -> Result<Explanation, Unreadab
         ));
     }
     // The typed object requires `metadata`; a manifest without it still explains.
-    let mut manifest = manifest.clone();
+    let mut manifest = document.value.clone();
     if let Some(fields) = manifest.as_object_mut() {
         fields
             .entry("metadata")
@@ -224,18 +227,18 @@ pub fn explain_manifest(path: &Path, text: &str) -> Result<Explanation, Unreadab
             Ok(explanation)
         }
         Err(error) => {
-            errors.push(error.to_string());
+            errors.push(match yaml_input::line_of(text, index, &error.segments) {
+                Some(line) => format!("{error} at line {line}"),
+                None => error.to_string(),
+            });
             Ok(Explanation::invalid(errors, warnings))
         }
     }
 }
 
-/// Reads and explains a manifest file.
+/// Reads and explains a manifest file (at most 4 MiB).
 pub fn explain_file(path: &Path) -> Result<Explanation, UnreadableManifest> {
-    let text = std::fs::read_to_string(path).map_err(|source| UnreadableManifest::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = yaml_input::read_file(path)?;
     explain_manifest(path, &text)
 }
 

@@ -38,6 +38,52 @@ impl ValidationReport {
     }
 }
 
+/// The largest count this operator accepts in `spec.processCounts` and in the role counts
+/// of `spec.databaseConfiguration` (the largest FoundationDB clusters run a few thousand
+/// processes); larger values are typos, and would overflow the arithmetic on counts.
+pub const MAX_COUNT: i32 = 10_000;
+
+/// Whether every count in the spec is at most [`MAX_COUNT`], so the derived counts
+/// ([`crate::cluster_math::desired_process_counts`]) can be computed.
+pub fn counts_within_limits(spec: &FoundationDBClusterSpec) -> bool {
+    let config = &spec.database_configuration;
+    spec.process_counts
+        .explicit()
+        .map(|(_, count)| Some(count))
+        .chain([
+            config.logs,
+            config.proxies,
+            config.commit_proxies,
+            config.grv_proxies,
+            config.resolvers,
+            config.log_routers,
+            config.remote_logs,
+            config.storage,
+            config.usable_regions,
+        ])
+        .flatten()
+        .all(|count| count <= MAX_COUNT)
+}
+
+fn check_count_limit(field: &str, value: i32, report: &mut ValidationReport) {
+    if value > MAX_COUNT {
+        report.error(format!(
+            "{field}: {value} is above {MAX_COUNT}, the most this operator accepts (the largest FoundationDB clusters run a few thousand processes)"
+        ));
+    }
+}
+
+/// Whether the cluster is one of several FoundationDBClusters serving one database
+/// (multi-region, or one cluster per data center or data hall): then another cluster
+/// may run the processes of a class this one has none of.
+fn is_part_of_a_larger_database(spec: &FoundationDBClusterSpec) -> bool {
+    spec.data_center.is_some()
+        || spec.data_hall.is_some()
+        || spec.seed_connection_string.is_some()
+        || !spec.database_configuration.regions.is_empty()
+        || spec.usable_regions() > 1
+}
+
 /// Error message for an open enum value this operator does not know.
 fn unknown_value(field: &str, value: &str, known: &[&str]) -> String {
     format!("{field}: {value:?} is not one of {}", known.join(", "))
@@ -138,6 +184,12 @@ fn check_database_configuration(
                 "{field}.{name}: {value} is not allowed (use -1 for none, 0 for the default)"
             ));
         }
+        if let Some(value) = value {
+            check_count_limit(&format!("{field}.{name}"), value, report);
+        }
+    }
+    if let Some(regions) = config.usable_regions {
+        check_count_limit(&format!("{field}.usable_regions"), regions, report);
     }
     if let Some(regions) = config.usable_regions.filter(|r| *r < 1) {
         report.error(format!(
@@ -152,6 +204,23 @@ fn check_process_counts(spec: &FoundationDBClusterSpec, report: &mut ValidationR
             report.error(format!(
                 "spec.processCounts.{class}: {count} is not allowed (use -1 for none, 0 for the default)"
             ));
+        }
+        check_count_limit(&format!("spec.processCounts.{class}"), count, report);
+    }
+    if spec.process_counts.get(ProcessClass::Storage) == -1 {
+        // Valid in the Go operator, where it serves clusters whose storage runs in
+        // another FoundationDBCluster of the same database; on its own, a cluster
+        // without storage processes can never configure its database.
+        if is_part_of_a_larger_database(spec) {
+            report.warnings.push(
+                "spec.processCounts.storage: -1 runs no storage processes in this cluster; its database needs them from another FoundationDBCluster (another data center, data hall or region)"
+                    .to_owned(),
+            );
+        } else {
+            report.error(
+                "spec.processCounts.storage: -1 leaves the cluster without storage processes, so its database can never be configured and the cluster never reconciles; remove it (or use 0) for the default count, or give a positive count (-1 only makes sense when another FoundationDBCluster of a multi-data-center, data-hall or region setup runs the storage)"
+                    .to_owned(),
+            );
         }
     }
     let storage = spec.process_counts.get(ProcessClass::Storage);

@@ -156,3 +156,41 @@ fn backup_and_restore_checks() {
         ["spec.destinationClusterName: is required"]
     );
 }
+
+#[test]
+fn a_cluster_without_storage_is_an_error_unless_another_cluster_holds_it() {
+    let standalone = validate_cluster_spec(&spec("version: 7.1.57\nprocessCounts: {storage: -1}"));
+    assert_eq!(standalone.errors.len(), 1, "{standalone:?}");
+    assert!(
+        standalone.errors[0].starts_with(
+            "spec.processCounts.storage: -1 leaves the cluster without storage processes"
+        ),
+        "{standalone:?}"
+    );
+    let satellite = validate_cluster_spec(&spec(
+        "version: 7.1.57\ndataCenter: dc2\nprocessCounts: {storage: -1, log: 3}",
+    ));
+    assert!(satellite.errors.is_empty(), "{satellite:?}");
+    assert!(
+        satellite.warnings[0].starts_with("spec.processCounts.storage: -1 runs no storage"),
+        "{satellite:?}"
+    );
+}
+
+#[test]
+fn counts_are_bounded_so_derived_counts_cannot_overflow() {
+    let huge = spec(
+        "version: 7.1.57\nprocessCounts: {log: 2147483647}\ndatabaseConfiguration: {logs: 2147483647}",
+    );
+    assert!(!counts_within_limits(&huge));
+    assert_eq!(
+        validate_cluster_spec(&huge).errors,
+        [
+            "spec.databaseConfiguration.logs: 2147483647 is above 10000, the most this operator accepts (the largest FoundationDB clusters run a few thousand processes)",
+            "spec.processCounts.log: 2147483647 is above 10000, the most this operator accepts (the largest FoundationDB clusters run a few thousand processes)",
+        ]
+    );
+    assert!(counts_within_limits(&spec(
+        "version: 7.1.57\nprocessCounts: {storage: 10000}"
+    )));
+}

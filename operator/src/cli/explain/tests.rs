@@ -1,4 +1,5 @@
 use super::*;
+use fdb_shared::yaml_input::ReadError;
 
 fn explain(yaml: &str) -> Explanation {
     explain_manifest(Path::new("test.yaml"), yaml).unwrap()
@@ -210,7 +211,7 @@ fn unreadable_inputs() {
     );
     assert!(matches!(
         explain_file(Path::new("/nonexistent/cluster.yaml")),
-        Err(UnreadableManifest::Read { .. })
+        Err(UnreadableManifest::Read(ReadError::Io { .. }))
     ));
 }
 
@@ -230,4 +231,141 @@ fn picks_the_cluster_out_of_a_multi_document_file_and_uses_image_configs() {
     );
     assert_eq!(explanation.coordinators, Some(9));
     assert_eq!(explanation.locks, Some(true));
+}
+
+#[test]
+fn a_byte_order_mark_is_ignored() {
+    let explanation = explain(&format!("\u{feff}{}", cluster("")));
+    assert!(explanation.valid, "{:?}", explanation.errors);
+    let two_documents = format!(
+        "\u{feff}apiVersion: v1\nkind: Namespace\nmetadata: {{name: fdb}}\n---\n{}",
+        cluster("")
+    );
+    assert!(explain(&two_documents).valid);
+}
+
+#[test]
+fn nan_and_infinity_are_errors_naming_the_field_and_line() {
+    for (value, shown) in [(".nan", "NaN"), (".inf", "inf"), ("-.Inf", "-inf")] {
+        let explanation = explain(&cluster(&format!(
+            "  processCounts:\n    storage: {value}\n"
+        )));
+        assert!(!explanation.valid, "{value}");
+        assert_eq!(explanation.errors.len(), 1, "{:?}", explanation.errors);
+        let error = &explanation.errors[0];
+        assert!(
+            error.starts_with(&format!(
+                "spec.processCounts.storage: {shown} is not a finite number"
+            )),
+            "{error}"
+        );
+        assert!(error.contains("line 8"), "{error}");
+        assert_eq!(explanation.process_counts, None);
+        assert_eq!(explanation.exit_code(), ExitCode::from(1));
+    }
+}
+
+#[test]
+fn duplicate_keys_are_errors_naming_the_key_and_line() {
+    let explanation = explain(&cluster(
+        "  processCounts:\n    storage: 5\n    log: 4\n    storage: 3\n",
+    ));
+    assert!(!explanation.valid);
+    let error = &explanation.errors[0];
+    assert!(error.contains("duplicate key \"storage\""), "{error}");
+    assert!(error.starts_with("spec.processCounts"), "{error}");
+    assert!(error.contains("line 10"), "{error}");
+    let top_level = explain(&format!("{}kind: FoundationDBCluster\n", cluster("")));
+    assert!(
+        top_level.errors[0].contains("duplicate key \"kind\""),
+        "{:?}",
+        top_level.errors
+    );
+}
+
+#[test]
+fn type_errors_name_the_line() {
+    let explanation = explain(&cluster(
+        "  processCounts:\n    storage: 3\n    log: lots\n",
+    ));
+    assert_eq!(
+        explanation.errors,
+        ["spec.processCounts.log: invalid type: string \"lots\", expected i32 at line 9"]
+    );
+    // In the second document of a file, the line counts from the top of the file.
+    let text = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: fdb}}\n---\n{}",
+        cluster("  coordinatorSelection:\n  - {processClass: log, priority: high}\n")
+    );
+    let explanation = explain(&text);
+    assert!(
+        explanation.errors[0].starts_with("spec.coordinatorSelection[0].priority: invalid type"),
+        "{:?}",
+        explanation.errors
+    );
+    assert!(
+        explanation.errors[0].ends_with("at line 12"),
+        "{:?}",
+        explanation.errors
+    );
+}
+
+#[test]
+fn a_standalone_cluster_without_storage_is_an_error() {
+    let explanation = explain(&cluster("  processCounts: {storage: -1}\n"));
+    assert!(!explanation.valid);
+    assert!(
+        explanation.errors[0].contains("never reconciles"),
+        "{:?}",
+        explanation.errors
+    );
+    let satellite = explain(&cluster(
+        "  dataCenter: dc3\n  processCounts: {storage: -1, log: 3}\n",
+    ));
+    assert!(satellite.valid, "{:?}", satellite.errors);
+    assert!(satellite.warnings[0].contains("no storage processes"));
+}
+
+#[test]
+fn huge_counts_are_errors_not_overflows() {
+    let explanation = explain(&cluster(
+        "  databaseConfiguration: {logs: 2147483647}\n  processCounts: {stateless: 2147483647}\n",
+    ));
+    assert!(!explanation.valid);
+    assert_eq!(explanation.errors.len(), 2, "{:?}", explanation.errors);
+    assert_eq!(explanation.process_counts, None);
+}
+
+#[test]
+fn deep_nesting_and_huge_files_are_unreadable_quickly() {
+    let started = std::time::Instant::now();
+    let deep = format!(
+        "{}spec:\n  x: {}{}\n",
+        cluster(""),
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let error = explain_manifest(Path::new("deep.yaml"), &deep).unwrap_err();
+    assert!(
+        error.to_string().contains("deeper than 64 levels"),
+        "{error}"
+    );
+    let json = format!("{}{}", "{\"a\": ".repeat(100_000), "}".repeat(100_000));
+    assert!(matches!(
+        explain_manifest(Path::new("deep.json"), &json),
+        Err(UnreadableManifest::NotYaml { .. })
+    ));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    let dir = std::env::temp_dir().join(format!("explain-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.yaml");
+    std::fs::write(
+        &big,
+        format!("{}# {}\n", cluster(""), "x".repeat(5 * 1024 * 1024)),
+    )
+    .unwrap();
+    let error = explain_file(&big).unwrap_err();
+    assert!(error.to_string().contains("4 MiB"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

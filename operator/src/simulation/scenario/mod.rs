@@ -3,13 +3,21 @@
 //! A scenario names a world (nodes, zones, delays, clients), a FoundationDBCluster manifest
 //! and a list of steps. Parsing keeps YAML line numbers in its errors, and validation names
 //! the offending field, so a user can fix a scenario without reading our code.
+//!
+//! Everything that can be known before the run is checked up front: the input limits of
+//! [`fdb_shared::yaml_input`] (4 MiB, 64 levels, no duplicate keys or `.nan`), the bounds
+//! of [`limits`], the cluster manifest as the operator will read it, and that what the
+//! steps name can exist at that point ([`references`]).
 
 mod faults;
+pub mod limits;
+mod references;
 mod steps;
+mod validate;
 
 use std::collections::BTreeMap;
-use std::fmt;
 
+use fdb_shared::yaml_input::{self, InputError, ReadError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -148,25 +156,32 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
-    /// Reads, parses and validates a scenario file.
+    /// Reads (at most 4 MiB), parses and validates a scenario file.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ScenarioError> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-            path: display.clone(),
-            source,
+        let text = yaml_input::read_file(path).map_err(|error| match error {
+            ReadError::Io { source, .. } => ScenarioError::Read {
+                path: display.clone(),
+                source,
+            },
+            ReadError::Input { source, .. } => input_error(&display, &source),
         })?;
         Self::parse(&text, &display)
     }
 
     /// Parses and validates scenario text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ScenarioError> {
+        let text = yaml_input::prepare(text).map_err(|error| input_error(origin, &error))?;
+        // Duplicate keys and `.nan`/`.inf` first: the typed parse below would keep the
+        // last of two keys, and read `.nan` in the cluster manifest as null.
+        yaml_input::single_document(text).map_err(|error| input_error(origin, &error))?;
         let scenario: Scenario =
             serde_yaml_ng::from_str(text).map_err(|error| ScenarioError::Yaml {
                 path: origin.to_owned(),
                 line: error.location().map(|location| location.line()),
                 message: error.to_string(),
             })?;
-        scenario.validate(origin)?;
+        scenario.validate(origin, text)?;
         Ok(scenario)
     }
 
@@ -180,81 +195,24 @@ impl Scenario {
         self.steps.iter().filter_map(StepSpec::to_step).collect()
     }
 
-    fn validate(&self, origin: &str) -> Result<(), ScenarioError> {
-        let invalid = |field: String, message: &dyn fmt::Display| ScenarioError::Invalid {
-            path: origin.to_owned(),
-            field,
-            message: message.to_string(),
-        };
-        if !self.cluster.is_object() {
-            return Err(invalid(
-                "cluster".into(),
-                &"must be a FoundationDBCluster manifest (a mapping)",
-            ));
-        }
-        let kind = self.cluster.get("kind").and_then(Value::as_str);
-        if kind != Some("FoundationDBCluster") {
-            return Err(invalid(
-                "cluster.kind".into(),
-                &format!("must be FoundationDBCluster, found {kind:?}"),
-            ));
-        }
-        if self
-            .cluster
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(invalid("cluster.metadata.name".into(), &"is required"));
-        }
-        if let Some(nodes) = self.world.nodes
-            && nodes == 0
-        {
-            return Err(invalid("world.nodes".into(), &"must be at least 1"));
-        }
-        if let Some(zones) = self.world.zones
-            && zones == 0
-        {
-            return Err(invalid("world.zones".into(), &"must be at least 1"));
-        }
-        for (field, value) in [
-            ("world.storageGiB", self.world.storage_gib),
-            ("world.moveMiBPerSecond", self.world.move_mib_per_second),
-        ] {
-            if let Some(value) = value
-                && !(value.is_finite() && value > 0.0)
-            {
-                return Err(invalid(
-                    field.into(),
-                    &format!("{value} must be a positive number"),
-                ));
-            }
-        }
-        if self.world.shards == Some(0) {
-            return Err(invalid("world.shards".into(), &"must be at least 1"));
-        }
-        for (image, version) in &self.world.images {
-            if let Err(error) = version.parse::<fdb_shared::FdbVersion>() {
-                return Err(invalid(format!("world.images[{image:?}]"), &error));
-            }
-        }
-        if self.world.exclusion_seconds == Some(0) {
-            return Err(invalid(
-                "world.exclusionSeconds".into(),
-                &"must be at least 1",
-            ));
-        }
-        for (index, step) in self.steps.iter().enumerate() {
-            step.validate().map_err(|(name, message)| {
-                let field = if name.is_empty() {
-                    format!("steps[{index}]")
-                } else {
-                    format!("steps[{index}].{name}")
-                };
-                invalid(field, &message)
-            })?;
-        }
-        Ok(())
+    /// Checks everything that can be known before the run (see [`limits`]); `text` is
+    /// the scenario's file, to give lines.
+    fn validate(&self, origin: &str, text: &str) -> Result<(), ScenarioError> {
+        self.check(text)
+            .map_err(|(field, message)| ScenarioError::Invalid {
+                path: origin.to_owned(),
+                field,
+                message,
+            })
+    }
+}
+
+/// A scenario file beyond the input limits, or not readable YAML.
+fn input_error(origin: &str, error: &InputError) -> ScenarioError {
+    ScenarioError::Yaml {
+        path: origin.to_owned(),
+        message: error.to_string(),
+        line: error.line(),
     }
 }
 

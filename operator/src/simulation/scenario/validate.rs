@@ -1,0 +1,236 @@
+//! `Scenario::validate`: everything that can be known before the run, each problem
+//! naming its field (`steps[3].advance`, `world.nodes`, `cluster.spec.version`).
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
+use fdb_shared::validation::ValidatedCluster;
+
+use super::limits::{
+    MAX_NODES, MAX_SCENARIO_SECONDS, MAX_SHARDS, MAX_STEPS, MAX_ZONES, Problem,
+    check_cluster_identity, check_count, check_duration, check_group_counts, decode_cluster,
+    group_counts,
+};
+use super::references::References;
+use super::steps::{Action, ObjectKind, ObjectRef, StepSpec};
+use super::{Fault, Scenario, WorldSettings};
+
+/// Checks a whole scenario; `text` is the file it came from (for lines).
+pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Problem> {
+    check_cluster_identity(&scenario.cluster)?;
+    check_world(&scenario.world)?;
+    check_count(
+        "steps",
+        u64::try_from(scenario.steps.len()).unwrap_or(u64::MAX),
+        u64::try_from(MAX_STEPS).unwrap_or(u64::MAX),
+        "steps per scenario (split it into several scenarios)",
+    )?;
+    let mut total_seconds: u64 = 0;
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let seconds = check_step(step).map_err(|problem| in_step(index, problem))?;
+        total_seconds = total_seconds.saturating_add(seconds);
+        if total_seconds > MAX_SCENARIO_SECONDS {
+            return Err(in_step(
+                index,
+                (
+                    String::new(),
+                    format!(
+                        "brings the scenario's advance and expect.within steps to {total_seconds} seconds in all, more than the limit of {MAX_SCENARIO_SECONDS} seconds (100 years of simulated time); shorten them or split the scenario"
+                    ),
+                ),
+            ));
+        }
+    }
+    let cluster = decode_cluster(&scenario.cluster, text)?;
+    let counts = group_counts(&cluster);
+    check_group_counts("cluster.spec.processCounts", &counts)?;
+    let mut references =
+        References::new(&scenario.cluster, &cluster, &counts, scenario.world.nodes);
+    for (index, step) in scenario.steps.iter().enumerate() {
+        check_names(&mut references, step).map_err(|problem| in_step(index, problem))?;
+        references.after(step);
+    }
+    Ok(())
+}
+
+/// Puts a step's problem under `steps[index]`.
+fn in_step(index: usize, (field, message): Problem) -> Problem {
+    if field.is_empty() {
+        (format!("steps[{index}]"), message)
+    } else {
+        (format!("steps[{index}].{field}"), message)
+    }
+}
+
+fn check_world(world: &WorldSettings) -> Result<(), Problem> {
+    let problem = |field: &str, message: String| Err((field.to_owned(), message));
+    if world.nodes == Some(0) {
+        return problem("world.nodes", "must be at least 1".into());
+    }
+    if world.zones == Some(0) {
+        return problem("world.zones", "must be at least 1".into());
+    }
+    if let Some(nodes) = world.nodes {
+        check_count(
+            "world.nodes",
+            u64::from(nodes),
+            u64::from(MAX_NODES),
+            "simulated nodes",
+        )?;
+    }
+    if let Some(zones) = world.zones {
+        check_count(
+            "world.zones",
+            u64::from(zones),
+            u64::from(MAX_ZONES),
+            "zones",
+        )?;
+    }
+    for (field, value) in [
+        ("world.storageGiB", world.storage_gib),
+        ("world.moveMiBPerSecond", world.move_mib_per_second),
+    ] {
+        if let Some(value) = value
+            && !(value.is_finite() && value > 0.0)
+        {
+            return problem(field, format!("{value} must be a positive number"));
+        }
+    }
+    if world.shards == Some(0) {
+        return problem("world.shards", "must be at least 1".into());
+    }
+    if let Some(shards) = world.shards {
+        check_count(
+            "world.shards",
+            u64::from(shards),
+            u64::from(MAX_SHARDS),
+            "shards",
+        )?;
+    }
+    for (image, version) in &world.images {
+        if let Err(error) = version.parse::<fdb_shared::FdbVersion>() {
+            return problem(&format!("world.images[{image:?}]"), error.to_string());
+        }
+    }
+    if world.exclusion_seconds == Some(0) {
+        return problem("world.exclusionSeconds", "must be at least 1".into());
+    }
+    for (field, seconds) in [
+        (
+            "world.configMapDelaySeconds",
+            world.config_map_delay_seconds,
+        ),
+        ("world.exclusionSeconds", world.exclusion_seconds),
+        (
+            "world.failureDetectionSeconds",
+            world.failure_detection_seconds,
+        ),
+        ("world.recoverySeconds", world.recovery_seconds),
+        ("world.restartSeconds", world.restart_seconds),
+    ] {
+        if let Some(seconds) = seconds {
+            check_duration(field, seconds)?;
+        }
+    }
+    for (index, client) in world.clients.iter().enumerate() {
+        if client.address.trim().is_empty() {
+            return problem(
+                &format!("world.clients[{index}].address"),
+                "must not be empty".into(),
+            );
+        }
+        if let Err(error) = client.version.parse::<fdb_shared::FdbVersion>() {
+            return problem(
+                &format!("world.clients[{index}].version"),
+                error.to_string(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks one step on its own; returns the simulated seconds it asks for.
+fn check_step(step: &StepSpec) -> Result<u64, Problem> {
+    step.validate()?;
+    if let Some(seconds) = step.advance {
+        check_duration("advance", seconds)?;
+        return Ok(seconds);
+    }
+    if let Some(expect) = &step.expect {
+        check_duration("expect.within", expect.within)?;
+        return Ok(expect.within);
+    }
+    if let Some(Fault::SlowRecovery { seconds }) = &step.fault {
+        check_duration("fault.seconds", *seconds)?;
+    }
+    Ok(0)
+}
+
+/// Checks what a step names against the cluster's state at that point, and follows
+/// `apply` steps.
+fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Problem> {
+    if let Some(patch) = &step.apply {
+        let manifest = references.patched(patch)?;
+        // An invalid patched cluster is a scenario of its own (the operator refuses it);
+        // only a valid one can make the operator create groups.
+        if let Ok((cluster, _)) = decode_reporting_unknown_fields::<FoundationDBCluster>(&manifest)
+            && let Ok(valid) = ValidatedCluster::new(cluster)
+        {
+            let counts = group_counts(valid.cluster());
+            check_group_counts("apply", &counts)?;
+            references.observe(valid.cluster(), &counts);
+        }
+        references.set_manifest(manifest);
+    }
+    if let Some(fault) = &step.fault {
+        if let Some(group) = fault.process_group() {
+            references.check_group("fault.processGroup", group)?;
+        }
+        if let Some(node) = fault.node() {
+            references.check_node("fault.node", node)?;
+        }
+    }
+    if let Some(heal) = &step.heal {
+        if let Some(group) = &heal.process_group {
+            references.check_group("heal.processGroup", group)?;
+        }
+        if let Some(node) = &heal.node {
+            references.check_node("heal.node", node)?;
+        }
+    }
+    if let Some(act) = &step.act
+        && let Ok(action) = act.action()
+    {
+        match &action {
+            Action::Kill(groups) | Action::Exclude(groups) => {
+                let name = if matches!(action, Action::Kill(_)) {
+                    "kill"
+                } else {
+                    "exclude"
+                };
+                for (index, group) in groups.iter().enumerate() {
+                    references.check_group(&format!("act.{name}[{index}]"), group)?;
+                }
+            }
+            Action::Drain(node) => references.check_node("act.drain", node)?,
+            Action::AddNodes(count) => references.check_add_nodes(*count)?,
+            Action::Delete(target) => references.check_object("act.delete", target)?,
+            Action::Patch(target, _) => references.check_object("act.patch.target", target)?,
+            Action::Evict(name) => references.check_object(
+                "act.evict",
+                &ObjectRef {
+                    kind: ObjectKind::Pod,
+                    name: name.clone(),
+                },
+            )?,
+            Action::DeleteCollection(_) => {}
+        }
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Checks the scenario before it runs; `text` is the file it came from.
+    pub(super) fn check(&self, text: &str) -> Result<(), Problem> {
+        check_scenario(self, text)
+    }
+}
