@@ -11,7 +11,7 @@ use super::config_map::config_map_name;
 use super::context::Context;
 use super::errors::StepError;
 use super::pass_io::{Changes, ObjectKind, PassIo};
-use super::snapshot::{ClusterSnapshot, SnapshotParts};
+use super::snapshot::{ClusterSnapshot, Fresh, SnapshotParts};
 
 /// What the pass has observed so far.
 #[derive(Debug)]
@@ -87,23 +87,24 @@ impl PassState {
         ctx: &Context,
     ) -> Result<(&ClusterSnapshot, &mut PassIo), StepError> {
         let changes = self.io.take_changes();
-        let refreshed = match &self.observed {
-            Observed::Nothing(cluster) => Some(
-                read(
+        match &self.observed {
+            Observed::Nothing(cluster) => {
+                let parts = read(
                     &mut self.io,
                     ctx,
                     ValidatedCluster::clone(cluster),
                     self.now,
                 )
-                .await?,
-            ),
-            Observed::Snapshot(snapshot) if !changes.is_empty() => {
-                Some(refresh(&mut self.io, ctx, snapshot, changes).await?)
+                .await?;
+                self.observed = Observed::Snapshot(Box::new(ClusterSnapshot::new(parts)));
             }
-            Observed::Snapshot(_) => None,
-        };
-        if let Some(parts) = refreshed {
-            self.observed = Observed::Snapshot(Box::new(ClusterSnapshot::new(parts)));
+            Observed::Snapshot(snapshot) if !changes.is_empty() => {
+                let fresh = read_again(&mut self.io, ctx, snapshot, changes).await?;
+                if let Observed::Snapshot(snapshot) = &mut self.observed {
+                    snapshot.refresh(fresh);
+                }
+            }
+            Observed::Snapshot(_) => {}
         }
         match &self.observed {
             Observed::Snapshot(snapshot) => Ok((snapshot, &mut self.io)),
@@ -141,43 +142,69 @@ async fn read(
     })
 }
 
-/// Reads again what `changes` touched; the rest of `snapshot` is kept.
-async fn refresh(
+/// Reads again what `changes` touched (the rest of `snapshot` stays as it is).
+async fn read_again(
     io: &mut PassIo,
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     changes: Changes,
-) -> Result<SnapshotParts, StepError> {
-    let mut parts = snapshot.clone().into_parts();
-    let old_connection = snapshot.status().connection_string.clone();
+) -> Result<Fresh, StepError> {
+    let mut fresh = Fresh::default();
     if let Some(written) = &changes.cluster {
-        parts.cluster = with_status_of(&parts.cluster, written)?;
+        fresh.cluster = Some(with_status_of(snapshot.validated(), written)?);
     }
-    let selector = label_selector(parts.cluster.cluster());
+    let cluster = fresh
+        .cluster
+        .as_ref()
+        .map_or_else(|| snapshot.cluster(), ValidatedCluster::cluster);
+    let selector = label_selector(cluster);
     for kind in &changes.objects {
         match kind {
-            ObjectKind::Pods => parts.pods = io.list(ctx, &selector, "pods").await?,
+            ObjectKind::Pods => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
             ObjectKind::Pvcs => {
-                parts.pvcs = io.list(ctx, &selector, "persistentvolumeclaims").await?;
+                fresh.pvcs = Some(io.list(ctx, &selector, "persistentvolumeclaims").await?);
             }
             ObjectKind::Services => {
-                parts.services = io.list(ctx, &selector, "services").await?;
+                fresh.services = Some(io.list(ctx, &selector, "services").await?);
             }
             ObjectKind::ConfigMap => {
-                parts.config_map = io
-                    .get_config_map(ctx, &config_map_name(parts.cluster.cluster()))
-                    .await?;
+                let name = config_map_name(cluster);
+                fresh.config_map = Some(io.get_config_map(ctx, &name).await?);
             }
         }
     }
-    let connection = parts
-        .cluster
-        .cluster()
-        .status
-        .as_ref()
-        .and_then(|s| s.connection_string.clone());
-    if changes.database || connection != old_connection {
-        parts.database = io.read_database(ctx, parts.cluster.cluster()).await;
+    let connection =
+        |c: &FoundationDBCluster| c.status.as_ref().and_then(|s| s.connection_string.clone());
+    if changes.database || connection(cluster) != connection(snapshot.cluster()) {
+        fresh.database = Some(io.read_database(ctx, cluster).await);
     }
-    Ok(parts)
+    Ok(fresh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::cluster;
+
+    #[test]
+    fn a_status_write_brings_its_status_not_a_newer_spec() {
+        let started = ValidatedCluster::new(cluster("version: 7.1.57")).unwrap();
+        let mut written = cluster("version: 7.1.60");
+        written.metadata.generation = Some(2);
+        written.status = Some(fdb_shared::api::FoundationDBClusterStatus {
+            connection_string: Some("a:b@10.0.0.1:4501".into()),
+            ..Default::default()
+        });
+        let refreshed = with_status_of(&started, &written).unwrap();
+        assert_eq!(refreshed.spec().version, "7.1.57");
+        assert_eq!(refreshed.cluster().metadata.generation, Some(1));
+        assert_eq!(
+            refreshed
+                .cluster()
+                .status
+                .as_ref()
+                .and_then(|s| s.connection_string.as_deref()),
+            Some("a:b@10.0.0.1:4501")
+        );
+    }
 }

@@ -198,50 +198,73 @@ fn has_named<K: ResourceExt>(objects: &[K], name: &str) -> bool {
         .is_ok()
 }
 
+/// What a refresh read again; `None` keeps the snapshot's part.
+#[derive(Debug, Default)]
+pub struct Fresh {
+    /// The cluster with the status a status write returned.
+    pub cluster: Option<ValidatedCluster>,
+    /// The pods, listed again.
+    pub pods: Option<Vec<Pod>>,
+    /// The PVCs, listed again.
+    pub pvcs: Option<Vec<PersistentVolumeClaim>>,
+    /// The services, listed again.
+    pub services: Option<Vec<Service>>,
+    /// The ConfigMap, read again.
+    pub config_map: Option<Option<ConfigMap>>,
+    /// The database, read again.
+    pub database: Option<DatabaseState>,
+}
+
+/// The group index of `parts` (whose lists are sorted by name).
+fn index(parts: &SnapshotParts) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
+    let cluster = parts.cluster.cluster();
+    let mut pods = index_by_group(cluster, &parts.pods);
+    let mut pvcs = index_by_group(cluster, &parts.pvcs);
+    let mut services = index_by_group(cluster, &parts.services);
+    let mut processes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    if let Some(database) = parts.database.status() {
+        for (key, process) in &database.cluster.processes {
+            if let Some(instance) = process.locality.instance_id.as_deref() {
+                processes.entry(instance).or_default().push(key.clone());
+            }
+        }
+    }
+    let status_groups = cluster
+        .status
+        .as_ref()
+        .map(|s| s.process_groups.as_slice())
+        .unwrap_or_default();
+    let mut groups = Vec::with_capacity(status_groups.len());
+    let mut by_id = BTreeMap::new();
+    for (position, group) in status_groups.iter().enumerate() {
+        let id = group.process_group_id.as_str();
+        // A duplicated ID (never written by the operator) shares the objects of the
+        // first entry.
+        let first = *by_id.entry(id.to_owned()).or_insert(position);
+        let entry = if first == position {
+            GroupIndex {
+                position,
+                pod: pods.remove(id),
+                pvc: pvcs.remove(id),
+                service: services.remove(id),
+                processes: processes.remove(id).unwrap_or_default(),
+            }
+        } else {
+            let shared = groups.get(first).cloned().unwrap_or_default();
+            GroupIndex { position, ..shared }
+        };
+        groups.push(entry);
+    }
+    (groups, by_id)
+}
+
 impl ClusterSnapshot {
     /// Indexes `parts` (lists are sorted by name first).
     pub fn new(mut parts: SnapshotParts) -> Self {
         sort_by_name(&mut parts.pods);
         sort_by_name(&mut parts.pvcs);
         sort_by_name(&mut parts.services);
-        let cluster = parts.cluster.cluster();
-        let mut pods = index_by_group(cluster, &parts.pods);
-        let mut pvcs = index_by_group(cluster, &parts.pvcs);
-        let mut services = index_by_group(cluster, &parts.services);
-        let mut processes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        if let Some(database) = parts.database.status() {
-            for (key, process) in &database.cluster.processes {
-                if let Some(instance) = process.locality.instance_id.as_deref() {
-                    processes.entry(instance).or_default().push(key.clone());
-                }
-            }
-        }
-        let status_groups = cluster
-            .status
-            .as_ref()
-            .map(|s| s.process_groups.as_slice())
-            .unwrap_or_default();
-        let mut groups = Vec::with_capacity(status_groups.len());
-        let mut by_id = BTreeMap::new();
-        for (position, group) in status_groups.iter().enumerate() {
-            let id = group.process_group_id.as_str();
-            // A duplicated ID (never written by the operator) shares the objects of the
-            // first entry.
-            let first = by_id.entry(id.to_owned()).or_insert(position);
-            let entry = if *first == position {
-                GroupIndex {
-                    position,
-                    pod: pods.remove(id),
-                    pvc: pvcs.remove(id),
-                    service: services.remove(id),
-                    processes: processes.remove(id).unwrap_or_default(),
-                }
-            } else {
-                let shared = groups.get(*first).cloned().unwrap_or_default();
-                GroupIndex { position, ..shared }
-            };
-            groups.push(entry);
-        }
+        let (groups, by_id) = index(&parts);
         Self {
             parts,
             groups,
@@ -249,9 +272,32 @@ impl ClusterSnapshot {
         }
     }
 
-    /// Gives the parts back (to refresh some of them).
-    pub fn into_parts(self) -> SnapshotParts {
-        self.parts
+    /// Replaces the parts that were read again and rebuilds the index (the pass does
+    /// this between steps; steps only ever see `&ClusterSnapshot`).
+    pub fn refresh(&mut self, fresh: Fresh) {
+        let parts = &mut self.parts;
+        if let Some(cluster) = fresh.cluster {
+            parts.cluster = cluster;
+        }
+        if let Some(mut pods) = fresh.pods {
+            sort_by_name(&mut pods);
+            parts.pods = pods;
+        }
+        if let Some(mut pvcs) = fresh.pvcs {
+            sort_by_name(&mut pvcs);
+            parts.pvcs = pvcs;
+        }
+        if let Some(mut services) = fresh.services {
+            sort_by_name(&mut services);
+            parts.services = services;
+        }
+        if let Some(config_map) = fresh.config_map {
+            parts.config_map = config_map;
+        }
+        if let Some(database) = fresh.database {
+            parts.database = database;
+        }
+        (self.groups, self.by_id) = index(&self.parts);
     }
 
     /// The validated cluster.
