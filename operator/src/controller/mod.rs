@@ -24,6 +24,8 @@ pub mod process_groups;
 pub mod production;
 pub mod providers;
 pub mod safety;
+#[cfg(test)]
+mod scale_tests;
 pub mod snapshot;
 pub mod status;
 pub mod status_mutations;
