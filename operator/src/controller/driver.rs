@@ -1,5 +1,7 @@
 //! The reconcile driver: one pass runs the ordered subreconcilers and stops at the first
-//! requeue (operator-behavior §8), with a tracing span and metrics per step.
+//! requeue (operator-behavior §8), with a tracing span and metrics per step. Before each
+//! step the pass's snapshot is read or refreshed (see [`super::snapshot`]); each step
+//! decides from it and acts through the pass's I/O.
 
 use std::time::Instant;
 
@@ -81,13 +83,18 @@ async fn run_pass_inner(
     for warning in validated.warnings() {
         tracing::warn!(%warning, "spec warning");
     }
-    let mut pass = PassState::new(validated.into_inner(), ctx.clock.now());
+    let mut pass = PassState::new(validated, ctx.clock.now());
     let mut outcome = PassOutcome::Completed;
     for step in ordered_steps() {
         let step_name = step.name();
         let started = Instant::now();
         let span = tracing::debug_span!("step", step = step_name, cluster = name, namespace);
-        let result = step.reconcile(ctx, &mut pass).instrument(span).await;
+        let result = async {
+            let (snapshot, io) = pass.prepare(ctx).await?;
+            step.reconcile(ctx, snapshot, io).await
+        }
+        .instrument(span)
+        .await;
         ctx.metrics
             .step_seconds
             .get_or_create(&StepLabels { step: step_name })
@@ -134,12 +141,16 @@ async fn run_pass_inner(
             }
         }
     }
-    let status = pass.status();
+    let cluster = pass.cluster();
+    let reconciled_generation = cluster
+        .status
+        .as_ref()
+        .and_then(|status| status.generations.reconciled);
     // The final UpdateStatus must have judged this pass's observation Reconciled: the
     // reconciled generation alone stays set after a process goes missing.
     let reconciled = outcome == PassOutcome::Completed
         && pass.judged_reconciled() == Some(true)
-        && status.generations.reconciled == Some(pass.generation());
+        && reconciled_generation == Some(cluster.metadata.generation.unwrap_or(0));
     Ok(PassReport {
         outcome,
         reconciled,

@@ -48,6 +48,9 @@ pub enum StepError {
         /// The serde error.
         source: serde_json::Error,
     },
+    /// A status edit did not fit the live status (a bug, or the status changed under us).
+    #[error(transparent)]
+    Status(#[from] super::status_mutations::StatusMutationError),
     /// Live state the operator cannot work with (e.g. an unparsable connection string in
     /// the status).
     #[error("{0}")]
@@ -75,7 +78,7 @@ impl StepError {
             Self::Sidecar { .. } => "SidecarError",
             Self::Build { .. } => "BuildFailed",
             Self::Json { .. } => "SerializationFailed",
-            Self::InvalidState(_) => "InvalidState",
+            Self::Status(_) | Self::InvalidState(_) => "InvalidState",
         }
     }
 
@@ -85,7 +88,9 @@ impl StepError {
             Self::Kube { source, .. } => !matches!(kube_category(source), "KubeInvalid"),
             Self::Admin { source, .. } => source.is_transient(),
             Self::Sidecar { .. } => true,
-            Self::Build { .. } | Self::Json { .. } | Self::InvalidState(_) => false,
+            Self::Build { .. } | Self::Json { .. } | Self::Status(_) | Self::InvalidState(_) => {
+                false
+            }
         }
     }
 }

@@ -1,23 +1,34 @@
 //! The operator's controller: the reconcile driver over the ordered subreconcilers, the
-//! per-pass state, process group bookkeeping, the status, and the desired Kubernetes
-//! objects of a cluster (pod model, ConfigMap).
+//! per-pass snapshot and I/O, observation, the shared safety gates, process group
+//! bookkeeping, the status and its typed edits, and the desired Kubernetes objects of a
+//! cluster (pod model, ConfigMap).
 
 pub mod config_map;
 pub mod context;
 pub mod coordinators;
+pub mod desired;
 pub mod driver;
 pub mod errors;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod merge_patch;
 pub mod metrics;
 pub mod objects;
+pub mod observe;
 pub mod outcome;
 pub mod pass;
+pub mod pass_io;
 pub mod pod_model;
 pub mod process_groups;
 pub mod production;
 pub mod providers;
+pub mod safety;
+#[cfg(test)]
+mod scale_tests;
+pub mod snapshot;
 pub mod status;
+pub mod status_mutations;
 pub mod subreconcilers;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};

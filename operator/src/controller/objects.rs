@@ -1,5 +1,5 @@
-//! Small read helpers over the live objects of a cluster: which object belongs to which
-//! process group, pod phase and IP.
+//! Small read helpers over the live objects of a cluster: which process group an object
+//! belongs to (the snapshot indexes objects by it), pod phase and IP.
 
 use fdb_shared::api::FoundationDBCluster;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,24 +14,6 @@ pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Op
         .process_group_id_labels()
         .iter()
         .find_map(|key| labels.get(key).cloned())
-}
-
-/// The object of `group_id` among `objects` (a non-terminating one first).
-pub fn object_of_group<'a, K: ResourceExt>(
-    cluster: &FoundationDBCluster,
-    objects: &'a [K],
-    group_id: &str,
-) -> Option<&'a K> {
-    let mut matching = objects
-        .iter()
-        .filter(|object| group_of(cluster, *object).as_deref() == Some(group_id));
-    let first = matching.next()?;
-    if first.meta().deletion_timestamp.is_none() {
-        return Some(first);
-    }
-    matching
-        .find(|object| object.meta().deletion_timestamp.is_none())
-        .or(Some(first))
 }
 
 /// The pod's phase (`Pending` when unknown).
@@ -113,9 +95,6 @@ mod tests {
         assert_eq!(pod_ip(&pod), Some("127.0.0.5"));
         let cluster = FoundationDBCluster::new("sample", Default::default());
         assert_eq!(group_of(&cluster, &pod).as_deref(), Some("log-1"));
-        let pods = [pod];
-        assert!(object_of_group(&cluster, &pods, "log-1").is_some());
-        assert!(object_of_group(&cluster, &pods, "log-2").is_none());
         let pending: Pod =
             serde_json::from_value(serde_json::json!({"metadata": {"name": "q"}})).unwrap();
         assert_eq!(pod_phase(&pending), "Pending");

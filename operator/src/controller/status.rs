@@ -14,6 +14,7 @@ use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::process_groups::{GroupFacts, merge_conditions, observed_conditions};
+use super::status_mutations::record_addresses;
 
 /// What is known about the database this pass.
 #[derive(Debug, Clone, Copy)]
@@ -67,14 +68,7 @@ fn update_group(
     updated.process_group_conditions =
         merge_conditions(&group.process_group_conditions, &observed, now_unix);
     if let Some(address) = &observation.address {
-        if group.is_marked_for_removal() {
-            // Every address a group had while being removed must be excluded.
-            if !updated.addresses.contains(address) {
-                updated.addresses.push(address.clone());
-            }
-        } else {
-            updated.addresses = vec![address.clone()];
-        }
+        record_addresses(&mut updated, std::slice::from_ref(address));
     }
     if let Some(zone) = &observation.fault_domain {
         updated.fault_domain = Some(zone.clone());

@@ -1,6 +1,11 @@
-//! One `status json` per reconcile pass: a wrapper that memoizes `status()` until the
-//! pass ends or the database is changed.
+//! One `status json` per reconcile pass: a wrapper that memoizes the status (or the
+//! failure to read it) until the pass ends or the database is changed.
+//!
+//! This is the operator's only `status json` memo. Its own write methods drop it (the next
+//! read sees the change) and count themselves, so the pass can tell that the database
+//! changed without steps having to say so.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fdb_shared::address::ProcessAddress;
@@ -12,20 +17,27 @@ use super::admin::{AdminClient, ClientInfo, ExclusionReport, ExclusionTarget};
 use super::error::AdminError;
 use super::locks::LockValue;
 
-/// Wraps any [`AdminClient`]; `status()` is read at most once until [`Self::new_pass`] or
-/// [`Self::invalidate`], and every write invalidates it (the next read sees the change).
+/// What the memo holds: the status, or why it could not be read.
+type Memo = Result<Arc<DatabaseStatus>, Arc<AdminError>>;
+
+/// Wraps any [`AdminClient`]; `status json` is read at most once until [`Self::new_pass`]
+/// or [`Self::invalidate`], a failed read is remembered the same way (a pass does not wait
+/// for the same timeout twice), and every write that can change the status invalidates it.
+/// Clones share the memo and the write count.
 #[derive(Debug, Clone)]
 pub struct PassScopedAdmin {
     inner: Arc<dyn AdminClient>,
-    cached: Arc<Mutex<Option<DatabaseStatus>>>,
+    cached: Arc<Mutex<Option<Memo>>>,
+    writes: Arc<AtomicU64>,
 }
 
 impl PassScopedAdmin {
-    /// A wrapper with an empty cache.
+    /// A wrapper with an empty memo.
     pub fn new(inner: Arc<dyn AdminClient>) -> Self {
         Self {
             inner,
             cached: Arc::new(Mutex::new(None)),
+            writes: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -34,7 +46,7 @@ impl PassScopedAdmin {
         self.invalidate();
     }
 
-    /// Forgets the cached status.
+    /// Forgets the memo.
     pub fn invalidate(&self) {
         *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
@@ -44,21 +56,36 @@ impl PassScopedAdmin {
         &self.inner
     }
 
-    fn cached(&self) -> Option<DatabaseStatus> {
-        self.cached
+    /// How many writes that may change `status json` went through this wrapper (or a
+    /// clone), whatever their outcome.
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::SeqCst)
+    }
+
+    /// The status, shared: read once, then served from the memo (a failure too).
+    pub async fn shared_status(&self) -> Memo {
+        if let Some(memo) = self
+            .cached
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+        {
+            return memo;
+        }
+        let memo = self.inner.status().await.map(Arc::new).map_err(Arc::new);
+        *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = Some(memo.clone());
+        memo
     }
 
-    /// Runs a write and invalidates the cache whatever its outcome (a failed or timed out
-    /// write may still have happened).
+    /// Runs a write, then invalidates the memo and counts the write whatever its outcome
+    /// (a failed or timed out write may still have happened).
     async fn write<T>(
         &self,
         operation: impl Future<Output = Result<T, AdminError>>,
     ) -> Result<T, AdminError> {
         let result = operation.await;
         self.invalidate();
+        self.writes.fetch_add(1, Ordering::SeqCst);
         result
     }
 }
@@ -66,12 +93,10 @@ impl PassScopedAdmin {
 #[async_trait::async_trait]
 impl AdminClient for PassScopedAdmin {
     async fn status(&self) -> Result<DatabaseStatus, AdminError> {
-        if let Some(status) = self.cached() {
-            return Ok(status);
-        }
-        let status = self.inner.status().await?;
-        *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = Some(status.clone());
-        Ok(status)
+        self.shared_status()
+            .await
+            .map(|status| DatabaseStatus::clone(&status))
+            .map_err(|error| AdminError::clone(&error))
     }
 
     async fn configure(
@@ -91,7 +116,10 @@ impl AdminClient for PassScopedAdmin {
         &self,
         targets: &[ExclusionTarget],
     ) -> Result<ExclusionReport, AdminError> {
-        let status = self.status().await?;
+        let status = self
+            .shared_status()
+            .await
+            .map_err(|error| AdminError::clone(&error))?;
         Ok(ExclusionReport::from_status(&status, targets))
     }
 
@@ -124,6 +152,8 @@ impl AdminClient for PassScopedAdmin {
         self.write(self.inner.reset_maintenance_zone()).await
     }
 
+    // The lock and its deny list live in the system keyspace: `status json` does not show
+    // them, so writing them keeps the memo.
     async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
         self.inner.read_lock().await
     }
@@ -141,7 +171,101 @@ impl AdminClient for PassScopedAdmin {
     }
 
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
-        let status = self.status().await?;
+        let status = self
+            .shared_status()
+            .await
+            .map_err(|error| AdminError::clone(&error))?;
         Ok(ClientInfo::from_status(&status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// Counts status reads; fails them while `failing`.
+    #[derive(Debug, Default)]
+    struct Counting {
+        reads: AtomicUsize,
+        failing: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl AdminClient for Counting {
+        async fn status(&self) -> Result<DatabaseStatus, AdminError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            if self.failing.load(Ordering::SeqCst) {
+                return Err(AdminError::Timeout {
+                    command: "status json".into(),
+                    seconds: 10,
+                });
+            }
+            Ok(DatabaseStatus::default())
+        }
+        async fn configure(&self, _: &DatabaseConfiguration, _: bool) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn exclude(&self, _: &[ExclusionTarget], _: bool) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn include(&self, _: &[ExclusionTarget]) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn change_coordinators(
+            &self,
+            _: &[ProcessAddress],
+        ) -> Result<ConnectionString, AdminError> {
+            Err(AdminError::Unsupported {
+                command: "coordinators".into(),
+                reason: "test".into(),
+            })
+        }
+        async fn kill(&self, _: &[ProcessAddress]) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn set_maintenance_zone(&self, _: &str, _: u64) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn read_lock(&self) -> Result<Option<LockValue>, AdminError> {
+            Ok(None)
+        }
+        async fn write_lock(&self, _: &LockValue) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn deny_list(&self) -> Result<Vec<String>, AdminError> {
+            Ok(Vec::new())
+        }
+        async fn update_deny_list(&self, _: &[String], _: &[String]) -> Result<(), AdminError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn failures_are_remembered_until_a_write() {
+        let inner = Arc::new(Counting::default());
+        inner.failing.store(true, Ordering::SeqCst);
+        let admin = PassScopedAdmin::new(inner.clone());
+        let first = admin.shared_status().await.unwrap_err();
+        let second = admin.status().await.unwrap_err();
+        assert_eq!(first.to_string(), second.to_string());
+        assert_eq!(second.category(), "Timeout");
+        assert_eq!(inner.reads.load(Ordering::SeqCst), 1, "one read per pass");
+        inner.failing.store(false, Ordering::SeqCst);
+        assert_eq!(admin.write_count(), 0);
+        admin.kill(&[]).await.unwrap();
+        assert_eq!(admin.clone().write_count(), 1, "clones share the count");
+        admin.status().await.unwrap();
+        admin.connected_clients().await.unwrap();
+        assert_eq!(inner.reads.load(Ordering::SeqCst), 2, "a write invalidates");
+        // A failed write counts too: it may have happened.
+        assert!(admin.change_coordinators(&[]).await.is_err());
+        assert_eq!(admin.write_count(), 2);
+        admin.write_lock(&LockValue::new("a", 0)).await.unwrap();
+        assert_eq!(admin.write_count(), 2, "the lock is not in status json");
     }
 }

@@ -76,6 +76,76 @@ pub enum AdminError {
     },
 }
 
+/// A copy of a parse error; the JSON error is rebuilt from its message.
+fn clone_parse_error(error: &StatusParseError) -> StatusParseError {
+    match error {
+        StatusParseError::NoDocument { prefix } => StatusParseError::NoDocument {
+            prefix: prefix.clone(),
+        },
+        StatusParseError::Json {
+            line,
+            column,
+            source,
+        } => StatusParseError::Json {
+            line: *line,
+            column: *column,
+            source: <serde_json::Error as serde::de::Error>::custom(source.to_string()),
+        },
+    }
+}
+
+/// A remembered failure (the pass's `status json` memo) is handed out again as a copy;
+/// the IO error of [`AdminError::Spawn`] and the JSON error of a parse failure are rebuilt
+/// from their messages.
+impl Clone for AdminError {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Timeout { command, seconds } => Self::Timeout {
+                command: command.clone(),
+                seconds: *seconds,
+            },
+            Self::Unavailable { command, output } => Self::Unavailable {
+                command: command.clone(),
+                output: output.clone(),
+            },
+            Self::Failed {
+                command,
+                code,
+                stderr,
+            } => Self::Failed {
+                command: command.clone(),
+                code: *code,
+                stderr: stderr.clone(),
+            },
+            Self::Parse { command, source } => Self::Parse {
+                command: command.clone(),
+                source: clone_parse_error(source),
+            },
+            Self::InvalidResponse { command, detail } => Self::InvalidResponse {
+                command: command.clone(),
+                detail: detail.clone(),
+            },
+            Self::Spawn {
+                command,
+                program,
+                source,
+            } => Self::Spawn {
+                command: command.clone(),
+                program: program.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Self::Rejected { command, reason } => Self::Rejected {
+                command: command.clone(),
+                reason: reason.clone(),
+            },
+            Self::Unsupported { command, reason } => Self::Unsupported {
+                command: command.clone(),
+                reason: reason.clone(),
+            },
+        }
+    }
+}
+
 impl AdminError {
     /// Whether retrying later may succeed without any change.
     pub fn is_transient(&self) -> bool {

@@ -91,7 +91,8 @@ const ORDER: [C; 19] = [
     C::Ready,
 ];
 
-fn rank(condition: &C) -> usize {
+/// The position of `condition` in the canonical order (unknown conditions last).
+pub fn condition_rank(condition: &C) -> usize {
     ORDER
         .iter()
         .position(|c| c == condition)
@@ -161,7 +162,7 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             }
         }
     }
-    conditions.sort_by_key(rank);
+    conditions.sort_by_key(condition_rank);
     conditions.dedup();
     conditions
 }
@@ -183,7 +184,7 @@ pub fn merge_conditions(
                 .map_or(now_unix, |p| p.timestamp),
         })
         .collect();
-    merged.sort_by_key(|c| rank(&c.condition_type));
+    merged.sort_by_key(|c| condition_rank(&c.condition_type));
     merged
 }
 

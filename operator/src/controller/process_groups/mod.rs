@@ -6,7 +6,8 @@ pub mod ids;
 pub mod zones;
 
 pub use conditions::{
-    GroupFacts, PodFacts, Presence, ProcessFacts, merge_conditions, observed_conditions,
+    GroupFacts, PodFacts, Presence, ProcessFacts, condition_rank, merge_conditions,
+    observed_conditions,
 };
 pub use ids::lowest_free_numbers;
 pub use zones::pod_zone;

@@ -4,25 +4,64 @@
 //! `spec.faultDomain.zoneCount` by its number). With `publicIPSource: service` the pod
 //! carries its Service's IP, so it waits for the Service to have one.
 
-use std::collections::BTreeSet;
-
 use async_trait::async_trait;
 use fdb_shared::api::cluster::PublicIpSource;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::update_status::pod_options;
-use super::{Subreconciler, create_missing};
+use super::Subreconciler;
 use crate::controller::context::Context;
+use crate::controller::desired::pod_options;
 use crate::controller::errors::StepError;
-use crate::controller::objects::object_of_group;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
-use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod};
+use crate::controller::pass_io::PassIo;
+use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AddPods;
+
+/// The pods to create, and how many more wait for their Service's IP.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodsDecision {
+    /// Pods of live groups whose name no pod of the cluster has, in status order.
+    pub create: Vec<Pod>,
+    /// Groups whose pod waits for its Service to get an IP.
+    pub waiting_for_service_ip: usize,
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepError> {
+    let cluster = snapshot.cluster();
+    let by_service = cluster.spec.routing.public_ip_source() == PublicIpSource::Service;
+    let mut decision = PodsDecision::default();
+    for group in snapshot.live_groups() {
+        // Only the missing ones are built (the name does not depend on the spec).
+        if snapshot.has_pod(&pod_name(cluster, group.status)) {
+            continue;
+        }
+        let mut pod = build_pod(cluster, group.status, &pod_options(cluster, group.status))
+            .map_err(|e| StepError::Build {
+                what: format!("pod of {}", group.id()),
+                message: e.to_string(),
+            })?;
+        if by_service {
+            let ip = group
+                .service
+                .and_then(|s| s.spec.as_ref()?.cluster_ip.clone())
+                .filter(|ip| !ip.is_empty() && ip != "None");
+            let Some(ip) = ip else {
+                decision.waiting_for_service_ip += 1;
+                continue;
+            };
+            pod.annotations_mut()
+                .insert(PUBLIC_IP_ANNOTATION.to_owned(), ip);
+        }
+        decision.create.push(pod);
+    }
+    Ok(decision)
+}
 
 #[async_trait]
 impl Subreconciler for AddPods {
@@ -33,63 +72,63 @@ impl Subreconciler for AddPods {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let existing: BTreeSet<String> = pass
-            .pods(ctx)
-            .await?
-            .iter()
-            .map(ResourceExt::name_any)
-            .collect();
-        let services = if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
-            pass.services(ctx).await?.to_vec()
-        } else {
-            Vec::new()
-        };
-        let mut desired = Vec::new();
-        let mut waiting_for_service_ip = 0;
-        for group in pass.status().process_groups {
-            if group.is_marked_for_removal() {
-                continue;
-            }
-            let mut pod =
-                build_pod(&cluster, &group, &pod_options(&cluster, &group)).map_err(|e| {
-                    StepError::Build {
-                        what: format!("pod of {}", group.process_group_id),
-                        message: e.to_string(),
-                    }
-                })?;
-            let name = pod.name_any();
-            if existing.contains(&name) {
-                continue;
-            }
-            if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
-                let ip = object_of_group(&cluster, &services, &group.process_group_id)
-                    .and_then(|s| s.spec.as_ref()?.cluster_ip.clone())
-                    .filter(|ip| !ip.is_empty() && ip != "None");
-                let Some(ip) = ip else {
-                    waiting_for_service_ip += 1;
-                    continue;
-                };
-                pod.annotations_mut()
-                    .insert(PUBLIC_IP_ANNOTATION.to_owned(), ip);
-            }
-            desired.push(pod);
-        }
-        let api = pass.api::<Pod>(ctx);
-        let created = create_missing(&api, &existing, desired, "pod").await?;
-        if created > 0 {
-            pass.invalidate_pods();
-        }
-        if waiting_for_service_ip > 0 {
+        let decision = decide(snapshot)?;
+        io.create_all(ctx, decision.create, "pod").await?;
+        let waiting = decision.waiting_for_service_ip;
+        if waiting > 0 {
             return Ok(StepOutcome::Requeue {
                 delay: ctx.settings.kube_wait,
-                reason: format!(
-                    "waiting for {waiting_for_service_ip} process group services to get an IP"
-                ),
+                reason: format!("waiting for {waiting} process group services to get an IP"),
             });
         }
         Ok(StepOutcome::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod};
+    use k8s_openapi::api::core::v1::Service;
+
+    fn service(name: &str, group: &str, ip: Option<&str>) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"foundationdb.org/fdb-process-group-id": group}},
+            "spec": {"clusterIP": ip}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn missing_pods_of_live_groups() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("log-2")])
+            .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1")])
+            .build();
+        let decision = decide(&snapshot).unwrap();
+        let names: Vec<_> = decision.create.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names, ["sample-log-2"]);
+        assert_eq!(decision.waiting_for_service_ip, 0);
+    }
+
+    #[test]
+    fn with_service_routing_pods_wait_for_their_service_ip() {
+        let snapshot = Fixture::new("{version: 7.1.57, routing: {publicIPSource: service}}")
+            .groups([group("log-1"), group("log-2"), group("log-3")])
+            .services([
+                service("sample-log-1", "log-1", Some("10.96.0.1")),
+                service("sample-log-2", "log-2", None),
+            ])
+            .build();
+        let decision = decide(&snapshot).unwrap();
+        assert_eq!(decision.waiting_for_service_ip, 2);
+        assert_eq!(decision.create.len(), 1);
+        assert_eq!(
+            decision.create[0].annotations().get(PUBLIC_IP_ANNOTATION),
+            Some(&"10.96.0.1".to_owned())
+        );
     }
 }

@@ -15,9 +15,11 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{parse_any_process_group_id, process_group_id};
-use crate::controller::process_groups::{lowest_free_numbers, new_process_group};
+use crate::controller::process_groups::lowest_free_numbers;
+use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
+use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -83,6 +85,49 @@ pub fn groups_to_add(
     added
 }
 
+/// What AddProcessGroups does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddGroupsDecision {
+    /// Every class has its groups.
+    Nothing,
+    /// Groups are missing, but which IDs are still excluded is unknown: a reused one
+    /// would have its new process excluded at once. Wait for the database to answer.
+    WaitForDatabase {
+        /// How many groups are missing.
+        missing: usize,
+    },
+    /// Add these groups (written at once, so a restart never allocates twice).
+    Add(Vec<StatusMutation>),
+}
+
+/// Decides from the snapshot: the groups to add, unless the database exists and its
+/// status (the excluded IDs) cannot be read.
+pub fn decide(snapshot: &ClusterSnapshot) -> AddGroupsDecision {
+    let excluded = snapshot
+        .database_status()
+        .map(excluded_instance_ids)
+        .unwrap_or_default();
+    let added = groups_to_add(
+        snapshot.cluster(),
+        &snapshot.status().process_groups,
+        &excluded,
+    );
+    if added.is_empty() {
+        return AddGroupsDecision::Nothing;
+    }
+    if matches!(snapshot.database(), DatabaseState::Unreadable(_)) {
+        return AddGroupsDecision::WaitForDatabase {
+            missing: added.len(),
+        };
+    }
+    AddGroupsDecision::Add(
+        added
+            .into_iter()
+            .map(|(class, id)| StatusMutation::AddProcessGroup { id, class })
+            .collect(),
+    )
+}
+
 #[async_trait]
 impl Subreconciler for AddProcessGroups {
     fn name(&self) -> &'static str {
@@ -92,53 +137,86 @@ impl Subreconciler for AddProcessGroups {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let database_exists = pass.status().connection_string.is_some();
-        // At most one `status json` per pass: this is the one UpdateStatus read.
-        let database = if database_exists {
-            pass.database_status(ctx).await.ok()
-        } else {
-            None
-        };
-        let excluded = database
-            .as_deref()
-            .map(excluded_instance_ids)
-            .unwrap_or_default();
-        let mut status = pass.status();
-        let added = groups_to_add(pass.cluster(), &status.process_groups, &excluded);
-        if added.is_empty() {
-            return Ok(StepOutcome::Continue);
-        }
-        if database_exists && database.is_none() {
-            // Which IDs are still excluded is unknown: a reused one would have its new
-            // process excluded at once. Wait for the database to answer.
-            return Ok(StepOutcome::Requeue {
+        match decide(snapshot) {
+            AddGroupsDecision::Nothing => Ok(StepOutcome::Continue),
+            AddGroupsDecision::WaitForDatabase { missing } => Ok(StepOutcome::Requeue {
                 delay: ctx.settings.database_wait,
                 reason: format!(
-                    "{} process groups to add, but the database status (which IDs are still excluded) cannot be read",
-                    added.len()
+                    "{missing} process groups to add, but the database status (which IDs are still excluded) cannot be read"
                 ),
-            });
+            }),
+            AddGroupsDecision::Add(mutations) => {
+                let ids: Vec<&str> = mutations
+                    .iter()
+                    .filter_map(|m| match m {
+                        StatusMutation::AddProcessGroup { id, .. } => Some(id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                tracing::info!(groups = ?ids, "adding process groups");
+                io.apply_status(ctx, snapshot, &mutations).await?;
+                Ok(StepOutcome::Continue)
+            }
         }
-        let now = pass.now_unix();
-        tracing::info!(
-            groups = ?added.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>(),
-            "adding process groups"
-        );
-        status.process_groups.extend(
-            added
-                .into_iter()
-                .map(|(class, id)| new_process_group(id, class, now)),
-        );
-        pass.write_status(ctx, &status).await?;
-        Ok(StepOutcome::Continue)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::fixtures::{Fixture, reporting};
+    use crate::controller::process_groups::new_process_group;
+
+    #[test]
+    fn decisions_wait_for_a_readable_database_only_when_one_exists() {
+        let spec = "{version: 7.1.57, processCounts: {storage: 2, log: -1, stateless: -1}}";
+        match decide(&Fixture::new(spec).build()) {
+            AddGroupsDecision::Add(mutations) => assert_eq!(
+                mutations[1],
+                StatusMutation::AddProcessGroup {
+                    id: "storage-2".into(),
+                    class: ProcessClass::Storage
+                }
+            ),
+            other => panic!("unexpected {other:?}"),
+        }
+        let unreadable = Fixture::new(spec)
+            .connection_string("a:b@10.0.0.1:4501")
+            .unreadable()
+            .build();
+        assert_eq!(
+            decide(&unreadable),
+            AddGroupsDecision::WaitForDatabase { missing: 2 }
+        );
+        let mut db = reporting(&["storage-1"]);
+        if let Some(p) = db.cluster.processes.get_mut("p0") {
+            p.excluded = true;
+        }
+        let excluded = Fixture::new(spec)
+            .connection_string("a:b@10.0.0.1:4501")
+            .database(db)
+            .build();
+        match decide(&excluded) {
+            AddGroupsDecision::Add(mutations) => {
+                let ids: Vec<_> = mutations
+                    .iter()
+                    .map(|m| match m {
+                        StatusMutation::AddProcessGroup { id, .. } => id.as_str(),
+                        _ => "",
+                    })
+                    .collect();
+                assert_eq!(
+                    ids,
+                    ["storage-2", "storage-3"],
+                    "storage-1 is still excluded"
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
 
     fn cluster(spec: serde_json::Value) -> FoundationDBCluster {
         serde_json::from_value(serde_json::json!({

@@ -1,22 +1,38 @@
 //! AddPVCs: creates the data PVC (`<pod>-data`) of every live stateful process group that
 //! has none.
 
-use std::collections::BTreeSet;
-
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::ResourceExt;
 
-use super::{Subreconciler, create_missing};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
-use crate::controller::pod_model::build_pvc;
+use crate::controller::pass_io::PassIo;
+use crate::controller::pod_model::{build_pvc, pvc_name};
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AddPvcs;
+
+/// The PVCs to create: those of live groups whose name no PVC of the cluster has.
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<PersistentVolumeClaim>, StepError> {
+    let cluster = snapshot.cluster();
+    let mut missing = Vec::new();
+    for group in snapshot.live_groups() {
+        // Only the missing ones are built (the name does not depend on the template).
+        if snapshot.has_pvc(&pvc_name(cluster, group.status)) {
+            continue;
+        }
+        let pvc = build_pvc(cluster, group.status).map_err(|e| StepError::Build {
+            what: format!("PVC of {}", group.id()),
+            message: e.to_string(),
+        })?;
+        missing.extend(pvc);
+    }
+    Ok(missing)
+}
 
 #[async_trait]
 impl Subreconciler for AddPvcs {
@@ -27,31 +43,33 @@ impl Subreconciler for AddPvcs {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let existing: BTreeSet<String> = pass
-            .pvcs(ctx)
-            .await?
-            .iter()
-            .map(ResourceExt::name_any)
-            .collect();
-        let mut desired = Vec::new();
-        for group in pass.status().process_groups {
-            if group.is_marked_for_removal() {
-                continue;
-            }
-            let pvc = build_pvc(&cluster, &group).map_err(|e| StepError::Build {
-                what: format!("PVC of {}", group.process_group_id),
-                message: e.to_string(),
-            })?;
-            desired.extend(pvc);
-        }
-        let api = pass.api::<PersistentVolumeClaim>(ctx);
-        let created = create_missing(&api, &existing, desired, "PVC").await? > 0;
-        if created {
-            pass.invalidate_pvcs();
-        }
+        let missing = decide(snapshot)?;
+        io.create_all(ctx, missing, "PVC").await?;
         Ok(StepOutcome::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group};
+    use kube::ResourceExt;
+
+    #[test]
+    fn stateful_live_groups_without_a_pvc() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("stateless-1"), group("storage-1")])
+            .build();
+        let missing = decide(&snapshot).unwrap();
+        let names: Vec<_> = missing.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names, ["sample-log-1-data", "sample-storage-1-data"]);
+        let existing = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("storage-1")])
+            .pvcs(missing)
+            .build();
+        assert!(decide(&existing).unwrap().is_empty());
     }
 }

@@ -2,23 +2,37 @@
 //! `routing.headlessService`, implied by `useDNSInClusterFile`) and, with
 //! `routing.publicIPSource: service`, the Service of every live process group.
 
-use std::collections::BTreeSet;
-
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use super::create_missing;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{build_headless_service, build_process_group_service};
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AddServices;
+
+/// The services to create: the desired ones whose name no service of the cluster has.
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<Service>, StepError> {
+    let cluster = snapshot.cluster();
+    let mut desired: Vec<Service> = build_headless_service(cluster).into_iter().collect();
+    for group in snapshot.live_groups() {
+        let service =
+            build_process_group_service(cluster, group.status).map_err(|e| StepError::Build {
+                what: format!("service of {}", group.id()),
+                message: e.to_string(),
+            })?;
+        desired.extend(service);
+    }
+    desired.retain(|service| !snapshot.has_service(&service.name_any()));
+    Ok(desired)
+}
 
 #[async_trait]
 impl Subreconciler for AddServices {
@@ -29,32 +43,47 @@ impl Subreconciler for AddServices {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let existing: BTreeSet<String> = pass
-            .services(ctx)
-            .await?
-            .iter()
-            .map(ResourceExt::name_any)
-            .collect();
-        let mut desired: Vec<Service> = build_headless_service(&cluster).into_iter().collect();
-        for group in pass.status().process_groups {
-            if group.is_marked_for_removal() {
-                continue;
-            }
-            let service =
-                build_process_group_service(&cluster, &group).map_err(|e| StepError::Build {
-                    what: format!("service of {}", group.process_group_id),
-                    message: e.to_string(),
-                })?;
-            desired.extend(service);
-        }
-        let api = pass.api::<Service>(ctx);
-        let created = create_missing(&api, &existing, desired, "service").await? > 0;
-        if created {
-            pass.invalidate_services();
-        }
+        let missing = decide(snapshot)?;
+        io.create_all(ctx, missing, "service").await?;
         Ok(StepOutcome::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group};
+
+    fn names(services: &[Service]) -> Vec<String> {
+        services.iter().map(ResourceExt::name_any).collect()
+    }
+
+    #[test]
+    fn the_headless_service_and_one_per_live_group_with_service_routing() {
+        let spec = "{version: 7.1.57, routing: {publicIPSource: service}}";
+        let mut removed = group("log-2");
+        removed.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ));
+        let snapshot = Fixture::new(spec)
+            .groups([group("log-1"), removed, group("storage-1")])
+            .build();
+        let missing = decide(&snapshot).unwrap();
+        assert_eq!(
+            names(&missing),
+            ["sample", "sample-log-1", "sample-storage-1"]
+        );
+        let existing = Fixture::new(spec)
+            .groups([group("log-1")])
+            .services(missing)
+            .build();
+        assert!(decide(&existing).unwrap().is_empty());
+        let by_pod_ip = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .build();
+        assert_eq!(names(&decide(&by_pod_ip).unwrap()), ["sample"]);
     }
 }

@@ -11,7 +11,8 @@ use super::{Subreconciler, has_condition};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will restart (`kill`) processes with IncorrectCommandLine once every process has been up `minimumUptimeSecondsForBounce` and the database is available, and bounce all processes at once for incompatible upgrades.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,9 +27,10 @@ impl Subreconciler for BounceProcesses {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if has_condition(pass, ProcessGroupConditionType::IncorrectCommandLine) {
+        if has_condition(snapshot, ProcessGroupConditionType::IncorrectCommandLine) {
             tracing::debug!(
                 step = self.name(),
                 "processes run with an outdated command line; bounces are not handled yet"

@@ -12,7 +12,6 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
-use k8s_openapi::api::core::v1::Pod;
 
 use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
@@ -21,7 +20,10 @@ use crate::controller::coordinators::select_coordinators;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::safety::{self, Refusal};
+use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::AdminClient;
 
 /// See the module documentation.
@@ -106,13 +108,18 @@ fn reported_zone(db: &DatabaseStatus, address: &ProcessAddress) -> Option<String
     })
 }
 
-/// Decides from the cluster, its pods and the database status.
-pub fn decide(
-    cluster: &FoundationDBCluster,
-    pods: &[Pod],
-    db: &DatabaseStatus,
-) -> CoordinatorAction {
-    let status = cluster.status.clone().unwrap_or_default();
+/// Decides from the snapshot (nothing before the database is configured).
+pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
+    let status = snapshot.status();
+    if !status.configured || status.connection_string.is_none() {
+        return CoordinatorAction::None;
+    }
+    let db = match safety::database(snapshot) {
+        Ok(db) => db,
+        Err(Refusal::NoDatabase) => return CoordinatorAction::None,
+        Err(refusal) => return CoordinatorAction::Wait(refusal.to_string()),
+    };
+    let cluster = snapshot.cluster();
     let Some(current) = status
         .connection_string
         .as_deref()
@@ -120,20 +127,15 @@ pub fn decide(
     else {
         return CoordinatorAction::Wait("no valid connection string in the status".to_owned());
     };
-    let unusable: BTreeSet<String> = db
-        .cluster
-        .processes
-        .values()
-        .filter(|p| p.excluded || p.under_maintenance)
-        .filter_map(|p| p.locality.instance_id.clone())
-        .collect();
     let current_text: Vec<String> = current
         .coordinators
         .iter()
         .map(ToString::to_string)
         .collect();
-    let (candidates, _gaps) =
-        coordinator_candidates(cluster, pods, &current_text, &|id| unusable.contains(id));
+    // Never a group whose processes are excluded or under maintenance.
+    let (candidates, _gaps) = coordinator_candidates(snapshot, &current_text, &|group| {
+        group.processes().any(|p| p.excluded || p.under_maintenance)
+    });
     let wanted = usize::try_from(desired_coordinator_count(
         &cluster.spec.redundancy_mode(),
         cluster.spec.usable_regions(),
@@ -142,16 +144,15 @@ pub fn decide(
     let Some(reason) = problem(cluster, &current, &candidates, db, wanted) else {
         return CoordinatorAction::None;
     };
-    if !db.is_available() {
-        return CoordinatorAction::Wait(format!("{reason}, but the database is unavailable"));
+    if let Err(refusal) = safety::available(snapshot) {
+        return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
     }
     let reachable: Vec<_> = candidates
         .into_iter()
         .filter(|c| {
-            db.cluster
-                .processes
-                .values()
-                .any(|p| p.locality.instance_id.as_deref() == Some(c.process_group_id.as_str()))
+            snapshot
+                .group(&c.process_group_id)
+                .is_some_and(|g| g.is_reporting())
         })
         .collect();
     match select_coordinators(&reachable, &cluster.spec.coordinator_selection(), wanted) {
@@ -179,23 +180,10 @@ impl Subreconciler for ChangeCoordinators {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let status = pass.status();
-        if !status.configured || status.connection_string.is_none() {
-            return Ok(StepOutcome::Continue);
-        }
-        let db = match pass.database_status(ctx).await {
-            Ok(db) => db,
-            Err(message) => {
-                return Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.database_wait,
-                    reason: format!("cannot read the database status: {message}"),
-                });
-            }
-        };
-        let pods = pass.pods(ctx).await?.to_vec();
-        match decide(pass.cluster(), &pods, &db) {
+        match decide(snapshot) {
             CoordinatorAction::None => Ok(StepOutcome::Continue),
             CoordinatorAction::Wait(reason) => Ok(StepOutcome::Requeue {
                 delay: ctx.settings.database_wait,
@@ -206,16 +194,21 @@ impl Subreconciler for ChangeCoordinators {
                 reason,
             } => {
                 tracing::info!(%reason, ?coordinators, "changing coordinators");
-                let admin = pass.admin(ctx)?;
-                let result = admin.change_coordinators(&coordinators).await;
-                pass.note_admin_write();
-                let connection = result.map_err(StepError::admin("change the coordinators"))?;
+                let admin = io.admin(ctx, snapshot)?;
+                let connection = admin
+                    .change_coordinators(&coordinators)
+                    .await
+                    .map_err(StepError::admin("change the coordinators"))?;
                 let text = connection.to_string();
-                pass.update_status(ctx, |s| s.connection_string = Some(text.clone()))
-                    .await?;
+                io.apply_status(
+                    ctx,
+                    snapshot,
+                    &[StatusMutation::SetConnectionString(text.clone())],
+                )
+                .await?;
                 publish(
                     ctx,
-                    pass.cluster(),
+                    snapshot.cluster(),
                     EventReason::CoordinatorsChanged,
                     "ChangeCoordinators",
                     format!("{reason}; new connection string {text}"),
@@ -230,49 +223,28 @@ impl Subreconciler for ChangeCoordinators {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::process_groups::new_process_group;
-    use fdb_shared::api::{FoundationDBClusterStatus, ProcessClass};
+    use crate::controller::fixtures::{Fixture, group, pod};
 
-    fn setup(connection: &str) -> (FoundationDBCluster, Vec<Pod>) {
-        let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
-            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
-            "metadata": {"name": "s", "namespace": "ns"},
-            "spec": {"version": "7.1.57", "routing": {"useDNSInClusterFile": false}}
-        }))
-        .unwrap();
+    /// Groups log-1..3 and storage-1 with running pods (log-1 and log-2 share node-1),
+    /// configured, with `connection` as the connection string.
+    fn setup(connection: &str) -> Fixture {
         let ids = ["log-1", "log-2", "log-3", "storage-1"];
-        cluster.status = Some(FoundationDBClusterStatus {
-            configured: true,
-            connection_string: Some(connection.to_owned()),
-            process_groups: ids
-                .iter()
-                .map(|id| {
-                    let class = if id.starts_with("log") {
-                        ProcessClass::Log
-                    } else {
-                        ProcessClass::Storage
-                    };
-                    new_process_group((*id).to_owned(), class, 0)
-                })
-                .collect(),
-            ..Default::default()
-        });
-        // log-1 and log-2 share node-1.
         let nodes = ["node-1", "node-1", "node-3", "node-4"];
-        let pods = ids
+        let pods: Vec<_> = ids
             .iter()
             .zip(nodes)
             .enumerate()
-            .map(|(i, (id, node))| {
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": format!("s-{}", id), "labels": {"foundationdb.org/fdb-process-group-id": id}},
-                    "spec": {"containers": [], "nodeName": node},
-                    "status": {"phase": "Running", "podIP": format!("10.0.0.{}", i + 1)}
-                }))
-                .unwrap()
-            })
+            .map(|(i, (id, node))| pod(&format!("s-{id}"), id, node, &format!("10.0.0.{}", i + 1)))
             .collect();
-        (cluster, pods)
+        Fixture::new("{version: 7.1.57, routing: {useDNSInClusterFile: false}}")
+            .groups(ids.map(group))
+            .pods(pods)
+            .connection_string(connection)
+            .status(|s| s.configured = true)
+    }
+
+    fn decide_with(fixture: Fixture, db: DatabaseStatus) -> CoordinatorAction {
+        decide(&fixture.database(db).build())
     }
 
     fn db() -> DatabaseStatus {
@@ -295,14 +267,31 @@ mod tests {
 
     #[test]
     fn good_coordinators_stay() {
-        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
-        assert_eq!(decide(&cluster, &pods, &db()), CoordinatorAction::None);
+        let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
+        assert_eq!(decide_with(fixture.clone(), db()), CoordinatorAction::None);
+        // Not configured yet, or no status json: nothing to judge.
+        let unconfigured = fixture.clone().status(|s| s.configured = false);
+        assert_eq!(decide_with(unconfigured, db()), CoordinatorAction::None);
+        assert_eq!(
+            decide(&fixture.unreadable().build()),
+            CoordinatorAction::Wait(
+                "cannot read the database status: `status json` timed out after 10s".into()
+            )
+        );
     }
 
     #[test]
     fn two_in_one_zone_are_replaced() {
-        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.2:4501,10.0.0.4:4501");
-        match decide(&cluster, &pods, &db()) {
+        let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.2:4501,10.0.0.4:4501");
+        let mut unavailable = db();
+        unavailable.client.database_status.available = Some(false);
+        assert_eq!(
+            decide_with(fixture.clone(), unavailable),
+            CoordinatorAction::Wait(
+                "two coordinators share zone node-1, but the database is unavailable".into()
+            )
+        );
+        match decide_with(fixture, db()) {
             CoordinatorAction::Change {
                 coordinators,
                 reason,
@@ -319,7 +308,7 @@ mod tests {
     fn a_coordinator_of_another_resource_of_the_database_is_kept_when_it_reports() {
         // 10.0.1.7 belongs to another FoundationDBCluster (another data center) of the
         // same database: not one of our groups, but a reporting process in its own zone.
-        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.1.7:4501");
+        let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.1.7:4501");
         let mut db = db();
         let remote = serde_json::json!({
             "address": "10.0.1.7:4501", "locality": {"instance_id": "dc2-log-1", "zoneid": "dc2-node-1"}
@@ -327,31 +316,34 @@ mod tests {
         db.cluster
             .processes
             .insert("remote".into(), serde_json::from_value(remote).unwrap());
-        assert_eq!(decide(&cluster, &pods, &db), CoordinatorAction::None);
+        assert_eq!(
+            decide_with(fixture.clone(), db.clone()),
+            CoordinatorAction::None
+        );
         // Excluded, it no longer counts.
         if let Some(p) = db.cluster.processes.get_mut("remote") {
             p.excluded = true;
         }
         assert!(matches!(
-            decide(&cluster, &pods, &db),
+            decide_with(fixture, db),
             CoordinatorAction::Change { .. }
         ));
     }
 
     #[test]
     fn unknown_or_excluded_coordinators_are_replaced() {
-        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.9.9.9:4501");
+        let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.9.9.9:4501");
         assert!(matches!(
-            decide(&cluster, &pods, &db()),
+            decide_with(fixture, db()),
             CoordinatorAction::Change { .. }
         ));
-        let (cluster, pods) = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
+        let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501");
         let mut db = db();
         if let Some(p) = db.cluster.processes.get_mut("log-3") {
             p.excluded = true;
         }
         // Without log-3 only two zones are left: wait instead of doubling up.
-        match decide(&cluster, &pods, &db) {
+        match decide_with(fixture, db) {
             CoordinatorAction::Wait(reason) => assert!(reason.contains("span only 2"), "{reason}"),
             other => panic!("unexpected {other:?}"),
         }

@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will, before an incompatible upgrade, check that every connected client (outside `ignoreLogGroupsForUpgrade`) supports the target version, and otherwise publish an event and requeue; skipped with `ignoreUpgradabilityChecks`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,13 +26,14 @@ impl Subreconciler for CheckClientCompatibility {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass
+        if snapshot
             .status()
             .running_version
             .as_deref()
-            .is_some_and(|v| v != pass.cluster().spec.version)
+            .is_some_and(|v| v != snapshot.spec().version)
         {
             tracing::debug!(
                 step = self.name(),

@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will, when a class has more live process groups than desired, mark the surplus for removal, choosing them so the survivors span as many zones as possible.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,9 +26,10 @@ impl Subreconciler for ChooseRemovals {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass.status().generations.needs_shrink.is_some() {
+        if snapshot.status().generations.needs_shrink.is_some() {
             tracing::debug!(
                 step = self.name(),
                 "a class has more process groups than desired; shrinking is not handled yet"

@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will delete (to recreate) the pods whose crash-loop or no-schedule buggify settings differ from what the pod runs.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,9 +26,10 @@ impl Subreconciler for DeletePodsForBuggification {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let b = &pass.cluster().spec.buggify;
+        let b = &snapshot.spec().buggify;
         if !b.crash_loop.is_empty()
             || !b.no_schedule.is_empty()
             || !b.crash_loop_containers.is_empty()

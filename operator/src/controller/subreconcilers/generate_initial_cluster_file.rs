@@ -4,10 +4,8 @@
 //! then puts it in the ConfigMap and UpdatePodConfig into the pods.
 
 use async_trait::async_trait;
-use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
-use k8s_openapi::api::core::v1::Pod;
 use sha2::{Digest, Sha256};
 
 use super::Subreconciler;
@@ -17,11 +15,13 @@ use crate::controller::coordinators::{
 };
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
-use crate::controller::objects::{object_of_group, public_ip};
+use crate::controller::objects::public_ip;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::parse_any_process_group_id;
 use crate::controller::process_groups::pod_zone;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -63,28 +63,26 @@ pub struct CandidateGaps {
 }
 
 /// The coordinator candidates of a cluster from its live stateful process groups and
-/// their pods; groups whose pod cannot be placed yet are listed in the gaps.
+/// their pods, skipping groups for which `unusable` says so; groups whose pod cannot be
+/// placed yet are listed in the gaps.
 pub fn coordinator_candidates(
-    cluster: &FoundationDBCluster,
-    pods: &[Pod],
+    snapshot: &ClusterSnapshot,
     current: &[String],
-    excluded_or_maintained: &dyn Fn(&str) -> bool,
+    unusable: &dyn Fn(&GroupView<'_>) -> bool,
 ) -> (Vec<CoordinatorCandidate>, CandidateGaps) {
+    let cluster = snapshot.cluster();
     let mut candidates = Vec::new();
     let mut waiting = Vec::new();
-    let status = cluster.status.clone().unwrap_or_default();
-    for group in &status.process_groups {
-        if group.is_marked_for_removal()
-            || !group.process_class.is_stateful()
-            || excluded_or_maintained(&group.process_group_id)
-        {
+    for group in snapshot.live_groups() {
+        if !group.status.process_class.is_stateful() || unusable(&group) {
             continue;
         }
-        let Some((_, number)) = parse_any_process_group_id(&group.process_group_id) else {
+        let Some((_, number)) = parse_any_process_group_id(group.id()) else {
             continue;
         };
-        let class = group.process_class;
-        let pod = object_of_group(cluster, pods, &group.process_group_id)
+        let class = group.status.process_class;
+        let pod = group
+            .pod
             .filter(|pod| pod.metadata.deletion_timestamp.is_none());
         let placed = pod.and_then(|pod| {
             let zone = pod_zone(cluster, pod)?;
@@ -95,16 +93,77 @@ pub fn coordinator_candidates(
         match placed {
             Some((zone, address)) => candidates.push(CoordinatorCandidate {
                 current: current.contains(&address.to_string()),
-                process_group_id: group.process_group_id.clone(),
+                process_group_id: group.id().to_owned(),
                 class,
                 number,
                 zone,
                 address,
             }),
-            None => waiting.push(group.process_group_id.clone()),
+            None => waiting.push(group.id().to_owned()),
         }
     }
     (candidates, CandidateGaps { waiting })
+}
+
+/// What GenerateInitialClusterFile does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitialFileDecision {
+    /// The status has a connection string.
+    Nothing,
+    /// Stateful pods are not placed yet; the reason says how many.
+    WaitForPods(String),
+    /// Not enough zones for the coordinators.
+    NotEnoughZones(String),
+    /// Write this connection string.
+    Write(String),
+}
+
+/// Decides from the snapshot: the seed connection string, or coordinators chosen among
+/// the stateful groups, each in a distinct zone.
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, StepError> {
+    if snapshot.status().connection_string.is_some() {
+        return Ok(InitialFileDecision::Nothing);
+    }
+    let cluster = snapshot.cluster();
+    if let Some(seed) = &cluster.spec.seed_connection_string {
+        let parsed = ConnectionString::parse(seed)
+            .map_err(|e| StepError::InvalidState(format!("spec.seedConnectionString: {e}")))?;
+        return Ok(InitialFileDecision::Write(parsed.to_string()));
+    }
+    let (candidates, gaps) = coordinator_candidates(snapshot, &[], &|_| false);
+    if !gaps.waiting.is_empty() {
+        return Ok(InitialFileDecision::WaitForPods(format!(
+            "waiting for {} stateful pods to be scheduled{} before choosing coordinators",
+            gaps.waiting.len(),
+            if cluster.spec.routing.use_dns_in_cluster_file() {
+                ""
+            } else {
+                " and get IPs"
+            }
+        )));
+    }
+    let wanted = desired_coordinator_count(
+        &cluster.spec.redundancy_mode(),
+        cluster.spec.usable_regions(),
+    );
+    let wanted = usize::try_from(wanted).unwrap_or(1);
+    let chosen =
+        match select_coordinators(&candidates, &cluster.spec.coordinator_selection(), wanted) {
+            Ok(chosen) => chosen,
+            Err(error) => return Ok(InitialFileDecision::NotEnoughZones(error.to_string())),
+        };
+    let name = snapshot.name();
+    Ok(InitialFileDecision::Write(
+        ConnectionString {
+            description: description_for(name),
+            generation_id: generation_id(
+                cluster.metadata.uid.as_deref().unwrap_or(name),
+                snapshot.now_unix(),
+            ),
+            coordinators: chosen.into_iter().map(|c| c.address).collect(),
+        }
+        .to_string(),
+    ))
 }
 
 #[async_trait]
@@ -116,70 +175,37 @@ impl Subreconciler for GenerateInitialClusterFile {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass.status().connection_string.is_some() {
-            return Ok(StepOutcome::Continue);
-        }
-        let cluster = pass.cluster().clone();
-        let connection_string = if let Some(seed) = &cluster.spec.seed_connection_string {
-            ConnectionString::parse(seed)
-                .map_err(|e| StepError::InvalidState(format!("spec.seedConnectionString: {e}")))?
-                .to_string()
-        } else {
-            let pods = pass.pods(ctx).await?.to_vec();
-            let (candidates, gaps) = coordinator_candidates(&cluster, &pods, &[], &|_| false);
-            if !gaps.waiting.is_empty() {
+        let connection_string = match decide(snapshot)? {
+            InitialFileDecision::Nothing => return Ok(StepOutcome::Continue),
+            InitialFileDecision::WaitForPods(reason) => {
                 return Ok(StepOutcome::Requeue {
                     delay: ctx.settings.kube_wait,
-                    reason: format!(
-                        "waiting for {} stateful pods to be scheduled{} before choosing coordinators",
-                        gaps.waiting.len(),
-                        if cluster.spec.routing.use_dns_in_cluster_file() {
-                            ""
-                        } else {
-                            " and get IPs"
-                        }
-                    ),
+                    reason,
                 });
             }
-            let wanted = desired_coordinator_count(
-                &cluster.spec.redundancy_mode(),
-                cluster.spec.usable_regions(),
-            );
-            let wanted = usize::try_from(wanted).unwrap_or(1);
-            let chosen = match select_coordinators(
-                &candidates,
-                &cluster.spec.coordinator_selection(),
-                wanted,
-            ) {
-                Ok(chosen) => chosen,
-                Err(error) => {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.kube_wait * 6,
-                        reason: error.to_string(),
-                    });
-                }
-            };
-            let name = pass.name().to_owned();
-            ConnectionString {
-                description: description_for(&name),
-                generation_id: generation_id(
-                    cluster.metadata.uid.as_deref().unwrap_or(&name),
-                    pass.now_unix(),
-                ),
-                coordinators: chosen.into_iter().map(|c| c.address).collect(),
+            InitialFileDecision::NotEnoughZones(reason) => {
+                return Ok(StepOutcome::Requeue {
+                    delay: ctx.settings.kube_wait * 6,
+                    reason,
+                });
             }
-            .to_string()
+            InitialFileDecision::Write(connection_string) => connection_string,
         };
         tracing::info!(%connection_string, "writing the initial connection string");
-        pass.update_status(ctx, |status| {
-            status.connection_string = Some(connection_string.clone());
-        })
+        io.apply_status(
+            ctx,
+            snapshot,
+            &[StatusMutation::SetConnectionString(
+                connection_string.clone(),
+            )],
+        )
         .await?;
         publish(
             ctx,
-            pass.cluster(),
+            snapshot.cluster(),
             EventReason::ConnectionStringGenerated,
             "GenerateInitialClusterFile",
             format!("initial connection string {connection_string}"),
@@ -196,8 +222,7 @@ impl Subreconciler for GenerateInitialClusterFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::process_groups::new_process_group;
-    use fdb_shared::api::ProcessClass;
+    use crate::controller::fixtures::{Fixture, group, pod};
 
     #[test]
     fn description_and_generation_id() {
@@ -212,36 +237,25 @@ mod tests {
         assert!(parsed.is_ok());
     }
 
-    fn pod(name: &str, group: &str, node: Option<&str>) -> Pod {
+    fn unscheduled(name: &str, group: &str) -> k8s_openapi::api::core::v1::Pod {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "labels": {"foundationdb.org/fdb-process-group-id": group}},
-            "spec": {"containers": [], "nodeName": node},
+            "spec": {"containers": []},
         }))
         .unwrap()
     }
 
     #[test]
     fn candidates_need_scheduled_pods() {
-        let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
-            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
-            "metadata": {"name": "sample", "namespace": "ns"}, "spec": {"version": "7.1.57"}
-        }))
-        .unwrap();
-        let status = fdb_shared::api::FoundationDBClusterStatus {
-            process_groups: vec![
-                new_process_group("log-1".into(), ProcessClass::Log, 0),
-                new_process_group("storage-1".into(), ProcessClass::Storage, 0),
-                new_process_group("stateless-1".into(), ProcessClass::Stateless, 0),
-            ],
-            ..Default::default()
-        };
-        cluster.status = Some(status);
-        let pods = [
-            pod("sample-log-1", "log-1", Some("node-1")),
-            pod("sample-storage-1", "storage-1", None),
-            pod("sample-stateless-1", "stateless-1", Some("node-3")),
-        ];
-        let (candidates, gaps) = coordinator_candidates(&cluster, &pods, &[], &|_| false);
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("storage-1"), group("stateless-1")])
+            .pods([
+                pod("sample-log-1", "log-1", "node-1", "10.0.0.1"),
+                unscheduled("sample-storage-1", "storage-1"),
+                pod("sample-stateless-1", "stateless-1", "node-3", "10.0.0.3"),
+            ])
+            .build();
+        let (candidates, gaps) = coordinator_candidates(&snapshot, &[], &|_| false);
         assert_eq!(gaps.waiting, ["storage-1"]);
         assert_eq!(candidates.len(), 1);
         assert_eq!(
@@ -249,7 +263,58 @@ mod tests {
             "sample-log-1.sample.ns.svc.cluster.local:4501"
         );
         assert_eq!(candidates[0].zone, "node-1");
-        let (candidates, _) = coordinator_candidates(&cluster, &pods, &[], &|id| id == "log-1");
+        let (candidates, _) = coordinator_candidates(&snapshot, &[], &|g| g.id() == "log-1");
         assert!(candidates.is_empty());
+        assert_eq!(
+            decide(&snapshot).unwrap(),
+            InitialFileDecision::WaitForPods(
+                "waiting for 1 stateful pods to be scheduled before choosing coordinators".into()
+            )
+        );
+    }
+
+    #[test]
+    fn coordinators_in_distinct_zones_or_the_seed() {
+        let ids = ["log-1", "log-2", "log-3", "storage-1"];
+        let nodes = ["n1", "n1", "n2", "n3"];
+        let pods: Vec<_> = ids
+            .iter()
+            .zip(nodes)
+            .enumerate()
+            .map(|(i, (id, node))| pod(&format!("sample-{id}"), id, node, &format!("10.0.0.{i}")))
+            .collect();
+        let fixture = Fixture::new("{version: 7.1.57, routing: {useDNSInClusterFile: false}}")
+            .groups(ids.map(group))
+            .pods(pods)
+            .at(100);
+        let InitialFileDecision::Write(text) = decide(&fixture.clone().build()).unwrap() else {
+            panic!("coordinators can be chosen");
+        };
+        let parsed = ConnectionString::parse(&text).unwrap();
+        let chosen: Vec<_> = parsed
+            .coordinators
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(chosen, ["10.0.0.0:4501", "10.0.0.2:4501", "10.0.0.3:4501"]);
+        assert_eq!(parsed.generation_id, generation_id("uid-1", 100));
+        let triple = fixture
+            .clone()
+            .cluster(|c| {
+                c.spec.database_configuration.redundancy_mode =
+                    Some(fdb_shared::api::RedundancyMode::Triple);
+            })
+            .build();
+        assert!(matches!(
+            decide(&triple).unwrap(),
+            InitialFileDecision::NotEnoughZones(_)
+        ));
+        let seeded = fixture
+            .cluster(|c| c.spec.seed_connection_string = Some("a:b@10.1.1.1:4501".into()))
+            .build();
+        assert_eq!(
+            decide(&seeded).unwrap(),
+            InitialFileDecision::Write("a:b@10.1.1.1:4501".into())
+        );
     }
 }

@@ -30,9 +30,15 @@ use fdb_shared::api::cluster::ProcessGroupConditionType;
 use super::context::Context;
 use super::errors::StepError;
 use super::outcome::StepOutcome;
-use super::pass::PassState;
+use super::pass_io::PassIo;
+use super::snapshot::ClusterSnapshot;
 
 /// One step of a reconcile pass.
+///
+/// A step is a pure `decide(&ClusterSnapshot, ...) -> Decision` (unit-tested from
+/// fixtures) and a short `reconcile` that executes the decision through the pass's I/O.
+/// The snapshot is read-only; what the step writes, the next step sees (see
+/// [`super::snapshot`]).
 #[async_trait]
 pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
@@ -42,7 +48,8 @@ pub trait Subreconciler: Send + Sync {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError>;
 }
 
@@ -77,49 +84,21 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
 }
 
 /// Whether any process group of the cluster has `condition`.
-pub(crate) fn has_condition(pass: &PassState, condition: ProcessGroupConditionType) -> bool {
-    pass.status().process_groups.iter().any(|g| {
-        g.process_group_conditions
+pub(crate) fn has_condition(
+    snapshot: &ClusterSnapshot,
+    condition: ProcessGroupConditionType,
+) -> bool {
+    snapshot.groups().any(|g| {
+        g.status
+            .process_group_conditions
             .iter()
             .any(|c| c.condition_type == condition)
     })
 }
 
-/// A create that found the object already there (a stale list) is not an error: the
-/// object exists, which is what the step wanted.
-fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            Ok(())
-        }
-        Err(error) => Err(error),
-    }
-}
-
-/// Creates, in order, each of `desired` whose name is not in `existing` (what the pass
-/// listed); returns how many it created. `kind` names them in logs and errors.
-pub(crate) async fn create_missing<K>(
-    api: &kube::Api<K>,
-    existing: &std::collections::BTreeSet<String>,
-    desired: impl IntoIterator<Item = K>,
-    kind: &str,
-) -> Result<usize, StepError>
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
-{
-    let mut created = 0;
-    for object in desired {
-        let name = kube::ResourceExt::name_any(&object);
-        if existing.contains(&name) {
-            continue;
-        }
-        tracing::info!(%name, "creating {kind}");
-        create_ignoring_conflict(api.create(&kube::api::PostParams::default(), &object).await)
-            .map_err(StepError::kube(format!("create {kind} {name}")))?;
-        created += 1;
-    }
-    Ok(created)
+/// Whether any process group is marked for removal.
+pub(crate) fn any_marked_for_removal(snapshot: &ClusterSnapshot) -> bool {
+    snapshot.groups().any(|g| g.is_marked_for_removal())
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will delete the per-group Services of fully excluded groups marked for removal (and Services no longer wanted).
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,14 +26,10 @@ impl Subreconciler for RemoveServices {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass
-            .status()
-            .process_groups
-            .iter()
-            .any(|g| g.is_marked_for_removal())
-        {
+        if super::any_marked_for_removal(snapshot) {
             tracing::debug!(
                 step = self.name(),
                 "process groups are marked for removal; removals are not handled yet"

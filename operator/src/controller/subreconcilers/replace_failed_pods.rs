@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will mark for replacement the process groups whose oldest condition eligible for automatic replacement is older than `failureDetectionTimeSeconds`, at most `maxConcurrentReplacements` marked-but-not-excluded at a time.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,10 +26,12 @@ impl Subreconciler for ReplaceFailedPods {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass.status().process_groups.iter().any(|g| {
-            g.process_group_conditions
+        if snapshot.groups().any(|g| {
+            g.status
+                .process_group_conditions
                 .iter()
                 .any(|c| c.condition_type.is_eligible_for_automatic_replacement())
         }) {

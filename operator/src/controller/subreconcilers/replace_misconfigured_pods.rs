@@ -11,7 +11,8 @@ use super::{Subreconciler, has_condition};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will mark for replacement the process groups whose pod needs a new process group to change (ID prefix, public IP source, servers per pod, node selector, PVC spec, bigger resources with `replaceInstancesWhenResourcesChange`), at most `maxConcurrentReplacements` at a time.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,9 +27,10 @@ impl Subreconciler for ReplaceMisconfiguredPods {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if has_condition(pass, ProcessGroupConditionType::IncorrectPodSpec) {
+        if has_condition(snapshot, ProcessGroupConditionType::IncorrectPodSpec) {
             tracing::debug!(
                 step = self.name(),
                 "some pods differ from the desired pod spec; pod updates are not handled yet"

@@ -6,19 +6,43 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Patch, PatchParams, PostParams};
 
 use super::Subreconciler;
-use crate::controller::config_map::{build_config_map, config_map_name};
+use crate::controller::config_map::config_map_name;
 use crate::controller::context::Context;
+use crate::controller::desired::desired_config_map;
 use crate::controller::errors::StepError;
 use crate::controller::merge_patch::merge_diff;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdateConfigMap;
+
+/// What to do with the ConfigMap.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigMapDecision {
+    /// It is as desired.
+    Nothing,
+    /// It does not exist: create it.
+    Create(Box<ConfigMap>),
+    /// Merge-patch it.
+    Patch(serde_json::Value),
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
+    let desired = desired_config_map(snapshot.cluster())?;
+    Ok(match snapshot.config_map() {
+        None => ConfigMapDecision::Create(Box::new(desired)),
+        Some(live) => match config_map_patch(live, &desired) {
+            Some(patch) => ConfigMapDecision::Patch(patch),
+            None => ConfigMapDecision::Nothing,
+        },
+    })
+}
 
 /// The merge patch bringing `live` to `desired` (data keys and the operator's labels),
 /// `None` when nothing differs.
@@ -57,33 +81,21 @@ impl Subreconciler for UpdateConfigMap {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let status = pass.status();
-        let desired = build_config_map(&cluster, status.connection_string.as_deref(), None)
-            .map_err(|e| StepError::Build {
-                what: "ConfigMap".to_owned(),
-                message: e.to_string(),
-            })?;
-        let name = config_map_name(&cluster);
-        let api = pass.api::<ConfigMap>(ctx);
-        match pass.config_map(ctx, &name).await?.cloned() {
-            None => {
+        let name = config_map_name(snapshot.cluster());
+        match decide(snapshot)? {
+            ConfigMapDecision::Nothing => {}
+            ConfigMapDecision::Create(desired) => {
                 tracing::info!(configmap = %name, "creating the ConfigMap");
-                api.create(&PostParams::default(), &desired)
-                    .await
-                    .map_err(StepError::kube(format!("create configmap {name}")))?;
-                pass.invalidate_config_map();
+                io.create(ctx, desired.as_ref(), format!("create configmap {name}"))
+                    .await?;
             }
-            Some(live) => {
-                if let Some(patch) = config_map_patch(&live, &desired) {
-                    tracing::info!(configmap = %name, "updating the ConfigMap");
-                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map_err(StepError::kube(format!("patch configmap {name}")))?;
-                    pass.invalidate_config_map();
-                }
+            ConfigMapDecision::Patch(patch) => {
+                tracing::info!(configmap = %name, "updating the ConfigMap");
+                io.patch::<ConfigMap>(ctx, &name, &patch, format!("patch configmap {name}"))
+                    .await?;
             }
         }
         Ok(StepOutcome::Continue)
@@ -93,6 +105,43 @@ impl Subreconciler for UpdateConfigMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::fixtures::{Fixture, group};
+
+    #[test]
+    fn created_when_missing_then_patched_to_the_new_cluster_file() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .build();
+        let ConfigMapDecision::Create(created) = decide(&snapshot).unwrap() else {
+            panic!("the ConfigMap is missing");
+        };
+        let data = created.data.clone().unwrap();
+        assert_eq!(data["cluster-file"], "");
+        assert_eq!(
+            data["fdbmonitor-conf-log"], "",
+            "empty until the cluster file is known"
+        );
+        let in_sync = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .config_map(*created.clone())
+            .build();
+        assert_eq!(decide(&in_sync).unwrap(), ConfigMapDecision::Nothing);
+        let connected = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .config_map(*created)
+            .build();
+        let ConfigMapDecision::Patch(patch) = decide(&connected).unwrap() else {
+            panic!("the cluster file changed");
+        };
+        assert_eq!(patch["data"]["cluster-file"], "sample:abc@10.0.0.1:4501");
+        assert!(
+            patch["data"]["fdbmonitor-conf-log"]
+                .as_str()
+                .unwrap()
+                .contains("[fdbserver.1]")
+        );
+    }
 
     fn config_map(data: &[(&str, &str)], labels: &[(&str, &str)]) -> ConfigMap {
         let mut cm = ConfigMap {

@@ -3,21 +3,23 @@
 //! differences between the live and the desired configuration, only while the database
 //! is available and healthy.
 
-use std::collections::BTreeSet;
-
 use async_trait::async_trait;
-use fdb_shared::api::{DatabaseConfiguration, FoundationDBCluster};
+use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
 };
-use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::safety::{
+    self, MINIMUM_SECONDS_SINCE_RECOVERY, Refusal, available_and_healthy, recovered_for,
+};
+use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::{AdminClient, AdminError};
 
 /// See the module documentation.
@@ -39,31 +41,44 @@ pub enum ConfigurationAction {
     Change(DatabaseConfiguration),
 }
 
-/// Decides from the cluster and the database status.
-pub fn decide(cluster: &FoundationDBCluster, db: &DatabaseStatus) -> ConfigurationAction {
-    let status = cluster.status.clone().unwrap_or_default();
-    let desired = desired_database_configuration(&cluster.spec);
+/// The wait a safety refusal means for a configuration change, in this step's words.
+fn wait_for(refusal: &Refusal) -> ConfigurationAction {
+    ConfigurationAction::Wait(match refusal {
+        Refusal::RecentRecovery {
+            seconds_ago,
+            minimum,
+        } => format!(
+            "the last recovery was {seconds_ago:.0}s ago; changing the configuration waits until {minimum:.0}s have passed"
+        ),
+        Refusal::StatusUnreadable { .. } | Refusal::NoDatabase => format!("{refusal}"),
+        _ => {
+            "waiting for the database to be available and healthy before changing its configuration"
+                .to_owned()
+        }
+    })
+}
+
+/// Decides from the snapshot (nothing before there is a database).
+pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
+    let db = match safety::database(snapshot) {
+        Ok(db) => db,
+        Err(Refusal::NoDatabase) => return ConfigurationAction::None,
+        Err(refusal) => return wait_for(&refusal),
+    };
+    let status = snapshot.status();
+    let desired = desired_database_configuration(snapshot.spec());
     if !status.configured {
         if db.cluster.configuration.is_some() {
             return ConfigurationAction::MarkConfigured;
         }
-        let reporting: BTreeSet<&str> = db
-            .cluster
-            .processes
-            .values()
-            .filter_map(|p| p.locality.instance_id.as_deref())
-            .collect();
-        let live: Vec<&str> = status
-            .process_groups
-            .iter()
-            .filter(|g| !g.is_marked_for_removal())
-            .map(|g| g.process_group_id.as_str())
-            .collect();
-        let missing = live.iter().filter(|id| !reporting.contains(*id)).count();
-        if missing > 0 || live.is_empty() {
+        let live = snapshot.live_groups().count();
+        let missing = snapshot
+            .live_groups()
+            .filter(|group| !group.is_reporting())
+            .count();
+        if missing > 0 || live == 0 {
             return ConfigurationAction::Wait(format!(
-                "waiting for {missing} of {} process groups to report to the database before configuring it",
-                live.len()
+                "waiting for {missing} of {live} process groups to report to the database before configuring it"
             ));
         }
         return ConfigurationAction::ConfigureNew(desired);
@@ -74,25 +89,14 @@ pub fn decide(cluster: &FoundationDBCluster, db: &DatabaseStatus) -> Configurati
     if configure_change_command(live, &desired).is_none() {
         return ConfigurationAction::None;
     }
-    if !db.is_available() || !db.is_healthy() {
-        return ConfigurationAction::Wait(
-            "waiting for the database to be available and healthy before changing its configuration"
-                .to_owned(),
-        );
+    // A configuration change causes a recovery itself: not right after another one.
+    let safe = available_and_healthy(snapshot)
+        .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
+    match safe {
+        Ok(()) => ConfigurationAction::Change(desired),
+        Err(refusal) => wait_for(&refusal),
     }
-    if let Some(seconds) = db.cluster.recovery_state.seconds_since_last_recovered
-        && seconds < MINIMUM_SECONDS_SINCE_RECOVERY
-    {
-        // A configuration change causes a recovery itself: not right after another one.
-        return ConfigurationAction::Wait(format!(
-            "the last recovery was {seconds:.0}s ago; changing the configuration waits until {MINIMUM_SECONDS_SINCE_RECOVERY:.0}s have passed"
-        ));
-    }
-    ConfigurationAction::Change(desired)
 }
-
-/// How long after a recovery a configuration change may start (operator-behavior §8).
-const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
 
 fn already_configured(error: &AdminError) -> bool {
     matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
@@ -107,45 +111,34 @@ impl Subreconciler for UpdateDatabaseConfiguration {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if pass.status().connection_string.is_none() {
-            return Ok(StepOutcome::Continue);
-        }
-        let db = match pass.database_status(ctx).await {
-            Ok(db) => db,
-            Err(message) => {
-                return Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.database_wait,
-                    reason: format!("cannot read the database status: {message}"),
-                });
-            }
-        };
-        match decide(pass.cluster(), &db) {
+        match decide(snapshot) {
             ConfigurationAction::None => Ok(StepOutcome::Continue),
             ConfigurationAction::Wait(reason) => Ok(StepOutcome::Requeue {
                 delay: ctx.settings.database_wait,
                 reason,
             }),
             ConfigurationAction::MarkConfigured => {
-                pass.update_status(ctx, |s| s.configured = true).await?;
+                io.apply_status(ctx, snapshot, &[StatusMutation::MarkConfigured])
+                    .await?;
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::ConfigureNew(desired) => {
-                let admin = pass.admin(ctx)?;
-                let result = admin.configure(&desired, true).await;
-                pass.note_admin_write();
-                match result {
+                let admin = io.admin(ctx, snapshot)?;
+                match admin.configure(&desired, true).await {
                     Ok(()) => {}
                     Err(error) if already_configured(&error) => {}
                     Err(error) => {
                         return Err(StepError::admin("configure the new database")(error));
                     }
                 }
-                pass.update_status(ctx, |s| s.configured = true).await?;
+                io.apply_status(ctx, snapshot, &[StatusMutation::MarkConfigured])
+                    .await?;
                 publish(
                     ctx,
-                    pass.cluster(),
+                    snapshot.cluster(),
                     EventReason::DatabaseConfigured,
                     "ConfigureNew",
                     format!("configure new {}", configuration_string(&desired)),
@@ -154,19 +147,19 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::Change(desired) => {
-                let admin = pass.admin(ctx)?;
-                let command = db
-                    .cluster
-                    .configuration
-                    .as_ref()
+                let admin = io.admin(ctx, snapshot)?;
+                let command = snapshot
+                    .database_status()
+                    .and_then(|db| db.cluster.configuration.as_ref())
                     .and_then(|live| configure_change_command(live, &desired))
                     .unwrap_or_default();
-                let result = admin.configure(&desired, false).await;
-                pass.note_admin_write();
-                result.map_err(StepError::admin("change the database configuration"))?;
+                admin
+                    .configure(&desired, false)
+                    .await
+                    .map_err(StepError::admin("change the database configuration"))?;
                 publish(
                     ctx,
-                    pass.cluster(),
+                    snapshot.cluster(),
                     EventReason::ConfigurationChanged,
                     "Configure",
                     command,
@@ -181,24 +174,23 @@ impl Subreconciler for UpdateDatabaseConfiguration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::process_groups::new_process_group;
-    use fdb_shared::api::{FoundationDBClusterStatus, ProcessClass, RedundancyMode};
+    use crate::controller::fixtures::{Fixture, group};
+    use fdb_shared::api::RedundancyMode;
+    use fdb_shared::status_json::DatabaseStatus;
 
-    fn cluster(configured: bool) -> FoundationDBCluster {
-        let mut cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
-            "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
-            "metadata": {"name": "sample", "namespace": "ns"}, "spec": {"version": "7.1.57"}
-        }))
-        .unwrap();
-        cluster.status = Some(FoundationDBClusterStatus {
-            configured,
-            process_groups: vec![
-                new_process_group("log-1".into(), ProcessClass::Log, 0),
-                new_process_group("storage-1".into(), ProcessClass::Storage, 0),
-            ],
-            ..Default::default()
-        });
-        cluster
+    /// A configured (or not) cluster with groups log-1 and storage-1 and `db`.
+    fn snapshot(configured: bool, db: DatabaseStatus) -> ClusterSnapshot {
+        Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("storage-1")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .status(|s| s.configured = configured)
+            .database(db)
+            .build()
+    }
+
+    fn desired() -> serde_json::Value {
+        let spec = crate::controller::fixtures::cluster("version: 7.1.57").spec;
+        serde_json::to_value(desired_database_configuration(&spec)).unwrap()
     }
 
     fn db(
@@ -228,7 +220,7 @@ mod tests {
 
     #[test]
     fn configure_new_waits_for_every_group() {
-        let action = decide(&cluster(false), &db(&["log-1"], None, false));
+        let action = decide(&snapshot(false, db(&["log-1"], None, false)));
         assert_eq!(
             action,
             ConfigurationAction::Wait(
@@ -236,7 +228,7 @@ mod tests {
                     .to_owned()
             )
         );
-        match decide(&cluster(false), &db(&["log-1", "storage-1"], None, false)) {
+        match decide(&snapshot(false, db(&["log-1", "storage-1"], None, false))) {
             ConfigurationAction::ConfigureNew(desired) => {
                 assert_eq!(desired.redundancy_mode, Some(RedundancyMode::Double));
             }
@@ -249,15 +241,15 @@ mod tests {
         let configured = serde_json::json!({"redundancy_mode": "single", "storage_engine": "ssd-2",
             "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1});
         assert_eq!(
-            decide(&cluster(false), &db(&[], Some(configured.clone()), true)),
+            decide(&snapshot(false, db(&[], Some(configured.clone()), true))),
             ConfigurationAction::MarkConfigured
         );
         assert!(matches!(
-            decide(&cluster(true), &db(&[], Some(configured.clone()), false)),
+            decide(&snapshot(true, db(&[], Some(configured.clone()), false))),
             ConfigurationAction::Wait(_)
         ));
         assert!(matches!(
-            decide(&cluster(true), &db(&[], Some(configured.clone()), true)),
+            decide(&snapshot(true, db(&[], Some(configured.clone()), true))),
             ConfigurationAction::Change(_)
         ));
         let mut recovering = db(&[], Some(configured), true);
@@ -265,14 +257,12 @@ mod tests {
             .cluster
             .recovery_state
             .seconds_since_last_recovered = Some(30.0);
-        match decide(&cluster(true), &recovering) {
+        match decide(&snapshot(true, recovering)) {
             ConfigurationAction::Wait(reason) => assert!(reason.contains("30s ago"), "{reason}"),
             other => panic!("a change right after a recovery: {other:?}"),
         }
-        let desired =
-            serde_json::to_value(desired_database_configuration(&cluster(true).spec)).unwrap();
         assert_eq!(
-            decide(&cluster(true), &db(&[], Some(desired), true)),
+            decide(&snapshot(true, db(&[], Some(desired()), true))),
             ConfigurationAction::None
         );
     }

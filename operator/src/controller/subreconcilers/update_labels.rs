@@ -5,16 +5,14 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::ResourceExt;
-use kube::api::{Patch, PatchParams};
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::objects::object_of_group;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::process_group_labels;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -32,6 +30,55 @@ pub fn missing_labels(
         .collect()
 }
 
+/// Which object a label patch is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labelled {
+    /// A pod.
+    Pod,
+    /// A PVC.
+    Pvc,
+}
+
+/// Labels to add to one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelPatch {
+    /// The kind of object.
+    pub kind: Labelled,
+    /// Its name.
+    pub name: String,
+    /// The labels it lacks.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The label patches of the live groups' pods and PVCs (not of terminating ones), in
+/// status order, each group's pod before its PVC.
+pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
+    let cluster = snapshot.cluster();
+    let mut patches = Vec::new();
+    for group in snapshot.live_groups() {
+        let desired = process_group_labels(cluster, group.status);
+        let objects = [
+            (Labelled::Pod, group.pod.map(|p| &p.metadata)),
+            (Labelled::Pvc, group.pvc.map(|p| &p.metadata)),
+        ];
+        for (kind, meta) in objects {
+            let Some(meta) = meta.filter(|m| m.deletion_timestamp.is_none()) else {
+                continue;
+            };
+            let live = meta.labels.clone().unwrap_or_default();
+            let labels = missing_labels(&live, &desired);
+            if !labels.is_empty() {
+                patches.push(LabelPatch {
+                    kind,
+                    name: meta.name.clone().unwrap_or_default(),
+                    labels,
+                });
+            }
+        }
+    }
+    patches
+}
+
 #[async_trait]
 impl Subreconciler for UpdateLabels {
     fn name(&self) -> &'static str {
@@ -41,48 +88,27 @@ impl Subreconciler for UpdateLabels {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let pods = pass.pods(ctx).await?.to_vec();
-        let pvcs = pass.pvcs(ctx).await?.to_vec();
-        let (pod_api, pvc_api) = (pass.api::<Pod>(ctx), pass.api::<PersistentVolumeClaim>(ctx));
-        let (mut pods_changed, mut pvcs_changed) = (false, false);
-        for group in pass.status().process_groups {
-            if group.is_marked_for_removal() {
-                continue;
-            }
-            let desired = process_group_labels(&cluster, &group);
-            if let Some(pod) = object_of_group(&cluster, &pods, &group.process_group_id) {
-                let missing = missing_labels(pod.labels(), &desired);
-                if !missing.is_empty() && pod.metadata.deletion_timestamp.is_none() {
-                    let name = pod.name_any();
-                    let patch = serde_json::json!({"metadata": {"labels": missing}});
-                    pod_api
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map_err(StepError::kube(format!("label pod {name}")))?;
-                    pods_changed = true;
+        for patch in decide(snapshot) {
+            let name = &patch.name;
+            let body = serde_json::json!({"metadata": {"labels": patch.labels}});
+            match patch.kind {
+                Labelled::Pod => {
+                    io.patch::<Pod>(ctx, name, &body, format!("label pod {name}"))
+                        .await?;
+                }
+                Labelled::Pvc => {
+                    io.patch::<PersistentVolumeClaim>(
+                        ctx,
+                        name,
+                        &body,
+                        format!("label pvc {name}"),
+                    )
+                    .await?;
                 }
             }
-            if let Some(pvc) = object_of_group(&cluster, &pvcs, &group.process_group_id) {
-                let missing = missing_labels(pvc.labels(), &desired);
-                if !missing.is_empty() && pvc.metadata.deletion_timestamp.is_none() {
-                    let name = pvc.name_any();
-                    let patch = serde_json::json!({"metadata": {"labels": missing}});
-                    pvc_api
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map_err(StepError::kube(format!("label pvc {name}")))?;
-                    pvcs_changed = true;
-                }
-            }
-        }
-        if pods_changed {
-            pass.invalidate_pods();
-        }
-        if pvcs_changed {
-            pass.invalidate_pvcs();
         }
         Ok(StepOutcome::Continue)
     }
@@ -91,6 +117,32 @@ impl Subreconciler for UpdateLabels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod};
+
+    #[test]
+    fn live_untouched_objects_get_the_missing_labels() {
+        let mut terminating = pod("sample-log-2", "log-2", "n2", "10.0.0.2");
+        terminating.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("log-2")])
+            .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1"), terminating])
+            .build();
+        let patches = decide(&snapshot);
+        assert_eq!(patches.len(), 1, "{patches:?}");
+        assert_eq!(
+            (patches[0].kind, patches[0].name.as_str()),
+            (Labelled::Pod, "sample-log-1")
+        );
+        assert_eq!(
+            patches[0].labels.keys().collect::<Vec<_>>(),
+            [
+                "foundationdb.org/fdb-cluster-name",
+                "foundationdb.org/fdb-process-class"
+            ]
+        );
+    }
 
     #[test]
     fn only_missing_or_different_labels() {

@@ -10,7 +10,8 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
+use crate::controller::snapshot::ClusterSnapshot;
 
 /// Will take, renew and release the global operator lock and apply `spec.lockOptions.lockDenyList` to the deny list, when locks are in use (multi-region, `faultDomain.zoneCount` > 1, three_data_hall, unless `lockOptions.disableLocks`).
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,9 +26,10 @@ impl Subreconciler for UpdateLockConfiguration {
     async fn reconcile(
         &self,
         _ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if fdb_shared::cluster_math::uses_locks(&pass.cluster().spec) {
+        if fdb_shared::cluster_math::uses_locks(snapshot.spec()) {
             tracing::debug!(
                 step = self.name(),
                 "the cluster uses locks, which this operator does not manage yet"

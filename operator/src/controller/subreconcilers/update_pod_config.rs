@@ -6,26 +6,25 @@
 
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
-use fdb_shared::api::cluster::{
-    ProcessGroupCondition, ProcessGroupConditionType, ProcessGroupStatus,
-};
+use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
 use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use futures::future::BoxFuture;
 use futures::{FutureExt as _, StreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Patch, PatchParams};
 
 use super::Subreconciler;
-use super::update_status::desired_config_hash;
 use crate::controller::config_map::{expected_monitor_conf, sha256_hex};
 use crate::controller::context::Context;
+use crate::controller::desired::ConfigHashes;
 use crate::controller::errors::StepError;
-use crate::controller::objects::{object_of_group, pod_is_running};
+use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass::PassState;
+use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::LAST_APPLIED_CONFIG_MAP_ANNOTATION;
+use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -114,31 +113,136 @@ async fn check_candidate(
     }
 }
 
-/// Sets (or clears) a condition on a group in `groups`, keeping first-seen timestamps.
-fn set_condition(
-    groups: &mut [ProcessGroupStatus],
-    id: &str,
-    condition: ProcessGroupConditionType,
-    present: bool,
-    now_unix: i64,
-) {
-    let Some(group) = groups.iter_mut().find(|g| g.process_group_id == id) else {
-        return;
+/// A pod whose configuration the sidecar must confirm.
+#[derive(Debug, Clone)]
+pub struct Candidate<'a> {
+    /// Its process group.
+    pub group: &'a ProcessGroupStatus,
+    /// The pod.
+    pub pod: &'a Pod,
+    /// The hash its `last-applied-config-map` annotation must get.
+    pub desired_hash: String,
+}
+
+/// Which pods to ask.
+#[derive(Debug, Clone, Default)]
+pub struct PodConfigPlan<'a> {
+    /// The cluster file the pods must have.
+    pub cluster_file: String,
+    /// Running pods of live groups whose annotation is not the desired hash, in status
+    /// order.
+    pub candidates: Vec<Candidate<'a>>,
+    /// Pods that need the configuration but do not run (with an IP) yet.
+    pub not_running: usize,
+}
+
+/// Decides which pods to ask (`None` before there is a connection string).
+pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, StepError> {
+    let cluster = snapshot.cluster();
+    let Some(cluster_file) = snapshot.status().connection_string.clone() else {
+        return Ok(None);
     };
-    let has = group
-        .process_group_conditions
-        .iter()
-        .any(|c| c.condition_type == condition);
-    if present && !has {
-        group.process_group_conditions.push(ProcessGroupCondition {
-            condition_type: condition,
-            timestamp: now_unix,
+    let mut hashes = ConfigHashes::default();
+    let mut plan = PodConfigPlan {
+        cluster_file,
+        ..PodConfigPlan::default()
+    };
+    for group in snapshot.live_groups() {
+        let Some(pod) = group.pod else {
+            continue;
+        };
+        let Some(desired_hash) = hashes.of(cluster, group.status)? else {
+            continue;
+        };
+        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
+            continue;
+        }
+        if !pod_is_running(pod) {
+            plan.not_running += 1;
+            continue;
+        }
+        plan.candidates.push(Candidate {
+            group: group.status,
+            pod,
+            desired_hash,
         });
-    } else if !present && has {
-        group
-            .process_group_conditions
-            .retain(|c| c.condition_type != condition);
     }
+    Ok(Some(plan))
+}
+
+/// What the sidecars' answers mean.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodConfigOutcome {
+    /// Pods (by name) to annotate with the hash they confirmed, in status order.
+    pub annotate: Vec<(String, String)>,
+    /// Conditions to set and clear.
+    pub mutations: Vec<StatusMutation>,
+    /// Pods that do not run yet.
+    pub not_running: usize,
+    /// Sidecars that did not answer.
+    pub unreachable: usize,
+    /// Pods whose files still differ (the kubelet has not projected the ConfigMap).
+    pub incorrect: usize,
+}
+
+impl PodConfigOutcome {
+    /// Why the pass must come back, if it must.
+    pub fn waiting_reason(&self) -> Option<String> {
+        let mut reasons = Vec::new();
+        if self.not_running > 0 {
+            reasons.push(format!(
+                "waiting for {} pods to run with an IP",
+                self.not_running
+            ));
+        }
+        if self.unreachable > 0 {
+            reasons.push(format!("{} sidecars are unreachable", self.unreachable));
+        }
+        if self.incorrect > 0 {
+            reasons.push(format!(
+                "waiting for the kubelet to project the ConfigMap into {} pods",
+                self.incorrect
+            ));
+        }
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+}
+
+/// Concludes from the answers (one per candidate, in order): confirmed pods get their
+/// annotation, unreachable sidecars SidecarUnreachable (cleared once reachable), pods
+/// whose files still differ IncorrectConfigMap.
+pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodConfigOutcome {
+    let mut outcome = PodConfigOutcome {
+        not_running: plan.not_running,
+        ..PodConfigOutcome::default()
+    };
+    for (candidate, result) in plan.candidates.iter().zip(results) {
+        let group = candidate.group.process_group_id.clone();
+        let condition = ProcessGroupConditionType::SidecarUnreachable;
+        outcome
+            .mutations
+            .push(if matches!(result, PodConfigResult::Unreachable(_)) {
+                StatusMutation::SetCondition { group, condition }
+            } else {
+                StatusMutation::ClearCondition { group, condition }
+            });
+        match result {
+            PodConfigResult::Confirmed => {
+                outcome
+                    .annotate
+                    .push((candidate.pod.name_any(), candidate.desired_hash.clone()));
+            }
+            PodConfigResult::Unreachable(_) => outcome.unreachable += 1,
+            PodConfigResult::Incorrect(_) => {
+                outcome.mutations.push(StatusMutation::SetCondition {
+                    group: candidate.group.process_group_id.clone(),
+                    condition: ProcessGroupConditionType::IncorrectConfigMap,
+                });
+                outcome.incorrect += 1;
+            }
+        }
+    }
+    outcome
 }
 
 #[async_trait]
@@ -150,115 +254,163 @@ impl Subreconciler for UpdatePodConfig {
     async fn reconcile(
         &self,
         ctx: &Context,
-        pass: &mut PassState,
+        snapshot: &ClusterSnapshot,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let cluster = pass.cluster().clone();
-        let mut status = pass.status();
-        let Some(cluster_file) = status.connection_string.clone() else {
+        let Some(plan) = decide(snapshot)? else {
             return Ok(StepOutcome::Continue);
         };
-        let pods: Vec<Pod> = pass.pods(ctx).await?.to_vec();
-        let api = pass.api::<Pod>(ctx);
-        let now = pass.now_unix();
-        let (mut not_running, mut unreachable, mut incorrect, mut confirmed) = (0, 0, 0, 0);
-        let mut candidates = Vec::new();
-        for group in &status.process_groups {
-            if group.is_marked_for_removal() {
-                continue;
-            }
-            let Some(pod) = object_of_group(&cluster, &pods, &group.process_group_id) else {
-                continue;
-            };
-            let Some(desired_hash) = desired_config_hash(&cluster, group)? else {
-                continue;
-            };
-            if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
-                continue;
-            }
-            if !pod_is_running(pod) {
-                not_running += 1;
-                continue;
-            }
-            candidates.push((group.clone(), pod.clone(), desired_hash));
-        }
+        let cluster = snapshot.cluster();
         // Sidecars are asked concurrently (a few unreachable ones must not stall a large
         // cluster for their timeouts one after the other), and the results are applied in
         // process-group order, so the writes are the same whatever answered first.
-        let checks: Vec<BoxFuture<'_, PodConfigResult>> = candidates
+        let checks: Vec<BoxFuture<'_, PodConfigResult>> = plan
+            .candidates
             .iter()
-            .map(|(group, pod, _)| {
-                check_candidate(ctx, &cluster, group, pod, &cluster_file).boxed()
-            })
+            .map(|c| check_candidate(ctx, cluster, c.group, c.pod, &plan.cluster_file).boxed())
             .collect();
         let results: Vec<PodConfigResult> = futures::stream::iter(checks)
             .buffered(ctx.settings.sidecar_concurrency.max(1))
             .collect()
             .await;
-        for ((group, pod, desired_hash), result) in candidates.into_iter().zip(results) {
-            let id = group.process_group_id.as_str();
-            let reachable = !matches!(result, PodConfigResult::Unreachable(_));
-            set_condition(
-                &mut status.process_groups,
-                id,
-                ProcessGroupConditionType::SidecarUnreachable,
-                !reachable,
-                now,
-            );
+        for (candidate, result) in plan.candidates.iter().zip(&results) {
+            let group = candidate.group.process_group_id.as_str();
             match result {
-                PodConfigResult::Confirmed => {
-                    let name = pod.name_any();
-                    let patch = serde_json::json!({"metadata": {"annotations": {
-                        LAST_APPLIED_CONFIG_MAP_ANNOTATION: desired_hash
-                    }}});
-                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map_err(StepError::kube(format!("annotate pod {name}")))?;
-                    confirmed += 1;
-                }
+                PodConfigResult::Confirmed => {}
                 PodConfigResult::Unreachable(message) => {
-                    tracing::info!(group = id, %message, "sidecar unreachable");
-                    unreachable += 1;
+                    tracing::info!(group, %message, "sidecar unreachable");
                 }
                 PodConfigResult::Incorrect(message) => {
-                    tracing::debug!(group = id, %message, "configuration not yet in place");
-                    set_condition(
-                        &mut status.process_groups,
-                        id,
-                        ProcessGroupConditionType::IncorrectConfigMap,
-                        true,
-                        now,
-                    );
-                    incorrect += 1;
+                    tracing::debug!(group, %message, "configuration not yet in place");
                 }
             }
         }
-        if confirmed > 0 {
-            pass.invalidate_pods();
+        let outcome = conclude(&plan, &results);
+        for (name, hash) in &outcome.annotate {
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash
+            }}});
+            io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
+                .await?;
         }
-        pass.write_status(ctx, &status).await?;
-        let mut reasons = Vec::new();
-        if not_running > 0 {
-            reasons.push(format!("waiting for {not_running} pods to run with an IP"));
-        }
-        if unreachable > 0 {
-            reasons.push(format!("{unreachable} sidecars are unreachable"));
-        }
-        if incorrect > 0 {
-            reasons.push(format!(
-                "waiting for the kubelet to project the ConfigMap into {incorrect} pods"
-            ));
-        }
-        if reasons.is_empty() {
+        io.apply_status(ctx, snapshot, &outcome.mutations).await?;
+        let Some(reason) = outcome.waiting_reason() else {
             return Ok(StepOutcome::Continue);
-        }
-        let delay = if incorrect > 0 {
+        };
+        let delay = if outcome.incorrect > 0 {
             ctx.settings.config_map_wait
         } else {
             ctx.settings.kube_wait
         };
-        Ok(StepOutcome::Requeue {
-            delay,
-            reason: reasons.join("; "),
-        })
+        Ok(StepOutcome::Requeue { delay, reason })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod};
+
+    fn annotated(mut pod: Pod, hash: &str) -> Pod {
+        pod.annotations_mut().insert(
+            LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(),
+            hash.to_owned(),
+        );
+        pod
+    }
+
+    #[test]
+    fn only_running_pods_without_the_desired_hash_are_asked() {
+        let base = Fixture::new("version: 7.1.57").groups([
+            group("log-1"),
+            group("log-2"),
+            group("log-3"),
+            group("log-4"),
+        ]);
+        assert!(
+            decide(&base.clone().build()).unwrap().is_none(),
+            "no cluster file yet"
+        );
+        let connected = base.connection_string("sample:abc@10.0.0.1:4501");
+        let hash = {
+            let snapshot = connected.clone().build();
+            ConfigHashes::default()
+                .of(snapshot.cluster(), snapshot.group("log-1").unwrap().status)
+                .unwrap()
+                .unwrap()
+        };
+        let mut pending = pod("sample-log-3", "log-3", "n3", "10.0.0.3");
+        if let Some(status) = pending.status.as_mut() {
+            status.phase = Some("Pending".into());
+        }
+        let snapshot = connected
+            .pods([
+                annotated(pod("sample-log-1", "log-1", "n1", "10.0.0.1"), &hash),
+                annotated(pod("sample-log-2", "log-2", "n2", "10.0.0.2"), "old"),
+                pending,
+            ])
+            .build();
+        let plan = decide(&snapshot).unwrap().unwrap();
+        let asked: Vec<&str> = plan
+            .candidates
+            .iter()
+            .map(|c| c.group.process_group_id.as_str())
+            .collect();
+        assert_eq!(asked, ["log-2"]);
+        assert_eq!(plan.not_running, 1);
+        assert_eq!(plan.candidates[0].desired_hash, hash);
+    }
+
+    #[test]
+    fn answers_become_annotations_conditions_and_a_reason() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("log-2"), group("log-3")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .pods([
+                pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+                pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
+                pod("sample-log-3", "log-3", "n3", "10.0.0.3"),
+            ])
+            .build();
+        let plan = decide(&snapshot).unwrap().unwrap();
+        let outcome = conclude(
+            &plan,
+            &[
+                PodConfigResult::Confirmed,
+                PodConfigResult::Unreachable("timeout".into()),
+                PodConfigResult::Incorrect("differs".into()),
+            ],
+        );
+        assert_eq!(outcome.annotate.len(), 1);
+        assert_eq!(outcome.annotate[0].0, "sample-log-1");
+        let sidecar = ProcessGroupConditionType::SidecarUnreachable;
+        assert_eq!(
+            outcome.mutations,
+            [
+                StatusMutation::ClearCondition {
+                    group: "log-1".into(),
+                    condition: sidecar.clone()
+                },
+                StatusMutation::SetCondition {
+                    group: "log-2".into(),
+                    condition: sidecar.clone()
+                },
+                StatusMutation::ClearCondition {
+                    group: "log-3".into(),
+                    condition: sidecar
+                },
+                StatusMutation::SetCondition {
+                    group: "log-3".into(),
+                    condition: ProcessGroupConditionType::IncorrectConfigMap
+                },
+            ]
+        );
+        assert_eq!(
+            outcome.waiting_reason().as_deref(),
+            Some(
+                "1 sidecars are unreachable; waiting for the kubelet to project the ConfigMap into 1 pods"
+            )
+        );
+        assert_eq!(conclude(&plan, &[]).waiting_reason(), None);
     }
 }

@@ -1,0 +1,81 @@
+//! What the operator wants for a process group beyond its objects' specs: the options
+//! its pod is built with, the configuration hash its pod must confirm, and the
+//! ConfigMap. Shared by the steps that create pods, confirm configurations and judge the
+//! status.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::config_map::{build_config_map, dynamic_conf_hash, monitor_conf_template};
+use super::errors::StepError;
+use super::pod_model::{PodOptions, default_distribution_key, parse_any_process_group_id};
+
+/// The pod options of a group: its distribution key when fault domains are bin packed.
+pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> PodOptions {
+    let distribution_key = parse_any_process_group_id(&group.process_group_id)
+        .and_then(|(_, n)| default_distribution_key(cluster, n));
+    PodOptions {
+        distribution_key,
+        ..PodOptions::default()
+    }
+}
+
+/// The hash a pod's `last-applied-config-map` annotation must carry: the cluster file and
+/// the class's monitor conf template, as the ConfigMap holds them. `None` before the
+/// connection string is known.
+pub fn desired_config_hash(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+) -> Result<Option<String>, StepError> {
+    let Some(connection_string) = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.connection_string.as_deref())
+    else {
+        return Ok(None);
+    };
+    let template =
+        monitor_conf_template(cluster, group.process_class).map_err(|e| StepError::Build {
+            what: format!("monitor conf of {}", group.process_group_id),
+            message: e.to_string(),
+        })?;
+    Ok(Some(dynamic_conf_hash(connection_string, &template)))
+}
+
+/// [`desired_config_hash`] computed once per class (it depends on the class only), for
+/// steps that ask for every group.
+#[derive(Debug, Default)]
+pub struct ConfigHashes {
+    by_class: BTreeMap<ProcessClass, Option<String>>,
+}
+
+impl ConfigHashes {
+    /// The desired hash of `group`'s pod.
+    pub fn of(
+        &mut self,
+        cluster: &FoundationDBCluster,
+        group: &ProcessGroupStatus,
+    ) -> Result<Option<String>, StepError> {
+        if let Some(known) = self.by_class.get(&group.process_class) {
+            return Ok(known.clone());
+        }
+        let hash = desired_config_hash(cluster, group)?;
+        self.by_class.insert(group.process_class, hash.clone());
+        Ok(hash)
+    }
+}
+
+/// The ConfigMap as it should be now (the cluster file from the status).
+pub fn desired_config_map(cluster: &FoundationDBCluster) -> Result<ConfigMap, StepError> {
+    let connection_string = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.connection_string.as_deref());
+    build_config_map(cluster, connection_string, None).map_err(|e| StepError::Build {
+        what: "ConfigMap".to_owned(),
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,180 @@
+//! Observation: what the snapshot shows about each process group (the facts its
+//! conditions follow from, its address and zone) and about the ConfigMap. Pure; the
+//! status built from it is UpdateStatus's decision.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::monitor_conf::parse::command_lines;
+use fdb_shared::status_json::ProcessStatus;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use super::config_map::expected_monitor_conf;
+use super::desired::{ConfigHashes, desired_config_map, pod_options};
+use super::errors::StepError;
+use super::objects::{pod_is_failing, pod_phase, public_ip};
+use super::pod_model::{
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, build_pod,
+    build_process_group_service, build_pvc, expected_substitutions, pod_spec_hash,
+    process_group_labels, servers_per_pod,
+};
+use super::process_groups::{GroupFacts, PodFacts, Presence, ProcessFacts, pod_zone};
+use super::snapshot::{ClusterSnapshot, GroupView};
+use super::status::GroupObservation;
+
+fn build_error(
+    what: String,
+) -> impl FnOnce(crate::controller::pod_model::PodModelError) -> StepError {
+    move |e| StepError::Build {
+        what,
+        message: e.to_string(),
+    }
+}
+
+fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
+    match (needed, object) {
+        (false, _) => Presence::NotNeeded,
+        (true, None) => Presence::Missing,
+        (true, Some(o)) if o.meta().deletion_timestamp.is_some() => Presence::Terminating,
+        (true, Some(_)) => Presence::Present,
+    }
+}
+
+/// Whether each reporting process of the group runs the command line that the conf its
+/// pod has now (the class's template with the pod's substitutions) describes: fdbmonitor
+/// does not restart processes when the conf changes, so a difference means the process
+/// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
+/// when the expected command line cannot be known from the pod and the status.
+fn command_lines_match(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    pod: &Pod,
+    processes: &[&ProcessStatus],
+) -> Option<bool> {
+    let substitutions = expected_substitutions(pod)?;
+    let conf = expected_monitor_conf(cluster, group.process_class, &substitutions).ok()?;
+    let expected = command_lines(&conf).ok()?;
+    let several = expected.len() > 1;
+    let instance = &group.process_group_id;
+    for process in processes {
+        let actual = process.command_line.as_deref()?;
+        // With several servers per pod, `locality_process_id` is `<instance>-<i>`.
+        let index = if several {
+            process
+                .locality
+                .process_id
+                .as_deref()?
+                .strip_prefix(instance.as_str())?
+                .strip_prefix('-')?
+                .parse::<u32>()
+                .ok()?
+        } else {
+            1
+        };
+        if expected.get(&index).map(String::as_str) != Some(actual) {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// Observes one process group of `snapshot`.
+pub fn observe_group(
+    snapshot: &ClusterSnapshot,
+    group: GroupView<'_>,
+    hashes: &mut ConfigHashes,
+) -> Result<GroupObservation, StepError> {
+    let cluster = snapshot.cluster();
+    let status = group.status;
+    let id = group.id();
+    let pod = group.pod;
+    let pod_facts = match pod {
+        None => None,
+        Some(pod) => {
+            let desired = build_pod(cluster, status, &pod_options(cluster, status))
+                .map_err(build_error(format!("pod of {id}")))?;
+            let annotations = pod.annotations();
+            let labels = pod.labels();
+            let config_hash = hashes.of(cluster, status)?;
+            Some(PodFacts {
+                terminating: pod.metadata.deletion_timestamp.is_some(),
+                pending: pod_phase(pod) == "Pending",
+                failing: pod_is_failing(pod),
+                spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION)
+                    == Some(&pod_spec_hash(&desired)),
+                labels_match: process_group_labels(cluster, status)
+                    .iter()
+                    .all(|(k, v)| labels.get(k) == Some(v)),
+                config_confirmed: config_hash.is_some()
+                    && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
+            })
+        }
+    };
+    let pvc_needed = build_pvc(cluster, status)
+        .map_err(build_error(format!("PVC of {id}")))?
+        .is_some();
+    let service_needed = build_process_group_service(cluster, status)
+        .map_err(build_error(format!("service of {id}")))?
+        .is_some();
+    let processes: Vec<&ProcessStatus> = group.processes().collect();
+    let process_facts = match snapshot.database_status() {
+        None => ProcessFacts::Unknown,
+        Some(_) => ProcessFacts::Reported {
+            reporting: processes.len(),
+            excluded: processes.iter().any(|p| p.excluded),
+        },
+    };
+    let command_lines_match = match (pod, &pod_facts) {
+        (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+            command_lines_match(cluster, status, pod, &processes)
+        }
+        _ => None,
+    };
+    let fault_domain = processes
+        .iter()
+        .find_map(|p| p.locality.zoneid.clone())
+        .or_else(|| pod.and_then(|pod| pod_zone(cluster, pod)));
+    Ok(GroupObservation {
+        facts: GroupFacts {
+            marked_for_removal: status.is_marked_for_removal(),
+            pod: pod_facts,
+            pvc: presence(pvc_needed, group.pvc),
+            service: presence(service_needed, group.service),
+            processes: process_facts,
+            expected_processes: usize::try_from(servers_per_pod(cluster, status.process_class))
+                .unwrap_or(1),
+            command_lines_match,
+        },
+        address: pod
+            .and_then(|pod| public_ip(cluster, pod))
+            .map(str::to_owned),
+        fault_domain,
+    })
+}
+
+/// Observes every process group, by ID (of a duplicated ID, the last entry's).
+pub fn observe_groups(
+    snapshot: &ClusterSnapshot,
+) -> Result<BTreeMap<String, GroupObservation>, StepError> {
+    let mut hashes = ConfigHashes::default();
+    let mut observations = BTreeMap::new();
+    for group in snapshot.groups() {
+        let observation = observe_group(snapshot, group, &mut hashes)?;
+        observations.insert(group.id().to_owned(), observation);
+    }
+    Ok(observations)
+}
+
+/// Whether the ConfigMap exists with exactly the desired data.
+pub fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
+    let desired = desired_config_map(snapshot.cluster())?;
+    Ok(snapshot.config_map().is_some_and(|live| {
+        live.data.clone().unwrap_or_default() == desired.data.unwrap_or_default()
+    }))
+}
+
+#[cfg(test)]
+#[path = "observe_tests.rs"]
+mod tests;

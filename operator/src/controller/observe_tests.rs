@@ -1,0 +1,104 @@
+use fdb_shared::status_json::DatabaseStatus;
+
+use super::*;
+use crate::controller::fixtures::{Fixture, STATUS_7_1, group, pod, reporting};
+use crate::controller::process_groups::{Presence, ProcessFacts};
+
+/// The cluster of the real capture: `test-cluster`, double, log-1..4, storage-1..3,
+/// cluster_controller-1.
+fn capture() -> Fixture {
+    let ids = [
+        "log-1",
+        "log-2",
+        "log-3",
+        "log-4",
+        "storage-1",
+        "storage-2",
+        "storage-3",
+        "cluster_controller-1",
+    ];
+    Fixture::new("{version: 7.1.57, processCounts: {storage: 3, log: 4, cluster_controller: 1}}")
+        .groups(ids.map(group))
+        .connection_string("test_cluster:aHeD9ocNXOUxi0dyzU3k7Bhg53SpyrBV@10.1.18.253:4501")
+        .database(DatabaseStatus::parse_fdbcli_output(STATUS_7_1).unwrap())
+}
+
+#[test]
+fn groups_of_the_capture_report_their_processes_and_zones() {
+    let snapshot = capture().build();
+    let observations = observe_groups(&snapshot).unwrap();
+    assert_eq!(observations.len(), 8);
+    let log = &observations["log-3"];
+    assert_eq!(
+        log.facts.processes,
+        ProcessFacts::Reported {
+            reporting: 1,
+            excluded: false
+        }
+    );
+    assert_eq!(log.fault_domain.as_deref(), Some("test-cluster-log-3"));
+    assert_eq!(log.facts.pod, None, "no pods in this fixture");
+    assert_eq!(log.facts.pvc, Presence::Missing);
+    assert_eq!(
+        observations["cluster_controller-1"].facts.pvc,
+        Presence::NotNeeded
+    );
+    assert!(log.address.is_none());
+}
+
+#[test]
+fn an_unreadable_status_leaves_processes_unknown() {
+    let snapshot = capture().unreadable().build();
+    let observations = observe_groups(&snapshot).unwrap();
+    assert_eq!(observations["log-1"].facts.processes, ProcessFacts::Unknown);
+}
+
+#[test]
+fn pods_give_addresses_and_their_facts() {
+    let mut terminating = pod("sample-log-2", "log-2", "n2", "10.0.0.2");
+    terminating.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+    );
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1"), group("log-2")])
+        .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1"), terminating])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .database(reporting(&["log-1", "log-1"]))
+        .build();
+    let observations = observe_groups(&snapshot).unwrap();
+    let first = &observations["log-1"];
+    assert_eq!(first.address.as_deref(), Some("10.0.0.1"));
+    let facts = first.facts.pod.clone().unwrap();
+    assert!(!facts.terminating && !facts.pending && !facts.failing);
+    assert!(!facts.spec_matches, "the fixture pod has no spec hash");
+    assert!(!facts.config_confirmed);
+    assert_eq!(
+        first.facts.processes,
+        ProcessFacts::Reported {
+            reporting: 2,
+            excluded: false
+        }
+    );
+    assert!(observations["log-2"].facts.pod.clone().unwrap().terminating);
+    assert_eq!(
+        observations["log-2"].facts.processes,
+        ProcessFacts::Reported {
+            reporting: 0,
+            excluded: false
+        }
+    );
+}
+
+#[test]
+fn the_config_map_is_in_sync_only_with_the_desired_data() {
+    let fixture = Fixture::new("version: 7.1.57").groups([group("log-1")]);
+    assert!(!config_map_in_sync(&fixture.clone().build()).unwrap());
+    let desired = desired_config_map(fixture.clone().build().cluster()).unwrap();
+    let synced = fixture.clone().config_map(desired.clone()).build();
+    assert!(config_map_in_sync(&synced).unwrap());
+    let stale = fixture
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .config_map(desired)
+        .build();
+    assert!(!config_map_in_sync(&stale).unwrap());
+}

@@ -1,0 +1,360 @@
+//! The pass's only door to the outside: reading the cluster's objects and the database
+//! (for the snapshot), and every write a step makes. Writes go through here (Kubernetes)
+//! or through the admin handle it gives out (the database), and both record what they
+//! changed, which is what the pass refreshes before the next step (see
+//! [`super::snapshot`]).
+
+use std::sync::Arc;
+
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::context::Context;
+use super::errors::StepError;
+use super::merge_patch::merge_diff;
+use super::snapshot::{ClusterSnapshot, DatabaseState, StatusReadError};
+use super::status_mutations::{StatusMutation, apply};
+use crate::fdb::{AdminError, PassScopedAdmin};
+
+/// The kinds of objects a snapshot holds, as the pass refreshes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ObjectKind {
+    /// Pods.
+    Pods,
+    /// PersistentVolumeClaims.
+    Pvcs,
+    /// Services.
+    Services,
+    /// The ConfigMap.
+    ConfigMap,
+}
+
+/// A namespaced object kind of the snapshot.
+pub trait SnapshotObject:
+    Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + Serialize
+    + DeserializeOwned
+{
+    /// Which part of the snapshot holds it.
+    const KIND: ObjectKind;
+}
+
+impl SnapshotObject for Pod {
+    const KIND: ObjectKind = ObjectKind::Pods;
+}
+impl SnapshotObject for PersistentVolumeClaim {
+    const KIND: ObjectKind = ObjectKind::Pvcs;
+}
+impl SnapshotObject for Service {
+    const KIND: ObjectKind = ObjectKind::Services;
+}
+impl SnapshotObject for ConfigMap {
+    const KIND: ObjectKind = ObjectKind::ConfigMap;
+}
+
+/// What changed since the snapshot was last refreshed.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    /// Object kinds that were created or patched.
+    pub objects: std::collections::BTreeSet<ObjectKind>,
+    /// The cluster as the last status write returned it.
+    pub cluster: Option<FoundationDBCluster>,
+    /// Whether the database was written (the admin's write count moved).
+    pub database: bool,
+}
+
+impl Changes {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.cluster.is_none() && !self.database
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct PassIo {
+    namespace: String,
+    name: String,
+    /// The admin handle for a connection string, with its write count at the last refresh.
+    admin: Option<(String, PassScopedAdmin, u64)>,
+    objects: std::collections::BTreeSet<ObjectKind>,
+    cluster: Option<FoundationDBCluster>,
+    judged_reconciled: Option<bool>,
+}
+
+/// A create that found the object already there (a stale list) is not an error: the
+/// object exists, which is what the step wanted.
+fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+impl PassIo {
+    /// The I/O of a pass over `cluster`.
+    pub fn new(cluster: &FoundationDBCluster) -> Self {
+        Self {
+            namespace: cluster.namespace().unwrap_or_default(),
+            name: cluster.name_any(),
+            admin: None,
+            objects: Default::default(),
+            cluster: None,
+            judged_reconciled: None,
+        }
+    }
+
+    /// A namespaced API of `K`.
+    pub fn api<K>(&self, ctx: &Context) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(ctx.kube.clone(), &self.namespace)
+    }
+
+    /// Lists the cluster's objects of kind `K` by `selector`, sorted by name.
+    pub async fn list<K: SnapshotObject>(
+        &self,
+        ctx: &Context,
+        selector: &str,
+        what: &str,
+    ) -> Result<Vec<K>, StepError> {
+        let params = ListParams::default().labels(selector);
+        let mut items = self
+            .api::<K>(ctx)
+            .list(&params)
+            .await
+            .map_err(StepError::kube(format!(
+                "list {what} of {}/{}",
+                self.namespace, self.name
+            )))?
+            .items;
+        items.sort_by_key(ResourceExt::name_any);
+        Ok(items)
+    }
+
+    /// The ConfigMap `name`, if it exists.
+    pub async fn get_config_map(
+        &self,
+        ctx: &Context,
+        name: &str,
+    ) -> Result<Option<ConfigMap>, StepError> {
+        self.api::<ConfigMap>(ctx)
+            .get_opt(name)
+            .await
+            .map_err(StepError::kube(format!(
+                "get configmap {}/{name}",
+                self.namespace
+            )))
+    }
+
+    fn open_admin(
+        &mut self,
+        ctx: &Context,
+        cluster: &FoundationDBCluster,
+    ) -> Result<PassScopedAdmin, AdminError> {
+        let connection = cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.connection_string.clone())
+            .unwrap_or_default();
+        if let Some((known, admin, _)) = &self.admin
+            && *known == connection
+        {
+            return Ok(admin.clone());
+        }
+        let admin = PassScopedAdmin::new(ctx.admin.admin_for(cluster)?);
+        self.admin = Some((connection, admin.clone(), 0));
+        Ok(admin)
+    }
+
+    /// The admin handle of the database of the snapshot's cluster (the cluster of the
+    /// last status write, when a step wrote the status), for the current connection
+    /// string. Its writes are seen by the next refresh.
+    pub fn admin(
+        &mut self,
+        ctx: &Context,
+        snapshot: &ClusterSnapshot,
+    ) -> Result<PassScopedAdmin, StepError> {
+        let cluster = self
+            .cluster
+            .clone()
+            .unwrap_or_else(|| snapshot.cluster().clone());
+        self.open_admin(ctx, &cluster)
+            .map_err(StepError::admin("open the admin client"))
+    }
+
+    /// The database of `cluster`: not created without a connection string, else its
+    /// status through the admin memo (a failure is logged and kept).
+    pub async fn read_database(
+        &mut self,
+        ctx: &Context,
+        cluster: &FoundationDBCluster,
+    ) -> DatabaseState {
+        let has_connection = cluster
+            .status
+            .as_ref()
+            .is_some_and(|s| s.connection_string.is_some());
+        if !has_connection {
+            return DatabaseState::NotCreated;
+        }
+        let result = match self.open_admin(ctx, cluster) {
+            Ok(admin) => admin.shared_status().await.map_err(StatusReadError::Read),
+            Err(error) => Err(StatusReadError::Open(error)),
+        };
+        match result {
+            Ok(status) => DatabaseState::Read(status),
+            Err(error) => {
+                tracing::warn!(message = %error, "cannot read the database status");
+                DatabaseState::Unreadable(Arc::new(error))
+            }
+        }
+    }
+
+    /// Takes what changed since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        let database = match &mut self.admin {
+            Some((_, admin, seen)) => {
+                let now = admin.write_count();
+                std::mem::replace(seen, now) != now
+            }
+            None => false,
+        };
+        Changes {
+            objects: std::mem::take(&mut self.objects),
+            cluster: self.cluster.take(),
+            database,
+        }
+    }
+
+    /// The cluster as the last status write of this step returned it.
+    pub fn written_cluster(&self) -> Option<&FoundationDBCluster> {
+        self.cluster.as_ref()
+    }
+
+    /// Creates, in order, each of `objects` (a conflict means it exists: fine); returns
+    /// how many it created. `kind` names them in logs and errors.
+    pub async fn create_all<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        objects: Vec<K>,
+        kind: &str,
+    ) -> Result<usize, StepError> {
+        let api = self.api::<K>(ctx);
+        let mut created = 0;
+        for object in objects {
+            let name = object.name_any();
+            tracing::info!(%name, "creating {kind}");
+            create_ignoring_conflict(api.create(&PostParams::default(), &object).await)
+                .map_err(StepError::kube(format!("create {kind} {name}")))?;
+            self.objects.insert(K::KIND);
+            created += 1;
+        }
+        Ok(created)
+    }
+
+    /// Creates one object; a conflict is an error. `action` names it in errors.
+    pub async fn create<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        object: &K,
+        action: String,
+    ) -> Result<(), StepError> {
+        self.api::<K>(ctx)
+            .create(&PostParams::default(), object)
+            .await
+            .map_err(StepError::kube(action))?;
+        self.objects.insert(K::KIND);
+        Ok(())
+    }
+
+    /// Merge-patches the object `name`. `action` names it in errors.
+    pub async fn patch<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        patch: &serde_json::Value,
+        action: String,
+    ) -> Result<(), StepError> {
+        // Counted before the call: a failed patch may still have been applied.
+        self.objects.insert(K::KIND);
+        self.api::<K>(ctx)
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(StepError::kube(action))?;
+        Ok(())
+    }
+
+    /// The status the next status write is compared with: the one this step last wrote,
+    /// else the snapshot's.
+    fn live_status(&self, snapshot: &ClusterSnapshot) -> FoundationDBClusterStatus {
+        match &self.cluster {
+            Some(cluster) => cluster.status.clone().unwrap_or_default(),
+            None => snapshot.status().clone(),
+        }
+    }
+
+    /// Writes `status` through the status subresource when it differs from the live one
+    /// (a JSON merge patch of exactly the differences). Returns whether it wrote.
+    pub async fn write_status(
+        &mut self,
+        ctx: &Context,
+        snapshot: &ClusterSnapshot,
+        status: &FoundationDBClusterStatus,
+    ) -> Result<bool, StepError> {
+        let what = format!("status of {}/{}", self.namespace, self.name);
+        let to_json = |s: &FoundationDBClusterStatus| {
+            serde_json::to_value(s).map_err(|source| StepError::Json {
+                what: what.clone(),
+                source,
+            })
+        };
+        let live = to_json(&self.live_status(snapshot))?;
+        let desired = to_json(status)?;
+        let Some(diff) = merge_diff(&live, &desired) else {
+            return Ok(false);
+        };
+        let patch = serde_json::json!({ "status": diff });
+        let updated = self
+            .api::<FoundationDBCluster>(ctx)
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(StepError::kube(format!("patch {what}")))?;
+        self.cluster = Some(updated);
+        Ok(true)
+    }
+
+    /// Applies `mutations` to the live status and writes it when it changed.
+    pub async fn apply_status(
+        &mut self,
+        ctx: &Context,
+        snapshot: &ClusterSnapshot,
+        mutations: &[StatusMutation],
+    ) -> Result<bool, StepError> {
+        let mut status = self.live_status(snapshot);
+        if !apply(&mut status, mutations, snapshot.now())? {
+            return Ok(false);
+        }
+        self.write_status(ctx, snapshot, &status).await
+    }
+
+    /// Records UpdateStatus's judgement of this pass's observation.
+    pub fn set_judged_reconciled(&mut self, reconciled: bool) {
+        self.judged_reconciled = Some(reconciled);
+    }
+
+    /// Whether the last UpdateStatus of this pass judged the cluster Reconciled (`None`
+    /// when it did not run).
+    pub fn judged_reconciled(&self) -> Option<bool> {
+        self.judged_reconciled
+    }
+}

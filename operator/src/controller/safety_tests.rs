@@ -1,0 +1,293 @@
+use fdb_shared::api::cluster::ProcessGroupCondition;
+use fdb_shared::status_json::DatabaseStatus;
+
+use super::*;
+use crate::controller::fixtures::{Fixture, STATUS_7_1, group, pod, reporting};
+
+const DOUBLE: &str = "version: 7.1.57";
+
+fn fixture_status() -> DatabaseStatus {
+    DatabaseStatus::parse_fdbcli_output(STATUS_7_1).unwrap()
+}
+
+fn with_db(db: DatabaseStatus) -> ClusterSnapshot {
+    Fixture::new(DOUBLE)
+        .connection_string("a:b@10.0.0.1:4501")
+        .database(db)
+        .build()
+}
+
+#[test]
+fn availability_needs_a_readable_available_database() {
+    assert_eq!(
+        available(&Fixture::new(DOUBLE).build()),
+        Err(Refusal::NoDatabase)
+    );
+    let unreadable = Fixture::new(DOUBLE).unreadable().build();
+    assert_eq!(
+        available(&unreadable).unwrap_err().to_string(),
+        "cannot read the database status: `status json` timed out after 10s"
+    );
+    assert_eq!(available(&with_db(fixture_status())), Ok(()));
+    let mut down = fixture_status();
+    down.client.database_status.available = Some(false);
+    assert_eq!(
+        available(&with_db(down)).unwrap_err().to_string(),
+        "the database is unavailable"
+    );
+    let mut unhealthy = fixture_status();
+    unhealthy.client.database_status.healthy = Some(false);
+    unhealthy.cluster.data.state.name = Some("healing".into());
+    let snapshot = with_db(unhealthy);
+    assert_eq!(available(&snapshot), Ok(()));
+    assert_eq!(
+        available_and_healthy(&snapshot).unwrap_err().to_string(),
+        "the database is not healthy (data distribution: healing)"
+    );
+}
+
+#[test]
+fn recent_recoveries_block_until_the_wait_is_over() {
+    // The capture recovered 76.8 s before it was taken.
+    let snapshot = with_db(fixture_status());
+    assert_eq!(
+        recovered_for(&snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)
+            .unwrap_err()
+            .to_string(),
+        "the last recovery was 77s ago; 43s left of the 120s wait"
+    );
+    assert_eq!(recovered_for(&snapshot, 60.0), Ok(()));
+    let mut unknown = fixture_status();
+    unknown.cluster.recovery_state.seconds_since_last_recovered = None;
+    assert_eq!(recovered_for(&with_db(unknown), 120.0), Ok(()));
+}
+
+#[test]
+fn bounces_wait_for_the_youngest_process() {
+    let refusal = minimum_uptime(&with_db(fixture_status())).unwrap_err();
+    assert_eq!(
+        refusal.to_string(),
+        "process 10.1.18.254:4501 of storage-1 has been up 85s; 515s left of minimumUptimeSecondsForBounce (600s)"
+    );
+    let patient = Fixture::new("{version: 7.1.57, minimumUptimeSecondsForBounce: 60}")
+        .connection_string("a:b@10.0.0.1:4501")
+        .database(fixture_status())
+        .build();
+    assert_eq!(minimum_uptime(&patient), Ok(()));
+    // Excluded processes and uptimes of exactly 0 do not count.
+    let mut db = reporting(&["log-1", "log-2"]);
+    if let Some(p) = db.cluster.processes.get_mut("p0") {
+        p.uptime_seconds = Some(0.0);
+    }
+    if let Some(p) = db.cluster.processes.get_mut("p1") {
+        p.uptime_seconds = Some(5.0);
+        p.excluded = true;
+    }
+    assert_eq!(minimum_uptime(&with_db(db)), Ok(()));
+}
+
+fn missing_since(id: &str, since: i64) -> fdb_shared::api::cluster::ProcessGroupStatus {
+    let mut group = group(id);
+    group.process_group_conditions.push(ProcessGroupCondition {
+        condition_type: ProcessGroupConditionType::MissingProcesses,
+        timestamp: since,
+    });
+    group
+}
+
+#[test]
+fn exclusions_wait_for_recently_missing_groups_of_the_class() {
+    let mut removed = missing_since("storage-3", 9_990);
+    removed.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::UNIX_EPOCH,
+    ));
+    let snapshot = Fixture::new(DOUBLE)
+        .groups([
+            missing_since("storage-1", 9_600),
+            missing_since("storage-2", 9_900),
+            missing_since("log-1", 9_950),
+            removed,
+        ])
+        .at(10_000)
+        .build();
+    assert_eq!(
+        no_recently_missing(&snapshot, ProcessClass::Storage)
+            .unwrap_err()
+            .to_string(),
+        "storage process group storage-2 has been missing processes for 100s; 200s left of the 300s wait"
+    );
+    assert!(no_recently_missing(&snapshot, ProcessClass::Log).is_err());
+    assert_eq!(
+        no_recently_missing(&snapshot, ProcessClass::Stateless),
+        Ok(())
+    );
+    let later = Fixture::new(DOUBLE)
+        .groups([missing_since("storage-1", 9_600)])
+        .at(10_000)
+        .build();
+    assert_eq!(no_recently_missing(&later, ProcessClass::Storage), Ok(()));
+}
+
+/// Three storage groups in zones n1..n3, pods running, processes reporting.
+fn three_zones(spec: &str, running: &[bool; 3]) -> Fixture {
+    let ids = ["storage-1", "storage-2", "storage-3"];
+    let pods: Vec<_> = ids
+        .iter()
+        .zip(running)
+        .enumerate()
+        .filter(|(_, (_, up))| **up)
+        .map(|(i, (id, _))| {
+            pod(
+                &format!("sample-{id}"),
+                id,
+                &format!("n{}", i + 1),
+                &format!("10.0.0.{}", i + 1),
+            )
+        })
+        .collect();
+    Fixture::new(spec)
+        .groups(ids.map(group))
+        .pods(pods)
+        .connection_string("a:b@10.0.0.1:4501")
+        .database(reporting(&ids))
+}
+
+fn zones(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|z| (*z).to_owned()).collect()
+}
+
+#[test]
+fn the_fault_tolerance_budget_counts_zones_already_down() {
+    let healthy = three_zones(DOUBLE, &[true, true, true]).build();
+    let budget = zone_budget(&healthy);
+    assert_eq!((budget.tolerated, budget.remaining()), (1, 1));
+    assert_eq!(may_take_down(&healthy, &zones(&["n1"])), Ok(()));
+    assert!(may_take_down(&healthy, &zones(&["n1", "n2"])).is_err());
+
+    // storage-2's pod is gone: its zone (recorded in the status) is down.
+    let degraded = three_zones(DOUBLE, &[true, false, true])
+        .status(|s| s.process_groups[1].fault_domain = Some("n2".into()))
+        .build();
+    assert_eq!(
+        zone_budget(&degraded).down,
+        [ZoneDown {
+            zone: "n2".into(),
+            groups: vec!["storage-2".into()]
+        }]
+    );
+    assert_eq!(
+        may_take_down(&degraded, &zones(&["n2"])),
+        Ok(()),
+        "more of a zone already down costs nothing"
+    );
+    assert_eq!(
+        may_take_down(&degraded, &zones(&["n1"]))
+            .unwrap_err()
+            .to_string(),
+        "taking down zones n1 exceeds the fault tolerance: zones down: n2 (storage-2); 0 more may go down"
+    );
+
+    let capped = three_zones(
+        "{version: 7.1.57, maxZonesWithUnavailablePods: 0}",
+        &[true, true, true],
+    )
+    .build();
+    assert!(may_take_down(&capped, &zones(&["n1"])).is_err());
+    let triple = three_zones(
+        "{version: 7.1.57, databaseConfiguration: {redundancy_mode: triple}}",
+        &[true, true, true],
+    )
+    .build();
+    assert_eq!(may_take_down(&triple, &zones(&["n1", "n3"])), Ok(()));
+}
+
+#[test]
+fn the_database_reported_tolerance_caps_the_budget() {
+    let mut db = reporting(&["storage-1", "storage-2", "storage-3"]);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_data = Some(0);
+    let snapshot = three_zones(DOUBLE, &[true, true, true])
+        .database(db)
+        .build();
+    assert_eq!(zone_budget(&snapshot).reported, Some(0));
+    assert!(may_take_down(&snapshot, &zones(&["n1"])).is_err());
+}
+
+#[test]
+fn a_missing_process_or_unknown_zone_counts_as_down() {
+    // storage-3 runs but does not report; its zone comes from its pod.
+    let snapshot = three_zones(DOUBLE, &[true, true, true])
+        .database(reporting(&["storage-1", "storage-2"]))
+        .build();
+    let down = zone_budget(&snapshot).down;
+    assert_eq!(down.len(), 1);
+    assert_eq!(down[0].zone, "n3");
+    // Without pod nor recorded zone, the group is its own zone.
+    let unknown = three_zones(DOUBLE, &[false, true, true]).build();
+    assert_eq!(
+        zone_budget(&unknown).down[0].zone,
+        "storage-1 (zone unknown)"
+    );
+    // A fully excluded group is not down: its data has moved.
+    let excluded = three_zones(DOUBLE, &[false, true, true])
+        .status(|s| {
+            s.process_groups[0].exclusion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            );
+        })
+        .build();
+    assert!(zone_budget(&excluded).down.is_empty());
+}
+
+#[test]
+fn another_zone_under_maintenance_blocks() {
+    let mut db = fixture_status();
+    db.cluster.maintenance_zone = Some("n1".into());
+    db.cluster.maintenance_seconds_remaining = Some(100.0);
+    let snapshot = with_db(db);
+    assert_eq!(maintenance(&snapshot, "n1"), Ok(()));
+    assert_eq!(
+        maintenance(&snapshot, "n2").unwrap_err().to_string(),
+        "zone n1 is under maintenance (100s left)"
+    );
+    assert_eq!(maintenance(&with_db(fixture_status()), "n2"), Ok(()));
+    assert_eq!(
+        maintenance(&Fixture::new(DOUBLE).build(), "n2"),
+        Err(Refusal::NoDatabase)
+    );
+}
+
+#[test]
+fn locks_are_needed_only_when_in_use() {
+    let plain = Fixture::new(DOUBLE).build();
+    assert_eq!(
+        lock_needed(&plain, LockedAction::Bounce),
+        LockNeed::NotNeeded
+    );
+    assert_eq!(lock(&plain, LockedAction::Bounce, false), Ok(()));
+    let zoned =
+        Fixture::new("{version: 7.1.57, processGroupIDPrefix: dc1, faultDomain: {zoneCount: 3}}")
+            .build();
+    assert_eq!(
+        lock_needed(&zoned, LockedAction::Exclude),
+        LockNeed::Needed {
+            lock_id: "dc1".into()
+        }
+    );
+    assert_eq!(lock(&zoned, LockedAction::Exclude, true), Ok(()));
+    assert_eq!(
+        lock(&zoned, LockedAction::Exclude, false)
+            .unwrap_err()
+            .to_string(),
+        "excluding processes needs the operator lock \"dc1\", which is not held"
+    );
+    let disabled = Fixture::new(
+        "{version: 7.1.57, faultDomain: {zoneCount: 3}, lockOptions: {disableLocks: true}}",
+    )
+    .build();
+    assert_eq!(
+        lock_needed(&disabled, LockedAction::Exclude),
+        LockNeed::NotNeeded
+    );
+}

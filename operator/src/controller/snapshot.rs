@@ -1,0 +1,427 @@
+//! What a pass knows about one cluster, read once and indexed once: the validated cluster
+//! (spec and status), its pods, PVCs and services, its ConfigMap, the database's
+//! `status json` (or why it could not be read), and for every process group its status
+//! entry, pod, PVC, service and reporting processes.
+//!
+//! Steps decide from a `&ClusterSnapshot` alone; it never changes under them.
+//!
+//! # Refresh rule
+//! Steps write only through [`super::pass_io::PassIo`] (Kubernetes objects, the cluster
+//! status) and its admin handle (the database); both record what they changed. Before the
+//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it lists
+//! again the kinds that were written, takes the status the status write returned, and
+//! reads `status json` again when the database was written or the connection string
+//! changed (the admin memo already dropped the old document). The index is then rebuilt.
+//! So every step sees what the steps before it did, and a pass that writes nothing reads
+//! everything exactly once.
+//!
+//! # Cost
+//! Building the index is one pass over the objects and processes, keyed by process group
+//! ID: O((groups + objects + processes) · log n). Nothing here scans all objects per group.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
+
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus};
+use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
+use fdb_shared::validation::ValidatedCluster;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use kube::ResourceExt;
+
+use super::objects::group_of;
+use super::status::DatabaseView;
+use crate::fdb::AdminError;
+
+/// Why `status json` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusReadError {
+    /// No admin client could be opened for the cluster.
+    #[error("open the admin client: {0}")]
+    Open(#[source] AdminError),
+    /// The read failed (the admin memo hands the same failure to every reader).
+    #[error("{0}")]
+    Read(#[source] Arc<AdminError>),
+}
+
+/// What the pass knows about the database. Steps decide themselves how to treat a
+/// database whose status cannot be read.
+#[derive(Debug, Clone)]
+pub enum DatabaseState {
+    /// There is no connection string yet: no database to ask.
+    NotCreated,
+    /// `status json` failed.
+    Unreadable(Arc<StatusReadError>),
+    /// `status json` answered.
+    Read(Arc<DatabaseStatus>),
+}
+
+impl DatabaseState {
+    /// The status document, when it was read.
+    pub fn status(&self) -> Option<&DatabaseStatus> {
+        match self {
+            Self::Read(status) => Some(status),
+            Self::NotCreated | Self::Unreadable(_) => None,
+        }
+    }
+
+    /// The view the status builder takes.
+    pub fn view(&self) -> DatabaseView<'_> {
+        match self {
+            Self::NotCreated => DatabaseView::NotCreated,
+            Self::Unreadable(_) => DatabaseView::Unreachable,
+            Self::Read(status) => DatabaseView::Status(status),
+        }
+    }
+}
+
+/// Everything a snapshot is built from.
+#[derive(Debug, Clone)]
+pub struct SnapshotParts {
+    /// The cluster (spec as validated at the start of the pass, latest status).
+    pub cluster: ValidatedCluster,
+    /// The pass's time.
+    pub now: Timestamp,
+    /// The cluster's pods.
+    pub pods: Vec<Pod>,
+    /// The cluster's PVCs.
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// The cluster's services.
+    pub services: Vec<Service>,
+    /// `<cluster>-config`, if it exists.
+    pub config_map: Option<ConfigMap>,
+    /// The database.
+    pub database: DatabaseState,
+}
+
+/// Where one process group's objects are in the snapshot.
+#[derive(Debug, Clone, Default)]
+struct GroupIndex {
+    /// Position in `status.processGroups`.
+    position: usize,
+    pod: Option<usize>,
+    pvc: Option<usize>,
+    service: Option<usize>,
+    /// Keys in `status json` `cluster.processes` of the processes whose
+    /// `locality_instance_id` is the group's ID, in key order.
+    processes: Vec<String>,
+}
+
+/// One process group and what belongs to it.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupView<'a> {
+    /// Its status entry.
+    pub status: &'a ProcessGroupStatus,
+    /// Its pod (a non-terminating one first, when there are several).
+    pub pod: Option<&'a Pod>,
+    /// Its data PVC.
+    pub pvc: Option<&'a PersistentVolumeClaim>,
+    /// Its Service.
+    pub service: Option<&'a Service>,
+    process_keys: &'a [String],
+    database: Option<&'a DatabaseStatus>,
+}
+
+impl<'a> GroupView<'a> {
+    /// The process group ID.
+    pub fn id(&self) -> &'a str {
+        &self.status.process_group_id
+    }
+
+    /// Whether the group is marked for removal.
+    pub fn is_marked_for_removal(&self) -> bool {
+        self.status.is_marked_for_removal()
+    }
+
+    /// Its processes in `status json` (none when the status was not read).
+    pub fn processes(&self) -> impl Iterator<Item = &'a ProcessStatus> + 'a {
+        let database = self.database;
+        self.process_keys
+            .iter()
+            .filter_map(move |key| database?.cluster.processes.get(key))
+    }
+
+    /// Whether any process of the group reports.
+    pub fn is_reporting(&self) -> bool {
+        !self.process_keys.is_empty()
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub struct ClusterSnapshot {
+    parts: SnapshotParts,
+    groups: Vec<GroupIndex>,
+    by_id: BTreeMap<String, usize>,
+}
+
+static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
+    LazyLock::new(FoundationDBClusterStatus::default);
+
+/// The position of each object's group, preferring the first non-terminating object
+/// (objects in name order), like a scan for "the object of this group" would.
+fn index_by_group<K: ResourceExt>(
+    cluster: &FoundationDBCluster,
+    objects: &[K],
+) -> BTreeMap<String, usize> {
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    for (position, object) in objects.iter().enumerate() {
+        let Some(group) = group_of(cluster, object) else {
+            continue;
+        };
+        let terminating = object.meta().deletion_timestamp.is_some();
+        match index.get(&group) {
+            None => {
+                index.insert(group, position);
+            }
+            Some(&known) => {
+                let known_terminating = objects
+                    .get(known)
+                    .is_some_and(|o| o.meta().deletion_timestamp.is_some());
+                if known_terminating && !terminating {
+                    index.insert(group, position);
+                }
+            }
+        }
+    }
+    index
+}
+
+fn sort_by_name<K: ResourceExt>(objects: &mut [K]) {
+    objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+}
+
+fn has_named<K: ResourceExt>(objects: &[K], name: &str) -> bool {
+    objects
+        .binary_search_by(|object| object.meta().name.as_deref().cmp(&Some(name)))
+        .is_ok()
+}
+
+/// What a refresh read again; `None` keeps the snapshot's part.
+#[derive(Debug, Default)]
+pub struct Fresh {
+    /// The cluster with the status a status write returned.
+    pub cluster: Option<ValidatedCluster>,
+    /// The pods, listed again.
+    pub pods: Option<Vec<Pod>>,
+    /// The PVCs, listed again.
+    pub pvcs: Option<Vec<PersistentVolumeClaim>>,
+    /// The services, listed again.
+    pub services: Option<Vec<Service>>,
+    /// The ConfigMap, read again.
+    pub config_map: Option<Option<ConfigMap>>,
+    /// The database, read again.
+    pub database: Option<DatabaseState>,
+}
+
+/// The group index of `parts` (whose lists are sorted by name).
+fn index(parts: &SnapshotParts) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
+    let cluster = parts.cluster.cluster();
+    let mut pods = index_by_group(cluster, &parts.pods);
+    let mut pvcs = index_by_group(cluster, &parts.pvcs);
+    let mut services = index_by_group(cluster, &parts.services);
+    let mut processes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    if let Some(database) = parts.database.status() {
+        for (key, process) in &database.cluster.processes {
+            if let Some(instance) = process.locality.instance_id.as_deref() {
+                processes.entry(instance).or_default().push(key.clone());
+            }
+        }
+    }
+    let status_groups = cluster
+        .status
+        .as_ref()
+        .map(|s| s.process_groups.as_slice())
+        .unwrap_or_default();
+    let mut groups = Vec::with_capacity(status_groups.len());
+    let mut by_id = BTreeMap::new();
+    for (position, group) in status_groups.iter().enumerate() {
+        let id = group.process_group_id.as_str();
+        // A duplicated ID (never written by the operator) shares the objects of the
+        // first entry.
+        let first = *by_id.entry(id.to_owned()).or_insert(position);
+        let entry = if first == position {
+            GroupIndex {
+                position,
+                pod: pods.remove(id),
+                pvc: pvcs.remove(id),
+                service: services.remove(id),
+                processes: processes.remove(id).unwrap_or_default(),
+            }
+        } else {
+            let shared = groups.get(first).cloned().unwrap_or_default();
+            GroupIndex { position, ..shared }
+        };
+        groups.push(entry);
+    }
+    (groups, by_id)
+}
+
+impl ClusterSnapshot {
+    /// Indexes `parts` (lists are sorted by name first).
+    pub fn new(mut parts: SnapshotParts) -> Self {
+        sort_by_name(&mut parts.pods);
+        sort_by_name(&mut parts.pvcs);
+        sort_by_name(&mut parts.services);
+        let (groups, by_id) = index(&parts);
+        Self {
+            parts,
+            groups,
+            by_id,
+        }
+    }
+
+    /// Replaces the parts that were read again and rebuilds the index (the pass does
+    /// this between steps; steps only ever see `&ClusterSnapshot`).
+    pub fn refresh(&mut self, fresh: Fresh) {
+        let parts = &mut self.parts;
+        if let Some(cluster) = fresh.cluster {
+            parts.cluster = cluster;
+        }
+        if let Some(mut pods) = fresh.pods {
+            sort_by_name(&mut pods);
+            parts.pods = pods;
+        }
+        if let Some(mut pvcs) = fresh.pvcs {
+            sort_by_name(&mut pvcs);
+            parts.pvcs = pvcs;
+        }
+        if let Some(mut services) = fresh.services {
+            sort_by_name(&mut services);
+            parts.services = services;
+        }
+        if let Some(config_map) = fresh.config_map {
+            parts.config_map = config_map;
+        }
+        if let Some(database) = fresh.database {
+            parts.database = database;
+        }
+        (self.groups, self.by_id) = index(&self.parts);
+    }
+
+    /// The validated cluster.
+    pub fn validated(&self) -> &ValidatedCluster {
+        &self.parts.cluster
+    }
+
+    /// The cluster (spec and metadata of the pass, latest status).
+    pub fn cluster(&self) -> &FoundationDBCluster {
+        self.parts.cluster.cluster()
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &FoundationDBClusterSpec {
+        &self.cluster().spec
+    }
+
+    /// The cluster's status (empty when it has none yet).
+    pub fn status(&self) -> &FoundationDBClusterStatus {
+        self.cluster().status.as_ref().unwrap_or(&NO_STATUS)
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        self.cluster().metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// The cluster's namespace.
+    pub fn namespace(&self) -> &str {
+        self.cluster()
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+    }
+
+    /// `metadata.generation`.
+    pub fn generation(&self) -> i64 {
+        self.cluster().metadata.generation.unwrap_or(0)
+    }
+
+    /// The pass's time.
+    pub fn now(&self) -> Timestamp {
+        self.parts.now
+    }
+
+    /// The pass's time in unix seconds.
+    pub fn now_unix(&self) -> i64 {
+        self.parts.now.as_second()
+    }
+
+    /// The cluster's pods, by name.
+    pub fn pods(&self) -> &[Pod] {
+        &self.parts.pods
+    }
+
+    /// The cluster's PVCs, by name.
+    pub fn pvcs(&self) -> &[PersistentVolumeClaim] {
+        &self.parts.pvcs
+    }
+
+    /// The cluster's services, by name.
+    pub fn services(&self) -> &[Service] {
+        &self.parts.services
+    }
+
+    /// Whether a pod of the cluster has this name.
+    pub fn has_pod(&self, name: &str) -> bool {
+        has_named(&self.parts.pods, name)
+    }
+
+    /// Whether a PVC of the cluster has this name.
+    pub fn has_pvc(&self, name: &str) -> bool {
+        has_named(&self.parts.pvcs, name)
+    }
+
+    /// Whether a service of the cluster has this name.
+    pub fn has_service(&self, name: &str) -> bool {
+        has_named(&self.parts.services, name)
+    }
+
+    /// The ConfigMap, if it exists.
+    pub fn config_map(&self) -> Option<&ConfigMap> {
+        self.parts.config_map.as_ref()
+    }
+
+    /// The database.
+    pub fn database(&self) -> &DatabaseState {
+        &self.parts.database
+    }
+
+    /// `status json`, when it was read.
+    pub fn database_status(&self) -> Option<&DatabaseStatus> {
+        self.parts.database.status()
+    }
+
+    fn view<'a>(&'a self, index: &'a GroupIndex) -> Option<GroupView<'a>> {
+        Some(GroupView {
+            status: self.status().process_groups.get(index.position)?,
+            pod: index.pod.and_then(|i| self.parts.pods.get(i)),
+            pvc: index.pvc.and_then(|i| self.parts.pvcs.get(i)),
+            service: index.service.and_then(|i| self.parts.services.get(i)),
+            process_keys: &index.processes,
+            database: self.database_status(),
+        })
+    }
+
+    /// Every process group, in status order.
+    pub fn groups(&self) -> impl Iterator<Item = GroupView<'_>> + '_ {
+        self.groups.iter().filter_map(|index| self.view(index))
+    }
+
+    /// The process groups not marked for removal, in status order.
+    pub fn live_groups(&self) -> impl Iterator<Item = GroupView<'_>> + '_ {
+        self.groups().filter(|group| !group.is_marked_for_removal())
+    }
+
+    /// The process group with this ID.
+    pub fn group(&self, id: &str) -> Option<GroupView<'_>> {
+        let position = *self.by_id.get(id)?;
+        self.view(self.groups.get(position)?)
+    }
+}
+
+#[cfg(test)]
+#[path = "snapshot_tests.rs"]
+mod tests;
