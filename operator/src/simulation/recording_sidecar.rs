@@ -1,4 +1,8 @@
 //! A [`SidecarApi`] wrapper that records every request the operator sends to a sidecar.
+//!
+//! A request that timed out is also noted as a stall ([`EventLog::record_stall`]): the
+//! in-process sidecars answer unless the machine itself stalls, and the runner stops
+//! such a run instead of recording a real-time accident as a simulated outcome.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +51,16 @@ impl RecordingSidecar {
 
     fn record<T>(&self, request: &str, result: &Result<T, SidecarClientError>, answer: &str) {
         self.log.count_sidecar_request();
+        if let Err(error) = result
+            && error.is_timeout()
+        {
+            // The sidecar is a task of this process: no answer in time means the machine
+            // stalled, not that the simulated pod failed.
+            self.log.record_stall(&format!(
+                "{request} to {} got no answer: {error}",
+                self.target
+            ));
+        }
         let detail = match result {
             Ok(_) => format!("{request} -> {answer}"),
             Err(error) if error.is_unreachable() => format!("{request} -> unreachable"),

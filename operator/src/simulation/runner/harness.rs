@@ -3,9 +3,12 @@
 //! sidecar clients record what the operator does.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fdb_shared::api::FoundationDBCluster;
-use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
+use fdb_shared::sidecar::{
+    SidecarApi, SidecarClientError, SidecarClientFactory, SidecarClientSettings,
+};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -51,9 +54,34 @@ impl AdminClientProvider for SimulatedAdminProvider {
     }
 }
 
-/// The production HTTP sidecar clients, each wrapped to record its requests. They reach a
-/// pod's sidecar where the world serves its pod IP ([`NetworkMap::host_ip`]), as a
-/// client inside the cluster network reaches the pod IP.
+/// Real-time limit of one request to an in-process sidecar.
+///
+/// The operator's own limits (5 s for GET, 10 s for POST) are real time: on a loaded
+/// machine a request to a healthy simulated sidecar could reach them and turn into
+/// `SidecarUnreachable`, making the result depend on the machine. The sidecars are tasks
+/// of this process, so this limit is only a watchdog: a request reaching it stops the
+/// run with an error ([`crate::simulation::event_log::EventLog::record_stall`]) instead
+/// of becoming a simulated fault. Injected faults (`sidecarUnreachable`) refuse
+/// connections at once and need no timeout.
+pub const SIDECAR_REQUEST_WATCHDOG: Duration = Duration::from_secs(600);
+
+/// How the simulated operator talks to the sidecars: the production client with
+/// [`SIDECAR_REQUEST_WATCHDOG`] as its limits, and a fresh connection per request, so
+/// that no request depends on how long (in real time) a kept-alive connection sat idle
+/// (the sidecar closes idle connections after 10 s, and a request racing that close
+/// fails).
+pub fn simulated_sidecar_client_settings() -> SidecarClientSettings {
+    SidecarClientSettings {
+        get_timeout: SIDECAR_REQUEST_WATCHDOG,
+        post_timeout: SIDECAR_REQUEST_WATCHDOG,
+        reuse_connections: false,
+    }
+}
+
+/// The production HTTP sidecar clients ([`simulated_sidecar_client_settings`]), each
+/// wrapped to record its requests. They reach a pod's sidecar where the world serves its
+/// pod IP ([`NetworkMap::host_ip`]), as a client inside the cluster network reaches the
+/// pod IP.
 #[derive(Debug)]
 pub struct RecordingSidecarProvider {
     inner: HttpSidecarProvider,
@@ -65,7 +93,10 @@ impl RecordingSidecarProvider {
     /// Plain-HTTP sidecar clients recording into `log`, connecting through `network`.
     pub fn new(log: EventLog, network: NetworkMap) -> Result<Self, SidecarClientError> {
         Ok(Self {
-            inner: HttpSidecarProvider::new(SidecarClientFactory::new(None)?, false),
+            inner: HttpSidecarProvider::new(
+                SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())?,
+                false,
+            ),
             log,
             network,
         })
