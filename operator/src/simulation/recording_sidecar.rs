@@ -161,5 +161,41 @@ mod tests {
         assert_eq!(events[0].target, "sidecar/sample-storage-1");
         assert_eq!(events[0].detail, "POST /copy_files -> unreachable");
         assert_eq!(log.counters().sidecar_requests, 1);
+        assert_eq!(
+            log.take_stall(),
+            None,
+            "a refused connection is a simulated fault"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_without_an_answer_in_time_is_a_stall() {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::fixed_epoch());
+        let log = EventLog::new(clock);
+        // Accepts, and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            drop(stream);
+        });
+        let settings = fdb_shared::sidecar::SidecarClientSettings {
+            get_timeout: std::time::Duration::from_millis(100),
+            ..Default::default()
+        };
+        let client = fdb_shared::sidecar::SidecarClientFactory::with_settings(None, settings)
+            .unwrap()
+            .client(&format!("http://{address}"))
+            .unwrap();
+        let sidecar = RecordingSidecar::new(Arc::new(client), "sample-storage-1", log.clone());
+        assert!(sidecar.check_hash("fdb.cluster").await.is_err());
+        let stall = log.take_stall().unwrap();
+        assert!(
+            stall.starts_with("GET /check_hash/fdb.cluster to sidecar/sample-storage-1"),
+            "{stall}"
+        );
+        assert_eq!(log.take_stall(), None);
+        server.abort();
     }
 }

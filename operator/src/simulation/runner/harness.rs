@@ -194,3 +194,79 @@ pub fn new_operator_context(
     context.settings.sidecar_concurrency = 1;
     Ok(context)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fdb_shared::sidecar::protocol::GET_TIMEOUT;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A stand-in sidecar on loopback answering `GET /ready` after `delay`, keeping
+    /// connections open; returns its base URL and the number of connections accepted.
+    async fn slow_sidecar(delay: Duration) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 1024];
+                    loop {
+                        let Ok(n) = stream.read(&mut buffer).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buffer[..n]);
+                        if request.windows(4).any(|w| w == b"\r\n\r\n") {
+                            request.clear();
+                            tokio::time::sleep(delay).await;
+                            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nOK\n";
+                            if stream.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{address}"), accepted)
+    }
+
+    #[tokio::test]
+    async fn a_simulated_sidecar_slower_than_the_operators_limits_is_still_answered() {
+        // As on a loaded machine: the answer comes after the operator's 5 s GET limit.
+        let (url, _) = slow_sidecar(GET_TIMEOUT + Duration::from_millis(300)).await;
+        let factory =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings()).unwrap();
+        let client = factory.client(&url).unwrap();
+        client.ready().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn every_simulated_request_has_its_own_connection() {
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let simulated =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())
+                .unwrap()
+                .client(&url)
+                .unwrap();
+        simulated.ready().await.unwrap();
+        simulated.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // The operator's own client keeps its connection (the setting matters).
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let production = SidecarClientFactory::new(None)
+            .unwrap()
+            .client(&url)
+            .unwrap();
+        production.ready().await.unwrap();
+        production.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+}
