@@ -1,8 +1,10 @@
 //! A [`SidecarApi`] wrapper that records every request the operator sends to a sidecar.
 //!
-//! A request that timed out is also noted as a stall ([`EventLog::record_stall`]): the
-//! in-process sidecars answer unless the machine itself stalls, and the runner stops
-//! such a run instead of recording a real-time accident as a simulated outcome.
+//! A request that got no answer on a connection it made (timed out, or closed by a
+//! real-time limit of the sidecar) is also noted as a stall ([`EventLog::record_stall`]):
+//! the in-process sidecars answer unless the machine itself stalls, and the runner stops
+//! such a run instead of recording a real-time accident as a simulated outcome. Simulated
+//! faults refuse the connection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,10 +54,13 @@ impl RecordingSidecar {
     fn record<T>(&self, request: &str, result: &Result<T, SidecarClientError>, answer: &str) {
         self.log.count_sidecar_request();
         if let Err(error) = result
-            && error.is_timeout()
+            && error.is_unreachable()
+            && !error.is_connect()
         {
-            // The sidecar is a task of this process: no answer in time means the machine
-            // stalled, not that the simulated pod failed.
+            // A simulated unreachable sidecar refuses the connection (nothing listens).
+            // The sidecar is a task of this process: a connection that then fails or
+            // times out means the machine stalled (a real-time limit was reached), not
+            // that the simulated pod failed.
             self.log.record_stall(&format!(
                 "{request} to {} got no answer: {error}",
                 self.target
@@ -196,6 +201,25 @@ mod tests {
             "{stall}"
         );
         assert_eq!(log.take_stall(), None);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_without_an_answer_is_a_stall() {
+        // As a sidecar closes a connection whose request came later than its header
+        // timeout (real time).
+        let log = EventLog::new(Arc::new(VirtualClock::fixed_epoch()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                drop(stream);
+            }
+        });
+        let client = SidecarClient::new(&format!("http://{address}"), None).unwrap();
+        let sidecar = RecordingSidecar::new(Arc::new(client), "sample-log-1", log.clone());
+        assert!(sidecar.copy_files().await.is_err());
+        assert!(log.take_stall().is_some());
         server.abort();
     }
 }

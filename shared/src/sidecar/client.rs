@@ -87,6 +87,12 @@ impl SidecarClientError {
         matches!(self, Self::Unreachable { source, .. } if source.is_timeout())
     }
 
+    /// Whether no connection could be made (nothing listens, refused): a kind of
+    /// [`SidecarClientError::Unreachable`], as opposed to a connection that failed later.
+    pub fn is_connect(&self) -> bool {
+        matches!(self, Self::Unreachable { source, .. } if source.is_connect())
+    }
+
     /// The HTTP status of the answer, if the sidecar answered with an error status.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -564,6 +570,7 @@ mod tests {
         let client = SidecarClient::new(&format!("http://127.0.0.1:{port}"), None).unwrap();
         let err = client.ready().await.unwrap_err();
         assert!(err.is_unreachable(), "{err}");
+        assert!(err.is_connect() && !err.is_timeout(), "{err}");
     }
 
     #[test]
