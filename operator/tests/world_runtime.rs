@@ -27,6 +27,8 @@ mod images;
 mod isolation;
 #[path = "world_runtime/node_failure.rs"]
 mod node_failure;
+#[path = "world_runtime/watch_input.rs"]
+mod watch_input;
 
 use support::{
     CLUSTER_FILE, config_map, http, monitor_conf, pod, pod_key, pvc, ready, setup, storage_pod,

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod creation;
+mod determinism;
 mod faults;
 mod idempotence;
 mod kubernetes;

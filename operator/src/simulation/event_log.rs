@@ -47,6 +47,9 @@ struct State {
     /// The operator crashed (its later requests must not reach the world) and has not
     /// been restarted yet.
     crashed: bool,
+    /// A request to an in-process component got no answer in real time (the run cannot
+    /// go on: see [`EventLog::record_stall`]).
+    stalled: Option<String>,
     events: Vec<Event>,
     status_json_calls: u64,
     admin_commands: u64,
@@ -124,6 +127,18 @@ impl EventLog {
     /// Takes the crash (the runner restarts the operator): true once per crash.
     pub fn take_crash(&self) -> bool {
         std::mem::take(&mut self.lock().crashed)
+    }
+
+    /// Notes that a request to an in-process component (a sidecar) reached its real-time
+    /// watchdog. That is no simulated outcome, and the runner stops the run with an
+    /// error rather than let a stalled machine change the result. The first stall is kept.
+    pub fn record_stall(&self, detail: &str) {
+        self.lock().stalled.get_or_insert_with(|| detail.to_owned());
+    }
+
+    /// Takes the stall noted since the last call, if any.
+    pub fn take_stall(&self) -> Option<String> {
+        self.lock().stalled.take()
     }
 
     /// Appends an event at the current time and position.

@@ -1,4 +1,10 @@
 //! A [`SidecarApi`] wrapper that records every request the operator sends to a sidecar.
+//!
+//! A request that got no answer on a connection it made (timed out, or closed by a
+//! real-time limit of the sidecar) is also noted as a stall ([`EventLog::record_stall`]):
+//! the in-process sidecars answer unless the machine itself stalls, and the runner stops
+//! such a run instead of recording a real-time accident as a simulated outcome. Simulated
+//! faults refuse the connection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +53,19 @@ impl RecordingSidecar {
 
     fn record<T>(&self, request: &str, result: &Result<T, SidecarClientError>, answer: &str) {
         self.log.count_sidecar_request();
+        if let Err(error) = result
+            && error.is_unreachable()
+            && !error.is_connect()
+        {
+            // A simulated unreachable sidecar refuses the connection (nothing listens).
+            // The sidecar is a task of this process: a connection that then fails or
+            // times out means the machine stalled (a real-time limit was reached), not
+            // that the simulated pod failed.
+            self.log.record_stall(&format!(
+                "{request} to {} got no answer: {error}",
+                self.target
+            ));
+        }
         let detail = match result {
             Ok(_) => format!("{request} -> {answer}"),
             Err(error) if error.is_unreachable() => format!("{request} -> unreachable"),
@@ -147,5 +166,60 @@ mod tests {
         assert_eq!(events[0].target, "sidecar/sample-storage-1");
         assert_eq!(events[0].detail, "POST /copy_files -> unreachable");
         assert_eq!(log.counters().sidecar_requests, 1);
+        assert_eq!(
+            log.take_stall(),
+            None,
+            "a refused connection is a simulated fault"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_without_an_answer_in_time_is_a_stall() {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::fixed_epoch());
+        let log = EventLog::new(clock);
+        // Accepts, and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            drop(stream);
+        });
+        let settings = fdb_shared::sidecar::SidecarClientSettings {
+            get_timeout: std::time::Duration::from_millis(100),
+            ..Default::default()
+        };
+        let client = fdb_shared::sidecar::SidecarClientFactory::with_settings(None, settings)
+            .unwrap()
+            .client(&format!("http://{address}"))
+            .unwrap();
+        let sidecar = RecordingSidecar::new(Arc::new(client), "sample-storage-1", log.clone());
+        assert!(sidecar.check_hash("fdb.cluster").await.is_err());
+        let stall = log.take_stall().unwrap();
+        assert!(
+            stall.starts_with("GET /check_hash/fdb.cluster to sidecar/sample-storage-1"),
+            "{stall}"
+        );
+        assert_eq!(log.take_stall(), None);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_without_an_answer_is_a_stall() {
+        // As a sidecar closes a connection whose request came later than its header
+        // timeout (real time).
+        let log = EventLog::new(Arc::new(VirtualClock::fixed_epoch()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                drop(stream);
+            }
+        });
+        let client = SidecarClient::new(&format!("http://{address}"), None).unwrap();
+        let sidecar = RecordingSidecar::new(Arc::new(client), "sample-log-1", log.clone());
+        assert!(sidecar.copy_files().await.is_err());
+        assert!(log.take_stall().is_some());
+        server.abort();
     }
 }

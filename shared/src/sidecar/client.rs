@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::{Method, StatusCode, Url};
@@ -80,6 +81,18 @@ impl SidecarClientError {
         matches!(self, Self::Unreachable { .. })
     }
 
+    /// Whether the request got no answer within its time limit (a kind of
+    /// [`SidecarClientError::Unreachable`]).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Unreachable { source, .. } if source.is_timeout())
+    }
+
+    /// Whether no connection could be made (nothing listens, refused): a kind of
+    /// [`SidecarClientError::Unreachable`], as opposed to a connection that failed later.
+    pub fn is_connect(&self) -> bool {
+        matches!(self, Self::Unreachable { source, .. } if source.is_connect())
+    }
+
     /// The HTTP status of the answer, if the sidecar answered with an error status.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -121,10 +134,36 @@ pub struct SidecarClientTls {
     pub client_certificate: Option<(PathBuf, PathBuf)>,
 }
 
+/// How the clients of a [`SidecarClientFactory`] send requests. The default is the
+/// operator's: [`protocol::GET_TIMEOUT`], [`protocol::POST_TIMEOUT`], kept-alive
+/// connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SidecarClientSettings {
+    /// Longest wait for the answer to a GET request.
+    pub get_timeout: Duration,
+    /// Longest wait for the answer to a POST request.
+    pub post_timeout: Duration,
+    /// Keep idle connections open for the next request to the same sidecar. Without it,
+    /// every request opens its own connection, so that nothing depends on how long a
+    /// connection stayed idle (the sidecar closes idle connections after a while).
+    pub reuse_connections: bool,
+}
+
+impl Default for SidecarClientSettings {
+    fn default() -> Self {
+        Self {
+            get_timeout: protocol::GET_TIMEOUT,
+            post_timeout: protocol::POST_TIMEOUT,
+            reuse_connections: true,
+        }
+    }
+}
+
 /// Shared connection pool and TLS settings; hands out one [`SidecarClient`] per pod.
 #[derive(Clone)]
 pub struct SidecarClientFactory {
     http: reqwest::Client,
+    settings: SidecarClientSettings,
 }
 
 impl fmt::Debug for SidecarClientFactory {
@@ -135,18 +174,29 @@ impl fmt::Debug for SidecarClientFactory {
 }
 
 impl SidecarClientFactory {
-    /// Builds the pool; `tls` is needed only for `https` base URLs.
+    /// Builds the pool with the operator's settings; `tls` is needed only for `https`
+    /// base URLs.
     pub fn new(tls: Option<&SidecarClientTls>) -> Result<Self, SidecarClientError> {
+        Self::with_settings(tls, SidecarClientSettings::default())
+    }
+
+    /// Builds the pool with `settings`.
+    pub fn with_settings(
+        tls: Option<&SidecarClientTls>,
+        settings: SidecarClientSettings,
+    ) -> Result<Self, SidecarClientError> {
         let config = rustls_config(tls)?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(config)
-            .no_proxy()
-            .build()
-            .map_err(|e| SidecarClientError::Tls {
-                file: "reqwest client".into(),
-                reason: e.to_string(),
-            })?;
-        Ok(Self { http })
+            .no_proxy();
+        if !settings.reuse_connections {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let http = builder.build().map_err(|e| SidecarClientError::Tls {
+            file: "reqwest client".into(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self { http, settings })
     }
 
     /// A client for the sidecar at `base_url` (e.g. `http://10.1.2.3:8080`).
@@ -165,6 +215,7 @@ impl SidecarClientFactory {
         Ok(SidecarClient {
             http: self.http.clone(),
             base,
+            settings: self.settings,
         })
     }
 }
@@ -174,6 +225,7 @@ impl SidecarClientFactory {
 pub struct SidecarClient {
     http: reqwest::Client,
     base: Url,
+    settings: SidecarClientSettings,
 }
 
 impl SidecarClient {
@@ -230,9 +282,9 @@ impl SidecarClient {
         url: Url,
     ) -> Result<(StatusCode, String), SidecarClientError> {
         let timeout = if method == Method::GET {
-            protocol::GET_TIMEOUT
+            self.settings.get_timeout
         } else {
-            protocol::POST_TIMEOUT
+            self.settings.post_timeout
         };
         let unreachable = |source| SidecarClientError::Unreachable {
             url: url.to_string(),
@@ -518,6 +570,7 @@ mod tests {
         let client = SidecarClient::new(&format!("http://127.0.0.1:{port}"), None).unwrap();
         let err = client.ready().await.unwrap_err();
         assert!(err.is_unreachable(), "{err}");
+        assert!(err.is_connect() && !err.is_timeout(), "{err}");
     }
 
     #[test]

@@ -5,5 +5,6 @@ pub mod client;
 pub mod protocol;
 
 pub use client::{
-    SidecarApi, SidecarClient, SidecarClientError, SidecarClientFactory, SidecarClientTls,
+    SidecarApi, SidecarClient, SidecarClientError, SidecarClientFactory, SidecarClientSettings,
+    SidecarClientTls,
 };

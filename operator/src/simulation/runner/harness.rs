@@ -3,9 +3,12 @@
 //! sidecar clients record what the operator does.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fdb_shared::api::FoundationDBCluster;
-use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
+use fdb_shared::sidecar::{
+    SidecarApi, SidecarClientError, SidecarClientFactory, SidecarClientSettings,
+};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -51,9 +54,34 @@ impl AdminClientProvider for SimulatedAdminProvider {
     }
 }
 
-/// The production HTTP sidecar clients, each wrapped to record its requests. They reach a
-/// pod's sidecar where the world serves its pod IP ([`NetworkMap::host_ip`]), as a
-/// client inside the cluster network reaches the pod IP.
+/// Real-time limit of one request to an in-process sidecar.
+///
+/// The operator's own limits (5 s for GET, 10 s for POST) are real time: on a loaded
+/// machine a request to a healthy simulated sidecar could reach them and turn into
+/// `SidecarUnreachable`, making the result depend on the machine. The sidecars are tasks
+/// of this process, so this limit is only a watchdog: a request reaching it stops the
+/// run with an error ([`crate::simulation::event_log::EventLog::record_stall`]) instead
+/// of becoming a simulated fault. Injected faults (`sidecarUnreachable`) refuse
+/// connections at once and need no timeout.
+pub const SIDECAR_REQUEST_WATCHDOG: Duration = Duration::from_secs(600);
+
+/// How the simulated operator talks to the sidecars: the production client with
+/// [`SIDECAR_REQUEST_WATCHDOG`] as its limits, and a fresh connection per request, so
+/// that no request depends on how long (in real time) a kept-alive connection sat idle
+/// (the sidecar closes idle connections after 10 s, and a request racing that close
+/// fails).
+pub fn simulated_sidecar_client_settings() -> SidecarClientSettings {
+    SidecarClientSettings {
+        get_timeout: SIDECAR_REQUEST_WATCHDOG,
+        post_timeout: SIDECAR_REQUEST_WATCHDOG,
+        reuse_connections: false,
+    }
+}
+
+/// The production HTTP sidecar clients ([`simulated_sidecar_client_settings`]), each
+/// wrapped to record its requests. They reach a pod's sidecar where the world serves its
+/// pod IP ([`NetworkMap::host_ip`]), as a client inside the cluster network reaches the
+/// pod IP.
 #[derive(Debug)]
 pub struct RecordingSidecarProvider {
     inner: HttpSidecarProvider,
@@ -65,7 +93,10 @@ impl RecordingSidecarProvider {
     /// Plain-HTTP sidecar clients recording into `log`, connecting through `network`.
     pub fn new(log: EventLog, network: NetworkMap) -> Result<Self, SidecarClientError> {
         Ok(Self {
-            inner: HttpSidecarProvider::new(SidecarClientFactory::new(None)?, false),
+            inner: HttpSidecarProvider::new(
+                SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())?,
+                false,
+            ),
             log,
             network,
         })
@@ -162,4 +193,80 @@ pub fn new_operator_context(
     // timing, and the same scenario and seed must give the same log.
     context.settings.sidecar_concurrency = 1;
     Ok(context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fdb_shared::sidecar::protocol::GET_TIMEOUT;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A stand-in sidecar on loopback answering `GET /ready` after `delay`, keeping
+    /// connections open; returns its base URL and the number of connections accepted.
+    async fn slow_sidecar(delay: Duration) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 1024];
+                    loop {
+                        let Ok(n) = stream.read(&mut buffer).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buffer[..n]);
+                        if request.windows(4).any(|w| w == b"\r\n\r\n") {
+                            request.clear();
+                            tokio::time::sleep(delay).await;
+                            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nOK\n";
+                            if stream.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{address}"), accepted)
+    }
+
+    #[tokio::test]
+    async fn a_simulated_sidecar_slower_than_the_operators_limits_is_still_answered() {
+        // As on a loaded machine: the answer comes after the operator's 5 s GET limit.
+        let (url, _) = slow_sidecar(GET_TIMEOUT + Duration::from_millis(300)).await;
+        let factory =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings()).unwrap();
+        let client = factory.client(&url).unwrap();
+        client.ready().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn every_simulated_request_has_its_own_connection() {
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let simulated =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())
+                .unwrap()
+                .client(&url)
+                .unwrap();
+        simulated.ready().await.unwrap();
+        simulated.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // The operator's own client keeps its connection (the setting matters).
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let production = SidecarClientFactory::new(None)
+            .unwrap()
+            .client(&url)
+            .unwrap();
+        production.ready().await.unwrap();
+        production.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
 }

@@ -33,7 +33,10 @@ use crate::simulation::scenario::{self, Scenario};
 use crate::simulation::world::{HostBlock, World, WorldError, WorldOptions};
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
-pub use harness::{OPERATOR_ACTOR, USER_ACTOR, new_operator_context, operator_kube_client};
+pub use harness::{
+    OPERATOR_ACTOR, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
+    operator_kube_client, simulated_sidecar_client_settings,
+};
 
 /// Where progress lines go (stderr for the CLI, nowhere in tests).
 pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -70,6 +73,13 @@ pub enum RunError {
     /// The operator's sidecar clients could not be built.
     #[error("sidecar clients: {0}")]
     Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
+    /// A request to an in-process sidecar got no answer within its real-time watchdog
+    /// ([`harness::SIDECAR_REQUEST_WATCHDOG`]): the machine stalled. Recording it as a
+    /// simulated fault would make the result depend on the machine, so the run stops.
+    #[error(
+        "the machine stalled: {0} (real-time watchdog: a simulated outcome must not depend on it)"
+    )]
+    Stalled(String),
     /// An `act` step (or a fault) could not be carried out: what it names does not
     /// exist, or the world refused it.
     #[error("act: {0}")]

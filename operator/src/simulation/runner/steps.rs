@@ -272,6 +272,9 @@ impl Runner {
         } else {
             run_pass(&self.context, &self.namespace, &self.name).await
         };
+        if let Some(detail) = self.log.take_stall() {
+            return Err(RunError::Stalled(detail));
+        }
         if self.log.take_crash() {
             self.say(&format!(
                 "pass {pass}: the operator crashed (restartOperator) and restarts"

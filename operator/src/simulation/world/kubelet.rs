@@ -416,6 +416,7 @@ impl World {
                     volume.config_map, version.resource_version, volume.volume
                 ),
             );
+            self.sidecar_input_changed(runtime, &volume.dir);
         }
         Ok(())
     }

@@ -8,9 +8,19 @@
 //! not a pod problem but a broken run: [`WorldError::Listen`] /
 //! [`WorldError::ForeignListener`] stop the world rather than let the operator talk to
 //! another process.
+//!
+//! Nothing a sidecar does may depend on real time, or a loaded machine would change the
+//! run's result:
+//! - its copy limit (`--copy-timeout-seconds`, 8 s of real time by default: a slow fsync
+//!   would answer 503 and finish the copy in the background) is set to the longest
+//!   allowed, [`SIMULATED_COPY_TIMEOUT_SECONDS`];
+//! - `--watch-input` is not left to a file watcher, which copies 150 ms (real) after
+//!   the kubelet's swap, at no definite point of the run: the world runs the same copies
+//!   itself, right after it projects a ConfigMap into the sidecar's input directory
+//!   ([`World::sidecar_input_changed`]), before it reports settled.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fdb_sidecar::metrics::RequestLabels;
 use fdb_sidecar::{RunningSidecar, Sidecar, SidecarConfig, StartError};
@@ -29,6 +39,10 @@ use super::network::something_answers;
 pub const BACKOFF_INITIAL_SECONDS: i64 = 10;
 /// Longest CrashLoopBackOff delay.
 pub const BACKOFF_MAX_SECONDS: i64 = 300;
+
+/// The copy limit of the simulated sidecars (the longest `--copy-timeout-seconds` takes):
+/// a copy is never cut short by real time.
+pub const SIMULATED_COPY_TIMEOUT_SECONDS: u64 = 3600;
 
 /// The CrashLoopBackOff delay after `failures` consecutive failures (10 s, 20 s, ...,
 /// at most 300 s).
@@ -53,6 +67,9 @@ pub struct SidecarState {
     pub next_attempt: Option<Timestamp>,
     /// The host directory of the output volume (for the result's summaries).
     pub output_dir: Option<PathBuf>,
+    /// The configuration of the serving sidecar when it was started with
+    /// `--watch-input` (the world runs its input copies, see the module documentation).
+    pub watch_input: Option<SidecarConfig>,
 }
 
 impl SidecarState {
@@ -66,6 +83,7 @@ impl SidecarState {
 
     /// Stops the serving sidecar, if any.
     pub async fn stop(&mut self) {
+        self.watch_input = None;
         if let Some(running) = self.running.take() {
             running.stop().await;
         }
@@ -153,9 +171,10 @@ impl World {
         }
         sidecar.attempts += 1;
         match self.start_sidecar(pod, runtime).await {
-            Ok(running) => {
+            Ok((running, watch_input)) => {
                 let address = running.local_addr();
                 sidecar.running = Some(running);
+                sidecar.watch_input = watch_input;
                 sidecar.error = None;
                 sidecar.failures = 0;
                 sidecar.next_attempt = None;
@@ -189,11 +208,13 @@ impl World {
         }
     }
 
+    /// Starts the pod's sidecar; returns it with its configuration if it asked for
+    /// `--watch-input`.
     async fn start_sidecar(
         &self,
         pod: &Pod,
         runtime: &PodRuntime,
-    ) -> Result<RunningSidecar, StartFailure> {
+    ) -> Result<(RunningSidecar, Option<SidecarConfig>), StartFailure> {
         let crashed = |message: String| StartFailure::Crashed(message);
         let container = spec_container(pod, SIDECAR_CONTAINER)
             .ok_or_else(|| crashed("the pod has no sidecar container".into()))?;
@@ -209,8 +230,11 @@ impl World {
         }
         let fs = runtime.container_fs(container);
         let (args, env) = sidecar_invocation(pod, runtime, container, &fs, ip, bind);
-        let config = SidecarConfig::from_args(args, &env).map_err(|e| crashed(e.to_string()))?;
-        Sidecar::start(config, bind)
+        let mut config =
+            SidecarConfig::from_args(args, &env).map_err(|e| crashed(e.to_string()))?;
+        config.args.copy_timeout_seconds = SIMULATED_COPY_TIMEOUT_SECONDS;
+        let watch_input = std::mem::take(&mut config.args.watch_input).then(|| config.clone());
+        let running = Sidecar::start(config, bind)
             .await
             .map_err(|error| match error {
                 StartError::Bind { addr, source } => StartFailure::Fatal(WorldError::Listen {
@@ -219,7 +243,41 @@ impl World {
                     source,
                 }),
                 other => crashed(other.to_string()),
-            })
+            })?;
+        Ok((running, watch_input))
+    }
+
+    /// The kubelet has just swapped the ConfigMap volume at `dir`: a running sidecar
+    /// started with `--watch-input` whose input directory that is copies its files and
+    /// then its monitor conf, as its watcher would (failures are its log lines; the next
+    /// change retries).
+    pub(super) fn sidecar_input_changed(&mut self, runtime: &PodRuntime, dir: &Path) {
+        let Some(config) = runtime
+            .sidecar
+            .as_ref()
+            .filter(|sidecar| sidecar.running.is_some())
+            .and_then(|sidecar| sidecar.watch_input.as_ref())
+        else {
+            return;
+        };
+        if !same_dir(&config.args.input_dir, dir) {
+            return;
+        }
+        let outcome = fdb_sidecar::copy::copy_files(config)
+            .and_then(|()| fdb_sidecar::copy::copy_monitor_conf(config));
+        let detail = match outcome {
+            Ok(()) => "input changed: copied files and monitor conf".to_owned(),
+            Err(error) => format!("input changed: copy failed: {error}"),
+        };
+        self.record("sidecar-watch-input", runtime.target(), detail);
+    }
+}
+
+/// Whether two paths name the same directory (through links).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 
