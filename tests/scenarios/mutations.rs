@@ -143,3 +143,15 @@ fn patching_only_the_sidecar_image_restarts_it_and_stages_the_new_binaries() {
         "exactly the sidecar restarted: {restarts:?}"
     );
 }
+
+#[test]
+fn the_one_cluster_wide_kill_of_a_bounce_passes() {
+    let result = assert_passes("kill-every-process-once");
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.fdb["available"], true);
+}
+
+#[test]
+fn bouncing_the_whole_cluster_twice_in_a_row_is_caught() {
+    assert_caught("kill-every-process-twice", "unavailable-by-operator");
+}

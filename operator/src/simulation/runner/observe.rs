@@ -221,12 +221,23 @@ impl Runner {
         let after = fdb_bridge::service_state(&self.fdb);
         let lost = fdb_bridge::lost_shards(&self.fdb);
         let (time, pass) = (self.elapsed(), self.log.position().pass);
-        if as_operator && acted {
+        // The one cluster-wide kill of a bounce (knob rollout, upgrade) takes every zone
+        // down by design and brings it back in place, data on its disks: it is judged by
+        // how long the database is unavailable (`unavailable-by-operator`), not by zones.
+        // Anything else in the same action (deletions, evictions, exclusions) still is.
+        let only_the_bounce = cluster_wide_kill
+            && admin_actions.len() == 1
+            && deleted_pods.is_empty()
+            && deleted_pvcs.is_empty()
+            && !evictions;
+        if as_operator && acted && !only_the_bounce {
             let tolerance = self.cluster_object().map_or(1, |cluster| {
                 usize::try_from(fault_tolerance(&cluster.spec.redundancy_mode())).unwrap_or(0)
             });
             self.monitor
                 .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
+        }
+        if as_operator && acted {
             self.operator_actions
                 .push((self.now().as_second(), cluster_wide_kill));
         }
