@@ -175,6 +175,26 @@ pub enum Refusal {
         /// The lock ID.
         lock_id: String,
     },
+    /// Another operator instance holds the global lock.
+    #[error("{action} needs the operator lock, which {holder:?} holds for {seconds_left}s more")]
+    LockHeldByOther {
+        /// The action.
+        action: LockedAction,
+        /// The holder's lock ID.
+        holder: String,
+        /// Seconds until the holder's lock expires.
+        seconds_left: i64,
+    },
+    /// This instance's lock ID is on the deny list.
+    #[error(
+        "{action} needs the operator lock, but lock ID {lock_id:?} is on the deny list (spec.lockOptions.denyList with allow: true removes it)"
+    )]
+    LockDenied {
+        /// The action.
+        action: LockedAction,
+        /// The denied lock ID.
+        lock_id: String,
+    },
 }
 
 fn describe_budget(requested: &[String], down: &[ZoneDown], remaining: &usize) -> String {
