@@ -364,6 +364,12 @@ fn zone_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
         .unwrap_or_else(|| format!("{} (zone unknown)", group.id()))
 }
 
+/// The zone a group counts in for [`zone_budget`] and [`may_take_down`] (its fault
+/// domain, else its pod's zone; a group of unknown zone is its own zone).
+pub fn group_zone(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
+    zone_of(snapshot, group)
+}
+
 /// The fault-tolerance budget of the cluster now. One pass over the groups.
 pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
     let spec = snapshot.spec();
