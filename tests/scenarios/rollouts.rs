@@ -233,3 +233,65 @@ fn a_general_template_change_recreates_storage_pods_and_replaces_the_transaction
             .all(|g| g["processGroupID"] != "log-1" && g["processGroupID"] != "stateless-1")
     );
 }
+
+/// The maintenance commands of step `step`, in order.
+fn maintenance_commands(result: &SimulationResult, step: usize) -> Vec<&str> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.step == step && e.source == EventSource::Fdb && e.action == "maintenance")
+        .map(|e| e.detail.as_str())
+        .collect()
+}
+
+/// Each zone set before its pods are deleted and reset after; no data moves.
+fn assert_maintenance_per_zone(result: &SimulationResult, step: usize) {
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    assert_eq!(
+        maintenance_commands(result, step),
+        [
+            "maintenance on node-1 600",
+            "maintenance off",
+            "maintenance on node-2 600",
+            "maintenance off",
+            "maintenance on node-3 600",
+            "maintenance off"
+        ]
+    );
+    // Every storage pod deletion happens inside a window of its zone.
+    let mut window: Option<String> = None;
+    for event in result.events.iter().filter(|e| e.step == step) {
+        match (
+            event.action.as_str(),
+            event.detail.strip_prefix("maintenance on "),
+        ) {
+            ("maintenance", Some(zone)) => {
+                window = zone.split_whitespace().next().map(str::to_owned)
+            }
+            ("maintenance", None) => window = None,
+            ("delete", _) if event.target.starts_with("pod/") => {
+                assert!(
+                    window.is_some(),
+                    "{} deleted outside a maintenance window",
+                    event.target
+                )
+            }
+            _ => {}
+        }
+    }
+    let after = result.steps.last().unwrap();
+    assert_eq!(after.fdb["movedMiB"].as_f64(), Some(0.0), "no data moved");
+    assert!(after.fdb["maintenanceZone"].is_null());
+}
+
+#[test]
+fn with_the_maintenance_mode_each_storage_zone_is_set_and_reset_and_no_data_moves() {
+    let result = run_file("rollouts/storage-env-rollout-maintenance.yaml", None);
+    assert_maintenance_per_zone(&result, 2);
+}
+
+#[test]
+fn a_maintenance_window_left_by_a_crashed_operator_is_finished_and_reset() {
+    let result = run_file("rollouts/storage-env-rollout-maintenance-crash.yaml", None);
+    assert_maintenance_per_zone(&result, 3);
+}
