@@ -141,7 +141,7 @@ pub fn deny_list_changes(
         if entry.id.is_empty() {
             continue;
         }
-        let listed = live.iter().any(|id| *id == entry.id);
+        let listed = live.contains(&entry.id);
         if entry.allow.unwrap_or(false) {
             if listed && !remove.contains(&entry.id) {
                 remove.push(entry.id.clone());

@@ -175,7 +175,7 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
         if later.group != earlier.group {
             return false;
         }
-        earlier.addresses.extend(later.addresses.drain(..));
+        earlier.addresses.append(&mut later.addresses);
         earlier.addresses.sort_by_key(ToString::to_string);
         earlier.addresses.dedup();
         earlier.reason = earlier.reason.max(later.reason);
