@@ -70,6 +70,12 @@ pub const REQUIRED: &[Need] = &[
     },
     Need {
         group: "",
+        resource: "pods",
+        verbs: &["delete"],
+        source: "controller/subreconcilers/update_pods.rs and delete_pods_for_buggification.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+    },
+    Need {
+        group: "",
         resource: "persistentvolumeclaims",
         verbs: &["list", "watch"],
         source: "controller/production.rs run: .owns(Api<PersistentVolumeClaim>); controller/pass_io.rs PassIo::list (read by controller/pass.rs)",

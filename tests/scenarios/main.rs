@@ -11,3 +11,4 @@ mod idempotence;
 mod kubernetes;
 mod mutations;
 mod restart;
+mod rollouts;

@@ -22,6 +22,18 @@ pub enum EventReason {
     StepFailed,
     /// The spec is invalid.
     InvalidSpec,
+    /// Processes were restarted with `kill` (BounceProcesses).
+    ProcessesBounced,
+    /// Pods were deleted to roll out a pod spec change (UpdatePods).
+    PodsUpdated,
+    /// Process groups were marked for replacement to roll out a pod spec change.
+    ProcessGroupsReplaced,
+    /// The maintenance zone was set or reset.
+    MaintenanceZoneChanged,
+    /// Pods were deleted to apply buggify settings.
+    BuggifyApplied,
+    /// The operator lock deny list was changed.
+    LockDenyListChanged,
 }
 
 impl EventReason {
@@ -34,6 +46,12 @@ impl EventReason {
             Self::CoordinatorsChanged => "CoordinatorsChanged",
             Self::StepFailed => "StepFailed",
             Self::InvalidSpec => "InvalidSpec",
+            Self::ProcessesBounced => "ProcessesBounced",
+            Self::PodsUpdated => "PodsUpdated",
+            Self::ProcessGroupsReplaced => "ProcessGroupsReplaced",
+            Self::MaintenanceZoneChanged => "MaintenanceZoneChanged",
+            Self::BuggifyApplied => "BuggifyApplied",
+            Self::LockDenyListChanged => "LockDenyListChanged",
         }
     }
 

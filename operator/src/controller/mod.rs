@@ -12,6 +12,7 @@ pub mod errors;
 pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod locks;
 pub mod merge_patch;
 pub mod metrics;
 pub mod objects;

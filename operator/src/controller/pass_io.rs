@@ -347,6 +347,27 @@ impl PassIo {
         self.write_status(ctx, snapshot, &status).await
     }
 
+    /// Deletes the object `name` (gracefully, for pods); an object already gone is fine.
+    /// `action` names it in errors.
+    pub async fn delete<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        action: String,
+    ) -> Result<(), StepError> {
+        // Counted before the call: a failed delete may still have been applied.
+        self.objects.insert(K::KIND);
+        match self
+            .api::<K>(ctx)
+            .delete(name, &kube::api::DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(StepError::kube(action)(error)),
+        }
+    }
+
     /// Records UpdateStatus's judgement of this pass's observation.
     pub fn set_judged_reconciled(&mut self, reconciled: bool) {
         self.judged_reconciled = Some(reconciled);

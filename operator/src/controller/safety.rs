@@ -175,6 +175,26 @@ pub enum Refusal {
         /// The lock ID.
         lock_id: String,
     },
+    /// Another operator instance holds the global lock.
+    #[error("{action} needs the operator lock, which {holder:?} holds for {seconds_left}s more")]
+    LockHeldByOther {
+        /// The action.
+        action: LockedAction,
+        /// The holder's lock ID.
+        holder: String,
+        /// Seconds until the holder's lock expires.
+        seconds_left: i64,
+    },
+    /// This instance's lock ID is on the deny list.
+    #[error(
+        "{action} needs the operator lock, but lock ID {lock_id:?} is on the deny list (spec.lockOptions.denyList with allow: true removes it)"
+    )]
+    LockDenied {
+        /// The action.
+        action: LockedAction,
+        /// The denied lock ID.
+        lock_id: String,
+    },
 }
 
 fn describe_budget(requested: &[String], down: &[ZoneDown], remaining: &usize) -> String {
@@ -342,6 +362,12 @@ fn zone_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
         .clone()
         .or_else(|| group.pod.and_then(|pod| pod_zone(snapshot.cluster(), pod)))
         .unwrap_or_else(|| format!("{} (zone unknown)", group.id()))
+}
+
+/// The zone a group counts in for [`zone_budget`] and [`may_take_down`] (its fault
+/// domain, else its pod's zone; a group of unknown zone is its own zone).
+pub fn group_zone(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
+    zone_of(snapshot, group)
 }
 
 /// The fault-tolerance budget of the cluster now. One pass over the groups.

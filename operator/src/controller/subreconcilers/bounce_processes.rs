@@ -1,22 +1,309 @@
-//! BounceProcesses (operator-behavior §8). Not implemented yet: this step never acts.
+//! BounceProcesses (operator-behavior §8): restarts, with one `fdbcli kill`, the
+//! processes that run an outdated command line (fdbmonitor does not restart them when
+//! their conf changes).
 //!
-//! Will restart (`kill`) processes with IncorrectCommandLine once every process has been up `minimumUptimeSecondsForBounce` and the database is available, and bounce all processes at once for incompatible upgrades.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! The decision is split so other reasons to restart can join the same single kill:
+//! [`incorrect_command_line_targets`] lists the processes this step restarts and why,
+//! and [`plan_kill`] judges any list of [`KillTarget`]s against the shared gates. An
+//! upgrade adds its cluster-wide targets (`KillReason::Upgrade`) and calls
+//! [`decide_with`]; the gates, the lock and the execution stay the same.
+//!
+//! Gates, in order: `automationOptions.killProcesses`; every live group that runs
+//! processes has confirmed its configuration (so one kill restarts everything onto the
+//! new conf: a group still waiting, e.g. with an unreachable sidecar, is named); the
+//! database is available ([`safety::available`]); every process has been up
+//! `minimumUptimeSecondsForBounce` ([`safety::minimum_uptime`], which also keeps a second
+//! kill from following the first before the restarted processes report); the global lock
+//! when locks are in use ([`crate::controller::locks`]). Groups marked for removal and
+//! addresses in `buggify.ignoreDuringRestart` are never killed.
+
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
+use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
+use tracing::Instrument;
 
-use super::{Subreconciler, has_condition};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::safety::{self, LockedAction, Refusal};
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::fdb::AdminClient as _;
 
-/// Will restart (`kill`) processes with IncorrectCommandLine once every process has been up `minimumUptimeSecondsForBounce` and the database is available, and bounce all processes at once for incompatible upgrades.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BounceProcesses;
+
+/// Why a process is restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KillReason {
+    /// It runs another command line than its conf asks for (a knob change).
+    IncorrectCommandLine,
+    /// The cluster-wide restart of an incompatible upgrade (operator-behavior §9).
+    Upgrade,
+}
+
+impl std::fmt::Display for KillReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::IncorrectCommandLine => "outdated command line",
+            Self::Upgrade => "upgrade",
+        })
+    }
+}
+
+/// The processes of one group to restart, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillTarget {
+    /// The process group ID.
+    pub group: String,
+    /// The addresses of its reporting processes.
+    pub addresses: Vec<ProcessAddress>,
+    /// Why.
+    pub reason: KillReason,
+}
+
+/// What BounceProcesses does this pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BounceDecision {
+    /// Nothing needs a restart.
+    Nothing,
+    /// Restarts are needed but `automationOptions.killProcesses` is false.
+    Disabled {
+        /// The groups that would be restarted.
+        groups: Vec<String>,
+    },
+    /// Restarts are needed but a gate refuses; the reason names what blocks.
+    Wait(String),
+    /// Kill these targets with one command.
+    Kill(Vec<KillTarget>),
+}
+
+/// Whether `address` is listed in `buggify.ignoreDuringRestart` (as `ip`, `ip:port` or
+/// the full address text).
+fn ignored(ignore: &[String], address: &ProcessAddress) -> bool {
+    let full = address.to_string();
+    let host_port = format!("{}:{}", address.host, address.port);
+    ignore
+        .iter()
+        .any(|entry| *entry == full || *entry == host_port || *entry == address.host)
+}
+
+/// The reporting addresses of `group`, minus the ignored ones.
+fn addresses_of(group: &GroupView<'_>, ignore: &[String]) -> Vec<ProcessAddress> {
+    let mut addresses: Vec<ProcessAddress> = group
+        .processes()
+        .filter_map(|p| p.address.clone())
+        .filter(|a| !ignored(ignore, a))
+        .collect();
+    addresses.sort_by_key(ToString::to_string);
+    addresses.dedup();
+    addresses
+}
+
+/// The live groups whose processes run an outdated command line (IncorrectCommandLine),
+/// with their reporting addresses, in status order.
+pub fn incorrect_command_line_targets(snapshot: &ClusterSnapshot) -> Vec<KillTarget> {
+    let ignore = &snapshot.spec().buggify.ignore_during_restart;
+    snapshot
+        .live_groups()
+        .filter(|g| {
+            g.status
+                .condition_since(&ProcessGroupConditionType::IncorrectCommandLine)
+                .is_some()
+        })
+        .filter_map(|g| {
+            let addresses = addresses_of(&g, ignore);
+            (!addresses.is_empty()).then(|| KillTarget {
+                group: g.id().to_owned(),
+                addresses,
+                reason: KillReason::IncorrectCommandLine,
+            })
+        })
+        .collect()
+}
+
+/// Live groups that run processes but have not confirmed their current configuration
+/// (IncorrectConfigMap, SidecarUnreachable): a kill now would restart them onto the old
+/// conf and a second kill would follow.
+fn waiting_for_config(snapshot: &ClusterSnapshot) -> Vec<String> {
+    snapshot
+        .live_groups()
+        .filter(|g| g.is_reporting())
+        .filter(|g| {
+            g.status.process_group_conditions.iter().any(|c| {
+                matches!(
+                    c.condition_type,
+                    ProcessGroupConditionType::IncorrectConfigMap
+                        | ProcessGroupConditionType::SidecarUnreachable
+                )
+            })
+        })
+        .map(|g| {
+            let unreachable = g
+                .status
+                .condition_since(&ProcessGroupConditionType::SidecarUnreachable)
+                .is_some();
+            if unreachable {
+                format!("{} (sidecar unreachable)", g.id())
+            } else {
+                g.id().to_owned()
+            }
+        })
+        .collect()
+}
+
+/// Judges `targets` against the bounce gates (module documentation). Targets of groups
+/// marked for removal are dropped; targets of one group are merged.
+pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> BounceDecision {
+    let mut targets: Vec<KillTarget> = targets
+        .into_iter()
+        .filter(|t| {
+            snapshot
+                .group(&t.group)
+                .is_none_or(|g| !g.is_marked_for_removal())
+        })
+        .filter(|t| !t.addresses.is_empty())
+        .collect();
+    targets.sort_by(|a, b| a.group.cmp(&b.group).then(a.reason.cmp(&b.reason)));
+    targets.dedup_by(|later, earlier| {
+        if later.group != earlier.group {
+            return false;
+        }
+        earlier.addresses.append(&mut later.addresses);
+        earlier.addresses.sort_by_key(ToString::to_string);
+        earlier.addresses.dedup();
+        earlier.reason = earlier.reason.max(later.reason);
+        true
+    });
+    if targets.is_empty() {
+        return BounceDecision::Nothing;
+    }
+    let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
+    if !snapshot.spec().automation_options.kill_processes() {
+        return BounceDecision::Disabled { groups };
+    }
+    let waiting = waiting_for_config(snapshot);
+    if !waiting.is_empty() {
+        return BounceDecision::Wait(format!(
+            "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
+            groups.len(),
+            waiting.len(),
+            waiting.join(", ")
+        ));
+    }
+    let gates = safety::available(snapshot).and_then(|()| safety::minimum_uptime(snapshot));
+    if let Err(refusal) = gates {
+        return BounceDecision::Wait(describe_wait(&groups, &refusal));
+    }
+    BounceDecision::Kill(targets)
+}
+
+fn describe_wait(groups: &[String], refusal: &Refusal) -> String {
+    format!(
+        "{} process groups need a restart ({}); waiting: {refusal}",
+        groups.len(),
+        abbreviate(groups)
+    )
+}
+
+/// At most five names, then a count.
+fn abbreviate(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
+    match names.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
+}
+
+/// This step's decision with extra targets (e.g. an upgrade's cluster-wide restart)
+/// added to the IncorrectCommandLine ones, all judged together for one kill.
+pub fn decide_with(
+    snapshot: &ClusterSnapshot,
+    extra: impl IntoIterator<Item = KillTarget>,
+) -> BounceDecision {
+    let mut targets = incorrect_command_line_targets(snapshot);
+    targets.extend(extra);
+    plan_kill(snapshot, targets)
+}
+
+/// This step's decision.
+pub fn decide(snapshot: &ClusterSnapshot) -> BounceDecision {
+    decide_with(snapshot, Vec::new())
+}
+
+/// Executes a decision (shared by every caller of [`plan_kill`]).
+pub async fn execute(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    decision: BounceDecision,
+) -> Result<StepOutcome, StepError> {
+    let targets = match decision {
+        BounceDecision::Nothing => return Ok(StepOutcome::Continue),
+        BounceDecision::Disabled { groups } => {
+            tracing::info!(
+                groups = %abbreviate(&groups),
+                "processes need a restart, but automationOptions.killProcesses is false"
+            );
+            return Ok(StepOutcome::Continue);
+        }
+        BounceDecision::Wait(reason) => {
+            return Ok(StepOutcome::Requeue {
+                delay: ctx.settings.database_wait,
+                reason,
+            });
+        }
+        BounceDecision::Kill(targets) => targets,
+    };
+    if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::Bounce).await? {
+        return Ok(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason: format!("waiting to restart processes: {refusal}"),
+        });
+    }
+    let addresses: Vec<ProcessAddress> = targets
+        .iter()
+        .flat_map(|t| t.addresses.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
+    let reasons: BTreeSet<String> = targets.iter().map(|t| t.reason.to_string()).collect();
+    let reasons: Vec<String> = reasons.into_iter().collect();
+    tracing::info!(processes = addresses.len(), groups = %abbreviate(&groups), "killing processes");
+    let admin = io.admin(ctx, snapshot)?;
+    admin
+        .kill(&addresses)
+        .await
+        .map_err(StepError::admin("kill the processes to restart"))?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::ProcessesBounced,
+        "BounceProcesses",
+        format!(
+            "restarted {} processes of {} process groups ({}): {}",
+            addresses.len(),
+            groups.len(),
+            reasons.join(", "),
+            abbreviate(&groups)
+        ),
+    )
+    .await;
+    Ok(StepOutcome::Requeue {
+        delay: ctx.settings.database_wait,
+        reason: format!(
+            "restarted {} processes; waiting for them to report again",
+            addresses.len()
+        ),
+    })
+}
 
 #[async_trait]
 impl Subreconciler for BounceProcesses {
@@ -26,16 +313,16 @@ impl Subreconciler for BounceProcesses {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if has_condition(snapshot, ProcessGroupConditionType::IncorrectCommandLine) {
-            tracing::debug!(
-                step = self.name(),
-                "processes run with an outdated command line; bounces are not handled yet"
-            );
-        }
-        Ok(StepOutcome::Continue)
+        let span = tracing::info_span!("BounceProcesses");
+        let decision = decide(snapshot);
+        execute(ctx, snapshot, io, decision).instrument(span).await
     }
 }
+
+#[cfg(test)]
+#[path = "bounce_processes_tests.rs"]
+mod tests;

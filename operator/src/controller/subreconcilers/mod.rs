@@ -11,6 +11,7 @@ pub mod choose_removals;
 pub mod delete_pods_for_buggification;
 pub mod exclude_instances;
 pub mod generate_initial_cluster_file;
+pub mod maintenance_mode_checker;
 pub mod remove_pods;
 pub mod remove_services;
 pub mod replace_failed_pods;
@@ -76,6 +77,7 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
         Box::new(exclude_instances::ExcludeInstances),
         Box::new(change_coordinators::ChangeCoordinators),
         Box::new(bounce_processes::BounceProcesses),
+        Box::new(maintenance_mode_checker::MaintenanceModeChecker),
         Box::new(update_pods::UpdatePods),
         Box::new(remove_services::RemoveServices),
         Box::new(remove_pods::RemovePods),
@@ -131,6 +133,7 @@ mod tests {
                 "ExcludeInstances",
                 "ChangeCoordinators",
                 "BounceProcesses",
+                "MaintenanceModeChecker",
                 "UpdatePods",
                 "RemoveServices",
                 "RemovePods",

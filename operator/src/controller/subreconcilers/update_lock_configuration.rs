@@ -1,19 +1,26 @@
-//! UpdateLockConfiguration (operator-behavior §8). Not implemented yet: this step never acts.
+//! UpdateLockConfiguration (operator-behavior §8): applies `spec.lockOptions.denyList` to
+//! the database's lock deny list when locks are in use (multi-region,
+//! `faultDomain.zoneCount` > 1, three_data_hall; not with `lockOptions.disableLocks`).
 //!
-//! Will take, renew and release the global operator lock and apply `spec.lockOptions.lockDenyList` to the deny list, when locks are in use (multi-region, `faultDomain.zoneCount` > 1, three_data_hall, unless `lockOptions.disableLocks`).
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! An entry is added when the spec lists it without `allow: true`, and removed only by a
+//! spec entry with `allow: true` ([`locks::deny_list_changes`]); entries the spec does not
+//! mention stay. The global lock itself is taken by the steps that act
+//! ([`locks::acquire`]); a denied lock ID never gets it.
 
 use async_trait::async_trait;
+use tracing::Instrument;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
+use crate::fdb::AdminClient as _;
 
-/// Will take, renew and release the global operator lock and apply `spec.lockOptions.lockDenyList` to the deny list, when locks are in use (multi-region, `faultDomain.zoneCount` > 1, three_data_hall, unless `lockOptions.disableLocks`).
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdateLockConfiguration;
 
@@ -25,16 +32,42 @@ impl Subreconciler for UpdateLockConfiguration {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if fdb_shared::cluster_math::uses_locks(snapshot.spec()) {
-            tracing::debug!(
-                step = self.name(),
-                "the cluster uses locks, which this operator does not manage yet"
-            );
+        let wanted = locks::locks_in_use(snapshot)
+            && !snapshot.spec().lock_options.deny_list.is_empty()
+            && matches!(snapshot.database(), DatabaseState::Read(_));
+        if !wanted {
+            return Ok(StepOutcome::Continue);
         }
-        Ok(StepOutcome::Continue)
+        async {
+            let admin = io.admin(ctx, snapshot)?;
+            let live = admin
+                .deny_list()
+                .await
+                .map_err(StepError::admin("read the operator lock deny list"))?;
+            let (add, remove) = locks::deny_list_changes(snapshot, &live);
+            if add.is_empty() && remove.is_empty() {
+                return Ok(StepOutcome::Continue);
+            }
+            tracing::info!(?add, ?remove, "updating the operator lock deny list");
+            admin
+                .update_deny_list(&add, &remove)
+                .await
+                .map_err(StepError::admin("update the operator lock deny list"))?;
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::LockDenyListChanged,
+                "UpdateLockConfiguration",
+                format!("deny list: added {add:?}, removed {remove:?}"),
+            )
+            .await;
+            Ok(StepOutcome::Continue)
+        }
+        .instrument(tracing::info_span!("UpdateLockConfiguration"))
+        .await
     }
 }

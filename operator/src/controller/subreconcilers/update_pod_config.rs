@@ -183,6 +183,9 @@ pub struct PodConfigOutcome {
     pub unreachable: usize,
     /// Pods whose files still differ (the kubelet has not projected the ConfigMap).
     pub incorrect: usize,
+    /// The process groups whose sidecars did not answer, in status order (named in the
+    /// requeue reason).
+    pub unreachable_groups: Vec<String>,
 }
 
 impl PodConfigOutcome {
@@ -196,7 +199,22 @@ impl PodConfigOutcome {
             ));
         }
         if self.unreachable > 0 {
-            reasons.push(format!("{} sidecars are unreachable", self.unreachable));
+            let mut text = format!("{} sidecars are unreachable", self.unreachable);
+            if !self.unreachable_groups.is_empty() {
+                let shown: Vec<&str> = self
+                    .unreachable_groups
+                    .iter()
+                    .take(5)
+                    .map(String::as_str)
+                    .collect();
+                let more = self.unreachable_groups.len().saturating_sub(shown.len());
+                text.push_str(&format!(" (process groups {}", shown.join(", ")));
+                if more > 0 {
+                    text.push_str(&format!(", and {more} more"));
+                }
+                text.push(')');
+            }
+            reasons.push(text);
         }
         if self.incorrect > 0 {
             reasons.push(format!(
@@ -232,7 +250,12 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                     .annotate
                     .push((candidate.pod.name_any(), candidate.desired_hash.clone()));
             }
-            PodConfigResult::Unreachable(_) => outcome.unreachable += 1,
+            PodConfigResult::Unreachable(_) => {
+                outcome.unreachable += 1;
+                outcome
+                    .unreachable_groups
+                    .push(candidate.group.process_group_id.clone());
+            }
             PodConfigResult::Incorrect(_) => {
                 outcome.mutations.push(StatusMutation::SetCondition {
                     group: candidate.group.process_group_id.clone(),
@@ -408,7 +431,7 @@ mod tests {
         assert_eq!(
             outcome.waiting_reason().as_deref(),
             Some(
-                "1 sidecars are unreachable; waiting for the kubelet to project the ConfigMap into 1 pods"
+                "1 sidecars are unreachable (process groups log-2); waiting for the kubelet to project the ConfigMap into 1 pods"
             )
         );
         assert_eq!(conclude(&plan, &[]).waiting_reason(), None);

@@ -1,22 +1,314 @@
-//! UpdatePods (operator-behavior §8). Not implemented yet: this step never acts.
+//! UpdatePods (operator-behavior §8): rolls out pod spec changes (IncorrectPodSpec).
 //!
-//! Will delete and recreate pods with IncorrectPodSpec zone by zone (`deletionMode`, `maxZonesWithUnavailablePods`), using maintenance mode for storage zones when enabled.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! `automationOptions.podUpdateStrategy` says how: `ReplaceTransactionSystem` (default)
+//! marks log and stateless groups for removal (the removal pipeline then replaces them)
+//! and deletes storage pods, which AddPods recreates on their PVCs (the data stays);
+//! `Replace` marks every group; `Delete` deletes every pod. Marking is capped by
+//! `automationOptions.maxConcurrentReplacements` (default unlimited).
+//!
+//! Deletions follow `automationOptions.deletionMode`: `Zone` (default) the pods of one
+//! zone, `ProcessGroup` one pod, `All` as many zones as the fault-tolerance budget allows,
+//! `None` nothing (logged; the groups keep IncorrectPodSpec and the cluster is not
+//! Reconciled). A batch is deleted only when no pod of the cluster is terminating, the
+//! database is available, the zones fit the budget ([`safety::may_take_down`], which
+//! includes `maxZonesWithUnavailablePods`), and, with the maintenance mode
+//! (`maintenanceModeOptions.UseMaintenanceModeChecker`), no other zone is in maintenance
+//! ([`safety::maintenance`]): the zone of a storage batch is put in maintenance first,
+//! and the MaintenanceModeChecker resets it once its processes report again. With locks
+//! in use the global lock is taken first.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use fdb_shared::api::cluster::ProcessGroupConditionType;
+use fdb_shared::api::ProcessClass;
+use fdb_shared::api::cluster::{DeletionMode, PodUpdateStrategy, ProcessGroupConditionType};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use tracing::Instrument;
 
-use super::{Subreconciler, has_condition};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
+use crate::fdb::AdminClient as _;
 
-/// Will delete and recreate pods with IncorrectPodSpec zone by zone (`deletionMode`, `maxZonesWithUnavailablePods`), using maintenance mode for storage zones when enabled.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdatePods;
+
+/// A pod to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodToDelete {
+    /// Its process group.
+    pub group: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The group's class.
+    pub class: ProcessClass,
+}
+
+/// What to do about pods to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    /// No pod needs deleting.
+    Nothing,
+    /// `deletionMode: None`: these groups' pods would be deleted.
+    Disabled(Vec<String>),
+    /// A gate refuses; the reason names what blocks.
+    Wait(String),
+    /// Delete these pods (of `zones`), first putting `maintenance_zone` in maintenance
+    /// when it is set.
+    Delete {
+        /// The pods.
+        pods: Vec<PodToDelete>,
+        /// Their zones.
+        zones: Vec<String>,
+        /// The zone to put in maintenance first (storage batches with the maintenance
+        /// mode), unless it already is.
+        maintenance_zone: Option<String>,
+    },
+}
+
+/// UpdatePods's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodUpdateDecision {
+    /// Groups to mark for removal (their replacements carry the new spec).
+    pub replace: Vec<String>,
+    /// Groups whose replacement waits for `maxConcurrentReplacements`.
+    pub replacements_waiting: usize,
+    /// Pods to delete.
+    pub deletion: Deletion,
+}
+
+/// Whether `class` is replaced (not deleted) under `strategy`.
+fn replaced(strategy: &PodUpdateStrategy, class: ProcessClass) -> bool {
+    match strategy {
+        PodUpdateStrategy::Replace => true,
+        PodUpdateStrategy::Delete => false,
+        // ReplaceTransactionSystem and any value this version does not know: only
+        // storage keeps its pod (and PVC).
+        _ => class != ProcessClass::Storage,
+    }
+}
+
+fn needs_update(group: &crate::controller::snapshot::GroupView<'_>) -> bool {
+    group
+        .status
+        .condition_since(&ProcessGroupConditionType::IncorrectPodSpec)
+        .is_some()
+}
+
+/// How many more groups may be marked (`None`: unlimited).
+fn replacement_slots(snapshot: &ClusterSnapshot) -> Option<usize> {
+    let max = snapshot
+        .spec()
+        .automation_options
+        .max_concurrent_misconfiguration_replacements()?;
+    let in_flight = snapshot
+        .groups()
+        .filter(|g| g.is_marked_for_removal() && g.status.exclusion_timestamp.is_none())
+        .count();
+    Some(usize::try_from(max).unwrap_or(0).saturating_sub(in_flight))
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> PodUpdateDecision {
+    let options = &snapshot.spec().automation_options;
+    let strategy = options.pod_update_strategy();
+    let mut to_replace = Vec::new();
+    let mut to_delete: Vec<(String, PodToDelete)> = Vec::new();
+    for group in snapshot.live_groups().filter(needs_update) {
+        let Some(pod) = group
+            .pod
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+        else {
+            continue;
+        };
+        if replaced(&strategy, group.status.process_class) {
+            to_replace.push(group.id().to_owned());
+        } else {
+            to_delete.push((
+                safety::group_zone(snapshot, &group),
+                PodToDelete {
+                    group: group.id().to_owned(),
+                    pod: pod.name_any(),
+                    class: group.status.process_class,
+                },
+            ));
+        }
+    }
+    let (replace, replacements_waiting) = match replacement_slots(snapshot) {
+        None => (to_replace, 0),
+        Some(slots) => {
+            let waiting = to_replace.len().saturating_sub(slots);
+            to_replace.truncate(slots);
+            (to_replace, waiting)
+        }
+    };
+    PodUpdateDecision {
+        replace,
+        replacements_waiting,
+        deletion: decide_deletion(snapshot, to_delete),
+    }
+}
+
+fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDelete)>) -> Deletion {
+    if candidates.is_empty() {
+        return Deletion::Nothing;
+    }
+    let options = &snapshot.spec().automation_options;
+    let mode = options.deletion_mode();
+    if mode == DeletionMode::None {
+        return Deletion::Disabled(candidates.into_iter().map(|(_, p)| p.group).collect());
+    }
+    if let Some(terminating) = snapshot
+        .pods()
+        .iter()
+        .find(|p| p.metadata.deletion_timestamp.is_some())
+    {
+        return Deletion::Wait(format!(
+            "{} pods need an update; waiting for pod {} to finish terminating",
+            candidates.len(),
+            terminating.name_any()
+        ));
+    }
+    if let Err(refusal) = safety::available(snapshot) {
+        return Deletion::Wait(format!(
+            "{} pods need an update; {refusal}",
+            candidates.len()
+        ));
+    }
+    let maintenance_mode = options
+        .maintenance_mode_options
+        .use_maintenance_mode_checker();
+    // Zones with a maintenance window already open go first: that is where a deletion
+    // (perhaps interrupted) is under way.
+    let current_maintenance = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|z| !z.is_empty());
+    let mut by_zone: BTreeMap<String, Vec<PodToDelete>> = BTreeMap::new();
+    for (zone, pod) in candidates {
+        by_zone.entry(zone).or_default().push(pod);
+    }
+    let mut zones: Vec<String> = by_zone.keys().cloned().collect();
+    if let Some(current) = &current_maintenance
+        && let Some(position) = zones.iter().position(|z| z == current)
+    {
+        let zone = zones.remove(position);
+        zones.insert(0, zone);
+    }
+    let max_zones = match mode {
+        DeletionMode::All if !maintenance_mode => safety::zone_budget(snapshot).remaining().max(1),
+        _ => 1,
+    };
+    let chosen: Vec<String> = zones.into_iter().take(max_zones).collect();
+    let zone_set: BTreeSet<String> = chosen.iter().cloned().collect();
+    if let Err(refusal) = safety::may_take_down(snapshot, &zone_set) {
+        return Deletion::Wait(format!(
+            "pods of zone {} need an update; {refusal}",
+            chosen.join(", ")
+        ));
+    }
+    let mut pods: Vec<PodToDelete> = chosen
+        .iter()
+        .flat_map(|z| by_zone.remove(z).unwrap_or_default())
+        .collect();
+    if mode == DeletionMode::ProcessGroup {
+        pods.truncate(1);
+    }
+    let has_storage = pods.iter().any(|p| p.class == ProcessClass::Storage);
+    let maintenance_zone = match chosen.first() {
+        Some(zone) if maintenance_mode && has_storage => {
+            if let Err(refusal) = safety::maintenance(snapshot, zone) {
+                return Deletion::Wait(format!("pods of zone {zone} need an update; {refusal}"));
+            }
+            (current_maintenance.as_deref() != Some(zone.as_str())).then(|| zone.clone())
+        }
+        _ => None,
+    };
+    Deletion::Delete {
+        pods,
+        zones: chosen,
+        maintenance_zone,
+    }
+}
+
+fn names(pods: &[PodToDelete]) -> String {
+    let names: Vec<&str> = pods.iter().map(|p| p.pod.as_str()).collect();
+    names.join(", ")
+}
+
+async fn delete_pods(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    pods: Vec<PodToDelete>,
+    zones: Vec<String>,
+    maintenance_zone: Option<String>,
+) -> Result<StepOutcome, StepError> {
+    if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::DeletePods).await? {
+        return Ok(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason: format!(
+                "pods of zone {} need an update; {refusal}",
+                zones.join(", ")
+            ),
+        });
+    }
+    if let Some(zone) = maintenance_zone {
+        let seconds = snapshot
+            .spec()
+            .automation_options
+            .maintenance_mode_options
+            .maintenance_mode_time_seconds();
+        let seconds = u64::try_from(seconds).unwrap_or(600);
+        tracing::info!(%zone, seconds, "setting the maintenance zone before deleting storage pods");
+        io.admin(ctx, snapshot)?
+            .set_maintenance_zone(&zone, seconds)
+            .await
+            .map_err(StepError::admin(format!("set maintenance zone {zone}")))?;
+        publish(
+            ctx,
+            snapshot.cluster(),
+            EventReason::MaintenanceZoneChanged,
+            "UpdatePods",
+            format!("zone {zone} in maintenance for {seconds}s to update its storage pods"),
+        )
+        .await;
+    }
+    for pod in &pods {
+        tracing::info!(pod = %pod.pod, group = %pod.group, "deleting pod to update its spec");
+        io.delete::<Pod>(ctx, &pod.pod, format!("delete pod {}", pod.pod))
+            .await?;
+    }
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::PodsUpdated,
+        "UpdatePods",
+        format!(
+            "deleted pods of zone {} to update their spec: {}",
+            zones.join(", "),
+            names(&pods)
+        ),
+    )
+    .await;
+    Ok(StepOutcome::Requeue {
+        delay: ctx.settings.kube_wait,
+        reason: format!(
+            "deleted {} pods of zone {} to update their spec; waiting for them to come back",
+            pods.len(),
+            zones.join(", ")
+        ),
+    })
+}
 
 #[async_trait]
 impl Subreconciler for UpdatePods {
@@ -26,16 +318,64 @@ impl Subreconciler for UpdatePods {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if has_condition(snapshot, ProcessGroupConditionType::IncorrectPodSpec) {
-            tracing::debug!(
-                step = self.name(),
-                "some pods differ from the desired pod spec; pod updates are not handled yet"
-            );
+        let decision = decide(snapshot);
+        async {
+            if !decision.replace.is_empty() {
+                let mutations: Vec<StatusMutation> = decision
+                    .replace
+                    .iter()
+                    .map(|group| StatusMutation::MarkForRemoval {
+                        group: group.clone(),
+                    })
+                    .collect();
+                io.apply_status(ctx, snapshot, &mutations).await?;
+                publish(
+                    ctx,
+                    snapshot.cluster(),
+                    EventReason::ProcessGroupsReplaced,
+                    "UpdatePods",
+                    format!(
+                        "replacing process groups to update their pod spec: {}",
+                        decision.replace.join(", ")
+                    ),
+                )
+                .await;
+            }
+            if decision.replacements_waiting > 0 {
+                tracing::info!(
+                    waiting = decision.replacements_waiting,
+                    "replacements wait for maxConcurrentReplacements"
+                );
+            }
+            match decision.deletion {
+                Deletion::Nothing => Ok(StepOutcome::Continue),
+                Deletion::Disabled(groups) => {
+                    tracing::info!(
+                        groups = %groups.join(", "),
+                        "pods need an update, but automationOptions.deletionMode is None"
+                    );
+                    Ok(StepOutcome::Continue)
+                }
+                Deletion::Wait(reason) => Ok(StepOutcome::Requeue {
+                    delay: ctx.settings.kube_wait,
+                    reason,
+                }),
+                Deletion::Delete {
+                    pods,
+                    zones,
+                    maintenance_zone,
+                } => delete_pods(ctx, snapshot, io, pods, zones, maintenance_zone).await,
+            }
         }
-        Ok(StepOutcome::Continue)
+        .instrument(tracing::info_span!("UpdatePods"))
+        .await
     }
 }
+
+#[cfg(test)]
+#[path = "update_pods_tests.rs"]
+mod tests;

@@ -1,0 +1,158 @@
+use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
+
+use super::*;
+use crate::controller::fixtures::{Fixture, group, pod, reporting};
+
+const IDS: [&str; 4] = ["log-1", "storage-1", "storage-2", "stateless-1"];
+
+fn with(id: &str, conditions: &[C]) -> fdb_shared::api::cluster::ProcessGroupStatus {
+    let mut g = group(id);
+    g.process_group_conditions = conditions
+        .iter()
+        .map(|c| ProcessGroupCondition {
+            condition_type: c.clone(),
+            timestamp: 1,
+        })
+        .collect();
+    g
+}
+
+/// Four reporting groups, `storage-1` and `storage-2` with an outdated command line.
+fn fixture(spec: &str) -> Fixture {
+    let pods = IDS.iter().enumerate().map(|(n, id)| {
+        pod(
+            &format!("sample-{id}"),
+            id,
+            "n",
+            &format!("10.0.0.{}", n + 1),
+        )
+    });
+    Fixture::new(spec)
+        .groups([
+            with("log-1", &[]),
+            with("storage-1", &[C::IncorrectCommandLine]),
+            with("storage-2", &[C::IncorrectCommandLine]),
+            with("stateless-1", &[]),
+        ])
+        .pods(pods)
+        .database(reporting(&IDS))
+}
+
+fn killed(decision: &BounceDecision) -> Vec<String> {
+    match decision {
+        BounceDecision::Kill(targets) => targets
+            .iter()
+            .flat_map(|t| t.addresses.iter().map(ToString::to_string))
+            .collect(),
+        other => panic!("expected a kill, got {other:?}"),
+    }
+}
+
+#[test]
+fn all_outdated_processes_are_killed_together() {
+    let decision = decide(&fixture("version: 7.1.57").build());
+    assert_eq!(killed(&decision), ["10.0.0.2:4501", "10.0.0.3:4501"]);
+    // Nothing outdated: nothing to do.
+    let clean = Fixture::new("version: 7.1.57")
+        .groups(IDS.map(group))
+        .database(reporting(&IDS))
+        .build();
+    assert_eq!(decide(&clean), BounceDecision::Nothing);
+}
+
+#[test]
+fn marked_and_ignored_processes_are_never_killed() {
+    let snapshot =
+        fixture("{version: 7.1.57, buggify: {ignoreDuringRestart: [\"10.0.0.3:4501\"]}}")
+            .status(|s| {
+                if let Some(g) = s
+                    .process_groups
+                    .iter_mut()
+                    .find(|g| g.process_group_id == "storage-1")
+                {
+                    crate::controller::status_mutations::mark_for_removal(
+                        g,
+                        jiff::Timestamp::from_second(5).unwrap(),
+                    );
+                }
+            })
+            .build();
+    assert_eq!(decide(&snapshot), BounceDecision::Nothing);
+}
+
+#[test]
+fn kill_processes_false_is_honoured() {
+    let snapshot = fixture("{version: 7.1.57, automationOptions: {killProcesses: false}}").build();
+    assert_eq!(
+        decide(&snapshot),
+        BounceDecision::Disabled {
+            groups: vec!["storage-1".into(), "storage-2".into()]
+        }
+    );
+}
+
+#[test]
+fn a_group_still_waiting_for_its_config_blocks_the_bounce_and_is_named() {
+    let snapshot = fixture("version: 7.1.57")
+        .status(|s| {
+            if let Some(g) = s
+                .process_groups
+                .iter_mut()
+                .find(|g| g.process_group_id == "log-1")
+            {
+                *g = with("log-1", &[C::IncorrectConfigMap, C::SidecarUnreachable]);
+            }
+        })
+        .build();
+    match decide(&snapshot) {
+        BounceDecision::Wait(reason) => {
+            assert!(reason.contains("log-1 (sidecar unreachable)"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn minimum_uptime_and_availability_gate_the_bounce() {
+    let mut young = reporting(&IDS);
+    if let Some(p) = young.cluster.processes.get_mut("p3") {
+        p.uptime_seconds = Some(30.0);
+    }
+    match decide(&fixture("version: 7.1.57").database(young).build()) {
+        BounceDecision::Wait(reason) => {
+            assert!(reason.contains("stateless-1"), "{reason}");
+            assert!(reason.contains("minimumUptimeSecondsForBounce"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut down = reporting(&IDS);
+    down.client.database_status.available = Some(false);
+    match decide(&fixture("version: 7.1.57").database(down).build()) {
+        BounceDecision::Wait(reason) => assert!(reason.contains("unavailable"), "{reason}"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn extra_targets_join_the_same_kill() {
+    let snapshot = fixture("version: 7.1.57").build();
+    let extra = KillTarget {
+        group: "log-1".into(),
+        addresses: vec!["10.0.0.1:4501".parse().unwrap()],
+        reason: KillReason::Upgrade,
+    };
+    let duplicate = KillTarget {
+        group: "storage-1".into(),
+        addresses: vec!["10.0.0.2:4501".parse().unwrap()],
+        reason: KillReason::Upgrade,
+    };
+    let decision = decide_with(&snapshot, [extra, duplicate]);
+    assert_eq!(
+        killed(&decision),
+        ["10.0.0.1:4501", "10.0.0.2:4501", "10.0.0.3:4501"]
+    );
+    if let BounceDecision::Kill(targets) = decision {
+        assert_eq!(targets.len(), 3, "one target per group");
+        assert_eq!(targets[1].reason, KillReason::Upgrade);
+    }
+}

@@ -1,0 +1,189 @@
+use fdb_shared::api::cluster::{
+    ProcessGroupCondition, ProcessGroupConditionType as C, ProcessGroupStatus,
+};
+
+use super::*;
+use crate::controller::fixtures::{Fixture, group, pod, reporting};
+
+/// Groups with IncorrectPodSpec, in zones: storage-1/log-1 in z1, storage-2/stateless-1 in
+/// z2, storage-3 in z3.
+const LAYOUT: [(&str, &str); 5] = [
+    ("storage-1", "z1"),
+    ("log-1", "z1"),
+    ("storage-2", "z2"),
+    ("stateless-1", "z2"),
+    ("storage-3", "z3"),
+];
+
+fn outdated(id: &str, zone: &str) -> ProcessGroupStatus {
+    let mut g = group(id);
+    g.fault_domain = Some(zone.to_owned());
+    g.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::IncorrectPodSpec,
+        timestamp: 1,
+    }];
+    g
+}
+
+fn fixture(spec: &str) -> Fixture {
+    let ids: Vec<&str> = LAYOUT.iter().map(|(id, _)| *id).collect();
+    let mut db = reporting(&ids);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_availability = Some(1);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_data = Some(1);
+    Fixture::new(spec)
+        .groups(LAYOUT.iter().map(|(id, zone)| outdated(id, zone)))
+        .pods(LAYOUT.iter().enumerate().map(|(n, (id, zone))| {
+            pod(
+                &format!("sample-{id}"),
+                id,
+                zone,
+                &format!("10.0.0.{}", n + 1),
+            )
+        }))
+        .database(db)
+}
+
+fn deleted(decision: &PodUpdateDecision) -> Vec<&str> {
+    match &decision.deletion {
+        Deletion::Delete { pods, .. } => pods.iter().map(|p| p.pod.as_str()).collect(),
+        other => panic!("expected a deletion, got {other:?}"),
+    }
+}
+
+#[test]
+fn transaction_groups_are_replaced_and_storage_pods_deleted_one_zone_at_a_time() {
+    let decision = decide(&fixture("version: 7.1.57").build());
+    assert_eq!(decision.replace, ["log-1", "stateless-1"]);
+    assert_eq!(deleted(&decision), ["sample-storage-1"]);
+    if let Deletion::Delete {
+        zones,
+        maintenance_zone,
+        ..
+    } = &decision.deletion
+    {
+        assert_eq!(zones, &["z1"]);
+        assert_eq!(
+            maintenance_zone, &None,
+            "maintenance mode is off by default"
+        );
+    }
+}
+
+#[test]
+fn strategies_replace_everything_or_delete_everything() {
+    let replace = decide(
+        &fixture("{version: 7.1.57, automationOptions: {podUpdateStrategy: Replace}}").build(),
+    );
+    assert_eq!(replace.replace.len(), 5);
+    assert_eq!(replace.deletion, Deletion::Nothing);
+    let delete = decide(
+        &fixture("{version: 7.1.57, automationOptions: {podUpdateStrategy: Delete}}").build(),
+    );
+    assert!(delete.replace.is_empty());
+    assert_eq!(deleted(&delete), ["sample-storage-1", "sample-log-1"]);
+    let capped = decide(
+        &fixture("{version: 7.1.57, automationOptions: {podUpdateStrategy: Replace, maxConcurrentReplacements: 2}}")
+            .build(),
+    );
+    assert_eq!(capped.replace, ["storage-1", "log-1"]);
+    assert_eq!(capped.replacements_waiting, 3);
+}
+
+#[test]
+fn deletion_modes() {
+    let one = decide(&fixture("{version: 7.1.57, automationOptions: {deletionMode: ProcessGroup, podUpdateStrategy: Delete}}").build());
+    assert_eq!(deleted(&one), ["sample-storage-1"]);
+    let none =
+        decide(&fixture("{version: 7.1.57, automationOptions: {deletionMode: None}}").build());
+    assert_eq!(
+        none.deletion,
+        Deletion::Disabled(vec![
+            "storage-1".into(),
+            "storage-2".into(),
+            "storage-3".into()
+        ])
+    );
+    // All: as many zones as the budget allows (double redundancy: one).
+    let all = decide(&fixture("{version: 7.1.57, automationOptions: {deletionMode: All}}").build());
+    assert_eq!(deleted(&all), ["sample-storage-1"]);
+    let all_triple = decide(
+        &fixture("{version: 7.1.57, databaseConfiguration: {redundancy_mode: triple}, automationOptions: {deletionMode: All}}")
+            .database({
+                let mut db = reporting(&["storage-1", "log-1", "storage-2", "stateless-1", "storage-3"]);
+                db.cluster.fault_tolerance.max_zone_failures_without_losing_availability = Some(2);
+                db.cluster.fault_tolerance.max_zone_failures_without_losing_data = Some(2);
+                db
+            })
+            .build(),
+    );
+    assert_eq!(
+        deleted(&all_triple),
+        ["sample-storage-1", "sample-storage-2"]
+    );
+}
+
+#[test]
+fn a_terminating_pod_or_a_zone_already_down_blocks_deletions() {
+    let mut terminating = pod("sample-storage-9", "storage-9", "z9", "10.0.0.9");
+    terminating.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::from_second(1).unwrap(),
+        ));
+    match decide(&fixture("version: 7.1.57").pods([terminating]).build()).deletion {
+        Deletion::Wait(reason) => assert!(reason.contains("sample-storage-9"), "{reason}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    // storage-2's processes are gone: zone z2 is down, so z1 may not go down too.
+    let mut db = reporting(&["storage-1", "log-1", "stateless-1", "storage-3"]);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_availability = Some(0);
+    match decide(&fixture("version: 7.1.57").database(db).build()).deletion {
+        Deletion::Wait(reason) => {
+            assert!(reason.contains("z2 (storage-2)"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn maintenance_mode_sets_the_zone_and_waits_for_another_zone_in_maintenance() {
+    let spec = "{version: 7.1.57, automationOptions: {maintenanceModeOptions: {UseMaintenanceModeChecker: true}}}";
+    match decide(&fixture(spec).build()).deletion {
+        Deletion::Delete {
+            maintenance_zone, ..
+        } => assert_eq!(maintenance_zone.as_deref(), Some("z1")),
+        other => panic!("unexpected {other:?}"),
+    }
+    // z2 is in maintenance (an interrupted rollout): it goes first, without setting it again.
+    let mut db = reporting(&[
+        "storage-1",
+        "log-1",
+        "storage-2",
+        "stateless-1",
+        "storage-3",
+    ]);
+    db.cluster.maintenance_zone = Some("z2".into());
+    db.cluster.maintenance_seconds_remaining = Some(300.0);
+    let decision = decide(&fixture(spec).database(db.clone()).build());
+    assert_eq!(deleted(&decision), ["sample-storage-2"]);
+    assert!(matches!(
+        decision.deletion,
+        Deletion::Delete {
+            maintenance_zone: None,
+            ..
+        }
+    ));
+    // Maintenance of a zone with nothing to update blocks the others.
+    db.cluster.maintenance_zone = Some("z7".into());
+    match decide(&fixture(spec).database(db).build()).deletion {
+        Deletion::Wait(reason) => {
+            assert!(reason.contains("zone z7 is under maintenance"), "{reason}")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
