@@ -22,6 +22,15 @@ pub enum EventReason {
     StepFailed,
     /// The spec is invalid.
     InvalidSpec,
+    /// `spec.version` asks for a version change that is refused (an incompatible
+    /// downgrade).
+    UnsupportedVersionChange,
+    /// Connected clients do not support the upgrade's target version.
+    IncompatibleClients,
+    /// Every process was killed at once to restart on the upgrade's binary.
+    UpgradeBounce,
+    /// A pod whose processes missed the upgrade's restart was deleted.
+    IncompatibleProcessRemoved,
 }
 
 impl EventReason {
@@ -34,12 +43,19 @@ impl EventReason {
             Self::CoordinatorsChanged => "CoordinatorsChanged",
             Self::StepFailed => "StepFailed",
             Self::InvalidSpec => "InvalidSpec",
+            Self::UnsupportedVersionChange => "UnsupportedVersionChange",
+            Self::IncompatibleClients => "IncompatibleClients",
+            Self::UpgradeBounce => "UpgradeBounce",
+            Self::IncompatibleProcessRemoved => "IncompatibleProcessRemoved",
         }
     }
 
     fn event_type(self) -> EventType {
         match self {
-            Self::StepFailed | Self::InvalidSpec => EventType::Warning,
+            Self::StepFailed
+            | Self::InvalidSpec
+            | Self::UnsupportedVersionChange
+            | Self::IncompatibleClients => EventType::Warning,
             _ => EventType::Normal,
         }
     }

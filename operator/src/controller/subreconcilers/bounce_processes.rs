@@ -26,10 +26,16 @@ impl Subreconciler for BounceProcesses {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
+        // --- Incompatible upgrades (day2-upgrades): one cluster-wide kill, and nothing
+        // else of this step while one is pending. Self-contained: see upgrade_bounce.rs.
+        if let Some(outcome) = super::upgrade_bounce::reconcile(ctx, snapshot, io).await? {
+            return Ok(outcome);
+        }
+        // --- End of the upgrade's part.
         if has_condition(snapshot, ProcessGroupConditionType::IncorrectCommandLine) {
             tracing::debug!(
                 step = self.name(),

@@ -11,6 +11,7 @@ pub mod choose_removals;
 pub mod delete_pods_for_buggification;
 pub mod exclude_instances;
 pub mod generate_initial_cluster_file;
+pub mod remove_incompatible_processes;
 pub mod remove_pods;
 pub mod remove_services;
 pub mod replace_failed_pods;
@@ -23,6 +24,7 @@ pub mod update_pod_config;
 pub mod update_pods;
 pub mod update_sidecar_versions;
 pub mod update_status;
+pub mod upgrade_bounce;
 
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -76,6 +78,7 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
         Box::new(exclude_instances::ExcludeInstances),
         Box::new(change_coordinators::ChangeCoordinators),
         Box::new(bounce_processes::BounceProcesses),
+        Box::new(remove_incompatible_processes::RemoveIncompatibleProcesses),
         Box::new(update_pods::UpdatePods),
         Box::new(remove_services::RemoveServices),
         Box::new(remove_pods::RemovePods),
@@ -131,6 +134,7 @@ mod tests {
                 "ExcludeInstances",
                 "ChangeCoordinators",
                 "BounceProcesses",
+                "RemoveIncompatibleProcesses",
                 "UpdatePods",
                 "RemoveServices",
                 "RemovePods",
