@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn ignored_log_groups_and_the_override_let_the_upgrade_go_on() {
         let ignored = with_clients(
-            "{version: 7.3.43, automationOptions: {ignoreLogGroupsForUpgrade: [app]}}",
+            "{version: 7.3.43, automationOptions: {ignoreLogGroupsForUpgrade: [app, fdb-kubernetes-operator]}}",
             "7.1.57",
             clients(),
         );
