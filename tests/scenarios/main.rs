@@ -10,3 +10,4 @@ mod idempotence;
 mod kubernetes;
 mod mutations;
 mod restart;
+mod upgrades;

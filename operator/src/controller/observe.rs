@@ -97,7 +97,11 @@ fn sidecar_image_matches(cluster: &FoundationDBCluster, pod: &Pod) -> bool {
     let main = pod
         .spec
         .as_ref()
-        .and_then(|s| s.containers.iter().find(|c| c.name == super::pod_model::MAIN_CONTAINER))
+        .and_then(|s| {
+            s.containers
+                .iter()
+                .find(|c| c.name == super::pod_model::MAIN_CONTAINER)
+        })
         .and_then(|c| c.image.as_deref());
     let wanted_main =
         fdb_shared::cluster_math::main_image(&cluster.spec, super::pod_model::pod_version(cluster));

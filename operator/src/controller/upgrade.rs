@@ -325,18 +325,13 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     let mut missing = Vec::new();
     for group in snapshot.live_groups() {
         let hash = hashes.of(cluster, group.status)?;
-        if let Some(why) = pod_not_ready(
-            snapshot,
-            group.pod,
-            &wanted_image,
-            hash.as_ref(),
-            &target,
-        ) {
+        if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
+        {
             not_ready.push(format!("{} ({why})", group.id()));
             continue;
         }
-        let expected = usize::try_from(servers_per_pod(cluster, group.status.process_class))
-            .unwrap_or(1);
+        let expected =
+            usize::try_from(servers_per_pod(cluster, group.status.process_class)).unwrap_or(1);
         if snapshot.database_status().is_some() && group.processes().count() < expected {
             missing.push(group.id().to_owned());
         }

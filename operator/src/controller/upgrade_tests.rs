@@ -26,8 +26,10 @@ fn staged_pod(name: &str, id: &str, ip: &str, sidecar: &str, hash: Option<&str>)
         .unwrap();
     }
     if let Some(hash) = hash {
-        pod.annotations_mut()
-            .insert(LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(), hash.to_owned());
+        pod.annotations_mut().insert(
+            LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(),
+            hash.to_owned(),
+        );
     }
     pod
 }
@@ -50,13 +52,25 @@ fn version_changes_are_classified_by_protocol_and_direction() {
         version_change(snapshot.cluster())
     };
     assert_eq!(change("7.1.57", "7.1.57"), VersionChange::None);
-    assert!(matches!(change("7.1.57", "7.1.63"), VersionChange::Compatible { .. }));
-    assert!(matches!(change("7.1.63", "7.1.57"), VersionChange::Compatible { .. }));
+    assert!(matches!(
+        change("7.1.57", "7.1.63"),
+        VersionChange::Compatible { .. }
+    ));
+    assert!(matches!(
+        change("7.1.63", "7.1.57"),
+        VersionChange::Compatible { .. }
+    ));
     assert_eq!(
         change("7.1.57", "7.3.43"),
-        VersionChange::Incompatible { from: v("7.1.57"), to: v("7.3.43") }
+        VersionChange::Incompatible {
+            from: v("7.1.57"),
+            to: v("7.3.43")
+        }
     );
-    assert!(matches!(change("7.3.43", "7.1.57"), VersionChange::Refused { .. }));
+    assert!(matches!(
+        change("7.3.43", "7.1.57"),
+        VersionChange::Refused { .. }
+    ));
     assert!(change("7.3.43", "7.1.57").refusal_message().is_some());
 }
 
@@ -67,7 +81,10 @@ fn the_staging_hash_changes_only_while_an_upgrade_is_pending() {
         .status(|s| s.running_version = Some("7.1.57".into()))
         .connection_string("sample:abc@10.0.0.1:4501")
         .groups([group("log-1")]);
-    assert_ne!(desired_hash(&pending, "log-1"), desired_hash(&settled, "log-1"));
+    assert_ne!(
+        desired_hash(&pending, "log-1"),
+        desired_hash(&settled, "log-1")
+    );
     let settled_snapshot = settled.build();
     assert_eq!(wanted_sidecar_image(settled_snapshot.cluster()), SIDECAR_71);
     assert_eq!(wanted_sidecar_image(pending.build().cluster()), SIDECAR_73);
@@ -88,7 +105,10 @@ fn the_kill_waits_for_every_pod_and_names_those_not_ready() {
         panic!("must wait");
     };
     let text = wait.to_string();
-    assert!(text.contains("log-2 (sample-log-2: sidecar image"), "{text}");
+    assert!(
+        text.contains("log-2 (sample-log-2: sidecar image"),
+        "{text}"
+    );
     assert!(!text.contains("log-1"), "{text}");
 }
 
@@ -96,7 +116,13 @@ fn the_kill_waits_for_every_pod_and_names_those_not_ready() {
 fn an_unconfirmed_staging_blocks_the_kill() {
     let base = upgrading("version: 7.3.43").groups([group("log-1")]);
     let snapshot = base
-        .pods([staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some("old"))])
+        .pods([staged_pod(
+            "sample-log-1",
+            "log-1",
+            "10.0.0.1",
+            SIDECAR_73,
+            Some("old"),
+        )])
         .database(reporting(&["log-1"]))
         .build();
     let UpgradeBounce::Wait(wait) = decide_bounce(&snapshot).unwrap() else {
@@ -113,7 +139,10 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
         staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_73, Some(&hash)),
     ]);
-    let snapshot = ready.clone().database(reporting(&["log-1", "log-2"])).build();
+    let snapshot = ready
+        .clone()
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
     let UpgradeBounce::KillAll { target, addresses } = decide_bounce(&snapshot).unwrap() else {
         panic!("must kill");
     };
@@ -122,7 +151,9 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
     assert_eq!(listed, ["10.0.0.1:4501", "10.0.0.2:4501"]);
 
     // A process up for less than minimumUptimeSecondsForBounce holds the kill back.
-    let young = ready.clone().cluster(|c| c.spec.minimum_uptime_seconds_for_bounce = Some(5000));
+    let young = ready
+        .clone()
+        .cluster(|c| c.spec.minimum_uptime_seconds_for_bounce = Some(5000));
     let snapshot = young.database(reporting(&["log-1", "log-2"])).build();
     assert!(matches!(
         decide_bounce(&snapshot).unwrap(),
@@ -144,7 +175,10 @@ fn after_the_kill_nothing_is_killed_again() {
         .groups([group("log-1")])
         .database(reporting(&["log-1"]))
         .build();
-    assert_eq!(decide_bounce(&snapshot).unwrap(), UpgradeBounce::NotUpgrading);
+    assert_eq!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::NotUpgrading
+    );
 }
 
 #[test]
@@ -173,7 +207,11 @@ fn processes_that_missed_the_kill_get_their_pods_deleted_except_coordinators() {
     let decision = decide_incompatible(&snapshot);
     let deleted: Vec<&str> = decision.delete.iter().map(|d| d.pod.as_str()).collect();
     assert_eq!(deleted, ["sample-stateless-1"]);
-    assert!(decision.delete[0].reason.contains("incompatible_connections"));
+    assert!(
+        decision.delete[0]
+            .reason
+            .contains("incompatible_connections")
+    );
 
     // While the upgrade is still pending nothing is deleted.
     let pending = Fixture::new("version: 7.3.43")

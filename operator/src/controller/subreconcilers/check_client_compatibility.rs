@@ -22,9 +22,7 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::upgrade::{
-    BlockingClient, VersionChange, blocking_clients, version_change,
-};
+use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -209,7 +207,10 @@ mod tests {
         let ClientCheck::Refused(message) = &decision else {
             panic!("{decision:?}");
         };
-        assert!(message.contains("downgrade from the running version 7.3.43"), "{message}");
+        assert!(
+            message.contains("downgrade from the running version 7.3.43"),
+            "{message}"
+        );
         // A compatible downgrade is allowed.
         let patch_down = with_clients("version: 7.3.40", "7.3.43", serde_json::json!([]));
         assert_eq!(decide(&patch_down), ClientCheck::Proceed);

@@ -24,7 +24,9 @@ use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER, pod_version};
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::upgrade::{live_sidecar_image, pending_upgrade_target, wanted_sidecar_image};
+use crate::controller::upgrade::{
+    live_sidecar_image, pending_upgrade_target, wanted_sidecar_image,
+};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -114,7 +116,10 @@ impl Subreconciler for UpdateSidecarVersions {
                 ctx,
                 &update.pod,
                 &patch,
-                format!("set the sidecar image of pod {} to {}", update.pod, update.to),
+                format!(
+                    "set the sidecar image of pod {} to {}",
+                    update.pod, update.to
+                ),
             )
             .await?;
         }
