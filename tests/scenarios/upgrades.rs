@@ -271,9 +271,7 @@ fn an_unreachable_sidecar_during_staging_holds_the_kill_until_it_heals() {
     let result = run(
         &scenario(
             SPEC_71,
-            &format!(
-                "  - reconcile: {{}}\n  - fault: {{kind: sidecarUnreachable, processGroup: stateless-3}}\n  - apply: {{spec: {{version: 7.3.43}}}}\n  - advance: 1200\n  - heal: {{processGroup: stateless-3}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
-            ),
+            "  - reconcile: {}\n  - fault: {kind: sidecarUnreachable, processGroup: stateless-3}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 1200\n  - heal: {processGroup: stateless-3}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
         ),
         None,
     );
@@ -296,9 +294,7 @@ fn a_missing_binary_during_staging_holds_the_kill_until_it_heals() {
     let result = run(
         &scenario(
             SPEC_71,
-            &format!(
-                "  - reconcile: {{}}\n  - fault: {{kind: binaryMissing, processGroup: log-2, version: \"7.3.43\"}}\n  - apply: {{spec: {{version: 7.3.43}}}}\n  - advance: 1200\n  - heal: {{processGroup: log-2}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
-            ),
+            "  - reconcile: {}\n  - fault: {kind: binaryMissing, processGroup: log-2, version: \"7.3.43\"}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 1200\n  - heal: {processGroup: log-2}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
         ),
         None,
     );
@@ -315,9 +311,7 @@ fn an_operator_crash_right_after_the_kill_converges_without_a_second_kill() {
     let result = run(
         &scenario(
             SPEC_71,
-            &format!(
-                "  - reconcile: {{}}\n  - restartOperator: {{after: kill}}\n  - apply: {{spec: {{version: 7.3.43}}}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
-            ),
+            "  - reconcile: {}\n  - restartOperator: {after: kill}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
         ),
         None,
     );
@@ -351,9 +345,7 @@ fn a_process_that_ignores_the_kill_gets_its_pod_recreated() {
     let result = run(
         &scenario(
             SPEC_71,
-            &format!(
-                "  - reconcile: {{}}\n  - fault: {{kind: ignoreKill, processGroup: stateless-2}}\n  - apply: {{spec: {{version: 7.3.43}}}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\", available: true}}\n  - advance: 300\n"
-            ),
+            "  - reconcile: {}\n  - fault: {kind: ignoreKill, processGroup: stateless-2}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\", available: true}\n  - advance: 300\n",
         ),
         None,
     );
