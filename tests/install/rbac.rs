@@ -70,6 +70,12 @@ pub const REQUIRED: &[Need] = &[
     },
     Need {
         group: "",
+        resource: "pods",
+        verbs: &["delete"],
+        source: "controller/subreconcilers/remove_incompatible_processes.rs via controller/pass_io.rs PassIo::delete_named: Api::delete (pods whose processes missed an upgrade's kill)",
+    },
+    Need {
+        group: "",
         resource: "persistentvolumeclaims",
         verbs: &["list", "watch"],
         source: "controller/production.rs run: .owns(Api<PersistentVolumeClaim>); controller/pass_io.rs PassIo::list (read by controller/pass.rs)",
