@@ -387,6 +387,21 @@ pub struct IncompatibleDecision {
     pub waiting: Vec<String>,
 }
 
+/// The FoundationDB version the tag of the pod's main image names (`...:7.1.57`).
+fn main_image_version(pod: &Pod) -> Option<FdbVersion> {
+    let image = pod
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == super::pod_model::MAIN_CONTAINER)?
+        .image
+        .as_deref()?;
+    let last = image.split('@').next()?.rsplit('/').next()?;
+    let (_, tag) = last.rsplit_once(':')?;
+    tag.split('-').next()?.parse().ok()
+}
+
 /// Decides which pods to delete because their processes did not restart with the rest of
 /// the cluster (operator-behavior §9 step 5): no upgrade is pending any more (the running
 /// version is `spec.version`), the database is available, and a live group's pod IP is
@@ -430,6 +445,12 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
             continue;
         };
+        // Only stragglers of an upgrade: a pod whose main image is newer than the running
+        // version was not left behind by a kill (someone changed its image); that is the
+        // pod spec's business, not this step's.
+        if main_image_version(pod).is_some_and(|v| v > running) {
+            continue;
+        }
         let old = group
             .processes()
             .find_map(|p| p.version.filter(|v| !v.is_protocol_compatible(&running)));

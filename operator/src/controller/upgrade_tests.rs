@@ -213,6 +213,30 @@ fn processes_that_missed_the_kill_get_their_pods_deleted_except_coordinators() {
             .contains("incompatible_connections")
     );
 
+    // A pod whose main image is newer than the running version did not miss a kill.
+    let newer = Fixture::new("version: 7.1.57")
+        .status(|s| s.running_version = Some("7.1.57".into()))
+        .groups([group("stateless-1")])
+        .pods([{
+            let mut p = staged_pod(
+                "sample-stateless-1",
+                "stateless-1",
+                "10.0.0.2",
+                SIDECAR_71,
+                None,
+            );
+            if let Some(spec) = p.spec.as_mut() {
+                spec.containers[0].image = Some("foundationdb/foundationdb:7.3.43".into());
+            }
+            p
+        }])
+        .database(database(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"incompatible_connections": ["10.0.0.2:4501"]}
+        })))
+        .build();
+    assert!(decide_incompatible(&newer).delete.is_empty());
+
     // While the upgrade is still pending nothing is deleted.
     let pending = Fixture::new("version: 7.3.43")
         .status(|s| s.running_version = Some("7.1.57".into()))
