@@ -72,7 +72,7 @@ pub const REQUIRED: &[Need] = &[
         group: "",
         resource: "pods",
         verbs: &["delete"],
-        source: "controller/subreconcilers/update_pods.rs and delete_pods_for_buggification.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+        source: "controller/subreconcilers/update_pods.rs, delete_pods_for_buggification.rs and remove_incompatible_processes.rs via controller/pass_io.rs PassIo::delete: Api::delete",
     },
     Need {
         group: "",

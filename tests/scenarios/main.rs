@@ -12,3 +12,4 @@ mod kubernetes;
 mod mutations;
 mod restart;
 mod rollouts;
+mod upgrades;

@@ -24,8 +24,9 @@ pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) ->
 }
 
 /// The hash a pod's `last-applied-config-map` annotation must carry: the cluster file and
-/// the class's monitor conf template, as the ConfigMap holds them. `None` before the
-/// connection string is known.
+/// the class's monitor conf template, as the ConfigMap holds them, and, while an
+/// incompatible upgrade is pending, the staged binary of its target (see
+/// [`upgrade_staging_hash`]). `None` before the connection string is known.
 pub fn desired_config_hash(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
@@ -42,7 +43,23 @@ pub fn desired_config_hash(
             what: format!("monitor conf of {}", group.process_group_id),
             message: e.to_string(),
         })?;
-    Ok(Some(dynamic_conf_hash(connection_string, &template)))
+    let hash = dynamic_conf_hash(connection_string, &template);
+    Ok(Some(upgrade_staging_hash(cluster, hash)))
+}
+
+/// During an incompatible upgrade, a pod's dynamic configuration also includes the
+/// target's staged `fdbserver` (sidecar-api.md: UpdatePodConfig requires
+/// `is_present/bin/<target>/fdbserver`), so a pod confirmed before the upgrade is asked
+/// again and stays IncorrectConfigMap until its sidecar has staged the binary. Outside an
+/// upgrade the hash is unchanged.
+pub fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> String {
+    match super::upgrade::pending_upgrade_target(cluster) {
+        Some(target) => {
+            let staged = super::upgrade::staged_fdbserver(&target);
+            super::config_map::sha256_hex(format!("{hash}\0{staged}").as_bytes())
+        }
+        None => hash,
+    }
 }
 
 /// [`desired_config_hash`] computed once per class (it depends on the class only), for

@@ -34,6 +34,15 @@ pub enum EventReason {
     BuggifyApplied,
     /// The operator lock deny list was changed.
     LockDenyListChanged,
+    /// `spec.version` asks for a version change that is refused (an incompatible
+    /// downgrade).
+    UnsupportedVersionChange,
+    /// Connected clients do not support the upgrade's target version.
+    IncompatibleClients,
+    /// Every process was killed at once to restart on the upgrade's binary.
+    UpgradeBounce,
+    /// A pod whose processes missed the upgrade's restart was deleted.
+    IncompatibleProcessRemoved,
 }
 
 impl EventReason {
@@ -52,12 +61,19 @@ impl EventReason {
             Self::MaintenanceZoneChanged => "MaintenanceZoneChanged",
             Self::BuggifyApplied => "BuggifyApplied",
             Self::LockDenyListChanged => "LockDenyListChanged",
+            Self::UnsupportedVersionChange => "UnsupportedVersionChange",
+            Self::IncompatibleClients => "IncompatibleClients",
+            Self::UpgradeBounce => "UpgradeBounce",
+            Self::IncompatibleProcessRemoved => "IncompatibleProcessRemoved",
         }
     }
 
     fn event_type(self) -> EventType {
         match self {
-            Self::StepFailed | Self::InvalidSpec => EventType::Warning,
+            Self::StepFailed
+            | Self::InvalidSpec
+            | Self::UnsupportedVersionChange
+            | Self::IncompatibleClients => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -31,6 +31,7 @@ pub mod snapshot;
 pub mod status;
 pub mod status_mutations;
 pub mod subreconcilers;
+pub mod upgrade;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};
 pub use driver::run_pass;

@@ -80,6 +80,34 @@ fn command_lines_match(
     Some(true)
 }
 
+/// Whether the pod's sidecar runs the image it must have now
+/// ([`crate::controller::upgrade::wanted_sidecar_image`]). A pod whose main container is
+/// not the desired one yet (a compatible version change rolls out by recreating pods) is
+/// judged by IncorrectPodSpec alone.
+fn sidecar_image_matches(cluster: &FoundationDBCluster, pod: &Pod) -> bool {
+    use super::upgrade::{live_sidecar_image, pending_upgrade_target, wanted_sidecar_image};
+    let wanted = wanted_sidecar_image(cluster);
+    let live = live_sidecar_image(pod);
+    if live == Some(wanted.as_str()) {
+        return true;
+    }
+    if pending_upgrade_target(cluster).is_some() {
+        return false;
+    }
+    let main = pod
+        .spec
+        .as_ref()
+        .and_then(|s| {
+            s.containers
+                .iter()
+                .find(|c| c.name == super::pod_model::MAIN_CONTAINER)
+        })
+        .and_then(|c| c.image.as_deref());
+    let wanted_main =
+        fdb_shared::cluster_math::main_image(&cluster.spec, super::pod_model::pod_version(cluster));
+    main != Some(wanted_main.as_str()) || live.is_none()
+}
+
 /// Observes one process group of `snapshot`.
 pub fn observe_group(
     snapshot: &ClusterSnapshot,
@@ -109,6 +137,7 @@ pub fn observe_group(
                     .all(|(k, v)| labels.get(k) == Some(v)),
                 config_confirmed: config_hash.is_some()
                     && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
+                sidecar_image_matches: sidecar_image_matches(cluster, pod),
             })
         }
     };

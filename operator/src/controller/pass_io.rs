@@ -294,6 +294,24 @@ impl PassIo {
         Ok(())
     }
 
+    /// Strategic-merge-patches the object `name` (lists of containers merge by name, so
+    /// one container's field can change alone). `action` names it in errors.
+    pub async fn patch_strategic<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        patch: &serde_json::Value,
+        action: String,
+    ) -> Result<(), StepError> {
+        // Counted before the call: a failed patch may still have been applied.
+        self.objects.insert(K::KIND);
+        self.api::<K>(ctx)
+            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+            .map_err(StepError::kube(action))?;
+        Ok(())
+    }
+
     /// The status the next status write is compared with: the one this step last wrote,
     /// else the snapshot's.
     fn live_status(&self, snapshot: &ClusterSnapshot) -> FoundationDBClusterStatus {

@@ -39,6 +39,7 @@ fn healthy(ip: &str) -> GroupObservation {
                 spec_matches: true,
                 labels_match: true,
                 config_confirmed: true,
+                sidecar_image_matches: true,
             }),
             pvc: Presence::Present,
             service: Presence::NotNeeded,

@@ -31,6 +31,9 @@ pub struct PodFacts {
     pub labels_match: bool,
     /// The `last-applied-config-map` annotation equals the desired configuration hash.
     pub config_confirmed: bool,
+    /// The sidecar container runs the image the pod must have now (during an
+    /// incompatible upgrade: the target's, see [`crate::controller::upgrade`]).
+    pub sidecar_image_matches: bool,
 }
 
 /// What the database says about a group's processes.
@@ -123,6 +126,9 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             if !pod.labels_match {
                 conditions.push(C::IncorrectPodMetadata);
             }
+            if !pod.sidecar_image_matches {
+                conditions.push(C::IncorrectSidecarImage);
+            }
             if !pod.config_confirmed {
                 conditions.push(C::IncorrectConfigMap);
                 if had(C::SidecarUnreachable) {
@@ -200,6 +206,7 @@ mod tests {
             spec_matches: true,
             labels_match: true,
             config_confirmed: true,
+            sidecar_image_matches: true,
         }
     }
 

@@ -317,6 +317,11 @@ impl Subreconciler for BounceProcesses {
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
+        // Incompatible upgrades: one cluster-wide kill, and nothing else of this step
+        // while one is pending (see upgrade_bounce.rs).
+        if let Some(outcome) = super::upgrade_bounce::reconcile(ctx, snapshot, io).await? {
+            return Ok(outcome);
+        }
         let span = tracing::info_span!("BounceProcesses");
         let decision = decide(snapshot);
         execute(ctx, snapshot, io, decision).instrument(span).await

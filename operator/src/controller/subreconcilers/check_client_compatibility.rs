@@ -1,21 +1,97 @@
-//! CheckClientCompatibility (operator-behavior §8). Not implemented yet: this step never acts.
+//! CheckClientCompatibility (operator-behavior §8, §9 step 1): validates the version
+//! change `spec.version` asks for, and before an incompatible upgrade checks that every
+//! connected client supports the target.
 //!
-//! Will, before an incompatible upgrade, check that every connected client (outside `ignoreLogGroupsForUpgrade`) supports the target version, and otherwise publish an event and requeue; skipped with `ignoreUpgradabilityChecks`.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! - An incompatible downgrade (or an unparsable version) is refused: a Warning Event
+//!   `UnsupportedVersionChange` and a requeue whose reason says why; the pass ends here,
+//!   so nothing after this step changes the cluster (pods keep their version because
+//!   [`crate::controller::pod_model::pod_version`] keeps the running version across a
+//!   protocol boundary).
+//! - During an incompatible upgrade, clients listed in `status json`
+//!   `cluster.clients.supported_versions` that support no version protocol-compatible
+//!   with the target block it (Warning Event `IncompatibleClients` and a requeue naming
+//!   each client's address and log group), except clients of `ignoreLogGroupsForUpgrade`
+//!   and the cluster's own fdbserver processes. Skipped with `ignoreUpgradabilityChecks`.
 
 use async_trait::async_trait;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
 
-/// Will, before an incompatible upgrade, check that every connected client (outside `ignoreLogGroupsForUpgrade`) supports the target version, and otherwise publish an event and requeue; skipped with `ignoreUpgradabilityChecks`.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CheckClientCompatibility;
+
+/// What the step decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientCheck {
+    /// Nothing to check, or every client supports the target.
+    Proceed,
+    /// The version change is refused.
+    Refused(String),
+    /// The status could not be read during an upgrade: clients cannot be checked.
+    Unknown(String),
+    /// These clients do not support the target.
+    Blocked {
+        /// The target.
+        target: String,
+        /// The clients.
+        clients: Vec<BlockingClient>,
+    },
+}
+
+impl ClientCheck {
+    /// The requeue reason (`None` when the pass goes on).
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Self::Proceed => None,
+            Self::Refused(message) | Self::Unknown(message) => Some(message.clone()),
+            Self::Blocked { target, clients } => Some(format!(
+                "the upgrade to {target} waits for {} connected clients that do not support it: {} (disconnect or upgrade them, add their log group to automationOptions.ignoreLogGroupsForUpgrade, or set ignoreUpgradabilityChecks)",
+                clients.len(),
+                clients
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+        }
+    }
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> ClientCheck {
+    let change = version_change(snapshot.cluster());
+    if let Some(message) = change.refusal_message() {
+        return ClientCheck::Refused(message);
+    }
+    let VersionChange::Incompatible { to, .. } = change else {
+        return ClientCheck::Proceed;
+    };
+    if snapshot.spec().ignore_upgradability_checks() {
+        return ClientCheck::Proceed;
+    }
+    if snapshot.database_status().is_none() {
+        return ClientCheck::Unknown(format!(
+            "the upgrade to {to} waits: the database status cannot be read, so its clients cannot be checked"
+        ));
+    }
+    let clients = blocking_clients(snapshot, &to);
+    if clients.is_empty() {
+        ClientCheck::Proceed
+    } else {
+        ClientCheck::Blocked {
+            target: to.to_string(),
+            clients,
+        }
+    }
+}
 
 #[async_trait]
 impl Subreconciler for CheckClientCompatibility {
@@ -25,21 +101,128 @@ impl Subreconciler for CheckClientCompatibility {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
         _io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if snapshot
-            .status()
-            .running_version
-            .as_deref()
-            .is_some_and(|v| v != snapshot.spec().version)
-        {
-            tracing::debug!(
-                step = self.name(),
-                "the running version differs from spec.version; upgrades are not handled yet"
-            );
+        let decision = decide(snapshot);
+        let Some(reason) = decision.reason() else {
+            return Ok(StepOutcome::Continue);
+        };
+        let event = match &decision {
+            ClientCheck::Refused(_) => Some(EventReason::UnsupportedVersionChange),
+            ClientCheck::Blocked { .. } => Some(EventReason::IncompatibleClients),
+            ClientCheck::Proceed | ClientCheck::Unknown(_) => None,
+        };
+        tracing::warn!(step = self.name(), %reason, "version change waits");
+        if let Some(event) = event {
+            publish(ctx, snapshot.cluster(), event, self.name(), reason.clone()).await;
         }
-        Ok(StepOutcome::Continue)
+        Ok(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, database};
+
+    fn with_clients(spec: &str, running: &str, clients: serde_json::Value) -> ClusterSnapshot {
+        let running = running.to_owned();
+        Fixture::new(spec)
+            .status(|s| s.running_version = Some(running))
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .database(database(serde_json::json!({
+                "client": {"database_status": {"available": true, "healthy": true}},
+                "cluster": {
+                    "processes": {"p1": {"address": "10.0.0.1:4501", "version": "7.1.57",
+                                         "locality": {"instance_id": "storage-1"}}},
+                    "clients": {"supported_versions": clients}
+                }
+            })))
+            .build()
+    }
+
+    fn clients() -> serde_json::Value {
+        serde_json::json!([
+            {"client_version": "7.1.57", "connected_clients": [
+                {"address": "10.9.0.1:4000", "log_group": "app"},
+                {"address": "10.0.0.1:4501", "log_group": "sample"},
+                {"address": "10.9.0.3:4000", "log_group": "fdb-kubernetes-operator"}
+            ]},
+            {"client_version": "7.3.43", "connected_clients": [
+                {"address": "10.9.0.2:4000", "log_group": "app"}
+            ]},
+            {"client_version": "7.1.57", "connected_clients": [
+                {"address": "10.9.0.2:4000", "log_group": "app"}
+            ]}
+        ])
+    }
+
+    #[test]
+    fn an_old_client_blocks_an_incompatible_upgrade_and_is_named() {
+        let snapshot = with_clients("version: 7.3.43", "7.1.57", clients());
+        let decision = decide(&snapshot);
+        let ClientCheck::Blocked { target, clients } = &decision else {
+            panic!("{decision:?}");
+        };
+        assert_eq!(target, "7.3.43");
+        // The fdbserver process (own address) and the operator's log group are ignored;
+        // the multi-version client supports 7.3.
+        assert_eq!(clients.len(), 1);
+        assert_eq!(clients[0].address, "10.9.0.1:4000");
+        let reason = decision.reason().unwrap();
+        assert!(reason.contains("10.9.0.1:4000 (log group app"), "{reason}");
+    }
+
+    #[test]
+    fn ignored_log_groups_and_the_override_let_the_upgrade_go_on() {
+        let ignored = with_clients(
+            "{version: 7.3.43, automationOptions: {ignoreLogGroupsForUpgrade: [app, fdb-kubernetes-operator]}}",
+            "7.1.57",
+            clients(),
+        );
+        assert_eq!(decide(&ignored), ClientCheck::Proceed);
+        let overridden = with_clients(
+            "{version: 7.3.43, ignoreUpgradabilityChecks: true}",
+            "7.1.57",
+            clients(),
+        );
+        assert_eq!(decide(&overridden), ClientCheck::Proceed);
+    }
+
+    #[test]
+    fn patch_upgrades_do_not_check_clients() {
+        let snapshot = with_clients("version: 7.1.63", "7.1.57", clients());
+        assert_eq!(decide(&snapshot), ClientCheck::Proceed);
+    }
+
+    #[test]
+    fn an_incompatible_downgrade_is_refused_with_a_message() {
+        let snapshot = with_clients("version: 7.1.57", "7.3.43", serde_json::json!([]));
+        let decision = decide(&snapshot);
+        let ClientCheck::Refused(message) = &decision else {
+            panic!("{decision:?}");
+        };
+        assert!(
+            message.contains("downgrade from the running version 7.3.43"),
+            "{message}"
+        );
+        // A compatible downgrade is allowed.
+        let patch_down = with_clients("version: 7.3.40", "7.3.43", serde_json::json!([]));
+        assert_eq!(decide(&patch_down), ClientCheck::Proceed);
+    }
+
+    #[test]
+    fn an_unreadable_database_blocks_the_upgrade_check() {
+        let snapshot = Fixture::new("version: 7.3.43")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .unreadable()
+            .build();
+        assert!(matches!(decide(&snapshot), ClientCheck::Unknown(_)));
     }
 }

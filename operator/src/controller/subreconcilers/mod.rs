@@ -12,6 +12,7 @@ pub mod delete_pods_for_buggification;
 pub mod exclude_instances;
 pub mod generate_initial_cluster_file;
 pub mod maintenance_mode_checker;
+pub mod remove_incompatible_processes;
 pub mod remove_pods;
 pub mod remove_services;
 pub mod replace_failed_pods;
@@ -24,6 +25,7 @@ pub mod update_pod_config;
 pub mod update_pods;
 pub mod update_sidecar_versions;
 pub mod update_status;
+pub mod upgrade_bounce;
 
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -77,6 +79,7 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
         Box::new(exclude_instances::ExcludeInstances),
         Box::new(change_coordinators::ChangeCoordinators),
         Box::new(bounce_processes::BounceProcesses),
+        Box::new(remove_incompatible_processes::RemoveIncompatibleProcesses),
         Box::new(maintenance_mode_checker::MaintenanceModeChecker),
         Box::new(update_pods::UpdatePods),
         Box::new(remove_services::RemoveServices),
@@ -133,6 +136,7 @@ mod tests {
                 "ExcludeInstances",
                 "ChangeCoordinators",
                 "BounceProcesses",
+                "RemoveIncompatibleProcesses",
                 "MaintenanceModeChecker",
                 "UpdatePods",
                 "RemoveServices",

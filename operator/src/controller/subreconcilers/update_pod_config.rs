@@ -3,6 +3,12 @@
 //! it"): substitutions -> expected conf; check_hash, copy, check again; then the
 //! `last-applied-config-map` annotation. Unreachable sidecars get SidecarUnreachable,
 //! content the kubelet has not projected yet IncorrectConfigMap; both requeue.
+//!
+//! During an incompatible upgrade (operator-behavior §9 step 3) a pod is confirmed only
+//! once its sidecar also answers `is_present/bin/<target>/fdbserver` (after a
+//! `copy_binaries` when it does not yet); the desired hash then includes the staged
+//! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
+//! asked again, and the requeue reason names the pods still waiting.
 
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
@@ -25,6 +31,7 @@ use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::LAST_APPLIED_CONFIG_MAP_ANNOTATION;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
+use crate::controller::upgrade::{pending_upgrade_target, staged_fdbserver};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -68,13 +75,33 @@ async fn ensure_file(
     Ok(sidecar.check_hash(file).await?.as_deref() == Some(want))
 }
 
+/// Makes sure the upgrade's binary is staged: `is_present`, else `copy_binaries` and
+/// `is_present` again.
+async fn ensure_staged(sidecar: &dyn SidecarApi, binary: &str) -> Result<bool, SidecarClientError> {
+    if sidecar.is_present(binary).await? {
+        return Ok(true);
+    }
+    sidecar.copy_binaries().await?;
+    sidecar.is_present(binary).await
+}
+
 /// Runs the protocol against one pod's sidecar.
 pub async fn check_pod(
     sidecar: &dyn SidecarApi,
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
     cluster_file: &str,
+    staged: Option<&str>,
 ) -> PodConfigResult {
+    if let Some(binary) = staged {
+        match ensure_staged(sidecar, binary).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return PodConfigResult::Incorrect(format!("{binary} is not staged yet"));
+            }
+            Err(error) => return classify(error),
+        }
+    }
     let substitutions = match sidecar.substitutions().await {
         Ok(s) => s,
         Err(error) => return classify(error),
@@ -106,9 +133,10 @@ async fn check_candidate(
     group: &ProcessGroupStatus,
     pod: &Pod,
     cluster_file: &str,
+    staged: Option<&str>,
 ) -> PodConfigResult {
     match ctx.sidecars.sidecar_for(cluster, pod) {
-        Ok(sidecar) => check_pod(sidecar.as_ref(), cluster, group, cluster_file).await,
+        Ok(sidecar) => check_pod(sidecar.as_ref(), cluster, group, cluster_file, staged).await,
         Err(error) => classify(error),
     }
 }
@@ -134,6 +162,9 @@ pub struct PodConfigPlan<'a> {
     pub candidates: Vec<Candidate<'a>>,
     /// Pods that need the configuration but do not run (with an IP) yet.
     pub not_running: usize,
+    /// During an incompatible upgrade, the staged `fdbserver` every pod must have
+    /// (relative to the sidecar's output dir).
+    pub staged: Option<String>,
 }
 
 /// Decides which pods to ask (`None` before there is a connection string).
@@ -145,6 +176,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
     let mut hashes = ConfigHashes::default();
     let mut plan = PodConfigPlan {
         cluster_file,
+        staged: pending_upgrade_target(cluster).map(|target| staged_fdbserver(&target)),
         ..PodConfigPlan::default()
     };
     for group in snapshot.live_groups() {
@@ -186,6 +218,8 @@ pub struct PodConfigOutcome {
     /// The process groups whose sidecars did not answer, in status order (named in the
     /// requeue reason).
     pub unreachable_groups: Vec<String>,
+    /// The pods that did not confirm, with why, in status order.
+    pub waiting: Vec<String>,
 }
 
 impl PodConfigOutcome {
@@ -222,6 +256,9 @@ impl PodConfigOutcome {
                 self.incorrect
             ));
         }
+        if !self.waiting.is_empty() {
+            reasons.push(format!("pods not confirmed: {}", self.waiting.join("; ")));
+        }
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 }
@@ -250,13 +287,24 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                     .annotate
                     .push((candidate.pod.name_any(), candidate.desired_hash.clone()));
             }
-            PodConfigResult::Unreachable(_) => {
+            PodConfigResult::Unreachable(message) => {
                 outcome.unreachable += 1;
                 outcome
                     .unreachable_groups
                     .push(candidate.group.process_group_id.clone());
+                if plan.staged.is_some() {
+                    outcome.waiting.push(format!(
+                        "{} (sidecar unreachable: {message})",
+                        candidate.pod.name_any()
+                    ));
+                }
             }
-            PodConfigResult::Incorrect(_) => {
+            PodConfigResult::Incorrect(message) => {
+                if plan.staged.is_some() {
+                    outcome
+                        .waiting
+                        .push(format!("{} ({message})", candidate.pod.name_any()));
+                }
                 outcome.mutations.push(StatusMutation::SetCondition {
                     group: candidate.group.process_group_id.clone(),
                     condition: ProcessGroupConditionType::IncorrectConfigMap,
@@ -290,7 +338,17 @@ impl Subreconciler for UpdatePodConfig {
         let checks: Vec<BoxFuture<'_, PodConfigResult>> = plan
             .candidates
             .iter()
-            .map(|c| check_candidate(ctx, cluster, c.group, c.pod, &plan.cluster_file).boxed())
+            .map(|c| {
+                check_candidate(
+                    ctx,
+                    cluster,
+                    c.group,
+                    c.pod,
+                    &plan.cluster_file,
+                    plan.staged.as_deref(),
+                )
+                .boxed()
+            })
             .collect();
         let results: Vec<PodConfigResult> = futures::stream::iter(checks)
             .buffered(ctx.settings.sidecar_concurrency.max(1))

@@ -1,21 +1,92 @@
-//! UpdateSidecarVersions (operator-behavior §8). Not implemented yet: this step never acts.
+//! UpdateSidecarVersions (operator-behavior §9 step 2): during an incompatible upgrade,
+//! patches only the sidecar container's image of every live pod to the target's. The
+//! kubelet restarts that container alone; the new sidecar sees that the main container
+//! runs another version, stages `bin/<target>/fdbserver` and `fdbcli` on the shared
+//! volume and renders the monitor conf with that binary directory. fdbmonitor restarts
+//! nothing (`kill_on_configuration_change = false`): the processes change binary only at
+//! the cluster-wide kill (BounceProcesses).
 //!
-//! Will, during an incompatible upgrade, patch only the sidecar container image to the target version so the sidecar stages the new binaries.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! Outside an upgrade it also puts back the sidecar image of a pod whose main container is
+//! already the desired one (an upgrade abandoned before its kill); pods whose main image
+//! differs are recreated by UpdatePods instead.
+//!
+//! Until a pod's sidecar runs the wanted image it has IncorrectSidecarImage (observed by
+//! UpdateStatus), so the upgrade's kill waits for it.
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER, pod_version};
 use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::upgrade::{
+    live_sidecar_image, pending_upgrade_target, wanted_sidecar_image,
+};
 
-/// Will, during an incompatible upgrade, patch only the sidecar container image to the target version so the sidecar stages the new binaries.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdateSidecarVersions;
+
+/// One sidecar image to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidecarUpdate {
+    /// The process group.
+    pub group: String,
+    /// The pod.
+    pub pod: String,
+    /// Its sidecar image now.
+    pub from: String,
+    /// The image it gets.
+    pub to: String,
+}
+
+fn main_image(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == MAIN_CONTAINER)?
+        .image
+        .as_deref()
+}
+
+/// Decides which pods get a new sidecar image, in status order: live groups' pods that
+/// are not being deleted and have a sidecar container whose image is not the wanted one
+/// (see the module documentation for the case outside an upgrade).
+pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
+    let cluster = snapshot.cluster();
+    let upgrading = pending_upgrade_target(cluster).is_some();
+    let wanted = wanted_sidecar_image(cluster);
+    let wanted_main = fdb_shared::cluster_math::main_image(&cluster.spec, pod_version(cluster));
+    let mut updates = Vec::new();
+    for group in snapshot.live_groups() {
+        let Some(pod) = group.pod else { continue };
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(live) = live_sidecar_image(pod) else {
+            continue;
+        };
+        if live == wanted {
+            continue;
+        }
+        if !upgrading && main_image(pod) != Some(wanted_main.as_str()) {
+            continue;
+        }
+        updates.push(SidecarUpdate {
+            group: group.id().to_owned(),
+            pod: pod.name_any(),
+            from: live.to_owned(),
+            to: wanted.clone(),
+        });
+    }
+    updates
+}
 
 #[async_trait]
 impl Subreconciler for UpdateSidecarVersions {
@@ -25,21 +96,105 @@ impl Subreconciler for UpdateSidecarVersions {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if snapshot
-            .status()
-            .running_version
-            .as_deref()
-            .is_some_and(|v| v != snapshot.spec().version)
-        {
-            tracing::debug!(
-                step = self.name(),
-                "the running version differs from spec.version; upgrades are not handled yet"
+        let updates = decide(snapshot);
+        for update in &updates {
+            tracing::info!(
+                group = %update.group,
+                pod = %update.pod,
+                from = %update.from,
+                to = %update.to,
+                "changing the sidecar image"
             );
+            let patch = serde_json::json!({"spec": {"containers": [
+                {"name": SIDECAR_CONTAINER, "image": update.to}
+            ]}});
+            io.patch_strategic::<Pod>(
+                ctx,
+                &update.pod,
+                &patch,
+                format!(
+                    "set the sidecar image of pod {} to {}",
+                    update.pod, update.to
+                ),
+            )
+            .await?;
         }
+        // The restarted sidecars are confirmed by UpdatePodConfig, which asks them next.
         Ok(StepOutcome::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod};
+
+    fn with_images(name: &str, id: &str, main: &str, sidecar: &str) -> Pod {
+        let mut pod = pod(name, id, "n1", "10.0.0.1");
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.containers = serde_json::from_value(serde_json::json!([
+                {"name": MAIN_CONTAINER, "image": main},
+                {"name": SIDECAR_CONTAINER, "image": sidecar}
+            ]))
+            .unwrap();
+        }
+        pod
+    }
+
+    const MAIN_71: &str = "foundationdb/foundationdb:7.1.57";
+    const SIDECAR_71: &str = "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1";
+    const SIDECAR_73: &str = "foundationdb/foundationdb-kubernetes-sidecar:7.3.43-1";
+
+    #[test]
+    fn an_incompatible_upgrade_changes_only_sidecars_not_yet_on_the_target() {
+        let snapshot = Fixture::new("version: 7.3.43")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1"), group("log-2")])
+            .pods([
+                with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71),
+                with_images("sample-log-2", "log-2", MAIN_71, SIDECAR_73),
+            ])
+            .build();
+        assert_eq!(
+            decide(&snapshot),
+            [SidecarUpdate {
+                group: "log-1".into(),
+                pod: "sample-log-1".into(),
+                from: SIDECAR_71.into(),
+                to: SIDECAR_73.into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn patch_upgrades_and_settled_clusters_leave_sidecars_alone() {
+        let patch = Fixture::new("version: 7.1.63")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1")])
+            .pods([with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71)])
+            .build();
+        assert!(decide(&patch).is_empty(), "UpdatePods recreates the pod");
+        let settled = Fixture::new("version: 7.1.57")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1")])
+            .pods([with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71)])
+            .build();
+        assert!(decide(&settled).is_empty());
+    }
+
+    #[test]
+    fn an_abandoned_upgrade_puts_the_sidecar_back() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1")])
+            .pods([with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_73)])
+            .build();
+        let updates = decide(&snapshot);
+        assert_eq!(updates.len(), 1);
+        assert_eq!(updates[0].to, SIDECAR_71);
     }
 }

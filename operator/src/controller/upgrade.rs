@@ -1,0 +1,487 @@
+//! Version changes (operator-behavior §2 and §9), decided from the snapshot alone: which
+//! kind of change `spec.version` asks for, whether an incompatible upgrade is pending,
+//! which sidecar image each pod must run, which clients block the upgrade, whether every
+//! pod is ready for the cluster-wide kill (and which processes it covers), and which
+//! processes missed it.
+//!
+//! The upgrade's state lives in the world, never in the operator: the pending upgrade is
+//! `status.runningVersion` (the most common process version) differing from
+//! `spec.version` across a protocol boundary; staging is the sidecar image and the
+//! `last-applied-config-map` annotation (whose hash includes the staged binary while an
+//! upgrade is pending, see [`super::desired::desired_config_hash`]); the kill happened
+//! when the processes report the new version. So every decision here can be taken again
+//! after an operator crash at any point.
+
+use std::collections::BTreeSet;
+
+use fdb_shared::FdbVersion;
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::cluster_math::images::sidecar_image;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use super::desired::ConfigHashes;
+use super::errors::StepError;
+use super::objects::pod_is_running;
+use super::pod_model::{
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_version, running_version,
+    servers_per_pod,
+};
+use super::safety::{self, Refusal};
+use super::snapshot::ClusterSnapshot;
+use crate::fdb::{ClientInfo, clients_without_support_for};
+
+/// What `spec.version` asks of a cluster running `status.runningVersion`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionChange {
+    /// The processes run the spec's version.
+    None,
+    /// A protocol-compatible change (patch up- or downgrade): pods roll to the new image
+    /// by the normal update rules, with no staging and no cluster-wide kill.
+    Compatible {
+        /// The running version.
+        from: FdbVersion,
+        /// `spec.version`.
+        to: FdbVersion,
+    },
+    /// An upgrade across a protocol boundary: stage, then one cluster-wide kill.
+    Incompatible {
+        /// The running version.
+        from: FdbVersion,
+        /// `spec.version`.
+        to: FdbVersion,
+    },
+    /// A downgrade across a protocol boundary: refused, nothing changes.
+    Refused {
+        /// The running version.
+        from: FdbVersion,
+        /// `spec.version`.
+        to: FdbVersion,
+    },
+    /// A version that does not parse (validation reports it; nothing is upgraded).
+    Unparsable {
+        /// The text that does not parse.
+        version: String,
+    },
+}
+
+impl VersionChange {
+    /// The message users see for a refused change.
+    pub fn refusal_message(&self) -> Option<String> {
+        match self {
+            Self::Refused { from, to } => Some(format!(
+                "spec.version {to} is a downgrade from the running version {from} across a \
+                 protocol boundary; downgrades are only possible within a protocol-compatible \
+                 pair (same major, minor and release candidate). Nothing was changed; set \
+                 spec.version back to a version compatible with {from} or newer"
+            )),
+            Self::Unparsable { version } => Some(format!(
+                "spec.version {version:?} (or status.runningVersion) is not a FoundationDB version; nothing was changed"
+            )),
+            Self::None | Self::Compatible { .. } | Self::Incompatible { .. } => None,
+        }
+    }
+}
+
+/// The change `cluster`'s spec asks for (operator-behavior §2).
+pub fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
+    let running = running_version(cluster);
+    let wanted = cluster.spec.version.as_str();
+    let (from, to) = match (running.parse::<FdbVersion>(), wanted.parse::<FdbVersion>()) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(_), _) => {
+            return VersionChange::Unparsable {
+                version: running.to_owned(),
+            };
+        }
+        (_, Err(_)) => {
+            return VersionChange::Unparsable {
+                version: wanted.to_owned(),
+            };
+        }
+    };
+    if from == to {
+        VersionChange::None
+    } else if from.is_protocol_compatible(&to) {
+        VersionChange::Compatible { from, to }
+    } else if from.can_change_to(&to) {
+        VersionChange::Incompatible { from, to }
+    } else {
+        VersionChange::Refused { from, to }
+    }
+}
+
+/// The target of a pending incompatible upgrade, if one is pending.
+pub fn pending_upgrade_target(cluster: &FoundationDBCluster) -> Option<FdbVersion> {
+    match version_change(cluster) {
+        VersionChange::Incompatible { to, .. } => Some(to),
+        _ => None,
+    }
+}
+
+/// The path, relative to the sidecar's output dir, of the staged `fdbserver` of `target`.
+pub fn staged_fdbserver(target: &FdbVersion) -> String {
+    format!("bin/{target}/fdbserver")
+}
+
+/// The sidecar image every pod must run now: the target's during an incompatible upgrade
+/// (so the sidecar stages its binaries), else the image of the version pods are built
+/// with.
+pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
+    match pending_upgrade_target(cluster) {
+        Some(target) => sidecar_image(&cluster.spec, &target.to_string()),
+        None => sidecar_image(&cluster.spec, pod_version(cluster)),
+    }
+}
+
+/// The image of the pod's sidecar container.
+pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == SIDECAR_CONTAINER)?
+        .image
+        .as_deref()
+}
+
+/// A connected client that does not support the upgrade's target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockingClient {
+    /// Its address.
+    pub address: String,
+    /// Its log group.
+    pub log_group: String,
+    /// The versions it supports.
+    pub versions: Vec<String>,
+}
+
+impl std::fmt::Display for BlockingClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (log group {}, supports {})",
+            self.address,
+            self.log_group,
+            self.versions.join(", ")
+        )
+    }
+}
+
+/// The IP part of an `IP:port[:tls]` address (IPv6 in brackets kept whole).
+fn ip_of(address: &str) -> &str {
+    if let Some(rest) = address.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    address.split(':').next().unwrap_or(address)
+}
+
+/// The clients in `status json` that do not support `target`: the clients listed in
+/// `cluster.clients.supported_versions`, without those whose log group is in
+/// `ignoreLogGroupsForUpgrade` and without the cluster's own fdbserver processes and pods
+/// (fdbserver processes connect to each other as clients; they are restarted by the
+/// upgrade, not left behind by it). Empty when the status was not read.
+pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<BlockingClient> {
+    let Some(status) = snapshot.database_status() else {
+        return Vec::new();
+    };
+    let mut own_ips: BTreeSet<String> = status
+        .cluster
+        .processes
+        .values()
+        .filter_map(|p| p.address.as_ref())
+        .map(|a| ip_of(&a.to_string()).to_owned())
+        .collect();
+    own_ips.extend(
+        snapshot
+            .pods()
+            .iter()
+            .filter_map(|pod| pod.status.as_ref()?.pod_ip.clone()),
+    );
+    let clients: Vec<ClientInfo> = ClientInfo::from_status(status)
+        .into_iter()
+        .filter(|client| !own_ips.contains(ip_of(&client.address)))
+        .collect();
+    let ignored = snapshot
+        .spec()
+        .automation_options
+        .ignore_log_groups_for_upgrade();
+    clients_without_support_for(&clients, target, &ignored)
+        .into_iter()
+        .map(|address| {
+            let mine: Vec<&ClientInfo> = clients.iter().filter(|c| c.address == address).collect();
+            BlockingClient {
+                log_group: mine
+                    .first()
+                    .map(|c| c.log_group.clone())
+                    .unwrap_or_default(),
+                versions: mine.iter().map(|c| c.version.to_string()).collect(),
+                address,
+            }
+        })
+        .collect()
+}
+
+/// Why the cluster-wide kill of an upgrade must wait.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpgradeWait {
+    /// A gate of [`super::safety`] refuses.
+    #[error("{0}")]
+    Unsafe(#[from] Refusal),
+    /// Pods are not ready: their sidecar image, staged binary or configuration is not
+    /// confirmed, or they do not run.
+    #[error("pods not ready for the upgrade to {target}: {}", .pods.join("; "))]
+    PodsNotReady {
+        /// The target.
+        target: FdbVersion,
+        /// `<pod or group>: <why>`, in status order.
+        pods: Vec<String>,
+    },
+    /// Processes of live groups do not report, so the kill could not reach them.
+    #[error("processes not reporting, the kill would miss them: {}", .groups.join(", "))]
+    ProcessesMissing {
+        /// The groups.
+        groups: Vec<String>,
+    },
+    /// The cluster uses operator locks: every instance must agree through the
+    /// pending-upgrade list, which this operator does not maintain yet.
+    #[error(
+        "the cluster uses operator locks (lock ID {lock_id:?}); coordinating an incompatible upgrade between operator instances is not supported yet, so no process is killed"
+    )]
+    LocksNotSupported {
+        /// The lock ID.
+        lock_id: String,
+    },
+}
+
+/// The decision of the upgrade's bounce.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpgradeBounce {
+    /// No incompatible upgrade is pending.
+    NotUpgrading,
+    /// The upgrade waits.
+    Wait(UpgradeWait),
+    /// Kill every process of the cluster at once (addresses sorted).
+    KillAll {
+        /// The target.
+        target: FdbVersion,
+        /// Every process address of the cluster.
+        addresses: Vec<ProcessAddress>,
+    },
+}
+
+/// Why one pod is not ready for the kill (`None`: ready).
+fn pod_not_ready(
+    snapshot: &ClusterSnapshot,
+    pod: Option<&Pod>,
+    wanted_image: &str,
+    desired_hash: Option<&String>,
+    target: &FdbVersion,
+) -> Option<String> {
+    let Some(pod) = pod else {
+        return Some("no pod".to_owned());
+    };
+    let name = pod.name_any();
+    if pod.metadata.deletion_timestamp.is_some() || !pod_is_running(pod) {
+        return Some(format!("{name}: not running"));
+    }
+    if live_sidecar_image(pod) != Some(wanted_image) {
+        return Some(format!("{name}: sidecar image is not {wanted_image} yet"));
+    }
+    let confirmed = desired_hash.is_some()
+        && pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == desired_hash;
+    if !confirmed {
+        let _ = snapshot;
+        return Some(format!(
+            "{name}: {} and the monitor conf not confirmed by its sidecar yet",
+            staged_fdbserver(target)
+        ));
+    }
+    None
+}
+
+/// Decides the cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4):
+/// once every live pod runs the target's sidecar and has confirmed the staged binary and
+/// its monitor conf, every live group's processes report, every process has been up
+/// `minimumUptimeSecondsForBounce` and the database is available, every process of the
+/// cluster is killed in one command. After the kill the processes report the target, the
+/// running version follows and no upgrade is pending any more: an operator that crashed
+/// right after the kill does not kill again.
+pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
+    let cluster = snapshot.cluster();
+    let Some(target) = pending_upgrade_target(cluster) else {
+        return Ok(UpgradeBounce::NotUpgrading);
+    };
+    let wait = |w: UpgradeWait| Ok(UpgradeBounce::Wait(w));
+    if let safety::LockNeed::Needed { lock_id } =
+        safety::lock_needed(snapshot, safety::LockedAction::Bounce)
+    {
+        return wait(UpgradeWait::LocksNotSupported { lock_id });
+    }
+    let wanted_image = wanted_sidecar_image(cluster);
+    let mut hashes = ConfigHashes::default();
+    let mut not_ready = Vec::new();
+    let mut missing = Vec::new();
+    for group in snapshot.live_groups() {
+        let hash = hashes.of(cluster, group.status)?;
+        if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
+        {
+            not_ready.push(format!("{} ({why})", group.id()));
+            continue;
+        }
+        let expected =
+            usize::try_from(servers_per_pod(cluster, group.status.process_class)).unwrap_or(1);
+        if snapshot.database_status().is_some() && group.processes().count() < expected {
+            missing.push(group.id().to_owned());
+        }
+    }
+    if !not_ready.is_empty() {
+        return wait(UpgradeWait::PodsNotReady {
+            target,
+            pods: not_ready,
+        });
+    }
+    if let Err(refusal) = safety::available(snapshot) {
+        return wait(refusal.into());
+    }
+    if !missing.is_empty() {
+        return wait(UpgradeWait::ProcessesMissing { groups: missing });
+    }
+    if let Err(refusal) = safety::minimum_uptime(snapshot) {
+        return wait(refusal.into());
+    }
+    let mut addresses: Vec<ProcessAddress> = snapshot
+        .database_status()
+        .map(|status| {
+            status
+                .cluster
+                .processes
+                .values()
+                .filter_map(|p| p.address.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    addresses.sort_by_key(ToString::to_string);
+    addresses.dedup();
+    Ok(UpgradeBounce::KillAll { target, addresses })
+}
+
+/// A process group whose processes missed the upgrade's kill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncompatibleGroup {
+    /// The process group ID.
+    pub group: String,
+    /// Its pod.
+    pub pod: String,
+    /// What was seen.
+    pub reason: String,
+}
+
+/// What RemoveIncompatibleProcesses does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IncompatibleDecision {
+    /// Pods to delete (their processes come back on their image's binary).
+    pub delete: Vec<IncompatibleGroup>,
+    /// Groups left alone for now, and why.
+    pub waiting: Vec<String>,
+}
+
+/// The FoundationDB version the tag of the pod's main image names (`...:7.1.57`).
+fn main_image_version(pod: &Pod) -> Option<FdbVersion> {
+    let image = pod
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == super::pod_model::MAIN_CONTAINER)?
+        .image
+        .as_deref()?;
+    let last = image.split('@').next()?.rsplit('/').next()?;
+    let (_, tag) = last.rsplit_once(':')?;
+    tag.split('-').next()?.parse().ok()
+}
+
+/// Decides which pods to delete because their processes did not restart with the rest of
+/// the cluster (operator-behavior §9 step 5): no upgrade is pending any more (the running
+/// version is `spec.version`), the database is available, and a live group's pod IP is
+/// in `incompatible_connections`, or one of its processes runs a version not
+/// protocol-compatible with the running one. Pods hosting a coordinator are left to
+/// ChangeCoordinators first (a coordinator's pod is never deleted).
+pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
+    let mut decision = IncompatibleDecision::default();
+    let cluster = snapshot.cluster();
+    if !matches!(version_change(cluster), VersionChange::None) {
+        return decision;
+    }
+    let Ok(running) = running_version(cluster).parse::<FdbVersion>() else {
+        return decision;
+    };
+    let Some(status) = snapshot.database_status() else {
+        return decision;
+    };
+    if safety::available(snapshot).is_err() {
+        return decision;
+    }
+    let incompatible_ips: BTreeSet<String> = status
+        .cluster
+        .incompatible_connections
+        .iter()
+        .map(|a| ip_of(&a.to_string()).to_owned())
+        .collect();
+    let coordinator_ips: BTreeSet<String> = status
+        .client
+        .coordinators
+        .coordinators
+        .iter()
+        .filter_map(|c| c.address.as_ref())
+        .map(|a| ip_of(&a.to_string()).to_owned())
+        .collect();
+    for group in snapshot.live_groups() {
+        let Some(pod) = group.pod else { continue };
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+            continue;
+        };
+        // Only stragglers of an upgrade: a pod whose main image is newer than the running
+        // version was not left behind by a kill (someone changed its image); that is the
+        // pod spec's business, not this step's.
+        if main_image_version(pod).is_some_and(|v| v > running) {
+            continue;
+        }
+        let old = group
+            .processes()
+            .find_map(|p| p.version.filter(|v| !v.is_protocol_compatible(&running)));
+        let reason = if incompatible_ips.contains(&ip) {
+            format!("{ip} is in incompatible_connections (it did not restart on {running})")
+        } else if let Some(version) = old {
+            format!("a process still runs {version}, not compatible with {running}")
+        } else {
+            continue;
+        };
+        let in_coordinators = coordinator_ips.contains(&ip)
+            || group
+                .processes()
+                .filter_map(|p| p.address.as_ref())
+                .any(|a| coordinator_ips.contains(ip_of(&a.to_string())));
+        if in_coordinators {
+            decision.waiting.push(format!(
+                "{} ({reason}) hosts a coordinator; waiting for the coordinators to change",
+                group.id()
+            ));
+            continue;
+        }
+        decision.delete.push(IncompatibleGroup {
+            group: group.id().to_owned(),
+            pod: pod.name_any(),
+            reason,
+        });
+    }
+    decision
+}
+
+#[cfg(test)]
+#[path = "upgrade_tests.rs"]
+mod tests;

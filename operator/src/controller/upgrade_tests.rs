@@ -1,0 +1,251 @@
+use super::*;
+use crate::controller::fixtures::{Fixture, database, group, pod, reporting};
+use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, MAIN_CONTAINER};
+
+const MAIN_71: &str = "foundationdb/foundationdb:7.1.57";
+const SIDECAR_71: &str = "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1";
+const SIDECAR_73: &str = "foundationdb/foundationdb-kubernetes-sidecar:7.3.43-1";
+
+fn v(text: &str) -> FdbVersion {
+    text.parse().unwrap()
+}
+
+fn upgrading(spec: &str) -> Fixture {
+    Fixture::new(spec)
+        .status(|s| s.running_version = Some("7.1.57".into()))
+        .connection_string("sample:abc@10.0.0.1:4501")
+}
+
+fn staged_pod(name: &str, id: &str, ip: &str, sidecar: &str, hash: Option<&str>) -> Pod {
+    let mut pod = pod(name, id, "n1", ip);
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers = serde_json::from_value(serde_json::json!([
+            {"name": MAIN_CONTAINER, "image": MAIN_71},
+            {"name": SIDECAR_CONTAINER, "image": sidecar}
+        ]))
+        .unwrap();
+    }
+    if let Some(hash) = hash {
+        pod.annotations_mut().insert(
+            LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(),
+            hash.to_owned(),
+        );
+    }
+    pod
+}
+
+fn desired_hash(fixture: &Fixture, id: &str) -> String {
+    let snapshot = fixture.clone().build();
+    ConfigHashes::default()
+        .of(snapshot.cluster(), snapshot.group(id).unwrap().status)
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn version_changes_are_classified_by_protocol_and_direction() {
+    let change = |running: &str, wanted: &str| {
+        let running = running.to_owned();
+        let snapshot = Fixture::new(&format!("version: {wanted}"))
+            .status(|s| s.running_version = Some(running))
+            .build();
+        version_change(snapshot.cluster())
+    };
+    assert_eq!(change("7.1.57", "7.1.57"), VersionChange::None);
+    assert!(matches!(
+        change("7.1.57", "7.1.63"),
+        VersionChange::Compatible { .. }
+    ));
+    assert!(matches!(
+        change("7.1.63", "7.1.57"),
+        VersionChange::Compatible { .. }
+    ));
+    assert_eq!(
+        change("7.1.57", "7.3.43"),
+        VersionChange::Incompatible {
+            from: v("7.1.57"),
+            to: v("7.3.43")
+        }
+    );
+    assert!(matches!(
+        change("7.3.43", "7.1.57"),
+        VersionChange::Refused { .. }
+    ));
+    assert!(change("7.3.43", "7.1.57").refusal_message().is_some());
+}
+
+#[test]
+fn the_staging_hash_changes_only_while_an_upgrade_is_pending() {
+    let pending = upgrading("version: 7.3.43").groups([group("log-1")]);
+    let settled = Fixture::new("version: 7.1.57")
+        .status(|s| s.running_version = Some("7.1.57".into()))
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .groups([group("log-1")]);
+    assert_ne!(
+        desired_hash(&pending, "log-1"),
+        desired_hash(&settled, "log-1")
+    );
+    let settled_snapshot = settled.build();
+    assert_eq!(wanted_sidecar_image(settled_snapshot.cluster()), SIDECAR_71);
+    assert_eq!(wanted_sidecar_image(pending.build().cluster()), SIDECAR_73);
+}
+
+#[test]
+fn the_kill_waits_for_every_pod_and_names_those_not_ready() {
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
+    let hash = desired_hash(&base, "log-1");
+    let snapshot = base
+        .pods([
+            staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+            staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_71, Some(&hash)),
+        ])
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
+    let UpgradeBounce::Wait(wait) = decide_bounce(&snapshot).unwrap() else {
+        panic!("must wait");
+    };
+    let text = wait.to_string();
+    assert!(
+        text.contains("log-2 (sample-log-2: sidecar image"),
+        "{text}"
+    );
+    assert!(!text.contains("log-1"), "{text}");
+}
+
+#[test]
+fn an_unconfirmed_staging_blocks_the_kill() {
+    let base = upgrading("version: 7.3.43").groups([group("log-1")]);
+    let snapshot = base
+        .pods([staged_pod(
+            "sample-log-1",
+            "log-1",
+            "10.0.0.1",
+            SIDECAR_73,
+            Some("old"),
+        )])
+        .database(reporting(&["log-1"]))
+        .build();
+    let UpgradeBounce::Wait(wait) = decide_bounce(&snapshot).unwrap() else {
+        panic!("must wait");
+    };
+    assert!(wait.to_string().contains("bin/7.3.43/fdbserver"), "{wait}");
+}
+
+#[test]
+fn every_process_is_killed_at_once_when_all_pods_are_ready() {
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
+    let hash = desired_hash(&base, "log-1");
+    let ready = base.pods([
+        staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+        staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_73, Some(&hash)),
+    ]);
+    let snapshot = ready
+        .clone()
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
+    let UpgradeBounce::KillAll { target, addresses } = decide_bounce(&snapshot).unwrap() else {
+        panic!("must kill");
+    };
+    assert_eq!(target, v("7.3.43"));
+    let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["10.0.0.1:4501", "10.0.0.2:4501"]);
+
+    // A process up for less than minimumUptimeSecondsForBounce holds the kill back.
+    let young = ready
+        .clone()
+        .cluster(|c| c.spec.minimum_uptime_seconds_for_bounce = Some(5000));
+    let snapshot = young.database(reporting(&["log-1", "log-2"])).build();
+    assert!(matches!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::Wait(UpgradeWait::Unsafe(Refusal::UptimeTooShort { .. }))
+    ));
+    // A missing process would be missed by the kill.
+    let snapshot = ready.database(reporting(&["log-1"])).build();
+    assert!(matches!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::Wait(UpgradeWait::ProcessesMissing { .. })
+    ));
+}
+
+#[test]
+fn after_the_kill_nothing_is_killed_again() {
+    // The processes report the target: the running version is the spec's.
+    let snapshot = Fixture::new("version: 7.3.43")
+        .status(|s| s.running_version = Some("7.3.43".into()))
+        .groups([group("log-1")])
+        .database(reporting(&["log-1"]))
+        .build();
+    assert_eq!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::NotUpgrading
+    );
+}
+
+#[test]
+fn processes_that_missed_the_kill_get_their_pods_deleted_except_coordinators() {
+    let status = database(serde_json::json!({
+        "client": {
+            "database_status": {"available": true, "healthy": true},
+            "coordinators": {"coordinators": [{"address": "10.0.0.1:4501", "reachable": true}]}
+        },
+        "cluster": {
+            "processes": {"p1": {"address": "10.0.0.1:4501", "version": "7.3.43",
+                                 "locality": {"instance_id": "log-1"}}},
+            "incompatible_connections": ["10.0.0.2:4501", "10.0.0.3:4501"]
+        }
+    }));
+    let snapshot = Fixture::new("version: 7.3.43")
+        .status(|s| s.running_version = Some("7.3.43".into()))
+        .groups([group("log-1"), group("stateless-1"), group("stateless-2")])
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-stateless-1", "stateless-1", "n2", "10.0.0.2"),
+            pod("sample-stateless-2", "stateless-2", "n3", "10.0.0.9"),
+        ])
+        .database(status)
+        .build();
+    let decision = decide_incompatible(&snapshot);
+    let deleted: Vec<&str> = decision.delete.iter().map(|d| d.pod.as_str()).collect();
+    assert_eq!(deleted, ["sample-stateless-1"]);
+    assert!(
+        decision.delete[0]
+            .reason
+            .contains("incompatible_connections")
+    );
+
+    // A pod whose main image is newer than the running version did not miss a kill.
+    let newer = Fixture::new("version: 7.1.57")
+        .status(|s| s.running_version = Some("7.1.57".into()))
+        .groups([group("stateless-1")])
+        .pods([{
+            let mut p = staged_pod(
+                "sample-stateless-1",
+                "stateless-1",
+                "10.0.0.2",
+                SIDECAR_71,
+                None,
+            );
+            if let Some(spec) = p.spec.as_mut() {
+                spec.containers[0].image = Some("foundationdb/foundationdb:7.3.43".into());
+            }
+            p
+        }])
+        .database(database(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"incompatible_connections": ["10.0.0.2:4501"]}
+        })))
+        .build();
+    assert!(decide_incompatible(&newer).delete.is_empty());
+
+    // While the upgrade is still pending nothing is deleted.
+    let pending = Fixture::new("version: 7.3.43")
+        .status(|s| s.running_version = Some("7.1.57".into()))
+        .groups([group("stateless-1")])
+        .pods([pod("sample-stateless-1", "stateless-1", "n2", "10.0.0.2")])
+        .database(database(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"incompatible_connections": ["10.0.0.2:4501"]}
+        })))
+        .build();
+    assert!(decide_incompatible(&pending).delete.is_empty());
+}

@@ -1,0 +1,364 @@
+//! Upgrades (issue 11): an incompatible upgrade stages the new binaries through the
+//! sidecars and restarts every process at once; a patch upgrade makes no cluster-wide
+//! kill; an incompatible downgrade is refused; clients, unreachable sidecars, an operator
+//! crash and a process that ignores the kill are all survived.
+//!
+//! Two things outside this branch (see docs/upgrades.md, "Status"):
+//! - the world's `fault-tolerance-exceeded` judges the single cluster-wide kill of an
+//!   upgrade like any kill, although `unavailable-by-operator` exempts it (simulation
+//!   runner/observe.rs computes `cluster_wide_kill` and uses it for outages only), so
+//!   every run with the upgrade's kill has that one violation: [`violations_but_the_kill`]
+//!   names it and nothing else is tolerated;
+//! - the final rolling main-image update is UpdatePods (another branch): the tests that
+//!   expect every pod on the new main image and a Reconciled end are `#[ignore]`d until
+//!   that merge.
+
+use fdb_e2e_tests::{run, scenario};
+use fdb_operator::simulation::result::SimulationResult;
+
+const SPEC_71: &str = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
+const SPEC_73: &str = "{version: 7.3.43, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
+
+/// The violations, without the world's `fault-tolerance-exceeded` for the one
+/// cluster-wide kill of the upgrade (see the module documentation).
+fn violations_but_the_kill(result: &SimulationResult) -> Vec<String> {
+    let kills: Vec<u64> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "kill")
+        .map(|e| e.time)
+        .collect();
+    result
+        .violations
+        .iter()
+        .filter(|v| {
+            !(v.invariant == "fault-tolerance-exceeded" && kills.len() == 1 && kills[0] == v.time)
+        })
+        .map(|v| format!("{}: {}", v.invariant, v.detail))
+        .collect()
+}
+
+fn kills(result: &SimulationResult) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.action == "kill")
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+fn operator_events(result: &SimulationResult, reason: &str) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.action == "event" && e.detail.starts_with(reason))
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+fn with_world(world: &str, spec: &str, steps: &str) -> String {
+    scenario(spec, steps).replacen("cluster:\n", &format!("world:\n{world}cluster:\n"), 1)
+}
+
+const UPGRADE: &str = "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n";
+
+/// Asserts the pieces of the upgrade this branch owns, on the last step.
+fn assert_upgraded(result: &SimulationResult) {
+    let last = result.steps.last().unwrap();
+    let processes = last.fdb["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 17);
+    assert!(
+        processes.iter().all(|p| p["version"] == "7.3.43"),
+        "{processes:?}"
+    );
+    assert_eq!(last.cluster["status"]["runningVersion"], "7.3.43");
+    let config = last
+        .config_maps
+        .iter()
+        .find(|c| c.name == "sample-config")
+        .unwrap();
+    assert_eq!(config.data["running-version"], "7.3.43");
+    // Exactly one kill, naming every process.
+    let kills = kills(result);
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(kills[0].split_whitespace().count(), 1 + 17, "{}", kills[0]);
+    // Sidecar images changed before the kill, and nothing else of a pod was patched.
+    let kill_at = result
+        .events
+        .iter()
+        .position(|e| e.action == "kill")
+        .unwrap();
+    let sidecar_patches = result.events[..kill_at]
+        .iter()
+        .filter(|e| {
+            e.action == "patch"
+                && e.target.starts_with("pod/")
+                && e.detail.contains("spec.containers")
+        })
+        .count();
+    assert!(sidecar_patches >= 17, "{sidecar_patches}");
+    assert!(
+        result.events[kill_at..]
+            .iter()
+            .all(|e| !(e.action == "patch"
+                && e.target.starts_with("pod/")
+                && e.detail.contains("spec.containers")))
+    );
+    assert!(
+        last.fdb["recoveries"].as_u64().unwrap_or(0) <= 3 + 1,
+        "{}",
+        last.fdb["recoveries"]
+    );
+}
+
+#[test]
+fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_once() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            &format!(
+                "{UPGRADE}  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\", available: true}}\n"
+            ),
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_upgraded(&result);
+    assert_eq!(operator_events(&result, "UpgradeBounce").len(), 1);
+    let last = result.steps.last().unwrap();
+    for (pod, sidecar) in &last.sidecars {
+        assert!(
+            sidecar.binaries.iter().any(|b| b == "bin/7.3.43/fdbserver"),
+            "{pod}: {:?}",
+            sidecar.binaries
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs UpdatePods (rolling main-image update) from the update-pods branch, and the world's fault-tolerance exemption of the cluster-wide kill"]
+fn an_incompatible_upgrade_ends_reconciled_on_the_new_images() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            &format!(
+                "{UPGRADE}  - expect: {{within: 7200, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\", images: {{main: \"foundationdb/foundationdb:7.3.43\", sidecar: \"foundationdb/foundationdb-kubernetes-sidecar:7.3.43-1\"}}}}\n"
+            ),
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    assert_upgraded(&result);
+}
+
+#[test]
+fn a_connected_old_client_holds_the_upgrade_until_it_disconnects() {
+    let world =
+        "  clients:\n    - {address: \"10.9.0.1:4000\", version: \"7.1.57\", logGroup: app}\n";
+    let result = run(
+        &with_world(
+            world,
+            SPEC_71,
+            &format!(
+                "{UPGRADE}  - advance: 1200\n  - fault: {{kind: clientDisconnected, address: \"10.9.0.1:4000\"}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
+            ),
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    let held = &result.steps[2];
+    assert_eq!(held.cluster["status"]["runningVersion"], "7.1.57");
+    let blocked = operator_events(&result, "IncompatibleClients");
+    assert!(!blocked.is_empty());
+    assert!(
+        blocked[0].contains("10.9.0.1:4000 (log group app"),
+        "{}",
+        blocked[0]
+    );
+    assert!(
+        result
+            .events
+            .iter()
+            .all(|e| e.action != "kill" || e.step >= 3)
+    );
+    assert_upgraded(&result);
+}
+
+#[test]
+fn an_ignored_log_group_does_not_hold_the_upgrade() {
+    let world =
+        "  clients:\n    - {address: \"10.9.0.1:4000\", version: \"7.1.57\", logGroup: app}\n";
+    let spec = SPEC_71.replace(
+        "}",
+        ", automationOptions: {ignoreLogGroupsForUpgrade: [app, fdb-kubernetes-operator]}}",
+    );
+    let result = run(
+        &with_world(
+            world,
+            &spec,
+            &format!(
+                "{UPGRADE}  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
+            ),
+        ),
+        None,
+    );
+    assert!(operator_events(&result, "IncompatibleClients").is_empty());
+    assert_eq!(kills(&result).len(), 1);
+    // The ignored client cannot talk to 7.3: the world reports that, and the user chose it.
+    let others: Vec<String> = violations_but_the_kill(&result)
+        .into_iter()
+        .filter(|v| !v.starts_with("client-incompatible-upgrade"))
+        .collect();
+    assert_eq!(others, Vec::<String>::new());
+}
+
+#[test]
+fn a_patch_upgrade_makes_no_cluster_wide_kill_and_no_staging() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - apply: {spec: {version: 7.1.63}}\n  - reconcile: {maxPasses: 30}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    assert!(kills(&result).is_empty());
+    assert!(
+        !result
+            .events
+            .iter()
+            .any(|e| e.step >= 1 && e.action == "patch" && e.detail.contains("spec.containers"))
+    );
+    assert!(operator_events(&result, "UnsupportedVersionChange").is_empty());
+}
+
+#[test]
+fn an_incompatible_downgrade_is_refused_and_nothing_changes() {
+    let result = run(
+        &scenario(
+            SPEC_73,
+            "  - reconcile: {}\n  - apply: {spec: {version: 7.1.57}}\n  - reconcile: {maxPasses: 10}\n  - expect: {version: \"7.3.43\", runningVersion: \"7.3.43\", available: true, images: {main: \"foundationdb/foundationdb:7.3.43\"}}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let refused = operator_events(&result, "UnsupportedVersionChange");
+    assert!(!refused.is_empty());
+    assert!(
+        refused[0].contains("downgrade from the running version 7.3.43"),
+        "{}",
+        refused[0]
+    );
+    let writes: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| {
+            e.step >= 2 && e.source != fdb_operator::simulation::result::EventSource::Operator
+        })
+        .filter(|e| {
+            matches!(
+                e.action.as_str(),
+                "create" | "patch" | "delete" | "kill" | "exclude" | "configure"
+            )
+        })
+        .filter(|e| !e.target.contains("foundationdbcluster"))
+        .collect();
+    assert!(writes.is_empty(), "{writes:#?}");
+}
+
+#[test]
+fn an_unreachable_sidecar_during_staging_holds_the_kill_until_it_heals() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - fault: {kind: sidecarUnreachable, processGroup: stateless-3}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 1200\n  - heal: {processGroup: stateless-3}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(
+        result.steps[3].cluster["status"]["runningVersion"],
+        "7.1.57"
+    );
+    assert!(
+        result
+            .events
+            .iter()
+            .all(|e| e.action != "kill" || e.step >= 4)
+    );
+    assert_upgraded(&result);
+}
+
+#[test]
+fn a_missing_binary_during_staging_holds_the_kill_until_it_heals() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - fault: {kind: binaryMissing, processGroup: log-2, version: \"7.3.43\"}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 1200\n  - heal: {processGroup: log-2}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(
+        result.steps[3].cluster["status"]["runningVersion"],
+        "7.1.57"
+    );
+    assert_upgraded(&result);
+}
+
+#[test]
+fn an_operator_crash_right_after_the_kill_converges_without_a_second_kill() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - restartOperator: {after: kill}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.detail.contains("crashed right after its action"))
+    );
+    assert_upgraded(&result);
+}
+
+#[test]
+fn an_operator_crash_during_staging_converges() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            &format!(
+                "{UPGRADE}  - reconcile: {{maxPasses: 1}}\n  - restartOperator: {{}}\n  - expect: {{within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\"}}\n"
+            ),
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_upgraded(&result);
+}
+
+#[test]
+fn a_process_that_ignores_the_kill_gets_its_pod_recreated() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - fault: {kind: ignoreKill, processGroup: stateless-2}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\", available: true}\n  - advance: 300\n",
+        ),
+        None,
+    );
+    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.action == "delete" && e.target == "pod/sample-stateless-2")
+    );
+    assert_eq!(
+        operator_events(&result, "IncompatibleProcessRemoved").len(),
+        1
+    );
+    assert_upgraded(&result);
+}
