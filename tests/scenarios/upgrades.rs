@@ -3,15 +3,9 @@
 //! kill; an incompatible downgrade is refused; clients, unreachable sidecars, an operator
 //! crash and a process that ignores the kill are all survived.
 //!
-//! Two things outside this branch (see docs/upgrades.md, "Status"):
-//! - the world's `fault-tolerance-exceeded` judges the single cluster-wide kill of an
-//!   upgrade like any kill, although `unavailable-by-operator` exempts it (simulation
-//!   runner/observe.rs computes `cluster_wide_kill` and uses it for outages only), so
-//!   every run with the upgrade's kill has that one violation: [`violations_but_the_kill`]
-//!   names it and nothing else is tolerated;
-//! - the final rolling main-image update is UpdatePods (another branch): the tests that
-//!   expect every pod on the new main image and a Reconciled end are `#[ignore]`d until
-//!   that merge.
+//! The one cluster-wide kill of an upgrade is judged by `unavailable-by-operator` (a
+//! restart plus a recovery), not by `fault-tolerance-exceeded`; every test here asserts
+//! that no invariant at all was violated.
 
 use fdb_e2e_tests::{run, scenario};
 use fdb_operator::simulation::result::SimulationResult;
@@ -19,21 +13,11 @@ use fdb_operator::simulation::result::SimulationResult;
 const SPEC_71: &str = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
 const SPEC_73: &str = "{version: 7.3.43, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
 
-/// The violations, without the world's `fault-tolerance-exceeded` for the one
-/// cluster-wide kill of the upgrade (see the module documentation).
-fn violations_but_the_kill(result: &SimulationResult) -> Vec<String> {
-    let kills: Vec<u64> = result
-        .events
-        .iter()
-        .filter(|e| e.action == "kill")
-        .map(|e| e.time)
-        .collect();
+/// Every violation, as `invariant: detail`.
+fn violations(result: &SimulationResult) -> Vec<String> {
     result
         .violations
         .iter()
-        .filter(|v| {
-            !(v.invariant == "fault-tolerance-exceeded" && kills.len() == 1 && kills[0] == v.time)
-        })
         .map(|v| format!("{}: {}", v.invariant, v.detail))
         .collect()
 }
@@ -122,7 +106,7 @@ fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_o
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert_upgraded(&result);
     assert_eq!(operator_events(&result, "UpgradeBounce").len(), 1);
     let last = result.steps.last().unwrap();
@@ -136,7 +120,6 @@ fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_o
 }
 
 #[test]
-#[ignore = "needs UpdatePods (rolling main-image update) from the update-pods branch, and the world's fault-tolerance exemption of the cluster-wide kill"]
 fn an_incompatible_upgrade_ends_reconciled_on_the_new_images() {
     let result = run(
         &scenario(
@@ -165,7 +148,7 @@ fn a_connected_old_client_holds_the_upgrade_until_it_disconnects() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     let held = &result.steps[2];
     assert_eq!(held.cluster["status"]["runningVersion"], "7.1.57");
     let blocked = operator_events(&result, "IncompatibleClients");
@@ -205,7 +188,7 @@ fn an_ignored_log_group_does_not_hold_the_upgrade() {
     assert!(operator_events(&result, "IncompatibleClients").is_empty());
     assert_eq!(kills(&result).len(), 1);
     // The ignored client cannot talk to 7.3: the world reports that, and the user chose it.
-    let others: Vec<String> = violations_but_the_kill(&result)
+    let others: Vec<String> = violations(&result)
         .into_iter()
         .filter(|v| !v.starts_with("client-incompatible-upgrade"))
         .collect();
@@ -275,7 +258,7 @@ fn an_unreachable_sidecar_during_staging_holds_the_kill_until_it_heals() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert_eq!(
         result.steps[3].cluster["status"]["runningVersion"],
         "7.1.57"
@@ -298,7 +281,7 @@ fn a_missing_binary_during_staging_holds_the_kill_until_it_heals() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert_eq!(
         result.steps[3].cluster["status"]["runningVersion"],
         "7.1.57"
@@ -315,7 +298,7 @@ fn an_operator_crash_right_after_the_kill_converges_without_a_second_kill() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert!(
         result
             .events
@@ -336,7 +319,7 @@ fn an_operator_crash_during_staging_converges() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert_upgraded(&result);
 }
 
@@ -349,7 +332,7 @@ fn a_process_that_ignores_the_kill_gets_its_pod_recreated() {
         ),
         None,
     );
-    assert_eq!(violations_but_the_kill(&result), Vec::<String>::new());
+    assert_eq!(violations(&result), Vec::<String>::new());
     assert!(
         result
             .events
