@@ -9,4 +9,5 @@ mod faults;
 mod idempotence;
 mod kubernetes;
 mod mutations;
+mod removals;
 mod restart;

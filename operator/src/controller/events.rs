@@ -22,6 +22,22 @@ pub enum EventReason {
     StepFailed,
     /// The spec is invalid.
     InvalidSpec,
+    /// Process groups were marked for removal (shrink or requested removal).
+    RemovalChosen,
+    /// Processes were excluded.
+    ProcessesExcluded,
+    /// A process group was fully excluded.
+    ExclusionComplete,
+    /// A removal or exclusion waits for something (the note names it).
+    RemovalBlocked,
+    /// A removed group's resources were deleted.
+    ResourcesDeleted,
+    /// A removed group was included again and dropped from the status.
+    ProcessGroupRemoved,
+    /// A process group was marked for replacement.
+    ReplacementChosen,
+    /// A pod in a terminal phase (Failed, Evicted) was deleted to be recreated.
+    TerminalPodDeleted,
 }
 
 impl EventReason {
@@ -34,12 +50,20 @@ impl EventReason {
             Self::CoordinatorsChanged => "CoordinatorsChanged",
             Self::StepFailed => "StepFailed",
             Self::InvalidSpec => "InvalidSpec",
+            Self::RemovalChosen => "RemovalChosen",
+            Self::ProcessesExcluded => "ProcessesExcluded",
+            Self::ExclusionComplete => "ExclusionComplete",
+            Self::RemovalBlocked => "RemovalBlocked",
+            Self::ResourcesDeleted => "ResourcesDeleted",
+            Self::ProcessGroupRemoved => "ProcessGroupRemoved",
+            Self::ReplacementChosen => "ReplacementChosen",
+            Self::TerminalPodDeleted => "TerminalPodDeleted",
         }
     }
 
     fn event_type(self) -> EventType {
         match self {
-            Self::StepFailed | Self::InvalidSpec => EventType::Warning,
+            Self::StepFailed | Self::InvalidSpec | Self::RemovalBlocked => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -292,6 +292,27 @@ impl PassIo {
             .await
             .map_err(StepError::kube(action))?;
         Ok(())
+    }
+
+    /// Deletes the object `name`; an object already gone counts as deleted. `action`
+    /// names it in errors.
+    pub async fn delete<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        action: String,
+    ) -> Result<(), StepError> {
+        // Counted before the call: a failed delete may still have been applied.
+        self.objects.insert(K::KIND);
+        match self
+            .api::<K>(ctx)
+            .delete(name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(StepError::kube(action)(error)),
+        }
     }
 
     /// The status the next status write is compared with: the one this step last wrote,
