@@ -68,3 +68,102 @@ fn shrinking_storage_excludes_removes_and_includes_one_group() {
         "{order:?}"
     );
 }
+
+/// The shrink of `shrink-storage.yaml` with the operator crashing right after its first
+/// `action`.
+fn shrink_with_crash_after(action: &str) -> SimulationResult {
+    let spec = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}";
+    let steps = format!(
+        "  - reconcile: {{}}\n  - restartOperator: {{after: {action}}}\n  - apply: {{spec: {{processCounts: {{storage: 3}}}}}}\n  - expect: {{within: 3600, reconciled: true, available: true, processGroups: {{storage: 3}}, pods: 16, excluded: []}}\n"
+    );
+    let yaml =
+        scenario(spec, &steps).replace("seed: 3\n", "seed: 3\nworld: {nodes: 8, zones: 4}\n");
+    run(&yaml, None)
+}
+
+#[test]
+fn a_crash_right_after_the_exclude_of_a_shrink_still_converges() {
+    let result = shrink_with_crash_after("exclude");
+    assert_clean(&result);
+    assert_eq!(admin_commands(&result, "include").len(), 1);
+}
+
+#[test]
+fn a_crash_right_after_a_delete_of_a_shrink_still_converges() {
+    let result = shrink_with_crash_after("delete");
+    assert_clean(&result);
+    assert_eq!(admin_commands(&result, "include").len(), 1);
+}
+
+#[test]
+fn a_crash_right_after_the_include_of_a_shrink_still_converges() {
+    // The group is included but still in the status: the next pass includes it again
+    // (idempotent) and drops it.
+    let result = shrink_with_crash_after("include");
+    assert_clean(&result);
+    assert!(!admin_commands(&result, "include").is_empty());
+}
+
+#[test]
+fn a_crash_right_after_the_removal_is_chosen_still_converges() {
+    // The first status patch of the shrink is the mark for removal.
+    let result = shrink_with_crash_after("patch");
+    assert_clean(&result);
+}
+
+#[test]
+fn removing_a_coordinator_changes_coordinators_before_its_pod_goes() {
+    let result = run_file("removals/remove-coordinator.yaml", None);
+    assert_clean(&result);
+    let actions: Vec<(&str, &str)> = result
+        .events
+        .iter()
+        .filter(|e| e.step == 2)
+        .filter(|e| {
+            (e.source == EventSource::Fdb
+                && ["exclude", "include", "coordinators"].contains(&e.action.as_str()))
+                || (e.source == EventSource::K8s && e.action == "delete")
+        })
+        .map(|e| (e.action.as_str(), e.target.as_str()))
+        .collect();
+    assert_eq!(
+        actions.first().map(|a| a.0),
+        Some("coordinators"),
+        "{actions:?}"
+    );
+    let coordinators = &result.steps.last().unwrap().fdb["coordinators"];
+    let log_1_ip = result.steps[0]
+        .pods
+        .iter()
+        .find(|p| p.name == "sample-log-1")
+        .and_then(|p| p.ip.clone())
+        .unwrap();
+    assert!(
+        !coordinators.to_string().contains(&format!("\"{log_1_ip}:")),
+        "{coordinators}"
+    );
+    assert!(
+        actions.contains(&("delete", "pod/sample-log-1")),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_pod_stuck_terminating_leaves_the_cluster_reconciled_with_a_pending_removal() {
+    let result = run_file("removals/stuck-terminating.yaml", None);
+    assert_clean(&result);
+    let stuck = &result.steps[3];
+    let generations = &stuck.cluster["status"]["generations"];
+    assert!(
+        generations["hasPendingRemoval"].is_number(),
+        "{generations}"
+    );
+    assert_eq!(stuck.reconciled, Some(true));
+    let healed = result.steps.last().unwrap();
+    assert!(healed.cluster["status"]["generations"]["hasPendingRemoval"].is_null());
+    assert!(
+        !storage_groups(healed)
+            .iter()
+            .any(|(id, _)| id == "storage-4")
+    );
+}
