@@ -65,15 +65,20 @@ fn a_marked_serving_group_is_excluded_by_locality_behind_the_gates() {
 fn a_serving_group_waits_for_its_class_to_have_the_desired_count_up() {
     // storage-3 does not report: only 2 of 3 serve.
     let decision = decide(
-        &fixture(reporting(&["storage-1", "storage-2", "storage-4"]))
-            .status(|s| {
-                s.process_groups[2].process_group_conditions =
-                    vec![fdb_shared::api::cluster::ProcessGroupCondition {
-                        condition_type: C::MissingProcesses,
-                        timestamp: 1_000,
-                    }];
-            })
-            .build(),
+        &fixture(with(reporting(&IDS), |v| {
+            v["cluster"]["processes"]
+                .as_object_mut()
+                .unwrap()
+                .remove("p2");
+        }))
+        .status(|s| {
+            s.process_groups[2].process_group_conditions =
+                vec![fdb_shared::api::cluster::ProcessGroupCondition {
+                    condition_type: C::MissingProcesses,
+                    timestamp: 1_000,
+                }];
+        })
+        .build(),
     );
     assert!(decision.exclude.is_empty());
     assert!(
