@@ -167,3 +167,25 @@ fn a_pod_stuck_terminating_leaves_the_cluster_reconciled_with_a_pending_removal(
             .any(|(id, _)| id == "storage-4")
     );
 }
+
+#[test]
+fn groups_on_nodes_down_for_hours_are_replaced_one_at_a_time() {
+    let result = run_file("removals/node-down.yaml", None);
+    assert_clean(&result);
+    let replacements: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(replacements.len() >= 2, "{replacements:?}");
+    for event in &replacements {
+        assert_eq!(
+            event.matches("failureDetectionTimeSeconds").count(),
+            1,
+            "one at a time: {event}"
+        );
+    }
+    let end = result.steps.last().unwrap();
+    assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
+}
