@@ -104,6 +104,25 @@ pub const REQUIRED: &[Need] = &[
         verbs: &["create"],
         source: "controller/subreconcilers/add_services.rs via controller/pass_io.rs PassIo::create_all: Api::create",
     },
+    // Removed process groups' objects, and pods in a terminal phase.
+    Need {
+        group: "",
+        resource: "pods",
+        verbs: &["delete"],
+        source: "controller/subreconcilers/remove_pods.rs and delete_terminal_pods.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+    },
+    Need {
+        group: "",
+        resource: "persistentvolumeclaims",
+        verbs: &["delete"],
+        source: "controller/subreconcilers/remove_pods.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+    },
+    Need {
+        group: "",
+        resource: "services",
+        verbs: &["delete"],
+        source: "controller/subreconcilers/remove_services.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+    },
     Need {
         group: "",
         resource: "configmaps",

@@ -10,6 +10,7 @@ mod faults;
 mod idempotence;
 mod kubernetes;
 mod mutations;
+mod removals;
 mod restart;
 mod rollouts;
 mod upgrades;

@@ -85,6 +85,7 @@ async fn run_pass_inner(
     }
     let mut pass = PassState::new(validated, ctx.clock.now());
     let mut outcome = PassOutcome::Completed;
+    let mut delayed: Option<PassOutcome> = None;
     for step in ordered_steps() {
         let step_name = step.name();
         let started = Instant::now();
@@ -101,6 +102,16 @@ async fn run_pass_inner(
             .observe(started.elapsed().as_secs_f64());
         match result {
             Ok(StepOutcome::Continue) => {}
+            Ok(StepOutcome::DelayedRequeue { delay, reason }) => {
+                tracing::info!(step = step_name, ?delay, %reason, "delayed requeue");
+                if delayed.is_none() {
+                    delayed = Some(PassOutcome::Requeue {
+                        delay,
+                        reason,
+                        step: step_name,
+                    });
+                }
+            }
             Ok(StepOutcome::Requeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "requeue");
                 ctx.metrics
@@ -140,6 +151,11 @@ async fn run_pass_inner(
                 });
             }
         }
+    }
+    if outcome == PassOutcome::Completed
+        && let Some(delayed) = delayed
+    {
+        outcome = delayed;
     }
     let cluster = pass.cluster();
     let reconciled_generation = cluster

@@ -43,6 +43,22 @@ pub enum EventReason {
     UpgradeBounce,
     /// A pod whose processes missed the upgrade's restart was deleted.
     IncompatibleProcessRemoved,
+    /// Process groups were marked for removal (shrink or requested removal).
+    RemovalChosen,
+    /// Processes were excluded.
+    ProcessesExcluded,
+    /// A process group was fully excluded.
+    ExclusionComplete,
+    /// A removal or exclusion waits for something (the note names it).
+    RemovalBlocked,
+    /// A removed group's resources were deleted.
+    ResourcesDeleted,
+    /// A removed group was included again and dropped from the status.
+    ProcessGroupRemoved,
+    /// A process group was marked for replacement.
+    ReplacementChosen,
+    /// A pod in a terminal phase (Failed, Evicted) was deleted to be recreated.
+    TerminalPodDeleted,
 }
 
 impl EventReason {
@@ -65,6 +81,14 @@ impl EventReason {
             Self::IncompatibleClients => "IncompatibleClients",
             Self::UpgradeBounce => "UpgradeBounce",
             Self::IncompatibleProcessRemoved => "IncompatibleProcessRemoved",
+            Self::RemovalChosen => "RemovalChosen",
+            Self::ProcessesExcluded => "ProcessesExcluded",
+            Self::ExclusionComplete => "ExclusionComplete",
+            Self::RemovalBlocked => "RemovalBlocked",
+            Self::ResourcesDeleted => "ResourcesDeleted",
+            Self::ProcessGroupRemoved => "ProcessGroupRemoved",
+            Self::ReplacementChosen => "ReplacementChosen",
+            Self::TerminalPodDeleted => "TerminalPodDeleted",
         }
     }
 
@@ -73,7 +97,8 @@ impl EventReason {
             Self::StepFailed
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
-            | Self::IncompatibleClients => EventType::Warning,
+            | Self::IncompatibleClients
+            | Self::RemovalBlocked => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -24,6 +24,7 @@ pub mod pod_model;
 pub mod process_groups;
 pub mod production;
 pub mod providers;
+pub mod removals;
 pub mod safety;
 #[cfg(test)]
 mod scale_tests;

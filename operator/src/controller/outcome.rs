@@ -14,6 +14,15 @@ pub enum StepOutcome {
         /// Why, in words a user understands ("waiting for 17 pods to be scheduled").
         reason: String,
     },
+    /// The step waits for something, but the steps after it may still do their work
+    /// (the Go operator's delayed requeue): the pass goes on and ends with this requeue
+    /// unless a later step asks for an immediate one.
+    DelayedRequeue {
+        /// When to run the next pass.
+        delay: Duration,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl StepOutcome {

@@ -76,6 +76,29 @@ fn update_group(
     updated
 }
 
+/// Whether a group marked for removal only waits for resources that are terminating:
+/// excluded (or removed without exclusion), nothing left that is not being deleted, and
+/// something still terminating.
+fn only_terminating_left(group: &ProcessGroupStatus, observation: &GroupObservation) -> bool {
+    use super::process_groups::Presence;
+    let facts = &observation.facts;
+    let done = |p: Presence| {
+        matches!(
+            p,
+            Presence::NotNeeded | Presence::Missing | Presence::Terminating
+        )
+    };
+    let pod_terminating = facts.pod.as_ref().is_some_and(|p| p.terminating);
+    group.is_marked_for_removal()
+        && (group.exclusion_timestamp.is_some() || group.exclusion_skipped)
+        && facts.pod.as_ref().is_none_or(|p| p.terminating)
+        && done(facts.pvc)
+        && done(facts.service)
+        && (pod_terminating
+            || facts.pvc == Presence::Terminating
+            || facts.service == Presence::Terminating)
+}
+
 /// Live (not marked for removal) group counts per class.
 pub fn live_counts(groups: &[ProcessGroupStatus]) -> BTreeMap<ProcessClass, i32> {
     let mut counts = BTreeMap::new();
@@ -199,10 +222,6 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         .clone()
         .filter(|g| g.process_group_conditions.is_empty())
         .count();
-    let any_condition = status
-        .process_groups
-        .iter()
-        .any(|g| !g.process_group_conditions.is_empty());
     let has_condition = |condition: ProcessGroupConditionType| {
         status.process_groups.iter().any(|g| {
             g.process_group_conditions
@@ -214,11 +233,28 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         .process_groups
         .iter()
         .any(ProcessGroupStatus::is_marked_for_removal);
+    // Removals that wait only for terminating resources do not hold back Reconciled
+    // (operator-behavior §7); `hasPendingRemoval` still says they are there.
+    let waiting_on_termination = |g: &ProcessGroupStatus| {
+        inputs
+            .observations
+            .get(&g.process_group_id)
+            .is_some_and(|o| only_terminating_left(g, o))
+    };
+    let unfinished_removal = status
+        .process_groups
+        .iter()
+        .any(|g| g.is_marked_for_removal() && !waiting_on_termination(g));
+    let any_condition = status
+        .process_groups
+        .iter()
+        .any(|g| !g.process_group_conditions.is_empty() && !waiting_on_termination(g));
     let removals_requested = status.process_groups.iter().any(|g| {
-        spec.process_groups_to_remove.contains(&g.process_group_id)
-            || spec
-                .process_groups_to_remove_without_exclusion
-                .contains(&g.process_group_id)
+        !g.is_marked_for_removal()
+            && (spec.process_groups_to_remove.contains(&g.process_group_id)
+                || spec
+                    .process_groups_to_remove_without_exclusion
+                    .contains(&g.process_group_id))
     });
     status.desired_process_groups = Some(desired_counts.total());
     status.reconciled_process_groups = i32::try_from(clean_groups).ok();
@@ -243,7 +279,7 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         && status.connection_string.is_some()
         && counts_match
         && !any_condition
-        && !pending_removal
+        && !unfinished_removal
         && !removals_requested
         && database_available
         && configuration_matches

@@ -136,6 +136,17 @@ pub enum StatusMutation {
     SetConnectionString(String),
     /// `status.configured`: the database has a configuration.
     MarkConfigured,
+    /// Drops the process group from the status (its removal is finished).
+    RemoveProcessGroup {
+        /// The process group ID.
+        group: String,
+    },
+    /// Records that the group is removed without exclusion
+    /// (`processGroupsToRemoveWithoutExclusion`).
+    SkipExclusion {
+        /// The process group ID.
+        group: String,
+    },
 }
 
 impl StatusMutation {
@@ -150,6 +161,8 @@ impl StatusMutation {
             Self::RecordAddresses { .. } => "record addresses",
             Self::SetConnectionString(_) => "set connection string",
             Self::MarkConfigured => "mark configured",
+            Self::RemoveProcessGroup { .. } => "remove process group",
+            Self::SkipExclusion { .. } => "skip exclusion",
         }
     }
 }
@@ -238,6 +251,25 @@ pub fn apply(
             }
             StatusMutation::RecordAddresses { group, addresses } => {
                 record_addresses(group_mut(status, &index, group, mutation)?, addresses)
+            }
+            StatusMutation::SkipExclusion { group } => {
+                let group = group_mut(status, &index, group, mutation)?;
+                !std::mem::replace(&mut group.exclusion_skipped, true)
+            }
+            StatusMutation::RemoveProcessGroup { group } => {
+                // Removing an absent group is done already (idempotent after a crash).
+                let before = status.process_groups.len();
+                status
+                    .process_groups
+                    .retain(|g| &g.process_group_id != group);
+                let removed = status.process_groups.len() != before;
+                if removed {
+                    index.clear();
+                    for (position, g) in status.process_groups.iter().enumerate() {
+                        index.entry(g.process_group_id.clone()).or_insert(position);
+                    }
+                }
+                removed
             }
         };
     }

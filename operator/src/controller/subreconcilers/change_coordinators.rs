@@ -21,6 +21,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::removals::placement;
 use crate::controller::safety::{self, Refusal};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
@@ -108,6 +109,21 @@ fn reported_zone(db: &DatabaseStatus, address: &ProcessAddress) -> Option<String
     })
 }
 
+/// A current coordinator hosted by a group marked for removal: it must move before the
+/// group is excluded and its pod deleted.
+fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
+    snapshot
+        .groups()
+        .filter(|g| g.is_marked_for_removal())
+        .find_map(|g| {
+            let coordinator = placement::hosted_coordinator(snapshot, &g)?;
+            Some(format!(
+                "coordinator {coordinator} is on process group {}, which is marked for removal",
+                g.id()
+            ))
+        })
+}
+
 /// Decides from the snapshot (nothing before the database is configured).
 pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
     let status = snapshot.status();
@@ -141,7 +157,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
         cluster.spec.usable_regions(),
     ))
     .unwrap_or(1);
-    let Some(reason) = problem(cluster, &current, &candidates, db, wanted) else {
+    let Some(reason) = marked_coordinator(snapshot)
+        .or_else(|| problem(cluster, &current, &candidates, db, wanted))
+    else {
         return CoordinatorAction::None;
     };
     if let Err(refusal) = safety::available(snapshot) {

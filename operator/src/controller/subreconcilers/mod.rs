@@ -9,6 +9,7 @@ pub mod change_coordinators;
 pub mod check_client_compatibility;
 pub mod choose_removals;
 pub mod delete_pods_for_buggification;
+pub mod delete_terminal_pods;
 pub mod exclude_instances;
 pub mod generate_initial_cluster_file;
 pub mod maintenance_mode_checker;
@@ -65,6 +66,7 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
         Box::new(check_client_compatibility::CheckClientCompatibility),
         Box::new(replace_misconfigured_pods::ReplaceMisconfiguredPods),
         Box::new(replace_failed_pods::ReplaceFailedPods),
+        Box::new(delete_terminal_pods::DeleteTerminalPods),
         Box::new(delete_pods_for_buggification::DeletePodsForBuggification),
         Box::new(add_process_groups::AddProcessGroups),
         Box::new(add_services::AddServices),
@@ -122,6 +124,7 @@ mod tests {
                 "CheckClientCompatibility",
                 "ReplaceMisconfiguredPods",
                 "ReplaceFailedPods",
+                "DeleteTerminalPods",
                 "DeletePodsForBuggification",
                 "AddProcessGroups",
                 "AddServices",

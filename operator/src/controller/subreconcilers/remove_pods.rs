@@ -1,21 +1,200 @@
-//! RemovePods (operator-behavior §8). Not implemented yet: this step never acts.
+//! RemovePods (operator-behavior §8): takes apart the groups marked for removal whose
+//! exclusion is complete (or skipped): pod, then PVC, then (RemoveServices) service, each
+//! confirmed gone before the next; then one `include` of every finished group's targets;
+//! then the groups leave the status.
 //!
-//! Will delete the pods and then PVCs of fully excluded groups marked for removal, include them again and drop them from the status; never a coordinator's pod.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! - Never the pod of a group hosting a current coordinator (ChangeCoordinators moves it).
+//! - A group removed without exclusion still holds data: its pod is deleted only when
+//!   the fault-tolerance budget allows taking its zone down.
+//! - One stuck group never blocks the others: each group advances on its own.
+//! - A pod that stays Terminating longer than `ignoreTerminatingPodsSeconds` no longer
+//!   holds back its PVC and service; once only terminating resources remain the group
+//!   just waits (the cluster may be Reconciled meanwhile, with `hasPendingRemoval`).
+//!
+//! Every action is idempotent: a crash after any of them is picked up from the live state.
+
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::ResourceExt;
 
 use super::Subreconciler;
+use super::exclude_instances::pending_reason;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::removals::{exclusions, placement, ready_for_deletion, skips_exclusion};
+use crate::controller::safety;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::status_mutations::StatusMutation;
+use crate::fdb::{AdminClient, ExclusionTarget};
 
-/// Will delete the pods and then PVCs of fully excluded groups marked for removal, include them again and drop them from the status; never a coordinator's pod.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RemovePods;
+
+/// What RemovePods does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemovePodsDecision {
+    /// Pods to delete, by name.
+    pub delete_pods: Vec<String>,
+    /// PVCs to delete, by name.
+    pub delete_pvcs: Vec<String>,
+    /// Groups whose resources are all gone: include them and drop them.
+    pub finished: Vec<String>,
+    /// The targets to include for the finished groups.
+    pub include: Vec<ExclusionTarget>,
+    /// Groups that wait, with why.
+    pub waiting: Vec<(String, String)>,
+    /// Groups that only wait for resources that are terminating.
+    pub terminating: Vec<String>,
+}
+
+/// Whether an object has been terminating longer than `seconds`.
+fn terminating_longer_than<K: ResourceExt>(
+    snapshot: &ClusterSnapshot,
+    object: &K,
+    seconds: i64,
+) -> bool {
+    object
+        .meta()
+        .deletion_timestamp
+        .as_ref()
+        .is_some_and(|since| snapshot.now_unix() - since.0.as_second() > seconds)
+}
+
+fn is_terminating<K: ResourceExt>(object: &K) -> bool {
+    object.meta().deletion_timestamp.is_some()
+}
+
+/// Whether the group's pod no longer holds back its PVC and service: gone, or stuck
+/// terminating past `ignoreTerminatingPodsSeconds`.
+pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    let ignore = snapshot
+        .spec()
+        .automation_options
+        .ignore_terminating_pods_seconds();
+    group
+        .pod
+        .is_none_or(|pod: &Pod| terminating_longer_than(snapshot, pod, ignore))
+}
+
+/// Whether the group's PVC is gone or terminating.
+pub fn pvc_released(group: &GroupView<'_>) -> bool {
+    group
+        .pvc
+        .is_none_or(|pvc: &PersistentVolumeClaim| is_terminating(pvc))
+}
+
+/// Decides for one ready group.
+fn decide_group(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+    decision: &mut RemovePodsDecision,
+    zones_taken: &mut BTreeSet<String>,
+) {
+    let id = group.id().to_owned();
+    if let Some(pod) = group.pod.filter(|pod| !is_terminating(*pod)) {
+        if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
+            decision.waiting.push((
+                id,
+                format!("it hosts coordinator {coordinator}; coordinators change first"),
+            ));
+            return;
+        }
+        if group.status.exclusion_timestamp.is_none() && skips_exclusion(snapshot, group) {
+            // Not excluded: its processes still hold data and count for fault tolerance.
+            let zone = placement::zone(snapshot, group);
+            let mut zones = zones_taken.clone();
+            zones.insert(zone.clone());
+            if let Err(refusal) = safety::may_take_down(snapshot, &zones) {
+                decision.waiting.push((id, refusal.to_string()));
+                return;
+            }
+            zones_taken.insert(zone);
+        }
+        decision.delete_pods.push(pod.name_any());
+        return;
+    }
+    if !pod_released(snapshot, group) {
+        let name = group.pod.map(ResourceExt::name_any).unwrap_or_default();
+        decision.terminating.push(id.clone());
+        decision
+            .waiting
+            .push((id, format!("pod {name} is terminating")));
+        return;
+    }
+    if let Some(pvc) = group.pvc {
+        if is_terminating(pvc) {
+            decision.terminating.push(id.clone());
+            decision
+                .waiting
+                .push((id, format!("PVC {} is terminating", pvc.name_any())));
+        } else {
+            decision.delete_pvcs.push(pvc.name_any());
+        }
+        return;
+    }
+    if let Some(service) = group.service {
+        // RemoveServices deletes it.
+        if is_terminating(service) {
+            decision.terminating.push(id.clone());
+        }
+        decision.waiting.push((
+            id,
+            format!("service {} is being deleted", service.name_any()),
+        ));
+        return;
+    }
+    if group.pod.is_some() {
+        decision.terminating.push(id.clone());
+        decision
+            .waiting
+            .push((id, "its pod is still terminating".to_owned()));
+        return;
+    }
+    if group.status.exclusion_timestamp.is_some() {
+        match (
+            exclusions::targets(snapshot, group),
+            safety::database(snapshot),
+        ) {
+            (Ok(targets), Ok(db)) => decision
+                .include
+                .extend(targets.into_iter().filter(|t| exclusions::is_listed(db, t))),
+            (Err(error), _) => {
+                decision.waiting.push((id, error.to_string()));
+                return;
+            }
+            (_, Err(refusal)) => {
+                decision
+                    .waiting
+                    .push((id, format!("cannot include it again: {refusal}")));
+                return;
+            }
+        }
+    }
+    decision.finished.push(id);
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> RemovePodsDecision {
+    let mut decision = RemovePodsDecision::default();
+    let mut zones_taken = BTreeSet::new();
+    for group in snapshot.groups().filter(|g| g.is_marked_for_removal()) {
+        if ready_for_deletion(snapshot, &group) {
+            decide_group(snapshot, &group, &mut decision, &mut zones_taken);
+        } else {
+            let reason = pending_reason(snapshot, group.id());
+            decision.waiting.push((group.id().to_owned(), reason));
+        }
+    }
+    decision.include.sort();
+    decision.include.dedup();
+    decision
+}
 
 #[async_trait]
 impl Subreconciler for RemovePods {
@@ -25,16 +204,105 @@ impl Subreconciler for RemovePods {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if super::any_marked_for_removal(snapshot) {
-            tracing::debug!(
-                step = self.name(),
-                "process groups are marked for removal; removals are not handled yet"
-            );
+        if !super::any_marked_for_removal(snapshot) {
+            return Ok(StepOutcome::Continue);
+        }
+        let decision = decide(snapshot);
+        let namespace = snapshot.namespace();
+        for name in &decision.delete_pods {
+            tracing::info!(step = self.name(), pod = %name, "deleting the pod of a removed process group");
+            io.delete::<Pod>(ctx, name, format!("delete pod {namespace}/{name}"))
+                .await?;
+        }
+        for name in &decision.delete_pvcs {
+            tracing::info!(step = self.name(), pvc = %name, "deleting the PVC of a removed process group");
+            io.delete::<PersistentVolumeClaim>(ctx, name, format!("delete pvc {namespace}/{name}"))
+                .await?;
+        }
+        let deleted: Vec<&String> = decision
+            .delete_pods
+            .iter()
+            .chain(&decision.delete_pvcs)
+            .collect();
+        if !deleted.is_empty() {
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::ResourcesDeleted,
+                self.name(),
+                format!(
+                    "deleted {}",
+                    deleted
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .await;
+        }
+        if !decision.finished.is_empty() {
+            if !decision.include.is_empty() {
+                let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
+                let admin = io.admin(ctx, snapshot)?;
+                admin
+                    .include(&decision.include)
+                    .await
+                    .map_err(StepError::admin(format!("include {}", text.join(" "))))?;
+            }
+            let mutations: Vec<StatusMutation> = decision
+                .finished
+                .iter()
+                .map(|group| StatusMutation::RemoveProcessGroup {
+                    group: group.clone(),
+                })
+                .collect();
+            io.apply_status(ctx, snapshot, &mutations).await?;
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::ProcessGroupRemoved,
+                self.name(),
+                format!("removed {}", decision.finished.join(", ")),
+            )
+            .await;
+        }
+        let blocking: Vec<&(String, String)> = decision
+            .waiting
+            .iter()
+            .filter(|(group, _)| !decision.terminating.contains(group))
+            .collect();
+        if let Some((group, reason)) = blocking.first() {
+            let reason = format!("removal of {group} waits: {reason}");
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::RemovalBlocked,
+                self.name(),
+                reason.clone(),
+            )
+            .await;
+            return Ok(StepOutcome::requeue(15, reason));
+        }
+        if !decision.delete_pods.is_empty() || !decision.delete_pvcs.is_empty() {
+            return Ok(StepOutcome::requeue(
+                5,
+                "waiting for the resources of removed process groups to go",
+            ));
+        }
+        if let Some((group, reason)) = decision.waiting.first() {
+            // Only terminating resources remain: look again later, without holding the
+            // cluster back from Reconciled.
+            tracing::info!(step = self.name(), %group, %reason, "removal waits for termination");
         }
         Ok(StepOutcome::Continue)
     }
 }
+
+#[cfg(test)]
+#[path = "remove_pods_tests.rs"]
+mod tests;

@@ -1,21 +1,35 @@
-//! RemoveServices (operator-behavior §8). Not implemented yet: this step never acts.
-//!
-//! Will delete the per-group Services of fully excluded groups marked for removal (and Services no longer wanted).
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! RemoveServices (operator-behavior §8): deletes the per-group Service of each group
+//! marked for removal whose pod and PVC are gone (see RemovePods for the order; a pod
+//! stuck Terminating past `ignoreTerminatingPodsSeconds` no longer holds it back).
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
 
 use super::Subreconciler;
+use super::remove_pods::{pod_released, pvc_released};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::removals::ready_for_deletion;
 use crate::controller::snapshot::ClusterSnapshot;
 
-/// Will delete the per-group Services of fully excluded groups marked for removal (and Services no longer wanted).
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RemoveServices;
+
+/// The Services to delete, by name.
+pub fn decide(snapshot: &ClusterSnapshot) -> Vec<String> {
+    snapshot
+        .groups()
+        .filter(|g| ready_for_deletion(snapshot, g))
+        .filter(|g| pod_released(snapshot, g) && pvc_released(g))
+        .filter_map(|g| g.service)
+        .filter(|service| service.metadata.deletion_timestamp.is_none())
+        .map(ResourceExt::name_any)
+        .collect()
+}
 
 #[async_trait]
 impl Subreconciler for RemoveServices {
@@ -25,15 +39,15 @@ impl Subreconciler for RemoveServices {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if super::any_marked_for_removal(snapshot) {
-            tracing::debug!(
-                step = self.name(),
-                "process groups are marked for removal; removals are not handled yet"
-            );
+        let namespace = snapshot.namespace();
+        for name in decide(snapshot) {
+            tracing::info!(step = self.name(), service = %name, "deleting the service of a removed process group");
+            io.delete::<Service>(ctx, &name, format!("delete service {namespace}/{name}"))
+                .await?;
         }
         Ok(StepOutcome::Continue)
     }

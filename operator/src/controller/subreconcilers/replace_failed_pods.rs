@@ -1,21 +1,120 @@
-//! ReplaceFailedPods (operator-behavior §8). Not implemented yet: this step never acts.
+//! ReplaceFailedPods (operator-behavior §8): marks for removal (so a replacement is
+//! added) the live process groups whose oldest condition eligible for automatic
+//! replacement was first seen at least `failureDetectionTimeSeconds` ago.
 //!
-//! Will mark for replacement the process groups whose oldest condition eligible for automatic replacement is older than `failureDetectionTimeSeconds`, at most `maxConcurrentReplacements` marked-but-not-excluded at a time.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! - At most `replacements.maxConcurrentReplacements` (default 1) groups are in flight:
+//!   marked and not yet fully excluded. Groups only waiting for their resources to
+//!   terminate do not count.
+//! - Never a group in the database's maintenance zone (its processes are down on purpose).
+//! - Never a crash-looping group (`buggify.crashLoop`), and nothing at all with
+//!   `buggify.emptyMonitorConf` (the processes are down on purpose).
+//! - The oldest failures are replaced first.
 
 use async_trait::async_trait;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::removals::{in_flight, placement};
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::status_mutations::StatusMutation;
 
-/// Will mark for replacement the process groups whose oldest condition eligible for automatic replacement is older than `failureDetectionTimeSeconds`, at most `maxConcurrentReplacements` marked-but-not-excluded at a time.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReplaceFailedPods;
+
+/// What ReplaceFailedPods does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplaceDecision {
+    /// Groups to mark, with why.
+    pub replace: Vec<(String, String)>,
+    /// Failed groups that wait, with why.
+    pub waiting: Vec<(String, String)>,
+}
+
+/// The oldest eligible condition of the group: (first seen, name).
+fn oldest_failure(group: &GroupView<'_>) -> Option<(i64, String)> {
+    group
+        .status
+        .process_group_conditions
+        .iter()
+        .filter(|c| c.condition_type.is_eligible_for_automatic_replacement())
+        .map(|c| (c.timestamp, c.condition_type.as_str().to_owned()))
+        .min()
+}
+
+/// Whether buggify keeps this group down on purpose.
+fn crash_looping(snapshot: &ClusterSnapshot, id: &str) -> bool {
+    let buggify = &snapshot.spec().buggify;
+    buggify.crash_loop.iter().any(|g| g == id || g == "*")
+        || buggify
+            .crash_loop_containers
+            .iter()
+            .any(|c| c.targets.iter().any(|g| g == id || g == "*"))
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
+    let mut decision = ReplaceDecision::default();
+    let spec = snapshot.spec();
+    let options = &spec.automation_options.replacements;
+    if !options.enabled() || spec.buggify.empty_monitor_conf == Some(true) {
+        return decision;
+    }
+    let now = snapshot.now_unix();
+    let detection = options.failure_detection_time_seconds();
+    let maintenance_zone = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|zone| !zone.is_empty());
+    let mut failed: Vec<(i64, String, String)> = Vec::new();
+    for group in snapshot.live_groups() {
+        let Some((since, condition)) = oldest_failure(&group) else {
+            continue;
+        };
+        let failed_for = now.saturating_sub(since);
+        if failed_for < detection || crash_looping(snapshot, group.id()) {
+            continue;
+        }
+        if maintenance_zone.as_deref() == Some(placement::zone(snapshot, &group).as_str()) {
+            decision.waiting.push((
+                group.id().to_owned(),
+                "its zone is in maintenance".to_owned(),
+            ));
+            continue;
+        }
+        failed.push((
+            since,
+            group.id().to_owned(),
+            format!("{condition} for {failed_for}s (failureDetectionTimeSeconds {detection})"),
+        ));
+    }
+    failed.sort();
+    let busy = in_flight(snapshot);
+    let mut budget = usize::try_from(options.max_concurrent_replacements())
+        .unwrap_or(0)
+        .saturating_sub(busy.len());
+    for (_, id, reason) in failed {
+        if budget == 0 {
+            decision.waiting.push((
+                id,
+                format!(
+                    "{} replacements in flight ({}), at most {} at a time",
+                    busy.len(),
+                    busy.join(", "),
+                    options.max_concurrent_replacements()
+                ),
+            ));
+            continue;
+        }
+        budget -= 1;
+        decision.replace.push((id, reason));
+    }
+    decision
+}
 
 #[async_trait]
 impl Subreconciler for ReplaceFailedPods {
@@ -25,21 +124,44 @@ impl Subreconciler for ReplaceFailedPods {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if snapshot.groups().any(|g| {
-            g.status
-                .process_group_conditions
+        let decision = decide(snapshot);
+        for (group, reason) in &decision.waiting {
+            tracing::info!(step = self.name(), %group, %reason, "replacement waits");
+        }
+        if decision.replace.is_empty() {
+            return Ok(StepOutcome::Continue);
+        }
+        let mutations: Vec<StatusMutation> = decision
+            .replace
+            .iter()
+            .map(|(group, _)| StatusMutation::MarkForRemoval {
+                group: group.clone(),
+            })
+            .collect();
+        if io.apply_status(ctx, snapshot, &mutations).await? {
+            let text: Vec<String> = decision
+                .replace
                 .iter()
-                .any(|c| c.condition_type.is_eligible_for_automatic_replacement())
-        }) {
-            tracing::debug!(
-                step = self.name(),
-                "some process groups have conditions eligible for replacement; automatic replacement is not handled yet"
-            );
+                .map(|(group, reason)| format!("{group}: {reason}"))
+                .collect();
+            tracing::info!(step = self.name(), replacements = ?text, "replacing failed process groups");
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::ReplacementChosen,
+                self.name(),
+                format!("replacing failed process groups: {}", text.join("; ")),
+            )
+            .await;
         }
         Ok(StepOutcome::Continue)
     }
 }
+
+#[cfg(test)]
+#[path = "replace_failed_pods_tests.rs"]
+mod tests;

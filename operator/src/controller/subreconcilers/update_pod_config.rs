@@ -378,12 +378,19 @@ impl Subreconciler for UpdatePodConfig {
         let Some(reason) = outcome.waiting_reason() else {
             return Ok(StepOutcome::Continue);
         };
-        let delay = if outcome.incorrect > 0 {
-            ctx.settings.config_map_wait
-        } else {
-            ctx.settings.kube_wait
-        };
-        Ok(StepOutcome::Requeue { delay, reason })
+        if outcome.incorrect > 0 {
+            return Ok(StepOutcome::Requeue {
+                delay: ctx.settings.config_map_wait,
+                reason,
+            });
+        }
+        // Pods that do not run or whose sidecar does not answer (a node down) cannot
+        // take the configuration now; they must not hold back the later steps, which
+        // replace and remove such groups.
+        Ok(StepOutcome::DelayedRequeue {
+            delay: ctx.settings.kube_wait,
+            reason,
+        })
     }
 }
 

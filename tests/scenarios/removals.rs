@@ -1,0 +1,191 @@
+//! Removals and replacements (issue 9, Day-2 I): shrinks, requested removals, automatic
+//! and misconfiguration replacements, stuck resources, operator crashes mid-removal.
+//! Every scenario states its expected end with an `expect` step and must violate no
+//! invariant.
+
+use fdb_e2e_tests::{run, run_file, scenario, violated};
+use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+
+fn storage_groups(step: &StepResult) -> Vec<(String, String)> {
+    step.cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["processClass"] == "storage")
+        .map(|g| {
+            (
+                g["processGroupID"].as_str().unwrap().to_owned(),
+                g["faultDomain"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn admin_commands(result: &SimulationResult, action: &str) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == action)
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+fn assert_clean(result: &SimulationResult) {
+    assert!(violated(result).is_empty(), "{:#?}", result.violations);
+}
+
+#[test]
+fn shrinking_storage_excludes_removes_and_includes_one_group() {
+    let result = run_file("removals/shrink-storage.yaml", None);
+    assert_clean(&result);
+    let end = result.steps.last().unwrap();
+    let survivors = storage_groups(end);
+    assert_eq!(survivors.len(), 3, "{survivors:?}");
+    let zones: std::collections::BTreeSet<_> = survivors.iter().map(|(_, z)| z).collect();
+    assert_eq!(zones.len(), 3, "survivors in distinct zones: {survivors:?}");
+    let excludes = admin_commands(&result, "exclude");
+    let includes = admin_commands(&result, "include");
+    assert_eq!(excludes.len(), 1, "{excludes:?}");
+    assert_eq!(includes.len(), 1, "{includes:?}");
+    let removed = excludes[0].rsplit(':').next().unwrap().to_owned();
+    assert!(includes[0].ends_with(&removed), "{includes:?}");
+    assert!(!survivors.iter().any(|(id, _)| *id == removed));
+    // The pod went before the PVC, and both after the exclusion completed.
+    let order: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| {
+            (e.source == EventSource::K8s && e.action == "delete")
+                || (e.source == EventSource::Fdb
+                    && ["exclude", "include"].contains(&e.action.as_str()))
+        })
+        .filter(|e| e.detail.contains(&removed) || e.target.contains(&removed))
+        .map(|e| e.action.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        ["exclude", "delete", "delete", "include"],
+        "{order:?}"
+    );
+}
+
+/// The shrink of `shrink-storage.yaml` with the operator crashing right after its first
+/// `action`.
+fn shrink_with_crash_after(action: &str) -> SimulationResult {
+    let spec = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}";
+    let steps = format!(
+        "  - reconcile: {{}}\n  - restartOperator: {{after: {action}}}\n  - apply: {{spec: {{processCounts: {{storage: 3}}}}}}\n  - expect: {{within: 3600, reconciled: true, available: true, processGroups: {{storage: 3}}, pods: 16, excluded: []}}\n"
+    );
+    let yaml =
+        scenario(spec, &steps).replace("seed: 3\n", "seed: 3\nworld: {nodes: 8, zones: 4}\n");
+    run(&yaml, None)
+}
+
+#[test]
+fn a_crash_right_after_the_exclude_of_a_shrink_still_converges() {
+    let result = shrink_with_crash_after("exclude");
+    assert_clean(&result);
+    assert_eq!(admin_commands(&result, "include").len(), 1);
+}
+
+#[test]
+fn a_crash_right_after_a_delete_of_a_shrink_still_converges() {
+    let result = shrink_with_crash_after("delete");
+    assert_clean(&result);
+    assert_eq!(admin_commands(&result, "include").len(), 1);
+}
+
+#[test]
+fn a_crash_right_after_the_include_of_a_shrink_still_converges() {
+    // The group is included but still in the status: the next pass includes it again
+    // (idempotent) and drops it.
+    let result = shrink_with_crash_after("include");
+    assert_clean(&result);
+    assert!(!admin_commands(&result, "include").is_empty());
+}
+
+#[test]
+fn a_crash_right_after_the_removal_is_chosen_still_converges() {
+    // The first status patch of the shrink is the mark for removal.
+    let result = shrink_with_crash_after("patch");
+    assert_clean(&result);
+}
+
+#[test]
+fn removing_a_coordinator_changes_coordinators_before_its_pod_goes() {
+    let result = run_file("removals/remove-coordinator.yaml", None);
+    assert_clean(&result);
+    let actions: Vec<(&str, &str)> = result
+        .events
+        .iter()
+        .filter(|e| e.step == 2)
+        .filter(|e| {
+            (e.source == EventSource::Fdb
+                && ["exclude", "include", "coordinators"].contains(&e.action.as_str()))
+                || (e.source == EventSource::K8s && e.action == "delete")
+        })
+        .map(|e| (e.action.as_str(), e.target.as_str()))
+        .collect();
+    assert_eq!(
+        actions.first().map(|a| a.0),
+        Some("coordinators"),
+        "{actions:?}"
+    );
+    let coordinators = &result.steps.last().unwrap().fdb["coordinators"];
+    let log_1_ip = result.steps[0]
+        .pods
+        .iter()
+        .find(|p| p.name == "sample-log-1")
+        .and_then(|p| p.ip.clone())
+        .unwrap();
+    assert!(
+        !coordinators.to_string().contains(&format!("\"{log_1_ip}:")),
+        "{coordinators}"
+    );
+    assert!(
+        actions.contains(&("delete", "pod/sample-log-1")),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_pod_stuck_terminating_leaves_the_cluster_reconciled_with_a_pending_removal() {
+    let result = run_file("removals/stuck-terminating.yaml", None);
+    assert_clean(&result);
+    let stuck = &result.steps[3];
+    let generations = &stuck.cluster["status"]["generations"];
+    assert!(
+        generations["hasPendingRemoval"].is_number(),
+        "{generations}"
+    );
+    assert_eq!(stuck.reconciled, Some(true));
+    let healed = result.steps.last().unwrap();
+    assert!(healed.cluster["status"]["generations"]["hasPendingRemoval"].is_null());
+    assert!(
+        !storage_groups(healed)
+            .iter()
+            .any(|(id, _)| id == "storage-4")
+    );
+}
+
+#[test]
+fn groups_on_nodes_down_for_hours_are_replaced_one_at_a_time() {
+    let result = run_file("removals/node-down.yaml", None);
+    assert_clean(&result);
+    let replacements: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(replacements.len() >= 2, "{replacements:?}");
+    for event in &replacements {
+        assert_eq!(
+            event.matches("failureDetectionTimeSeconds").count(),
+            1,
+            "one at a time: {event}"
+        );
+    }
+    let end = result.steps.last().unwrap();
+    assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
+}
