@@ -112,3 +112,26 @@ pub fn violated(result: &SimulationResult) -> Vec<String> {
     }
     seen
 }
+
+/// The condition types of a process group in the cluster status of a step (empty when
+/// the group is not in the status).
+///
+/// # Panics
+/// When the step's cluster has no `status.processGroups` list.
+pub fn conditions_of(step: &StepResult, group: &str) -> Vec<String> {
+    step.cluster
+        .pointer("/status/processGroups")
+        .and_then(serde_json::Value::as_array)
+        .unwrap_or_else(|| panic!("step {} has no status.processGroups", step.index))
+        .iter()
+        .find(|g| g["processGroupID"] == group)
+        .map(|g| {
+            g["processGroupConditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["type"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}

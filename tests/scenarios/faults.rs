@@ -1,26 +1,8 @@
 //! The operator under faults: it reports them and converges once they are gone.
 
-use fdb_e2e_tests::{run, scenario};
+use fdb_e2e_tests::{conditions_of, run, scenario};
 
 const DOUBLE: &str = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}";
-
-fn conditions_of(step: &fdb_operator::simulation::result::StepResult, group: &str) -> Vec<String> {
-    step.cluster["status"]["processGroups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["processGroupID"] == group)
-        .map(|g| {
-            g["processGroupConditions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
-                .map(|c| c["type"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn creation_converges_despite_api_conflicts_and_admin_timeouts() {

@@ -5,7 +5,7 @@
 //! issue 10 ask; the world judges that one cluster-wide kill by how long the database
 //! is unavailable (a restart plus a recovery).
 
-use fdb_e2e_tests::{run_file, violated};
+use fdb_e2e_tests::{conditions_of, run_file, violated};
 use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
 
 /// The `fdb` events of an action (`kill`, `maintenance`, ...).
@@ -16,24 +16,6 @@ fn admin_events<'a>(result: &'a SimulationResult, action: &str) -> Vec<&'a str> 
         .filter(|e| e.source == EventSource::Fdb && e.action == action)
         .map(|e| e.detail.as_str())
         .collect()
-}
-
-fn conditions_of(step: &StepResult, group: &str) -> Vec<String> {
-    step.cluster["status"]["processGroups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["processGroupID"] == group)
-        .map(|g| {
-            g["processGroupConditions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
-                .map(|c| c["type"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn processes(step: &StepResult) -> &Vec<serde_json::Value> {
