@@ -285,13 +285,8 @@ impl PassIo {
         patch: &serde_json::Value,
         action: String,
     ) -> Result<(), StepError> {
-        // Counted before the call: a failed patch may still have been applied.
-        self.objects.insert(K::KIND);
-        self.api::<K>(ctx)
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        self.send_patch::<K>(ctx, name, &Patch::Merge(patch), action)
             .await
-            .map_err(StepError::kube(action))?;
-        Ok(())
     }
 
     /// Strategic-merge-patches the object `name` (lists of containers merge by name, so
@@ -303,10 +298,22 @@ impl PassIo {
         patch: &serde_json::Value,
         action: String,
     ) -> Result<(), StepError> {
+        self.send_patch::<K>(ctx, name, &Patch::Strategic(patch), action)
+            .await
+    }
+
+    /// Sends one patch of either kind.
+    async fn send_patch<K: SnapshotObject>(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        patch: &Patch<&serde_json::Value>,
+        action: String,
+    ) -> Result<(), StepError> {
         // Counted before the call: a failed patch may still have been applied.
         self.objects.insert(K::KIND);
         self.api::<K>(ctx)
-            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .patch(name, &PatchParams::default(), patch)
             .await
             .map_err(StepError::kube(action))?;
         Ok(())

@@ -172,16 +172,7 @@ impl World {
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let mut conditions: Vec<Value> = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .map(|c| {
-                c.iter()
-                    .filter_map(|c| serde_json::to_value(c).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut conditions = conditions_json(pod);
         for condition in &mut conditions {
             if condition.get("type").and_then(Value::as_str) == Some("Ready") {
                 condition["status"] = json!("False");
@@ -204,16 +195,7 @@ impl World {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let key = ResourceKey::new("", "v1", "pods", &namespace, &name);
         let now = self.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let mut conditions: Vec<Value> = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .map(|c| {
-                c.iter()
-                    .filter_map(|c| serde_json::to_value(c).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut conditions = conditions_json(pod);
         conditions.push(json!({"type": "DisruptionTarget", "status": "True",
             "reason": "DeletionByTaintManager", "message": "Taint manager: deleting due to NoExecute taint",
             "lastTransitionTime": now}));
@@ -256,6 +238,19 @@ impl World {
             }),
         }
     }
+}
+
+/// The pod's status conditions as JSON values, to be edited and patched back whole.
+fn conditions_json(pod: &Pod) -> Vec<Value> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
