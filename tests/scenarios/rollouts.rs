@@ -179,7 +179,6 @@ fn with_deletion_mode_none_a_template_change_deletes_nothing_and_says_so() {
 }
 
 #[test]
-#[ignore = "open operator bug the world catches: once the log groups are replaced, coordinators move to storage, and UpdatePods then deletes a storage pod hosting a coordinator (coordinator-deleted); UpdatePods must move coordinators first"]
 fn a_general_template_change_recreates_storage_pods_and_replaces_the_transaction_system() {
     let result = run_file("rollouts/general-env-rollout.yaml", None);
     assert!(result.violations.is_empty(), "{:?}", result.violations);

@@ -120,7 +120,6 @@ fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_o
 }
 
 #[test]
-#[ignore = "open operator bug the world catches: the rolling main-image update after the kill (UpdatePods) deletes a storage pod hosting a coordinator (coordinator-deleted); UpdatePods must move coordinators first"]
 fn an_incompatible_upgrade_ends_reconciled_on_the_new_images() {
     let result = run(
         &scenario(
@@ -197,7 +196,6 @@ fn an_ignored_log_group_does_not_hold_the_upgrade() {
 }
 
 #[test]
-#[ignore = "open operator bug the world catches: the patch upgrade's rolling update (UpdatePods) replaces the log groups, coordinators move to storage, then a storage pod hosting a coordinator is deleted (coordinator-deleted); UpdatePods must move coordinators first"]
 fn a_patch_upgrade_makes_no_cluster_wide_kill_and_no_staging() {
     let result = run(
         &scenario(
@@ -326,7 +324,6 @@ fn an_operator_crash_during_staging_converges() {
 }
 
 #[test]
-#[ignore = "open operator bug the world catches: RemoveIncompatibleProcesses or UpdatePods deletes a storage pod hosting a coordinator (coordinator-deleted); coordinators must move first"]
 fn a_process_that_ignores_the_kill_gets_its_pod_recreated() {
     let result = run(
         &scenario(

@@ -385,6 +385,8 @@ pub struct IncompatibleDecision {
     pub delete: Vec<IncompatibleGroup>,
     /// Groups left alone for now, and why.
     pub waiting: Vec<String>,
+    /// Groups whose pod must go but hosts a coordinator (ChangeCoordinators moves it).
+    pub hosting_coordinators: Vec<String>,
 }
 
 /// The FoundationDB version the tag of the pod's main image names (`...:7.1.57`).
@@ -467,6 +469,7 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
                 .filter_map(|p| p.address.as_ref())
                 .any(|a| coordinator_ips.contains(ip_of(&a.to_string())));
         if in_coordinators {
+            decision.hosting_coordinators.push(group.id().to_owned());
             decision.waiting.push(format!(
                 "{} ({reason}) hosts a coordinator; waiting for the coordinators to change",
                 group.id()

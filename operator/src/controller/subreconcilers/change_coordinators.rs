@@ -1,20 +1,28 @@
 //! ChangeCoordinators: when a current coordinator is unreachable, excluded, under
 //! maintenance, marked for removal or not a live stateful process group, when two share a
-//! zone, or when their number differs from the desired one, chooses new coordinators
-//! (same rules as the initial choice) and changes them; the new connection string goes
-//! to `status.connectionString`.
+//! zone, when their number differs from the desired one, or when one is on a pod about
+//! to be deleted (the next batch of UpdatePods, a process RemoveIncompatibleProcesses
+//! restarts), chooses new coordinators (same rules as the initial choice) and changes
+//! them; the new connection string goes to `status.connectionString`.
+//!
+//! A planned move (off a group marked for removal or a pod about to go) first waits, for
+//! a bounded time, for new process groups of the rollout to report, and then prefers
+//! groups already on the current pod spec: during a rollout the coordinators move once,
+//! not once per zone (each move is a recovery). A failed coordinator moves at once.
 
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
+use super::update_pods::{self, Deletion};
 use crate::controller::context::Context;
 use crate::controller::coordinators::select_coordinators;
 use crate::controller::errors::StepError;
@@ -25,6 +33,7 @@ use crate::controller::removals::placement;
 use crate::controller::safety::{self, Refusal};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
+use crate::controller::upgrade::decide_incompatible;
 use crate::fdb::AdminClient;
 
 /// See the module documentation.
@@ -124,6 +133,61 @@ fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
         })
 }
 
+/// Groups whose pods are about to be deleted (the next batch of a pod update, processes
+/// that missed an upgrade) while they host a coordinator, and why: the coordinators
+/// must move off them first.
+fn pending_pod_deletions(snapshot: &ClusterSnapshot) -> Option<(BTreeSet<String>, String)> {
+    if let Deletion::MoveCoordinators { groups, reason } = update_pods::decide(snapshot).deletion {
+        return Some((groups, reason));
+    }
+    let incompatible = decide_incompatible(snapshot);
+    (!incompatible.hosting_coordinators.is_empty()).then(|| {
+        (
+            incompatible.hosting_coordinators.iter().cloned().collect(),
+            format!(
+                "processes that missed the upgrade must be restarted: {}",
+                incompatible.waiting.join("; ")
+            ),
+        )
+    })
+}
+
+/// Whether the group's pod waits for a spec update (it will be deleted or replaced).
+fn needs_pod_update(snapshot: &ClusterSnapshot, group_id: &str) -> bool {
+    snapshot.group(group_id).is_some_and(|g| {
+        g.status
+            .condition_since(&ProcessGroupConditionType::IncorrectPodSpec)
+            .is_some()
+    })
+}
+
+/// How long a planned move of the coordinators waits for new process groups to report
+/// (so they can take the coordinators in one move); a group not up by then does not
+/// hold the move any longer.
+const NEW_GROUP_WAIT_SECONDS: i64 = 300;
+
+/// New stateful process groups on the current spec whose processes have not reported
+/// yet (for at most [`NEW_GROUP_WAIT_SECONDS`]): the replacements of a rollout, which
+/// will soon be the best coordinators.
+fn new_groups_coming(snapshot: &ClusterSnapshot) -> Vec<String> {
+    let now = snapshot.now_unix();
+    snapshot
+        .live_groups()
+        .filter(|g| g.status.process_class.is_stateful() && !g.is_reporting())
+        .filter(|g| !needs_pod_update(snapshot, g.id()))
+        .filter(|g| {
+            g.status
+                .condition_since(&ProcessGroupConditionType::MissingProcesses)
+                .is_none_or(|since| now.saturating_sub(since) < NEW_GROUP_WAIT_SECONDS)
+        })
+        .filter(|g| {
+            g.pod
+                .is_none_or(|pod| pod.metadata.deletion_timestamp.is_none())
+        })
+        .map(|g| g.id().to_owned())
+        .collect()
+}
+
 /// Decides from the snapshot (nothing before the database is configured).
 pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
     let status = snapshot.status();
@@ -148,20 +212,36 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
         .iter()
         .map(ToString::to_string)
         .collect();
-    // Never a group whose processes are excluded or under maintenance.
+    let pending = pending_pod_deletions(snapshot);
+    let pending_groups = pending.as_ref().map(|(groups, _)| groups);
+    // Never a group whose processes are excluded or under maintenance, nor one whose pod
+    // is about to be deleted.
     let (candidates, _gaps) = coordinator_candidates(snapshot, &current_text, &|group| {
         group.processes().any(|p| p.excluded || p.under_maintenance)
+            || pending_groups.is_some_and(|groups| groups.contains(group.id()))
     });
     let wanted = usize::try_from(desired_coordinator_count(
         &cluster.spec.redundancy_mode(),
         cluster.spec.usable_regions(),
     ))
     .unwrap_or(1);
-    let Some(reason) = marked_coordinator(snapshot)
-        .or_else(|| problem(cluster, &current, &candidates, db, wanted))
-    else {
+    // A planned move (off a group marked for removal, or a pod about to be deleted) can
+    // wait for the new groups of a rollout; a failed coordinator cannot.
+    let planned =
+        marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|(_, reason)| reason.clone()));
+    let failure = problem(cluster, &current, &candidates, db, wanted);
+    let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };
+    if failure.is_none() {
+        let coming = new_groups_coming(snapshot);
+        if !coming.is_empty() {
+            return CoordinatorAction::Wait(format!(
+                "{reason}; waiting for the new process groups {} to report, so the coordinators move once",
+                coming.join(", ")
+            ));
+        }
+    }
     if let Err(refusal) = safety::available(snapshot) {
         return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
     }
@@ -173,7 +253,21 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
                 .is_some_and(|g| g.is_reporting())
         })
         .collect();
-    match select_coordinators(&reachable, &cluster.spec.coordinator_selection(), wanted) {
+    // During a rollout, groups already on the new spec are preferred: the coordinators
+    // then move once, not once per zone the rollout reaches.
+    let settings = cluster.spec.coordinator_selection();
+    let settled: Vec<_> = reachable
+        .iter()
+        .filter(|c| !needs_pod_update(snapshot, &c.process_group_id))
+        .cloned()
+        .collect();
+    let choice = if settled.len() < reachable.len() {
+        select_coordinators(&settled, &settings, wanted)
+            .or_else(|_| select_coordinators(&reachable, &settings, wanted))
+    } else {
+        select_coordinators(&reachable, &settings, wanted)
+    };
+    match choice {
         Ok(chosen) => {
             let coordinators: Vec<ProcessAddress> = chosen.into_iter().map(|c| c.address).collect();
             if coordinators == current.coordinators {
@@ -365,5 +459,100 @@ mod tests {
             CoordinatorAction::Wait(reason) => assert!(reason.contains("span only 2"), "{reason}"),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// log-1..3 and storage-1 report, storage-2 is new (reporting or not);
+    /// coordinators on log-1, log-3 and storage-1. `changed` is marked for removal
+    /// (`marked`) or waits for a pod update.
+    fn rollout(
+        changed: &str,
+        marked: bool,
+        new_reports: bool,
+        missing_since: Option<i64>,
+    ) -> CoordinatorAction {
+        use crate::controller::fixtures::reporting;
+        use fdb_shared::api::cluster::ProcessGroupCondition;
+        let ids = ["log-1", "log-2", "log-3", "storage-1", "storage-2"];
+        let pods = ids.iter().enumerate().map(|(i, id)| {
+            pod(
+                &format!("s-{id}"),
+                id,
+                &format!("node-{}", i + 1),
+                &format!("10.0.0.{}", i + 1),
+            )
+        });
+        let groups = ids.map(|id| {
+            let mut g = group(id);
+            if id == changed && marked {
+                g.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    jiff::Timestamp::from_second(1).unwrap(),
+                ));
+            } else if id == changed {
+                g.process_group_conditions.push(ProcessGroupCondition {
+                    condition_type: ProcessGroupConditionType::IncorrectPodSpec,
+                    timestamp: 1,
+                });
+            }
+            if let (true, Some(since)) = (id == "storage-2", missing_since) {
+                g.process_group_conditions.push(ProcessGroupCondition {
+                    condition_type: ProcessGroupConditionType::MissingProcesses,
+                    timestamp: since,
+                });
+            }
+            g
+        });
+        let reporting_ids = if new_reports { &ids[..] } else { &ids[..4] };
+        let mut db = reporting(reporting_ids);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_availability = Some(1);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_data = Some(1);
+        let fixture = Fixture::new("{version: 7.1.57, routing: {useDNSInClusterFile: false}}")
+            .groups(groups)
+            .pods(pods)
+            .connection_string("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501")
+            .status(|s| s.configured = true);
+        decide_with(fixture, db)
+    }
+
+    fn changed_to(action: CoordinatorAction) -> Vec<String> {
+        match action {
+            CoordinatorAction::Change { coordinators, .. } => {
+                coordinators.iter().map(ToString::to_string).collect()
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_planned_move_waits_for_new_groups_to_report_and_then_moves_once() {
+        // log-3 is marked for removal; the new storage-2 has not reported yet.
+        match rollout("log-3", true, false, None) {
+            CoordinatorAction::Wait(reason) => {
+                assert!(reason.contains("which is marked for removal"), "{reason}");
+                assert!(reason.contains("new process groups storage-2"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Once it reports, or once it has been missing too long, the coordinators move.
+        for action in [
+            rollout("log-3", true, true, None),
+            rollout("log-3", true, false, Some(1)),
+        ] {
+            let chosen = changed_to(action);
+            assert!(!chosen.contains(&"10.0.0.3:4501".to_owned()), "{chosen:?}");
+        }
+    }
+
+    #[test]
+    fn a_coordinator_on_a_pod_about_to_be_updated_moves_to_groups_on_the_new_spec() {
+        // storage-1's pod is next in the rolling update and hosts a coordinator.
+        let chosen = changed_to(rollout("storage-1", false, true, None));
+        assert_eq!(chosen.len(), 3);
+        assert!(!chosen.contains(&"10.0.0.4:4501".to_owned()), "{chosen:?}");
+        // The current coordinators elsewhere are kept.
+        assert!(chosen.contains(&"10.0.0.1:4501".to_owned()), "{chosen:?}");
     }
 }

@@ -15,7 +15,9 @@
 //! (`maintenanceModeOptions.UseMaintenanceModeChecker`), no other zone is in maintenance
 //! ([`safety::maintenance`]): the zone of a storage batch is put in maintenance first,
 //! and the MaintenanceModeChecker resets it once its processes report again. With locks
-//! in use the global lock is taken first.
+//! in use the global lock is taken first. A coordinator's pod is never deleted: zones
+//! hosting coordinators go last, and a batch that includes one waits
+//! ([`Deletion::MoveCoordinators`]) until ChangeCoordinators has moved them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +35,7 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::removals::placement;
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
@@ -62,6 +65,14 @@ pub enum Deletion {
     Disabled(Vec<String>),
     /// A gate refuses; the reason names what blocks.
     Wait(String),
+    /// The next batch includes pods hosting coordinators: ChangeCoordinators moves them
+    /// off these groups first (a coordinator's pod is never deleted).
+    MoveCoordinators {
+        /// Every group of the next batch (none of them may host a coordinator).
+        groups: BTreeSet<String>,
+        /// Which coordinators are on which pods.
+        reason: String,
+    },
     /// Delete these pods (of `zones`), first putting `maintenance_zone` in maintenance
     /// when it is set.
     Delete {
@@ -197,7 +208,26 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     for (zone, pod) in candidates {
         by_zone.entry(zone).or_default().push(pod);
     }
+    // Zones hosting coordinators go last: by then updated groups can take the
+    // coordinators, so they move once instead of once per zone.
+    let coordinator_of: BTreeMap<String, String> = by_zone
+        .values()
+        .flatten()
+        .filter_map(|p| {
+            let group = snapshot.group(&p.group)?;
+            Some((
+                p.group.clone(),
+                placement::hosted_coordinator(snapshot, &group)?,
+            ))
+        })
+        .collect();
+    let hosts_coordinator = |pod: &PodToDelete| coordinator_of.get(&pod.group);
     let mut zones: Vec<String> = by_zone.keys().cloned().collect();
+    zones.sort_by_key(|zone| {
+        by_zone
+            .get(zone)
+            .is_some_and(|pods| pods.iter().any(|p| hosts_coordinator(p).is_some()))
+    });
     if let Some(current) = &current_maintenance
         && let Some(position) = zones.iter().position(|z| z == current)
     {
@@ -221,7 +251,28 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         .flat_map(|z| by_zone.remove(z).unwrap_or_default())
         .collect();
     if mode == DeletionMode::ProcessGroup {
+        pods.sort_by_key(|p| hosts_coordinator(p).is_some());
         pods.truncate(1);
+    }
+    let hosting: Vec<String> = pods
+        .iter()
+        .filter_map(|p| {
+            Some(format!(
+                "{} hosts coordinator {}",
+                p.pod,
+                hosts_coordinator(p)?
+            ))
+        })
+        .collect();
+    if !hosting.is_empty() {
+        return Deletion::MoveCoordinators {
+            groups: pods.iter().map(|p| p.group.clone()).collect(),
+            reason: format!(
+                "pods of zone {} need an update, but {}; the coordinators move first",
+                chosen.join(", "),
+                hosting.join(", ")
+            ),
+        };
     }
     let has_storage = pods.iter().any(|p| p.class == ProcessClass::Storage);
     let maintenance_zone = match chosen.first() {
@@ -360,10 +411,12 @@ impl Subreconciler for UpdatePods {
                     );
                     Ok(StepOutcome::Continue)
                 }
-                Deletion::Wait(reason) => Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.kube_wait,
-                    reason,
-                }),
+                Deletion::Wait(reason) | Deletion::MoveCoordinators { reason, .. } => {
+                    Ok(StepOutcome::Requeue {
+                        delay: ctx.settings.kube_wait,
+                        reason,
+                    })
+                }
                 Deletion::Delete {
                     pods,
                     zones,

@@ -187,3 +187,26 @@ fn maintenance_mode_sets_the_zone_and_waits_for_another_zone_in_maintenance() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[test]
+fn zones_hosting_coordinators_go_last_and_wait_for_the_coordinators_to_move() {
+    // storage-1 (z1, 10.0.0.1) hosts a coordinator: z2 goes first.
+    let with_coordinator = |coordinators: &str| {
+        fixture("{version: 7.1.57, routing: {useDNSInClusterFile: false}}")
+            .connection_string(&format!("s:abc@{coordinators}"))
+    };
+    let decision = decide(&with_coordinator("10.0.0.1:4501").build());
+    assert_eq!(deleted(&decision), ["sample-storage-2"]);
+    // Every zone with an outdated storage pod hosts one: the batch waits, naming them.
+    let decision = decide(&with_coordinator("10.0.0.1:4501,10.0.0.3:4501,10.0.0.5:4501").build());
+    match decision.deletion {
+        Deletion::MoveCoordinators { groups, reason } => {
+            assert_eq!(groups.into_iter().collect::<Vec<_>>(), ["storage-1"]);
+            assert!(
+                reason.contains("sample-storage-1 hosts coordinator 10.0.0.1:4501"),
+                "{reason}"
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
