@@ -85,3 +85,63 @@ fn a_bigger_volume_replaces_every_stateful_group_two_at_a_time() {
     );
     assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
 }
+
+/// The process group of each pod on `node` in `step`.
+fn groups_on(step: &StepResult, node: &str) -> Vec<String> {
+    step.pods
+        .iter()
+        .filter(|p| p.node.as_deref() == Some(node) && !p.terminating)
+        .filter_map(|p| p.labels.get("foundationdb.org/fdb-process-group-id").cloned())
+        .collect()
+}
+
+#[test]
+fn a_tainted_nodes_groups_are_replaced_after_the_durations_and_the_opt_out_is_ignored() {
+    let result = run_file("replacements/node-taint.yaml", None);
+    assert_clean(&result);
+    let tainted = groups_on(&result.steps[0], "node-2");
+    let kept = groups_on(&result.steps[0], "node-3");
+    assert!(!tainted.is_empty() && !kept.is_empty(), "{tainted:?} {kept:?}");
+    let end = result.steps.last().unwrap();
+    let after = group_ids(end);
+    for id in &tainted {
+        assert!(!after.contains(id), "{id} on the tainted node was not replaced");
+    }
+    for id in &kept {
+        assert!(after.contains(id), "{id} was replaced for an opted-out taint");
+    }
+    assert!(groups_on(end, "node-2").is_empty(), "nothing new on node-2");
+    let chosen = operator_events(&result, "ReplacementChosen");
+    assert!(
+        chosen
+            .iter()
+            .any(|n| n.contains("NodeTaintReplacing") && n.contains("taintReplacementTimeSeconds 600")),
+        "{chosen:?}"
+    );
+    // Not before the taint's 300 s plus the 600 s of taintReplacementTimeSeconds.
+    let taint_time = result.steps[1].time;
+    let first_mark = result
+        .events
+        .iter()
+        .find(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.time)
+        .unwrap();
+    assert!(first_mark >= taint_time + 900, "{first_mark} < {taint_time} + 900");
+    assert_eq!(end.fdb["lostShards"], 0);
+}
+
+#[test]
+fn a_process_reporting_io_errors_is_replaced() {
+    let result = run_file("replacements/io-error.yaml", None);
+    assert_clean(&result);
+    let end = result.steps.last().unwrap();
+    assert!(!group_ids(end).contains(&"storage-2".to_owned()));
+    let chosen = operator_events(&result, "ReplacementChosen");
+    assert!(
+        chosen
+            .iter()
+            .any(|n| n.contains("storage-2: ProcessHasIOError")),
+        "{chosen:?}"
+    );
+    assert_eq!(end.fdb["lostShards"], 0);
+}
