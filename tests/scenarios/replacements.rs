@@ -50,8 +50,14 @@ fn a_new_process_group_id_prefix_migrates_every_group_by_replacement() {
     let excluded = admin_targets(&result, "exclude").join(" ");
     let included = admin_targets(&result, "include").join(" ");
     for old in &before {
-        assert!(excluded.contains(old.as_str()), "{old} not excluded: {excluded}");
-        assert!(included.contains(old.as_str()), "{old} not included: {included}");
+        assert!(
+            excluded.contains(old.as_str()),
+            "{old} not excluded: {excluded}"
+        );
+        assert!(
+            included.contains(old.as_str()),
+            "{old} not included: {included}"
+        );
     }
     assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
 }
@@ -77,7 +83,10 @@ fn a_bigger_volume_replaces_every_stateful_group_two_at_a_time() {
     let chosen = operator_events(&result, "ReplacementChosen");
     assert!(!chosen.is_empty());
     for note in &chosen {
-        assert!(note.matches("volumeClaimTemplate changed").count() <= 2, "{note}");
+        assert!(
+            note.matches("volumeClaimTemplate changed").count() <= 2,
+            "{note}"
+        );
     }
     assert!(
         !operator_events(&result, "ReplacementBlocked").is_empty(),
@@ -91,7 +100,11 @@ fn groups_on(step: &StepResult, node: &str) -> Vec<String> {
     step.pods
         .iter()
         .filter(|p| p.node.as_deref() == Some(node) && !p.terminating)
-        .filter_map(|p| p.labels.get("foundationdb.org/fdb-process-group-id").cloned())
+        .filter_map(|p| {
+            p.labels
+                .get("foundationdb.org/fdb-process-group-id")
+                .cloned()
+        })
         .collect()
 }
 
@@ -101,21 +114,31 @@ fn a_tainted_nodes_groups_are_replaced_after_the_durations_and_the_opt_out_is_ig
     assert_clean(&result);
     let tainted = groups_on(&result.steps[0], "node-2");
     let kept = groups_on(&result.steps[0], "node-3");
-    assert!(!tainted.is_empty() && !kept.is_empty(), "{tainted:?} {kept:?}");
+    assert!(
+        !tainted.is_empty() && !kept.is_empty(),
+        "{tainted:?} {kept:?}"
+    );
     let end = result.steps.last().unwrap();
     let after = group_ids(end);
     for id in &tainted {
-        assert!(!after.contains(id), "{id} on the tainted node was not replaced");
+        assert!(
+            !after.contains(id),
+            "{id} on the tainted node was not replaced"
+        );
     }
     for id in &kept {
-        assert!(after.contains(id), "{id} was replaced for an opted-out taint");
+        assert!(
+            after.contains(id),
+            "{id} was replaced for an opted-out taint"
+        );
     }
     assert!(groups_on(end, "node-2").is_empty(), "nothing new on node-2");
     let chosen = operator_events(&result, "ReplacementChosen");
     assert!(
         chosen
             .iter()
-            .any(|n| n.contains("NodeTaintReplacing") && n.contains("taintReplacementTimeSeconds 600")),
+            .any(|n| n.contains("NodeTaintReplacing")
+                && n.contains("taintReplacementTimeSeconds 600")),
         "{chosen:?}"
     );
     // Not before the taint's 300 s plus the 600 s of taintReplacementTimeSeconds.
@@ -126,7 +149,10 @@ fn a_tainted_nodes_groups_are_replaced_after_the_durations_and_the_opt_out_is_ig
         .find(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
         .map(|e| e.time)
         .unwrap();
-    assert!(first_mark >= taint_time + 900, "{first_mark} < {taint_time} + 900");
+    assert!(
+        first_mark >= taint_time + 900,
+        "{first_mark} < {taint_time} + 900"
+    );
     assert_eq!(end.fdb["lostShards"], 0);
 }
 

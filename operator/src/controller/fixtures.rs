@@ -176,7 +176,10 @@ impl Fixture {
     }
 
     /// The Nodes were read (each `(name, taints as JSON)`).
-    pub fn nodes<'a>(mut self, nodes: impl IntoIterator<Item = (&'a str, serde_json::Value)>) -> Self {
+    pub fn nodes<'a>(
+        mut self,
+        nodes: impl IntoIterator<Item = (&'a str, serde_json::Value)>,
+    ) -> Self {
         let read = self.nodes.get_or_insert_with(Default::default);
         for (name, taints) in nodes {
             let node = serde_json::from_value(serde_json::json!({

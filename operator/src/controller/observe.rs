@@ -23,9 +23,9 @@ use super::pod_model::{
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, pod_zone, taint_facts,
 };
-use fdb_shared::api::cluster::ProcessGroupConditionType;
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::status::GroupObservation;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 fn build_error(
     what: String,

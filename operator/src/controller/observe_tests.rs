@@ -117,7 +117,12 @@ fn io_errors_and_node_taints_become_conditions_through_the_status() {
         timestamp: 9_000,
     }];
     let snapshot = Fixture::new(spec)
-        .groups([group("storage-1"), long_tainted, group("storage-3"), group("storage-4")])
+        .groups([
+            group("storage-1"),
+            long_tainted,
+            group("storage-3"),
+            group("storage-4"),
+        ])
         .pods([
             pod("sample-storage-1", "storage-1", "node-a", "10.0.0.1"),
             pod("sample-storage-2", "storage-2", "node-a", "10.0.0.2"),
@@ -125,8 +130,14 @@ fn io_errors_and_node_taints_become_conditions_through_the_status() {
             pod("sample-storage-4", "storage-4", "node-c", "10.0.0.4"),
         ])
         .nodes([
-            ("node-a", serde_json::json!([{"key": "drain", "effect": "NoSchedule"}])),
-            ("node-b", serde_json::json!([{"key": "keep", "effect": "NoSchedule"}])),
+            (
+                "node-a",
+                serde_json::json!([{"key": "drain", "effect": "NoSchedule"}]),
+            ),
+            (
+                "node-b",
+                serde_json::json!([{"key": "keep", "effect": "NoSchedule"}]),
+            ),
         ])
         .connection_string("sample:abc@10.0.0.1:4501")
         .database(serde_json::from_value(db).unwrap())
@@ -141,14 +152,30 @@ fn io_errors_and_node_taints_become_conditions_through_the_status() {
             .unwrap()
             .process_group_conditions
             .iter()
-            .filter(|c| !matches!(c.condition_type, C::IncorrectPodSpec | C::IncorrectConfigMap | C::IncorrectSidecarImage | C::IncorrectPodMetadata | C::MissingPvc))
+            .filter(|c| {
+                !matches!(
+                    c.condition_type,
+                    C::IncorrectPodSpec
+                        | C::IncorrectConfigMap
+                        | C::IncorrectSidecarImage
+                        | C::IncorrectPodMetadata
+                        | C::MissingPvc
+                )
+            })
             .map(|c| (c.condition_type.clone(), c.timestamp))
             .collect()
     };
-    assert_eq!(conditions("storage-1"), [(C::NodeTaintDetected, 10_000)], "new taint");
+    assert_eq!(
+        conditions("storage-1"),
+        [(C::NodeTaintDetected, 10_000)],
+        "new taint"
+    );
     assert_eq!(
         conditions("storage-2"),
-        [(C::NodeTaintDetected, 9_000), (C::NodeTaintReplacing, 10_000)],
+        [
+            (C::NodeTaintDetected, 9_000),
+            (C::NodeTaintReplacing, 10_000)
+        ],
         "tainted longer than 300 s"
     );
     assert_eq!(

@@ -19,8 +19,8 @@ use kube::ResourceExt;
 use super::desired::pod_options;
 use super::pod_model::volumes::MONITOR_CONF_FILE;
 use super::pod_model::{
-    CONFIG_MAP_VOLUME, IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PodModelError,
-    PUBLIC_IP_SOURCE_ANNOTATION, build_pod, build_pvc, parse_any_process_group_id,
+    CONFIG_MAP_VOLUME, IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
+    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, build_pod, build_pvc, parse_any_process_group_id,
     process_group_id,
 };
 use super::quantity::parse_quantity;
@@ -85,7 +85,10 @@ impl fmt::Display for ReplaceOnlyChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ProcessGroupIdPrefix { desired } => {
-                write!(f, "processGroupIDPrefix changed (the group would be {desired})")
+                write!(
+                    f,
+                    "processGroupIDPrefix changed (the group would be {desired})"
+                )
             }
             Self::PublicIpSource { live, desired } => {
                 write!(f, "publicIPSource {live} -> {desired}")
@@ -145,15 +148,19 @@ fn bigger_resources(desired: &[Container], live: &[Container]) -> Option<Replace
                 &wanted_resources.requests,
                 &current_resources.requests,
             ),
-            ("limits", &wanted_resources.limits, &current_resources.limits),
+            (
+                "limits",
+                &wanted_resources.limits,
+                &current_resources.limits,
+            ),
         ] {
             for resource in ["cpu", "memory"] {
                 let value = |map: &Option<BTreeMap<String, _>>| {
-                    map.as_ref()
-                        .and_then(|m| m.get(resource))
-                        .and_then(|q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
+                    map.as_ref().and_then(|m| m.get(resource)).and_then(
+                        |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
                             parse_quantity(&q.0).ok()
-                        })
+                        },
+                    )
                 };
                 // An unreadable or absent value is not "bigger": only a known increase
                 // replaces the group.
@@ -220,7 +227,10 @@ pub fn replace_only_change(
             return Ok(Some(ReplaceOnlyChange::ProcessGroupIdPrefix { desired }));
         }
     }
-    if let Some(pod) = group.pod.filter(|p| p.metadata.deletion_timestamp.is_none()) {
+    if let Some(pod) = group
+        .pod
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
         let desired = build_pod(cluster, status, &pod_options(cluster, status))?;
         if let Some(change) = pod_change(cluster, &desired, pod, policy) {
             return Ok(Some(change));

@@ -18,7 +18,11 @@ fn made_under(old_spec: &str, now_spec: &str, id: &str) -> ClusterSnapshot {
         .build()
 }
 
-fn change(snapshot: &ClusterSnapshot, id: &str, policy: ReplacePolicy) -> Option<ReplaceOnlyChange> {
+fn change(
+    snapshot: &ClusterSnapshot,
+    id: &str,
+    policy: ReplacePolicy,
+) -> Option<ReplaceOnlyChange> {
     let group = snapshot.group(id).unwrap();
     replace_only_change(snapshot.cluster(), &group, policy).unwrap()
 }
@@ -38,7 +42,11 @@ fn an_unchanged_spec_and_in_place_changes_need_no_replacement() {
 
 #[test]
 fn a_new_id_prefix_replaces_every_group_of_the_old_one() {
-    let snapshot = made_under(BASE, "{version: 7.1.57, processGroupIDPrefix: blue}", "storage-1");
+    let snapshot = made_under(
+        BASE,
+        "{version: 7.1.57, processGroupIDPrefix: blue}",
+        "storage-1",
+    );
     assert_eq!(
         change(&snapshot, "storage-1", ReplacePolicy::default()),
         Some(ReplaceOnlyChange::ProcessGroupIdPrefix {
@@ -71,7 +79,11 @@ fn ip_source_servers_per_pod_and_node_selector_need_new_groups() {
         Some(ReplaceOnlyChange::PublicIpSource { .. })
     ));
     assert_eq!(
-        default_change(BASE, "{version: 7.1.57, storageServersPerPod: 2}", "storage-1"),
+        default_change(
+            BASE,
+            "{version: 7.1.57, storageServersPerPod: 2}",
+            "storage-1"
+        ),
         Some(ReplaceOnlyChange::ServersPerPod {
             live: "fdbmonitor-conf-storage".into(),
             desired: "fdbmonitor-conf-storage-density-2".into()
@@ -121,7 +133,10 @@ fn bigger_resources_replace_only_when_asked() {
 fn file_ownership_changes_replace_only_with_the_operator_flag() {
     let owned = "{version: 7.1.57, processes: {general: {podTemplate: {spec: {securityContext: {fsGroup: 4059}}}}}}";
     let snapshot = made_under(BASE, owned, "storage-1");
-    assert_eq!(change(&snapshot, "storage-1", ReplacePolicy::default()), None);
+    assert_eq!(
+        change(&snapshot, "storage-1", ReplacePolicy::default()),
+        None
+    );
     let flag = ReplacePolicy {
         replace_on_security_context_change: true,
     };
@@ -150,9 +165,10 @@ fn a_pod_of_another_image_type_is_replaced_and_terminating_objects_are_not_judge
             desired: "split".into()
         })
     );
-    unified.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        jiff::Timestamp::from_second(1).unwrap(),
-    ));
+    unified.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::from_second(1).unwrap(),
+        ));
     let terminating = Fixture::new(BASE).groups([status]).pods([unified]).build();
     assert_eq!(
         change(&terminating, "storage-1", ReplacePolicy::default()),

@@ -91,9 +91,7 @@ pub fn taint_facts(
     let tainted_for = now.saturating_sub(detected_since);
     TaintFacts::Tainted {
         detected_since,
-        replacing: counting
-            .iter()
-            .any(|(_, seconds)| tainted_for >= *seconds),
+        replacing: counting.iter().any(|(_, seconds)| tainted_for >= *seconds),
     }
 }
 
@@ -117,7 +115,11 @@ mod tests {
 
     #[test]
     fn the_specific_key_wins_over_the_wildcard_and_max_int_opts_out() {
-        let options = [option("*", 60), option("maintenance", 600), option("keep", i64::MAX)];
+        let options = [
+            option("*", 60),
+            option("maintenance", 600),
+            option("keep", i64::MAX),
+        ];
         assert_eq!(taint_duration(&options, "maintenance"), Some(600));
         assert_eq!(taint_duration(&options, "anything"), Some(60));
         assert_eq!(taint_duration(&options, "keep"), None, "opt-out");
@@ -179,7 +181,14 @@ mod tests {
         );
         assert_eq!(taint_facts(&options, None, None, 1_000), TaintFacts::Clear);
         assert_eq!(
-            taint_facts(&[], Some(&node(serde_json::json!([{"key": "k", "effect": "NoSchedule"}]))), None, 1),
+            taint_facts(
+                &[],
+                Some(&node(
+                    serde_json::json!([{"key": "k", "effect": "NoSchedule"}])
+                )),
+                None,
+                1
+            ),
             TaintFacts::Clear
         );
     }

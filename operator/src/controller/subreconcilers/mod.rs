@@ -28,12 +28,12 @@ pub mod update_sidecar_versions;
 pub mod update_status;
 pub mod upgrade_bounce;
 
-use async_trait::async_trait;
 use super::context::Context;
 use super::errors::StepError;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
 use super::snapshot::ClusterSnapshot;
+use async_trait::async_trait;
 
 /// One step of a reconcile pass.
 ///

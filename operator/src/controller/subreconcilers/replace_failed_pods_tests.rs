@@ -108,7 +108,9 @@ fn taint_replacing_waits_for_the_taint_replacement_time_and_io_errors_for_the_de
     let decision = decide(&late);
     assert_eq!(ids(&decision), ["storage-1", "storage-3"]);
     assert!(
-        decision.replace[0].1.contains("taintReplacementTimeSeconds 1200"),
+        decision.replace[0]
+            .1
+            .contains("taintReplacementTimeSeconds 1200"),
         "{decision:?}"
     );
 }

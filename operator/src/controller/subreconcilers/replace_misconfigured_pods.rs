@@ -88,9 +88,7 @@ pub fn decide(
         .max_concurrent_misconfiguration_replacements()
     {
         None => usize::MAX,
-        Some(max) => usize::try_from(max)
-            .unwrap_or(0)
-            .saturating_sub(busy.len()),
+        Some(max) => usize::try_from(max).unwrap_or(0).saturating_sub(busy.len()),
     };
     let mut candidates = candidates.into_iter();
     decision.replace = candidates.by_ref().take(slots).collect();

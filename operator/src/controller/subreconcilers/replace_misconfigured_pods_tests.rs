@@ -57,7 +57,11 @@ fn a_prefix_change_replaces_every_live_group_without_a_cap() {
         ReplacePolicy::default(),
     )
     .unwrap();
-    assert_eq!(ids(&decision.replace), IDS, "a marked group is not marked again");
+    assert_eq!(
+        ids(&decision.replace),
+        IDS,
+        "a marked group is not marked again"
+    );
     assert!(decision.waiting.is_empty());
 }
 
@@ -65,7 +69,11 @@ fn a_prefix_change_replaces_every_live_group_without_a_cap() {
 fn a_pvc_change_respects_max_concurrent_replacements_and_names_the_blocking_group() {
     let spec = "{version: 7.1.57, automationOptions: {maxConcurrentReplacements: 1}, processes: {general: {volumeClaimTemplate: {spec: {resources: {requests: {storage: 256G}}}}}}}";
     let free = decide(&fixture(spec, vec![]).build(), ReplacePolicy::default()).unwrap();
-    assert_eq!(ids(&free.replace), ["storage-1"], "log-1 has a PVC too: {free:?}");
+    assert_eq!(
+        ids(&free.replace),
+        ["storage-1"],
+        "log-1 has a PVC too: {free:?}"
+    );
     assert_eq!(ids(&free.waiting), ["storage-2", "log-1"]);
     assert!(free.replace[0].1 == ReplaceOnlyChange::PvcSpec);
     // A group marked and not excluded holds the only slot; an excluded one does not.
@@ -83,7 +91,10 @@ fn a_pvc_change_respects_max_concurrent_replacements_and_names_the_blocking_grou
     assert!(busy.replace.is_empty());
     assert_eq!(busy.in_flight, ["storage-9"]);
     let reason = busy.wait_reason().unwrap();
-    assert!(reason.contains("storage-9") && reason.contains("first storage-1"), "{reason}");
+    assert!(
+        reason.contains("storage-9") && reason.contains("first storage-1"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -93,6 +104,10 @@ fn every_pod_update_strategy_replaces_replace_only_changes() {
             "{{version: 7.1.57, storageServersPerPod: 2, automationOptions: {{podUpdateStrategy: {strategy}}}}}"
         );
         let decision = decide(&fixture(&spec, vec![]).build(), ReplacePolicy::default()).unwrap();
-        assert_eq!(ids(&decision.replace), ["storage-1", "storage-2"], "{strategy}");
+        assert_eq!(
+            ids(&decision.replace),
+            ["storage-1", "storage-2"],
+            "{strategy}"
+        );
     }
 }
