@@ -40,8 +40,10 @@ fn describe(set: &BTreeSet<Permission>) -> Vec<String> {
 /// scope the operator watches (`None`: all namespaces).
 fn assert_exact_rbac(install: &Install, watched: Option<&str>) {
     let file = &install.file;
-    assert_eq!(install.grants.len(), 1, "{file}: one role");
-    assert_eq!(install.bindings.len(), 1, "{file}: one binding");
+    // A namespaced install grants what is cluster-scoped with a second, ClusterRole.
+    let roles = if watched.is_some() { 2 } else { 1 };
+    assert_eq!(install.grants.len(), roles, "{file}: roles");
+    assert_eq!(install.bindings.len(), roles, "{file}: bindings");
     let (grant, binding) = (&install.grants[0], &install.bindings[0]);
     let (role_kind, binding_kind) = match watched {
         None => ("ClusterRole", "ClusterRoleBinding"),
@@ -64,7 +66,11 @@ fn assert_exact_rbac(install: &Install, watched: Option<&str>) {
     assert_eq!(binding.role_ref.name, grant.name, "{file}: roleRef name");
 
     let granted = rbac::granted(&grant.rules, file);
-    let required = required();
+    let mut required = required();
+    match watched {
+        None => required.extend(rbac::cluster_scoped()),
+        Some(_) => assert_cluster_scoped_grant(install),
+    }
     let missing: BTreeSet<_> = required.difference(&granted).cloned().collect();
     let extra: BTreeSet<_> = granted.difference(&required).cloned().collect();
     assert!(
@@ -77,6 +83,23 @@ fn assert_exact_rbac(install: &Install, watched: Option<&str>) {
         extra.is_empty(),
         "{file}: grants more than the operator uses: {:?}",
         describe(&extra)
+    );
+}
+
+/// The namespaced install's ClusterRole: exactly [`rbac::CLUSTER_SCOPED`], bound to the
+/// same service account as its Role.
+fn assert_cluster_scoped_grant(install: &Install) {
+    let file = &install.file;
+    let (grant, binding) = (&install.grants[1], &install.bindings[1]);
+    assert_eq!(grant.kind, "ClusterRole", "{file}");
+    assert_eq!(binding.kind, "ClusterRoleBinding", "{file}");
+    assert_eq!(binding.role_ref.kind, "ClusterRole", "{file}");
+    assert_eq!(binding.role_ref.name, grant.name, "{file}: roleRef name");
+    assert_eq!(binding.subjects, install.bindings[0].subjects, "{file}");
+    assert_eq!(
+        rbac::granted(&grant.rules, file),
+        rbac::cluster_scoped(),
+        "{file}: the ClusterRole grants exactly the cluster-scoped reads"
     );
 }
 

@@ -152,9 +152,21 @@ pub const REQUIRED: &[Need] = &[
     },
 ];
 
-/// [`REQUIRED`] as a set of triples.
-pub fn required() -> BTreeSet<Permission> {
-    REQUIRED
+/// What `fdb-operator run` reads of cluster-scoped objects: a namespaced install grants
+/// it with its own ClusterRole (a Role cannot grant it).
+pub const CLUSTER_SCOPED: &[Need] = &[
+    // The Nodes of the cluster's pods, for taint replacements; read only when
+    // `taintReplacementOptions` are set, and a node that cannot be read is skipped.
+    Need {
+        group: "",
+        resource: "nodes",
+        verbs: &["get"],
+        source: "controller/pass_io.rs PassIo::get_nodes: Api::get_opt (read by controller/pass.rs)",
+    },
+];
+
+fn triples(needs: &[Need]) -> BTreeSet<Permission> {
+    needs
         .iter()
         .flat_map(|need| {
             need.verbs.iter().map(|verb| {
@@ -168,10 +180,21 @@ pub fn required() -> BTreeSet<Permission> {
         .collect()
 }
 
+/// [`REQUIRED`] as a set of triples.
+pub fn required() -> BTreeSet<Permission> {
+    triples(REQUIRED)
+}
+
+/// [`CLUSTER_SCOPED`] as a set of triples.
+pub fn cluster_scoped() -> BTreeSet<Permission> {
+    triples(CLUSTER_SCOPED)
+}
+
 /// The code that needs any of `permissions`.
 pub fn sources_of(permissions: &BTreeSet<Permission>) -> Vec<&'static str> {
     REQUIRED
         .iter()
+        .chain(CLUSTER_SCOPED)
         .filter(|need| {
             permissions.iter().any(|(group, resource, verb)| {
                 need.group == group

@@ -11,6 +11,7 @@ mod idempotence;
 mod kubernetes;
 mod mutations;
 mod removals;
+mod replacements;
 mod restart;
 mod rollouts;
 mod upgrades;

@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Client certificate and key presented to sidecars (with --sidecar-ca-file).
     #[arg(long, num_args = 2, value_names = ["CERT", "KEY"])]
     pub sidecar_client_certificate: Option<Vec<PathBuf>>,
+    /// Replace process groups (instead of recreating their pods) when the pods' file
+    /// ownership changes (fsGroup, fsGroupChangePolicy, runAsUser, runAsGroup).
+    #[arg(long)]
+    pub replace_on_security_context_change: bool,
 }
 
 async fn run_async(args: RunArgs) -> Result<(), String> {
@@ -58,12 +62,13 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         work_dir: args.work_dir,
         tls: None,
     };
-    let ctx = Context::new(
+    let mut ctx = Context::new(
         kube,
         Arc::new(admin),
         Arc::new(HttpSidecarProvider::new(factory, tls.is_some())),
         Arc::new(SystemClock),
     );
+    ctx.settings.replace_on_security_context_change = args.replace_on_security_context_change;
     let options = RunOptions {
         namespace: args.namespace,
         metrics_address: Some(args.metrics_address),

@@ -46,6 +46,9 @@ pub struct OperatorSettings {
     pub publish_events: bool,
     /// How many sidecars UpdatePodConfig talks to at once.
     pub sidecar_concurrency: usize,
+    /// `--replace-on-security-context-change`: file ownership changes replace process
+    /// groups instead of recreating their pods (see [`super::replace_only`]).
+    pub replace_on_security_context_change: bool,
 }
 
 impl Default for OperatorSettings {
@@ -57,6 +60,7 @@ impl Default for OperatorSettings {
             controller_name: "fdb-operator".to_owned(),
             publish_events: true,
             sidecar_concurrency: 16,
+            replace_on_security_context_change: false,
         }
     }
 }
@@ -84,6 +88,15 @@ impl fmt::Debug for Context {
             .field("settings", &self.settings)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
+    }
+}
+
+impl OperatorSettings {
+    /// What counts as a replace-only change under these settings.
+    pub fn replace_policy(&self) -> super::replace_only::ReplacePolicy {
+        super::replace_only::ReplacePolicy {
+            replace_on_security_context_change: self.replace_on_security_context_change,
+        }
     }
 }
 

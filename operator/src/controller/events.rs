@@ -59,6 +59,9 @@ pub enum EventReason {
     ReplacementChosen,
     /// A pod in a terminal phase (Failed, Evicted) was deleted to be recreated.
     TerminalPodDeleted,
+    /// Replacements wait for `maxConcurrentReplacements` (the note names the groups in
+    /// flight).
+    ReplacementBlocked,
 }
 
 impl EventReason {
@@ -89,6 +92,7 @@ impl EventReason {
             Self::ProcessGroupRemoved => "ProcessGroupRemoved",
             Self::ReplacementChosen => "ReplacementChosen",
             Self::TerminalPodDeleted => "TerminalPodDeleted",
+            Self::ReplacementBlocked => "ReplacementBlocked",
         }
     }
 

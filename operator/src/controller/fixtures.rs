@@ -86,6 +86,7 @@ pub struct Fixture {
     services: Vec<Service>,
     config_map: Option<ConfigMap>,
     database: DatabaseState,
+    nodes: Option<std::collections::BTreeMap<String, k8s_openapi::api::core::v1::Node>>,
     now: i64,
 }
 
@@ -101,6 +102,7 @@ impl Fixture {
             services: Vec::new(),
             config_map: None,
             database: DatabaseState::NotCreated,
+            nodes: None,
             now: 10_000,
         }
     }
@@ -173,6 +175,22 @@ impl Fixture {
         self
     }
 
+    /// The Nodes were read (each `(name, taints as JSON)`).
+    pub fn nodes<'a>(
+        mut self,
+        nodes: impl IntoIterator<Item = (&'a str, serde_json::Value)>,
+    ) -> Self {
+        let read = self.nodes.get_or_insert_with(Default::default);
+        for (name, taints) in nodes {
+            let node = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name}, "spec": {"taints": taints}
+            }))
+            .unwrap();
+            read.insert(name.to_owned(), node);
+        }
+        self
+    }
+
     /// The pass runs at `unix` seconds.
     pub fn at(mut self, unix: i64) -> Self {
         self.now = unix;
@@ -189,6 +207,7 @@ impl Fixture {
             services: self.services,
             config_map: self.config_map,
             database: self.database,
+            nodes: self.nodes,
         })
     }
 }

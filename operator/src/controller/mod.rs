@@ -24,7 +24,9 @@ pub mod pod_model;
 pub mod process_groups;
 pub mod production;
 pub mod providers;
+pub mod quantity;
 pub mod removals;
+pub mod replace_only;
 pub mod safety;
 #[cfg(test)]
 mod scale_tests;

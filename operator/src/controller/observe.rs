@@ -20,9 +20,12 @@ use super::pod_model::{
     build_process_group_service, build_pvc, expected_substitutions, pod_spec_hash,
     process_group_labels, servers_per_pod,
 };
-use super::process_groups::{GroupFacts, PodFacts, Presence, ProcessFacts, pod_zone};
+use super::process_groups::{
+    GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, pod_zone, taint_facts,
+};
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::status::GroupObservation;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 fn build_error(
     what: String,
@@ -161,6 +164,30 @@ pub fn observe_group(
         }
         _ => None,
     };
+    let taints = match snapshot.nodes() {
+        None => TaintFacts::Clear,
+        Some(nodes) => {
+            let options = &cluster
+                .spec
+                .automation_options
+                .replacements
+                .taint_replacement_options;
+            let node_name = pod
+                .and_then(|p| p.spec.as_ref())
+                .and_then(|s| s.node_name.as_deref());
+            match node_name {
+                None => TaintFacts::Clear,
+                // Scheduled after the nodes were read: judged next pass.
+                Some(name) if !nodes.contains_key(name) => TaintFacts::Unknown,
+                Some(name) => taint_facts(
+                    options,
+                    nodes.get(name),
+                    status.condition_since(&ProcessGroupConditionType::NodeTaintDetected),
+                    snapshot.now_unix(),
+                ),
+            }
+        }
+    };
     let fault_domain = processes
         .iter()
         .find_map(|p| p.locality.zoneid.clone())
@@ -175,6 +202,8 @@ pub fn observe_group(
             expected_processes: usize::try_from(servers_per_pod(cluster, status.process_class))
                 .unwrap_or(1),
             command_lines_match,
+            io_error: processes.iter().any(|p| p.has_message("io_error")),
+            taints,
         },
         address: pod
             .and_then(|pod| public_ip(cluster, pod))

@@ -102,3 +102,90 @@ fn the_config_map_is_in_sync_only_with_the_desired_data() {
         .build();
     assert!(!config_map_in_sync(&stale).unwrap());
 }
+
+#[test]
+fn io_errors_and_node_taints_become_conditions_through_the_status() {
+    use crate::controller::subreconcilers::update_status::decide;
+    use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
+    let spec = "{version: 7.1.57, automationOptions: {replacements: {taintReplacementOptions: [{key: '*', durationInSeconds: 300}, {key: keep, durationInSeconds: 9223372036854775807}]}}}";
+    let mut db = serde_json::to_value(reporting(&["storage-1", "storage-2", "storage-3"])).unwrap();
+    db["cluster"]["processes"]["p2"]["messages"] =
+        serde_json::json!([{"name": "io_error", "description": "disk failure"}]);
+    let mut long_tainted = group("storage-2");
+    long_tainted.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::NodeTaintDetected,
+        timestamp: 9_000,
+    }];
+    let snapshot = Fixture::new(spec)
+        .groups([
+            group("storage-1"),
+            long_tainted,
+            group("storage-3"),
+            group("storage-4"),
+        ])
+        .pods([
+            pod("sample-storage-1", "storage-1", "node-a", "10.0.0.1"),
+            pod("sample-storage-2", "storage-2", "node-a", "10.0.0.2"),
+            pod("sample-storage-3", "storage-3", "node-b", "10.0.0.3"),
+            pod("sample-storage-4", "storage-4", "node-c", "10.0.0.4"),
+        ])
+        .nodes([
+            (
+                "node-a",
+                serde_json::json!([{"key": "drain", "effect": "NoSchedule"}]),
+            ),
+            (
+                "node-b",
+                serde_json::json!([{"key": "keep", "effect": "NoSchedule"}]),
+            ),
+        ])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .database(serde_json::from_value(db).unwrap())
+        .at(10_000)
+        .build();
+    let status = decide(&snapshot).unwrap().status;
+    let conditions = |id: &str| -> Vec<(C, i64)> {
+        status
+            .process_groups
+            .iter()
+            .find(|g| g.process_group_id == id)
+            .unwrap()
+            .process_group_conditions
+            .iter()
+            .filter(|c| {
+                !matches!(
+                    c.condition_type,
+                    C::IncorrectPodSpec
+                        | C::IncorrectConfigMap
+                        | C::IncorrectSidecarImage
+                        | C::IncorrectPodMetadata
+                        | C::MissingPvc
+                )
+            })
+            .map(|c| (c.condition_type.clone(), c.timestamp))
+            .collect()
+    };
+    assert_eq!(
+        conditions("storage-1"),
+        [(C::NodeTaintDetected, 10_000)],
+        "new taint"
+    );
+    assert_eq!(
+        conditions("storage-2"),
+        [
+            (C::NodeTaintDetected, 9_000),
+            (C::NodeTaintReplacing, 10_000)
+        ],
+        "tainted longer than 300 s"
+    );
+    assert_eq!(
+        conditions("storage-3"),
+        [(C::ProcessHasIoError, 10_000)],
+        "the opt-out key is ignored; the io_error message counts"
+    );
+    assert_eq!(
+        conditions("storage-4"),
+        [(C::MissingProcesses, 10_000)],
+        "node-c could not be read: nothing known of its taints"
+    );
+}

@@ -131,6 +131,23 @@ async fn read(
         .get_config_map(ctx, &config_map_name(cluster.cluster()))
         .await?;
     let database = io.read_database(ctx, cluster.cluster()).await;
+    let nodes = if cluster
+        .spec()
+        .automation_options
+        .replacements
+        .taint_replacement_options
+        .is_empty()
+    {
+        None
+    } else {
+        let names: std::collections::BTreeSet<String> = pods
+            .iter()
+            .filter_map(|pod: &k8s_openapi::api::core::v1::Pod| {
+                pod.spec.as_ref()?.node_name.clone()
+            })
+            .collect();
+        Some(io.get_nodes(ctx, &names).await)
+    };
     Ok(SnapshotParts {
         cluster,
         now,
@@ -139,6 +156,7 @@ async fn read(
         services,
         config_map,
         database,
+        nodes,
     })
 }
 

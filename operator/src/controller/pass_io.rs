@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -155,6 +155,28 @@ impl PassIo {
                 "get configmap {}/{name}",
                 self.namespace
             )))
+    }
+
+    /// The Nodes with these names, one GET each. A node that cannot be read is left out
+    /// (logged): its pods' taint conditions then stay as they were, and a missing
+    /// permission to read nodes never stops the rest of the pass.
+    pub async fn get_nodes(
+        &self,
+        ctx: &Context,
+        names: &std::collections::BTreeSet<String>,
+    ) -> std::collections::BTreeMap<String, Node> {
+        let api: Api<Node> = Api::all(ctx.kube.clone());
+        let mut nodes = std::collections::BTreeMap::new();
+        for name in names {
+            match api.get_opt(name).await {
+                Ok(Some(node)) => {
+                    nodes.insert(name.clone(), node);
+                }
+                Ok(None) => tracing::debug!(node = %name, "node of a pod not found"),
+                Err(error) => tracing::warn!(node = %name, %error, "cannot read node"),
+            }
+        }
+        nodes
     }
 
     fn open_admin(

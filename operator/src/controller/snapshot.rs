@@ -27,7 +27,7 @@ use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDB
 use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
 use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
 
 use super::objects::group_of;
@@ -93,6 +93,10 @@ pub struct SnapshotParts {
     pub config_map: Option<ConfigMap>,
     /// The database.
     pub database: DatabaseState,
+    /// The Nodes of the cluster's pods by name, read at the start of the pass, only
+    /// when `taintReplacementOptions` are set (`None`: not read). A node that could not
+    /// be read is absent.
+    pub nodes: Option<BTreeMap<String, Node>>,
 }
 
 /// Where one process group's objects are in the snapshot.
@@ -392,6 +396,11 @@ impl ClusterSnapshot {
     /// `status json`, when it was read.
     pub fn database_status(&self) -> Option<&DatabaseStatus> {
         self.parts.database.status()
+    }
+
+    /// The Nodes read for this pass (`None`: nodes were not read, no taint options).
+    pub fn nodes(&self) -> Option<&BTreeMap<String, Node>> {
+        self.parts.nodes.as_ref()
     }
 
     fn view<'a>(&'a self, index: &'a GroupIndex) -> Option<GroupView<'a>> {

@@ -13,7 +13,7 @@ use fdb_shared::cluster_math::{
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
-use super::process_groups::{GroupFacts, merge_conditions, observed_conditions};
+use super::process_groups::{GroupFacts, TaintFacts, merge_conditions, observed_conditions};
 use super::status_mutations::record_addresses;
 
 /// What is known about the database this pass.
@@ -67,6 +67,15 @@ fn update_group(
     let observed = observed_conditions(&observation.facts, &group.process_group_conditions);
     updated.process_group_conditions =
         merge_conditions(&group.process_group_conditions, &observed, now_unix);
+    // A taint is detected since it was added to the node, when the node says so.
+    if let TaintFacts::Tainted { detected_since, .. } = observation.facts.taints
+        && let Some(detected) = updated
+            .process_group_conditions
+            .iter_mut()
+            .find(|c| c.condition_type == ProcessGroupConditionType::NodeTaintDetected)
+    {
+        detected.timestamp = detected.timestamp.min(detected_since);
+    }
     if let Some(address) = &observation.address {
         record_addresses(&mut updated, std::slice::from_ref(address));
     }

@@ -49,6 +49,8 @@ fn healthy(ip: &str) -> GroupObservation {
             },
             expected_processes: 1,
             command_lines_match: None,
+            io_error: false,
+            taints: crate::controller::process_groups::TaintFacts::Clear,
         },
         address: Some(ip.to_owned()),
         fault_domain: Some(format!("node-{ip}")),

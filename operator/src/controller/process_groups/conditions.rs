@@ -3,6 +3,8 @@
 
 use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
 
+use super::taints::TaintFacts;
+
 /// Whether an object exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
@@ -68,6 +70,10 @@ pub struct GroupFacts {
     /// Whether every reporting process runs the command line the pod's current conf asks
     /// for (`None`: unknown, e.g. no conf confirmed yet or no status).
     pub command_lines_match: Option<bool>,
+    /// Whether a process of the group reports an `io_error` message.
+    pub io_error: bool,
+    /// The taints of the group's node.
+    pub taints: TaintFacts,
 }
 
 /// The order conditions are listed in, so that unchanged conditions give an unchanged
@@ -166,6 +172,25 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             if facts.command_lines_match == Some(false) {
                 conditions.push(C::IncorrectCommandLine);
             }
+            if facts.io_error {
+                conditions.push(C::ProcessHasIoError);
+            }
+        }
+    }
+    match facts.taints {
+        TaintFacts::Unknown => {
+            for condition in [C::NodeTaintDetected, C::NodeTaintReplacing] {
+                if had(condition.clone()) {
+                    conditions.push(condition);
+                }
+            }
+        }
+        TaintFacts::Clear => {}
+        TaintFacts::Tainted { replacing, .. } => {
+            conditions.push(C::NodeTaintDetected);
+            if replacing {
+                conditions.push(C::NodeTaintReplacing);
+            }
         }
     }
     conditions.sort_by_key(condition_rank);
@@ -219,6 +244,8 @@ mod tests {
             processes,
             expected_processes: 1,
             command_lines_match: None,
+            io_error: false,
+            taints: TaintFacts::Clear,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod conditions;
 pub mod ids;
+pub mod taints;
 pub mod zones;
 
 pub use conditions::{
@@ -10,6 +11,7 @@ pub use conditions::{
     observed_conditions,
 };
 pub use ids::lowest_free_numbers;
+pub use taints::{TaintFacts, taint_facts};
 pub use zones::pod_zone;
 
 use fdb_shared::api::ProcessClass;

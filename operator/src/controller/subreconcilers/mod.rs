@@ -28,14 +28,12 @@ pub mod update_sidecar_versions;
 pub mod update_status;
 pub mod upgrade_bounce;
 
-use async_trait::async_trait;
-use fdb_shared::api::cluster::ProcessGroupConditionType;
-
 use super::context::Context;
 use super::errors::StepError;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
 use super::snapshot::ClusterSnapshot;
+use async_trait::async_trait;
 
 /// One step of a reconcile pass.
 ///
@@ -88,19 +86,6 @@ pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
         Box::new(remove_pods::RemovePods),
         Box::new(update_status::UpdateStatus),
     ]
-}
-
-/// Whether any process group of the cluster has `condition`.
-pub(crate) fn has_condition(
-    snapshot: &ClusterSnapshot,
-    condition: ProcessGroupConditionType,
-) -> bool {
-    snapshot.groups().any(|g| {
-        g.status
-            .process_group_conditions
-            .iter()
-            .any(|c| c.condition_type == condition)
-    })
 }
 
 /// Whether any process group is marked for removal.

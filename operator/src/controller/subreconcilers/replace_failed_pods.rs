@@ -1,6 +1,10 @@
 //! ReplaceFailedPods (operator-behavior §8): marks for removal (so a replacement is
 //! added) the live process groups whose oldest condition eligible for automatic
-//! replacement was first seen at least `failureDetectionTimeSeconds` ago.
+//! replacement was first seen at least `failureDetectionTimeSeconds` ago (for
+//! NodeTaintReplacing, `taintReplacementTimeSeconds`, default 1800: the taint's own
+//! duration already passed before the condition was set, see
+//! [`crate::controller::process_groups::taints`]). ProcessHasIOError comes from the
+//! `io_error` messages of the group's processes in `status json`.
 //!
 //! - At most `replacements.maxConcurrentReplacements` (default 1) groups are in flight:
 //!   marked and not yet fully excluded. Groups only waiting for their resources to
@@ -11,6 +15,7 @@
 //! - The oldest failures are replaced first.
 
 use async_trait::async_trait;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 use super::Subreconciler;
 use crate::controller::context::Context;
@@ -35,14 +40,39 @@ pub struct ReplaceDecision {
     pub waiting: Vec<(String, String)>,
 }
 
-/// The oldest eligible condition of the group: (first seen, name).
-fn oldest_failure(group: &GroupView<'_>) -> Option<(i64, String)> {
+/// An eligible condition of a group and how long it must last.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Failure {
+    /// When it is due: first seen plus `seconds`.
+    due: i64,
+    /// First seen.
+    since: i64,
+    /// The condition.
+    condition: String,
+    /// The setting that says how long it must last, and its value.
+    setting: (&'static str, i64),
+}
+
+/// The eligible condition of the group that is due first.
+fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<Failure> {
     group
         .status
         .process_group_conditions
         .iter()
         .filter(|c| c.condition_type.is_eligible_for_automatic_replacement())
-        .map(|c| (c.timestamp, c.condition_type.as_str().to_owned()))
+        .map(|c| {
+            let setting = if c.condition_type == ProcessGroupConditionType::NodeTaintReplacing {
+                ("taintReplacementTimeSeconds", taint_time)
+            } else {
+                ("failureDetectionTimeSeconds", detection)
+            };
+            Failure {
+                due: c.timestamp.saturating_add(setting.1),
+                since: c.timestamp,
+                condition: c.condition_type.as_str().to_owned(),
+                setting,
+            }
+        })
         .min()
 }
 
@@ -66,19 +96,21 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
     }
     let now = snapshot.now_unix();
     let detection = options.failure_detection_time_seconds();
+    let taint_time = options.taint_replacement_time_seconds();
     let maintenance_zone = snapshot
         .database_status()
         .and_then(|db| db.cluster.maintenance_zone.clone())
         .filter(|zone| !zone.is_empty());
     let mut failed: Vec<(i64, String, String)> = Vec::new();
     for group in snapshot.live_groups() {
-        let Some((since, condition)) = oldest_failure(&group) else {
+        let Some(failure) = first_due(&group, detection, taint_time) else {
             continue;
         };
-        let failed_for = now.saturating_sub(since);
-        if failed_for < detection || crash_looping(snapshot, group.id()) {
+        if failure.due > now || crash_looping(snapshot, group.id()) {
             continue;
         }
+        let since = failure.since;
+        let failed_for = now.saturating_sub(since);
         if maintenance_zone.as_deref() == Some(placement::zone(snapshot, &group).as_str()) {
             decision.waiting.push((
                 group.id().to_owned(),
@@ -89,7 +121,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         failed.push((
             since,
             group.id().to_owned(),
-            format!("{condition} for {failed_for}s (failureDetectionTimeSeconds {detection})"),
+            format!(
+                "{} for {failed_for}s ({} {})",
+                failure.condition, failure.setting.0, failure.setting.1
+            ),
         ));
     }
     failed.sort();

@@ -89,3 +89,28 @@ fn maintenance_buggify_and_disabled_replacements_are_respected() {
             .build();
     assert!(decide(&disabled).replace.is_empty());
 }
+
+#[test]
+fn taint_replacing_waits_for_the_taint_replacement_time_and_io_errors_for_the_detection_time() {
+    let spec = "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: 600, taintReplacementTimeSeconds: 1200, maxConcurrentReplacements: 5}}}";
+    let groups = [
+        failed("storage-1", C::NodeTaintReplacing, 9_000),
+        failed("storage-2", C::NodeTaintDetected, 1_000),
+        failed("storage-3", C::ProcessHasIoError, 9_300),
+    ];
+    let early = Fixture::new(spec).groups(groups.clone()).at(10_000).build();
+    assert_eq!(
+        ids(&decide(&early)),
+        ["storage-3"],
+        "NodeTaintDetected alone is never replaced; the taint needs 1200 s"
+    );
+    let late = Fixture::new(spec).groups(groups).at(10_300).build();
+    let decision = decide(&late);
+    assert_eq!(ids(&decision), ["storage-1", "storage-3"]);
+    assert!(
+        decision.replace[0]
+            .1
+            .contains("taintReplacementTimeSeconds 1200"),
+        "{decision:?}"
+    );
+}

@@ -1,22 +1,111 @@
-//! ReplaceMisconfiguredPods (operator-behavior §8). Not implemented yet: this step never acts.
+//! ReplaceMisconfiguredPods (operator-behavior §8): marks for removal (so a replacement
+//! with the new settings is added, and the old group is excluded and removed) the live
+//! process groups with a change that only a new process group can apply: ID prefix,
+//! public IP source, servers per pod, node selector, PVC spec, bigger resources with
+//! `replaceInstancesWhenResourcesChange`, file ownership with
+//! `--replace-on-security-context-change`, image type (the classification is
+//! [`crate::controller::replace_only`], shared with UpdatePods, which leaves these groups
+//! alone).
 //!
-//! Will mark for replacement the process groups whose pod needs a new process group to change (ID prefix, public IP source, servers per pod, node selector, PVC spec, bigger resources with `replaceInstancesWhenResourcesChange`), at most `maxConcurrentReplacements` at a time.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! - `automationOptions.maxConcurrentReplacements` (default unlimited) caps the groups in
+//!   flight: marked and not yet fully excluded, whatever marked them. When the budget is
+//!   used up, the pass goes on (the removals in flight must progress) and ends with a
+//!   requeue naming the groups in flight.
+//! - `automationOptions.podUpdateStrategy` only says how in-place pod changes roll out
+//!   (UpdatePods): a replace-only change is replaced under every strategy, because
+//!   deleting the pod cannot apply it. A group with both kinds of change is replaced
+//!   once, carrying both.
 
 use async_trait::async_trait;
-use fdb_shared::api::cluster::ProcessGroupConditionType;
 
-use super::{Subreconciler, has_condition};
+use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::removals::in_flight;
+use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
 use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
 
-/// Will mark for replacement the process groups whose pod needs a new process group to change (ID prefix, public IP source, servers per pod, node selector, PVC spec, bigger resources with `replaceInstancesWhenResourcesChange`), at most `maxConcurrentReplacements` at a time.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReplaceMisconfiguredPods;
+
+/// What ReplaceMisconfiguredPods does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MisconfigurationDecision {
+    /// Groups to mark, with their change.
+    pub replace: Vec<(String, ReplaceOnlyChange)>,
+    /// Groups that wait for `maxConcurrentReplacements`, with their change.
+    pub waiting: Vec<(String, ReplaceOnlyChange)>,
+    /// The groups in flight that use up the budget (when something waits).
+    pub in_flight: Vec<String>,
+}
+
+impl MisconfigurationDecision {
+    /// The requeue reason while groups wait, naming the groups that block them.
+    pub fn wait_reason(&self) -> Option<String> {
+        let (first, _) = self.waiting.first()?;
+        Some(format!(
+            "{} process groups wait for replacement (first {first}): maxConcurrentReplacements is used up by {}",
+            self.waiting.len(),
+            if self.in_flight.is_empty() {
+                "the setting itself (0)".to_owned()
+            } else {
+                self.in_flight.join(", ")
+            }
+        ))
+    }
+}
+
+/// Decides from the snapshot.
+pub fn decide(
+    snapshot: &ClusterSnapshot,
+    policy: ReplacePolicy,
+) -> Result<MisconfigurationDecision, StepError> {
+    let cluster = snapshot.cluster();
+    let mut decision = MisconfigurationDecision::default();
+    let mut candidates = Vec::new();
+    for group in snapshot.live_groups() {
+        let change =
+            replace_only_change(cluster, &group, policy).map_err(|e| StepError::Build {
+                what: format!("desired objects of {}", group.id()),
+                message: e.to_string(),
+            })?;
+        if let Some(change) = change {
+            candidates.push((group.id().to_owned(), change));
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(decision);
+    }
+    let busy = in_flight(snapshot);
+    let slots = match snapshot
+        .spec()
+        .automation_options
+        .max_concurrent_misconfiguration_replacements()
+    {
+        None => usize::MAX,
+        Some(max) => usize::try_from(max).unwrap_or(0).saturating_sub(busy.len()),
+    };
+    let mut candidates = candidates.into_iter();
+    decision.replace = candidates.by_ref().take(slots).collect();
+    decision.waiting = candidates.collect();
+    if !decision.waiting.is_empty() {
+        decision.in_flight = busy;
+    }
+    Ok(decision)
+}
+
+fn describe(groups: &[(String, ReplaceOnlyChange)]) -> String {
+    let text: Vec<String> = groups
+        .iter()
+        .map(|(group, change)| format!("{group}: {change}"))
+        .collect();
+    text.join("; ")
+}
 
 #[async_trait]
 impl Subreconciler for ReplaceMisconfiguredPods {
@@ -26,16 +115,52 @@ impl Subreconciler for ReplaceMisconfiguredPods {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        if has_condition(snapshot, ProcessGroupConditionType::IncorrectPodSpec) {
-            tracing::debug!(
-                step = self.name(),
-                "some pods differ from the desired pod spec; pod updates are not handled yet"
-            );
+        let decision = decide(snapshot, ctx.settings.replace_policy())?;
+        if !decision.replace.is_empty() {
+            let mutations: Vec<StatusMutation> = decision
+                .replace
+                .iter()
+                .map(|(group, _)| StatusMutation::MarkForRemoval {
+                    group: group.clone(),
+                })
+                .collect();
+            if io.apply_status(ctx, snapshot, &mutations).await? {
+                let text = describe(&decision.replace);
+                tracing::info!(step = self.name(), replacements = %text, "replacing misconfigured process groups");
+                publish(
+                    ctx,
+                    snapshot.cluster(),
+                    EventReason::ReplacementChosen,
+                    self.name(),
+                    format!("replacing misconfigured process groups: {text}"),
+                )
+                .await;
+            }
         }
-        Ok(StepOutcome::Continue)
+        let Some(reason) = decision.wait_reason() else {
+            return Ok(StepOutcome::Continue);
+        };
+        tracing::info!(step = self.name(), %reason, waiting = %describe(&decision.waiting), "replacements wait");
+        publish(
+            ctx,
+            snapshot.cluster(),
+            EventReason::ReplacementBlocked,
+            self.name(),
+            reason.clone(),
+        )
+        .await;
+        // The removals in flight free the budget, so the later steps must still run.
+        Ok(StepOutcome::DelayedRequeue {
+            delay: ctx.settings.database_wait,
+            reason,
+        })
     }
 }
+
+#[cfg(test)]
+#[path = "replace_misconfigured_pods_tests.rs"]
+mod tests;

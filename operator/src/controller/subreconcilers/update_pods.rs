@@ -6,6 +6,11 @@
 //! `Replace` marks every group; `Delete` deletes every pod. Marking is capped by
 //! `automationOptions.maxConcurrentReplacements` (default unlimited).
 //!
+//! Groups with a change only a new process group can apply
+//! ([`crate::controller::replace_only`]) are left to ReplaceMisconfiguredPods, also while
+//! they wait for `maxConcurrentReplacements`: deleting their pods would not apply the
+//! change, and would roll the pods twice.
+//!
 //! Deletions follow `automationOptions.deletionMode`: `Zone` (default) the pods of one
 //! zone, `ProcessGroup` one pod, `All` as many zones as the fault-tolerance budget allows,
 //! `None` nothing (logged; the groups keep IncorrectPodSpec and the cluster is not
@@ -36,6 +41,7 @@ use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::removals::placement;
+use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
@@ -128,13 +134,30 @@ fn replacement_slots(snapshot: &ClusterSnapshot) -> Option<usize> {
     Some(usize::try_from(max).unwrap_or(0).saturating_sub(in_flight))
 }
 
-/// Decides from the snapshot.
+/// Decides from the snapshot, with the default [`ReplacePolicy`].
 pub fn decide(snapshot: &ClusterSnapshot) -> PodUpdateDecision {
+    decide_with(snapshot, ReplacePolicy::default())
+}
+
+/// Decides from the snapshot; `policy` says which changes are ReplaceMisconfiguredPods's.
+pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpdateDecision {
     let options = &snapshot.spec().automation_options;
     let strategy = options.pod_update_strategy();
     let mut to_replace = Vec::new();
     let mut to_delete: Vec<(String, PodToDelete)> = Vec::new();
-    for group in snapshot.live_groups().filter(needs_update) {
+    // A desired pod that cannot be built failed UpdateStatus already; such a group is
+    // judged by IncorrectPodSpec alone.
+    let replace_only = |group: &crate::controller::snapshot::GroupView<'_>| {
+        matches!(
+            replace_only_change(snapshot.cluster(), group, policy),
+            Ok(Some(_))
+        )
+    };
+    for group in snapshot
+        .live_groups()
+        .filter(needs_update)
+        .filter(|g| !replace_only(g))
+    {
         let Some(pod) = group
             .pod
             .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -373,7 +396,7 @@ impl Subreconciler for UpdatePods {
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot);
+        let decision = decide_with(snapshot, ctx.settings.replace_policy());
         async {
             if !decision.replace.is_empty() {
                 let mutations: Vec<StatusMutation> = decision

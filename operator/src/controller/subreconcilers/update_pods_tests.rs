@@ -210,3 +210,28 @@ fn zones_hosting_coordinators_go_last_and_wait_for_the_coordinators_to_move() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[test]
+fn groups_with_a_replace_only_change_are_left_to_replace_misconfigured_pods() {
+    use crate::controller::desired::pod_options;
+    use crate::controller::fixtures::cluster;
+    use crate::controller::pod_model::build_pod;
+    // storage-1's pod was made without the node selector the spec now has: its spec
+    // differs (IncorrectPodSpec), but only a new group can move it to other nodes.
+    let old = cluster("version: 7.1.57");
+    let storage = outdated("storage-1", "z1");
+    let live = build_pod(&old, &storage, &pod_options(&old, &storage)).unwrap();
+    let spec = "{version: 7.1.57, automationOptions: {podUpdateStrategy: Delete}, processes: {storage: {podTemplate: {spec: {nodeSelector: {disk: nvme}}}}}}";
+    let mut db = reporting(&["storage-1"]);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_availability = Some(1);
+    let snapshot = Fixture::new(spec)
+        .groups([storage])
+        .pods([live])
+        .database(db)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty());
+    assert_eq!(decision.deletion, Deletion::Nothing, "{decision:?}");
+}

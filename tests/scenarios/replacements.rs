@@ -1,0 +1,173 @@
+//! Replacements (issue 9, Day-2 I): changes only a new process group can apply
+//! (ReplaceMisconfiguredPods), tainted nodes and I/O errors (ReplaceFailedPods). Every
+//! scenario states its expected end with an `expect` step and must violate no invariant.
+
+use fdb_e2e_tests::{run_file, violated};
+use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+
+fn assert_clean(result: &SimulationResult) {
+    assert!(violated(result).is_empty(), "{:#?}", result.violations);
+}
+
+fn group_ids(step: &StepResult) -> Vec<String> {
+    step.cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["processGroupID"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The operator's Kubernetes Events with this reason, by note.
+fn operator_events<'a>(result: &'a SimulationResult, reason: &str) -> Vec<&'a str> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Operator && e.detail.starts_with(reason))
+        .map(|e| e.detail.as_str())
+        .collect()
+}
+
+fn admin_targets(result: &SimulationResult, action: &str) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == action)
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+#[test]
+fn a_new_process_group_id_prefix_migrates_every_group_by_replacement() {
+    let result = run_file("replacements/prefix-change.yaml", None);
+    assert_clean(&result);
+    let before = group_ids(&result.steps[0]);
+    let end = result.steps.last().unwrap();
+    let after = group_ids(end);
+    assert_eq!(after.len(), before.len(), "{after:?}");
+    assert!(after.iter().all(|id| id.starts_with("blue-")), "{after:?}");
+    // Each old group was excluded and included again: replaced, not just renamed.
+    let excluded = admin_targets(&result, "exclude").join(" ");
+    let included = admin_targets(&result, "include").join(" ");
+    for old in &before {
+        assert!(
+            excluded.contains(old.as_str()),
+            "{old} not excluded: {excluded}"
+        );
+        assert!(
+            included.contains(old.as_str()),
+            "{old} not included: {included}"
+        );
+    }
+    assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
+}
+
+#[test]
+fn a_bigger_volume_replaces_every_stateful_group_two_at_a_time() {
+    let result = run_file("replacements/pvc-size.yaml", None);
+    assert_clean(&result);
+    let end = result.steps.last().unwrap();
+    let live: Vec<_> = end.pvcs.iter().filter(|p| !p.terminating).collect();
+    assert!(!live.is_empty());
+    assert!(live.iter().all(|p| p.storage == "256G"), "{live:?}");
+    let before = group_ids(&result.steps[0]);
+    let after = group_ids(end);
+    let stateful_before: Vec<_> = before
+        .iter()
+        .filter(|id| id.starts_with("storage") || id.starts_with("log"))
+        .collect();
+    assert!(
+        stateful_before.iter().all(|id| !after.contains(id)),
+        "{before:?} -> {after:?}"
+    );
+    let chosen = operator_events(&result, "ReplacementChosen");
+    assert!(!chosen.is_empty());
+    for note in &chosen {
+        assert!(
+            note.matches("volumeClaimTemplate changed").count() <= 2,
+            "{note}"
+        );
+    }
+    assert!(
+        !operator_events(&result, "ReplacementBlocked").is_empty(),
+        "the budget of two was used up at some point"
+    );
+    assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
+}
+
+/// The process group of each pod on `node` in `step`.
+fn groups_on(step: &StepResult, node: &str) -> Vec<String> {
+    step.pods
+        .iter()
+        .filter(|p| p.node.as_deref() == Some(node) && !p.terminating)
+        .filter_map(|p| {
+            p.labels
+                .get("foundationdb.org/fdb-process-group-id")
+                .cloned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_tainted_nodes_groups_are_replaced_after_the_durations_and_the_opt_out_is_ignored() {
+    let result = run_file("replacements/node-taint.yaml", None);
+    assert_clean(&result);
+    let tainted = groups_on(&result.steps[0], "node-2");
+    let kept = groups_on(&result.steps[0], "node-3");
+    assert!(
+        !tainted.is_empty() && !kept.is_empty(),
+        "{tainted:?} {kept:?}"
+    );
+    let end = result.steps.last().unwrap();
+    let after = group_ids(end);
+    for id in &tainted {
+        assert!(
+            !after.contains(id),
+            "{id} on the tainted node was not replaced"
+        );
+    }
+    for id in &kept {
+        assert!(
+            after.contains(id),
+            "{id} was replaced for an opted-out taint"
+        );
+    }
+    assert!(groups_on(end, "node-2").is_empty(), "nothing new on node-2");
+    let chosen = operator_events(&result, "ReplacementChosen");
+    assert!(
+        chosen
+            .iter()
+            .any(|n| n.contains("NodeTaintReplacing")
+                && n.contains("taintReplacementTimeSeconds 600")),
+        "{chosen:?}"
+    );
+    // Not before the taint's 300 s plus the 600 s of taintReplacementTimeSeconds.
+    let taint_time = result.steps[1].time;
+    let first_mark = result
+        .events
+        .iter()
+        .find(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.time)
+        .unwrap();
+    assert!(
+        first_mark >= taint_time + 900,
+        "{first_mark} < {taint_time} + 900"
+    );
+    assert_eq!(end.fdb["lostShards"], 0);
+}
+
+#[test]
+fn a_process_reporting_io_errors_is_replaced() {
+    let result = run_file("replacements/io-error.yaml", None);
+    assert_clean(&result);
+    let end = result.steps.last().unwrap();
+    assert!(!group_ids(end).contains(&"storage-2".to_owned()));
+    let chosen = operator_events(&result, "ReplacementChosen");
+    assert!(
+        chosen
+            .iter()
+            .any(|n| n.contains("storage-2: ProcessHasIOError")),
+        "{chosen:?}"
+    );
+    assert_eq!(end.fdb["lostShards"], 0);
+}
