@@ -13,4 +13,5 @@ mod mutations;
 mod removals;
 mod restart;
 mod rollouts;
+mod unified;
 mod upgrades;

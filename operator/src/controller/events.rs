@@ -59,6 +59,9 @@ pub enum EventReason {
     ReplacementChosen,
     /// A pod in a terminal phase (Failed, Evicted) was deleted to be recreated.
     TerminalPodDeleted,
+    /// Pods of a manifest asking for `imageType: unified` were created with the split
+    /// model (main container plus sidecar), the only one this operator builds.
+    UnifiedImageRunsSplit,
 }
 
 impl EventReason {
@@ -89,6 +92,7 @@ impl EventReason {
             Self::ProcessGroupRemoved => "ProcessGroupRemoved",
             Self::ReplacementChosen => "ReplacementChosen",
             Self::TerminalPodDeleted => "TerminalPodDeleted",
+            Self::UnifiedImageRunsSplit => "UnifiedImageRunsSplit",
         }
     }
 
@@ -98,7 +102,8 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
-            | Self::RemovalBlocked => EventType::Warning,
+            | Self::RemovalBlocked
+            | Self::UnifiedImageRunsSplit => EventType::Warning,
             _ => EventType::Normal,
         }
     }
