@@ -13,5 +13,6 @@ mod mutations;
 mod removals;
 mod restart;
 mod rollouts;
+mod tls;
 mod unified;
 mod upgrades;
