@@ -251,7 +251,7 @@ fn effective_run_args(install: &Install) -> RunArgs {
         .try_get_matches_from(&argv)
         .unwrap_or_else(|e| panic!("{file}: `fdb-operator run` rejects {argv:?}: {e}"));
     match Cli::from_arg_matches(&matches).unwrap().command {
-        Command::Run(run) => run,
+        Command::Run(run) => *run,
         other => panic!("{file}: not the run subcommand: {other:?}"),
     }
 }
@@ -304,7 +304,11 @@ fn the_deployment_runs_run_with_flags_its_command_line_accepts() {
             let port = match (&probe.http_get, &probe.tcp_socket) {
                 (Some(http), None) => {
                     // production.rs serves /healthz for liveness, /readyz for readiness.
-                    let wanted = if what == "liveness" { "/healthz" } else { "/readyz" };
+                    let wanted = if what == "liveness" {
+                        "/healthz"
+                    } else {
+                        "/readyz"
+                    };
                     assert_eq!(http.path.as_deref(), Some(wanted), "{file}: {what} path");
                     &http.port
                 }
