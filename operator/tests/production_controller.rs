@@ -126,6 +126,7 @@ fn start(ip_block: u8) -> Sim {
         namespace: Some("default".to_owned()),
         metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         requeue: test_requeue_policy(),
+        ..RunOptions::default()
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controller = tokio::spawn(run_until(ctx, options, async move {

@@ -274,7 +274,7 @@ fn effective_run_args(install: &Install) -> RunArgs {
         .try_get_matches_from(&argv)
         .unwrap_or_else(|e| panic!("{file}: `fdb-operator run` rejects {argv:?}: {e}"));
     match Cli::from_arg_matches(&matches).unwrap().command {
-        Command::Run(run) => run,
+        Command::Run(run) => *run,
         other => panic!("{file}: not the run subcommand: {other:?}"),
     }
 }
@@ -326,12 +326,13 @@ fn the_deployment_runs_run_with_flags_its_command_line_accepts() {
             let probe = probe.unwrap_or_else(|| panic!("{file}: no {what} probe"));
             let port = match (&probe.http_get, &probe.tcp_socket) {
                 (Some(http), None) => {
-                    // production.rs serves exactly one route.
-                    assert_eq!(
-                        http.path.as_deref(),
-                        Some("/metrics"),
-                        "{file}: {what} path"
-                    );
+                    // production.rs serves /healthz for liveness, /readyz for readiness.
+                    let wanted = if what == "liveness" {
+                        "/healthz"
+                    } else {
+                        "/readyz"
+                    };
+                    assert_eq!(http.path.as_deref(), Some(wanted), "{file}: {what} path");
                     &http.port
                 }
                 (None, Some(tcp)) => &tcp.port,

@@ -150,6 +150,14 @@ pub const REQUIRED: &[Need] = &[
         verbs: &["create", "patch"],
         source: "controller/events.rs publish: kube::runtime::events::Recorder::publish",
     },
+    // Leader election (--leader-election): the Lease is read, created once, and renewed
+    // or taken over with a resourceVersion-conditional replace (an update).
+    Need {
+        group: "coordination.k8s.io",
+        resource: "leases",
+        verbs: &["get", "create", "update"],
+        source: "controller/leader.rs LeaseLock: Api::get_opt, Api::create, Api::replace",
+    },
 ];
 
 /// What `fdb-operator run` reads of cluster-scoped objects: a namespaced install grants

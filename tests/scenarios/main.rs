@@ -14,4 +14,6 @@ mod removals;
 mod replacements;
 mod restart;
 mod rollouts;
+mod tls;
+mod unified;
 mod upgrades;

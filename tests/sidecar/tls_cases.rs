@@ -126,6 +126,7 @@ async fn empty_rules_accept_any_certificate_from_the_ca_and_the_shared_client_wo
     let tls = SidecarClientTls {
         ca_file: pod.files.ca.clone(),
         client_certificate: Some((cert_file, key_file)),
+        skip_server_verification: false,
     };
     // The server certificate has no IP SAN; the client verifies the CA only.
     let base = format!("https://{}", pod.sidecar.addr);
@@ -142,6 +143,7 @@ async fn empty_rules_accept_any_certificate_from_the_ca_and_the_shared_client_wo
     let anonymous = SidecarClientFactory::new(Some(&SidecarClientTls {
         ca_file: pod.files.ca.clone(),
         client_certificate: None,
+        skip_server_verification: false,
     }))
     .unwrap()
     .client(&base)
@@ -149,6 +151,36 @@ async fn empty_rules_accept_any_certificate_from_the_ca_and_the_shared_client_wo
     anonymous.ready().await.unwrap();
     let err = anonymous.copy_files().await.unwrap_err();
     assert_eq!(err.status(), Some(401), "{err}");
+}
+
+/// `DISABLE_SIDECAR_TLS_CHECK`: a sidecar whose certificate another CA signed is refused,
+/// unless the operator skips the server check (its client certificate still counts).
+#[tokio::test]
+async fn skipping_the_server_check_accepts_a_sidecar_of_another_ca() {
+    let pod = start(None);
+    let client_leaf = pod.ca.issue("fdb-operator", &[], false);
+    let cert_file = pod.dirs.path("op.crt");
+    let key_file = pod.dirs.path("op.key");
+    let other_ca_file = pod.dirs.path("other-ca.pem");
+    std::fs::write(&cert_file, &client_leaf.cert_pem).unwrap();
+    std::fs::write(&key_file, &client_leaf.key_pem).unwrap();
+    std::fs::write(&other_ca_file, Ca::new("Other CA").pem).unwrap();
+    let base = format!("https://{}", pod.sidecar.addr);
+    let client = |skip_server_verification| {
+        SidecarClientFactory::new(Some(&SidecarClientTls {
+            ca_file: other_ca_file.clone(),
+            client_certificate: Some((cert_file.clone(), key_file.clone())),
+            skip_server_verification,
+        }))
+        .unwrap()
+        .client(&base)
+        .unwrap()
+    };
+    let err = client(false).ready().await.unwrap_err();
+    assert!(err.is_unreachable(), "{err}");
+    let unchecked = client(true);
+    unchecked.ready().await.unwrap();
+    assert!(unchecked.check_hash("fdb.cluster").await.unwrap().is_some());
 }
 
 #[tokio::test]

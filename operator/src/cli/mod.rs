@@ -55,7 +55,7 @@ pub enum Command {
     )]
     Explain(explain::ExplainArgs),
     /// Run the operator: reconcile FoundationDBClusters until stopped.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run a scenario in the simulated world (Kubernetes, sidecars, FoundationDB).
     #[command(
         long_about = "Run a scenario in the simulated world: the real operator code against an \
@@ -80,7 +80,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Crds => crds::run(),
         Command::Explain(args) => explain::run(&args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Simulate(args) => simulate::run(&args),
     }
 }

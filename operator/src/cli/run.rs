@@ -5,14 +5,19 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use fdb_shared::sidecar::{SidecarClientFactory, SidecarClientTls};
 
 use crate::clock::SystemClock;
 use crate::controller::Context;
-use crate::controller::production::{RequeuePolicy, RunOptions, run as run_controller};
+use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
+use crate::controller::production::{
+    DEFAULT_MAX_CONCURRENT_RECONCILES, RequeuePolicy, RunOptions, run as run_controller,
+};
 use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
+use crate::fdb::TlsFiles;
 
 /// Arguments of `fdb-operator run`.
 #[derive(Debug, Args)]
@@ -20,7 +25,7 @@ pub struct RunArgs {
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Address serving Prometheus metrics at /metrics.
+    /// Address serving Prometheus metrics at /metrics, and /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_address: SocketAddr,
     /// The fdbcli binary.
@@ -29,10 +34,59 @@ pub struct RunArgs {
     /// Directory for the cluster files fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
     pub work_dir: PathBuf,
-    /// CA file to verify sidecars serving HTTPS (turns on https to sidecars).
+    /// How many clusters are reconciled at once (one reconcile per cluster at a time).
+    #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = DEFAULT_MAX_CONCURRENT_RECONCILES,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
+    /// Reconcile only while holding a coordination.k8s.io Lease, so that of several
+    /// replicas exactly one acts.
+    #[arg(long, env = "ENABLE_LEADER_ELECTION")]
+    pub leader_election: bool,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else --namespace, else the
+    /// service account's namespace, else `default`).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(long, default_value = DEFAULT_LEASE_NAME)]
+    pub leader_election_id: String,
+    /// This replica's identity in the Lease (default: POD_NAME, else the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub leader_election_identity: Option<String>,
+    /// How long an unrenewed Lease keeps the other replicas waiting (e.g. 15s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+    /// How long the leader keeps reconciling without renewing the Lease; must be
+    /// shorter than --lease-duration (e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub renew_deadline: Duration,
+    /// How often the Lease is renewed or tried (e.g. 2s).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub retry_period: Duration,
+
+    /// Certificate (PEM chain) the operator presents to TLS clusters: fdbcli's
+    /// --tls_certificate_file and the client certificate for sidecars.
+    #[arg(long, env = "FDB_TLS_CERTIFICATE_FILE")]
+    pub tls_certificate_file: Option<PathBuf>,
+    /// Key of --tls-certificate-file.
+    #[arg(long, env = "FDB_TLS_KEY_FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA (PEM) that signs the clusters' and sidecars' certificates: fdbcli's
+    /// --tls_ca_file and the CA sidecars are verified against.
+    #[arg(long, env = "FDB_TLS_CA_FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Peer verification rules fdbcli applies to the cluster's processes.
+    #[arg(long, env = "FDB_TLS_VERIFY_PEERS")]
+    pub tls_verify_peers: Option<String>,
+    /// Do not verify sidecar server certificates (the connection stays encrypted and
+    /// the client certificate is still presented).
+    #[arg(long, env = "DISABLE_SIDECAR_TLS_CHECK", value_parser = clap::builder::FalseyValueParser::new())]
+    pub disable_sidecar_tls_check: bool,
+    /// CA file to verify sidecars serving HTTPS (overrides --tls-ca-file for sidecars).
     #[arg(long)]
     pub sidecar_ca_file: Option<PathBuf>,
-    /// Client certificate and key presented to sidecars (with --sidecar-ca-file).
+    /// Client certificate and key presented to sidecars (overrides
+    /// --tls-certificate-file/--tls-key-file for sidecars).
     #[arg(long, num_args = 2, value_names = ["CERT", "KEY"])]
     pub sidecar_client_certificate: Option<Vec<PathBuf>>,
     /// Replace process groups (instead of recreating their pods) when the pods' file
@@ -41,31 +95,123 @@ pub struct RunArgs {
     pub replace_on_security_context_change: bool,
 }
 
+/// Parses `500ms`, `15s`, `2m` or a plain number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(index) => text.split_at(index),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("{text:?}: the unit must be ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// The files fdbcli uses with TLS clusters: all three of certificate, key and CA, or
+/// none.
+fn fdbcli_tls(args: &RunArgs) -> Result<Option<TlsFiles>, String> {
+    match (
+        &args.tls_certificate_file,
+        &args.tls_key_file,
+        &args.tls_ca_file,
+    ) {
+        (None, None, None) => Ok(None),
+        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
+            certificate_file: cert.clone(),
+            key_file: key.clone(),
+            ca_file: ca.clone(),
+            verify_peers: args.tls_verify_peers.clone(),
+        })),
+        _ => Err(
+            "--tls-certificate-file, --tls-key-file and --tls-ca-file (FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE) go together"
+                .to_owned(),
+        ),
+    }
+}
+
+/// The operator's TLS material for sidecars: the sidecar-specific flags, else the
+/// operator's TLS files.
+fn sidecar_tls(args: &RunArgs) -> Option<SidecarClientTls> {
+    let ca_file = args
+        .sidecar_ca_file
+        .clone()
+        .or_else(|| args.tls_ca_file.clone())?;
+    let client_certificate = match args.sidecar_client_certificate.as_deref() {
+        Some([cert, key]) => Some((cert.clone(), key.clone())),
+        _ => args
+            .tls_certificate_file
+            .clone()
+            .zip(args.tls_key_file.clone()),
+    };
+    Some(SidecarClientTls {
+        ca_file,
+        client_certificate,
+        skip_server_verification: args.disable_sidecar_tls_check,
+    })
+}
+
+/// The namespace of the service account the operator runs as, if in a pod.
+fn service_account_namespace() -> Option<String> {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
+}
+
+fn leader_election(args: &RunArgs) -> Option<LeaderElectionConfig> {
+    if !args.leader_election {
+        return None;
+    }
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(|| args.namespace.clone())
+        .or_else(service_account_namespace)
+        .unwrap_or_else(|| "default".to_owned());
+    let identity = args
+        .leader_election_identity
+        .clone()
+        .filter(|identity| !identity.is_empty())
+        .unwrap_or_else(default_identity);
+    Some(LeaderElectionConfig {
+        namespace,
+        lease_name: args.leader_election_id.clone(),
+        identity,
+        lease_duration: args.lease_duration,
+        renew_deadline: args.renew_deadline,
+        retry_period: args.retry_period,
+    })
+}
+
 async fn run_async(args: RunArgs) -> Result<(), String> {
+    let fdbcli_tls = fdbcli_tls(&args)?;
+    let leader_election = leader_election(&args);
+    if let Some(config) = &leader_election {
+        config.validate().map_err(|e| e.to_string())?;
+    }
     let kube = kube::Client::try_default()
         .await
         .map_err(|e| format!("cannot connect to Kubernetes: {e}"))?;
-    let tls = args
-        .sidecar_ca_file
-        .clone()
-        .map(|ca_file| SidecarClientTls {
-            ca_file,
-            client_certificate: args
-                .sidecar_client_certificate
-                .as_deref()
-                .and_then(|files| Some((files.first()?.clone(), files.get(1)?.clone()))),
-        });
+    let tls = sidecar_tls(&args);
     let factory = SidecarClientFactory::new(tls.as_ref())
         .map_err(|e| format!("cannot build the sidecar client: {e}"))?;
     let admin = FdbcliAdminProvider {
         fdbcli_path: args.fdbcli,
         work_dir: args.work_dir,
-        tls: None,
+        tls: fdbcli_tls,
     };
+    // https is chosen per pod, from whether its sidecar runs with --tls.
     let mut ctx = Context::new(
         kube,
         Arc::new(admin),
-        Arc::new(HttpSidecarProvider::new(factory, tls.is_some())),
+        Arc::new(HttpSidecarProvider::new(factory, false)),
         Arc::new(SystemClock),
     );
     ctx.settings.replace_on_security_context_change = args.replace_on_security_context_change;
@@ -73,6 +219,9 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         namespace: args.namespace,
         metrics_address: Some(args.metrics_address),
         requeue: RequeuePolicy::default(),
+        max_concurrent_reconciles: args.max_concurrent_reconciles,
+        leader_election,
+        ..RunOptions::default()
     };
     run_controller(ctx, options)
         .await
@@ -100,5 +249,115 @@ pub fn run(args: RunArgs) -> ExitCode {
             eprintln!("fdb-operator run: {message}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> RunArgs {
+        Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .unwrap()
+            .run
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn tls_files_serve_fdbcli_and_the_sidecar_client() {
+        let args = parse(&[
+            "--tls-certificate-file",
+            "/certs/op.crt",
+            "--tls-key-file",
+            "/certs/op.key",
+            "--tls-ca-file",
+            "/certs/ca.pem",
+            "--tls-verify-peers",
+            "S.CN=fdb",
+        ]);
+        let fdbcli = fdbcli_tls(&args).unwrap().unwrap();
+        assert_eq!(fdbcli.certificate_file, PathBuf::from("/certs/op.crt"));
+        assert_eq!(fdbcli.verify_peers.as_deref(), Some("S.CN=fdb"));
+        let sidecar = sidecar_tls(&args).unwrap();
+        assert_eq!(sidecar.ca_file, PathBuf::from("/certs/ca.pem"));
+        assert_eq!(
+            sidecar.client_certificate,
+            Some(("/certs/op.crt".into(), "/certs/op.key".into()))
+        );
+        assert!(!sidecar.skip_server_verification);
+
+        let partial = parse(&["--tls-certificate-file", "/certs/op.crt"]);
+        assert!(fdbcli_tls(&partial).is_err());
+        let none = parse(&[]);
+        assert_eq!(fdbcli_tls(&none), Ok(None));
+        assert_eq!(sidecar_tls(&none), None);
+        assert_eq!(
+            none.max_concurrent_reconciles,
+            DEFAULT_MAX_CONCURRENT_RECONCILES
+        );
+        assert!(leader_election(&none).is_none());
+
+        let overridden = parse(&[
+            "--tls-ca-file",
+            "/certs/ca.pem",
+            "--sidecar-ca-file",
+            "/sidecar/ca.pem",
+            "--disable-sidecar-tls-check",
+        ]);
+        let sidecar = sidecar_tls(&overridden).unwrap();
+        assert_eq!(sidecar.ca_file, PathBuf::from("/sidecar/ca.pem"));
+        assert!(sidecar.skip_server_verification);
+    }
+
+    #[test]
+    fn leader_election_flags() {
+        let args = parse(&[
+            "--leader-election",
+            "--leader-election-namespace",
+            "fdb",
+            "--leader-election-id",
+            "lease-x",
+            "--leader-election-identity",
+            "replica-1",
+            "--lease-duration",
+            "3s",
+            "--renew-deadline",
+            "2s",
+            "--retry-period",
+            "500ms",
+        ]);
+        let config = leader_election(&args).unwrap();
+        assert_eq!(
+            config,
+            LeaderElectionConfig {
+                namespace: "fdb".into(),
+                lease_name: "lease-x".into(),
+                identity: "replica-1".into(),
+                lease_duration: Duration::from_secs(3),
+                renew_deadline: Duration::from_secs(2),
+                retry_period: Duration::from_millis(500),
+            }
+        );
+        assert!(config.validate().is_ok());
+        assert!(
+            Cli::try_parse_from(["run", "--max-concurrent-reconciles", "0"]).is_err(),
+            "at least one reconcile at a time"
+        );
     }
 }

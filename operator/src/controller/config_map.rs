@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fdb_shared::api::cluster::{GENERAL_PROCESS_SETTINGS, ImageType};
+use fdb_shared::api::cluster::GENERAL_PROCESS_SETTINGS;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::monitor_conf::render::{MonitorConfParams, monitor_conf_key, render_monitor_conf};
@@ -70,13 +70,7 @@ fn render_template(
     servers_per_pod: u32,
 ) -> Result<String, ConfigMapError> {
     let spec = &cluster.spec;
-    let image_type = spec.image_type();
-    if image_type != ImageType::Split {
-        return Err(PodModelError::UnsupportedImageType {
-            image_type: image_type.as_str().to_owned(),
-        }
-        .into());
-    }
+    // Unified manifests run the split model (see `build_pod`): same monitor conf.
     if spec.buggify.empty_monitor_conf.unwrap_or(false) {
         return Ok(String::new());
     }
@@ -458,9 +452,12 @@ configMap:
     }
 
     #[test]
-    fn unified_image_type_is_refused() {
-        let cluster = cluster("imageType: unified");
-        let err = monitor_conf_template(&cluster, ProcessClass::Storage).unwrap_err();
-        assert!(err.to_string().contains("unified"), "{err}");
+    fn unified_image_type_renders_the_split_monitor_conf() {
+        let unified = cluster("imageType: unified");
+        let split = cluster("");
+        assert_eq!(
+            monitor_conf_template(&unified, ProcessClass::Storage).unwrap(),
+            monitor_conf_template(&split, ProcessClass::Storage).unwrap()
+        );
     }
 }

@@ -6,8 +6,9 @@
 use std::time::Instant;
 
 use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::validation::ValidatedCluster;
-use kube::Api;
+use kube::{Api, ResourceExt};
 use tracing::Instrument;
 
 use super::context::Context;
@@ -38,7 +39,26 @@ pub async fn run_pass(
         .passes
         .get_or_create(&PassLabels { result: label })
         .inc();
+    if let Err(ReconcileError::ClusterNotFound { .. }) = &result {
+        ctx.metrics.forget_cluster(namespace, name);
+    }
     result
+}
+
+/// Sets the cluster's desired and reconciled process group gauges from its latest
+/// status: reconciled groups are live (not marked for removal) and have no condition.
+fn record_groups(ctx: &Context, namespace: &str, cluster: &FoundationDBCluster) {
+    let desired = i64::from(desired_process_counts(&cluster.spec).total());
+    let reconciled = cluster.status.as_ref().map_or(0, |status| {
+        status
+            .process_groups
+            .iter()
+            .filter(|g| !g.is_marked_for_removal() && g.process_group_conditions.is_empty())
+            .count()
+    });
+    let reconciled = i64::try_from(reconciled).unwrap_or(i64::MAX);
+    ctx.metrics
+        .record_groups(namespace, &cluster.name_any(), desired, reconciled);
 }
 
 async fn run_pass_inner(
@@ -158,6 +178,7 @@ async fn run_pass_inner(
         outcome = delayed;
     }
     let cluster = pass.cluster();
+    record_groups(ctx, namespace, cluster);
     let reconciled_generation = cluster
         .status
         .as_ref()

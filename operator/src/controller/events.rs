@@ -62,6 +62,9 @@ pub enum EventReason {
     /// Replacements wait for `maxConcurrentReplacements` (the note names the groups in
     /// flight).
     ReplacementBlocked,
+    /// Pods of a manifest asking for `imageType: unified` were created with the split
+    /// model (main container plus sidecar), the only one this operator builds.
+    UnifiedImageRunsSplit,
 }
 
 impl EventReason {
@@ -93,6 +96,7 @@ impl EventReason {
             Self::ReplacementChosen => "ReplacementChosen",
             Self::TerminalPodDeleted => "TerminalPodDeleted",
             Self::ReplacementBlocked => "ReplacementBlocked",
+            Self::UnifiedImageRunsSplit => "UnifiedImageRunsSplit",
         }
     }
 
@@ -102,7 +106,8 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
-            | Self::RemovalBlocked => EventType::Warning,
+            | Self::RemovalBlocked
+            | Self::UnifiedImageRunsSplit => EventType::Warning,
             _ => EventType::Normal,
         }
     }

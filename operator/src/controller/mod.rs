@@ -8,12 +8,15 @@ pub mod context;
 pub mod coordinators;
 pub mod desired;
 pub mod driver;
+pub mod endpoints;
 pub mod errors;
 pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod leader;
 pub mod locks;
 pub mod merge_patch;
+pub mod metered;
 pub mod metrics;
 pub mod objects;
 pub mod observe;

@@ -1,6 +1,8 @@
 //! `fdb-operator run`: the controller over FoundationDBCluster in a real Kubernetes
 //! cluster. Each reconcile is one [`run_pass`]; the pass's requeue becomes the next
-//! reconcile time; errors back off by category; `/metrics` serves Prometheus metrics.
+//! reconcile time; errors back off by category; several clusters are reconciled at once
+//! (one reconcile per cluster at a time); with leader election only the replica holding
+//! the Lease reconciles; `/metrics`, `/healthz` and `/readyz` are served.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -11,13 +13,18 @@ use fdb_shared::api::FoundationDBCluster;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
-use kube::runtime::controller::{Action, Controller, Error as ControllerError};
+use kube::runtime::controller::{
+    Action, Config as ControllerConfig, Controller, Error as ControllerError,
+};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
 use super::context::Context;
 use super::driver::run_pass;
+use super::endpoints::{Health, Phase, router};
 use super::errors::ReconcileError;
+use super::leader::{LeaderElectionConfig, LeaderError, LeaseLock};
+use super::metered::{MeteredAdminProvider, MeteredSidecarProvider};
 use super::outcome::{PassOutcome, PassReport};
 
 /// How often a reconciled cluster is looked at again without any change.
@@ -90,15 +97,38 @@ impl RequeuePolicy {
     }
 }
 
+/// Default `--max-concurrent-reconciles`: clusters reconciled at once (one reconcile
+/// per cluster at a time, whatever the setting).
+pub const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 4;
+
 /// What `run` needs besides the context.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Watch only this namespace (all namespaces when `None`).
     pub namespace: Option<String>,
-    /// Where `/metrics` is served (not served when `None`).
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (not served when `None`).
     pub metrics_address: Option<SocketAddr>,
     /// Requeue delays and back-offs.
     pub requeue: RequeuePolicy,
+    /// How many clusters are reconciled at once (at least 1).
+    pub max_concurrent_reconciles: u16,
+    /// Reconcile only while holding this Lease (`None`: always reconcile).
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// The phase `/readyz` reports; shared so that embedders can watch it too.
+    pub health: Arc<Health>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            namespace: None,
+            metrics_address: None,
+            requeue: RequeuePolicy::default(),
+            max_concurrent_reconciles: DEFAULT_MAX_CONCURRENT_RECONCILES,
+            leader_election: None,
+            health: Arc::new(Health::default()),
+        }
+    }
 }
 
 /// Why the operator stopped.
@@ -111,6 +141,18 @@ pub enum RunError {
         address: SocketAddr,
         /// The IO error.
         source: std::io::Error,
+    },
+    /// Leader election cannot start.
+    #[error("leader election: {0}")]
+    LeaderElection(#[from] LeaderError),
+    /// The leader lease was not renewed in time: this replica stopped reconciling (the
+    /// process exits so that it restarts as a standby).
+    #[error("lost the leader lease {lease} (identity {identity}); stopped reconciling")]
+    LeadershipLost {
+        /// `namespace/name` of the Lease.
+        lease: String,
+        /// This replica's identity.
+        identity: String,
     },
 }
 
@@ -148,22 +190,16 @@ fn error_policy(
     shared.requeue.backoff_for(error)
 }
 
-async fn serve_metrics(
-    ctx: Arc<ControllerState>,
+async fn serve_endpoints(
+    app: axum::Router,
     address: SocketAddr,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| RunError::Metrics { address, source })?;
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let ctx = ctx.clone();
-            async move { ctx.ctx.metrics.encode() }
-        }),
-    );
-    tracing::info!(%address, "serving metrics");
+    let bound = listener.local_addr().unwrap_or(address);
+    tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
@@ -205,11 +241,41 @@ pub async fn run_until(
     run_with(ctx, options, Shutdown::On(shutdown.boxed().shared())).await
 }
 
-async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Result<(), RunError> {
-    let shared = Arc::new(ControllerState {
-        ctx,
-        requeue: options.requeue,
-    });
+/// A future completing on SIGINT or SIGTERM.
+fn on_signal() -> BoxFuture<'static, ()> {
+    async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(mut terminate) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    .boxed()
+}
+
+/// The kube-runtime controller over the FoundationDBClusters and what they own, run
+/// until it stops on `shutdown`; `/readyz` turns ready once its cluster cache synced.
+async fn run_controller(
+    shared: Arc<ControllerState>,
+    namespace: Option<String>,
+    concurrency: u16,
+    shutdown: &Shutdown,
+    health: Arc<Health>,
+) {
     let client = shared.ctx.kube.clone();
     fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
     where
@@ -220,12 +286,13 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
             None => Api::all(client.clone()),
         }
     }
-    let namespace = options.namespace.as_deref();
+    let namespace = namespace.as_deref();
     let config = watcher::Config::default();
     let controller = Controller::new(
         api::<FoundationDBCluster>(&client, namespace),
         config.clone(),
     )
+    .with_config(ControllerConfig::default().concurrency(concurrency.max(1)))
     .owns(api::<Pod>(&client, namespace), config.clone())
     .owns(
         api::<PersistentVolumeClaim>(&client, namespace),
@@ -233,20 +300,13 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
     )
     .owns(api::<Service>(&client, namespace), config.clone())
     .owns(api::<ConfigMap>(&client, namespace), config);
-    let (controller, metrics_shutdown) = match shutdown {
-        Shutdown::Signals => (
-            controller.shutdown_on_signal(),
-            async {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-            .boxed(),
-        ),
-        Shutdown::On(shutdown) => (
-            controller.graceful_shutdown_on(shutdown.clone()),
-            shutdown.boxed(),
-        ),
+    let store = controller.store();
+    let controller = match shutdown {
+        Shutdown::Signals => controller.shutdown_on_signal(),
+        Shutdown::On(shutdown) => controller.graceful_shutdown_on(shutdown.clone()),
     };
-    let controller = controller
+    health.set(Phase::Syncing);
+    let run = controller
         .run(reconcile, error_policy, shared.clone())
         .for_each(|result| async move {
             match result {
@@ -257,25 +317,126 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
                 Err(error) => tracing::warn!(%error, "watching failed; retrying with back-off"),
             }
         });
+    tokio::pin!(run);
+    tokio::select! {
+        () = &mut run => return,
+        synced = store.wait_until_ready() => {
+            if synced.is_ok() {
+                tracing::info!("the FoundationDBCluster cache synced; ready");
+                health.set(Phase::Ready);
+            }
+        }
+    }
+    run.await;
+}
+
+/// Reconciles while this replica holds the leader lease (always, without leader
+/// election); returns when the controller stopped on `shutdown`, or with
+/// [`RunError::LeadershipLost`] as soon as the lease was not renewed in time (the
+/// running reconciles are dropped at once: another replica may take over soon).
+async fn lead_and_run(
+    shared: Arc<ControllerState>,
+    options: &RunOptions,
+    shutdown: Shutdown,
+    stop: future::Shared<BoxFuture<'static, ()>>,
+) -> Result<(), RunError> {
+    let health = options.health.clone();
+    let metrics = shared.ctx.metrics.clone();
+    let concurrency = options.max_concurrent_reconciles;
+    let Some(election) = options.leader_election.clone() else {
+        metrics.leader.set(1);
+        run_controller(
+            shared,
+            options.namespace.clone(),
+            concurrency,
+            &shutdown,
+            health.clone(),
+        )
+        .await;
+        health.set(Phase::Stopping);
+        metrics.leader.set(0);
+        return Ok(());
+    };
+    let mut lock = LeaseLock::new(shared.ctx.kube.clone(), election, shared.ctx.clock.clone())?;
+    health.set(Phase::Standby);
+    tracing::info!(
+        identity = %lock.config().identity,
+        lease = %lock.config().lease_name,
+        "waiting for the leader lease"
+    );
+    tokio::select! {
+        () = lock.acquire() => {}
+        () = stop => {
+            health.set(Phase::Stopping);
+            return Ok(());
+        }
+    }
+    metrics.leader.set(1);
+    let finished = {
+        let controller = run_controller(
+            shared,
+            options.namespace.clone(),
+            concurrency,
+            &shutdown,
+            health.clone(),
+        );
+        tokio::select! {
+            () = controller => true,
+            () = lock.hold() => false,
+        }
+    };
+    health.set(Phase::Stopping);
+    metrics.leader.set(0);
+    if finished {
+        lock.release().await;
+        return Ok(());
+    }
+    let config = lock.config();
+    Err(RunError::LeadershipLost {
+        lease: format!("{}/{}", config.namespace, config.lease_name),
+        identity: config.identity.clone(),
+    })
+}
+
+async fn run_with(
+    mut ctx: Context,
+    options: RunOptions,
+    shutdown: Shutdown,
+) -> Result<(), RunError> {
+    // Admin latencies and sidecar errors are measured around whatever providers run.
+    ctx.admin = Arc::new(MeteredAdminProvider::new(
+        ctx.admin.clone(),
+        ctx.metrics.clone(),
+    ));
+    ctx.sidecars = Arc::new(MeteredSidecarProvider::new(
+        ctx.sidecars.clone(),
+        ctx.metrics.clone(),
+    ));
+    let shared = Arc::new(ControllerState {
+        ctx,
+        requeue: options.requeue.clone(),
+    });
+    let stop = match &shutdown {
+        Shutdown::Signals => on_signal().shared(),
+        Shutdown::On(shutdown) => shutdown.clone(),
+    };
+    let app = router(shared.ctx.metrics.clone(), options.health.clone());
+    let work = lead_and_run(shared, &options, shutdown, stop.clone());
     match options.metrics_address {
         Some(address) => {
-            let metrics = serve_metrics(shared, address, metrics_shutdown);
-            tokio::pin!(controller, metrics);
+            let server = serve_endpoints(app, address, stop);
+            tokio::pin!(work, server);
             tokio::select! {
-                () = &mut controller => Ok(()),
-                result = &mut metrics => {
-                    // The endpoint stops on the same signal as the controller, and
+                result = &mut work => result,
+                result = &mut server => {
+                    // The endpoints stop on the same signal as the controller, and
                     // sooner: the controller still has to finish its running reconciles.
                     result?;
-                    controller.await;
-                    Ok(())
+                    work.await
                 }
             }
         }
-        None => {
-            controller.await;
-            Ok(())
-        }
+        None => work.await,
     }
 }
 

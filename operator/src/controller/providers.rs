@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::context::{AdminClientProvider, SidecarProvider};
+use super::pod_model::SIDECAR_CONTAINER;
 use crate::fdb::{AdminClient, AdminError, FdbcliAdminClient, FdbcliConfig, TlsFiles};
 
 /// Builds fdbcli admin clients: the cluster file of `<namespace>/<name>` is written to
@@ -57,7 +58,9 @@ impl AdminClientProvider for FdbcliAdminProvider {
     }
 }
 
-/// Builds sidecar clients at `http(s)://<pod IP>:8080`.
+/// Builds sidecar clients at `http(s)://<pod IP>:8080`: https for pods whose sidecar
+/// runs with `--tls` (as the Go operator decides per pod), or for every pod when built
+/// with `tls`.
 #[derive(Debug)]
 pub struct HttpSidecarProvider {
     factory: SidecarClientFactory,
@@ -65,10 +68,27 @@ pub struct HttpSidecarProvider {
 }
 
 impl HttpSidecarProvider {
-    /// A provider using `factory`; `tls` selects https.
+    /// A provider using `factory`; `tls` selects https for every pod, else only for pods
+    /// whose sidecar serves TLS.
     pub fn new(factory: SidecarClientFactory, tls: bool) -> Self {
         Self { factory, tls }
     }
+}
+
+/// Whether the pod's sidecar container runs with `--tls` (it then serves only https).
+pub fn sidecar_serves_tls(pod: &Pod) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|spec| spec.containers.iter())
+        .filter(|container| container.name == SIDECAR_CONTAINER)
+        .flat_map(|container| {
+            container
+                .command
+                .iter()
+                .flatten()
+                .chain(container.args.iter().flatten())
+        })
+        .any(|arg| arg == "--tls")
 }
 
 impl SidecarProvider for HttpSidecarProvider {
@@ -86,7 +106,8 @@ impl SidecarProvider for HttpSidecarProvider {
             url: format!("pod {} IP {ip:?}", pod.name_any()),
             reason: "the pod has no valid IP".to_owned(),
         })?;
-        Ok(Arc::new(self.factory.client(&base_url(ip, self.tls))?))
+        let tls = self.tls || sidecar_serves_tls(pod);
+        Ok(Arc::new(self.factory.client(&base_url(ip, tls))?))
     }
 }
 
@@ -126,5 +147,27 @@ mod tests {
             ..Default::default()
         });
         assert!(provider.sidecar_for(&cluster, &pod).is_ok());
+    }
+
+    #[test]
+    fn https_is_chosen_per_pod_from_the_sidecar_arguments() {
+        let plain: Pod = serde_json::from_value(serde_json::json!({
+            "spec": {"containers": [
+                {"name": "foundationdb", "args": ["--tls"]},
+                {"name": "foundationdb-kubernetes-sidecar", "args": ["--copy-file", "fdb.cluster"]}
+            ]}
+        }))
+        .unwrap();
+        assert!(
+            !sidecar_serves_tls(&plain),
+            "the main container's args do not count"
+        );
+        let tls: Pod = serde_json::from_value(serde_json::json!({
+            "spec": {"containers": [
+                {"name": "foundationdb-kubernetes-sidecar", "args": ["--copy-file", "fdb.cluster", "--tls"]}
+            ]}
+        }))
+        .unwrap();
+        assert!(sidecar_serves_tls(&tls));
     }
 }

@@ -10,4 +10,5 @@ pub mod recording_sidecar;
 pub mod result;
 pub mod runner;
 pub mod scenario;
+pub mod tls;
 pub mod world;

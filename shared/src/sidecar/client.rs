@@ -132,6 +132,11 @@ pub struct SidecarClientTls {
     pub ca_file: PathBuf,
     /// PEM certificate chain presented to the sidecar, with its key.
     pub client_certificate: Option<(PathBuf, PathBuf)>,
+    /// Accept any server certificate (the Go operator's `DISABLE_SIDECAR_TLS_CHECK`):
+    /// the connection is still encrypted and the client certificate still presented,
+    /// but the sidecar is not authenticated. For sidecars whose certificates the
+    /// operator's CA does not sign.
+    pub skip_server_verification: bool,
 }
 
 /// How the clients of a [`SidecarClientFactory`] send requests. The default is the
@@ -433,9 +438,13 @@ fn rustls_config(
     let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
         .map_err(|e| tls_error(&tls.ca_file, e))?;
+    let verifier = CaOnlyVerifier {
+        inner,
+        skip: tls.skip_server_verification,
+    };
     let builder = builder
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(CaOnlyVerifier { inner }));
+        .with_custom_certificate_verifier(Arc::new(verifier));
     match &tls.client_certificate {
         None => Ok(builder.with_no_client_auth()),
         Some((cert_file, key_file)) => {
@@ -455,10 +464,12 @@ fn rustls_config(
 }
 
 /// Verifies the server chain against the CA, ignoring whether the certificate names the
-/// address we dialed (sidecar certificates carry no per-pod IP SAN).
+/// address we dialed (sidecar certificates carry no per-pod IP SAN). With `skip`, any
+/// chain is accepted (handshake signatures are still checked).
 #[derive(Debug)]
 struct CaOnlyVerifier {
     inner: Arc<WebPkiServerVerifier>,
+    skip: bool,
 }
 
 impl ServerCertVerifier for CaOnlyVerifier {
@@ -470,6 +481,9 @@ impl ServerCertVerifier for CaOnlyVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.skip {
+            return Ok(ServerCertVerified::assertion());
+        }
         match self.inner.verify_server_cert(
             end_entity,
             intermediates,
@@ -578,6 +592,7 @@ mod tests {
         let tls = SidecarClientTls {
             ca_file: "/nonexistent/ca.pem".into(),
             client_certificate: None,
+            skip_server_verification: false,
         };
         let err = SidecarClientFactory::new(Some(&tls)).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");

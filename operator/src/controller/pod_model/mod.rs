@@ -102,14 +102,6 @@ pub enum PodModelError {
         /// `namespace/name` of the cluster.
         cluster: String,
     },
-    /// `spec.imageType` asks for a pod model this operator does not build.
-    #[error(
-        "spec.imageType {image_type:?} is not supported yet; only \"split\" (main container + sidecar) is"
-    )]
-    UnsupportedImageType {
-        /// The requested image type.
-        image_type: String,
-    },
     /// No FoundationDB version to build images from.
     #[error("FoundationDBCluster {cluster}: spec.version is empty, no image can be chosen")]
     MissingVersion {
@@ -204,12 +196,8 @@ pub fn build_pod(
     options: &PodOptions,
 ) -> Result<Pod, PodModelError> {
     let spec = &cluster.spec;
-    let image_type = spec.image_type();
-    if image_type != ImageType::Split {
-        return Err(PodModelError::UnsupportedImageType {
-            image_type: image_type.as_str().to_owned(),
-        });
-    }
+    // `imageType: unified` is built as split too (what `explain` and the validation
+    // warning promise): the pod's image-type annotation says which model it runs.
     let identity = names::ClusterIdentity::of(cluster)?;
     let default_version = pod_version(cluster);
     let main_version = options.main_version.as_deref().unwrap_or(default_version);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::{
-    SidecarApi, SidecarClientError, SidecarClientFactory, SidecarClientSettings,
+    SidecarApi, SidecarClientError, SidecarClientFactory, SidecarClientSettings, SidecarClientTls,
 };
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -90,11 +90,16 @@ pub struct RecordingSidecarProvider {
 }
 
 impl RecordingSidecarProvider {
-    /// Plain-HTTP sidecar clients recording into `log`, connecting through `network`.
-    pub fn new(log: EventLog, network: NetworkMap) -> Result<Self, SidecarClientError> {
+    /// Sidecar clients recording into `log`, connecting through `network`: plain HTTP,
+    /// and https with `tls` to pods whose sidecar runs with `--tls`.
+    pub fn new(
+        log: EventLog,
+        network: NetworkMap,
+        tls: Option<&SidecarClientTls>,
+    ) -> Result<Self, SidecarClientError> {
         Ok(Self {
             inner: HttpSidecarProvider::new(
-                SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())?,
+                SidecarClientFactory::with_settings(tls, simulated_sidecar_client_settings())?,
                 false,
             ),
             log,
@@ -180,12 +185,17 @@ pub fn new_operator_context(
     clock: &VirtualClock,
     log: &EventLog,
     network: NetworkMap,
+    sidecar_tls: Option<&SidecarClientTls>,
 ) -> Result<Context, SidecarClientError> {
     let clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let mut context = Context::new(
         kube,
         Arc::new(SimulatedAdminProvider::new(fdb.clone(), log.clone())),
-        Arc::new(RecordingSidecarProvider::new(log.clone(), network)?),
+        Arc::new(RecordingSidecarProvider::new(
+            log.clone(),
+            network,
+            sidecar_tls,
+        )?),
         clock,
     );
     context.settings.controller_name = "fdb-operator-simulated".to_owned();

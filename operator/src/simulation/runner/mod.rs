@@ -73,6 +73,9 @@ pub enum RunError {
     /// The operator's sidecar clients could not be built.
     #[error("sidecar clients: {0}")]
     Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
+    /// The run's TLS material (`world.tls`) could not be made.
+    #[error("world.tls: {0}")]
+    Tls(#[from] crate::simulation::tls::TlsSetupError),
     /// A request to an in-process sidecar got no answer within its real-time watchdog
     /// ([`harness::SIDECAR_REQUEST_WATCHDOG`]): the machine stalled. Recording it as a
     /// simulated fault would make the result depend on the machine, so the run stops.
@@ -132,6 +135,8 @@ pub struct Runner {
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
     progress: Option<ProgressSink>,
+    /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
+    sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -242,12 +247,29 @@ impl Runner {
                 lock.display()
             ));
         }
+        let sidecar_tls = match &scenario.world.tls {
+            Some(tls) => {
+                let pki = crate::simulation::tls::SimulatedPki::generate(&name)?;
+                let secret = pki.pod_secret(&namespace, &tls.secret);
+                let secret = serde_json::to_value(&secret)
+                    .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
+                let mut secret = secret;
+                if let Some(object) = secret.as_object_mut() {
+                    object.insert("apiVersion".into(), Value::from("v1"));
+                    object.insert("kind".into(), Value::from("Secret"));
+                }
+                api.create_as(USER_ACTOR, secret)?;
+                Some(pki.write_operator_files(&world.root().join("operator-tls"))?)
+            }
+            None => None,
+        };
         let context = new_operator_context(
             harness::operator_kube_client(&api, &log),
             &fdb,
             &clock,
             &log,
             world.network(),
+            sidecar_tls.as_ref(),
         )?;
         api.create_as(USER_ACTOR, manifest)?;
         let recovery_seconds = scenario
@@ -283,6 +305,7 @@ impl Runner {
             name,
             total_passes: 0,
             progress: options.progress,
+            sidecar_tls,
         })
     }
 

@@ -103,6 +103,7 @@ impl Runner {
             &self.clock,
             &self.log,
             self.world.network(),
+            self.sidecar_tls.as_ref(),
         ) {
             Ok(context) => self.context = context,
             // The sidecar client factory has no inputs that can change between restarts.

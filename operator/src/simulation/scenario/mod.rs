@@ -107,6 +107,20 @@ pub struct WorldSettings {
     /// FoundationDB clients connected to the database from the start.
     #[serde(default)]
     pub clients: Vec<ClientSpec>,
+    /// TLS between the operator and the sidecars: the run generates a CA, a certificate
+    /// for the pods in this Secret and a client certificate for the operator.
+    #[serde(default)]
+    pub tls: Option<TlsSettings>,
+}
+
+/// `world.tls`: the run's generated TLS material.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsSettings {
+    /// The Secret (in the cluster's namespace) that receives the pods' certificate
+    /// (`cert.pem`), key (`key.pem`) and the CA (`ca.pem`); the cluster's pod template
+    /// mounts it and points `FDB_TLS_*` at it, as in the TLS manual.
+    pub secret: String,
 }
 
 /// A FoundationDB client connected to the database.

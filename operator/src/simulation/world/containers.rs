@@ -25,6 +25,14 @@ pub const SIDECAR_PATH_FLAGS: [(&str, Option<&str>); 8] = [
     ("--tls-ca-file", None),
 ];
 
+/// The sidecar's environment variables that name container paths (its TLS files), which
+/// the world rewrites to host paths like [`SIDECAR_PATH_FLAGS`].
+pub const SIDECAR_PATH_ENV: [&str; 3] = [
+    "FDB_TLS_CERTIFICATE_FILE",
+    "FDB_TLS_KEY_FILE",
+    "FDB_TLS_CA_FILE",
+];
+
 /// The binaries every fake FoundationDB image ships.
 pub const IMAGE_BINARIES: [&str; 2] = ["fdbserver", "fdbcli"];
 

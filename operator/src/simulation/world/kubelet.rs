@@ -458,5 +458,14 @@ pub fn sidecar_invocation(
         pod_ip: ip.to_string(),
         node: runtime.node.clone(),
     };
-    (args, containers::container_env(container, &facts))
+    let mut env = containers::container_env(container, &facts);
+    // The TLS files named by the environment are container paths, like the flags.
+    for name in containers::SIDECAR_PATH_ENV {
+        if let Some(value) = env.get_mut(name)
+            && let Some(host) = fs.host_path(value)
+        {
+            *value = host.display().to_string();
+        }
+    }
+    (args, env)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use fdb_shared::FdbVersion;
-use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, Secret};
 
 use super::World;
 use super::containers::{
@@ -213,6 +213,7 @@ impl World {
         let mut identities = BTreeMap::new();
         let mut pvc_uids = BTreeMap::new();
         let mut config_volumes = Vec::new();
+        let mut secret_files: Vec<(PathBuf, BTreeMap<String, Vec<u8>>)> = Vec::new();
         for volume in spec.volumes.iter().flatten() {
             let pod_dir = runtime.dir.join("volumes").join(&volume.name);
             if let Some(cm) = &volume.config_map {
@@ -231,6 +232,25 @@ impl World {
                 identities.insert(
                     volume.name.clone(),
                     format!("configMap:{}/{}", runtime.uid, volume.name),
+                );
+                volume_dirs.insert(volume.name.clone(), pod_dir);
+            } else if let Some(source) = &volume.secret {
+                // Secrets are written once, when the pod starts (the TLS material of
+                // `world.tls`); a missing one keeps the pod waiting, as the kubelet does.
+                let name = source.secret_name.clone().unwrap_or_default();
+                let secret: Option<Secret> = self.api.get_typed(Some(&namespace), &name)?;
+                match secret {
+                    Some(secret) => {
+                        secret_files.push((pod_dir.clone(), secret_volume_files(&secret, source)));
+                    }
+                    None if source.optional == Some(true) => {
+                        secret_files.push((pod_dir.clone(), BTreeMap::new()));
+                    }
+                    None => waiting = Some(format!("secret {name:?} not found")),
+                }
+                identities.insert(
+                    volume.name.clone(),
+                    format!("secret:{}/{}", runtime.uid, volume.name),
                 );
                 volume_dirs.insert(volume.name.clone(), pod_dir);
             } else if let Some(claim) = &volume.persistent_volume_claim {
@@ -267,6 +287,16 @@ impl World {
         }
         for dir in volume_dirs.values() {
             std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
+        }
+        for (dir, files) in secret_files {
+            for (path, content) in files {
+                let file = dir.join(&path);
+                if let Some(parent) = file.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(WorldError::io("create directory", parent))?;
+                }
+                std::fs::write(&file, content).map_err(WorldError::io("write", &file))?;
+            }
         }
         runtime.volume_dirs = volume_dirs;
         runtime.volume_identities = identities;
@@ -306,4 +336,39 @@ pub fn monitor_context(runtime: &PodRuntime, main: &Container) -> MonitorContext
             .collect(),
         fs,
     }
+}
+
+/// The files of a Secret volume: every key (or the `items` chosen), decoded, at its key
+/// (or the item's path); paths that climb out of the volume are skipped.
+fn secret_volume_files(
+    secret: &Secret,
+    source: &k8s_openapi::api::core::v1::SecretVolumeSource,
+) -> BTreeMap<String, Vec<u8>> {
+    let mut data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| (key.clone(), value.0.clone()))
+        .collect();
+    for (key, value) in secret.string_data.iter().flatten() {
+        data.insert(key.clone(), value.clone().into_bytes());
+    }
+    let chosen: Vec<(String, String)> = match &source.items {
+        Some(items) => items
+            .iter()
+            .map(|item| (item.key.clone(), item.path.clone()))
+            .collect(),
+        None => data.keys().map(|key| (key.clone(), key.clone())).collect(),
+    };
+    chosen
+        .into_iter()
+        .filter(|(_, path)| {
+            let path = std::path::Path::new(path);
+            path.is_relative()
+                && path
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .filter_map(|(key, path)| Some((path, data.get(&key)?.clone())))
+        .collect()
 }
