@@ -9,6 +9,7 @@ mod determinism;
 mod faults;
 mod idempotence;
 mod kubernetes;
+mod locks;
 mod mutations;
 mod removals;
 mod replacements;

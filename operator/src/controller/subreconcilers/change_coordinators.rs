@@ -27,10 +27,11 @@ use crate::controller::context::Context;
 use crate::controller::coordinators::select_coordinators;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::removals::placement;
-use crate::controller::safety::{self, Refusal};
+use crate::controller::safety::{self, LockedAction, Refusal};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::upgrade::decide_incompatible;
@@ -305,6 +306,14 @@ impl Subreconciler for ChangeCoordinators {
                 coordinators,
                 reason,
             } => {
+                if let Err(refusal) =
+                    locks::acquire(ctx, snapshot, io, LockedAction::ChangeCoordinators).await?
+                {
+                    return Ok(StepOutcome::Requeue {
+                        delay: ctx.settings.database_wait,
+                        reason: format!("{reason}, but {refusal}"),
+                    });
+                }
                 tracing::info!(%reason, ?coordinators, "changing coordinators");
                 let admin = io.admin(ctx, snapshot)?;
                 let connection = admin

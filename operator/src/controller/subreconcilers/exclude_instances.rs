@@ -25,11 +25,12 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::servers_per_pod;
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
-use crate::controller::safety::{self, MINIMUM_SECONDS_SINCE_RECOVERY};
+use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::{AdminClient, ExclusionTarget};
@@ -208,6 +209,12 @@ impl Subreconciler for ExcludeInstances {
                 .collect();
             let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
             let text: Vec<String> = targets.iter().map(ToString::to_string).collect();
+            if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::Exclude).await? {
+                return Ok(StepOutcome::Requeue {
+                    delay: ctx.settings.database_wait,
+                    reason: format!("{} wait to be excluded: {refusal}", groups.join(", ")),
+                });
+            }
             tracing::info!(step = self.name(), ?groups, targets = ?text, "excluding");
             let admin = io.admin(ctx, snapshot)?;
             admin

@@ -24,10 +24,11 @@ use super::exclude_instances::pending_reason;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::removals::{exclusions, placement, ready_for_deletion, skips_exclusion};
-use crate::controller::safety;
+use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::{AdminClient, ExclusionTarget};
@@ -248,6 +249,14 @@ impl Subreconciler for RemovePods {
         if !decision.finished.is_empty() {
             if !decision.include.is_empty() {
                 let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
+                if let Err(refusal) =
+                    locks::acquire(ctx, snapshot, io, LockedAction::Include).await?
+                {
+                    return Ok(StepOutcome::Requeue {
+                        delay: ctx.settings.database_wait,
+                        reason: format!("{} wait to be included: {refusal}", text.join(" ")),
+                    });
+                }
                 let admin = io.admin(ctx, snapshot)?;
                 admin
                     .include(&decision.include)

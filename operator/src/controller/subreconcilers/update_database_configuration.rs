@@ -13,8 +13,10 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
+use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::safety::LockedAction;
 use crate::controller::safety::{
     self, MINIMUM_SECONDS_SINCE_RECOVERY, Refusal, available_and_healthy, recovered_for,
 };
@@ -147,6 +149,14 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::Change(desired) => {
+                if let Err(refusal) =
+                    locks::acquire(ctx, snapshot, io, LockedAction::ConfigureDatabase).await?
+                {
+                    return Ok(StepOutcome::Requeue {
+                        delay: ctx.settings.database_wait,
+                        reason: format!("the database configuration must change, but {refusal}"),
+                    });
+                }
                 let admin = io.admin(ctx, snapshot)?;
                 let command = snapshot
                     .database_status()
