@@ -20,7 +20,10 @@ fn a_denied_lock_id_cannot_configure_the_database_until_allowed_again() {
     assert!(result.violations.is_empty(), "{:?}", result.violations);
     let configures = admin_events(&result, "configure");
     assert_eq!(configures.len(), 2, "{configures:?}");
-    assert!(configures[0].1.starts_with("configure new"), "{configures:?}");
+    assert!(
+        configures[0].1.starts_with("configure new"),
+        "{configures:?}"
+    );
     // The change waited for the whole denial (steps 2-5) and went through after allow.
     assert_eq!(configures[1].0, 6, "{configures:?}");
     assert!(configures[1].1.contains("logs=4"), "{configures:?}");

@@ -95,6 +95,40 @@ fn assert_upgraded(result: &SimulationResult) {
     );
 }
 
+/// Asserts the cluster ended on the new images having seen at most
+/// 2 x (log + stateless groups) + 5 non-storage process groups (issue 11): each
+/// transaction-system group replaced once, and a few more at most.
+fn assert_few_groups_ever_seen(result: &SimulationResult) {
+    let non_storage: std::collections::BTreeSet<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "create")
+        .filter_map(|e| e.target.strip_prefix("pod/"))
+        .filter(|name| !name.contains("-storage-"))
+        .collect();
+    // The 17-group double cluster: 4 log, 8 stateless and 1 cluster controller groups.
+    let limit = 2 * (4 + 8) + 5;
+    assert!(
+        non_storage.len() <= limit,
+        "{} non-storage groups seen: {non_storage:?}",
+        non_storage.len()
+    );
+}
+
+#[test]
+fn the_readme_main_job_creates_the_quickstart_cluster_and_upgrades_it() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/quickstart-upgrade.yaml"
+    );
+    let result = run(&std::fs::read_to_string(path).unwrap(), None);
+    assert_eq!(violations(&result), Vec::<String>::new());
+    assert_upgraded(&result);
+    assert_few_groups_ever_seen(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}
+
 #[test]
 fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_once() {
     let result = run(
@@ -132,6 +166,7 @@ fn an_incompatible_upgrade_ends_reconciled_on_the_new_images() {
     );
     assert!(result.violations.is_empty(), "{:?}", result.violations);
     assert_upgraded(&result);
+    assert_few_groups_ever_seen(&result);
 }
 
 #[test]

@@ -70,6 +70,7 @@ pub enum Command {
         invalid (the message names the field and line).",
         after_help = "Examples:\n  \
         fdb-operator simulate docs/examples/quickstart.yaml\n  \
+        fdb-operator simulate docs/examples/quickstart-upgrade.yaml\n  \
         fdb-operator simulate my-change.yaml --seed 7 --output result.json"
     )]
     Simulate(simulate::SimulateArgs),

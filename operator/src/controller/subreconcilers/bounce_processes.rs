@@ -18,6 +18,7 @@
 //! addresses in `buggify.ignoreDuringRestart` are never killed.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
@@ -237,6 +238,25 @@ pub fn decide(snapshot: &ClusterSnapshot) -> BounceDecision {
     decide_with(snapshot, Vec::new())
 }
 
+/// How long to wait before looking again: when only the minimum uptime holds the kill
+/// back, until it is met (nothing else can change that sooner), else the usual wait.
+pub(crate) fn wait_delay(ctx: &Context, snapshot: &ClusterSnapshot) -> Duration {
+    let usual = ctx.settings.database_wait;
+    if safety::available(snapshot).is_err() {
+        return usual;
+    }
+    match safety::minimum_uptime(snapshot) {
+        Err(Refusal::UptimeTooShort {
+            uptime, minimum, ..
+        }) => {
+            let left = (minimum - uptime).ceil().max(0.0);
+            // Clamped to a day: a spec value can be anything.
+            Duration::from_secs_f64(left.min(86_400.0)).max(usual)
+        }
+        _ => usual,
+    }
+}
+
 /// Executes a decision (shared by every caller of [`plan_kill`]).
 pub async fn execute(
     ctx: &Context,
@@ -255,7 +275,7 @@ pub async fn execute(
         }
         BounceDecision::Wait(reason) => {
             return Ok(StepOutcome::Requeue {
-                delay: ctx.settings.database_wait,
+                delay: wait_delay(ctx, snapshot),
                 reason,
             });
         }

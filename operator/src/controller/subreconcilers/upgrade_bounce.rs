@@ -26,7 +26,7 @@ pub async fn reconcile(
     match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => Ok(None),
         UpgradeBounce::Wait(wait) => Ok(Some(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
+            delay: super::bounce_processes::wait_delay(ctx, snapshot),
             reason: wait.to_string(),
         })),
         UpgradeBounce::KillAll { target, addresses } => {

@@ -11,6 +11,7 @@ mod expect;
 mod fdb_bridge;
 mod harness;
 mod observe;
+mod rollout_progress;
 mod steps;
 
 use std::sync::Arc;
@@ -135,6 +136,8 @@ pub struct Runner {
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
     progress: Option<ProgressSink>,
+    /// The last rollout line printed (printed again only when it changes).
+    last_rollout_line: Option<String>,
     /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
     sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
 }
@@ -305,6 +308,7 @@ impl Runner {
             name,
             total_passes: 0,
             progress: options.progress,
+            last_rollout_line: None,
             sidecar_tls,
         })
     }

@@ -320,6 +320,29 @@ impl Runner {
         Ok(())
     }
 
+    /// Prints the rollout line when it changed since the last one (only with a progress
+    /// sink: tests pay nothing).
+    pub(super) fn report_rollout(&mut self) -> Result<(), RunError> {
+        if self.progress.is_none() {
+            return Ok(());
+        }
+        let Some(cluster) = self.cluster_object() else {
+            return Ok(());
+        };
+        let mut desired = desired_world(&cluster);
+        desired.ever_marked = self.ever_marked.clone();
+        let line = super::rollout_progress::rollout_line(&desired, &self.actual_world()?);
+        if line != self.last_rollout_line {
+            match &line {
+                Some(text) => self.say(text),
+                None if self.last_rollout_line.is_some() => self.say("rollout complete"),
+                None => {}
+            }
+            self.last_rollout_line = line;
+        }
+        Ok(())
+    }
+
     /// The world as the divergence check sees it.
     pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
         let snapshot = self.fdb.snapshot();

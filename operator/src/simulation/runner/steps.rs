@@ -325,6 +325,7 @@ impl Runner {
             }
         };
         self.last_pass_reconciled = end == PassEnd::Reconciled;
+        self.report_rollout()?;
         if let PassEnd::After(delay) = end {
             let at = now + signed(delay);
             if self.next_pass_due.is_none_or(|due| due > at) {
