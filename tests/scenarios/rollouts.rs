@@ -263,3 +263,34 @@ fn a_maintenance_window_left_by_a_crashed_operator_is_finished_and_reset() {
     let result = run_file("rollouts/storage-env-rollout-maintenance-crash.yaml", None);
     assert_maintenance_per_zone(&result, 3);
 }
+
+#[test]
+fn a_crash_looping_group_is_not_replaced_and_is_restored_when_removed_from_the_spec() {
+    let result = run_file("rollouts/buggify-crash-loop.yaml", None);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let reports = |step: &StepResult| {
+        processes(step)
+            .iter()
+            .any(|p| p["locality"]["instance_id"] == "storage-4")
+    };
+    // Crash-looping: its pod was recreated and runs, its process does not.
+    let looping = &result.steps[3];
+    assert!(!reports(looping));
+    assert!(looping.pods.iter().any(|p| p.name == "sample-storage-4"));
+    let recreated: Vec<usize> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "create" && e.target == "pod/sample-storage-4")
+        .map(|e| e.step)
+        .collect();
+    assert_eq!(recreated, [0, 3, 6], "created, crash-looping, restored");
+    // Never replaced, although it was down far longer than failureDetectionTimeSeconds.
+    assert!(
+        result
+            .events
+            .iter()
+            .all(|e| !e.detail.starts_with("ReplacementChosen")),
+        "a crash-looping group was replaced"
+    );
+    assert!(reports(result.steps.last().unwrap()));
+}

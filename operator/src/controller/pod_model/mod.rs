@@ -248,6 +248,10 @@ pub fn build_pod(
         pod_spec.volumes.as_ref(),
     ));
     pod_spec.affinity = affinity::pod_affinity(cluster, group, options, pod_spec.affinity.as_ref());
+    crate::controller::buggify::apply(
+        &crate::controller::buggify::desired_state(cluster, &group.process_group_id),
+        &mut pod_spec,
+    );
     let routing = &spec.routing;
     if routing.headless_service() || routing.define_dns_locality_fields() {
         pod_spec.hostname = Some(pod_name(cluster, group));

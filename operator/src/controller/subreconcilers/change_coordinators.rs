@@ -21,6 +21,7 @@ use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
+use super::delete_pods_for_buggification;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use super::update_pods::{self, Deletion};
 use crate::controller::context::Context;
@@ -140,6 +141,13 @@ fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
 fn pending_pod_deletions(snapshot: &ClusterSnapshot) -> Option<(BTreeSet<String>, String)> {
     if let Deletion::MoveCoordinators { groups, reason } = update_pods::decide(snapshot).deletion {
         return Some((groups, reason));
+    }
+    let buggify = delete_pods_for_buggification::decide(snapshot);
+    if !buggify.hosting_coordinators.is_empty() {
+        return Some((
+            buggify.hosting_coordinators.iter().cloned().collect(),
+            format!("spec.buggify changes pods: {}", buggify.waiting.join("; ")),
+        ));
     }
     let incompatible = decide_incompatible(snapshot);
     (!incompatible.hosting_coordinators.is_empty()).then(|| {

@@ -1,21 +1,89 @@
-//! DeletePodsForBuggification (operator-behavior §8). Not implemented yet: this step never acts.
+//! DeletePodsForBuggification (operator-behavior §8): deletes the pods whose buggify
+//! state (`crashLoop`, `crashLoopContainers`, `noSchedule`; see
+//! [`crate::controller::buggify`]) differs from the spec's, so AddPods recreates them
+//! with the fault turned on or off.
 //!
-//! Will delete (to recreate) the pods whose crash-loop or no-schedule buggify settings differ from what the pod runs.
-//! Until then it only logs (at debug level) when it sees work of its kind; the
-//! Reconciled check stays false while such work exists, so nothing claims to be done.
+//! Reduced safety, on purpose: buggify is fault injection a user asks for on named
+//! groups, so these deletions wait for neither the fault-tolerance budget nor the zone
+//! order of UpdatePods (which leaves these groups alone). They still never delete a pod
+//! hosting a coordinator, nor a pod already terminating, and they wait for the database to
+//! be available when it has been configured, so that turning a fault off is never what
+//! takes the database down.
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 
 use super::Subreconciler;
+use crate::controller::buggify::{desired_state, pod_state};
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
+use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::removals::placement;
+use crate::controller::safety;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
-/// Will delete (to recreate) the pods whose crash-loop or no-schedule buggify settings differ from what the pod runs.
+/// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DeletePodsForBuggification;
+
+/// What this step does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BuggifyDecision {
+    /// `(group, pod)` to delete.
+    pub delete: Vec<(String, String)>,
+    /// Groups that wait, and why.
+    pub waiting: Vec<String>,
+    /// Groups that wait for their coordinator to move (ChangeCoordinators moves it).
+    pub hosting_coordinators: Vec<String>,
+}
+
+/// Whether the group's pod runs another buggify state than the spec asks for.
+pub fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    group
+        .pod
+        .is_some_and(|pod| pod_state(pod) != desired_state(snapshot.cluster(), group.id()))
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
+    let mut decision = BuggifyDecision::default();
+    let changed: Vec<GroupView<'_>> = snapshot
+        .live_groups()
+        .filter(|g| {
+            g.pod
+                .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none())
+        })
+        .filter(|g| differs(snapshot, g))
+        .collect();
+    if changed.is_empty() {
+        return decision;
+    }
+    let unavailable = snapshot
+        .status()
+        .configured
+        .then(|| safety::available(snapshot).err())
+        .flatten();
+    for group in changed {
+        let Some(pod) = group.pod else { continue };
+        if let Some(refusal) = &unavailable {
+            decision.waiting.push(format!("{}: {refusal}", group.id()));
+        } else if let Some(coordinator) = placement::hosted_coordinator(snapshot, &group) {
+            decision.hosting_coordinators.push(group.id().to_owned());
+            decision.waiting.push(format!(
+                "{}: its pod hosts coordinator {coordinator}; the coordinators move first",
+                group.id()
+            ));
+        } else {
+            decision
+                .delete
+                .push((group.id().to_owned(), pod.name_any()));
+        }
+    }
+    decision
+}
 
 #[async_trait]
 impl Subreconciler for DeletePodsForBuggification {
@@ -25,20 +93,106 @@ impl Subreconciler for DeletePodsForBuggification {
 
     async fn reconcile(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
+        io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let b = &snapshot.spec().buggify;
-        if !b.crash_loop.is_empty()
-            || !b.no_schedule.is_empty()
-            || !b.crash_loop_containers.is_empty()
-        {
-            tracing::debug!(
-                step = self.name(),
-                "buggify settings are present; they are not applied yet"
-            );
+        let decision = decide(snapshot);
+        for (group, pod) in &decision.delete {
+            tracing::info!(%group, %pod, "deleting the pod to apply spec.buggify");
+            io.delete::<Pod>(ctx, pod, format!("delete pod {pod} (buggify)"))
+                .await?;
         }
-        Ok(StepOutcome::Continue)
+        if !decision.delete.is_empty() {
+            let names: Vec<&str> = decision.delete.iter().map(|(g, _)| g.as_str()).collect();
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::PodsUpdated,
+                self.name(),
+                format!(
+                    "deleted the pods of {} to apply spec.buggify",
+                    names.join(", ")
+                ),
+            )
+            .await;
+        }
+        if decision.waiting.is_empty() {
+            return Ok(StepOutcome::Continue);
+        }
+        // The rest of the pass goes on: the waiting groups must not hold other work.
+        Ok(StepOutcome::DelayedRequeue {
+            delay: ctx.settings.database_wait,
+            reason: format!("buggify changes wait: {}", decision.waiting.join("; ")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod, reporting};
+    use crate::controller::pod_model::build_pod;
+
+    /// storage-1 and storage-2 with pods built for `built_with`, the spec `spec`.
+    fn snapshot(built_with: &str, spec: &str, coordinator: bool) -> ClusterSnapshot {
+        use crate::controller::desired::pod_options;
+        use crate::controller::fixtures::cluster;
+        let old = cluster(built_with);
+        let pods: Vec<Pod> = ["storage-1", "storage-2"]
+            .iter()
+            .enumerate()
+            .map(|(n, id)| {
+                let status = group(id);
+                let mut built = build_pod(&old, &status, &pod_options(&old, &status)).unwrap();
+                let placed = pod(
+                    &format!("sample-{id}"),
+                    id,
+                    "node",
+                    &format!("10.0.0.{}", n + 1),
+                );
+                built.status = placed.status;
+                built
+            })
+            .collect();
+        let fixture = Fixture::new(spec)
+            .groups([group("storage-1"), group("storage-2")])
+            .pods(pods)
+            .status(|s| s.configured = true)
+            .database(reporting(&["storage-1", "storage-2"]));
+        if coordinator {
+            fixture.connection_string("s:abc@10.0.0.1:4501").build()
+        } else {
+            fixture.build()
+        }
+    }
+
+    const PLAIN: &str = "{version: 7.1.57, routing: {useDNSInClusterFile: false}}";
+    const LOOPING: &str = "{version: 7.1.57, routing: {useDNSInClusterFile: false}, buggify: {crashLoop: [storage-1]}}";
+
+    #[test]
+    fn only_the_groups_whose_buggify_state_changed_are_deleted() {
+        assert_eq!(
+            decide(&snapshot(PLAIN, PLAIN, false)),
+            BuggifyDecision::default()
+        );
+        let on = decide(&snapshot(PLAIN, LOOPING, false));
+        assert_eq!(
+            on.delete,
+            [("storage-1".to_owned(), "sample-storage-1".to_owned())]
+        );
+        // And back when it leaves the spec.
+        let off = decide(&snapshot(LOOPING, PLAIN, false));
+        assert_eq!(off.delete.len(), 1);
+    }
+
+    #[test]
+    fn a_coordinators_pod_waits() {
+        let decision = decide(&snapshot(PLAIN, LOOPING, true));
+        assert!(decision.delete.is_empty());
+        assert!(
+            decision.waiting[0].contains("coordinator 10.0.0.1:4501"),
+            "{decision:?}"
+        );
     }
 }

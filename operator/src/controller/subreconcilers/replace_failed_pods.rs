@@ -53,22 +53,44 @@ struct Failure {
     setting: (&'static str, i64),
 }
 
-/// The eligible condition of the group that is due first.
+/// The eligible condition of the group that is due first. A failure of the pod's own
+/// processes counts from the pod's creation (or, without a pod, from when it went
+/// missing) at the earliest: a pod the operator just recreated (a rolling update,
+/// buggify turned off) gets a whole detection window.
 fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<Failure> {
+    // The pod's creation, or, while it has none, when it went missing (a pod deleted on
+    // purpose is recreated later in the same pass).
+    let pod_floor = match group.pod {
+        Some(pod) => pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(i64::MIN, |t| t.0.as_second()),
+        None => group
+            .status
+            .condition_since(&ProcessGroupConditionType::MissingPod)
+            .unwrap_or(i64::MIN),
+    };
     group
         .status
         .process_group_conditions
         .iter()
         .filter(|c| c.condition_type.is_eligible_for_automatic_replacement())
         .map(|c| {
-            let setting = if c.condition_type == ProcessGroupConditionType::NodeTaintReplacing {
+            let taint = c.condition_type == ProcessGroupConditionType::NodeTaintReplacing;
+            let setting = if taint {
                 ("taintReplacementTimeSeconds", taint_time)
             } else {
                 ("failureDetectionTimeSeconds", detection)
             };
+            let since = if taint || c.condition_type == ProcessGroupConditionType::MissingPod {
+                c.timestamp
+            } else {
+                c.timestamp.max(pod_floor)
+            };
             Failure {
-                due: c.timestamp.saturating_add(setting.1),
-                since: c.timestamp,
+                due: since.saturating_add(setting.1),
+                since,
                 condition: c.condition_type.as_str().to_owned(),
                 setting,
             }
@@ -106,7 +128,11 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         let Some(failure) = first_due(&group, detection, taint_time) else {
             continue;
         };
-        if failure.due > now || crash_looping(snapshot, group.id()) {
+        // A pod about to be recreated for buggify is not failing; it is being changed.
+        if failure.due > now
+            || crash_looping(snapshot, group.id())
+            || super::delete_pods_for_buggification::differs(snapshot, &group)
+        {
             continue;
         }
         let since = failure.since;

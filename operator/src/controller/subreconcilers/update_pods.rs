@@ -157,6 +157,8 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
         .live_groups()
         .filter(needs_update)
         .filter(|g| !replace_only(g))
+        // Buggify changes are DeletePodsForBuggification's, at once and on those groups.
+        .filter(|g| !super::delete_pods_for_buggification::differs(snapshot, g))
     {
         let Some(pod) = group
             .pod

@@ -448,3 +448,12 @@ mod tests {
         assert!(!text.contains("1.2.3.4"));
     }
 }
+
+/// Whether the pod's container `name` runs buggify's `crash-loop` command (it fails at
+/// every start, as a missing binary would in a real container).
+pub fn container_crash_loops(pod: &Pod, name: &str) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .any(|c| c.name == name && crate::controller::buggify::crash_loops(c.command.as_deref()))
+}

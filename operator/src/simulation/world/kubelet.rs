@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
 
 use super::World;
-use super::containers::{self, ContainerFs, PodFacts, image_root, stamp};
+use super::containers::{self, ContainerFs, PodFacts, container_crash_loops, image_root, stamp};
 use super::error::WorldError;
 use super::fdbmonitor::{Monitor, MonitorChanges};
 use super::host::ProcessHost;
@@ -323,8 +323,10 @@ impl World {
         self.project_due(runtime)?;
         self.restart_changed_containers(pod, runtime).await?;
         self.sync_sidecar(pod, runtime).await?;
-        let processes_allowed =
-            !self.faults.process_missing.contains(&group) && self.crash_loop_allows(&group);
+        // A main container whose command is buggify's crash-loop never runs fdbmonitor.
+        let processes_allowed = !self.faults.process_missing.contains(&group)
+            && self.crash_loop_allows(&group)
+            && !container_crash_loops(pod, MAIN_CONTAINER);
         if let Some(mut monitor) = runtime.monitor.take() {
             let changes = if processes_allowed {
                 monitor.reconcile(self.host.as_ref())

@@ -42,6 +42,40 @@ pub struct PlacedPod {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unschedulable(pub String);
 
+/// Whether the node satisfies the pod's required node affinity: any of its terms, each
+/// with all of its match expressions (as the real scheduler reads them).
+fn node_affinity_matches(spec: &k8s_openapi::api::core::v1::PodSpec, node: &NodeView) -> bool {
+    let Some(required) = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+    else {
+        return true;
+    };
+    required.node_selector_terms.iter().any(|term| {
+        term.match_expressions.iter().flatten().all(|e| {
+            let value = node.labels.get(&e.key);
+            let values = e.values.as_deref().unwrap_or_default();
+            match e.operator.as_str() {
+                "In" => value.is_some_and(|v| values.contains(v)),
+                "NotIn" => value.is_none_or(|v| !values.contains(v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                // Gt/Lt compare integers; anything unknown never matches.
+                "Gt" | "Lt" => value
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .zip(values.first().and_then(|w| w.parse::<i64>().ok()))
+                    .is_some_and(|(v, w)| if e.operator == "Gt" { v > w } else { v < w }),
+                _ => false,
+            }
+        })
+    })
+}
+
 /// Picks the node for `pod` among `nodes` (in node order), given the pods already
 /// placed. With `exclusive`, only nodes without any placed pod qualify (the default
 /// world: one node per pod).
@@ -79,8 +113,10 @@ pub fn choose_node(
             Some("node(s) were unschedulable")
         } else if exclusive && placed.iter().any(|p| p.node == node.name) {
             Some("node(s) already run a pod")
-        } else if !selector.iter().all(|(k, v)| node.labels.get(k) == Some(v)) {
-            Some("node(s) didn't match Pod's node selector")
+        } else if !selector.iter().all(|(k, v)| node.labels.get(k) == Some(v))
+            || !node_affinity_matches(&spec, node)
+        {
+            Some("node(s) didn't match Pod's node affinity/selector")
         } else if node.taints.iter().any(|t| blocks(t, &tolerations)) {
             Some("node(s) had untolerated taint")
         } else if required

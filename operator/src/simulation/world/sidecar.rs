@@ -29,6 +29,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::World;
+use super::containers::container_crash_loops;
 use super::error::WorldError;
 use super::kubelet::{
     ContainerExit, PodRuntime, SIDECAR_CONTAINER, SIDECAR_PORT, sidecar_invocation, spec_container,
@@ -128,7 +129,9 @@ impl World {
         sidecar: &mut SidecarState,
     ) -> Result<(), WorldError> {
         let group = runtime.group.clone().unwrap_or_default();
-        let wanted = !self.faults.sidecar_unreachable.contains(&group);
+        // A sidecar whose command is buggify's crash-loop never comes up.
+        let wanted = !self.faults.sidecar_unreachable.contains(&group)
+            && !container_crash_loops(pod, SIDECAR_CONTAINER);
         let now = self.now();
         if let Some(running) = sidecar.running.as_mut() {
             let restart_requested = running

@@ -77,7 +77,18 @@ impl World {
                 .unwrap_or_default();
             let restarts = state.map_or(0, |s| s.restarts);
             let is_sidecar = container.name == SIDECAR_CONTAINER;
+            let crash_loops = crate::controller::buggify::crash_loops(container.command.as_deref());
             let (ready, container_state) = match &runtime.phase {
+                PodPhase::Running if crash_loops => (
+                    false,
+                    json!({"waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": format!(
+                            "back-off 5m0s restarting failed container={} pod={}_{}",
+                            container.name, runtime.name, runtime.namespace
+                        ),
+                    }}),
+                ),
                 PodPhase::Waiting { reason, message } => {
                     let reason = if reason.starts_with("Init") {
                         "PodInitializing"
