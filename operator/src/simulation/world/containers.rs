@@ -360,6 +360,15 @@ pub fn stamp(seen_at: Timestamp, sequence: u64) -> String {
     format!("{}.{sequence}", seen_at.strftime("%Y_%m_%d_%H_%M_%S"))
 }
 
+/// Whether the pod's container `name` runs buggify's `crash-loop` command (it fails at
+/// every start, as a missing binary would in a real container).
+pub fn container_crash_loops(pod: &Pod, name: &str) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .any(|c| c.name == name && crate::controller::buggify::crash_loops(c.command.as_deref()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,13 +456,4 @@ mod tests {
         assert!(text.ends_with("--bind-address 127.0.1.1:8080"), "{text}");
         assert!(!text.contains("1.2.3.4"));
     }
-}
-
-/// Whether the pod's container `name` runs buggify's `crash-loop` command (it fails at
-/// every start, as a missing binary would in a real container).
-pub fn container_crash_loops(pod: &Pod, name: &str) -> bool {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .any(|c| c.name == name && crate::controller::buggify::crash_loops(c.command.as_deref()))
 }
