@@ -12,6 +12,7 @@ mod kubernetes;
 mod locks;
 mod mutations;
 mod removals;
+mod randomized;
 mod replacements;
 mod restart;
 mod rollouts;
