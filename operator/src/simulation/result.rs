@@ -73,6 +73,17 @@ pub struct StepResult {
     pub sidecars: BTreeMap<String, SidecarSummary>,
     /// The simulated database.
     pub fdb: Value,
+    /// The FoundationDBBackup objects (metadata, spec, status).
+    #[serde(default)]
+    pub backups: Vec<Value>,
+    /// The FoundationDBRestore objects (metadata, spec, status).
+    #[serde(default)]
+    pub restores: Vec<Value>,
+    /// The simulated blob store: per backup URL, the completed snapshots (the database
+    /// version each holds and the data's digest there), the mutation log's end and the
+    /// latest restorable version.
+    #[serde(default)]
+    pub blob_store: BTreeMap<String, Value>,
 }
 
 /// A pod as the result shows it.
