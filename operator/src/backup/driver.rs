@@ -22,8 +22,12 @@ use crate::fdb::AdminClient;
 
 /// The finalizer that lets the operator carry out the deletion policy.
 pub const FINALIZER: &str = "foundationdb.org/backup";
-/// How often the status of a running backup is refreshed.
-pub const STATUS_REFRESH: Duration = Duration::from_secs(60);
+/// How often the status of a running, restorable backup is refreshed.
+pub const STATUS_REFRESH: Duration = Duration::from_secs(300);
+/// How often a backup waiting for its first snapshot is looked at.
+pub const SNAPSHOT_WAIT: Duration = Duration::from_secs(120);
+/// How often a backup that cannot progress (no agents) is looked at again.
+pub const STALL_WAIT: Duration = Duration::from_secs(60);
 /// How long to wait for a missing cluster.
 const CLUSTER_WAIT: Duration = Duration::from_secs(30);
 
@@ -73,6 +77,12 @@ pub async fn run_backup_pass(
     if !backup.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER) {
         set_finalizer(&backups, &backup, true).await?;
     }
+    let report = super::validate::validate_backup(&backup);
+    if !report.errors.is_empty() {
+        let message = format!("invalid spec: {}", report.errors.join("; "));
+        refuse(&backups, &backup, &message).await?;
+        return Ok(requeue(STALL_WAIT, "ValidateSpec", message));
+    }
     let Some(cluster) = cluster else {
         return Ok(requeue(
             CLUSTER_WAIT,
@@ -91,7 +101,24 @@ pub async fn run_backup_pass(
         backup,
         cluster,
     };
-    pass.run().await
+    waiting_for_database(pass.run().await)
+}
+
+/// An unavailable database is something to wait for, not a failure of the pass.
+pub(crate) fn waiting_for_database(
+    result: Result<PassReport, BackupError>,
+) -> Result<PassReport, BackupError> {
+    match result {
+        Err(BackupError::Admin {
+            source: source @ crate::fdb::AdminError::Unavailable { .. },
+            ..
+        }) => Ok(requeue(
+            CLUSTER_WAIT,
+            "UpdateBackupStatus",
+            format!("waiting for the database to be available ({source})"),
+        )),
+        other => other,
+    }
 }
 
 /// What one pass works with.
@@ -110,30 +137,32 @@ impl BackupPass {
 
     async fn run(mut self) -> Result<PassReport, BackupError> {
         // UpdateBackupStatus
-        let observed = self.observe().await?;
+        let mut observed = self.observe().await?;
         self.write_status(&observed).await?;
+        // Each step decides from the latest observation; after a step acts, the next
+        // one observes again (what it did may change what the next one must do).
         // UpdateBackupAgents
         if !observed.agents_current() {
             self.apply_deployment(&observed).await?;
+            observed = self.observe().await?;
         }
         // StartBackup
-        let observed = self.observe().await?;
         if let Some(request) = plan::start(&self.backup, &observed) {
             self.admin
                 .start_backup(&request)
                 .await
                 .map_err(BackupError::admin("StartBackup: start the backup"))?;
+            observed = self.observe().await?;
         }
         // StopBackup
-        let observed = self.observe().await?;
         if plan::stop(&self.backup, &observed) {
             self.admin
                 .discontinue_backup(self.backup.spec.tag())
                 .await
                 .map_err(BackupError::admin("StopBackup: discontinue the backup"))?;
+            observed = self.observe().await?;
         }
         // ToggleBackupPaused
-        let observed = self.observe().await?;
         if let Some(paused) = plan::toggle_pause(&self.backup, &observed) {
             self.admin
                 .set_backups_paused(paused)
@@ -143,17 +172,17 @@ impl BackupPass {
                 } else {
                     "ToggleBackupPaused: resume the backup agents"
                 }))?;
+            observed = self.observe().await?;
         }
         // ModifyBackup
-        let observed = self.observe().await?;
         if let Some(request) = plan::modify(&self.backup, &observed) {
             self.admin
                 .modify_backup(&request)
                 .await
                 .map_err(BackupError::admin("ModifyBackup: modify the backup"))?;
+            observed = self.observe().await?;
         }
         // UpdateBackupStatus
-        let observed = self.observe().await?;
         let status = self.write_status(&observed).await?;
         Ok(outcome(&self.backup, &status))
     }
@@ -272,13 +301,13 @@ fn status_patch(status: &FoundationDBBackupStatus) -> Result<Value, BackupError>
 /// periodic refresh while it runs, done when it is stopped.
 fn outcome(backup: &FoundationDBBackup, status: &FoundationDBBackupStatus) -> PassReport {
     if let Some(message) = &status.message {
-        return requeue(STATUS_REFRESH, "UpdateBackupStatus", message.clone());
+        return requeue(STALL_WAIT, "UpdateBackupStatus", message.clone());
     }
     let generation = backup.metadata.generation.unwrap_or(0);
     let reconciled = status.generations.reconciled == Some(generation);
     match &status.backup_details {
         Some(details) if details.running && !details.restorable => requeue(
-            STATUS_REFRESH,
+            SNAPSHOT_WAIT,
             "UpdateBackupStatus",
             "waiting for the backup's first snapshot",
         ),
@@ -292,12 +321,35 @@ fn outcome(backup: &FoundationDBBackup, status: &FoundationDBBackupStatus) -> Pa
             report
         }
         _ if !reconciled => requeue(
-            STATUS_REFRESH,
+            STALL_WAIT,
             "UpdateBackupStatus",
             "the backup does not match its spec yet",
         ),
         _ => completed(true),
     }
+}
+
+/// An invalid spec: the status says why, and nothing else is done.
+async fn refuse(
+    backups: &Api<FoundationDBBackup>,
+    backup: &FoundationDBBackup,
+    message: &str,
+) -> Result<(), BackupError> {
+    if backup.status.as_ref().and_then(|s| s.message.as_deref()) == Some(message) {
+        return Ok(());
+    }
+    let name = backup.metadata.name.clone().unwrap_or_default();
+    backups
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"message": message}})),
+        )
+        .await
+        .map_err(BackupError::kube(format!(
+            "ValidateSpec: update the status of foundationdbbackup {name}"
+        )))?;
+    Ok(())
 }
 
 async fn set_finalizer(

@@ -7,6 +7,8 @@ pub mod deployment;
 pub mod driver;
 pub mod errors;
 pub mod plan;
+pub mod production;
+pub mod validate;
 
 pub use driver::{FINALIZER, run_backup_pass};
 pub use errors::BackupError;

@@ -233,6 +233,16 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
     )
     .owns(api::<Service>(&client, namespace), config.clone())
     .owns(api::<ConfigMap>(&client, namespace), config);
+    // The backup and restore controllers run beside the cluster's, stopped the same way.
+    let backups = crate::backup::production::run_controllers(
+        shared.ctx.clone(),
+        options.namespace.clone(),
+        shared.requeue.clone(),
+        match &shutdown {
+            Shutdown::Signals => None,
+            Shutdown::On(shutdown) => Some(shutdown.clone()),
+        },
+    );
     let (controller, metrics_shutdown) = match shutdown {
         Shutdown::Signals => (
             controller.shutdown_on_signal(),
@@ -257,6 +267,7 @@ async fn run_with(ctx: Context, options: RunOptions, shutdown: Shutdown) -> Resu
                 Err(error) => tracing::warn!(%error, "watching failed; retrying with back-off"),
             }
         });
+    let controller = future::join(controller, backups).map(drop);
     match options.metrics_address {
         Some(address) => {
             let metrics = serve_metrics(shared, address, metrics_shutdown);

@@ -72,6 +72,14 @@ pub async fn run_restore_pass(
     namespace: &str,
     name: &str,
 ) -> Result<PassReport, BackupError> {
+    crate::backup::driver::waiting_for_database(restore_pass(ctx, namespace, name).await)
+}
+
+async fn restore_pass(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<PassReport, BackupError> {
     let restores: Api<FoundationDBRestore> = Api::namespaced(ctx.kube.clone(), namespace);
     let Some(restore) = restores
         .get_opt(name)
@@ -94,6 +102,14 @@ pub async fn run_restore_pass(
             outcome: PassOutcome::Completed,
             reconciled: true,
         });
+    }
+    let report = crate::backup::validate::validate_restore(&restore);
+    if !report.errors.is_empty() {
+        // Nothing is started from an unusable spec; a spec change wakes the controller.
+        return Ok(requeue(
+            "ValidateSpec",
+            format!("invalid spec: {}", report.errors.join("; ")),
+        ));
     }
     let clusters: Api<FoundationDBCluster> = Api::namespaced(ctx.kube.clone(), namespace);
     let cluster_name = restore.spec.destination_cluster_name.clone();

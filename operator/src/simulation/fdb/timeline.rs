@@ -31,6 +31,9 @@ pub(crate) fn catch_up(state: &mut State, now: i64) {
 /// of now: the database is looked at whenever the world changes).
 fn play_workload(state: &mut State, now: i64) {
     let seconds = now - state.origin;
+    if seconds <= state.backups.advanced_until {
+        return;
+    }
     let available = assess(state).available;
     state.user_data.play(seconds, available);
     let origin = state.origin;

@@ -145,6 +145,7 @@ impl Runner {
         }
         self.resource_pass_due = None;
         self.last_resource_pass_at = Some(now);
+        let version_before = self.api.resource_version();
         let mut next: Option<Duration> = None;
         let mut later = |delay: Duration| {
             next = Some(next.map_or(delay, |current: Duration| current.min(delay)));
@@ -204,7 +205,9 @@ impl Runner {
             }
         }
         // What the controllers wrote (a Deployment) the world answers at once.
-        self.settle().await?;
+        if self.api.resource_version() != version_before {
+            self.settle().await?;
+        }
         Ok(true)
     }
 
