@@ -244,7 +244,10 @@ fn explain_the_go_backup_sample_as_a_backup() {
     assert_eq!(json["clusterName"], "test-cluster");
     assert_eq!(json["backupState"], "Running");
     assert_eq!(json["snapshotPeriodSeconds"], 3600);
-    assert_eq!(json["agentDeployment"]["name"], "test-cluster-backup-agents");
+    assert_eq!(
+        json["agentDeployment"]["name"],
+        "test-cluster-backup-agents"
+    );
     assert_eq!(json["agentDeployment"]["replicas"], 2);
     assert_eq!(
         json["url"],

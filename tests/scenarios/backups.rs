@@ -32,7 +32,8 @@ fn the_go_sample_runs_pauses_resumes_modifies_once_and_stops() {
         .map(|p| p.phase.as_str())
         .collect();
     assert_eq!(agents, ["Running", "Running"]);
-    let url = "blobstore://seaweedfs@seaweedfs:8333/test-cluster?bucket=fdb-backups&secure_connection=0";
+    let url =
+        "blobstore://seaweedfs@seaweedfs:8333/test-cluster?bucket=fdb-backups&secure_connection=0";
     let snapshots = running.blob_store[url]["snapshots"].as_array().unwrap();
     assert_eq!(snapshots.len(), 1, "{:#?}", running.blob_store);
     assert_eq!(
@@ -73,7 +74,9 @@ fn deleting_a_backup_with_the_stop_policy_stops_it_first() {
     let end = result.steps.last().unwrap();
     assert!(end.backups.is_empty(), "{:#?}", end.backups);
     assert!(
-        !end.pods.iter().any(|p| p.name.starts_with("nightly-backup-agents")),
+        !end.pods
+            .iter()
+            .any(|p| p.name.starts_with("nightly-backup-agents")),
         "the agents went with the backup"
     );
 }
@@ -82,7 +85,12 @@ fn deleting_a_backup_with_the_stop_policy_stops_it_first() {
 fn a_restore_into_the_emptied_database_brings_back_the_backed_up_data() {
     let result = run_file("backups/restore-after-clear.yaml", None);
     assert_clean(&result);
-    let digest = |index: usize| result.steps[index].fdb["dataDigest"].as_str().unwrap().to_owned();
+    let digest = |index: usize| {
+        result.steps[index].fdb["dataDigest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
     // Steps: 4 advance, 5 clearData, 6 apply the restore, 7 expect.
     let before_clear = digest(4);
     assert_ne!(before_clear, "empty");
@@ -110,7 +118,11 @@ fn a_backup_without_running_agents_says_so() {
         .values()
         .map(|c| c["snapshots"].as_array().map_or(0, Vec::len))
         .sum::<usize>();
-    assert_eq!(snapshots, 0, "no snapshot without agents: {:#?}", stuck.blob_store);
+    assert_eq!(
+        snapshots, 0,
+        "no snapshot without agents: {:#?}",
+        stuck.blob_store
+    );
     assert_eq!(stuck.fdb["backupAgents"], 0);
     let pending: Vec<&str> = stuck
         .pods

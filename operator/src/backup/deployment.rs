@@ -72,8 +72,18 @@ fn agent_container(
     container.name = AGENT_CONTAINER.to_owned();
     container.image = Some(image);
     container.command = Some(vec![AGENT_PROGRAM.to_owned()]);
-    let mut args = vec!["--log".to_owned(), "--logdir".to_owned(), LOG_DIR.to_owned()];
-    args.extend(backup.spec.custom_parameters.iter().map(|p| format!("--{p}")));
+    let mut args = vec![
+        "--log".to_owned(),
+        "--logdir".to_owned(),
+        LOG_DIR.to_owned(),
+    ];
+    args.extend(
+        backup
+            .spec
+            .custom_parameters
+            .iter()
+            .map(|p| format!("--{p}")),
+    );
     container.args = Some(args);
     let env = container.env.get_or_insert_with(Vec::new);
     add_named(
@@ -102,7 +112,10 @@ fn agent_container(
 }
 
 /// The desired agent Deployment of `backup` for `cluster`.
-pub fn desired_deployment(backup: &FoundationDBBackup, cluster: &FoundationDBCluster) -> Deployment {
+pub fn desired_deployment(
+    backup: &FoundationDBBackup,
+    cluster: &FoundationDBCluster,
+) -> Deployment {
     let name = deployment_name(backup);
     let namespace = backup.metadata.namespace.clone();
     let version = agent_version(backup, cluster);
@@ -167,13 +180,19 @@ pub fn desired_deployment(backup: &FoundationDBBackup, cluster: &FoundationDBClu
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     labels.insert(DEPLOYMENT_LABEL.to_owned(), name.clone());
-    let metadata = backup.spec.backup_deployment_metadata.clone().unwrap_or_default();
+    let metadata = backup
+        .spec
+        .backup_deployment_metadata
+        .clone()
+        .unwrap_or_default();
     let mut deployment_labels = metadata.labels.clone().unwrap_or_default();
     deployment_labels.insert(DEPLOYMENT_LABEL.to_owned(), name.clone());
-    let owner = backup.controller_owner_ref(&()).map(|mut owner: OwnerReference| {
-        owner.block_owner_deletion = Some(true);
-        owner
-    });
+    let owner = backup
+        .controller_owner_ref(&())
+        .map(|mut owner: OwnerReference| {
+            owner.block_owner_deletion = Some(true);
+            owner
+        });
     let mut deployment = Deployment {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -192,7 +211,10 @@ pub fn desired_deployment(backup: &FoundationDBBackup, cluster: &FoundationDBClu
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels),
-                    annotations: template.metadata.as_ref().and_then(|m| m.annotations.clone()),
+                    annotations: template
+                        .metadata
+                        .as_ref()
+                        .and_then(|m| m.annotations.clone()),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(pod_spec),
@@ -289,8 +311,14 @@ spec:
         let pod = spec.template.spec.as_ref().unwrap();
         assert!(pod.init_containers.is_none());
         let main = &pod.containers[0];
-        assert_eq!(main.image.as_deref(), Some("foundationdb/foundationdb:7.3.69"));
-        assert_eq!(main.command.as_deref(), Some(&[AGENT_PROGRAM.to_owned()][..]));
+        assert_eq!(
+            main.image.as_deref(),
+            Some("foundationdb/foundationdb:7.3.69")
+        );
+        assert_eq!(
+            main.command.as_deref(),
+            Some(&[AGENT_PROGRAM.to_owned()][..])
+        );
         let env: Vec<&str> = main.env.iter().flatten().map(|e| e.name.as_str()).collect();
         assert!(env.contains(&"FDB_BLOB_CREDENTIALS"), "{env:?}");
         assert!(env.contains(&"FDB_CLUSTER_FILE"), "{env:?}");
@@ -310,9 +338,15 @@ spec:
             config.config_map.as_ref().map(|c| c.name.as_str()),
             Some("test-cluster-config")
         );
-        assert!(is_current(&deployment, &desired_deployment(&backup, &cluster())));
+        assert!(is_current(
+            &deployment,
+            &desired_deployment(&backup, &cluster())
+        ));
         let mut more = backup.clone();
         more.spec.agent_count = Some(3);
-        assert!(!is_current(&deployment, &desired_deployment(&more, &cluster())));
+        assert!(!is_current(
+            &deployment,
+            &desired_deployment(&more, &cluster())
+        ));
     }
 }

@@ -59,7 +59,9 @@ pub async fn run_backup_pass(
     let Some(backup) = backups
         .get_opt(name)
         .await
-        .map_err(BackupError::kube(format!("read foundationdbbackup {namespace}/{name}")))?
+        .map_err(BackupError::kube(format!(
+            "read foundationdbbackup {namespace}/{name}"
+        )))?
     else {
         return Ok(completed(true));
     };
@@ -74,7 +76,13 @@ pub async fn run_backup_pass(
     if backup.metadata.deletion_timestamp.is_some() {
         return finalize(ctx, &backups, &backup, cluster.as_ref()).await;
     }
-    if !backup.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER) {
+    if !backup
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
+    {
         set_finalizer(&backups, &backup, true).await?;
     }
     let report = super::validate::validate_backup(&backup);
@@ -191,21 +199,27 @@ impl BackupPass {
     async fn observe(&self) -> Result<Observed, BackupError> {
         let desired = desired_deployment(&self.backup, &self.cluster);
         let deployment_name = desired.metadata.name.clone().unwrap_or_default();
-        let deployment = self
-            .deployments
-            .get_opt(&deployment_name)
-            .await
-            .map_err(BackupError::kube(format!("read deployment {deployment_name}")))?;
+        let deployment =
+            self.deployments
+                .get_opt(&deployment_name)
+                .await
+                .map_err(BackupError::kube(format!(
+                    "read deployment {deployment_name}"
+                )))?;
         let backup = self
             .admin
             .backup_status(self.backup.spec.tag())
             .await
-            .map_err(BackupError::admin("UpdateBackupStatus: read the backup status"))?;
+            .map_err(BackupError::admin(
+                "UpdateBackupStatus: read the backup status",
+            ))?;
         let agents_reporting = self
             .admin
             .status()
             .await
-            .map_err(BackupError::admin("UpdateBackupStatus: read the database status"))?
+            .map_err(BackupError::admin(
+                "UpdateBackupStatus: read the database status",
+            ))?
             .cluster
             .layers
             .backup
@@ -393,7 +407,13 @@ async fn finalize(
     backup: &FoundationDBBackup,
     cluster: Option<&FoundationDBCluster>,
 ) -> Result<PassReport, BackupError> {
-    if !backup.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER) {
+    if !backup
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
+    {
         return Ok(completed(true));
     }
     let policy = backup.spec.deletion_policy();

@@ -234,9 +234,9 @@ mod tests {
         assert_eq!(start(&running, &on), None);
         assert_eq!(modify(&running, &on), None);
         assert_eq!(toggle_pause(&running, &on), None);
-        let status = status(&running, &on);
-        assert_eq!(status.generations.reconciled, Some(3));
-        assert_eq!(status.message, None);
+        let reported = status(&running, &on);
+        assert_eq!(reported.generations.reconciled, Some(3));
+        assert_eq!(reported.message, None);
 
         let faster = backup("Running", 60);
         let change = modify(&faster, &on).unwrap();
@@ -245,7 +245,10 @@ mod tests {
 
         let paused = backup("Paused", 3600);
         assert_eq!(toggle_pause(&paused, &on), Some(true));
-        assert_eq!(toggle_pause(&running, &observed(&running, true, true, 2)), Some(false));
+        assert_eq!(
+            toggle_pause(&running, &observed(&running, true, true, 2)),
+            Some(false)
+        );
 
         let stopped = backup("Stopped", 3600);
         assert!(stop(&stopped, &on));
@@ -257,14 +260,14 @@ mod tests {
     #[test]
     fn a_backup_without_agents_says_so() {
         let running = backup("Running", 3600);
-        let status = status(&running, &observed(&running, true, false, 0));
-        assert_eq!(status.agent_count, Some(0));
+        let reported = status(&running, &observed(&running, true, false, 0));
+        assert_eq!(reported.agent_count, Some(0));
         assert!(
-            status
+            reported
                 .message
                 .as_deref()
                 .is_some_and(|m| m.contains("no backup agent is running")),
-            "{status:?}"
+            "{reported:?}"
         );
     }
 }

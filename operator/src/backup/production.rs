@@ -104,7 +104,9 @@ pub async fn run_controllers(
                     | ControllerError::ObjectNotFound(_)),
                 ) => tracing::debug!(%error, "restore controller event"),
                 // Watch failures (RBAC, a missing CRD) show only here.
-                Err(error) => tracing::warn!(%error, "restore watch failed; retrying with back-off"),
+                Err(error) => {
+                    tracing::warn!(%error, "restore watch failed; retrying with back-off")
+                }
                 Ok(_) => {}
             }
         });

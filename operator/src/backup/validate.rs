@@ -74,7 +74,11 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
                 .to_owned(),
         );
     }
-    if spec.version.as_deref().is_some_and(|v| v.parse::<fdb_shared::FdbVersion>().is_err()) {
+    if spec
+        .version
+        .as_deref()
+        .is_some_and(|v| v.parse::<fdb_shared::FdbVersion>().is_err())
+    {
         report
             .errors
             .push("spec.version: not a FoundationDB version (M.m.p)".to_owned());

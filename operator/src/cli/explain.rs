@@ -71,7 +71,10 @@ pub enum UnreadableManifest {
         source: InputError,
     },
     /// The file holds no FoundationDBCluster.
-    #[error("{path} holds no FoundationDBCluster (found kinds: {found}){}", kind_hint(found))]
+    #[error(
+        "{path} holds no FoundationDBCluster (found kinds: {found}){}",
+        kind_hint(found)
+    )]
     NotACluster {
         /// The file.
         path: PathBuf,

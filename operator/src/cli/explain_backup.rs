@@ -270,11 +270,13 @@ pub fn explain_resource(
             .entry("metadata")
             .or_insert_with(|| Value::Object(serde_json::Map::new()));
     }
-    let located = |error: fdb_shared::unknown_fields::DecodeError| {
-        match yaml_input::line_of(text, index, &error.segments) {
-            Some(line) => format!("{error} at line {line}"),
-            None => error.to_string(),
-        }
+    let located = |error: fdb_shared::unknown_fields::DecodeError| match yaml_input::line_of(
+        text,
+        index,
+        &error.segments,
+    ) {
+        Some(line) => format!("{error} at line {line}"),
+        None => error.to_string(),
     };
     let mut explanation = match kind {
         ResourceKind::Backup => {

@@ -16,7 +16,9 @@ use fdb_shared::status_json::BackupStatus;
 
 use self::commands::FailureKind;
 use super::admin::{AdminClient, ExclusionTarget};
-use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart, parse_restore_status};
+use super::backup::{
+    BackupModify, BackupStart, RestoreProgress, RestoreStart, parse_restore_status,
+};
 use super::error::AdminError;
 use super::locks::{
     DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,

@@ -84,7 +84,9 @@ async fn restore_pass(
     let Some(restore) = restores
         .get_opt(name)
         .await
-        .map_err(BackupError::kube(format!("read foundationdbrestore {namespace}/{name}")))?
+        .map_err(BackupError::kube(format!(
+            "read foundationdbrestore {namespace}/{name}"
+        )))?
     else {
         return Ok(PassReport {
             outcome: PassOutcome::Completed,
@@ -130,10 +132,9 @@ async fn restore_pass(
         .admin_for(&cluster)
         .map_err(BackupError::admin("connect to the database"))?;
     let request = restore_request(&restore);
-    let mut progress = admin
-        .restore_status()
-        .await
-        .map_err(BackupError::admin("UpdateRestoreStatus: read the restore status"))?;
+    let mut progress = admin.restore_status().await.map_err(BackupError::admin(
+        "UpdateRestoreStatus: read the restore status",
+    ))?;
     let started = restore.status.as_ref().is_some_and(|s| s.state.is_some());
     if !started && status_of(&progress, &request.url).is_none() {
         // StartRestore
@@ -141,10 +142,9 @@ async fn restore_pass(
             .start_restore(&request)
             .await
             .map_err(BackupError::admin("StartRestore: start the restore"))?;
-        progress = admin
-            .restore_status()
-            .await
-            .map_err(BackupError::admin("UpdateRestoreStatus: read the restore status"))?;
+        progress = admin.restore_status().await.map_err(BackupError::admin(
+            "UpdateRestoreStatus: read the restore status",
+        ))?;
     }
     // UpdateRestoreStatus
     let status = status_of(&progress, &request.url).unwrap_or(FoundationDBRestoreStatus {
@@ -156,7 +156,9 @@ async fn restore_pass(
             .patch_status(
                 name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({"status": {"running": status.running, "state": status.state}})),
+                &Patch::Merge(
+                    json!({"status": {"running": status.running, "state": status.state}}),
+                ),
             )
             .await
             .map_err(BackupError::kube(format!(

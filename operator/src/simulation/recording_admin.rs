@@ -230,7 +230,12 @@ impl AdminClient for RecordingAdmin {
         self.alive("start_backup")?;
         let result = self.inner.start_backup(request).await;
         let line = display("fdbbackup", &backup_commands::backup_start(request));
-        self.write("backup-start", &format!("backup/{}", request.tag), line, &result);
+        self.write(
+            "backup-start",
+            &format!("backup/{}", request.tag),
+            line,
+            &result,
+        );
         result
     }
 
@@ -238,7 +243,12 @@ impl AdminClient for RecordingAdmin {
         self.alive("modify_backup")?;
         let result = self.inner.modify_backup(request).await;
         let line = display("fdbbackup", &backup_commands::backup_modify(request));
-        self.write("backup-modify", &format!("backup/{}", request.tag), line, &result);
+        self.write(
+            "backup-modify",
+            &format!("backup/{}", request.tag),
+            line,
+            &result,
+        );
         result
     }
 
@@ -246,7 +256,12 @@ impl AdminClient for RecordingAdmin {
         self.alive("discontinue_backup")?;
         let result = self.inner.discontinue_backup(tag).await;
         let line = display("fdbbackup", &backup_commands::backup_discontinue(tag));
-        self.write("backup-discontinue", &format!("backup/{tag}"), line, &result);
+        self.write(
+            "backup-discontinue",
+            &format!("backup/{tag}"),
+            line,
+            &result,
+        );
         result
     }
 
@@ -254,7 +269,11 @@ impl AdminClient for RecordingAdmin {
         self.alive("set_backups_paused")?;
         let result = self.inner.set_backups_paused(paused).await;
         let line = display("fdbbackup", &backup_commands::backup_pause(paused));
-        let action = if paused { "backup-pause" } else { "backup-resume" };
+        let action = if paused {
+            "backup-pause"
+        } else {
+            "backup-resume"
+        };
         self.write(action, "database", line, &result);
         result
     }

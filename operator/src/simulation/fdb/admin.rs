@@ -448,7 +448,8 @@ impl AdminClient for SimulatedFdb {
                 render_restore_status("default", &progress)
             }
         })?;
-        parse_restore_status(&text).map_err(|detail| AdminError::InvalidResponse { command, detail })
+        parse_restore_status(&text)
+            .map_err(|detail| AdminError::InvalidResponse { command, detail })
     }
 }
 

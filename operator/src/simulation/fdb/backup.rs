@@ -203,9 +203,7 @@ impl Backups {
         encryption_key_path: Option<String>,
     ) -> Result<(), String> {
         if self.tags.get(tag).is_some_and(|b| b.running) {
-            return Err(format!(
-                "ERROR: A backup is already running on tag `{tag}'"
-            ));
+            return Err(format!("ERROR: A backup is already running on tag `{tag}'"));
         }
         if snapshot_period_seconds <= 0 {
             return Err("ERROR: the snapshot interval must be positive".to_owned());
@@ -408,10 +406,15 @@ mod tests {
     fn snapshots_need_agents_and_restores_bring_back_the_version() {
         let mut data = UserData::default();
         let mut backups = Backups::default();
-        backups.start("default", "blobstore://x/y", 100, None).unwrap();
+        backups
+            .start("default", "blobstore://x/y", 100, None)
+            .unwrap();
         data.play(150, true);
         backups.advance(&mut data, 150, true, 0);
-        assert!(backups.blob["blobstore://x/y"].snapshots.is_empty(), "no agents");
+        assert!(
+            backups.blob["blobstore://x/y"].snapshots.is_empty(),
+            "no agents"
+        );
         backups.agents = 2;
         data.play(300, true);
         backups.advance(&mut data, 300, true, 0);

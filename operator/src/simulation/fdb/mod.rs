@@ -57,9 +57,9 @@ use crate::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
 pub use inspect::{Outage, ServiceGaps};
-pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 pub use processes::ProcessLaunch;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
+pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
 /// Tunables of the simulated database (the scenario's `world` settings).
 #[derive(Debug, Clone, PartialEq)]

@@ -29,9 +29,9 @@ const ERROR_BACKOFF: Duration = Duration::from_secs(5);
 /// `null` matches an absent field).
 pub(super) fn subset(want: &Value, have: &Value) -> bool {
     match want {
-        Value::Object(fields) => fields.iter().all(|(key, value)| {
-            subset(value, have.get(key).unwrap_or(&Value::Null))
-        }),
+        Value::Object(fields) => fields
+            .iter()
+            .all(|(key, value)| subset(value, have.get(key).unwrap_or(&Value::Null))),
         Value::Null => have.is_null(),
         other => other == have,
     }
@@ -66,14 +66,22 @@ impl Runner {
 
     /// An `apply` step on a backup or restore: a merge patch of the live object, or the
     /// listed manifest with the patch when it does not exist.
-    pub(super) fn apply_to(&mut self, target: &ResourceTarget, patch: &Value) -> Result<(), RunError> {
+    pub(super) fn apply_to(
+        &mut self,
+        target: &ResourceTarget,
+        patch: &Value,
+    ) -> Result<(), RunError> {
         let key = self.resource_key(target.kind, &target.name);
         if self.api.get(&key).is_some() {
             self.api
                 .patch_as(USER_ACTOR, &key, PatchType::Merge, patch, false)?;
         } else {
             let mut manifest = self.listed_manifest(target).ok_or_else(|| {
-                RunError::Act(format!("{}/{} is not listed", target.kind.as_str(), target.name))
+                RunError::Act(format!(
+                    "{}/{} is not listed",
+                    target.kind.as_str(),
+                    target.name
+                ))
             })?;
             json_patch::merge(&mut manifest, patch);
             self.api.create_as(USER_ACTOR, manifest)?;
@@ -85,7 +93,10 @@ impl Runner {
     /// A `delete` step.
     pub(super) fn delete_resource(&mut self, target: &ResourceTarget) -> Result<(), RunError> {
         let key = self.resource_key(target.kind, &target.name);
-        match self.api.delete_as(USER_ACTOR, &key, DeleteOptions::default()) {
+        match self
+            .api
+            .delete_as(USER_ACTOR, &key, DeleteOptions::default())
+        {
             Ok(_) => {}
             Err(error) if error.code == 404 => {
                 return Err(RunError::Act(format!(
@@ -108,9 +119,11 @@ impl Runner {
 
     /// The live objects of a kind in the cluster's namespace, by name.
     pub(super) fn resource_objects(&self, kind: ResourceKind) -> Vec<Value> {
-        let mut objects = self
-            .api
-            .list("apps.foundationdb.org", kind.plural(), Some(&self.namespace));
+        let mut objects = self.api.list(
+            "apps.foundationdb.org",
+            kind.plural(),
+            Some(&self.namespace),
+        );
         objects.sort_by_key(|o| {
             o.pointer("/metadata/name")
                 .and_then(Value::as_str)

@@ -266,11 +266,16 @@ impl Runner {
         deadline: Option<Timestamp>,
     ) -> Option<Timestamp> {
         let now = self.now();
-        [due, self.world.next_due(), deadline, self.resource_pass_due()]
-            .into_iter()
-            .flatten()
-            .filter(|at| *at > now)
-            .min()
+        [
+            due,
+            self.world.next_due(),
+            deadline,
+            self.resource_pass_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at > now)
+        .min()
     }
 
     /// Runs one operator pass, schedules the next, and checks the invariants around it.

@@ -43,8 +43,7 @@ fn check_manifest(
     if manifest.get("kind").and_then(Value::as_str) != Some(expected_kind) {
         return Err((format!("{field}.kind"), format!("must be {expected_kind}")));
     }
-    if manifest.get("apiVersion").and_then(Value::as_str) != Some("apps.foundationdb.org/v1beta2")
-    {
+    if manifest.get("apiVersion").and_then(Value::as_str) != Some("apps.foundationdb.org/v1beta2") {
         return Err((
             format!("{field}.apiVersion"),
             "must be apps.foundationdb.org/v1beta2".to_owned(),

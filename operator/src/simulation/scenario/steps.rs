@@ -121,8 +121,11 @@ impl ResourceTarget {
     }
 }
 
+/// A targeted `apply` step: the resource and the patch, or the problem (field, message).
+pub type TargetedApply = Result<(ResourceTarget, Value), (&'static str, String)>;
+
 /// An `apply` step that targets a backup or restore: `{target: ..., patch: {...}}`.
-pub fn apply_target(apply: &Value) -> Option<Result<(ResourceTarget, Value), (&'static str, String)>> {
+pub fn apply_target(apply: &Value) -> Option<TargetedApply> {
     let object = apply.as_object()?;
     let target = object.get("target")?;
     Some((|| {
@@ -663,8 +666,7 @@ impl StepSpec {
             return Err(inside("apply", problem));
         }
         if let Some(delete) = &self.delete {
-            ResourceTarget::parse(&delete.target)
-                .map_err(|e| ("delete.target".to_owned(), e))?;
+            ResourceTarget::parse(&delete.target).map_err(|e| ("delete.target".to_owned(), e))?;
         }
         if let Some(patch) = &self.apply
             && !patch.is_object()

@@ -45,7 +45,10 @@ fn owner_uid(pod: &Pod) -> Option<&str> {
         .map(|owner| owner.uid.as_str())
 }
 
-fn api_error(action: &'static str, target: String) -> impl FnOnce(crate::simulation::kube::ApiError) -> WorldError {
+fn api_error(
+    action: &'static str,
+    target: String,
+) -> impl FnOnce(crate::simulation::kube::ApiError) -> WorldError {
     move |source| WorldError::Api {
         actor: CONTROLLER_MANAGER_ACTOR,
         action,
@@ -90,7 +93,11 @@ impl World {
             Err(e) if e.code == 404 => return Ok(()),
             Err(e) => return Err(api_error("delete", format!("pod/{namespace}/{name}"))(e)),
         }
-        self.record("delete-pod", format!("pod/{namespace}/{name}"), why.to_owned());
+        self.record(
+            "delete-pod",
+            format!("pod/{namespace}/{name}"),
+            why.to_owned(),
+        );
         Ok(())
     }
 
@@ -175,7 +182,9 @@ impl World {
             .unwrap_or(Value::Null);
         let differs = ["observedGeneration", "replicas", "readyReplicas"]
             .iter()
-            .any(|field| existing.get(field).unwrap_or(&json!(0)) != status.get(field).unwrap_or(&json!(0)));
+            .any(|field| {
+                existing.get(field).unwrap_or(&json!(0)) != status.get(field).unwrap_or(&json!(0))
+            });
         if differs {
             let key = ResourceKey::new("apps", "v1", "deployments", &namespace, &name);
             match self.api.patch_as(
@@ -261,7 +270,10 @@ impl World {
                 pod.spec.as_ref().is_some_and(|spec| {
                     spec.containers.iter().any(|c| {
                         c.name == AGENT_CONTAINER
-                            && c.command.as_ref().and_then(|cmd| cmd.first()).map(String::as_str)
+                            && c.command
+                                .as_ref()
+                                .and_then(|cmd| cmd.first())
+                                .map(String::as_str)
                                 == Some(AGENT_PROGRAM)
                     })
                 })
