@@ -133,3 +133,21 @@ fn a_backup_without_running_agents_says_so() {
     assert_eq!(pending, ["Pending", "Pending"]);
     assert_eq!(result.steps.last().unwrap().fdb["backupAgents"], 2);
 }
+
+#[test]
+fn an_operator_crash_right_after_a_start_starts_nothing_twice() {
+    let result = run_file("backups/restart-after-start.yaml", None);
+    assert_clean(&result);
+    assert_eq!(commands(&result, "backup-start").len(), 1);
+    assert_eq!(commands(&result, "restore-start").len(), 1);
+    let crashes: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.detail.starts_with("the operator crashed"))
+        .map(|e| e.target.as_str())
+        .collect();
+    assert_eq!(
+        crashes,
+        ["foundationdbbackup/sample", "foundationdbrestore/sample"]
+    );
+}

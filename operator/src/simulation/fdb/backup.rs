@@ -187,7 +187,7 @@ impl Backups {
             if restore.progress >= RESTORE_SECONDS {
                 let done_at = seconds - (restore.progress - RESTORE_SECONDS);
                 if let Some(digest) = &restore.digest {
-                    data.set(version_at(done_at), digest.clone());
+                    let _ = data.set(version_at(done_at), digest.clone());
                 }
                 restore.state = RestoreState::Completed;
             }
@@ -435,7 +435,7 @@ mod tests {
                 .unwrap_err()
                 .contains("non-empty")
         );
-        data.clear(version_at(310));
+        let _ = data.clear(version_at(310));
         backups
             .start_restore(&data, "blobstore://x/y", None, &[], None)
             .unwrap();

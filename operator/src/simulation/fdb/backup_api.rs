@@ -25,7 +25,7 @@ impl SimulatedFdb {
             return Err("the database is unavailable: the clear cannot commit".to_owned());
         }
         let version = version_at(now - state.origin);
-        state.user_data.clear(version);
+        let _ = state.user_data.clear(version);
         refresh(&mut state, now);
         Ok(())
     }

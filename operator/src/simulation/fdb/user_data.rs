@@ -28,6 +28,9 @@ pub(crate) struct UserData {
     played_until: i64,
     /// Whether the workload writes.
     workload: bool,
+    /// The highest version a reader has seen (a backup's log end): a later change gets a
+    /// higher one, as every commit does in FoundationDB.
+    observed: i64,
 }
 
 impl Default for UserData {
@@ -37,6 +40,7 @@ impl Default for UserData {
             writes: 0,
             played_until: 0,
             workload: true,
+            observed: 0,
         }
     }
 }
@@ -87,8 +91,10 @@ impl UserData {
             .map_or(EMPTY_DIGEST, |(_, digest)| digest.as_str())
     }
 
-    /// The changes after `after` and at or before `until` (what a mutation log copies).
-    pub fn changes_between(&self, after: i64, until: i64) -> Vec<(i64, String)> {
+    /// The changes after `after` and at or before `until` (what a mutation log copies);
+    /// later changes get versions above `until`.
+    pub fn changes_between(&mut self, after: i64, until: i64) -> Vec<(i64, String)> {
+        self.observed = self.observed.max(until);
         self.history
             .iter()
             .filter(|(at, _)| *at > after && *at <= until)
@@ -96,19 +102,20 @@ impl UserData {
             .collect()
     }
 
-    /// The user empties the database at `version` and stops writing.
-    pub fn clear(&mut self, version: i64) {
+    /// The user empties the database at (about) `version` and stops writing; returns
+    /// the version the clear committed at.
+    pub fn clear(&mut self, version: i64) -> i64 {
         self.workload = false;
-        self.set(version, EMPTY_DIGEST.to_owned());
+        self.set(version, EMPTY_DIGEST.to_owned())
     }
 
-    /// The content becomes `digest` at `version` (a restore).
-    pub fn set(&mut self, version: i64, digest: String) {
-        // A change at the same version replaces the one already there.
-        if self.history.last().is_some_and(|(at, _)| *at >= version) {
-            self.history.retain(|(at, _)| *at < version);
-        }
+    /// The content becomes `digest` (a restore) at `version`, or just after the last
+    /// version written or read if that is later; returns the version.
+    pub fn set(&mut self, version: i64, digest: String) -> i64 {
+        let last = self.history.last().map_or(0, |(at, _)| *at);
+        let version = version.max(last + 1).max(self.observed + 1);
         self.history.push((version, digest));
+        version
     }
 
     /// Whether the database holds no user data.
@@ -141,5 +148,11 @@ mod tests {
         data.set(version_at(201), at_20.clone());
         assert_eq!(data.digest(), at_20);
         assert_eq!(data.changes_between(0, version_at(25)).len(), 2);
+        // A change right after a read at the same second commits at a higher version.
+        let read = version_at(300);
+        let _ = data.changes_between(0, read);
+        let cleared = data.clear(read);
+        assert!(cleared > read);
+        assert_eq!(data.digest_at(read), at_20);
     }
 }

@@ -180,6 +180,20 @@ impl Runner {
                     }
                 };
                 let target = format!("{}/{name}", kind.as_str());
+                if self.log.take_crash() {
+                    // `restartOperator: {after}` fired during this pass: what the dead
+                    // operator would have sent after its action never reached the world.
+                    self.say(&format!(
+                        "{target}: the operator crashed (restartOperator) and restarts"
+                    ));
+                    self.log.record(
+                        EventSource::Operator,
+                        "event",
+                        &target,
+                        "the operator crashed right after its action and restarted",
+                    );
+                    self.restart_operator();
+                }
                 match result {
                     Ok(report) => match report.outcome {
                         PassOutcome::Completed => {
