@@ -60,6 +60,24 @@ fn the_go_sample_runs_pauses_resumes_modifies_once_and_stops() {
 fn deleting_a_backup_with_the_stop_policy_stops_it_first() {
     let result = run_file("backups/delete-with-stop-policy.yaml", None);
     assert_clean(&result);
+    assert_eq!(
+        commands(&result, "backup-discontinue"),
+        [
+            "fdbbackup discontinue -t default",
+            "fdbbackup discontinue -t scratch"
+        ]
+    );
+    // `cleanup` deleted the scratch backup's files; `stop` kept the nightly ones.
+    assert_eq!(
+        commands(&result, "backup-delete"),
+        ["fdbbackup delete -d blobstore://backup@s3.example:443/scratch?bucket=backups"]
+    );
+    let end = result.steps.last().unwrap();
+    let urls: Vec<&String> = end.blob_store.keys().collect();
+    assert_eq!(
+        urls,
+        ["blobstore://backup@s3.example:443/nightly?bucket=backups"]
+    );
     let discontinue = result
         .events
         .iter()

@@ -437,6 +437,14 @@ async fn finalize(
                     "DeleteBackup: discontinue the backup before the resource goes",
                 ))?;
         }
+        if policy == "cleanup" {
+            admin
+                .delete_backup_data(&plan::backup_url(backup))
+                .await
+                .map_err(BackupError::admin(
+                    "DeleteBackup: delete the backup's files (deletionPolicy cleanup)",
+                ))?;
+        }
     }
     let namespace = backup.metadata.namespace.clone().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.kube.clone(), &namespace);

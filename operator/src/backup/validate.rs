@@ -67,12 +67,6 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
         report.errors.push(format!(
             "spec.deletionPolicy: {policy:?} is not one of noop, stop, cleanup"
         ));
-    } else if policy == "cleanup" {
-        report.warnings.push(
-            "spec.deletionPolicy: cleanup stops the backup when the resource is deleted, but \
-             this operator does not delete the backup's files from the blob store"
-                .to_owned(),
-        );
     }
     if spec
         .version

@@ -303,6 +303,12 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
         }))
     }
 
+    /// `fdbbackup delete -d <url>`: deletes a backup's files from the blob store.
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        let _ = url;
+        Err(unsupported("fdbbackup delete"))
+    }
+
     /// `fdbbackup status --json` of the backup on `tag`.
     async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
         let _ = tag;

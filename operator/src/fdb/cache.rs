@@ -195,6 +195,10 @@ impl AdminClient for PassScopedAdmin {
         self.write(self.inner.set_backups_paused(paused)).await
     }
 
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        self.write(self.inner.delete_backup_data(url)).await
+    }
+
     async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
         self.inner.backup_status(tag).await
     }

@@ -377,6 +377,12 @@ impl AdminClient for FdbcliAdminClient {
             .map(drop)
     }
 
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_delete(url))
+            .await
+            .map(drop)
+    }
+
     async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
         let args = backup_commands::backup_status(tag);
         let output = self.run_tool("fdbbackup", &args).await?;

@@ -278,6 +278,14 @@ impl AdminClient for RecordingAdmin {
         result
     }
 
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        self.alive("delete_backup_data")?;
+        let result = self.inner.delete_backup_data(url).await;
+        let line = display("fdbbackup", &backup_commands::backup_delete(url));
+        self.write("backup-delete", "blobstore", line, &result);
+        result
+    }
+
     async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
         self.alive("backup_status")?;
         self.log.count_admin_command();

@@ -44,6 +44,11 @@ pub fn backup_pause(paused: bool) -> Vec<String> {
     vec![if paused { "pause" } else { "resume" }.to_owned()]
 }
 
+/// `fdbbackup delete -d <url>`: deletes the backup's files.
+pub fn backup_delete(url: &str) -> Vec<String> {
+    vec!["delete".to_owned(), "-d".to_owned(), url.to_owned()]
+}
+
 /// `fdbbackup status --json -t <tag>`.
 pub fn backup_status(tag: &str) -> Vec<String> {
     vec![

@@ -401,6 +401,16 @@ impl AdminClient for SimulatedFdb {
         })
     }
 
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_delete(url));
+        self.mutate(&command, |state, _| {
+            state
+                .backups
+                .delete_container(url)
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
     async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
         let command = display("fdbbackup", &backup_commands::backup_status(tag));
         let text = self.read(&command, |state| {

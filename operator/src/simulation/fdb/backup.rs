@@ -263,6 +263,17 @@ impl Backups {
         Ok(())
     }
 
+    /// `fdbbackup delete`: the container's files go (nothing to do when there are none).
+    pub fn delete_container(&mut self, url: &str) -> Result<(), String> {
+        if self.tags.values().any(|b| b.running && b.url == url) {
+            return Err(format!(
+                "ERROR: a running backup writes to {url}; discontinue it first"
+            ));
+        }
+        self.blob.remove(url);
+        Ok(())
+    }
+
     /// `fdbrestore start`; `data` must be empty.
     pub fn start_restore(
         &mut self,
