@@ -159,6 +159,10 @@ impl Runner {
         self.resource_pass_due = None;
         self.last_resource_pass_at = Some(now);
         let version_before = self.api.resource_version();
+        // The backup and restore controllers are the operator too: what they do is
+        // judged by the invariants like a cluster pass.
+        let before = self.track()?;
+        let events_before = self.log.len();
         let mut next: Option<Duration> = None;
         let mut later = |delay: Duration| {
             next = Some(next.map_or(delay, |current: Duration| current.min(delay)));
@@ -232,8 +236,9 @@ impl Runner {
             }
         }
         // What the controllers wrote (a Deployment) the world answers at once.
-        if self.api.resource_version() != version_before {
-            self.settle().await?;
+        if self.api.resource_version() != version_before || self.log.len() != events_before {
+            self.judge_action(&before, events_before, "operator", true)
+                .await?;
         }
         Ok(true)
     }
