@@ -3,7 +3,7 @@
 //! restore into an emptied database, and a backup without agents. Every scenario states
 //! its expected end with `expect` steps and must violate no invariant.
 
-use fdb_e2e_tests::{run_file, violated};
+use fdb_e2e_tests::{run_file, run_without_operator, violated};
 use fdb_operator::simulation::result::{EventSource, SimulationResult};
 
 fn assert_clean(result: &SimulationResult) {
@@ -167,5 +167,25 @@ fn an_operator_crash_right_after_a_start_starts_nothing_twice() {
     assert_eq!(
         crashes,
         ["foundationdbbackup/sample", "foundationdbrestore/sample"]
+    );
+}
+
+#[test]
+fn without_an_operator_the_backup_expectations_fail() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/backups/go-sample-lifecycle.yaml");
+    let yaml = std::fs::read_to_string(path).unwrap();
+    let result = run_without_operator(&yaml, None);
+    assert_eq!(violated(&result), ["expectation-failed"]);
+    assert!(
+        result.violations[0].detail.contains("backups.test-cluster"),
+        "{:#?}",
+        result.violations
+    );
+    assert!(
+        result
+            .events
+            .iter()
+            .all(|e| !e.action.starts_with("backup-"))
     );
 }

@@ -153,6 +153,12 @@ impl Runner {
     /// are due; returns whether they ran.
     pub(super) async fn resource_passes(&mut self) -> Result<bool, RunError> {
         let now = self.now();
+        if self.operator_disabled {
+            // No operator at all (`RunOptions::operator_disabled`): no backup controller
+            // either.
+            self.resource_pass_due = None;
+            return Ok(false);
+        }
         if self.resource_pass_due.is_none_or(|due| due > now) {
             return Ok(false);
         }
