@@ -223,6 +223,10 @@ pub struct RunMetrics {
     pub sidecar_requests: u64,
     /// Wall-clock milliseconds the run took (not part of the deterministic output).
     pub wall_millis: u64,
+    /// Passes of the backup and restore controllers (one per resource each time they
+    /// ran).
+    #[serde(default)]
+    pub backup_restore_passes: u64,
 }
 
 /// The operator's Kubernetes API requests by verb.

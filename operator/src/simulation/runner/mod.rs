@@ -345,6 +345,7 @@ impl Runner {
                 admin_commands: counters.admin_commands,
                 sidecar_requests: counters.sidecar_requests,
                 wall_millis: 0,
+                backup_restore_passes: self.resource_passes_run,
             },
         };
         self.api.set_write_observer(None);
