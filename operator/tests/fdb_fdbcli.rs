@@ -326,3 +326,135 @@ async fn coordinator_change_returns_the_new_connection_string() {
     );
     assert_eq!(stand_in.args(2).last().unwrap(), "status json");
 }
+
+/// The stand-in also answers as `fdbbackup` and `fdbrestore` beside `fdbcli`.
+fn with_backup_tools(stand_in: &StandIn) {
+    for tool in ["fdbbackup", "fdbrestore"] {
+        std::fs::copy(stand_in.path().join("fdbcli"), stand_in.path().join(tool)).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn backup_and_restore_tools_get_their_command_lines_and_outputs_are_parsed() {
+    use fdb_operator::fdb::{BackupModify, BackupStart, KeyRange, RestoreStart, RestoreState};
+
+    let stand_in = StandIn::new();
+    with_backup_tools(&stand_in);
+    let client = stand_in.client();
+    let url = "blobstore://a@s3.example:443/b?bucket=fdb-backups";
+    client
+        .start_backup(&BackupStart {
+            tag: "default".into(),
+            url: url.into(),
+            snapshot_period_seconds: 3600,
+            encryption_key_path: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stand_in.args(1),
+        [
+            "start",
+            "-d",
+            url,
+            "-s",
+            "3600",
+            "-t",
+            "default",
+            "-z",
+            "-C",
+            "/var/fdb/fdb.cluster"
+        ]
+    );
+    client
+        .modify_backup(&BackupModify {
+            tag: "default".into(),
+            url: None,
+            snapshot_period_seconds: Some(60),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stand_in.args(2),
+        [
+            "modify",
+            "-t",
+            "default",
+            "-s",
+            "60",
+            "-C",
+            "/var/fdb/fdb.cluster"
+        ]
+    );
+    // The real output shape of `fdbbackup status --json` (FoundationDB 6.2).
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/tests/fixtures/backup-status-6.2.json"),
+    )
+    .unwrap();
+    stand_in.reply(3, &fixture, "", 0);
+    let status = client.backup_status("default").await.unwrap();
+    assert_eq!(status.status.running, Some(true));
+    assert_eq!(
+        status.latest_snapshot_end.and_then(|p| p.version),
+        Some(334_573_197)
+    );
+    assert_eq!(
+        stand_in.args(3),
+        [
+            "status",
+            "--json",
+            "-t",
+            "default",
+            "-C",
+            "/var/fdb/fdb.cluster"
+        ]
+    );
+    client
+        .start_restore(&RestoreStart {
+            url: url.into(),
+            key_ranges: vec![KeyRange {
+                begin: "a".into(),
+                end: "b".into(),
+            }],
+            version: Some(7),
+            encryption_key_path: Some("/keys/k".into()),
+            custom_parameters: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stand_in.args(4),
+        [
+            "start",
+            "-r",
+            url,
+            "-k",
+            "a b",
+            "-v",
+            "7",
+            "--encryption-key-file",
+            "/keys/k",
+            "--dest-cluster-file",
+            "/var/fdb/fdb.cluster"
+        ]
+    );
+    stand_in.reply(
+        5,
+        &format!("Tag: default  UID: 01  State: running  Blocks: 1/9  URL: {url}\n"),
+        "",
+        0,
+    );
+    let progress = client.restore_status().await.unwrap();
+    assert_eq!(progress.state, Some(RestoreState::Running));
+    assert_eq!(progress.url.as_deref(), Some(url));
+    // A failing tool is an error naming the command.
+    stand_in.reply(6, "", "ERROR: No backup is running on tag `default'\n", 1);
+    let error = client.discontinue_backup("default").await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("fdbbackup discontinue -t default"),
+        "{error}"
+    );
+}

@@ -156,4 +156,13 @@ fn parses_the_backup_status() {
         Some("blobstore://minio@minio-service:9000/sample-cluster?bucket=fdb-backups")
     );
     assert_eq!(status.backup_agents_paused, Some(false));
+    let snapshot_end = status.latest_snapshot_end.as_ref().unwrap();
+    assert_eq!(snapshot_end.version, Some(334_573_197));
+    assert_eq!(snapshot_end.epoch_seconds, Some(1_588_041_700));
+    assert_eq!(
+        status.latest_log_end.as_ref().and_then(|p| p.version),
+        Some(334_508_757)
+    );
+    // 6.2 has no LatestRestorablePoint; the field stays empty.
+    assert_eq!(status.latest_restorable_point, None);
 }

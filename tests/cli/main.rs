@@ -221,3 +221,114 @@ fn simulate_an_invalid_scenario_exits_two_naming_the_field_and_line() {
         assert!(output.stdout.is_empty());
     }
 }
+
+#[test]
+fn explain_the_go_backup_sample_as_a_backup() {
+    let sample = repo_file("tests/cli/data/go-backup-sample.yaml");
+    let output = fdb_operator(&[
+        "explain",
+        "-f",
+        sample.to_str().unwrap(),
+        "--kind",
+        "FoundationDBBackup",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["kind"], "FoundationDBBackup");
+    assert_eq!(json["valid"], true);
+    assert_eq!(json["clusterName"], "test-cluster");
+    assert_eq!(json["backupState"], "Running");
+    assert_eq!(json["snapshotPeriodSeconds"], 3600);
+    assert_eq!(
+        json["agentDeployment"]["name"],
+        "test-cluster-backup-agents"
+    );
+    assert_eq!(json["agentDeployment"]["replicas"], 2);
+    assert_eq!(
+        json["url"],
+        "blobstore://seaweedfs@seaweedfs:8333/test-cluster?bucket=fdb-backups&secure_connection=0"
+    );
+    assert_eq!(
+        json["startCommand"],
+        "fdbbackup start -d blobstore://seaweedfs@seaweedfs:8333/test-cluster?bucket=fdb-backups&secure_connection=0 -s 3600 -t default -z"
+    );
+    // The same file still explains as its cluster by default.
+    let output = fdb_operator(&["explain", "-f", sample.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["version"], "7.3.69");
+}
+
+#[test]
+fn explain_the_go_restore_sample_as_a_restore() {
+    let sample = repo_file("tests/cli/data/go-restore-sample.yaml");
+    let output = fdb_operator(&[
+        "explain",
+        "-f",
+        sample.to_str().unwrap(),
+        "--kind",
+        "fdbrestore",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["kind"], "FoundationDBRestore");
+    assert_eq!(json["destinationClusterName"], "sample-cluster");
+    assert_eq!(
+        json["startCommand"],
+        "fdbrestore start -r blobstore://account@object-store.example:443/sample-cluster?bucket=fdb-backups"
+    );
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("bucketName")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn explain_a_backup_without_kind_points_at_the_flag_and_an_invalid_one_exits_one() {
+    let backup = repo_file("docs/examples/backup.yaml");
+    let output = fdb_operator(&["explain", "-f", backup.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--kind FoundationDBBackup"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad-backup.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBBackup\n\
+         metadata: {name: b}\nspec: {clusterName: c, deletionPolicy: keep}\n",
+    )
+    .unwrap();
+    let output = fdb_operator(&[
+        "explain",
+        "-f",
+        file.to_str().unwrap(),
+        "--kind",
+        "FoundationDBBackup",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let errors: Vec<&str> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        errors.iter().any(|e| e.starts_with("spec.deletionPolicy"))
+            && errors
+                .iter()
+                .any(|e| e.starts_with("spec.blobStoreConfiguration.accountName")),
+        "{errors:?}"
+    );
+}

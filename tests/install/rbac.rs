@@ -158,6 +158,50 @@ pub const REQUIRED: &[Need] = &[
         verbs: &["get", "create", "update"],
         source: "controller/leader.rs LeaseLock: Api::get_opt, Api::create, Api::replace",
     },
+    // The backup and restore controllers watch their resources; each pass re-reads its
+    // object and the cluster it names.
+    Need {
+        group: "apps.foundationdb.org",
+        resource: "foundationdbbackups",
+        verbs: &["get", "list", "watch"],
+        source: "backup/production.rs run_controllers: Controller::new; backup/driver.rs run_backup_pass: Api::get_opt",
+    },
+    Need {
+        group: "apps.foundationdb.org",
+        resource: "foundationdbbackups",
+        verbs: &["patch"],
+        source: "backup/driver.rs set_finalizer: Api::patch",
+    },
+    Need {
+        group: "apps.foundationdb.org",
+        resource: "foundationdbbackups/status",
+        verbs: &["patch"],
+        source: "backup/driver.rs BackupPass::write_status: Api::patch_status",
+    },
+    Need {
+        group: "apps.foundationdb.org",
+        resource: "foundationdbrestores",
+        verbs: &["get", "list", "watch"],
+        source: "backup/production.rs run_controllers: Controller::new; restore/driver.rs restore_pass: Api::get_opt",
+    },
+    Need {
+        group: "apps.foundationdb.org",
+        resource: "foundationdbrestores/status",
+        verbs: &["patch"],
+        source: "restore/driver.rs restore_pass: Api::patch_status",
+    },
+    Need {
+        group: "apps",
+        resource: "deployments",
+        verbs: &["get", "list", "watch"],
+        source: "backup/production.rs run_controllers: .owns(Api<Deployment>); backup/driver.rs BackupPass::observe: Api::get_opt",
+    },
+    Need {
+        group: "apps",
+        resource: "deployments",
+        verbs: &["create", "update", "delete"],
+        source: "backup/driver.rs BackupPass::apply_deployment (Api::create, Api::replace) and finalize (Api::delete)",
+    },
 ];
 
 /// What `fdb-operator run` reads of cluster-scoped objects: a namespaced install grants

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod backups;
 mod creation;
 mod determinism;
 mod faults;

@@ -25,17 +25,34 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The API version this operator reads.
-const API_VERSION: &str = "apps.foundationdb.org/v1beta2";
+pub(crate) const API_VERSION: &str = "apps.foundationdb.org/v1beta2";
 /// The kind `explain` reads.
 const KIND: &str = "FoundationDBCluster";
 
 /// Arguments of `fdb-operator explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The manifest to read (YAML or JSON; the first FoundationDBCluster of a multi-document
-    /// file is used).
+    /// The manifest to read (YAML or JSON; the first resource of the kind in a
+    /// multi-document file is used).
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
+    /// The kind of resource to explain.
+    #[arg(long, value_enum, default_value = "FoundationDBCluster")]
+    pub kind: ExplainKind,
+}
+
+/// The kinds `explain` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainKind {
+    /// A FoundationDBCluster (the default).
+    #[value(name = "FoundationDBCluster", alias = "fdb")]
+    Cluster,
+    /// A FoundationDBBackup: the agents, the backup URL and the `fdbbackup start` command.
+    #[value(name = "FoundationDBBackup", alias = "fdbbackup")]
+    Backup,
+    /// A FoundationDBRestore: the backup URL and the `fdbrestore start` command.
+    #[value(name = "FoundationDBRestore", alias = "fdbrestore")]
+    Restore,
 }
 
 /// The manifest could not be read as a FoundationDBCluster (exit 2).
@@ -54,13 +71,35 @@ pub enum UnreadableManifest {
         source: InputError,
     },
     /// The file holds no FoundationDBCluster.
-    #[error("{path} holds no FoundationDBCluster (found kinds: {found})")]
+    #[error(
+        "{path} holds no FoundationDBCluster (found kinds: {found}){}",
+        kind_hint(found)
+    )]
     NotACluster {
         /// The file.
         path: PathBuf,
         /// The kinds found instead.
         found: String,
     },
+    /// The file holds no resource of the kind asked for.
+    #[error("{path} holds no {kind} (found kinds: {found})")]
+    NotAKind {
+        /// The file.
+        path: PathBuf,
+        /// The kind asked for.
+        kind: &'static str,
+        /// The kinds found instead.
+        found: String,
+    },
+}
+
+/// A hint to use `--kind` when the file holds a backup or restore.
+fn kind_hint(found: &str) -> String {
+    ["FoundationDBBackup", "FoundationDBRestore"]
+        .into_iter()
+        .find(|kind| found.split(", ").any(|k| k == *kind))
+        .map(|kind| format!("; explain it with --kind {kind}"))
+        .unwrap_or_default()
 }
 
 /// Container images of the cluster's pods.
@@ -245,14 +284,36 @@ pub fn explain_file(path: &Path) -> Result<Explanation, UnreadableManifest> {
 /// Runs `explain`: JSON on standard output, exit 0/1, or an error on standard error and
 /// exit 2.
 pub fn run(args: &ExplainArgs) -> ExitCode {
-    let explanation = match explain_file(&args.file) {
-        Ok(explanation) => explanation,
+    let resource = match args.kind {
+        ExplainKind::Cluster => None,
+        ExplainKind::Backup => Some(super::explain_backup::ResourceKind::Backup),
+        ExplainKind::Restore => Some(super::explain_backup::ResourceKind::Restore),
+    };
+    let explained = match resource {
+        None => explain_file(&args.file).map(|e| {
+            let code = e.exit_code();
+            (serde_json::to_string_pretty(&e), code)
+        }),
+        Some(kind) => yaml_input::read_file(&args.file)
+            .map_err(UnreadableManifest::from)
+            .and_then(|text| super::explain_backup::explain_resource(&args.file, &text, kind))
+            .map(|e| {
+                let code = if e.valid() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                };
+                (serde_json::to_string_pretty(&e), code)
+            }),
+    };
+    let (json, exit_code) = match explained {
+        Ok(explained) => explained,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
-    let json = match serde_json::to_string_pretty(&explanation) {
+    let json = match json {
         Ok(json) => json,
         Err(error) => {
             eprintln!("error: cannot print the explanation as JSON: {error}");
@@ -264,7 +325,7 @@ pub fn run(args: &ExplainArgs) -> ExitCode {
         eprintln!("error: cannot write to standard output: {error}");
         return ExitCode::from(2);
     }
-    explanation.exit_code()
+    exit_code
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod crds;
 pub mod explain;
+pub mod explain_backup;
 pub mod run;
 pub mod simulate;
 
@@ -49,9 +50,13 @@ pub enum Command {
         does not know, which the API server would silently drop), the fault tolerance, the \
         process counts per class, the coordinator count, the desired database configuration \
         and its `configure new` command, the container images and whether locks are used.\n\n\
+        With --kind FoundationDBBackup or FoundationDBRestore, explain a backup (the agents' \
+        Deployment, the backup URL, the `fdbbackup start` command) or a restore (the URL, \
+        the key ranges, the `fdbrestore start` command) instead.\n\n\
         Exit status: 0 valid, 1 invalid, 2 unreadable (missing file, not YAML, or no \
-        FoundationDBCluster in it).",
-        after_help = "Example:\n  fdb-operator explain -f cluster.yaml | jq .processCounts"
+        resource of the kind in it).",
+        after_help = "Examples:\n  fdb-operator explain -f cluster.yaml | jq .processCounts\n  \
+        fdb-operator explain -f backup.yaml --kind FoundationDBBackup"
     )]
     Explain(explain::ExplainArgs),
     /// Run the operator: reconcile FoundationDBClusters until stopped.

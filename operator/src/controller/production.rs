@@ -300,6 +300,17 @@ async fn run_controller(
     )
     .owns(api::<Service>(&client, namespace), config.clone())
     .owns(api::<ConfigMap>(&client, namespace), config);
+    // The backup and restore controllers run beside the cluster's (while this replica
+    // leads), stopped the same way.
+    let backups = crate::backup::production::run_controllers(
+        shared.ctx.clone(),
+        namespace.map(ToOwned::to_owned),
+        shared.requeue.clone(),
+        match shutdown {
+            Shutdown::Signals => None,
+            Shutdown::On(shutdown) => Some(shutdown.clone()),
+        },
+    );
     let store = controller.store();
     let controller = match shutdown {
         Shutdown::Signals => controller.shutdown_on_signal(),
@@ -317,6 +328,7 @@ async fn run_controller(
                 Err(error) => tracing::warn!(%error, "watching failed; retrying with back-off"),
             }
         });
+    let run = future::join(run, backups).map(drop);
     tokio::pin!(run);
     tokio::select! {
         () = &mut run => return,

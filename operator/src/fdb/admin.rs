@@ -9,6 +9,9 @@ use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
+use fdb_shared::status_json::BackupStatus;
+
+use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart};
 use super::error::AdminError;
 use super::locks::LockValue;
 
@@ -271,6 +274,64 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
         let status = self.status().await?;
         Ok(ClientInfo::from_status(&status))
+    }
+
+    /// `fdbbackup start`: starts a continuous backup.
+    async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {
+        let _ = request;
+        Err(unsupported("fdbbackup start"))
+    }
+
+    /// `fdbbackup modify`: changes a running backup's URL or snapshot period.
+    async fn modify_backup(&self, request: &BackupModify) -> Result<(), AdminError> {
+        let _ = request;
+        Err(unsupported("fdbbackup modify"))
+    }
+
+    /// `fdbbackup discontinue`: stops the backup on `tag`.
+    async fn discontinue_backup(&self, tag: &str) -> Result<(), AdminError> {
+        let _ = tag;
+        Err(unsupported("fdbbackup discontinue"))
+    }
+
+    /// `fdbbackup pause` (`paused`) or `fdbbackup resume`.
+    async fn set_backups_paused(&self, paused: bool) -> Result<(), AdminError> {
+        Err(unsupported(if paused {
+            "fdbbackup pause"
+        } else {
+            "fdbbackup resume"
+        }))
+    }
+
+    /// `fdbbackup delete -d <url>`: deletes a backup's files from the blob store.
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        let _ = url;
+        Err(unsupported("fdbbackup delete"))
+    }
+
+    /// `fdbbackup status --json` of the backup on `tag`.
+    async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
+        let _ = tag;
+        Err(unsupported("fdbbackup status"))
+    }
+
+    /// `fdbrestore start`.
+    async fn start_restore(&self, request: &RestoreStart) -> Result<(), AdminError> {
+        let _ = request;
+        Err(unsupported("fdbrestore start"))
+    }
+
+    /// `fdbrestore status`.
+    async fn restore_status(&self) -> Result<RestoreProgress, AdminError> {
+        Err(unsupported("fdbrestore status"))
+    }
+}
+
+/// The answer of a client that has no backup tools.
+fn unsupported(command: &str) -> AdminError {
+    AdminError::Unsupported {
+        command: command.to_owned(),
+        reason: "this admin client cannot run the backup tools".to_owned(),
     }
 }
 

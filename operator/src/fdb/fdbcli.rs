@@ -1,5 +1,6 @@
 //! The admin client over `fdbcli --exec`.
 
+pub mod backup_commands;
 pub mod commands;
 
 use std::path::PathBuf;
@@ -11,8 +12,13 @@ use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
+use fdb_shared::status_json::BackupStatus;
+
 use self::commands::FailureKind;
 use super::admin::{AdminClient, ExclusionTarget};
+use super::backup::{
+    BackupModify, BackupStart, RestoreProgress, RestoreStart, parse_restore_status,
+};
 use super::error::AdminError;
 use super::locks::{
     DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,
@@ -86,6 +92,45 @@ impl FdbcliConfig {
         args.extend(["--exec".to_owned(), command.to_owned()]);
         args
     }
+
+    /// The path of another tool of the fdbcli family (`fdbbackup`, `fdbrestore`): the
+    /// same directory as fdbcli, as the FoundationDB packages and images install them.
+    pub fn tool_path(&self, tool: &str) -> PathBuf {
+        match self.fdbcli_path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join(tool),
+            _ => PathBuf::from(tool),
+        }
+    }
+
+    /// The arguments of one `fdbbackup` or `fdbrestore` invocation: the subcommand and
+    /// its options, the cluster file (`-C` for fdbbackup, `--dest-cluster-file` for
+    /// fdbrestore) and the TLS files.
+    pub fn tool_arguments(&self, tool: &str, subcommand: &[String]) -> Vec<String> {
+        let mut args: Vec<String> = subcommand.to_vec();
+        let cluster_file_flag = if tool == "fdbrestore" {
+            "--dest-cluster-file"
+        } else {
+            "-C"
+        };
+        args.extend([
+            cluster_file_flag.to_owned(),
+            self.cluster_file.display().to_string(),
+        ]);
+        if let Some(tls) = &self.tls {
+            args.extend([
+                "--tls_certificate_file".to_owned(),
+                tls.certificate_file.display().to_string(),
+                "--tls_key_file".to_owned(),
+                tls.key_file.display().to_string(),
+                "--tls_ca_file".to_owned(),
+                tls.ca_file.display().to_string(),
+            ]);
+            if let Some(peers) = &tls.verify_peers {
+                args.extend(["--tls_verify_peers".to_owned(), peers.clone()]);
+            }
+        }
+        args
+    }
 }
 
 /// The admin client that runs fdbcli. Lock keys go through fdbcli's `get`/`set` on the
@@ -108,10 +153,30 @@ impl FdbcliAdminClient {
 
     /// Runs one `--exec` command; returns standard output on success.
     pub async fn run(&self, command: &str) -> Result<String, AdminError> {
+        let args = self.config.arguments(command);
+        self.run_program(&self.config.fdbcli_path, &args, command)
+            .await
+    }
+
+    /// Runs `fdbbackup` or `fdbrestore` with a subcommand; returns standard output.
+    pub async fn run_tool(&self, tool: &str, subcommand: &[String]) -> Result<String, AdminError> {
+        let command = backup_commands::display(tool, subcommand);
+        let args = self.config.tool_arguments(tool, subcommand);
+        self.run_program(&self.config.tool_path(tool), &args, &command)
+            .await
+    }
+
+    /// Runs `program` with `args` within the timeout; `command` names it in errors.
+    async fn run_program(
+        &self,
+        program: &std::path::Path,
+        args: &[String],
+        command: &str,
+    ) -> Result<String, AdminError> {
         let deadline = self.config.timeout + self.config.process_grace;
-        let mut child = tokio::process::Command::new(&self.config.fdbcli_path);
+        let mut child = tokio::process::Command::new(program);
         child
-            .args(self.config.arguments(command))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -127,7 +192,7 @@ impl FdbcliAdminClient {
             Ok(Err(source)) => {
                 return Err(AdminError::Spawn {
                     command: command.to_owned(),
-                    program: self.config.fdbcli_path.display().to_string(),
+                    program: program.display().to_string(),
                     source,
                 });
             }
@@ -286,5 +351,59 @@ impl AdminClient for FdbcliAdminClient {
         self.run(&commands::write_keys(&set, &clear))
             .await
             .map(drop)
+    }
+
+    async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_start(request))
+            .await
+            .map(drop)
+    }
+
+    async fn modify_backup(&self, request: &BackupModify) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_modify(request))
+            .await
+            .map(drop)
+    }
+
+    async fn discontinue_backup(&self, tag: &str) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_discontinue(tag))
+            .await
+            .map(drop)
+    }
+
+    async fn set_backups_paused(&self, paused: bool) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_pause(paused))
+            .await
+            .map(drop)
+    }
+
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        self.run_tool("fdbbackup", &backup_commands::backup_delete(url))
+            .await
+            .map(drop)
+    }
+
+    async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
+        let args = backup_commands::backup_status(tag);
+        let output = self.run_tool("fdbbackup", &args).await?;
+        BackupStatus::parse_output(&output).map_err(|source| AdminError::Parse {
+            command: backup_commands::display("fdbbackup", &args),
+            source,
+        })
+    }
+
+    async fn start_restore(&self, request: &RestoreStart) -> Result<(), AdminError> {
+        self.run_tool("fdbrestore", &backup_commands::restore_start(request))
+            .await
+            .map(drop)
+    }
+
+    async fn restore_status(&self) -> Result<RestoreProgress, AdminError> {
+        let args = backup_commands::restore_status();
+        let output = self.run_tool("fdbrestore", &args).await?;
+        parse_restore_status(&output).map_err(|detail| AdminError::InvalidResponse {
+            command: backup_commands::display("fdbrestore", &args),
+            detail,
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! implementation, the per-pass status cache, and the lock keys.
 
 pub mod admin;
+pub mod backup;
 pub mod cache;
 pub mod error;
 pub mod fdbcli;
@@ -11,6 +12,9 @@ pub mod native;
 
 pub use admin::{
     AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
+};
+pub use backup::{
+    BackupModify, BackupStart, KeyRange, RestoreProgress, RestoreStart, RestoreState,
 };
 pub use cache::PassScopedAdmin;
 pub use error::AdminError;

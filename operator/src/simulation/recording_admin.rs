@@ -12,8 +12,12 @@ use fdb_shared::cluster_math::configure_new_command;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
+use fdb_shared::status_json::BackupStatus;
+
+use crate::fdb::fdbcli::backup_commands::{self, display};
 use crate::fdb::{
-    AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
+    AdminClient, AdminError, BackupModify, BackupStart, ClientInfo, ExclusionReport,
+    ExclusionTarget, LockValue, RestoreProgress, RestoreStart,
 };
 
 use super::event_log::EventLog;
@@ -221,6 +225,85 @@ impl AdminClient for RecordingAdmin {
         self.alive("connected_clients")?;
         self.log.count_admin_command();
         self.inner.connected_clients().await
+    }
+    async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {
+        self.alive("start_backup")?;
+        let result = self.inner.start_backup(request).await;
+        let line = display("fdbbackup", &backup_commands::backup_start(request));
+        self.write(
+            "backup-start",
+            &format!("backup/{}", request.tag),
+            line,
+            &result,
+        );
+        result
+    }
+
+    async fn modify_backup(&self, request: &BackupModify) -> Result<(), AdminError> {
+        self.alive("modify_backup")?;
+        let result = self.inner.modify_backup(request).await;
+        let line = display("fdbbackup", &backup_commands::backup_modify(request));
+        self.write(
+            "backup-modify",
+            &format!("backup/{}", request.tag),
+            line,
+            &result,
+        );
+        result
+    }
+
+    async fn discontinue_backup(&self, tag: &str) -> Result<(), AdminError> {
+        self.alive("discontinue_backup")?;
+        let result = self.inner.discontinue_backup(tag).await;
+        let line = display("fdbbackup", &backup_commands::backup_discontinue(tag));
+        self.write(
+            "backup-discontinue",
+            &format!("backup/{tag}"),
+            line,
+            &result,
+        );
+        result
+    }
+
+    async fn set_backups_paused(&self, paused: bool) -> Result<(), AdminError> {
+        self.alive("set_backups_paused")?;
+        let result = self.inner.set_backups_paused(paused).await;
+        let line = display("fdbbackup", &backup_commands::backup_pause(paused));
+        let action = if paused {
+            "backup-pause"
+        } else {
+            "backup-resume"
+        };
+        self.write(action, "database", line, &result);
+        result
+    }
+
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        self.alive("delete_backup_data")?;
+        let result = self.inner.delete_backup_data(url).await;
+        let line = display("fdbbackup", &backup_commands::backup_delete(url));
+        self.write("backup-delete", "blobstore", line, &result);
+        result
+    }
+
+    async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
+        self.alive("backup_status")?;
+        self.log.count_admin_command();
+        self.inner.backup_status(tag).await
+    }
+
+    async fn start_restore(&self, request: &RestoreStart) -> Result<(), AdminError> {
+        self.alive("start_restore")?;
+        let result = self.inner.start_restore(request).await;
+        let line = display("fdbrestore", &backup_commands::restore_start(request));
+        self.write("restore-start", "database", line, &result);
+        result
+    }
+
+    async fn restore_status(&self) -> Result<RestoreProgress, AdminError> {
+        self.alive("restore_status")?;
+        self.log.count_admin_command();
+        self.inner.restore_status().await
     }
 }
 

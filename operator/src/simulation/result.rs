@@ -73,6 +73,17 @@ pub struct StepResult {
     pub sidecars: BTreeMap<String, SidecarSummary>,
     /// The simulated database.
     pub fdb: Value,
+    /// The FoundationDBBackup objects (metadata, spec, status).
+    #[serde(default)]
+    pub backups: Vec<Value>,
+    /// The FoundationDBRestore objects (metadata, spec, status).
+    #[serde(default)]
+    pub restores: Vec<Value>,
+    /// The simulated blob store: per backup URL, the completed snapshots (the database
+    /// version each holds and the data's digest there), the mutation log's end and the
+    /// latest restorable version.
+    #[serde(default)]
+    pub blob_store: BTreeMap<String, Value>,
 }
 
 /// A pod as the result shows it.
@@ -212,6 +223,10 @@ pub struct RunMetrics {
     pub sidecar_requests: u64,
     /// Wall-clock milliseconds the run took (not part of the deterministic output).
     pub wall_millis: u64,
+    /// Passes of the backup and restore controllers (one per resource each time they
+    /// ran).
+    #[serde(default)]
+    pub backup_restore_passes: u64,
 }
 
 /// The operator's Kubernetes API requests by verb.

@@ -31,7 +31,8 @@ pub struct BlobStoreConfiguration {
     /// Blob store account, `<user>@<host>[:<port>]` or a host name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_name: Option<String>,
-    /// Name of the backup in the bucket (default the cluster name).
+    /// Name of the backup in the bucket (default the name of the FoundationDBBackup or
+    /// FoundationDBRestore resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_name: Option<String>,
     /// Bucket name (default `fdb-backups`).
@@ -48,9 +49,28 @@ impl BlobStoreConfiguration {
         self.bucket.as_deref().unwrap_or("fdb-backups")
     }
 
-    /// Backup name (default the given cluster name).
-    pub fn backup_name<'a>(&'a self, cluster_name: &'a str) -> &'a str {
-        self.backup_name.as_deref().unwrap_or(cluster_name)
+    /// Backup name (default `resource_name`, the backup's or restore's own name).
+    pub fn backup_name<'a>(&'a self, resource_name: &'a str) -> &'a str {
+        self.backup_name
+            .as_deref()
+            .filter(|name| !name.is_empty())
+            .unwrap_or(resource_name)
+    }
+
+    /// The backup URL: `blobstore://<account>/<backup name>?bucket=<bucket>` followed by
+    /// the URL parameters, `&`-separated.
+    pub fn url(&self, resource_name: &str) -> String {
+        let mut url = format!(
+            "blobstore://{}/{}?bucket={}",
+            self.account_name.as_deref().unwrap_or_default(),
+            self.backup_name(resource_name),
+            self.bucket()
+        );
+        for parameter in &self.url_parameters {
+            url.push('&');
+            url.push_str(parameter);
+        }
+        url
     }
 }
 
@@ -161,6 +181,11 @@ impl FoundationDBBackupSpec {
         self.backup_state.clone().unwrap_or(BackupState::Running)
     }
 
+    /// What happens to the backup when the resource is deleted (default `noop`).
+    pub fn deletion_policy(&self) -> &str {
+        self.deletion_policy.as_deref().unwrap_or("noop")
+    }
+
     /// Number of backup agents (default 2).
     pub fn agent_count(&self) -> i32 {
         self.agent_count.unwrap_or(2)
@@ -187,6 +212,10 @@ pub struct FoundationDBBackupStatus {
     /// Whether the agent Deployment is configured.
     #[serde(default)]
     pub deployment_configured: bool,
+    /// Why the backup makes no progress, when it makes none (e.g. no backup agent runs);
+    /// absent when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// Details of the running backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_details: Option<BackupDetails>,

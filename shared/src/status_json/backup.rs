@@ -32,6 +32,15 @@ pub struct BackupStatus {
     /// Snapshot period.
     #[serde(default)]
     pub snapshot_interval_seconds: Option<i64>,
+    /// The end of the last completed snapshot.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub latest_snapshot_end: Option<BackupPoint>,
+    /// The last version the mutation log reached.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub latest_log_end: Option<BackupPoint>,
+    /// The latest version the backup can be restored to.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub latest_restorable_point: Option<BackupPoint>,
     /// Errors reported by the agents.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub errors: Vec<serde_json::Value>,
@@ -53,6 +62,21 @@ pub struct BackupState {
     /// Whether the backup is running.
     #[serde(default)]
     pub running: Option<bool>,
+}
+
+/// A point of a backup: a database version and when it was.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BackupPoint {
+    /// The database version.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// Unix seconds.
+    #[serde(default)]
+    pub epoch_seconds: Option<i64>,
+    /// The time as fdbbackup prints it.
+    #[serde(default)]
+    pub timestamp: Option<String>,
 }
 
 impl BackupStatus {

@@ -194,6 +194,9 @@ pub struct BackupLayer {
     /// Whether backup agents are paused.
     #[serde(default)]
     pub paused: Option<bool>,
+    /// Backup agents reporting.
+    #[serde(default)]
+    pub instances_running: Option<i64>,
     /// Backups by tag.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub tags: BTreeMap<String, BackupTag>,

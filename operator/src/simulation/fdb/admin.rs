@@ -15,8 +15,15 @@ use super::availability::assess;
 use super::state::State;
 use super::timeline::{catch_up, refresh};
 use super::{SimulatedFdb, recovery, render};
+use fdb_shared::status_json::BackupStatus;
+
+use crate::fdb::backup::{parse_restore_status, render_restore_status};
+use crate::fdb::fdbcli::backup_commands::{self, display};
 use crate::fdb::fdbcli::commands;
-use crate::fdb::{AdminClient, AdminError, ExclusionTarget, LockValue};
+use crate::fdb::{
+    AdminClient, AdminError, BackupModify, BackupStart, ExclusionTarget, LockValue,
+    RestoreProgress, RestoreStart,
+};
 
 /// How long fdbcli waits before it reports a timeout.
 const TIMEOUT_SECONDS: u64 = 10;
@@ -342,6 +349,117 @@ impl AdminClient for SimulatedFdb {
             state.deny_list.extend(add.iter().cloned());
             Ok(())
         })
+    }
+    async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_start(request));
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state
+                .backups
+                .start(
+                    &request.tag,
+                    &request.url,
+                    request.snapshot_period_seconds,
+                    request.encryption_key_path.clone(),
+                )
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
+    async fn modify_backup(&self, request: &BackupModify) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_modify(request));
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state
+                .backups
+                .modify(
+                    &request.tag,
+                    request.url.as_deref(),
+                    request.snapshot_period_seconds,
+                )
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
+    async fn discontinue_backup(&self, tag: &str) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_discontinue(tag));
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state
+                .backups
+                .discontinue(tag)
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
+    async fn set_backups_paused(&self, paused: bool) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_pause(paused));
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state.backups.paused = paused;
+            Ok(())
+        })
+    }
+
+    async fn delete_backup_data(&self, url: &str) -> Result<(), AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_delete(url));
+        self.mutate(&command, |state, _| {
+            state
+                .backups
+                .delete_container(url)
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
+    async fn backup_status(&self, tag: &str) -> Result<BackupStatus, AdminError> {
+        let command = display("fdbbackup", &backup_commands::backup_status(tag));
+        let text = self.read(&command, |state| {
+            state.backups.status_json(tag, state.origin).to_string()
+        })?;
+        // Through the same parser as the real tool's output.
+        BackupStatus::parse_output(&text).map_err(|source| AdminError::Parse { command, source })
+    }
+
+    async fn start_restore(&self, request: &RestoreStart) -> Result<(), AdminError> {
+        let command = display("fdbrestore", &backup_commands::restore_start(request));
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            let State {
+                backups, user_data, ..
+            } = state;
+            backups
+                .start_restore(
+                    user_data,
+                    &request.url,
+                    request.version,
+                    &request.key_ranges,
+                    request.encryption_key_path.as_deref(),
+                )
+                .map_err(|stderr| failed(&command, stderr))
+        })
+    }
+
+    async fn restore_status(&self) -> Result<RestoreProgress, AdminError> {
+        let command = display("fdbrestore", &backup_commands::restore_status());
+        let text = self.read(&command, |state| {
+            let progress = state
+                .backups
+                .restore
+                .as_ref()
+                .map(|restore| RestoreProgress {
+                    state: Some(restore.state),
+                    url: Some(restore.url.clone()),
+                    version: Some(restore.version),
+                })
+                .unwrap_or_default();
+            if progress.state.is_none() {
+                String::new()
+            } else {
+                render_restore_status("default", &progress)
+            }
+        })?;
+        parse_restore_status(&text)
+            .map_err(|detail| AdminError::InvalidResponse { command, detail })
     }
 }
 

@@ -23,6 +23,8 @@
 
 mod admin;
 mod availability;
+mod backup;
+mod backup_api;
 mod disks;
 mod faults;
 mod inspect;
@@ -39,6 +41,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 mod timeline;
+mod user_data;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -52,9 +55,11 @@ use self::state::State;
 use self::timeline::{catch_up, refresh};
 use crate::clock::Clock;
 
+pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
 pub use inspect::{Outage, ServiceGaps};
 pub use processes::ProcessLaunch;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
+pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
 /// Tunables of the simulated database (the scenario's `world` settings).
 #[derive(Debug, Clone, PartialEq)]

@@ -259,7 +259,7 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
         "clients": render_clients(state),
         "incompatible_connections": incompatible,
         "connection_string": state.connection_string.as_ref().map(ToString::to_string),
-        "layers": {"_valid": true},
+        "layers": {"_valid": true, "backup": state.backups.layer_json()},
         "generation": state.generation,
         "protocol_version": version.as_ref().map(protocol_hex),
         "database_available": health.available,

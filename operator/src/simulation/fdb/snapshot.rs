@@ -41,6 +41,12 @@ pub struct SimFdbSnapshot {
     pub lost_shards: u64,
     /// Running processes, by address.
     pub processes: Vec<SimProcessSnapshot>,
+    /// A digest of the user data (`empty` for an empty database).
+    pub data_digest: String,
+    /// The database version now.
+    pub data_version: i64,
+    /// Backup agents running.
+    pub backup_agents: u32,
 }
 
 /// One running process.
@@ -120,5 +126,8 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
         moved_mib: (state.movement.moved_bytes / MIB * 100.0).round() / 100.0,
         lost_shards: state.data.as_ref().map_or(0, |d| d.lost),
         processes,
+        data_digest: state.user_data.digest().to_owned(),
+        data_version: super::user_data::version_at(now - state.origin),
+        backup_agents: state.backups.agents,
     }
 }

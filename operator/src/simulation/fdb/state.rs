@@ -10,6 +10,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::SimFdbSettings;
+use super::backup::Backups;
 use super::disks::{Disk, DiskKey};
 use super::inspect::Outage;
 use super::movement::Movement;
@@ -18,6 +19,7 @@ use super::recovery::Recovery;
 use super::roles::TransactionSystem;
 use super::shards::{Data, GIB, MIB};
 use super::summary::DataSummary;
+use super::user_data::UserData;
 use crate::fdb::{ClientInfo, ExclusionTarget, LockValue};
 
 /// Everything the simulated database knows.
@@ -68,6 +70,10 @@ pub(crate) struct State {
     pub outages: Vec<Outage>,
     /// Whether the database has been available at least once (outages count from then).
     pub ever_available: bool,
+    /// The user data (a digest of what the workload wrote).
+    pub user_data: UserData,
+    /// Backups, restores and the blob store.
+    pub backups: Backups,
 }
 
 impl State {
@@ -103,6 +109,8 @@ impl State {
             recovery_override: None,
             outages: Vec::new(),
             ever_available: false,
+            user_data: UserData::default(),
+            backups: Backups::default(),
         }
     }
 

@@ -24,6 +24,22 @@ pub(crate) fn catch_up(state: &mut State, now: i64) {
     }
     move_data(state, target);
     refresh(state, now);
+    play_workload(state, now);
+}
+
+/// The user workload writes and the backup agents work up to `now` (at the availability
+/// of now: the database is looked at whenever the world changes).
+fn play_workload(state: &mut State, now: i64) {
+    let seconds = now - state.origin;
+    if seconds <= state.backups.advanced_until {
+        return;
+    }
+    let available = assess(state).available;
+    state.user_data.play(seconds, available);
+    let origin = state.origin;
+    state
+        .backups
+        .advance(&mut state.user_data, seconds, available, origin);
 }
 
 /// Keeps the derived state in step after a change at `now` (callers set `dirty` when

@@ -78,7 +78,7 @@ const BUILTIN_GROUPS: &[&str] = &[
 ];
 
 /// The resource types registered by default: the core kinds the operator touches, leases,
-/// events and the three FoundationDB custom resources.
+/// Deployments (backup agents), events and the three FoundationDB custom resources.
 ///
 /// Pods, services, persistent volume claims, nodes and namespaces have a status
 /// subresource as in real Kubernetes: their status is written through `/status`.
@@ -102,6 +102,7 @@ pub fn default_resource_types() -> Vec<ResourceType> {
         ResourceType::new("", "v1", "nodes", "Node", false, true),
         ResourceType::new("", "v1", "namespaces", "Namespace", false, true),
         ResourceType::new("coordination.k8s.io", "v1", "leases", "Lease", true, false),
+        ResourceType::new("apps", "v1", "deployments", "Deployment", true, true),
         ResourceType::new("events.k8s.io", "v1", "events", "Event", true, false),
         ResourceType::new(
             fdb,

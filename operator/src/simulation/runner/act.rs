@@ -162,6 +162,17 @@ impl Runner {
                     );
                 }
             }
+            Action::ClearData => {
+                self.fdb
+                    .clear_user_data()
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::Fdb,
+                    "clear-data",
+                    "database",
+                    "every user key cleared; the user stopped writing",
+                );
+            }
             Action::AddNodes(count) => {
                 let added = self
                     .world

@@ -145,6 +145,7 @@ impl Runner {
                 }
             }
         }
+        self.unmet_resources(expect, &mut failed);
         Ok(failed)
     }
 }

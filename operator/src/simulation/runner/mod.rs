@@ -11,6 +11,7 @@ mod expect;
 mod fdb_bridge;
 mod harness;
 mod observe;
+mod resources;
 mod rollout_progress;
 mod steps;
 
@@ -135,6 +136,12 @@ pub struct Runner {
     ever_marked: std::collections::BTreeSet<String>,
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
+    /// When the backup and restore controllers next run.
+    resource_pass_due: Option<Timestamp>,
+    /// When they last ran.
+    last_resource_pass_at: Option<Timestamp>,
+    /// Backup and restore passes so far.
+    resource_passes_run: u64,
     progress: Option<ProgressSink>,
     /// The last rollout line printed (printed again only when it changes).
     last_rollout_line: Option<String>,
@@ -275,6 +282,13 @@ impl Runner {
             sidecar_tls.as_ref(),
         )?;
         api.create_as(USER_ACTOR, manifest)?;
+        for backup in &scenario.backups {
+            let mut backup = backup.clone();
+            if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.insert("namespace".into(), Value::from(namespace.clone()));
+            }
+            api.create_as(USER_ACTOR, backup)?;
+        }
         let recovery_seconds = scenario
             .world
             .recovery_seconds
@@ -297,6 +311,9 @@ impl Runner {
             restart_seconds,
             ever_marked: std::collections::BTreeSet::new(),
             operator_disabled: options.operator_disabled,
+            resource_pass_due: Some(start),
+            last_resource_pass_at: None,
+            resource_passes_run: 0,
             clock,
             api,
             fdb,
@@ -355,6 +372,7 @@ impl Runner {
                 admin_commands: counters.admin_commands,
                 sidecar_requests: counters.sidecar_requests,
                 wall_millis: 0,
+                backup_restore_passes: self.resource_passes_run,
             },
         };
         self.api.set_write_observer(None);

@@ -18,7 +18,7 @@ use crate::simulation::invariants::{
     divergences,
 };
 use crate::simulation::result::{EventSource, StepResult};
-use crate::simulation::scenario::StepSpec;
+use crate::simulation::scenario::{ResourceKind, StepSpec};
 use crate::simulation::world::PROCESS_GROUP_LABEL;
 
 use super::fdb_bridge;
@@ -421,6 +421,9 @@ impl Runner {
             config_maps: self.world.config_map_summaries()?,
             sidecars: self.world.sidecar_summaries(),
             fdb: serde_json::to_value(self.fdb.snapshot()).unwrap_or(Value::Null),
+            backups: self.resource_objects(ResourceKind::Backup),
+            restores: self.resource_objects(ResourceKind::Restore),
+            blob_store: self.blob_store_summary(),
         })
     }
 }

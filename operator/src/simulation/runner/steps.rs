@@ -91,6 +91,16 @@ impl Runner {
             }
             Step::Act { actor, action } => self.act(*actor, action).await,
             Step::Expect(expect) => self.expect(index, expect).await,
+            Step::ApplyTo { target, patch } => {
+                self.apply_to(target, patch)?;
+                self.settle().await?;
+                Ok(StepOutcomeSummary::default())
+            }
+            Step::Delete(target) => {
+                self.delete_resource(target)?;
+                self.settle().await?;
+                Ok(StepOutcomeSummary::default())
+            }
         }
     }
 
@@ -128,6 +138,9 @@ impl Runner {
         self.wake_operator();
         loop {
             self.settle().await?;
+            if self.resource_passes().await? {
+                continue;
+            }
             if let Some(max) = settings.max_passes
                 && summary.passes >= u64::from(max)
             {
@@ -177,6 +190,9 @@ impl Runner {
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
+            if self.resource_passes().await? {
+                continue;
+            }
             let now = self.now();
             if let Some(due) = self.next_pass_due
                 && due <= now
@@ -207,6 +223,9 @@ impl Runner {
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
+            if self.resource_passes().await? {
+                continue;
+            }
             let failed = self.unmet(expect)?;
             if failed.is_empty() {
                 summary.reconciled = Some(true);
@@ -248,11 +267,16 @@ impl Runner {
         deadline: Option<Timestamp>,
     ) -> Option<Timestamp> {
         let now = self.now();
-        [due, self.world.next_due(), deadline]
-            .into_iter()
-            .flatten()
-            .filter(|at| *at > now)
-            .min()
+        [
+            due,
+            self.world.next_due(),
+            deadline,
+            self.resource_pass_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at > now)
+        .min()
     }
 
     /// Runs one operator pass, schedules the next, and checks the invariants around it.
@@ -352,6 +376,7 @@ impl Runner {
 
     /// A watch event: the operator runs as soon as it may (passes take time).
     pub(super) fn wake_operator(&mut self) {
+        self.wake_resources();
         let now = self.now();
         let earliest = self.last_pass_at.map_or(now, |at| {
             (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
@@ -457,5 +482,9 @@ fn describe(step: &Step) -> String {
             "expect {}",
             serde_json::to_string(expect).unwrap_or_default()
         ),
+        Step::ApplyTo { target, patch } => {
+            format!("apply to {}/{}: {patch}", target.kind.as_str(), target.name)
+        }
+        Step::Delete(target) => format!("delete {}/{}", target.kind.as_str(), target.name),
     }
 }

@@ -12,6 +12,7 @@
 mod faults;
 pub mod limits;
 mod references;
+mod resources;
 mod steps;
 mod validate;
 
@@ -23,8 +24,9 @@ use serde_json::Value;
 
 pub use faults::Fault;
 pub use steps::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, ExpectStep, Heal, ObjectKind, ObjectRef,
-    ReconcileStep, RestartOperatorStep, Step, StepSpec,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, ExpectStep, Heal, ObjectKind,
+    ObjectRef, ReconcileStep, ResourceExpectation, ResourceKind, ResourceTarget,
+    RestartOperatorStep, Step, StepSpec, apply_target,
 };
 
 /// The scenario's seed when it does not set one.
@@ -61,6 +63,13 @@ pub struct Scenario {
     pub world: WorldSettings,
     /// The FoundationDBCluster manifest the scenario starts with.
     pub cluster: Value,
+    /// FoundationDBBackup manifests, created (as a user) when the scenario starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backups: Vec<Value>,
+    /// FoundationDBRestore manifests, each created by the first `apply` step that targets
+    /// it (a restore acts once, so the scenario says when).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restores: Vec<Value>,
     /// What happens, in order.
     #[serde(default)]
     pub steps: Vec<StepSpec>,

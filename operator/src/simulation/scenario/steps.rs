@@ -37,6 +37,117 @@ pub struct StepSpec {
     /// seconds); a condition that never holds is an `expectation-failed` violation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<ExpectStep>,
+    /// Delete a backup or restore resource, as a user would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<DeleteStep>,
+}
+
+/// A `delete` step: the resource to delete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteStep {
+    /// `foundationdbbackup/<name>` or `foundationdbrestore/<name>`.
+    pub target: String,
+}
+
+/// The kinds of FoundationDB resource a scenario lists beside its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ResourceKind {
+    /// A FoundationDBBackup (`backups:`).
+    Backup,
+    /// A FoundationDBRestore (`restores:`).
+    Restore,
+}
+
+impl ResourceKind {
+    /// The name used in targets and the resource's plural.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Backup => "foundationdbbackups",
+            Self::Restore => "foundationdbrestores",
+        }
+    }
+
+    /// The name used in targets (`foundationdbbackup`, `foundationdbrestore`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Backup => "foundationdbbackup",
+            Self::Restore => "foundationdbrestore",
+        }
+    }
+
+    /// The scenario's list of such manifests.
+    pub fn list(self) -> &'static str {
+        match self {
+            Self::Backup => "backups",
+            Self::Restore => "restores",
+        }
+    }
+}
+
+/// A parsed `foundationdbbackup/<name>` or `foundationdbrestore/<name>` target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceTarget {
+    /// The kind.
+    pub kind: ResourceKind,
+    /// The resource's name (in the cluster's namespace).
+    pub name: String,
+}
+
+impl ResourceTarget {
+    /// Parses `foundationdbbackup/<name>` or `foundationdbrestore/<name>`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (kind, name) = text.split_once('/').ok_or_else(|| {
+            format!(
+                "{text:?} is not of the form foundationdbbackup/<name> or foundationdbrestore/<name>"
+            )
+        })?;
+        let kind = match kind {
+            "foundationdbbackup" => ResourceKind::Backup,
+            "foundationdbrestore" => ResourceKind::Restore,
+            other => {
+                return Err(format!(
+                    "{other:?} is not a kind this step can name (foundationdbbackup, foundationdbrestore)"
+                ));
+            }
+        };
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("{text:?} has no valid resource name"));
+        }
+        Ok(Self {
+            kind,
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// A targeted `apply` step: the resource and the patch, or the problem (field, message).
+pub type TargetedApply = Result<(ResourceTarget, Value), (&'static str, String)>;
+
+/// An `apply` step that targets a backup or restore: `{target: ..., patch: {...}}`.
+pub fn apply_target(apply: &Value) -> Option<TargetedApply> {
+    let object = apply.as_object()?;
+    let target = object.get("target")?;
+    Some((|| {
+        let target = target
+            .as_str()
+            .ok_or_else(|| ("target", "must be a string".to_owned()))
+            .and_then(|t| ResourceTarget::parse(t).map_err(|e| ("target", e)))?;
+        if let Some(key) = object.keys().find(|k| *k != "target" && *k != "patch") {
+            return Err((
+                "",
+                format!("has {key:?}: an apply step with a target takes only `target` and `patch`"),
+            ));
+        }
+        let patch = object
+            .get("patch")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        if !patch.is_object() {
+            return Err(("patch", "must be a mapping (a JSON merge patch)".to_owned()));
+        }
+        Ok((target, patch))
+    })())
 }
 
 /// Settings of a `reconcile` step.
@@ -114,6 +225,10 @@ pub struct ActStep {
     /// Add this many nodes to the world.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add_nodes: Option<u32>,
+    /// `true`: empty the database (every user key) and stop the user's writes, as before
+    /// a restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_data: Option<bool>,
 }
 
 /// The target of a `deleteCollection` action.
@@ -225,6 +340,8 @@ pub enum Action {
     Drain(String),
     /// Add nodes.
     AddNodes(u32),
+    /// Empty the database and stop writing.
+    ClearData,
 }
 
 impl ActStep {
@@ -238,6 +355,7 @@ impl ActStep {
             self.evict.is_some(),
             self.drain.is_some(),
             self.add_nodes.is_some(),
+            self.clear_data.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -249,7 +367,7 @@ impl ActStep {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData".to_owned(),
             ));
         }
         let groups = |field: &'static str, groups: &[String]| {
@@ -296,6 +414,16 @@ impl ActStep {
             }
             return Ok(Action::Drain(node.clone()));
         }
+        match self.clear_data {
+            Some(true) => return Ok(Action::ClearData),
+            Some(false) => {
+                return Err((
+                    "clearData",
+                    "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
         match self.add_nodes {
             Some(0) => Err(("addNodes", "must be at least 1".to_owned())),
             Some(count) => Ok(Action::AddNodes(count)),
@@ -335,6 +463,32 @@ pub struct ExpectStep {
     /// Every pod's image of a container: `main`, `sidecar`, or a container's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<BTreeMap<String, String>>,
+    /// Conditions on FoundationDBBackups, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backups: Option<BTreeMap<String, ResourceExpectation>>,
+    /// Conditions on FoundationDBRestores, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<BTreeMap<String, ResourceExpectation>>,
+    /// The database's user data (`fdb.dataDigest`) is what it was at the latest
+    /// restorable version of this FoundationDBBackup's blob store URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_matches_backup: Option<String>,
+}
+
+/// Conditions on one backup or restore resource.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceExpectation {
+    /// The resource exists (`true`) or is gone (`false`); default `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    /// Every field given here equals the resource's status field (a subset match: maps
+    /// compare key by key, other values exactly; `null` matches an absent field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+    /// Backups only: at least this many completed snapshots in its blob store URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshots: Option<u32>,
 }
 
 impl ExpectStep {
@@ -348,9 +502,30 @@ impl ExpectStep {
             self.pods.is_some(),
             self.excluded.is_some(),
             self.images.is_some(),
+            self.backups.is_some(),
+            self.restores.is_some(),
+            self.data_matches_backup.is_some(),
         ];
         if !conditions.contains(&true) {
-            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images)".to_owned()));
+            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images, backups, restores, dataMatchesBackup)".to_owned()));
+        }
+        for (field, list) in [("backups", &self.backups), ("restores", &self.restores)] {
+            for (name, expectation) in list.iter().flatten() {
+                if expectation.status.as_ref().is_some_and(|s| !s.is_object()) {
+                    return Err((field, format!("{name}.status must be a mapping")));
+                }
+                if field == "restores" && expectation.snapshots.is_some() {
+                    return Err((field, format!("{name}.snapshots applies to backups only")));
+                }
+                if expectation.exists == Some(false)
+                    && (expectation.status.is_some() || expectation.snapshots.is_some())
+                {
+                    return Err((
+                        field,
+                        format!("{name}: a resource expected gone has no status or snapshots"),
+                    ));
+                }
+            }
         }
         for (field, version) in [
             ("version", &self.version),
@@ -401,6 +576,16 @@ pub enum Step {
     },
     /// Await conditions.
     Expect(ExpectStep),
+    /// Apply a JSON merge patch to a backup or restore (creating it from the scenario's
+    /// manifest when it does not exist).
+    ApplyTo {
+        /// The resource.
+        target: ResourceTarget,
+        /// The patch.
+        patch: Value,
+    },
+    /// Delete a backup or restore.
+    Delete(ResourceTarget),
 }
 
 impl StepSpec {
@@ -414,6 +599,7 @@ impl StepSpec {
             self.restart_operator.is_some(),
             self.act.is_some(),
             self.expect.is_some(),
+            self.delete.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -426,7 +612,14 @@ impl StepSpec {
             return Some(Step::Reconcile(reconcile));
         }
         if let Some(patch) = &self.apply {
-            return Some(Step::Apply(patch.clone()));
+            return match apply_target(patch) {
+                Some(Ok((target, patch))) => Some(Step::ApplyTo { target, patch }),
+                Some(Err(_)) => None,
+                None => Some(Step::Apply(patch.clone())),
+            };
+        }
+        if let Some(delete) = &self.delete {
+            return ResourceTarget::parse(&delete.target).ok().map(Step::Delete);
         }
         if let Some(seconds) = self.advance {
             return Some(Step::Advance(seconds));
@@ -459,7 +652,7 @@ impl StepSpec {
         if self.action_count() != 1 {
             return Err((
                 String::new(),
-                "must have exactly one of reconcile, apply, advance, fault, heal, restartOperator, act, expect".to_owned(),
+                "must have exactly one of reconcile, apply, advance, fault, heal, restartOperator, act, expect, delete".to_owned(),
             ));
         }
         let inside = |prefix: &str, (field, message): (&str, String)| {
@@ -469,6 +662,12 @@ impl StepSpec {
                 (format!("{prefix}.{field}"), message)
             }
         };
+        if let Some(Some(Err(problem))) = self.apply.as_ref().map(apply_target) {
+            return Err(inside("apply", problem));
+        }
+        if let Some(delete) = &self.delete {
+            ResourceTarget::parse(&delete.target).map_err(|e| ("delete.target".to_owned(), e))?;
+        }
         if let Some(patch) = &self.apply
             && !patch.is_object()
         {

@@ -11,7 +11,8 @@ use super::limits::{
     group_counts,
 };
 use super::references::References;
-use super::steps::{Action, ObjectKind, ObjectRef, StepSpec};
+use super::resources::ResourceNames;
+use super::steps::{Action, ObjectKind, ObjectRef, StepSpec, apply_target};
 use super::{Fault, Scenario, WorldSettings};
 
 /// Checks a whole scenario; `text` is the file it came from (for lines).
@@ -43,9 +44,13 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     let cluster = decode_cluster(&scenario.cluster, text)?;
     let counts = group_counts(&cluster);
     check_group_counts("cluster.spec.processCounts", &counts)?;
+    let resources = ResourceNames::of(scenario)?;
     let mut references =
         References::new(&scenario.cluster, &cluster, &counts, scenario.world.nodes);
     for (index, step) in scenario.steps.iter().enumerate() {
+        resources
+            .check_step(step)
+            .map_err(|problem| in_step(index, problem))?;
         check_names(&mut references, step).map_err(|problem| in_step(index, problem))?;
         references.after(step);
     }
@@ -168,7 +173,7 @@ fn check_step(step: &StepSpec) -> Result<u64, Problem> {
 /// Checks what a step names against the cluster's state at that point, and follows
 /// `apply` steps.
 fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Problem> {
-    if let Some(patch) = &step.apply {
+    if let Some(patch) = step.apply.as_ref().filter(|p| apply_target(p).is_none()) {
         let manifest = references.patched(patch)?;
         // An invalid patched cluster is a scenario of its own (the operator refuses it);
         // only a valid one can make the operator create groups.
@@ -222,7 +227,7 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
                     name: name.clone(),
                 },
             )?,
-            Action::DeleteCollection(_) => {}
+            Action::DeleteCollection(_) | Action::ClearData => {}
         }
     }
     Ok(())

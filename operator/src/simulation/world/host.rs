@@ -33,6 +33,11 @@ pub trait ProcessHost: Send + Sync {
     fn next_due(&self) -> Option<i64> {
         None
     }
+    /// How many backup agents run now (pods running the `backup_agent` program); the
+    /// database's backups and restores progress only while some do.
+    fn set_backup_agents(&self, count: u32) {
+        let _ = count;
+    }
 }
 
 impl ProcessHost for SimulatedFdb {
@@ -62,5 +67,9 @@ impl ProcessHost for SimulatedFdb {
 
     fn next_due(&self) -> Option<i64> {
         SimulatedFdb::next_due(self)
+    }
+
+    fn set_backup_agents(&self, count: u32) {
+        SimulatedFdb::set_backup_agents(self, count);
     }
 }

@@ -67,6 +67,7 @@ pub mod projection;
 pub mod scheduler;
 
 mod admin;
+mod deployments;
 mod faults;
 mod kubelet;
 mod lifecycle;
@@ -208,6 +209,8 @@ pub struct World {
     /// Process addresses that ran on each PVC (by uid), to forget them with the PVC.
     pvc_processes: BTreeMap<String, BTreeSet<fdb_shared::address::ProcessAddress>>,
     faults: faults::FaultState,
+    /// Backup agent pods running, as last told to the host.
+    backup_agents: usize,
 }
 
 impl std::fmt::Debug for World {
@@ -254,6 +257,7 @@ impl World {
             unschedulable: BTreeMap::new(),
             pvc_processes: BTreeMap::new(),
             faults: faults::FaultState::default(),
+            backup_agents: 0,
         };
         for _ in 0..world.options.nodes.unwrap_or(0) {
             world.nodes.add(&world.api)?;
@@ -296,11 +300,14 @@ impl World {
         let pods = self.list_pods()?;
         self.forget_vanished_pods(&pods).await;
         self.terminate_pods(&pods).await?;
+        self.sync_deployments(&pods)?;
+        let pods = self.list_pods()?;
         self.schedule(&pods)?;
         let pods = self.list_pods()?;
         for pod in &pods {
             self.sync_pod(pod).await?;
         }
+        self.report_backup_agents(&pods);
         self.restart_killed();
         if let Some(connection_string) = self.host.connection_string() {
             for runtime in self.pods.values() {

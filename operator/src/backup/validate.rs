@@ -1,0 +1,152 @@
+//! What makes a FoundationDBBackup or FoundationDBRestore spec unusable, each problem
+//! naming its field. The controllers refuse such a spec (the status says why) instead
+//! of running `fdbbackup` with it; `explain` reports the same problems.
+
+use fdb_shared::api::backup::BackupState;
+use fdb_shared::api::{FoundationDBBackup, FoundationDBRestore};
+
+/// The deletion policies the operator knows.
+pub const DELETION_POLICIES: [&str; 3] = ["noop", "stop", "cleanup"];
+
+/// Problems (errors) and remarks (warnings) about a spec.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpecReport {
+    /// What must be fixed before the operator acts on the resource.
+    pub errors: Vec<String>,
+    /// What works, but maybe not as the user expects.
+    pub warnings: Vec<String>,
+}
+
+fn check_account(errors: &mut Vec<String>, account: Option<&str>) {
+    if account.is_none_or(|a| a.trim().is_empty()) {
+        errors.push(
+            "spec.blobStoreConfiguration.accountName: must be set (the blob store account, \
+             e.g. user@host:443)"
+                .to_owned(),
+        );
+    }
+}
+
+/// Checks a backup's spec.
+pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
+    let spec = &backup.spec;
+    let mut report = SpecReport::default();
+    if spec.cluster_name.trim().is_empty() {
+        report
+            .errors
+            .push("spec.clusterName: must name the FoundationDBCluster to back up".to_owned());
+    }
+    check_account(
+        &mut report.errors,
+        spec.blob_store_configuration.account_name.as_deref(),
+    );
+    if let Some(state) = spec.backup_state.as_ref().filter(|s| !s.is_known()) {
+        report.errors.push(format!(
+            "spec.backupState: {:?} is not one of {}",
+            state.as_str(),
+            BackupState::KNOWN.join(", ")
+        ));
+    }
+    if spec.snapshot_period_seconds() <= 0 {
+        report
+            .errors
+            .push("spec.snapshotPeriodSeconds: must be positive".to_owned());
+    }
+    if spec.agent_count() < 0 {
+        report
+            .errors
+            .push("spec.agentCount: must not be negative".to_owned());
+    } else if spec.agent_count() == 0 {
+        report.warnings.push(
+            "spec.agentCount: 0 runs no backup agent, so a running backup makes no progress"
+                .to_owned(),
+        );
+    }
+    let policy = spec.deletion_policy();
+    if !DELETION_POLICIES.contains(&policy) {
+        report.errors.push(format!(
+            "spec.deletionPolicy: {policy:?} is not one of noop, stop, cleanup"
+        ));
+    }
+    if spec
+        .version
+        .as_deref()
+        .is_some_and(|v| v.parse::<fdb_shared::FdbVersion>().is_err())
+    {
+        report
+            .errors
+            .push("spec.version: not a FoundationDB version (M.m.p)".to_owned());
+    }
+    report
+}
+
+/// Checks a restore's spec.
+pub fn validate_restore(restore: &FoundationDBRestore) -> SpecReport {
+    let spec = &restore.spec;
+    let mut report = SpecReport::default();
+    if spec.destination_cluster_name.trim().is_empty() {
+        report.errors.push(
+            "spec.destinationClusterName: must name the FoundationDBCluster to restore into"
+                .to_owned(),
+        );
+    }
+    check_account(
+        &mut report.errors,
+        spec.blob_store_configuration.account_name.as_deref(),
+    );
+    if spec.backup_version.is_some_and(|v| v < 0) {
+        report
+            .errors
+            .push("spec.backupVersion: must not be negative".to_owned());
+    }
+    for (index, range) in spec.key_ranges.iter().enumerate() {
+        if range.start >= range.end {
+            report.errors.push(format!(
+                "spec.keyRanges[{index}]: start {:?} must come before end {:?}",
+                range.start, range.end
+            ));
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_name_their_fields() {
+        let backup: FoundationDBBackup = serde_yaml_ng::from_str(
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBBackup\n\
+             metadata: {name: b}\nspec: {snapshotPeriodSeconds: 0, deletionPolicy: keep, \
+             backupState: Sleeping}\n",
+        )
+        .unwrap();
+        let report = validate_backup(&backup);
+        let fields: Vec<&str> = report
+            .errors
+            .iter()
+            .map(|e| e.split(':').next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.clusterName",
+                "spec.blobStoreConfiguration.accountName",
+                "spec.backupState",
+                "spec.snapshotPeriodSeconds",
+                "spec.deletionPolicy"
+            ]
+        );
+        let restore: FoundationDBRestore = serde_yaml_ng::from_str(
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBRestore\n\
+             metadata: {name: r}\nspec: {destinationClusterName: c, \
+             blobStoreConfiguration: {accountName: a@b}, keyRanges: [{start: b, end: a}]}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            validate_restore(&restore).errors,
+            ["spec.keyRanges[0]: start \"b\" must come before end \"a\""]
+        );
+    }
+}

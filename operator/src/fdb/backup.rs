@@ -1,0 +1,211 @@
+//! Backup and restore requests of the admin interface (`fdbbackup`, `fdbrestore`), and
+//! the restore progress they report.
+
+use std::fmt;
+
+/// `fdbbackup start`: a continuous backup of the database to a blob store URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupStart {
+    /// The backup tag (`-t`).
+    pub tag: String,
+    /// The destination, `blobstore://...` (`-d`).
+    pub url: String,
+    /// Seconds between snapshots (`-s`).
+    pub snapshot_period_seconds: i64,
+    /// The key file that encrypts the backup (`--encryption-key-file`), when set.
+    pub encryption_key_path: Option<String>,
+}
+
+/// `fdbbackup modify`: changes a running backup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupModify {
+    /// The backup tag (`-t`).
+    pub tag: String,
+    /// The new destination URL (`-d`), when it changes.
+    pub url: Option<String>,
+    /// The new snapshot period (`-s`), when it changes.
+    pub snapshot_period_seconds: Option<i64>,
+}
+
+impl BackupModify {
+    /// Whether there is anything to modify.
+    pub fn is_empty(&self) -> bool {
+        self.url.is_none() && self.snapshot_period_seconds.is_none()
+    }
+}
+
+/// A key range to restore, in FoundationDB's printable key form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    /// First key (inclusive).
+    pub begin: String,
+    /// End key (exclusive).
+    pub end: String,
+}
+
+/// `fdbrestore start`: restores a backup into the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreStart {
+    /// The backup to restore, `blobstore://...` (`-r`).
+    pub url: String,
+    /// Key ranges to restore (`-k`); empty: everything.
+    pub key_ranges: Vec<KeyRange>,
+    /// The version to restore to (`-v`); `None`: the latest restorable version.
+    pub version: Option<i64>,
+    /// The key file the backup was encrypted with (`--encryption-key-file`).
+    pub encryption_key_path: Option<String>,
+    /// Further `fdbrestore` arguments (`--knob_...`), from the restore's spec.
+    pub custom_parameters: Vec<String>,
+}
+
+/// The state `fdbrestore status` reports for a restore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RestoreState {
+    /// Accepted, not begun.
+    Queued,
+    /// Preparing.
+    Starting,
+    /// Copying data.
+    Running,
+    /// Done: the data is restored.
+    Completed,
+    /// Given up.
+    Aborted,
+}
+
+impl RestoreState {
+    /// The name `fdbrestore status` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+        }
+    }
+
+    /// Parses a printed state name (case-insensitive).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "queued" => Some(Self::Queued),
+            "starting" => Some(Self::Starting),
+            "running" => Some(Self::Running),
+            "completed" => Some(Self::Completed),
+            "aborted" => Some(Self::Aborted),
+            _ => None,
+        }
+    }
+
+    /// Whether the restore is still working.
+    pub fn is_running(self) -> bool {
+        matches!(self, Self::Queued | Self::Starting | Self::Running)
+    }
+}
+
+impl fmt::Display for RestoreState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What `fdbrestore status` says about the restore of the default tag.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RestoreProgress {
+    /// The restore's state; `None` when no restore was ever started.
+    pub state: Option<RestoreState>,
+    /// The backup URL being restored, when printed.
+    pub url: Option<String>,
+    /// The version restored to, when printed.
+    pub version: Option<i64>,
+}
+
+/// Parses `fdbrestore status` text. Each restore prints one line of `Key: value` fields
+/// separated by two spaces (`Tag: default  UID: ...  State: completed  ...  URL: ...`);
+/// a database without restores prints no such line.
+pub fn parse_restore_status(text: &str) -> Result<RestoreProgress, String> {
+    let Some(line) = text.lines().find(|line| line.contains("State:")) else {
+        return Ok(RestoreProgress::default());
+    };
+    let mut progress = RestoreProgress::default();
+    for field in line.split("  ").map(str::trim).filter(|f| !f.is_empty()) {
+        let Some((key, value)) = field.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "State" => {
+                progress.state = Some(
+                    RestoreState::parse(value)
+                        .ok_or_else(|| format!("unknown restore state {value:?}"))?,
+                );
+            }
+            "URL" => progress.url = Some(value.to_owned()),
+            "TargetVersion" | "Version" => {
+                progress.version = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("restore version {value:?} is not a number"))?,
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(progress)
+}
+
+/// The line `fdbrestore status` prints for one restore (the simulated tool prints it too,
+/// so both sides of the parser are exercised).
+pub fn render_restore_status(tag: &str, progress: &RestoreProgress) -> String {
+    let mut fields = vec![format!("Tag: {tag}")];
+    if let Some(state) = progress.state {
+        fields.push(format!("State: {state}"));
+    }
+    if let Some(url) = &progress.url {
+        fields.push(format!("URL: {url}"));
+    }
+    if let Some(version) = progress.version {
+        fields.push(format!("TargetVersion: {version}"));
+    }
+    fields.join("  ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_restore_status_line() {
+        let text = "Tag: default  UID: 0f2ab  State: completed  Blocks: 12/12  \
+                    BlocksInProgress: 0  Files: 4  BytesWritten: 1024  ApplyVersionLag: 0  \
+                    LastError: None  URL: blobstore://a@b:443/c?bucket=fdb-backups  \
+                    Range: ''-'\\xff'  AddPrefix: ''  RemovePrefix: ''  TargetVersion: 9000\n";
+        let progress = parse_restore_status(text).unwrap();
+        assert_eq!(progress.state, Some(RestoreState::Completed));
+        assert_eq!(
+            progress.url.as_deref(),
+            Some("blobstore://a@b:443/c?bucket=fdb-backups")
+        );
+        assert_eq!(progress.version, Some(9000));
+        assert!(!RestoreState::Completed.is_running());
+        assert!(RestoreState::Queued.is_running());
+    }
+
+    #[test]
+    fn no_restore_and_bad_states() {
+        assert_eq!(
+            parse_restore_status("").unwrap(),
+            RestoreProgress::default()
+        );
+        assert!(parse_restore_status("Tag: default  State: exploding").is_err());
+        let progress = RestoreProgress {
+            state: Some(RestoreState::Running),
+            url: Some("blobstore://x/y".into()),
+            version: Some(5),
+        };
+        assert_eq!(
+            parse_restore_status(&render_restore_status("default", &progress)).unwrap(),
+            progress
+        );
+    }
+}
