@@ -47,6 +47,8 @@ pub enum KillReason {
     IncorrectCommandLine,
     /// The cluster-wide restart of an incompatible upgrade (operator-behavior §9).
     Upgrade,
+    /// Restarted with the others, so the restart covers every process at once.
+    Alongside,
 }
 
 impl std::fmt::Display for KillReason {
@@ -54,6 +56,7 @@ impl std::fmt::Display for KillReason {
         f.write_str(match self {
             Self::IncorrectCommandLine => "outdated command line",
             Self::Upgrade => "upgrade",
+            Self::Alongside => "restarted with the others",
         })
     }
 }
@@ -81,6 +84,9 @@ pub enum BounceDecision {
     },
     /// Restarts are needed but a gate refuses; the reason names what blocks.
     Wait(String),
+    /// Restarts wait for groups marked for removal whose processes still run (the rest
+    /// of the pass goes on, so their removal can finish).
+    WaitForRemovals(String),
     /// Kill these targets with one command.
     Kill(Vec<KillTarget>),
 }
@@ -186,6 +192,42 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
         return BounceDecision::Nothing;
     }
     let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
+    // One restart covers every running process: a kill that leaves some running takes
+    // the others' zones down at once, beyond what the redundancy tolerates, while a
+    // cluster-wide one is a single restart and recovery. Processes of groups marked for
+    // removal are never killed: the restart waits for their removal instead.
+    let covered: BTreeSet<String> = targets
+        .iter()
+        .flat_map(|t| t.addresses.iter().map(ToString::to_string))
+        .collect();
+    let ignore = &snapshot.spec().buggify.ignore_during_restart;
+    let mut leaving = Vec::new();
+    for group in snapshot.groups() {
+        let missing: Vec<ProcessAddress> = addresses_of(&group, ignore)
+            .into_iter()
+            .filter(|a| !covered.contains(&a.to_string()))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        if group.is_marked_for_removal() {
+            leaving.push(group.id().to_owned());
+        } else {
+            targets.push(KillTarget {
+                group: group.id().to_owned(),
+                addresses: missing,
+                reason: KillReason::Alongside,
+            });
+        }
+    }
+    if !leaving.is_empty() {
+        return BounceDecision::WaitForRemovals(format!(
+            "{} process groups need a restart ({}); waiting for the removal of {} (marked for removal, still running) so that one restart covers every process",
+            groups.len(),
+            abbreviate(&groups),
+            leaving.join(", ")
+        ));
+    }
     if !snapshot.spec().automation_options.kill_processes() {
         return BounceDecision::Disabled { groups };
     }
@@ -276,6 +318,12 @@ pub async fn execute(
         BounceDecision::Wait(reason) => {
             return Ok(StepOutcome::Requeue {
                 delay: wait_delay(ctx, snapshot),
+                reason,
+            });
+        }
+        BounceDecision::WaitForRemovals(reason) => {
+            return Ok(StepOutcome::DelayedRequeue {
+                delay: ctx.settings.database_wait,
                 reason,
             });
         }

@@ -51,7 +51,19 @@ fn killed(decision: &BounceDecision) -> Vec<String> {
 #[test]
 fn all_outdated_processes_are_killed_together() {
     let decision = decide(&fixture("version: 7.1.57").build());
-    assert_eq!(killed(&decision), ["10.0.0.2:4501", "10.0.0.3:4501"]);
+    // The outdated ones, and every other running process with them: one restart.
+    assert_eq!(
+        killed(&decision),
+        [
+            "10.0.0.2:4501",
+            "10.0.0.3:4501",
+            "10.0.0.1:4501",
+            "10.0.0.4:4501"
+        ]
+    );
+    if let BounceDecision::Kill(targets) = &decision {
+        assert_eq!(targets[2].reason, KillReason::Alongside);
+    }
     // Nothing outdated: nothing to do.
     let clean = Fixture::new("version: 7.1.57")
         .groups(IDS.map(group))
@@ -149,10 +161,44 @@ fn extra_targets_join_the_same_kill() {
     let decision = decide_with(&snapshot, [extra, duplicate]);
     assert_eq!(
         killed(&decision),
-        ["10.0.0.1:4501", "10.0.0.2:4501", "10.0.0.3:4501"]
+        [
+            "10.0.0.1:4501",
+            "10.0.0.2:4501",
+            "10.0.0.3:4501",
+            "10.0.0.4:4501"
+        ]
     );
     if let BounceDecision::Kill(targets) = decision {
-        assert_eq!(targets.len(), 3, "one target per group");
+        assert_eq!(targets.len(), 4, "one target per group");
         assert_eq!(targets[1].reason, KillReason::Upgrade);
+    }
+}
+
+#[test]
+fn a_restart_waits_for_groups_marked_for_removal_that_still_run() {
+    // log-1 is marked for removal and still runs: killing the rest would leave it alone
+    // running, so the restart waits for its removal (without ending the pass).
+    let snapshot = fixture("version: 7.1.57")
+        .status(|s| {
+            if let Some(g) = s
+                .process_groups
+                .iter_mut()
+                .find(|g| g.process_group_id == "log-1")
+            {
+                crate::controller::status_mutations::mark_for_removal(
+                    g,
+                    jiff::Timestamp::from_second(5).unwrap(),
+                );
+            }
+        })
+        .build();
+    match decide(&snapshot) {
+        BounceDecision::WaitForRemovals(reason) => {
+            assert!(
+                reason.contains("waiting for the removal of log-1"),
+                "{reason}"
+            );
+        }
+        other => panic!("unexpected {other:?}"),
     }
 }

@@ -24,6 +24,7 @@ use crate::controller::pass_io::PassIo;
 use crate::controller::removals::placement;
 use crate::controller::safety;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -98,6 +99,27 @@ impl Subreconciler for DeletePodsForBuggification {
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
+        // A pod recreated on purpose starts a new failure-detection window: the
+        // conditions of its old life (a crash loop's MissingProcesses) must not make
+        // ReplaceFailedPods replace it the moment it is recreated.
+        let reset: Vec<StatusMutation> = decision
+            .delete
+            .iter()
+            .flat_map(|(group, _)| {
+                snapshot
+                    .group(group)
+                    .into_iter()
+                    .flat_map(|g| g.status.process_group_conditions.iter())
+                    .filter(|c| c.condition_type.is_eligible_for_automatic_replacement())
+                    .map(|c| StatusMutation::ClearCondition {
+                        group: group.clone(),
+                        condition: c.condition_type.clone(),
+                    })
+            })
+            .collect();
+        if !reset.is_empty() {
+            io.apply_status(ctx, snapshot, &reset).await?;
+        }
         for (group, pod) in &decision.delete {
             tracing::info!(%group, %pod, "deleting the pod to apply spec.buggify");
             io.delete::<Pod>(ctx, pod, format!("delete pod {pod} (buggify)"))

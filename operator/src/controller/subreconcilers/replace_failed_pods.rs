@@ -53,24 +53,8 @@ struct Failure {
     setting: (&'static str, i64),
 }
 
-/// The eligible condition of the group that is due first. A failure of the pod's own
-/// processes counts from the pod's creation (or, without a pod, from when it went
-/// missing) at the earliest: a pod the operator just recreated (a rolling update,
-/// buggify turned off) gets a whole detection window.
+/// The eligible condition of the group that is due first.
 fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<Failure> {
-    // The pod's creation, or, while it has none, when it went missing (a pod deleted on
-    // purpose is recreated later in the same pass).
-    let pod_floor = match group.pod {
-        Some(pod) => pod
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(i64::MIN, |t| t.0.as_second()),
-        None => group
-            .status
-            .condition_since(&ProcessGroupConditionType::MissingPod)
-            .unwrap_or(i64::MIN),
-    };
     group
         .status
         .process_group_conditions
@@ -83,11 +67,7 @@ fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<F
             } else {
                 ("failureDetectionTimeSeconds", detection)
             };
-            let since = if taint || c.condition_type == ProcessGroupConditionType::MissingPod {
-                c.timestamp
-            } else {
-                c.timestamp.max(pod_floor)
-            };
+            let since = c.timestamp;
             Failure {
                 due: since.saturating_add(setting.1),
                 since,
