@@ -3,7 +3,7 @@
 //! later step from what the steps before wrote (the rule is in [`super::snapshot`]); a
 //! read failure is reported by the step about to run, as if it had read the data itself.
 
-use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 
@@ -43,14 +43,14 @@ fn label_selector(cluster: &FoundationDBCluster) -> String {
         .join(",")
 }
 
-/// `cluster` with the status of `written` (the status write's answer); the spec and
-/// metadata stay those the pass started with, so one pass works on one spec.
+/// `cluster` with `status` (written or staged); the spec and metadata stay those the
+/// pass started with, so one pass works on one spec.
 fn with_status_of(
     cluster: &ValidatedCluster,
-    written: &FoundationDBCluster,
+    status: FoundationDBClusterStatus,
 ) -> Result<ValidatedCluster, StepError> {
     let mut updated = cluster.cluster().clone();
-    updated.status = Some(written.status.clone().unwrap_or_default());
+    updated.status = Some(status);
     ValidatedCluster::new(updated).map_err(|e| StepError::InvalidState(e.to_string()))
 }
 
@@ -73,6 +73,19 @@ impl PassState {
             Observed::Nothing(cluster) => cluster.cluster(),
             Observed::Snapshot(snapshot) => snapshot.cluster(),
         }
+    }
+
+    /// Writes the status the steps staged (see [`PassIo::flush_status`]): the pass's
+    /// one status write, at its end.
+    pub async fn flush(&mut self, ctx: &Context) -> Result<bool, StepError> {
+        self.io.flush_status(ctx).await
+    }
+
+    /// The cluster with the pass's latest status (written or staged).
+    pub fn latest_cluster(&self) -> FoundationDBCluster {
+        let mut cluster = self.cluster().clone();
+        cluster.status = Some(self.io.latest_status().clone());
+        cluster
     }
 
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled.
@@ -168,8 +181,8 @@ async fn read_again(
     changes: Changes,
 ) -> Result<Fresh, StepError> {
     let mut fresh = Fresh::default();
-    if let Some(written) = &changes.cluster {
-        fresh.cluster = Some(with_status_of(snapshot.validated(), written)?);
+    if let Some(status) = changes.status {
+        fresh.cluster = Some(with_status_of(snapshot.validated(), status)?);
     }
     let cluster = fresh
         .cluster
@@ -213,7 +226,8 @@ mod tests {
             connection_string: Some("a:b@10.0.0.1:4501".into()),
             ..Default::default()
         });
-        let refreshed = with_status_of(&started, &written).unwrap();
+        let refreshed =
+            with_status_of(&started, written.status.clone().unwrap_or_default()).unwrap();
         assert_eq!(refreshed.spec().version, "7.1.57");
         assert_eq!(refreshed.cluster().metadata.generation, Some(1));
         assert_eq!(

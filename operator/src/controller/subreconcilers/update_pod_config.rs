@@ -374,7 +374,9 @@ impl Subreconciler for UpdatePodConfig {
             io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
                 .await?;
         }
-        io.apply_status(ctx, snapshot, &outcome.mutations).await?;
+        // Conditions only: nothing later depends on their being stored before the end
+        // of the pass.
+        io.stage_mutations(snapshot, &outcome.mutations)?;
         let Some(reason) = outcome.waiting_reason() else {
             return Ok(StepOutcome::Continue);
         };
