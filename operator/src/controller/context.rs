@@ -1,6 +1,7 @@
 //! Everything a pass needs from outside: the Kubernetes client, the database admin
-//! client, the sidecar client, the clock, the settings and the metrics. Nothing else is
-//! kept between passes.
+//! client, the sidecar client, the clock, the settings, the metrics, and what
+//! UpdatePodConfig learned about sidecars (only to save requests). Nothing else is kept
+//! between passes.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::metrics::OperatorMetrics;
+use super::pod_config_memo::PodConfigMemo;
 use crate::clock::Clock;
 use crate::fdb::{AdminClient, AdminError};
 
@@ -80,6 +82,8 @@ pub struct Context {
     pub settings: OperatorSettings,
     /// Prometheus metrics.
     pub metrics: Arc<OperatorMetrics>,
+    /// What UpdatePodConfig learned about each pod's sidecar in earlier passes.
+    pub pod_config: Arc<PodConfigMemo>,
 }
 
 impl fmt::Debug for Context {
@@ -115,6 +119,7 @@ impl Context {
             clock,
             settings: OperatorSettings::default(),
             metrics: Arc::new(OperatorMetrics::default()),
+            pod_config: Arc::new(PodConfigMemo::default()),
         }
     }
 }

@@ -41,6 +41,7 @@ pub async fn run_pass(
         .inc();
     if let Err(ReconcileError::ClusterNotFound { .. }) = &result {
         ctx.metrics.forget_cluster(namespace, name);
+        ctx.pod_config.forget(namespace, name);
     }
     result
 }

@@ -23,6 +23,7 @@ pub mod observe;
 pub mod outcome;
 pub mod pass;
 pub mod pass_io;
+pub mod pod_config_memo;
 pub mod pod_model;
 pub mod process_groups;
 pub mod production;
