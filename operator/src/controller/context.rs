@@ -11,6 +11,7 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
 
+use super::cache::ObjectCache;
 use super::metrics::OperatorMetrics;
 use super::pod_config_memo::PodConfigMemo;
 use crate::clock::Clock;
@@ -84,6 +85,8 @@ pub struct Context {
     pub metrics: Arc<OperatorMetrics>,
     /// What UpdatePodConfig learned about each pod's sidecar in earlier passes.
     pub pod_config: Arc<PodConfigMemo>,
+    /// The watch caches passes read the cluster's objects from (`None`: passes LIST).
+    pub cache: Option<Arc<ObjectCache>>,
 }
 
 impl fmt::Debug for Context {
@@ -120,6 +123,7 @@ impl Context {
             settings: OperatorSettings::default(),
             metrics: Arc::new(OperatorMetrics::default()),
             pod_config: Arc::new(PodConfigMemo::default()),
+            cache: None,
         }
     }
 }

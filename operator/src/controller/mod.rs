@@ -3,6 +3,7 @@
 //! bookkeeping, the status and its typed edits, and the desired Kubernetes objects of a
 //! cluster (pod model, ConfigMap).
 
+pub mod cache;
 pub mod config_map;
 pub mod context;
 pub mod coordinators;

@@ -7,6 +7,9 @@ use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 
+use std::collections::BTreeMap;
+
+use super::cache::{OWN_WRITE_WAIT, ObjectCache};
 use super::config_map::config_map_name;
 use super::context::Context;
 use super::errors::StepError;
@@ -30,17 +33,35 @@ pub struct PassState {
     io: PassIo,
 }
 
-/// The label selector of the cluster's resources.
-fn label_selector(cluster: &FoundationDBCluster) -> String {
+/// The labels every resource of the cluster carries.
+fn match_labels(cluster: &FoundationDBCluster) -> BTreeMap<String, String> {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
-    cluster
-        .spec
-        .labels
-        .match_labels(name)
+    cluster.spec.labels.match_labels(name)
+}
+
+/// The label selector of the cluster's resources.
+fn label_selector(labels: &BTreeMap<String, String>) -> String {
+    labels
         .iter()
         .map(|(key, value)| format!("{key}={value}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The watch cache, when there is one that holds every object of the cluster and has
+/// its first lists; else the pass LISTs.
+fn usable_cache<'c>(
+    ctx: &'c Context,
+    labels: &BTreeMap<String, String>,
+) -> Option<&'c ObjectCache> {
+    ctx.cache
+        .as_deref()
+        .filter(|cache| cache.is_ready() && cache.selector().covers(labels))
+}
+
+/// The namespace of the cluster.
+fn namespace_of(cluster: &FoundationDBCluster) -> &str {
+    cluster.metadata.namespace.as_deref().unwrap_or_default()
 }
 
 /// `cluster` with `status` (written or staged); the spec and metadata stay those the
@@ -136,13 +157,26 @@ async fn read(
     cluster: ValidatedCluster,
     now: Timestamp,
 ) -> Result<SnapshotParts, StepError> {
-    let selector = label_selector(cluster.cluster());
-    let pods = io.list(ctx, &selector, "pods").await?;
-    let pvcs = io.list(ctx, &selector, "persistentvolumeclaims").await?;
-    let services = io.list(ctx, &selector, "services").await?;
-    let config_map = io
-        .get_config_map(ctx, &config_map_name(cluster.cluster()))
-        .await?;
+    let labels = match_labels(cluster.cluster());
+    let namespace = namespace_of(cluster.cluster());
+    let config_map_name = config_map_name(cluster.cluster());
+    let (pods, pvcs, services, config_map) = match usable_cache(ctx, &labels) {
+        Some(cache) => (
+            cache.pods(namespace, &labels),
+            cache.pvcs(namespace, &labels),
+            cache.services(namespace, &labels),
+            cache.config_map(namespace, &config_map_name),
+        ),
+        None => {
+            let selector = label_selector(&labels);
+            (
+                io.list(ctx, &selector, "pods").await?,
+                io.list(ctx, &selector, "persistentvolumeclaims").await?,
+                io.list(ctx, &selector, "services").await?,
+                io.get_config_map(ctx, &config_map_name).await?,
+            )
+        }
+    };
     let database = io.read_database(ctx, cluster.cluster()).await;
     let nodes = if cluster
         .spec()
@@ -188,17 +222,49 @@ async fn read_again(
         .cluster
         .as_ref()
         .map_or_else(|| snapshot.cluster(), ValidatedCluster::cluster);
-    let selector = label_selector(cluster);
+    let labels = match_labels(cluster);
+    let selector = label_selector(&labels);
+    let namespace = namespace_of(cluster);
+    let cache = usable_cache(ctx, &labels);
     for kind in &changes.objects {
-        match kind {
-            ObjectKind::Pods => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
-            ObjectKind::Pvcs => {
+        let written = changes
+            .expectations
+            .get(kind)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        // The pass's own writes must show before the cache stands for the kind.
+        let cached = match cache {
+            Some(cache) => {
+                let caught_up = cache
+                    .wait_for_writes(*kind, namespace, written, OWN_WRITE_WAIT)
+                    .await;
+                if !caught_up {
+                    tracing::warn!(
+                        ?kind,
+                        "the watch cache does not show this pass's writes; listing"
+                    );
+                }
+                caught_up.then_some(cache)
+            }
+            None => None,
+        };
+        match (kind, cached) {
+            (ObjectKind::Pods, Some(cache)) => fresh.pods = Some(cache.pods(namespace, &labels)),
+            (ObjectKind::Pods, None) => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
+            (ObjectKind::Pvcs, Some(cache)) => fresh.pvcs = Some(cache.pvcs(namespace, &labels)),
+            (ObjectKind::Pvcs, None) => {
                 fresh.pvcs = Some(io.list(ctx, &selector, "persistentvolumeclaims").await?);
             }
-            ObjectKind::Services => {
+            (ObjectKind::Services, Some(cache)) => {
+                fresh.services = Some(cache.services(namespace, &labels));
+            }
+            (ObjectKind::Services, None) => {
                 fresh.services = Some(io.list(ctx, &selector, "services").await?);
             }
-            ObjectKind::ConfigMap => {
+            (ObjectKind::ConfigMap, Some(cache)) => {
+                fresh.config_map = Some(cache.config_map(namespace, &config_map_name(cluster)));
+            }
+            (ObjectKind::ConfigMap, None) => {
                 let name = config_map_name(cluster);
                 fresh.config_map = Some(io.get_config_map(ctx, &name).await?);
             }

@@ -13,6 +13,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::cache::Expectation;
 use super::context::Context;
 use super::errors::StepError;
 use super::merge_patch::merge_diff;
@@ -67,6 +68,8 @@ pub struct Changes {
     pub status: Option<FoundationDBClusterStatus>,
     /// Whether the database was written (the admin's write count moved).
     pub database: bool,
+    /// The writes of each kind the watch cache must show before the kind is read again.
+    pub expectations: std::collections::BTreeMap<ObjectKind, Vec<Expectation>>,
 }
 
 impl Changes {
@@ -84,6 +87,7 @@ pub struct PassIo {
     /// The admin handle for a connection string, with its write count at the last refresh.
     admin: Option<(String, PassScopedAdmin, u64)>,
     objects: std::collections::BTreeSet<ObjectKind>,
+    expectations: std::collections::BTreeMap<ObjectKind, Vec<Expectation>>,
     /// The status as the API server has it: the pass's starting one, then each write's
     /// answer. Writes send only what differs from it.
     server_status: FoundationDBClusterStatus,
@@ -97,16 +101,26 @@ pub struct PassIo {
     judged_reconciled: Option<bool>,
 }
 
-/// A create that found the object already there (a stale list) is not an error: the
-/// object exists, which is what the step wanted.
-fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+/// A create that found the object already there (a stale list or cache) is not an
+/// error: the object exists, which is what the step wanted.
+fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
     match result {
-        Ok(_) => Ok(()),
+        Ok(created) => Ok(Some(created)),
         Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            Ok(())
+            Ok(None)
         }
         Err(error) => Err(error),
     }
+}
+
+/// The resourceVersion of a written object (0 when it has none).
+fn written_version<K: Resource>(object: &K) -> u64 {
+    object
+        .meta()
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 impl PassIo {
@@ -117,12 +131,34 @@ impl PassIo {
             name: cluster.name_any(),
             admin: None,
             objects: Default::default(),
+            expectations: Default::default(),
             server_status: cluster.status.clone().unwrap_or_default(),
             written: None,
             staged: None,
             status_changed: false,
             judged_reconciled: None,
         }
+    }
+
+    /// Records that the cache must show `object` (as written) before `K` is read again.
+    fn expect_written<K: SnapshotObject>(&mut self, object: &K) {
+        self.expectations
+            .entry(K::KIND)
+            .or_default()
+            .push(Expectation::AtLeast {
+                name: object.name_any(),
+                resource_version: written_version(object),
+            });
+    }
+
+    /// Records that the cache must show `name` gone before `K` is read again.
+    fn expect_gone<K: SnapshotObject>(&mut self, name: &str) {
+        self.expectations
+            .entry(K::KIND)
+            .or_default()
+            .push(Expectation::Gone {
+                name: name.to_owned(),
+            });
     }
 
     /// A namespaced API of `K`.
@@ -266,6 +302,7 @@ impl PassIo {
             objects: std::mem::take(&mut self.objects),
             status,
             database,
+            expectations: std::mem::take(&mut self.expectations),
         }
     }
 
@@ -299,8 +336,12 @@ impl PassIo {
         for object in objects {
             let name = object.name_any();
             tracing::info!(%name, "creating {kind}");
-            create_ignoring_conflict(api.create(&PostParams::default(), &object).await)
-                .map_err(StepError::kube(format!("create {kind} {name}")))?;
+            let answer =
+                create_ignoring_conflict(api.create(&PostParams::default(), &object).await)
+                    .map_err(StepError::kube(format!("create {kind} {name}")))?;
+            if let Some(answer) = &answer {
+                self.expect_written(answer);
+            }
             self.objects.insert(K::KIND);
             created += 1;
         }
@@ -314,10 +355,12 @@ impl PassIo {
         object: &K,
         action: String,
     ) -> Result<(), StepError> {
-        self.api::<K>(ctx)
+        let created = self
+            .api::<K>(ctx)
             .create(&PostParams::default(), object)
             .await
             .map_err(StepError::kube(action))?;
+        self.expect_written(&created);
         self.objects.insert(K::KIND);
         Ok(())
     }
@@ -357,10 +400,12 @@ impl PassIo {
     ) -> Result<(), StepError> {
         // Counted before the call: a failed patch may still have been applied.
         self.objects.insert(K::KIND);
-        self.api::<K>(ctx)
+        let patched = self
+            .api::<K>(ctx)
             .patch(name, &PatchParams::default(), patch)
             .await
             .map_err(StepError::kube(action))?;
+        self.expect_written(&patched);
         Ok(())
     }
 
@@ -488,8 +533,18 @@ impl PassIo {
             .delete(name, &kube::api::DeleteParams::default())
             .await
         {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Ok(outcome) => {
+                match outcome.left() {
+                    // Terminating: still there, at a newer resourceVersion.
+                    Some(terminating) => self.expect_written(&terminating),
+                    None => self.expect_gone::<K>(name),
+                }
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                self.expect_gone::<K>(name);
+                Ok(())
+            }
             Err(error) => Err(StepError::kube(action)(error)),
         }
     }
