@@ -519,7 +519,7 @@ mod tests {
             },
             ..Default::default()
         };
-        tracker.observe(&progress, &watcher::Event::Init);
+        tracker.observe(&progress, &watcher::Event::<Pod>::Init);
         tracker.observe(&progress, &watcher::Event::InitApply(pod("7")));
         assert_eq!(
             *progress.sender.borrow(),

@@ -12,6 +12,7 @@ use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::ObjectCache;
+use super::desired_memo::DesiredMemo;
 use super::metrics::OperatorMetrics;
 use super::pod_config_memo::PodConfigMemo;
 use crate::clock::Clock;
@@ -85,6 +86,8 @@ pub struct Context {
     pub metrics: Arc<OperatorMetrics>,
     /// What UpdatePodConfig learned about each pod's sidecar in earlier passes.
     pub pod_config: Arc<PodConfigMemo>,
+    /// The desired objects of process groups, kept while their inputs stay the same.
+    pub desired: Arc<DesiredMemo>,
     /// The watch caches passes read the cluster's objects from (`None`: passes LIST).
     pub cache: Option<Arc<ObjectCache>>,
 }
@@ -123,6 +126,7 @@ impl Context {
             settings: OperatorSettings::default(),
             metrics: Arc::new(OperatorMetrics::default()),
             pod_config: Arc::new(PodConfigMemo::default()),
+            desired: Arc::new(DesiredMemo::default()),
             cache: None,
         }
     }

@@ -42,6 +42,7 @@ pub async fn run_pass(
     if let Err(ReconcileError::ClusterNotFound { .. }) = &result {
         ctx.metrics.forget_cluster(namespace, name);
         ctx.pod_config.forget(namespace, name);
+        ctx.desired.forget(namespace, name);
     }
     result
 }

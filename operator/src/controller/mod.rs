@@ -8,6 +8,7 @@ pub mod config_map;
 pub mod context;
 pub mod coordinators;
 pub mod desired;
+pub mod desired_memo;
 pub mod driver;
 pub mod endpoints;
 pub mod errors;

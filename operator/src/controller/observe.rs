@@ -12,12 +12,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::config_map::expected_monitor_conf;
-use super::desired::{ConfigHashes, desired_config_map, pod_options};
+use super::desired::{ConfigHashes, desired_config_map};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, build_pod,
-    build_process_group_service, build_pvc, expected_substitutions, pod_spec_hash,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, expected_substitutions,
     process_group_labels, servers_per_pod,
 };
 use super::process_groups::{
@@ -124,7 +123,8 @@ pub fn observe_group(
     let pod_facts = match pod {
         None => None,
         Some(pod) => {
-            let desired = build_pod(cluster, status, &pod_options(cluster, status))
+            let desired = snapshot
+                .desired(status)
                 .map_err(build_error(format!("pod of {id}")))?;
             let annotations = pod.annotations();
             let labels = pod.labels();
@@ -134,7 +134,7 @@ pub fn observe_group(
                 pending: pod_phase(pod) == "Pending",
                 failing: pod_is_failing(pod),
                 spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION)
-                    == Some(&pod_spec_hash(&desired)),
+                    == Some(&desired.pod_spec_hash),
                 labels_match: process_group_labels(cluster, status)
                     .iter()
                     .all(|(k, v)| labels.get(k) == Some(v)),
@@ -144,12 +144,10 @@ pub fn observe_group(
             })
         }
     };
-    let pvc_needed = build_pvc(cluster, status)
-        .map_err(build_error(format!("PVC of {id}")))?
-        .is_some();
-    let service_needed = build_process_group_service(cluster, status)
-        .map_err(build_error(format!("service of {id}")))?
-        .is_some();
+    let desired = snapshot
+        .desired(status)
+        .map_err(build_error(format!("desired objects of {id}")))?;
+    let (pvc_needed, service_needed) = (desired.pvc.is_some(), desired.service_needed);
     let processes: Vec<&ProcessStatus> = group.processes().collect();
     let process_facts = match snapshot.database_status() {
         None => ProcessFacts::Unknown,

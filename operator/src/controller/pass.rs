@@ -130,7 +130,8 @@ impl PassState {
                     self.now,
                 )
                 .await?;
-                self.observed = Observed::Snapshot(Box::new(ClusterSnapshot::new(parts)));
+                let snapshot = ClusterSnapshot::new(parts).with_desired_memo(ctx.desired.clone());
+                self.observed = Observed::Snapshot(Box::new(snapshot));
             }
             Observed::Snapshot(snapshot) if !changes.is_empty() => {
                 let fresh = read_again(&mut self.io, ctx, snapshot, changes).await?;

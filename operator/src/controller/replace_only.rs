@@ -16,14 +16,13 @@ use fdb_shared::api::cluster::ImageType;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
 
-use super::desired::pod_options;
 use super::pod_model::volumes::MONITOR_CONF_FILE;
 use super::pod_model::{
     CONFIG_MAP_VOLUME, IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, build_pod, build_pvc, parse_any_process_group_id,
-    process_group_id,
+    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, parse_any_process_group_id, process_group_id,
 };
 use super::quantity::parse_quantity;
+use super::snapshot::ClusterSnapshot;
 use super::snapshot::GroupView;
 
 /// Operator-wide switches of what counts as replace-only.
@@ -216,10 +215,11 @@ fn file_security_context_changed(desired: &PodSpec, live: &PodSpec) -> bool {
 /// order of [`ReplaceOnlyChange`]). Objects being deleted are not judged: they are going
 /// anyway.
 pub fn replace_only_change(
-    cluster: &FoundationDBCluster,
+    snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
     policy: ReplacePolicy,
 ) -> Result<Option<ReplaceOnlyChange>, PodModelError> {
+    let cluster = snapshot.cluster();
     let status = group.status;
     if let Some((class, n)) = parse_any_process_group_id(group.id()) {
         let desired = process_group_id(cluster, class, n);
@@ -231,15 +231,15 @@ pub fn replace_only_change(
         .pod
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
-        let desired = build_pod(cluster, status, &pod_options(cluster, status))?;
-        if let Some(change) = pod_change(cluster, &desired, pod, policy) {
+        let desired = snapshot.desired(status)?;
+        if let Some(change) = pod_change(cluster, &desired.pod, pod, policy) {
             return Ok(Some(change));
         }
     }
     if let Some(live) = group
         .pvc
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        && let Some(desired) = build_pvc(cluster, status)?
+        && let Some(desired) = snapshot.desired(status)?.pvc.clone()
     {
         let annotation = |pvc: &k8s_openapi::api::core::v1::PersistentVolumeClaim| {
             pvc.annotations().get(LAST_APPLIED_SPEC_ANNOTATION).cloned()

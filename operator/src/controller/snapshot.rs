@@ -20,7 +20,7 @@
 //! ID: O((groups + objects + processes) · log n). Nothing here scans all objects per group.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus};
@@ -30,7 +30,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
 
+use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of;
+use super::pod_model::PodModelError;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
 
@@ -158,6 +160,10 @@ pub struct ClusterSnapshot {
     parts: SnapshotParts,
     groups: Vec<GroupIndex>,
     by_id: BTreeMap<String, usize>,
+    /// The desired objects of the groups, kept across passes by the operator.
+    desired: Arc<DesiredMemo>,
+    /// [`desired_memo::fingerprint`] of the cluster, once asked.
+    fingerprint: OnceLock<u64>,
 }
 
 static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
@@ -273,7 +279,29 @@ impl ClusterSnapshot {
             parts,
             groups,
             by_id,
+            desired: Arc::default(),
+            fingerprint: OnceLock::new(),
         }
+    }
+
+    /// The snapshot taking the groups' desired objects from `memo` (kept by the
+    /// operator across passes) instead of building them anew.
+    #[must_use]
+    pub fn with_desired_memo(mut self, memo: Arc<DesiredMemo>) -> Self {
+        self.desired = memo;
+        self
+    }
+
+    /// The desired pod, its spec hash, PVC and service need of `group` (a group of
+    /// this cluster's status).
+    pub fn desired(
+        &self,
+        group: &ProcessGroupStatus,
+    ) -> Result<Arc<DesiredObjects>, PodModelError> {
+        let fingerprint = *self
+            .fingerprint
+            .get_or_init(|| desired_memo::fingerprint(self.cluster()));
+        self.desired.get(self.cluster(), fingerprint, group)
     }
 
     /// Replaces the parts that were read again and rebuilds the index (the pass does
@@ -282,6 +310,7 @@ impl ClusterSnapshot {
         let parts = &mut self.parts;
         if let Some(cluster) = fresh.cluster {
             parts.cluster = cluster;
+            self.fingerprint = OnceLock::new();
         }
         if let Some(mut pods) = fresh.pods {
             sort_by_name(&mut pods);
