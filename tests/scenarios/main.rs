@@ -6,6 +6,7 @@
 
 mod creation;
 mod determinism;
+mod efficiency;
 mod faults;
 mod idempotence;
 mod kubernetes;

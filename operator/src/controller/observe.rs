@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
-use fdb_shared::monitor_conf::parse::command_lines;
 use fdb_shared::status_json::ProcessStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::config_map::expected_monitor_conf;
 use super::desired::{ConfigHashes, desired_config_map};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
@@ -50,14 +48,13 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 /// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
 /// when the expected command line cannot be known from the pod and the status.
 fn command_lines_match(
-    cluster: &FoundationDBCluster,
+    snapshot: &ClusterSnapshot,
     group: &ProcessGroupStatus,
     pod: &Pod,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
     let substitutions = expected_substitutions(pod)?;
-    let conf = expected_monitor_conf(cluster, group.process_class, &substitutions).ok()?;
-    let expected = command_lines(&conf).ok()?;
+    let expected = snapshot.expected_command_lines(group, &substitutions)?;
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
     for process in processes {
@@ -158,7 +155,7 @@ pub fn observe_group(
     };
     let command_lines_match = match (pod, &pod_facts) {
         (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
-            command_lines_match(cluster, status, pod, &processes)
+            command_lines_match(snapshot, status, pod, &processes)
         }
         _ => None,
     };

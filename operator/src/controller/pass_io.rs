@@ -19,6 +19,7 @@ use super::errors::StepError;
 use super::merge_patch::merge_diff;
 use super::snapshot::{ClusterSnapshot, DatabaseState, StatusReadError};
 use super::status_mutations::{StatusMutation, apply};
+use super::subreconcilers::update_status::StatusDecision;
 use crate::fdb::{AdminError, PassScopedAdmin};
 
 /// The kinds of objects a snapshot holds, as the pass refreshes them.
@@ -99,6 +100,8 @@ pub struct PassIo {
     /// Whether the status changed (written or staged) since the last refresh.
     status_changed: bool,
     judged_reconciled: Option<bool>,
+    /// UpdateStatus's decision and the snapshot version it was made from.
+    status_decision: Option<(u64, StatusDecision)>,
 }
 
 /// A create that found the object already there (a stale list or cache) is not an
@@ -137,6 +140,7 @@ impl PassIo {
             staged: None,
             status_changed: false,
             judged_reconciled: None,
+            status_decision: None,
         }
     }
 
@@ -547,6 +551,19 @@ impl PassIo {
             }
             Err(error) => Err(StepError::kube(action)(error)),
         }
+    }
+
+    /// UpdateStatus's decision of this pass, when it was made from snapshot `version`.
+    pub fn status_decision(&self, version: u64) -> Option<&StatusDecision> {
+        self.status_decision
+            .as_ref()
+            .filter(|(made_from, _)| *made_from == version)
+            .map(|(_, decision)| decision)
+    }
+
+    /// Keeps UpdateStatus's decision made from snapshot `version`.
+    pub fn remember_status_decision(&mut self, version: u64, decision: StatusDecision) {
+        self.status_decision = Some((version, decision));
     }
 
     /// Records UpdateStatus's judgement of this pass's observation.

@@ -164,6 +164,10 @@ pub struct ClusterSnapshot {
     desired: Arc<DesiredMemo>,
     /// [`desired_memo::fingerprint`] of the cluster, once asked.
     fingerprint: OnceLock<u64>,
+    /// The desired objects of each group (by status position) taken from the memo.
+    desired_slots: Vec<OnceLock<Arc<DesiredObjects>>>,
+    /// How many times the snapshot was refreshed.
+    version: u64,
 }
 
 static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
@@ -275,13 +279,38 @@ impl ClusterSnapshot {
         sort_by_name(&mut parts.pvcs);
         sort_by_name(&mut parts.services);
         let (groups, by_id) = index(&parts);
+        let desired_slots = groups.iter().map(|_| OnceLock::new()).collect();
         Self {
             parts,
             groups,
             by_id,
             desired: Arc::default(),
             fingerprint: OnceLock::new(),
+            desired_slots,
+            version: 0,
         }
+    }
+
+    /// Counts the refreshes: a step's decision made from version `v` still holds
+    /// while the version is `v`.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn fingerprint(&self) -> u64 {
+        *self
+            .fingerprint
+            .get_or_init(|| desired_memo::fingerprint(self.cluster()))
+    }
+
+    /// The command lines the monitor conf of `group` describes with `substitutions`.
+    pub fn expected_command_lines(
+        &self,
+        group: &ProcessGroupStatus,
+        substitutions: &BTreeMap<String, String>,
+    ) -> Option<Arc<BTreeMap<u32, String>>> {
+        self.desired
+            .command_lines(self.cluster(), self.fingerprint(), group, substitutions)
     }
 
     /// The snapshot taking the groups' desired objects from `memo` (kept by the
@@ -298,10 +327,24 @@ impl ClusterSnapshot {
         &self,
         group: &ProcessGroupStatus,
     ) -> Result<Arc<DesiredObjects>, PodModelError> {
-        let fingerprint = *self
-            .fingerprint
-            .get_or_init(|| desired_memo::fingerprint(self.cluster()));
-        self.desired.get(self.cluster(), fingerprint, group)
+        let slot = self
+            .by_id
+            .get(&group.process_group_id)
+            .and_then(|position| self.desired_slots.get(*position))
+            .filter(|_| {
+                self.group(&group.process_group_id)
+                    .is_some_and(|known| known.status.process_class == group.process_class)
+            });
+        if let Some(known) = slot.and_then(OnceLock::get) {
+            return Ok(known.clone());
+        }
+        let built = self
+            .desired
+            .get(self.cluster(), self.fingerprint(), group)?;
+        if let Some(slot) = slot {
+            let _ = slot.set(built.clone());
+        }
+        Ok(built)
     }
 
     /// Replaces the parts that were read again and rebuilds the index (the pass does
@@ -312,6 +355,7 @@ impl ClusterSnapshot {
             parts.cluster = cluster;
             self.fingerprint = OnceLock::new();
         }
+        self.version += 1;
         if let Some(mut pods) = fresh.pods {
             sort_by_name(&mut pods);
             parts.pods = pods;
@@ -331,6 +375,7 @@ impl ClusterSnapshot {
             parts.database = database;
         }
         (self.groups, self.by_id) = index(&self.parts);
+        self.desired_slots = self.groups.iter().map(|_| OnceLock::new()).collect();
     }
 
     /// The validated cluster.

@@ -53,7 +53,13 @@ impl Subreconciler for UpdateStatus {
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot)?;
+        // The last UpdateStatus of a pass that changed nothing since the first would
+        // decide the same again: the first decision is reused.
+        let decision = match io.status_decision(snapshot.version()) {
+            Some(known) => known.clone(),
+            None => decide(snapshot)?,
+        };
+        io.remember_status_decision(snapshot.version(), decision.clone());
         // Staged: written once at the end of the pass (or by a step that must persist
         // first), so a pass makes one status write, not one per step.
         io.stage_status(snapshot, decision.status);
