@@ -25,7 +25,7 @@ fn change(
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let group = snapshot.group(id).unwrap();
-    replace_only_change(&snapshot, &group, policy).unwrap()
+    replace_only_change(snapshot, &group, policy).unwrap()
 }
 
 fn default_change(old: &str, new: &str, id: &str) -> Option<ReplaceOnlyChange> {

@@ -8,8 +8,9 @@
 //! # Refresh rule
 //! Steps write only through [`super::pass_io::PassIo`] (Kubernetes objects, the cluster
 //! status) and its admin handle (the database); both record what they changed. Before the
-//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it lists
-//! again the kinds that were written, takes the status the status write returned, and
+//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it reads
+//! again the kinds that were written (from the watch caches once they show the writes,
+//! see [`super::cache`], else by LIST), takes the status written or staged, and
 //! reads `status json` again when the database was written or the connection string
 //! changed (the admin memo already dropped the old document). The index is then rebuilt.
 //! So every step sees what the steps before it did, and a pass that writes nothing reads

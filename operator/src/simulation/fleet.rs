@@ -358,7 +358,7 @@ impl Fleet {
                     command_line: command.command_line(),
                     class: group.process_class,
                     locality,
-                    version: version.clone(),
+                    version,
                     cluster_file_contents: connection.clone(),
                     pod: pod_name.clone(),
                     data_identity: format!("pvc:{namespace}/{pod_name}/{}", command.process_number),
