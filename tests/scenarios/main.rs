@@ -7,6 +7,7 @@
 mod backups;
 mod creation;
 mod determinism;
+mod efficiency;
 mod faults;
 mod idempotence;
 mod kubernetes;

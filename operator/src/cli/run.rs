@@ -12,6 +12,7 @@ use fdb_shared::sidecar::{SidecarClientFactory, SidecarClientTls};
 
 use crate::clock::SystemClock;
 use crate::controller::Context;
+use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector};
 use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
 use crate::controller::production::{
     DEFAULT_MAX_CONCURRENT_RECONCILES, RequeuePolicy, RunOptions, run as run_controller,
@@ -89,6 +90,12 @@ pub struct RunArgs {
     /// --tls-certificate-file/--tls-key-file for sidecars).
     #[arg(long, num_args = 2, value_names = ["CERT", "KEY"])]
     pub sidecar_client_certificate: Option<Vec<PathBuf>>,
+    /// Label keys (comma-separated) every object of the clusters carries: the watch
+    /// caches hold only objects with all of them. A cluster whose
+    /// `spec.labels.matchLabels` lacks one is read with LISTs instead. Empty: cache every
+    /// pod, PVC, service and ConfigMap of the watched namespaces.
+    #[arg(long, env = "CACHE_LABEL_SELECTOR", default_value = CLUSTER_NAME_LABEL)]
+    pub cache_label_selector: String,
     /// Replace process groups (instead of recreating their pods) when the pods' file
     /// ownership changes (fsGroup, fsGroupChangePolicy, runAsUser, runAsGroup).
     #[arg(long)]
@@ -221,6 +228,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         requeue: RequeuePolicy::default(),
         max_concurrent_reconciles: args.max_concurrent_reconciles,
         leader_election,
+        cache_selector: CacheSelector::parse(&args.cache_label_selector),
         ..RunOptions::default()
     };
     run_controller(ctx, options)

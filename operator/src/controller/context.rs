@@ -1,6 +1,7 @@
 //! Everything a pass needs from outside: the Kubernetes client, the database admin
-//! client, the sidecar client, the clock, the settings and the metrics. Nothing else is
-//! kept between passes.
+//! client, the sidecar client, the clock, the settings, the metrics, and what
+//! UpdatePodConfig learned about sidecars (only to save requests). Nothing else is kept
+//! between passes.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,7 +11,10 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
 
+use super::cache::ObjectCache;
+use super::desired_memo::DesiredMemo;
 use super::metrics::OperatorMetrics;
+use super::pod_config_memo::PodConfigMemo;
 use crate::clock::Clock;
 use crate::fdb::{AdminClient, AdminError};
 
@@ -80,6 +84,12 @@ pub struct Context {
     pub settings: OperatorSettings,
     /// Prometheus metrics.
     pub metrics: Arc<OperatorMetrics>,
+    /// What UpdatePodConfig learned about each pod's sidecar in earlier passes.
+    pub pod_config: Arc<PodConfigMemo>,
+    /// The desired objects of process groups, kept while their inputs stay the same.
+    pub desired: Arc<DesiredMemo>,
+    /// The watch caches passes read the cluster's objects from (`None`: passes LIST).
+    pub cache: Option<Arc<ObjectCache>>,
 }
 
 impl fmt::Debug for Context {
@@ -115,6 +125,9 @@ impl Context {
             clock,
             settings: OperatorSettings::default(),
             metrics: Arc::new(OperatorMetrics::default()),
+            pod_config: Arc::new(PodConfigMemo::default()),
+            desired: Arc::new(DesiredMemo::default()),
+            cache: None,
         }
     }
 }

@@ -41,6 +41,8 @@ pub async fn run_pass(
         .inc();
     if let Err(ReconcileError::ClusterNotFound { .. }) = &result {
         ctx.metrics.forget_cluster(namespace, name);
+        ctx.pod_config.forget(namespace, name);
+        ctx.desired.forget(namespace, name);
     }
     result
 }
@@ -150,6 +152,10 @@ async fn run_pass_inner(
             }
             Err(source) => {
                 tracing::warn!(step = step_name, error = %source, "step failed");
+                // What the steps before observed and decided is still true.
+                if let Err(error) = pass.flush(ctx).await {
+                    tracing::warn!(%error, "cannot write the status after a failed step");
+                }
                 ctx.metrics
                     .failures
                     .get_or_create(&OutcomeLabels {
@@ -177,7 +183,15 @@ async fn run_pass_inner(
     {
         outcome = delayed;
     }
-    let cluster = pass.cluster();
+    // The pass's one status write (unless a step had to persist earlier).
+    pass.flush(ctx)
+        .await
+        .map_err(|source| ReconcileError::Step {
+            step: "UpdateStatus",
+            source,
+        })?;
+    let latest = pass.latest_cluster();
+    let cluster = &latest;
     record_groups(ctx, namespace, cluster);
     let reconciled_generation = cluster
         .status

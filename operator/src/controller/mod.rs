@@ -4,10 +4,12 @@
 //! cluster (pod model, ConfigMap).
 
 pub mod buggify;
+pub mod cache;
 pub mod config_map;
 pub mod context;
 pub mod coordinators;
 pub mod desired;
+pub mod desired_memo;
 pub mod driver;
 pub mod endpoints;
 pub mod errors;
@@ -24,6 +26,7 @@ pub mod observe;
 pub mod outcome;
 pub mod pass;
 pub mod pass_io;
+pub mod pod_config_memo;
 pub mod pod_model;
 pub mod process_groups;
 pub mod production;

@@ -6,18 +6,15 @@ use std::collections::BTreeMap;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
-use fdb_shared::monitor_conf::parse::command_lines;
 use fdb_shared::status_json::ProcessStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::config_map::expected_monitor_conf;
-use super::desired::{ConfigHashes, desired_config_map, pod_options};
+use super::desired::{ConfigHashes, desired_config_map};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, build_pod,
-    build_process_group_service, build_pvc, expected_substitutions, pod_spec_hash,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, expected_substitutions,
     process_group_labels, servers_per_pod,
 };
 use super::process_groups::{
@@ -51,14 +48,13 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 /// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
 /// when the expected command line cannot be known from the pod and the status.
 fn command_lines_match(
-    cluster: &FoundationDBCluster,
+    snapshot: &ClusterSnapshot,
     group: &ProcessGroupStatus,
     pod: &Pod,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
     let substitutions = expected_substitutions(pod)?;
-    let conf = expected_monitor_conf(cluster, group.process_class, &substitutions).ok()?;
-    let expected = command_lines(&conf).ok()?;
+    let expected = snapshot.expected_command_lines(group, &substitutions)?;
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
     for process in processes {
@@ -124,7 +120,8 @@ pub fn observe_group(
     let pod_facts = match pod {
         None => None,
         Some(pod) => {
-            let desired = build_pod(cluster, status, &pod_options(cluster, status))
+            let desired = snapshot
+                .desired(status)
                 .map_err(build_error(format!("pod of {id}")))?;
             let annotations = pod.annotations();
             let labels = pod.labels();
@@ -134,7 +131,7 @@ pub fn observe_group(
                 pending: pod_phase(pod) == "Pending",
                 failing: pod_is_failing(pod),
                 spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION)
-                    == Some(&pod_spec_hash(&desired)),
+                    == Some(&desired.pod_spec_hash),
                 labels_match: process_group_labels(cluster, status)
                     .iter()
                     .all(|(k, v)| labels.get(k) == Some(v)),
@@ -144,12 +141,10 @@ pub fn observe_group(
             })
         }
     };
-    let pvc_needed = build_pvc(cluster, status)
-        .map_err(build_error(format!("PVC of {id}")))?
-        .is_some();
-    let service_needed = build_process_group_service(cluster, status)
-        .map_err(build_error(format!("service of {id}")))?
-        .is_some();
+    let desired = snapshot
+        .desired(status)
+        .map_err(build_error(format!("desired objects of {id}")))?;
+    let (pvc_needed, service_needed) = (desired.pvc.is_some(), desired.service_needed);
     let processes: Vec<&ProcessStatus> = group.processes().collect();
     let process_facts = match snapshot.database_status() {
         None => ProcessFacts::Unknown,
@@ -160,7 +155,7 @@ pub fn observe_group(
     };
     let command_lines_match = match (pod, &pod_facts) {
         (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
-            command_lines_match(cluster, status, pod, &processes)
+            command_lines_match(snapshot, status, pod, &processes)
         }
         _ => None,
     };

@@ -3,10 +3,13 @@
 //! later step from what the steps before wrote (the rule is in [`super::snapshot`]); a
 //! read failure is reported by the step about to run, as if it had read the data itself.
 
-use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 
+use std::collections::BTreeMap;
+
+use super::cache::{OWN_WRITE_WAIT, ObjectCache};
 use super::config_map::config_map_name;
 use super::context::Context;
 use super::errors::StepError;
@@ -30,27 +33,45 @@ pub struct PassState {
     io: PassIo,
 }
 
-/// The label selector of the cluster's resources.
-fn label_selector(cluster: &FoundationDBCluster) -> String {
+/// The labels every resource of the cluster carries.
+fn match_labels(cluster: &FoundationDBCluster) -> BTreeMap<String, String> {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
-    cluster
-        .spec
-        .labels
-        .match_labels(name)
+    cluster.spec.labels.match_labels(name)
+}
+
+/// The label selector of the cluster's resources.
+fn label_selector(labels: &BTreeMap<String, String>) -> String {
+    labels
         .iter()
         .map(|(key, value)| format!("{key}={value}"))
         .collect::<Vec<_>>()
         .join(",")
 }
 
-/// `cluster` with the status of `written` (the status write's answer); the spec and
-/// metadata stay those the pass started with, so one pass works on one spec.
+/// The watch cache, when there is one that holds every object of the cluster and has
+/// its first lists; else the pass LISTs.
+fn usable_cache<'c>(
+    ctx: &'c Context,
+    labels: &BTreeMap<String, String>,
+) -> Option<&'c ObjectCache> {
+    ctx.cache
+        .as_deref()
+        .filter(|cache| cache.is_ready() && cache.selector().covers(labels))
+}
+
+/// The namespace of the cluster.
+fn namespace_of(cluster: &FoundationDBCluster) -> &str {
+    cluster.metadata.namespace.as_deref().unwrap_or_default()
+}
+
+/// `cluster` with `status` (written or staged); the spec and metadata stay those the
+/// pass started with, so one pass works on one spec.
 fn with_status_of(
     cluster: &ValidatedCluster,
-    written: &FoundationDBCluster,
+    status: FoundationDBClusterStatus,
 ) -> Result<ValidatedCluster, StepError> {
     let mut updated = cluster.cluster().clone();
-    updated.status = Some(written.status.clone().unwrap_or_default());
+    updated.status = Some(status);
     ValidatedCluster::new(updated).map_err(|e| StepError::InvalidState(e.to_string()))
 }
 
@@ -75,6 +96,19 @@ impl PassState {
         }
     }
 
+    /// Writes the status the steps staged (see [`PassIo::flush_status`]): the pass's
+    /// one status write, at its end.
+    pub async fn flush(&mut self, ctx: &Context) -> Result<bool, StepError> {
+        self.io.flush_status(ctx).await
+    }
+
+    /// The cluster with the pass's latest status (written or staged).
+    pub fn latest_cluster(&self) -> FoundationDBCluster {
+        let mut cluster = self.cluster().clone();
+        cluster.status = Some(self.io.latest_status().clone());
+        cluster
+    }
+
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled.
     pub fn judged_reconciled(&self) -> Option<bool> {
         self.io.judged_reconciled()
@@ -96,7 +130,8 @@ impl PassState {
                     self.now,
                 )
                 .await?;
-                self.observed = Observed::Snapshot(Box::new(ClusterSnapshot::new(parts)));
+                let snapshot = ClusterSnapshot::new(parts).with_desired_memo(ctx.desired.clone());
+                self.observed = Observed::Snapshot(Box::new(snapshot));
             }
             Observed::Snapshot(snapshot) if !changes.is_empty() => {
                 let fresh = read_again(&mut self.io, ctx, snapshot, changes).await?;
@@ -123,13 +158,26 @@ async fn read(
     cluster: ValidatedCluster,
     now: Timestamp,
 ) -> Result<SnapshotParts, StepError> {
-    let selector = label_selector(cluster.cluster());
-    let pods = io.list(ctx, &selector, "pods").await?;
-    let pvcs = io.list(ctx, &selector, "persistentvolumeclaims").await?;
-    let services = io.list(ctx, &selector, "services").await?;
-    let config_map = io
-        .get_config_map(ctx, &config_map_name(cluster.cluster()))
-        .await?;
+    let labels = match_labels(cluster.cluster());
+    let namespace = namespace_of(cluster.cluster());
+    let config_map_name = config_map_name(cluster.cluster());
+    let (pods, pvcs, services, config_map) = match usable_cache(ctx, &labels) {
+        Some(cache) => (
+            cache.pods(namespace, &labels),
+            cache.pvcs(namespace, &labels),
+            cache.services(namespace, &labels),
+            cache.config_map(namespace, &config_map_name),
+        ),
+        None => {
+            let selector = label_selector(&labels);
+            (
+                io.list(ctx, &selector, "pods").await?,
+                io.list(ctx, &selector, "persistentvolumeclaims").await?,
+                io.list(ctx, &selector, "services").await?,
+                io.get_config_map(ctx, &config_map_name).await?,
+            )
+        }
+    };
     let database = io.read_database(ctx, cluster.cluster()).await;
     let nodes = if cluster
         .spec()
@@ -168,24 +216,56 @@ async fn read_again(
     changes: Changes,
 ) -> Result<Fresh, StepError> {
     let mut fresh = Fresh::default();
-    if let Some(written) = &changes.cluster {
-        fresh.cluster = Some(with_status_of(snapshot.validated(), written)?);
+    if let Some(status) = changes.status {
+        fresh.cluster = Some(with_status_of(snapshot.validated(), status)?);
     }
     let cluster = fresh
         .cluster
         .as_ref()
         .map_or_else(|| snapshot.cluster(), ValidatedCluster::cluster);
-    let selector = label_selector(cluster);
+    let labels = match_labels(cluster);
+    let selector = label_selector(&labels);
+    let namespace = namespace_of(cluster);
+    let cache = usable_cache(ctx, &labels);
     for kind in &changes.objects {
-        match kind {
-            ObjectKind::Pods => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
-            ObjectKind::Pvcs => {
+        let written = changes
+            .expectations
+            .get(kind)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        // The pass's own writes must show before the cache stands for the kind.
+        let cached = match cache {
+            Some(cache) => {
+                let caught_up = cache
+                    .wait_for_writes(*kind, namespace, written, OWN_WRITE_WAIT)
+                    .await;
+                if !caught_up {
+                    tracing::warn!(
+                        ?kind,
+                        "the watch cache does not show this pass's writes; listing"
+                    );
+                }
+                caught_up.then_some(cache)
+            }
+            None => None,
+        };
+        match (kind, cached) {
+            (ObjectKind::Pods, Some(cache)) => fresh.pods = Some(cache.pods(namespace, &labels)),
+            (ObjectKind::Pods, None) => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
+            (ObjectKind::Pvcs, Some(cache)) => fresh.pvcs = Some(cache.pvcs(namespace, &labels)),
+            (ObjectKind::Pvcs, None) => {
                 fresh.pvcs = Some(io.list(ctx, &selector, "persistentvolumeclaims").await?);
             }
-            ObjectKind::Services => {
+            (ObjectKind::Services, Some(cache)) => {
+                fresh.services = Some(cache.services(namespace, &labels));
+            }
+            (ObjectKind::Services, None) => {
                 fresh.services = Some(io.list(ctx, &selector, "services").await?);
             }
-            ObjectKind::ConfigMap => {
+            (ObjectKind::ConfigMap, Some(cache)) => {
+                fresh.config_map = Some(cache.config_map(namespace, &config_map_name(cluster)));
+            }
+            (ObjectKind::ConfigMap, None) => {
                 let name = config_map_name(cluster);
                 fresh.config_map = Some(io.get_config_map(ctx, &name).await?);
             }
@@ -213,7 +293,8 @@ mod tests {
             connection_string: Some("a:b@10.0.0.1:4501".into()),
             ..Default::default()
         });
-        let refreshed = with_status_of(&started, &written).unwrap();
+        let refreshed =
+            with_status_of(&started, written.status.clone().unwrap_or_default()).unwrap();
         assert_eq!(refreshed.spec().version, "7.1.57");
         assert_eq!(refreshed.cluster().metadata.generation, Some(1));
         assert_eq!(

@@ -13,11 +13,13 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::cache::Expectation;
 use super::context::Context;
 use super::errors::StepError;
 use super::merge_patch::merge_diff;
 use super::snapshot::{ClusterSnapshot, DatabaseState, StatusReadError};
 use super::status_mutations::{StatusMutation, apply};
+use super::subreconcilers::update_status::StatusDecision;
 use crate::fdb::{AdminError, PassScopedAdmin};
 
 /// The kinds of objects a snapshot holds, as the pass refreshes them.
@@ -63,16 +65,18 @@ impl SnapshotObject for ConfigMap {
 pub struct Changes {
     /// Object kinds that were created or patched.
     pub objects: std::collections::BTreeSet<ObjectKind>,
-    /// The cluster as the last status write returned it.
-    pub cluster: Option<FoundationDBCluster>,
+    /// The status as steps last wrote or staged it (see [`PassIo::stage_status`]).
+    pub status: Option<FoundationDBClusterStatus>,
     /// Whether the database was written (the admin's write count moved).
     pub database: bool,
+    /// The writes of each kind the watch cache must show before the kind is read again.
+    pub expectations: std::collections::BTreeMap<ObjectKind, Vec<Expectation>>,
 }
 
 impl Changes {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.cluster.is_none() && !self.database
+        self.objects.is_empty() && self.status.is_none() && !self.database
     }
 }
 
@@ -84,20 +88,42 @@ pub struct PassIo {
     /// The admin handle for a connection string, with its write count at the last refresh.
     admin: Option<(String, PassScopedAdmin, u64)>,
     objects: std::collections::BTreeSet<ObjectKind>,
-    cluster: Option<FoundationDBCluster>,
+    expectations: std::collections::BTreeMap<ObjectKind, Vec<Expectation>>,
+    /// The status as the API server has it: the pass's starting one, then each write's
+    /// answer. Writes send only what differs from it.
+    server_status: FoundationDBClusterStatus,
+    /// The cluster as the last status write returned it.
+    written: Option<FoundationDBCluster>,
+    /// The status steps built but did not write yet (written at the end of the pass, or
+    /// by the next step that must persist before it acts).
+    staged: Option<FoundationDBClusterStatus>,
+    /// Whether the status changed (written or staged) since the last refresh.
+    status_changed: bool,
     judged_reconciled: Option<bool>,
+    /// UpdateStatus's decision and the snapshot version it was made from.
+    status_decision: Option<(u64, StatusDecision)>,
 }
 
-/// A create that found the object already there (a stale list) is not an error: the
-/// object exists, which is what the step wanted.
-fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+/// A create that found the object already there (a stale list or cache) is not an
+/// error: the object exists, which is what the step wanted.
+fn create_ignoring_conflict<T>(result: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
     match result {
-        Ok(_) => Ok(()),
+        Ok(created) => Ok(Some(created)),
         Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            Ok(())
+            Ok(None)
         }
         Err(error) => Err(error),
     }
+}
+
+/// The resourceVersion of a written object (0 when it has none).
+fn written_version<K: Resource>(object: &K) -> u64 {
+    object
+        .meta()
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 impl PassIo {
@@ -108,9 +134,35 @@ impl PassIo {
             name: cluster.name_any(),
             admin: None,
             objects: Default::default(),
-            cluster: None,
+            expectations: Default::default(),
+            server_status: cluster.status.clone().unwrap_or_default(),
+            written: None,
+            staged: None,
+            status_changed: false,
             judged_reconciled: None,
+            status_decision: None,
         }
+    }
+
+    /// Records that the cache must show `object` (as written) before `K` is read again.
+    fn expect_written<K: SnapshotObject>(&mut self, object: &K) {
+        self.expectations
+            .entry(K::KIND)
+            .or_default()
+            .push(Expectation::AtLeast {
+                name: object.name_any(),
+                resource_version: written_version(object),
+            });
+    }
+
+    /// Records that the cache must show `name` gone before `K` is read again.
+    fn expect_gone<K: SnapshotObject>(&mut self, name: &str) {
+        self.expectations
+            .entry(K::KIND)
+            .or_default()
+            .push(Expectation::Gone {
+                name: name.to_owned(),
+            });
     }
 
     /// A namespaced API of `K`.
@@ -207,10 +259,8 @@ impl PassIo {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
     ) -> Result<PassScopedAdmin, StepError> {
-        let cluster = self
-            .cluster
-            .clone()
-            .unwrap_or_else(|| snapshot.cluster().clone());
+        let mut cluster = snapshot.cluster().clone();
+        cluster.status = Some(self.live_status(snapshot));
         self.open_admin(ctx, &cluster)
             .map_err(StepError::admin("open the admin client"))
     }
@@ -251,16 +301,30 @@ impl PassIo {
             }
             None => false,
         };
+        let status = std::mem::take(&mut self.status_changed).then(|| self.latest_status().clone());
         Changes {
             objects: std::mem::take(&mut self.objects),
-            cluster: self.cluster.take(),
+            status,
             database,
+            expectations: std::mem::take(&mut self.expectations),
         }
     }
 
-    /// The cluster as the last status write of this step returned it.
+    /// The cluster as the last status write of this pass returned it.
     pub fn written_cluster(&self) -> Option<&FoundationDBCluster> {
-        self.cluster.as_ref()
+        self.written.as_ref()
+    }
+
+    /// The latest status of the pass: the staged one, else the API server's.
+    pub fn latest_status(&self) -> &FoundationDBClusterStatus {
+        self.staged.as_ref().unwrap_or(&self.server_status)
+    }
+
+    /// Whether a staged status still waits to be written.
+    pub fn has_staged_status(&self) -> bool {
+        self.staged
+            .as_ref()
+            .is_some_and(|staged| *staged != self.server_status)
     }
 
     /// Creates, in order, each of `objects` (a conflict means it exists: fine); returns
@@ -276,8 +340,12 @@ impl PassIo {
         for object in objects {
             let name = object.name_any();
             tracing::info!(%name, "creating {kind}");
-            create_ignoring_conflict(api.create(&PostParams::default(), &object).await)
-                .map_err(StepError::kube(format!("create {kind} {name}")))?;
+            let answer =
+                create_ignoring_conflict(api.create(&PostParams::default(), &object).await)
+                    .map_err(StepError::kube(format!("create {kind} {name}")))?;
+            if let Some(answer) = &answer {
+                self.expect_written(answer);
+            }
             self.objects.insert(K::KIND);
             created += 1;
         }
@@ -291,10 +359,12 @@ impl PassIo {
         object: &K,
         action: String,
     ) -> Result<(), StepError> {
-        self.api::<K>(ctx)
+        let created = self
+            .api::<K>(ctx)
             .create(&PostParams::default(), object)
             .await
             .map_err(StepError::kube(action))?;
+        self.expect_written(&created);
         self.objects.insert(K::KIND);
         Ok(())
     }
@@ -334,56 +404,49 @@ impl PassIo {
     ) -> Result<(), StepError> {
         // Counted before the call: a failed patch may still have been applied.
         self.objects.insert(K::KIND);
-        self.api::<K>(ctx)
+        let patched = self
+            .api::<K>(ctx)
             .patch(name, &PatchParams::default(), patch)
             .await
             .map_err(StepError::kube(action))?;
+        self.expect_written(&patched);
         Ok(())
     }
 
-    /// The status the next status write is compared with: the one this step last wrote,
-    /// else the snapshot's.
+    /// The status the next edit starts from: the staged one, else the one this pass
+    /// last wrote, else the snapshot's.
     fn live_status(&self, snapshot: &ClusterSnapshot) -> FoundationDBClusterStatus {
-        match &self.cluster {
-            Some(cluster) => cluster.status.clone().unwrap_or_default(),
-            None => snapshot.status().clone(),
+        match (&self.staged, &self.written) {
+            (Some(staged), _) => staged.clone(),
+            (None, Some(_)) => self.server_status.clone(),
+            (None, None) => snapshot.status().clone(),
         }
     }
 
-    /// Writes `status` through the status subresource when it differs from the live one
-    /// (a JSON merge patch of exactly the differences). Returns whether it wrote.
-    pub async fn write_status(
+    /// Stages `status` as the cluster's status without writing it: later steps see it
+    /// (the snapshot refresh takes it), and it is written at the end of the pass
+    /// ([`PassIo::flush_status`]) or by the next step that persists before it acts
+    /// ([`PassIo::write_status`], [`PassIo::apply_status`]). A pass then makes at most
+    /// one status write unless a step must persist first. Returns whether it changed the
+    /// pass's status.
+    pub fn stage_status(
         &mut self,
-        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        status: &FoundationDBClusterStatus,
-    ) -> Result<bool, StepError> {
-        let what = format!("status of {}/{}", self.namespace, self.name);
-        let to_json = |s: &FoundationDBClusterStatus| {
-            serde_json::to_value(s).map_err(|source| StepError::Json {
-                what: what.clone(),
-                source,
-            })
-        };
-        let live = to_json(&self.live_status(snapshot))?;
-        let desired = to_json(status)?;
-        let Some(diff) = merge_diff(&live, &desired) else {
-            return Ok(false);
-        };
-        let patch = serde_json::json!({ "status": diff });
-        let updated = self
-            .api::<FoundationDBCluster>(ctx)
-            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(StepError::kube(format!("patch {what}")))?;
-        self.cluster = Some(updated);
-        Ok(true)
+        status: FoundationDBClusterStatus,
+    ) -> bool {
+        if self.live_status(snapshot) == status {
+            return false;
+        }
+        self.staged = Some(status);
+        self.status_changed = true;
+        true
     }
 
-    /// Applies `mutations` to the live status and writes it when it changed.
-    pub async fn apply_status(
+    /// Applies `mutations` to the pass's status and stages it (see
+    /// [`PassIo::stage_status`]). For edits that may wait for the end of the pass: what
+    /// follows them in the pass does not depend on their being stored.
+    pub fn stage_mutations(
         &mut self,
-        ctx: &Context,
         snapshot: &ClusterSnapshot,
         mutations: &[StatusMutation],
     ) -> Result<bool, StepError> {
@@ -391,7 +454,72 @@ impl PassIo {
         if !apply(&mut status, mutations, snapshot.now())? {
             return Ok(false);
         }
-        self.write_status(ctx, snapshot, &status).await
+        Ok(self.stage_status(snapshot, status))
+    }
+
+    /// Writes the staged status, when it differs from the API server's (a JSON merge
+    /// patch of exactly the differences). Returns whether it wrote.
+    pub async fn flush_status(&mut self, ctx: &Context) -> Result<bool, StepError> {
+        let Some(staged) = self.staged.take() else {
+            return Ok(false);
+        };
+        let what = format!("status of {}/{}", self.namespace, self.name);
+        let to_json = |s: &FoundationDBClusterStatus| {
+            serde_json::to_value(s).map_err(|source| StepError::Json {
+                what: what.clone(),
+                source,
+            })
+        };
+        let live = to_json(&self.server_status)?;
+        let desired = to_json(&staged)?;
+        let Some(diff) = merge_diff(&live, &desired) else {
+            return Ok(false);
+        };
+        let patch = serde_json::json!({ "status": diff });
+        let result = self
+            .api::<FoundationDBCluster>(ctx)
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        let updated = match result {
+            Ok(updated) => updated,
+            Err(error) => {
+                // Kept: a retry (or the end of the pass) writes it again.
+                self.staged = Some(staged);
+                return Err(StepError::kube(format!("patch {what}"))(error));
+            }
+        };
+        self.server_status = updated.status.clone().unwrap_or_default();
+        self.written = Some(updated);
+        self.status_changed = true;
+        Ok(true)
+    }
+
+    /// Writes `status` now, with whatever earlier steps staged (for a step that must
+    /// persist before it acts). Returns whether it wrote.
+    pub async fn write_status(
+        &mut self,
+        ctx: &Context,
+        snapshot: &ClusterSnapshot,
+        status: &FoundationDBClusterStatus,
+    ) -> Result<bool, StepError> {
+        self.stage_status(snapshot, status.clone());
+        self.flush_status(ctx).await
+    }
+
+    /// Applies `mutations` to the pass's status and writes it now, with whatever earlier
+    /// steps staged: for edits that must be stored before the step (or a later one)
+    /// acts on them, e.g. a removal mark before an exclusion, or a connection string
+    /// before the database or the pods get it. Returns whether the mutations changed
+    /// anything.
+    pub async fn apply_status(
+        &mut self,
+        ctx: &Context,
+        snapshot: &ClusterSnapshot,
+        mutations: &[StatusMutation],
+    ) -> Result<bool, StepError> {
+        let changed = self.stage_mutations(snapshot, mutations)?;
+        self.flush_status(ctx).await?;
+        Ok(changed)
     }
 
     /// Deletes the object `name` (gracefully, for pods); an object already gone is fine.
@@ -409,10 +537,33 @@ impl PassIo {
             .delete(name, &kube::api::DeleteParams::default())
             .await
         {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Ok(outcome) => {
+                match outcome.left() {
+                    // Terminating: still there, at a newer resourceVersion.
+                    Some(terminating) => self.expect_written(&terminating),
+                    None => self.expect_gone::<K>(name),
+                }
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                self.expect_gone::<K>(name);
+                Ok(())
+            }
             Err(error) => Err(StepError::kube(action)(error)),
         }
+    }
+
+    /// UpdateStatus's decision of this pass, when it was made from snapshot `version`.
+    pub fn status_decision(&self, version: u64) -> Option<&StatusDecision> {
+        self.status_decision
+            .as_ref()
+            .filter(|(made_from, _)| *made_from == version)
+            .map(|(_, decision)| decision)
+    }
+
+    /// Keeps UpdateStatus's decision made from snapshot `version`.
+    pub fn remember_status_decision(&mut self, version: u64, decision: StatusDecision) {
+        self.status_decision = Some((version, decision));
     }
 
     /// Records UpdateStatus's judgement of this pass's observation.

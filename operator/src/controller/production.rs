@@ -12,13 +12,13 @@ use std::time::Duration;
 use fdb_shared::api::FoundationDBCluster;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use kube::runtime::controller::{
     Action, Config as ControllerConfig, Controller, Error as ControllerError,
 };
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
+use super::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use super::context::Context;
 use super::driver::run_pass;
 use super::endpoints::{Health, Phase, router};
@@ -116,6 +116,8 @@ pub struct RunOptions {
     pub leader_election: Option<LeaderElectionConfig>,
     /// The phase `/readyz` reports; shared so that embedders can watch it too.
     pub health: Arc<Health>,
+    /// The objects the watch caches hold (see [`ObjectCache`]).
+    pub cache_selector: CacheSelector,
 }
 
 impl Default for RunOptions {
@@ -127,6 +129,7 @@ impl Default for RunOptions {
             max_concurrent_reconciles: DEFAULT_MAX_CONCURRENT_RECONCILES,
             leader_election: None,
             health: Arc::new(Health::default()),
+            cache_selector: CacheSelector::parse(CLUSTER_NAME_LABEL),
         }
     }
 }
@@ -268,15 +271,28 @@ fn on_signal() -> BoxFuture<'static, ()> {
 }
 
 /// The kube-runtime controller over the FoundationDBClusters and what they own, run
-/// until it stops on `shutdown`; `/readyz` turns ready once its cluster cache synced.
+/// until it stops on `shutdown`; `/readyz` turns ready once its caches synced. The
+/// watches of the owned objects fill the passes' caches ([`ObjectCache`]) and trigger
+/// reconciles of their owners.
 async fn run_controller(
     shared: Arc<ControllerState>,
     namespace: Option<String>,
     concurrency: u16,
     shutdown: &Shutdown,
     health: Arc<Health>,
+    cache_selector: CacheSelector,
 ) {
     let client = shared.ctx.kube.clone();
+    let (cache, streams) = ObjectCache::new(&client, namespace.as_deref(), cache_selector);
+    let cache = Arc::new(cache);
+    let shared = {
+        let mut ctx = shared.ctx.clone();
+        ctx.cache = Some(cache.clone());
+        Arc::new(ControllerState {
+            ctx,
+            requeue: shared.requeue.clone(),
+        })
+    };
     fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
@@ -293,13 +309,10 @@ async fn run_controller(
         config.clone(),
     )
     .with_config(ControllerConfig::default().concurrency(concurrency.max(1)))
-    .owns(api::<Pod>(&client, namespace), config.clone())
-    .owns(
-        api::<PersistentVolumeClaim>(&client, namespace),
-        config.clone(),
-    )
-    .owns(api::<Service>(&client, namespace), config.clone())
-    .owns(api::<ConfigMap>(&client, namespace), config);
+    .owns_stream(streams.pods)
+    .owns_stream(streams.pvcs)
+    .owns_stream(streams.services)
+    .owns_stream(streams.config_maps);
     // The backup and restore controllers run beside the cluster's (while this replica
     // leads), stopped the same way.
     let backups = crate::backup::production::run_controllers(
@@ -330,11 +343,16 @@ async fn run_controller(
         });
     let run = future::join(run, backups).map(drop);
     tokio::pin!(run);
+    let synced = async {
+        // Passes LIST until the object caches have their first lists: ready means the
+        // controller works as it will in steady state.
+        store.wait_until_ready().await.is_ok() && cache.wait_ready(Duration::MAX).await
+    };
     tokio::select! {
         () = &mut run => return,
-        synced = store.wait_until_ready() => {
-            if synced.is_ok() {
-                tracing::info!("the FoundationDBCluster cache synced; ready");
+        synced = synced => {
+            if synced {
+                tracing::info!("the caches synced; ready");
                 health.set(Phase::Ready);
             }
         }
@@ -363,6 +381,7 @@ async fn lead_and_run(
             concurrency,
             &shutdown,
             health.clone(),
+            options.cache_selector.clone(),
         )
         .await;
         health.set(Phase::Stopping);
@@ -391,6 +410,7 @@ async fn lead_and_run(
             concurrency,
             &shutdown,
             health.clone(),
+            options.cache_selector.clone(),
         );
         tokio::select! {
             () = controller => true,

@@ -16,14 +16,14 @@ use fdb_shared::api::cluster::ImageType;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
 
-use super::desired::pod_options;
+use super::desired_memo::DesiredObjects;
 use super::pod_model::volumes::MONITOR_CONF_FILE;
 use super::pod_model::{
     CONFIG_MAP_VOLUME, IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, build_pod, build_pvc, parse_any_process_group_id,
-    process_group_id,
+    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, parse_any_process_group_id, process_group_id,
 };
 use super::quantity::parse_quantity;
+use super::snapshot::ClusterSnapshot;
 use super::snapshot::GroupView;
 
 /// Operator-wide switches of what counts as replace-only.
@@ -216,10 +216,11 @@ fn file_security_context_changed(desired: &PodSpec, live: &PodSpec) -> bool {
 /// order of [`ReplaceOnlyChange`]). Objects being deleted are not judged: they are going
 /// anyway.
 pub fn replace_only_change(
-    cluster: &FoundationDBCluster,
+    snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
     policy: ReplacePolicy,
 ) -> Result<Option<ReplaceOnlyChange>, PodModelError> {
+    let cluster = snapshot.cluster();
     let status = group.status;
     if let Some((class, n)) = parse_any_process_group_id(group.id()) {
         let desired = process_group_id(cluster, class, n);
@@ -231,15 +232,27 @@ pub fn replace_only_change(
         .pod
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
-        let desired = build_pod(cluster, status, &pod_options(cluster, status))?;
-        if let Some(change) = pod_change(cluster, &desired, pod, policy) {
+        let desired = snapshot.desired(status)?;
+        let live_spec_hash = pod.annotations().get(LAST_APPLIED_SPEC_ANNOTATION);
+        // A pod with the desired spec hash has the desired spec: only the annotations
+        // can differ, and the pod need not be built again.
+        let built;
+        let desired_spec = if live_spec_hash == Some(&desired.pod_spec_hash) {
+            pod.spec.as_ref()
+        } else {
+            built = DesiredObjects::pod(cluster, status)?;
+            built.spec.as_ref()
+        };
+        if let Some(change) =
+            pod_change(cluster, &desired.pod_annotations, desired_spec, pod, policy)
+        {
             return Ok(Some(change));
         }
     }
     if let Some(live) = group
         .pvc
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        && let Some(desired) = build_pvc(cluster, status)?
+        && let Some(desired) = snapshot.desired(status)?.pvc.clone()
     {
         let annotation = |pvc: &k8s_openapi::api::core::v1::PersistentVolumeClaim| {
             pvc.annotations().get(LAST_APPLIED_SPEC_ANNOTATION).cloned()
@@ -257,12 +270,12 @@ pub fn replace_only_change(
 
 fn pod_change(
     cluster: &FoundationDBCluster,
-    desired: &Pod,
+    desired_annotations: &BTreeMap<String, String>,
+    desired_spec: Option<&PodSpec>,
     live: &Pod,
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let live_annotations = live.annotations();
-    let desired_annotations = desired.annotations();
     let annotation = |annotations: &BTreeMap<String, String>, key: &str, default: &str| {
         annotations
             .get(key)
@@ -279,7 +292,7 @@ fn pod_change(
         });
     }
     let empty = PodSpec::default();
-    let desired_spec = desired.spec.as_ref().unwrap_or(&empty);
+    let desired_spec = desired_spec.unwrap_or(&empty);
     let live_spec = live.spec.as_ref().unwrap_or(&empty);
     if let (Some(live_key), Some(desired_key)) =
         (monitor_conf_key(live_spec), monitor_conf_key(desired_spec))

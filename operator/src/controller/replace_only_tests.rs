@@ -1,6 +1,7 @@
 use super::*;
+use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, cluster, group};
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::pod_model::{build_pod, build_pvc};
 
 const BASE: &str = "version: 7.1.57";
 
@@ -24,7 +25,7 @@ fn change(
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let group = snapshot.group(id).unwrap();
-    replace_only_change(snapshot.cluster(), &group, policy).unwrap()
+    replace_only_change(snapshot, &group, policy).unwrap()
 }
 
 fn default_change(old: &str, new: &str, id: &str) -> Option<ReplaceOnlyChange> {

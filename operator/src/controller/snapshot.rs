@@ -8,8 +8,9 @@
 //! # Refresh rule
 //! Steps write only through [`super::pass_io::PassIo`] (Kubernetes objects, the cluster
 //! status) and its admin handle (the database); both record what they changed. Before the
-//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it lists
-//! again the kinds that were written, takes the status the status write returned, and
+//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it reads
+//! again the kinds that were written (from the watch caches once they show the writes,
+//! see [`super::cache`], else by LIST), takes the status written or staged, and
 //! reads `status json` again when the database was written or the connection string
 //! changed (the admin memo already dropped the old document). The index is then rebuilt.
 //! So every step sees what the steps before it did, and a pass that writes nothing reads
@@ -20,7 +21,7 @@
 //! ID: O((groups + objects + processes) · log n). Nothing here scans all objects per group.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus};
@@ -30,7 +31,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
 
+use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of;
+use super::pod_model::PodModelError;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
 
@@ -158,6 +161,14 @@ pub struct ClusterSnapshot {
     parts: SnapshotParts,
     groups: Vec<GroupIndex>,
     by_id: BTreeMap<String, usize>,
+    /// The desired objects of the groups, kept across passes by the operator.
+    desired: Arc<DesiredMemo>,
+    /// [`desired_memo::fingerprint`] of the cluster, once asked.
+    fingerprint: OnceLock<u64>,
+    /// The desired objects of each group (by status position) taken from the memo.
+    desired_slots: Vec<OnceLock<Arc<DesiredObjects>>>,
+    /// How many times the snapshot was refreshed.
+    version: u64,
 }
 
 static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
@@ -269,11 +280,72 @@ impl ClusterSnapshot {
         sort_by_name(&mut parts.pvcs);
         sort_by_name(&mut parts.services);
         let (groups, by_id) = index(&parts);
+        let desired_slots = groups.iter().map(|_| OnceLock::new()).collect();
         Self {
             parts,
             groups,
             by_id,
+            desired: Arc::default(),
+            fingerprint: OnceLock::new(),
+            desired_slots,
+            version: 0,
         }
+    }
+
+    /// Counts the refreshes: a step's decision made from version `v` still holds
+    /// while the version is `v`.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn fingerprint(&self) -> u64 {
+        *self
+            .fingerprint
+            .get_or_init(|| desired_memo::fingerprint(self.cluster()))
+    }
+
+    /// The command lines the monitor conf of `group` describes with `substitutions`.
+    pub fn expected_command_lines(
+        &self,
+        group: &ProcessGroupStatus,
+        substitutions: &BTreeMap<String, String>,
+    ) -> Option<Arc<BTreeMap<u32, String>>> {
+        self.desired
+            .command_lines(self.cluster(), self.fingerprint(), group, substitutions)
+    }
+
+    /// The snapshot taking the groups' desired objects from `memo` (kept by the
+    /// operator across passes) instead of building them anew.
+    #[must_use]
+    pub fn with_desired_memo(mut self, memo: Arc<DesiredMemo>) -> Self {
+        self.desired = memo;
+        self
+    }
+
+    /// The desired pod, its spec hash, PVC and service need of `group` (a group of
+    /// this cluster's status).
+    pub fn desired(
+        &self,
+        group: &ProcessGroupStatus,
+    ) -> Result<Arc<DesiredObjects>, PodModelError> {
+        let slot = self
+            .by_id
+            .get(&group.process_group_id)
+            .and_then(|position| self.desired_slots.get(*position))
+            .filter(|_| {
+                self.group(&group.process_group_id)
+                    .is_some_and(|known| known.status.process_class == group.process_class)
+            });
+        if let Some(known) = slot.and_then(OnceLock::get) {
+            return Ok(known.clone());
+        }
+        let built = self
+            .desired
+            .get(self.cluster(), self.fingerprint(), group)?;
+        if let Some(slot) = slot {
+            let _ = slot.set(built.clone());
+        }
+        Ok(built)
     }
 
     /// Replaces the parts that were read again and rebuilds the index (the pass does
@@ -282,7 +354,9 @@ impl ClusterSnapshot {
         let parts = &mut self.parts;
         if let Some(cluster) = fresh.cluster {
             parts.cluster = cluster;
+            self.fingerprint = OnceLock::new();
         }
+        self.version += 1;
         if let Some(mut pods) = fresh.pods {
             sort_by_name(&mut pods);
             parts.pods = pods;
@@ -302,6 +376,7 @@ impl ClusterSnapshot {
             parts.database = database;
         }
         (self.groups, self.by_id) = index(&self.parts);
+        self.desired_slots = self.groups.iter().map(|_| OnceLock::new()).collect();
     }
 
     /// The validated cluster.

@@ -3,6 +3,7 @@
 
 pub mod event_log;
 pub mod fdb;
+pub mod fleet;
 pub mod invariants;
 pub mod kube;
 pub mod recording_admin;

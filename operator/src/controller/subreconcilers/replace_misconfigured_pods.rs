@@ -65,12 +65,11 @@ pub fn decide(
     snapshot: &ClusterSnapshot,
     policy: ReplacePolicy,
 ) -> Result<MisconfigurationDecision, StepError> {
-    let cluster = snapshot.cluster();
     let mut decision = MisconfigurationDecision::default();
     let mut candidates = Vec::new();
     for group in snapshot.live_groups() {
         let change =
-            replace_only_change(cluster, &group, policy).map_err(|e| StepError::Build {
+            replace_only_change(snapshot, &group, policy).map_err(|e| StepError::Build {
                 what: format!("desired objects of {}", group.id()),
                 message: e.to_string(),
             })?;

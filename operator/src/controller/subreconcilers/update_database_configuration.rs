@@ -123,8 +123,7 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 reason,
             }),
             ConfigurationAction::MarkConfigured => {
-                io.apply_status(ctx, snapshot, &[StatusMutation::MarkConfigured])
-                    .await?;
+                io.stage_mutations(snapshot, &[StatusMutation::MarkConfigured])?;
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::ConfigureNew(desired) => {
@@ -136,8 +135,9 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                         return Err(StepError::admin("configure the new database")(error));
                     }
                 }
-                io.apply_status(ctx, snapshot, &[StatusMutation::MarkConfigured])
-                    .await?;
+                // Staged, not written at once: a crash before the end of the pass
+                // repeats `configure new`, which answers "already exists" (above).
+                io.stage_mutations(snapshot, &[StatusMutation::MarkConfigured])?;
                 publish(
                     ctx,
                     snapshot.cluster(),

@@ -10,6 +10,8 @@
 //! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
@@ -28,7 +30,8 @@ use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_model::LAST_APPLIED_CONFIG_MAP_ANNOTATION;
+use crate::controller::pod_config_memo::PodMemo;
+use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::upgrade::{pending_upgrade_target, staged_fdbserver};
@@ -47,6 +50,9 @@ pub enum PodConfigResult {
     /// A file still differs after the copy (or the copy was refused), e.g. because the
     /// kubelet has not projected the new ConfigMap yet.
     Incorrect(String),
+    /// Not asked this pass: the pod asked before it showed that the kubelet has not
+    /// projected the ConfigMap yet, which it does for every pod about the same time.
+    NotAsked,
 }
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
@@ -55,24 +61,6 @@ fn classify(error: SidecarClientError) -> PodConfigResult {
     } else {
         PodConfigResult::Incorrect(error.to_string())
     }
-}
-
-/// Makes one file match `want` (SHA-256): check, copy when it differs, check again.
-async fn ensure_file(
-    sidecar: &dyn SidecarApi,
-    file: &str,
-    want: &str,
-    copy_monitor_conf: bool,
-) -> Result<bool, SidecarClientError> {
-    if sidecar.check_hash(file).await?.as_deref() == Some(want) {
-        return Ok(true);
-    }
-    if copy_monitor_conf {
-        sidecar.copy_monitor_conf().await?;
-    } else {
-        sidecar.copy_files().await?;
-    }
-    Ok(sidecar.check_hash(file).await?.as_deref() == Some(want))
 }
 
 /// Makes sure the upgrade's binary is staged: `is_present`, else `copy_binaries` and
@@ -85,13 +73,81 @@ async fn ensure_staged(sidecar: &dyn SidecarApi, binary: &str) -> Result<bool, S
     sidecar.is_present(binary).await
 }
 
-/// Runs the protocol against one pod's sidecar.
+/// The cluster file: checked first (fdbserver rewrites it itself when coordinators
+/// change, and a copy of a ConfigMap the kubelet has not projected yet would put the
+/// old one back), copied only when it differs, then checked again. A pod whose file was
+/// already seen to differ for this hash is copied at once.
+async fn ensure_cluster_file(
+    sidecar: &dyn SidecarApi,
+    want: &str,
+    memo: &mut PodMemo,
+) -> Result<bool, SidecarClientError> {
+    if !memo.cluster_file_differs
+        && sidecar.check_hash(CLUSTER_FILE).await?.as_deref() == Some(want)
+    {
+        return Ok(true);
+    }
+    sidecar.copy_files().await?;
+    let matches = sidecar.check_hash(CLUSTER_FILE).await?.as_deref() == Some(want);
+    memo.cluster_file_differs = !matches;
+    Ok(matches)
+}
+
+/// The monitor conf: rendered by the sidecar from the projected template and the pod's
+/// own values, so a copy can never put an older conf in place; copied at once, then its
+/// hash compared with the conf expected from the substitutions. These come from the pod
+/// spec when it tells them all, else from `GET /substitutions` (once per pod); a
+/// mismatch with values read from the spec asks the sidecar before concluding.
+async fn ensure_monitor_conf(
+    sidecar: &dyn SidecarApi,
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    pod: &Pod,
+    memo: &mut PodMemo,
+) -> Result<Result<bool, String>, SidecarClientError> {
+    let expected = |substitutions: &BTreeMap<String, String>| {
+        expected_monitor_conf(cluster, group.process_class, substitutions)
+            .map(|conf| sha256_hex(conf.as_bytes()))
+            .map_err(|error| error.to_string())
+    };
+    let (substitutions, asked) = match (&memo.substitutions, expected_substitutions(pod)) {
+        (Some(known), _) => (known.clone(), true),
+        (None, Some(derived)) => (derived, false),
+        (None, None) => {
+            let asked = sidecar.substitutions().await?;
+            memo.substitutions = Some(asked.clone());
+            (asked, true)
+        }
+    };
+    let want = match expected(&substitutions) {
+        Ok(want) => want,
+        Err(error) => return Ok(Err(error)),
+    };
+    sidecar.copy_monitor_conf().await?;
+    let Some(got) = sidecar.check_hash(MONITOR_CONF_FILE).await? else {
+        return Ok(Ok(false));
+    };
+    if got == want {
+        return Ok(Ok(true));
+    }
+    if asked {
+        return Ok(Ok(false));
+    }
+    let asked = sidecar.substitutions().await?;
+    memo.substitutions = Some(asked.clone());
+    Ok(expected(&asked).map(|want| got == want))
+}
+
+/// Runs the protocol against one pod's sidecar, with what earlier tries taught about
+/// it (`memo`, updated).
 pub async fn check_pod(
     sidecar: &dyn SidecarApi,
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
+    pod: &Pod,
     cluster_file: &str,
     staged: Option<&str>,
+    memo: &mut PodMemo,
 ) -> PodConfigResult {
     if let Some(binary) = staged {
         match ensure_staged(sidecar, binary).await {
@@ -102,43 +158,53 @@ pub async fn check_pod(
             Err(error) => return classify(error),
         }
     }
-    let substitutions = match sidecar.substitutions().await {
-        Ok(s) => s,
-        Err(error) => return classify(error),
-    };
-    let conf = match expected_monitor_conf(cluster, group.process_class, &substitutions) {
-        Ok(conf) => conf,
-        Err(error) => return PodConfigResult::Incorrect(error.to_string()),
-    };
-    let wanted = [
-        (CLUSTER_FILE, sha256_hex(cluster_file.as_bytes()), false),
-        (MONITOR_CONF_FILE, sha256_hex(conf.as_bytes()), true),
-    ];
-    for (file, want, monitor) in wanted {
-        match ensure_file(sidecar, file, &want, monitor).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return PodConfigResult::Incorrect(format!("{file} still differs after the copy"));
-            }
-            Err(error) => return classify(error),
+    let want = sha256_hex(cluster_file.as_bytes());
+    match ensure_cluster_file(sidecar, &want, memo).await {
+        Ok(true) => {}
+        Ok(false) => {
+            memo.attempts += 1;
+            return PodConfigResult::Incorrect(format!(
+                "{CLUSTER_FILE} still differs after the copy"
+            ));
         }
+        Err(error) => return classify(error),
     }
-    PodConfigResult::Confirmed
+    match ensure_monitor_conf(sidecar, cluster, group, pod, memo).await {
+        Ok(Ok(true)) => PodConfigResult::Confirmed,
+        Ok(Ok(false)) => {
+            memo.attempts += 1;
+            PodConfigResult::Incorrect(format!("{MONITOR_CONF_FILE} still differs after the copy"))
+        }
+        Ok(Err(error)) => PodConfigResult::Incorrect(error),
+        Err(error) => classify(error),
+    }
 }
 
-/// Runs the protocol against the sidecar of `pod`.
+/// Runs the protocol against the sidecar of `pod`; returns what to remember.
 async fn check_candidate(
     ctx: &Context,
     cluster: &FoundationDBCluster,
-    group: &ProcessGroupStatus,
-    pod: &Pod,
+    candidate: &Candidate<'_>,
     cluster_file: &str,
     staged: Option<&str>,
-) -> PodConfigResult {
-    match ctx.sidecars.sidecar_for(cluster, pod) {
-        Ok(sidecar) => check_pod(sidecar.as_ref(), cluster, group, cluster_file, staged).await,
+    mut memo: PodMemo,
+) -> (PodConfigResult, PodMemo) {
+    let result = match ctx.sidecars.sidecar_for(cluster, candidate.pod) {
+        Ok(sidecar) => {
+            check_pod(
+                sidecar.as_ref(),
+                cluster,
+                candidate.group,
+                candidate.pod,
+                cluster_file,
+                staged,
+                &mut memo,
+            )
+            .await
+        }
         Err(error) => classify(error),
-    }
+    };
+    (result, memo)
 }
 
 /// A pod whose configuration the sidecar must confirm.
@@ -272,6 +338,11 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
         ..PodConfigOutcome::default()
     };
     for (candidate, result) in plan.candidates.iter().zip(results) {
+        if *result == PodConfigResult::NotAsked {
+            // Its conditions stay as UpdateStatus observes them.
+            outcome.incorrect += 1;
+            continue;
+        }
         let group = candidate.group.process_group_id.clone();
         let condition = ProcessGroupConditionType::SidecarUnreachable;
         outcome
@@ -299,6 +370,7 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                     ));
                 }
             }
+            PodConfigResult::NotAsked => {}
             PodConfigResult::Incorrect(message) => {
                 if plan.staged.is_some() {
                     outcome
@@ -316,6 +388,89 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
     outcome
 }
 
+/// How many times a pod may answer "still differs" for one hash before it stops being
+/// the probe (a pod whose copy keeps failing must not hold the others back).
+pub const PROBE_LIMIT: u32 = 8;
+
+/// Asks the candidates' sidecars; the answers are in candidate order.
+///
+/// While the kubelet has not projected a changed ConfigMap no pod can confirm it, and
+/// it projects into all pods about the same time: so one pod is asked first (the first
+/// in status order that has not kept failing, past pods whose sidecar does not answer),
+/// and the others only once it confirmed; until then they are [`PodConfigResult::NotAsked`].
+/// During an incompatible upgrade every pod stages its own binary: all are asked.
+/// Sidecars are asked concurrently (a few unreachable ones must not stall a large
+/// cluster for their timeouts one after the other); the results are in process-group
+/// order, so the writes are the same whatever answered first.
+async fn ask_sidecars(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    plan: &PodConfigPlan<'_>,
+) -> Vec<PodConfigResult> {
+    let cluster = snapshot.cluster();
+    let (namespace, name) = (snapshot.namespace(), snapshot.name());
+    let memo = &ctx.pod_config;
+    let uid = |pod: &Pod| pod.metadata.uid.clone().unwrap_or_else(|| pod.name_any());
+    let memo_of = |c: &Candidate<'_>| memo.get(namespace, name, &uid(c.pod), &c.desired_hash);
+    let staged = plan.staged.as_deref();
+    let mut results: Vec<Option<PodConfigResult>> = vec![None; plan.candidates.len()];
+    let mut projected = true;
+    if staged.is_none() {
+        for (index, candidate) in plan.candidates.iter().enumerate() {
+            let known = memo_of(candidate);
+            if known.attempts >= PROBE_LIMIT {
+                continue;
+            }
+            let (result, learned) =
+                check_candidate(ctx, cluster, candidate, &plan.cluster_file, staged, known).await;
+            memo.put(namespace, name, &uid(candidate.pod), learned);
+            let decisive = !matches!(result, PodConfigResult::Unreachable(_));
+            projected = !matches!(result, PodConfigResult::Incorrect(_));
+            if let Some(slot) = results.get_mut(index) {
+                *slot = Some(result);
+            }
+            if decisive {
+                break;
+            }
+        }
+    }
+    if projected {
+        let mut indices = Vec::new();
+        let mut rest: Vec<BoxFuture<'_, (PodConfigResult, PodMemo)>> = Vec::new();
+        for (index, c) in plan.candidates.iter().enumerate() {
+            if results.get(index).is_some_and(Option::is_none) {
+                indices.push(index);
+                let known = memo_of(c);
+                rest.push(
+                    check_candidate(ctx, cluster, c, &plan.cluster_file, staged, known).boxed(),
+                );
+            }
+        }
+        let answers: Vec<(PodConfigResult, PodMemo)> = futures::stream::iter(rest)
+            .buffered(ctx.settings.sidecar_concurrency.max(1))
+            .collect()
+            .await;
+        for (index, (result, learned)) in indices.into_iter().zip(answers) {
+            if let Some(candidate) = plan.candidates.get(index) {
+                memo.put(namespace, name, &uid(candidate.pod), learned);
+            }
+            if let Some(slot) = results.get_mut(index) {
+                *slot = Some(result);
+            }
+        }
+    }
+    let live: std::collections::BTreeSet<&str> = snapshot
+        .pods()
+        .iter()
+        .filter_map(|pod| pod.metadata.uid.as_deref())
+        .collect();
+    memo.retain(namespace, name, &live);
+    results
+        .into_iter()
+        .map(|result| result.unwrap_or(PodConfigResult::NotAsked))
+        .collect()
+}
+
 #[async_trait]
 impl Subreconciler for UpdatePodConfig {
     fn name(&self) -> &'static str {
@@ -331,33 +486,11 @@ impl Subreconciler for UpdatePodConfig {
         let Some(plan) = decide(snapshot)? else {
             return Ok(StepOutcome::Continue);
         };
-        let cluster = snapshot.cluster();
-        // Sidecars are asked concurrently (a few unreachable ones must not stall a large
-        // cluster for their timeouts one after the other), and the results are applied in
-        // process-group order, so the writes are the same whatever answered first.
-        let checks: Vec<BoxFuture<'_, PodConfigResult>> = plan
-            .candidates
-            .iter()
-            .map(|c| {
-                check_candidate(
-                    ctx,
-                    cluster,
-                    c.group,
-                    c.pod,
-                    &plan.cluster_file,
-                    plan.staged.as_deref(),
-                )
-                .boxed()
-            })
-            .collect();
-        let results: Vec<PodConfigResult> = futures::stream::iter(checks)
-            .buffered(ctx.settings.sidecar_concurrency.max(1))
-            .collect()
-            .await;
+        let results = ask_sidecars(ctx, snapshot, &plan).await;
         for (candidate, result) in plan.candidates.iter().zip(&results) {
             let group = candidate.group.process_group_id.as_str();
             match result {
-                PodConfigResult::Confirmed => {}
+                PodConfigResult::Confirmed | PodConfigResult::NotAsked => {}
                 PodConfigResult::Unreachable(message) => {
                     tracing::info!(group, %message, "sidecar unreachable");
                 }
@@ -374,7 +507,9 @@ impl Subreconciler for UpdatePodConfig {
             io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
                 .await?;
         }
-        io.apply_status(ctx, snapshot, &outcome.mutations).await?;
+        // Conditions only: nothing later depends on their being stored before the end
+        // of the pass.
+        io.stage_mutations(snapshot, &outcome.mutations)?;
         let Some(reason) = outcome.waiting_reason() else {
             return Ok(StepOutcome::Continue);
         };
@@ -500,5 +635,37 @@ mod tests {
             )
         );
         assert_eq!(conclude(&plan, &[]).waiting_reason(), None);
+    }
+
+    #[test]
+    fn pods_not_asked_wait_for_the_kubelet_with_their_conditions_untouched() {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1"), group("log-2")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .pods([
+                pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+                pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
+            ])
+            .build();
+        let plan = decide(&snapshot).unwrap().unwrap();
+        let outcome = conclude(
+            &plan,
+            &[
+                PodConfigResult::Incorrect("differs".into()),
+                PodConfigResult::NotAsked,
+            ],
+        );
+        assert!(outcome.annotate.is_empty());
+        assert!(
+            outcome.mutations.iter().all(|m| !matches!(m,
+                StatusMutation::SetCondition { group, .. } | StatusMutation::ClearCondition { group, .. }
+                    if group == "log-2")),
+            "{:?}",
+            outcome.mutations
+        );
+        assert_eq!(
+            outcome.waiting_reason().as_deref(),
+            Some("waiting for the kubelet to project the ConfigMap into 2 pods")
+        );
     }
 }

@@ -148,10 +148,7 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
     // A desired pod that cannot be built failed UpdateStatus already; such a group is
     // judged by IncorrectPodSpec alone.
     let replace_only = |group: &crate::controller::snapshot::GroupView<'_>| {
-        matches!(
-            replace_only_change(snapshot.cluster(), group, policy),
-            Ok(Some(_))
-        )
+        matches!(replace_only_change(snapshot, group, policy), Ok(Some(_)))
     };
     for group in snapshot
         .live_groups()

@@ -1,6 +1,6 @@
 //! UpdateStatus (first and last step): builds the status (operator-behavior §7) from the
-//! snapshot's observation (see [`crate::controller::observe`]) and writes it — only when
-//! something differs.
+//! snapshot's observation (see [`crate::controller::observe`]) and stages it; the pass
+//! writes it once, at its end, only when something differs.
 
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBClusterStatus;
@@ -49,12 +49,20 @@ impl Subreconciler for UpdateStatus {
 
     async fn reconcile(
         &self,
-        ctx: &Context,
+        _ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot)?;
-        io.write_status(ctx, snapshot, &decision.status).await?;
+        // The last UpdateStatus of a pass that changed nothing since the first would
+        // decide the same again: the first decision is reused.
+        let decision = match io.status_decision(snapshot.version()) {
+            Some(known) => known.clone(),
+            None => decide(snapshot)?,
+        };
+        io.remember_status_decision(snapshot.version(), decision.clone());
+        // Staged: written once at the end of the pass (or by a step that must persist
+        // first), so a pass makes one status write, not one per step.
+        io.stage_status(snapshot, decision.status);
         io.set_judged_reconciled(decision.reconciled);
         Ok(StepOutcome::Continue)
     }

@@ -152,6 +152,12 @@ impl FakeApiServer {
         self.lock().store.watches.close_all();
     }
 
+    /// The resourceVersion of the last event sent on the open watches of
+    /// `group`/`plural` (0 when none was sent), `None` when none is open.
+    pub fn watch_position(&self, group: &str, plural: &str) -> Option<u64> {
+        self.lock().store.watches.position(group, plural)
+    }
+
     /// Number of watch streams still open.
     pub fn open_watches(&self) -> usize {
         self.lock().store.watches.open_watches()

@@ -128,6 +128,8 @@ pub fn initial_events_end(resource: &ResourceType, resource_version: u64) -> Byt
 struct Watcher {
     filter: WatchFilter,
     sender: UnboundedSender<Bytes>,
+    /// The resourceVersion of the last event sent (0: none yet).
+    last_sent: u64,
 }
 
 /// Event history and open watches.
@@ -171,8 +173,11 @@ impl WatchHub {
         };
         // A failed send means the client dropped the stream: forget that watch.
         self.watchers
-            .retain(|watcher| match watcher.filter.translate(&event) {
-                Some(line) => watcher.sender.unbounded_send(line).is_ok(),
+            .retain_mut(|watcher| match watcher.filter.translate(&event) {
+                Some(line) => {
+                    watcher.last_sent = resource_version;
+                    watcher.sender.unbounded_send(line).is_ok()
+                }
                 None => !watcher.sender.is_closed(),
             });
         self.history.push_back(event);
@@ -192,6 +197,7 @@ impl WatchHub {
         since: Option<u64>,
     ) -> Result<UnboundedReceiver<Bytes>, ApiError> {
         let mut lines = initial;
+        let mut last_sent = 0;
         if let Some(since) = since {
             if since < self.dropped_up_to {
                 return Err(ApiError::expired(format!(
@@ -199,20 +205,39 @@ impl WatchHub {
                     self.dropped_up_to + 1
                 )));
             }
-            lines.extend(
-                self.history
-                    .iter()
-                    .filter(|event| event.resource_version > since)
-                    .filter_map(|event| filter.translate(event)),
-            );
+            for event in self.history.iter().filter(|e| e.resource_version > since) {
+                if let Some(line) = filter.translate(event) {
+                    last_sent = event.resource_version;
+                    lines.push(line);
+                }
+            }
         }
         let (sender, receiver) = unbounded();
         for line in lines {
             // The receiver is still in our hands, so sending cannot fail.
             let _ = sender.unbounded_send(line);
         }
-        self.watchers.push(Watcher { filter, sender });
+        self.watchers.push(Watcher {
+            filter,
+            sender,
+            last_sent,
+        });
         Ok(receiver)
+    }
+
+    /// The resourceVersion of the last event sent on the open watches of
+    /// `group`/`plural` (the highest, 0 when none was sent), or `None` when none is
+    /// open: what a client following them has to have applied to be up to date.
+    pub fn position(&self, group: &str, plural: &str) -> Option<u64> {
+        self.watchers
+            .iter()
+            .filter(|w| {
+                !w.sender.is_closed()
+                    && w.filter.resource.group == group
+                    && w.filter.resource.plural == plural
+            })
+            .map(|w| w.last_sent)
+            .max()
     }
 
     /// Ends every open watch stream (clients see the stream end and re-watch).

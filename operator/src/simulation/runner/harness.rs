@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::clock::{Clock, VirtualClock};
+use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use crate::controller::context::{AdminClientProvider, Context, SidecarProvider};
 use crate::controller::providers::HttpSidecarProvider;
 use crate::fdb::{AdminClient, AdminError};
@@ -199,6 +200,13 @@ pub fn new_operator_context(
         clock,
     );
     context.settings.controller_name = "fdb-operator-simulated".to_owned();
+    // Passes read from watch caches as in production; the runner lets them catch up
+    // with the API server before each pass (see `Runner::sync_operator_cache`).
+    context.cache = Some(Arc::new(ObjectCache::spawn(
+        &context.kube,
+        None,
+        CacheSelector::parse(CLUSTER_NAME_LABEL),
+    )));
     // One sidecar at a time: concurrent requests would interleave in the events log by
     // timing, and the same scenario and seed must give the same log.
     context.settings.sidecar_concurrency = 1;

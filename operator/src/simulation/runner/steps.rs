@@ -18,8 +18,11 @@ use crate::simulation::kube::PatchType;
 use crate::simulation::result::EventSource;
 use crate::simulation::scenario::{ExpectStep, Fault, Heal, ReconcileStep, Step};
 
-use super::harness::{USER_ACTOR, new_operator_context, operator_kube_client};
+use super::harness::{
+    SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context, operator_kube_client,
+};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
+use crate::controller::pass_io::ObjectKind;
 
 /// A `reconcile` step without `maxPasses` stops after this many passes...
 pub const RECONCILE_PASS_BUDGET: u64 = 500;
@@ -295,6 +298,7 @@ impl Runner {
                 reconciled: false,
             })
         } else {
+            self.sync_operator_cache().await?;
             run_pass(&self.context, &self.namespace, &self.name).await
         };
         if let Some(detail) = self.log.take_stall() {
@@ -362,6 +366,43 @@ impl Runner {
             .await?;
         self.check_after_pass(end == PassEnd::Reconciled)?;
         Ok(end)
+    }
+
+    /// Lets the operator's watch caches apply every event the API server sent them, so
+    /// that a pass sees the world as it is now (as a real watch would shortly after),
+    /// whatever the machine's speed: the result must not depend on it. A cache that does
+    /// not catch up within [`SIDECAR_REQUEST_WATCHDOG`] (real time) stops the run.
+    async fn sync_operator_cache(&self) -> Result<(), RunError> {
+        let Some(cache) = self.context.cache.clone() else {
+            return Ok(());
+        };
+        let kinds = [
+            (ObjectKind::Pods, "pods"),
+            (ObjectKind::Pvcs, "persistentvolumeclaims"),
+            (ObjectKind::Services, "services"),
+            (ObjectKind::ConfigMap, "configmaps"),
+        ];
+        let started = std::time::Instant::now();
+        for (kind, plural) in kinds {
+            loop {
+                let applied = cache.applied(kind);
+                let caught_up = applied.ready
+                    && self
+                        .api
+                        .watch_position("", plural)
+                        .is_some_and(|sent| applied.resource_version >= sent);
+                if caught_up {
+                    break;
+                }
+                if started.elapsed() > SIDECAR_REQUEST_WATCHDOG {
+                    return Err(RunError::Stalled(format!(
+                        "the operator's watch cache of {plural} did not catch up"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        Ok(())
     }
 
     /// Settles the world; true when it did anything (which wakes the operator).
