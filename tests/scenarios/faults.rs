@@ -56,9 +56,10 @@ fn a_missing_process_is_reported_and_the_cluster_recovers_when_it_returns() {
 fn a_conf_change_the_processes_have_not_picked_up_is_not_reconciled() {
     // fdbmonitor does not restart processes when their conf changes; until they are
     // bounced they run the old command line, and the cluster must not claim Reconciled.
+    // With bounces turned off the processes keep the old command line for good.
     let result = run(
         &scenario(
-            DOUBLE,
+            "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, automationOptions: {killProcesses: false}}",
             "  - reconcile: {}\n  - apply: {spec: {processes: {general: {customParameters: [\"knob_disable_posix_kernel_aio=1\"]}}}}\n  - reconcile: {maxPasses: 30}\n",
         ),
         None,
