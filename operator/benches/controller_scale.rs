@@ -12,9 +12,16 @@
 //! median CPU time of a steady pass over the 1000-group cluster. CPU time is the
 //! thread's (the runtime has one thread; the in-memory API server answers on it too, so
 //! its share of serving the pass is counted).
+//!
+//! `CONTROLLER_SCALE_LARGE_ONLY=1` skips the fleet of 10 clusters (to profile the large
+//! cluster's steady pass alone); `CONTROLLER_SCALE_ROUNDS=n` times n passes per cluster;
+//! `CONTROLLER_SCALE_STEPS=1` also prints the CPU time of each step per steady pass of
+//! the large cluster (from the driver's `step` spans; the rest of a pass is reading the
+//! cluster and the in-memory API server's share).
 
+use std::collections::BTreeMap;
 use std::error::Error;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fdb_operator::clock::{Clock, SystemClock};
@@ -22,6 +29,11 @@ use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectC
 use fdb_operator::controller::production::{RequeuePolicy, RunOptions, run_until};
 use fdb_operator::controller::{Context, run_pass};
 use fdb_operator::simulation::fleet::{Fleet, FleetSidecars};
+use tracing::span::{Attributes, Id};
+use tracing::{Subscriber, field};
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{Layer, Registry};
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
@@ -29,8 +41,16 @@ const NAMESPACE: &str = "bench";
 const CLUSTERS: usize = 10;
 const GROUPS: usize = 100;
 const LARGE: usize = 1000;
-/// Timed passes per cluster (after one untimed).
+/// Timed passes per cluster (after one untimed), unless `CONTROLLER_SCALE_ROUNDS` says.
 const ROUNDS: usize = 5;
+
+/// The number of timed passes per cluster.
+fn rounds() -> usize {
+    std::env::var("CONTROLLER_SCALE_ROUNDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(ROUNDS)
+}
 
 /// Resident memory of this process, in MiB.
 fn rss_mib() -> BenchResult<f64> {
@@ -51,6 +71,83 @@ fn thread_cpu() -> Duration {
         u64::try_from(time.tv_sec).unwrap_or(0),
         u32::try_from(time.tv_nsec).unwrap_or(0),
     )
+}
+
+/// CPU time spent inside the driver's `step` spans, by step name.
+#[derive(Default)]
+struct StepCpu {
+    totals: Mutex<BTreeMap<String, Duration>>,
+}
+
+/// A `step` span's name and the thread CPU time when it was last entered.
+struct StepTiming {
+    step: String,
+    entered: Option<Duration>,
+}
+
+/// Takes the `step` field of a span.
+struct StepField(Option<String>);
+
+impl field::Visit for StepField {
+    fn record_str(&mut self, field: &field::Field, value: &str) {
+        if field.name() == "step" {
+            self.0 = Some(value.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, _: &field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl StepCpu {
+    /// The totals so far, emptied.
+    fn take(&self) -> BTreeMap<String, Duration> {
+        self.totals
+            .lock()
+            .map(|mut totals| std::mem::take(&mut *totals))
+            .unwrap_or_default()
+    }
+}
+
+/// Shares one [`StepCpu`] between the subscriber and the bench.
+struct StepCpuLayer(Arc<StepCpu>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for StepCpuLayer {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
+        if attrs.metadata().name() != "step" {
+            return;
+        }
+        let mut field = StepField(None);
+        attrs.record(&mut field);
+        if let (Some(step), Some(span)) = (field.0, ctx.span(id)) {
+            span.extensions_mut().insert(StepTiming {
+                step,
+                entered: None,
+            });
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: LayerContext<'_, S>) {
+        if let Some(span) = ctx.span(id)
+            && let Some(timing) = span.extensions_mut().get_mut::<StepTiming>()
+        {
+            timing.entered = Some(thread_cpu());
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: LayerContext<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        let Some(timing) = extensions.get_mut::<StepTiming>() else {
+            return;
+        };
+        if let Some(entered) = timing.entered.take()
+            && let Ok(mut totals) = self.0.totals.lock()
+        {
+            *totals.entry(timing.step.clone()).or_default() += thread_cpu().saturating_sub(entered);
+        }
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -83,7 +180,12 @@ fn fleet(clock: &Arc<dyn Clock>, count: usize, groups: usize) -> BenchResult<Fle
 
 /// Times steady passes over every cluster of `fleet` (with a cache of its own), after
 /// one untimed pass each; every pass must find its cluster reconciled. Milliseconds.
-async fn steady_passes(fleet: &Fleet, ctx: &Context) -> BenchResult<Vec<f64>> {
+/// `steps`, when given, is emptied after the untimed passes.
+async fn steady_passes(
+    fleet: &Fleet,
+    ctx: &Context,
+    steps: Option<&StepCpu>,
+) -> BenchResult<Vec<f64>> {
     let mut ctx = ctx.clone();
     let cache = ObjectCache::spawn(
         &ctx.kube,
@@ -95,7 +197,7 @@ async fn steady_passes(fleet: &Fleet, ctx: &Context) -> BenchResult<Vec<f64>> {
     }
     ctx.cache = Some(Arc::new(cache));
     let mut times = Vec::new();
-    for round in 0..=ROUNDS {
+    for round in 0..=rounds() {
         for (namespace, name) in &fleet.clusters {
             let before = thread_cpu();
             let report = run_pass(&ctx, namespace, name).await?;
@@ -109,6 +211,11 @@ async fn steady_passes(fleet: &Fleet, ctx: &Context) -> BenchResult<Vec<f64>> {
             if round > 0 {
                 times.push(spent.as_secs_f64() * 1000.0);
             }
+        }
+        if round == 0
+            && let Some(steps) = steps
+        {
+            steps.take();
         }
     }
     Ok(times)
@@ -134,6 +241,61 @@ async fn reconcile_directly(fleet: &Fleet, ctx: &Context) -> BenchResult<()> {
 
 async fn bench() -> BenchResult<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (rss_delta, p50) = if std::env::var_os("CONTROLLER_SCALE_LARGE_ONLY").is_some() {
+        (f64::NAN, f64::NAN)
+    } else {
+        fleet_under_controller(&clock).await?
+    };
+
+    // One cluster of 1000 groups.
+    let started = Instant::now();
+    let large = self::fleet(&clock, 1, LARGE)?;
+    let large_ctx = context(&large, &clock);
+    eprintln!(
+        "built one cluster of {LARGE} groups in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    reconcile_directly(&large, &large_ctx).await?;
+    let steps = std::env::var_os("CONTROLLER_SCALE_STEPS").map(|_| Arc::new(StepCpu::default()));
+    let _guard = steps.as_ref().map(|steps| {
+        // Only the driver's step spans: no events, so the operator's logging costs nothing.
+        let filter =
+            tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.name() == "step");
+        tracing::subscriber::set_default(
+            Registry::default().with(StepCpuLayer(steps.clone()).with_filter(filter)),
+        )
+    });
+    let large_passes = steady_passes(&large, &large_ctx, steps.as_deref()).await?;
+    if let Some(steps) = &steps {
+        let passes = u32::try_from(large_passes.len()).unwrap_or(1).max(1);
+        let totals = steps.take();
+        let mut in_steps = Duration::ZERO;
+        for (step, total) in &totals {
+            in_steps += *total;
+            eprintln!(
+                "  {step:<32} {:>8.2} ms/pass",
+                (*total / passes).as_secs_f64() * 1000.0
+            );
+        }
+        eprintln!(
+            "  {:<32} {:>8.2} ms/pass",
+            "(all steps)",
+            (in_steps / passes).as_secs_f64() * 1000.0
+        );
+    }
+    let p50_large = median(large_passes);
+
+    println!(
+        "controller-scale: clusters={CLUSTERS} groups={} rss_delta_mib={rss_delta:.1} pass_cpu_ms_p50={p50:.2} pass_cpu_ms_1000={p50_large:.2}",
+        CLUSTERS * GROUPS
+    );
+    Ok(())
+}
+
+/// 10 clusters of 100 groups under the production controller until steady: the growth
+/// of resident memory, and the median CPU time of a steady pass per cluster.
+async fn fleet_under_controller(clock: &Arc<dyn Clock>) -> BenchResult<(f64, f64)> {
+    let clock = clock.clone();
 
     // 10 x 100 groups under the production controller.
     let started = Instant::now();
@@ -176,26 +338,8 @@ async fn bench() -> BenchResult<()> {
         "fleet reconciled in {:.1}s; resident memory {rss_at_rest:.1} MiB at rest, +{rss_delta:.1} MiB with the controller",
         to_steady.as_secs_f64()
     );
-    let per_cluster = steady_passes(&fleet, &ctx).await?;
-    let p50 = median(per_cluster);
-    drop(fleet);
-
-    // One cluster of 1000 groups.
-    let started = Instant::now();
-    let large = self::fleet(&clock, 1, LARGE)?;
-    let large_ctx = context(&large, &clock);
-    eprintln!(
-        "built one cluster of {LARGE} groups in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-    reconcile_directly(&large, &large_ctx).await?;
-    let p50_large = median(steady_passes(&large, &large_ctx).await?);
-
-    println!(
-        "controller-scale: clusters={CLUSTERS} groups={} rss_delta_mib={rss_delta:.1} pass_cpu_ms_p50={p50:.2} pass_cpu_ms_1000={p50_large:.2}",
-        CLUSTERS * GROUPS
-    );
-    Ok(())
+    let per_cluster = steady_passes(&fleet, &ctx, None).await?;
+    Ok((rss_delta, median(per_cluster)))
 }
 
 fn main() -> BenchResult<()> {

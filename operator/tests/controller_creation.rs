@@ -14,7 +14,9 @@ use fdb_operator::controller::providers::HttpSidecarProvider;
 use fdb_operator::controller::{
     AdminClientProvider, Context, PassOutcome, SidecarProvider, run_pass,
 };
-use fdb_operator::fdb::{AdminClient, AdminError, ClientInfo, ExclusionTarget, LockValue};
+use fdb_operator::fdb::{
+    AdminClient, AdminError, ClientInfo, ExclusionTarget, LockValue, PendingUpgrade,
+};
 use fdb_operator::simulation::fdb::{SimFdbSettings, SimulatedFdb};
 use fdb_operator::simulation::kube::FakeApiServer;
 use fdb_operator::simulation::world::{World, WorldOptions};
@@ -97,6 +99,21 @@ impl AdminClient for CountingAdmin {
     async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
         self.write();
         self.fdb.update_deny_list(add, remove).await
+    }
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        self.fdb.pending_upgrades().await
+    }
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        self.write();
+        self.fdb.update_pending_upgrades(add, remove).await
+    }
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.write();
+        self.fdb.clear_pending_upgrades().await
     }
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
         self.fdb.connected_clients().await

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fdb_operator::fdb::{
     AdminClient, AdminError, ExclusionTarget, FdbcliAdminClient, FdbcliConfig, LockValue,
-    PassScopedAdmin, TlsFiles,
+    PassScopedAdmin, PendingUpgrade, TlsFiles,
 };
 use fdb_shared::address::ProcessAddress;
 
@@ -456,5 +456,53 @@ async fn backup_and_restore_tools_get_their_command_lines_and_outputs_are_parsed
             .to_string()
             .contains("fdbbackup discontinue -t default"),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn pending_upgrade_list_through_getrange_set_and_clearrange() {
+    let stand_in = StandIn::new();
+    stand_in.reply(
+        1,
+        "`\\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/7.3.43/kc1-log-1' is `kc1-log-1'\n`\\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/7.3.43/kc2-log-1' is `kc2-log-1'\n",
+        "",
+        0,
+    );
+    let client = stand_in.client();
+    let target: fdb_shared::FdbVersion = "7.3.43".parse().unwrap();
+    assert_eq!(
+        client.pending_upgrades().await.unwrap(),
+        [
+            PendingUpgrade::new(&target, "kc1-log-1"),
+            PendingUpgrade::new(&target, "kc2-log-1")
+        ]
+    );
+    assert!(stand_in.args(1).last().unwrap().contains(
+        "getrange \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/ \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades0 10000"
+    ));
+    client
+        .update_pending_upgrades(
+            &[PendingUpgrade::new(&target, "kc1-log-2")],
+            &[PendingUpgrade::new(&"7.1.57".parse().unwrap(), "kc1-log-9")],
+        )
+        .await
+        .unwrap();
+    let update = stand_in.args(2).last().unwrap().clone();
+    assert!(
+        update.contains(
+            "set \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/7.3.43/kc1-log-2 kc1-log-2"
+        ),
+        "{update}"
+    );
+    assert!(
+        update.contains(
+            "clear \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/7.1.57/kc1-log-9"
+        ),
+        "{update}"
+    );
+    client.clear_pending_upgrades().await.unwrap();
+    assert_eq!(
+        stand_in.args(3).last().unwrap(),
+        "writemode on; option on ACCESS_SYSTEM_KEYS; clearrange \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades/ \\xff\\x02/org.foundationdb.kubernetes-operator/upgrades0"
     );
 }

@@ -48,3 +48,84 @@ fn a_denied_lock_id_cannot_configure_the_database_until_allowed_again() {
     let last = result.steps.last().unwrap();
     assert_eq!(last.fdb["configuration"]["logs"], 4);
 }
+
+#[test]
+fn a_locked_upgrade_agrees_through_the_pending_list_and_kills_once() {
+    let result = run_file("locks/locked-upgrade.yaml", None);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let kills = admin_events(&result, "kill");
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    // Every process of the database, at once.
+    assert_eq!(
+        kills[0].1.split_whitespace().count(),
+        1 + 17,
+        "{}",
+        kills[0].1
+    );
+    let pending = admin_events(&result, "pending-upgrades");
+    let kill_at = result
+        .events
+        .iter()
+        .position(|e| e.action == "kill")
+        .unwrap();
+    let added_at = result
+        .events
+        .iter()
+        .position(|e| e.action == "pending-upgrades" && e.detail.starts_with("upgrades +["))
+        .expect("the groups were added to the pending-upgrade list");
+    assert!(added_at < kill_at, "{pending:?}");
+    let added = &result.events[added_at].detail;
+    assert_eq!(added.matches("7.3.43/dc1-").count(), 17, "{added}");
+    // The kill's instance cleared the list once the database was back.
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    assert_eq!(pending[1].1, "clearrange upgrades/", "{pending:?}");
+    let cleared_at = result
+        .events
+        .iter()
+        .position(|e| e.detail == "clearrange upgrades/")
+        .unwrap();
+    assert!(cleared_at > kill_at);
+    // The lock was taken before the list was written.
+    let locked_at = result
+        .events
+        .iter()
+        .position(|e| e.action == "lock" && e.detail.starts_with("lock dc1"))
+        .unwrap();
+    assert!(locked_at < added_at);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.fdb["pendingUpgrades"], serde_json::json!([]));
+    let processes = last.fdb["processes"].as_array().unwrap();
+    assert!(
+        processes.iter().all(|p| p["version"] == "7.3.43"),
+        "{processes:?}"
+    );
+}
+
+#[test]
+fn a_crash_right_after_the_locked_kill_neither_kills_again_nor_blocks() {
+    let result = run_file("locks/locked-upgrade-crash.yaml", None);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.detail.contains("crashed right after its action"))
+    );
+    let kills = admin_events(&result, "kill");
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    let last = result.steps.last().unwrap();
+    let processes = last.fdb["processes"].as_array().unwrap();
+    assert!(
+        processes.iter().all(|p| p["version"] == "7.3.43"),
+        "{processes:?}"
+    );
+    // The list was never cleared (the crash came first); its entries name the target
+    // the database now runs, and nothing waited on them.
+    let left = last.fdb["pendingUpgrades"].as_array().unwrap();
+    assert_eq!(left.len(), 17, "{left:?}");
+    assert!(
+        left.iter()
+            .all(|e| e.as_str().unwrap().starts_with("7.3.43/dc1-"))
+    );
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}

@@ -12,6 +12,7 @@ mod faults;
 mod idempotence;
 mod kubernetes;
 mod locks;
+mod multi;
 mod mutations;
 mod randomized;
 mod removals;

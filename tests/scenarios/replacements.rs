@@ -156,6 +156,104 @@ fn a_tainted_nodes_groups_are_replaced_after_the_durations_and_the_opt_out_is_ig
     assert_eq!(end.fdb["lostShards"], 0);
 }
 
+/// `maxFaultDomainsWithTaintedProcessGroups: 1` with two tainted nodes (two fault
+/// domains): nothing is replaced for the taints while both are tainted; once one taint
+/// goes, the other node's groups are replaced. Without the limit both nodes' groups would
+/// be replaced during the first 600 s.
+#[test]
+fn taint_replacements_never_cover_more_fault_domains_than_allowed() {
+    let result = run_file("replacements/taint-fault-domains.yaml", None);
+    assert_clean(&result);
+    let replaced = groups_on(&result.steps[0], "node-2");
+    let kept = groups_on(&result.steps[0], "node-3");
+    assert!(
+        !replaced.is_empty() && !kept.is_empty(),
+        "{replaced:?} {kept:?}"
+    );
+    // While both nodes are tainted: every group stays, none is marked, and the wait is
+    // announced.
+    let both = &result.steps[3];
+    let marked: Vec<&serde_json::Value> = both.cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| !g["removalTimestamp"].is_null())
+        .collect();
+    assert!(marked.is_empty(), "{marked:?}");
+    let heal_time = result.steps[4].time;
+    let chosen_early: Vec<u64> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Operator && e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.time)
+        .filter(|time| *time < heal_time)
+        .collect();
+    assert!(chosen_early.is_empty(), "replaced at {chosen_early:?}");
+    let blocked = operator_events(&result, "ReplacementBlocked");
+    assert!(
+        blocked.iter().any(
+            |n| n.contains("maxFaultDomainsWithTaintedProcessGroups allows (1)")
+                && n.contains("node-2, node-3")
+        ),
+        "{blocked:?}"
+    );
+    // Then node-2's groups are replaced and node-3's stay.
+    let end = result.steps.last().unwrap();
+    let after = group_ids(end);
+    for id in &replaced {
+        assert!(!after.contains(id), "{id} on node-2 was not replaced");
+    }
+    for id in &kept {
+        assert!(after.contains(id), "{id} on node-3 was replaced");
+    }
+    assert_eq!(end.fdb["lostShards"], 0);
+}
+
+/// A group whose pods keep failing: each failed pod is recreated after a growing
+/// back-off (not in a loop of one pass per second), and the group is replaced on time,
+/// once it has failed for `failureDetectionTimeSeconds` (600 s).
+#[test]
+fn a_pod_that_keeps_failing_is_recreated_with_a_back_off_then_replaced_on_time() {
+    let result = run_file("replacements/failed-pod.yaml", None);
+    assert_clean(&result);
+    let failed_at = result.steps[1].time;
+    let deletions: Vec<u64> = result
+        .events
+        .iter()
+        .filter(|e| {
+            e.source == EventSource::Operator
+                && e.detail.starts_with("TerminalPodDeleted")
+                && e.detail.contains("sample-stateless-1 ")
+        })
+        .map(|e| e.time)
+        .collect();
+    // 0, 10, 10, 20, 40, 80, 160, 300 s apart: at most 8 in the 600 s before the
+    // replacement (about 600 without the back-off).
+    assert!(
+        !deletions.is_empty() && deletions.len() <= 8,
+        "{deletions:?}"
+    );
+    assert!(
+        deletions.windows(2).skip(1).all(|w| w[1] - w[0] >= 10),
+        "recreated sooner than 10 s: {deletions:?}"
+    );
+    let chosen = result
+        .events
+        .iter()
+        .find(|e| {
+            e.source == EventSource::Operator
+                && e.detail.starts_with("ReplacementChosen")
+                && e.detail.contains("stateless-1:")
+        })
+        .map(|e| e.time)
+        .expect("stateless-1 is replaced");
+    assert!(
+        (failed_at + 600..=failed_at + 640).contains(&chosen),
+        "replaced at {chosen}, failed at {failed_at}"
+    );
+    assert!(!group_ids(result.steps.last().unwrap()).contains(&"stateless-1".to_owned()));
+}
+
 #[test]
 fn a_process_reporting_io_errors_is_replaced() {
     let result = run_file("replacements/io-error.yaml", None);

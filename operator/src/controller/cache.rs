@@ -425,13 +425,12 @@ impl ObjectCache {
         .await
     }
 
-    /// The cached pods in `namespace` carrying `labels`.
-    pub fn pods(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Pod> {
+    /// The cached pods in `namespace` carrying `labels` (shared, not copied).
+    pub fn pods(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<Pod>> {
         self.pods
             .state()
             .into_iter()
             .filter(|o| selected(&**o, namespace, labels))
-            .map(|o| Pod::clone(&o))
             .collect()
     }
 
@@ -441,25 +440,30 @@ impl ObjectCache {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<PersistentVolumeClaim> {
+    ) -> Vec<Arc<PersistentVolumeClaim>> {
         self.pvcs
             .state()
             .into_iter()
             .filter(|o| selected(&**o, namespace, labels))
-            .map(|o| PersistentVolumeClaim {
-                metadata: o.metadata.clone(),
-                ..PersistentVolumeClaim::default()
+            .map(|o| {
+                Arc::new(PersistentVolumeClaim {
+                    metadata: o.metadata.clone(),
+                    ..PersistentVolumeClaim::default()
+                })
             })
             .collect()
     }
 
-    /// The cached services in `namespace` carrying `labels`.
-    pub fn services(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Service> {
+    /// The cached services in `namespace` carrying `labels` (shared, not copied).
+    pub fn services(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<Service>> {
         self.services
             .state()
             .into_iter()
             .filter(|o| selected(&**o, namespace, labels))
-            .map(|o| Service::clone(&o))
             .collect()
     }
 

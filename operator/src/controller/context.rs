@@ -90,6 +90,8 @@ pub struct Context {
     pub desired: Arc<DesiredMemo>,
     /// The watch caches passes read the cluster's objects from (`None`: passes LIST).
     pub cache: Option<Arc<ObjectCache>>,
+    /// Pending-upgrade lists still to clear after an upgrade's kill.
+    pub upgrade_cleanup: Arc<super::upgrade_cleanup::UpgradeCleanup>,
 }
 
 impl fmt::Debug for Context {
@@ -128,6 +130,7 @@ impl Context {
             pod_config: Arc::new(PodConfigMemo::default()),
             desired: Arc::new(DesiredMemo::default()),
             cache: None,
+            upgrade_cleanup: Arc::default(),
         }
     }
 }

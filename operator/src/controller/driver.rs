@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::validation::ValidatedCluster;
 use kube::{Api, ResourceExt};
@@ -49,15 +49,18 @@ pub async fn run_pass(
 
 /// Sets the cluster's desired and reconciled process group gauges from its latest
 /// status: reconciled groups are live (not marked for removal) and have no condition.
-fn record_groups(ctx: &Context, namespace: &str, cluster: &FoundationDBCluster) {
+fn record_groups(
+    ctx: &Context,
+    namespace: &str,
+    cluster: &FoundationDBCluster,
+    status: &FoundationDBClusterStatus,
+) {
     let desired = i64::from(desired_process_counts(&cluster.spec).total());
-    let reconciled = cluster.status.as_ref().map_or(0, |status| {
-        status
-            .process_groups
-            .iter()
-            .filter(|g| !g.is_marked_for_removal() && g.process_group_conditions.is_empty())
-            .count()
-    });
+    let reconciled = status
+        .process_groups
+        .iter()
+        .filter(|g| !g.is_marked_for_removal() && g.process_group_conditions.is_empty())
+        .count();
     let reconciled = i64::try_from(reconciled).unwrap_or(i64::MAX);
     ctx.metrics
         .record_groups(namespace, &cluster.name_any(), desired, reconciled);
@@ -190,18 +193,29 @@ async fn run_pass_inner(
             step: "UpdateStatus",
             source,
         })?;
-    let latest = pass.latest_cluster();
-    let cluster = &latest;
-    record_groups(ctx, namespace, cluster);
-    let reconciled_generation = cluster
-        .status
-        .as_ref()
-        .and_then(|status| status.generations.reconciled);
+    // Borrowed: copying a large cluster's status here was a measurable part of a pass.
+    let cluster = pass.cluster();
+    let status = pass.latest_status();
+    record_groups(ctx, namespace, cluster, status);
+    let reconciled_generation = status.generations.reconciled;
     // The final UpdateStatus must have judged this pass's observation Reconciled: the
     // reconciled generation alone stays set after a process goes missing.
     let reconciled = outcome == PassOutcome::Completed
         && pass.judged_reconciled() == Some(true)
         && reconciled_generation == Some(cluster.metadata.generation.unwrap_or(0));
+    // An instance with nothing left to do gives the operator lock up, so the other
+    // instances sharing the database need not wait for it to expire. Only logged on
+    // failure: the lock expires anyway.
+    if reconciled {
+        let released = async {
+            let (snapshot, io) = pass.prepare(ctx).await?;
+            super::locks::release(ctx, snapshot, io).await
+        }
+        .await;
+        if let Err(error) = released {
+            tracing::warn!(%error, "could not give the operator lock up after reconciling");
+        }
+    }
     Ok(PassReport {
         outcome,
         reconciled,

@@ -202,9 +202,9 @@ impl Fixture {
         ClusterSnapshot::new(SnapshotParts {
             cluster: ValidatedCluster::new(self.cluster).unwrap(),
             now: Timestamp::from_second(self.now).unwrap(),
-            pods: self.pods,
-            pvcs: self.pvcs,
-            services: self.services,
+            pods: self.pods.into_iter().map(Arc::new).collect(),
+            pvcs: self.pvcs.into_iter().map(Arc::new).collect(),
+            services: self.services.into_iter().map(Arc::new).collect(),
             config_map: self.config_map,
             database: self.database,
             nodes: self.nodes,

@@ -6,14 +6,17 @@
 //!
 //! The lock key holds `(lockID, start, end)`. An instance may take it when nobody holds
 //! it, when it has expired, or when it holds it already (it renews it once less than half
-//! its duration is left, so a busy instance keeps it without writing every pass). A lock
-//! ID on the deny list never takes it. The decision ([`decide_lock`]) is pure; [`acquire`]
+//! its duration is left, so a busy instance keeps it without writing every pass), and
+//! gives it up ([`release`]) once its cluster is reconciled or while it waits for the
+//! other instances (an upgrade's pending-upgrade list). A lock ID on the deny list never
+//! takes it. The decision ([`decide_lock`]) is pure; [`acquire`]
 //! reads the deny list and the lock and writes the new value through the pass's admin.
 
 use fdb_shared::cluster_math::uses_locks;
 
 use super::context::Context;
 use super::errors::StepError;
+use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
 use super::safety::{self, LockNeed, LockedAction, Refusal};
 use super::snapshot::ClusterSnapshot;
@@ -126,6 +129,50 @@ pub async fn acquire(
             seconds_left,
         })),
     }
+}
+
+/// Takes the lock for `action`, or says how the step ends instead: `Some(requeue)` with
+/// `reason(refusal)` when another instance holds it or this one is denied.
+pub async fn acquire_or_requeue(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    action: LockedAction,
+    reason: impl FnOnce(&Refusal) -> String,
+) -> Result<Option<StepOutcome>, StepError> {
+    match acquire(ctx, snapshot, io, action).await? {
+        Ok(()) => Ok(None),
+        Err(refusal) => Ok(Some(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason: reason(&refusal),
+        })),
+    }
+}
+
+/// Gives the lock up (it expires now) when this instance holds it, so another instance
+/// this one waits for can take it. Nothing to do without locks or when another holds it.
+pub async fn release(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+) -> Result<(), StepError> {
+    let LockNeed::Needed { lock_id } = safety::lock_needed(snapshot, LockedAction::Bounce) else {
+        return Ok(());
+    };
+    let admin = io.admin(ctx, snapshot)?;
+    let current = admin
+        .read_lock()
+        .await
+        .map_err(StepError::admin("read the operator lock"))?;
+    let now = snapshot.now_unix();
+    let Some(lock) = current.filter(|l| l.lock_id == lock_id && !l.is_expired(now)) else {
+        return Ok(());
+    };
+    tracing::info!(%lock_id, "releasing the operator lock for the other instances");
+    admin
+        .write_lock(&LockValue { end: now, ..lock })
+        .await
+        .map_err(StepError::admin("release the operator lock"))
 }
 
 /// The deny list changes the spec asks for: entries to add (listed without

@@ -20,6 +20,7 @@ use super::context::{AdminClientProvider, SidecarProvider};
 use super::metrics::{AdminCommandLabels, OperatorMetrics, SidecarErrorLabels};
 use crate::fdb::{
     AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
+    PendingUpgrade,
 };
 
 /// Wraps an [`AdminClientProvider`]; its clients time each command.
@@ -150,6 +151,31 @@ impl AdminClient for MeteredAdmin {
     async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
         self.timed("update_deny_list", self.inner.update_deny_list(add, remove))
             .await
+    }
+
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        self.timed("pending_upgrades", self.inner.pending_upgrades())
+            .await
+    }
+
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        self.timed(
+            "update_pending_upgrades",
+            self.inner.update_pending_upgrades(add, remove),
+        )
+        .await
+    }
+
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.timed(
+            "clear_pending_upgrades",
+            self.inner.clear_pending_upgrades(),
+        )
+        .await
     }
 
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {

@@ -42,6 +42,7 @@ pub mod status;
 pub mod status_mutations;
 pub mod subreconcilers;
 pub mod upgrade;
+pub mod upgrade_cleanup;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};
 pub use driver::run_pass;

@@ -14,11 +14,11 @@ use super::desired::{ConfigHashes, desired_config_map};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, expected_substitutions,
-    process_group_labels, servers_per_pod,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, process_group_labels,
+    servers_per_pod,
 };
 use super::process_groups::{
-    GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, pod_zone, taint_facts,
+    GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
 };
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::status::GroupObservation;
@@ -50,11 +50,10 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 fn command_lines_match(
     snapshot: &ClusterSnapshot,
     group: &ProcessGroupStatus,
-    pod: &Pod,
+    substitutions: Option<&BTreeMap<String, String>>,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
-    let substitutions = expected_substitutions(pod)?;
-    let expected = snapshot.expected_command_lines(group, &substitutions)?;
+    let expected = snapshot.expected_command_lines(group, substitutions?)?;
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
     for process in processes {
@@ -83,14 +82,13 @@ fn command_lines_match(
 /// ([`crate::controller::upgrade::wanted_sidecar_image`]). A pod whose main container is
 /// not the desired one yet (a compatible version change rolls out by recreating pods) is
 /// judged by IncorrectPodSpec alone.
-fn sidecar_image_matches(cluster: &FoundationDBCluster, pod: &Pod) -> bool {
-    use super::upgrade::{live_sidecar_image, pending_upgrade_target, wanted_sidecar_image};
-    let wanted = wanted_sidecar_image(cluster);
+fn sidecar_image_matches(images: &WantedImages, pod: &Pod) -> bool {
+    use super::upgrade::live_sidecar_image;
     let live = live_sidecar_image(pod);
-    if live == Some(wanted.as_str()) {
+    if live == Some(images.sidecar.as_str()) {
         return true;
     }
-    if pending_upgrade_target(cluster).is_some() {
+    if images.upgrading {
         return false;
     }
     let main = pod
@@ -102,30 +100,60 @@ fn sidecar_image_matches(cluster: &FoundationDBCluster, pod: &Pod) -> bool {
                 .find(|c| c.name == super::pod_model::MAIN_CONTAINER)
         })
         .and_then(|c| c.image.as_deref());
-    let wanted_main =
-        fdb_shared::cluster_math::main_image(&cluster.spec, super::pod_model::pod_version(cluster));
-    main != Some(wanted_main.as_str()) || live.is_none()
+    main != Some(images.main.as_str()) || live.is_none()
+}
+
+/// The images pods must run now, the same for every group of a pass (computed once).
+#[derive(Debug)]
+struct WantedImages {
+    /// [`super::upgrade::wanted_sidecar_image`].
+    sidecar: String,
+    /// Whether an incompatible upgrade is pending.
+    upgrading: bool,
+    /// The main container's image.
+    main: String,
+}
+
+impl WantedImages {
+    fn of(cluster: &FoundationDBCluster) -> Self {
+        use super::upgrade::{pending_upgrade_target, wanted_sidecar_image};
+        Self {
+            sidecar: wanted_sidecar_image(cluster),
+            upgrading: pending_upgrade_target(cluster).is_some(),
+            main: fdb_shared::cluster_math::main_image(
+                &cluster.spec,
+                super::pod_model::pod_version(cluster),
+            ),
+        }
+    }
+}
+
+/// What every group's observation needs that depends on the cluster alone, computed
+/// once per observation of all groups.
+struct Shared {
+    hashes: ConfigHashes,
+    images: WantedImages,
 }
 
 /// Observes one process group of `snapshot`.
-pub fn observe_group(
+fn observe_group(
     snapshot: &ClusterSnapshot,
     group: GroupView<'_>,
-    hashes: &mut ConfigHashes,
+    shared: &mut Shared,
 ) -> Result<GroupObservation, StepError> {
     let cluster = snapshot.cluster();
     let status = group.status;
     let id = group.id();
     let pod = group.pod;
+    let desired = snapshot
+        .desired(status)
+        .map_err(build_error(format!("desired objects of {id}")))?;
     let pod_facts = match pod {
         None => None,
         Some(pod) => {
-            let desired = snapshot
-                .desired(status)
-                .map_err(build_error(format!("pod of {id}")))?;
             let annotations = pod.annotations();
             let labels = pod.labels();
-            let config_hash = hashes.of(cluster, status)?;
+            let config_hash = shared.hashes.of(cluster, status)?;
             Some(PodFacts {
                 terminating: pod.metadata.deletion_timestamp.is_some(),
                 pending: pod_phase(pod) == "Pending",
@@ -137,13 +165,10 @@ pub fn observe_group(
                     .all(|(k, v)| labels.get(k) == Some(v)),
                 config_confirmed: config_hash.is_some()
                     && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
-                sidecar_image_matches: sidecar_image_matches(cluster, pod),
+                sidecar_image_matches: sidecar_image_matches(&shared.images, pod),
             })
         }
     };
-    let desired = snapshot
-        .desired(status)
-        .map_err(build_error(format!("desired objects of {id}")))?;
     let (pvc_needed, service_needed) = (desired.pvc.is_some(), desired.service_needed);
     let processes: Vec<&ProcessStatus> = group.processes().collect();
     let process_facts = match snapshot.database_status() {
@@ -154,8 +179,8 @@ pub fn observe_group(
         },
     };
     let command_lines_match = match (pod, &pod_facts) {
-        (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
-            command_lines_match(snapshot, status, pod, &processes)
+        (Some(_), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+            command_lines_match(snapshot, status, group.pod_substitutions(), &processes)
         }
         _ => None,
     };
@@ -186,7 +211,7 @@ pub fn observe_group(
     let fault_domain = processes
         .iter()
         .find_map(|p| p.locality.zoneid.clone())
-        .or_else(|| pod.and_then(|pod| pod_zone(cluster, pod)));
+        .or_else(|| group.pod_zone().map(str::to_owned));
     Ok(GroupObservation {
         facts: GroupFacts {
             marked_for_removal: status.is_marked_for_removal(),
@@ -211,10 +236,13 @@ pub fn observe_group(
 pub fn observe_groups(
     snapshot: &ClusterSnapshot,
 ) -> Result<BTreeMap<String, GroupObservation>, StepError> {
-    let mut hashes = ConfigHashes::default();
+    let mut shared = Shared {
+        hashes: ConfigHashes::default(),
+        images: WantedImages::of(snapshot.cluster()),
+    };
     let mut observations = BTreeMap::new();
     for group in snapshot.groups() {
-        let observation = observe_group(snapshot, group, &mut hashes)?;
+        let observation = observe_group(snapshot, group, &mut shared)?;
         observations.insert(group.id().to_owned(), observation);
     }
     Ok(observations)

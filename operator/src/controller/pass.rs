@@ -102,11 +102,10 @@ impl PassState {
         self.io.flush_status(ctx).await
     }
 
-    /// The cluster with the pass's latest status (written or staged).
-    pub fn latest_cluster(&self) -> FoundationDBCluster {
-        let mut cluster = self.cluster().clone();
-        cluster.status = Some(self.io.latest_status().clone());
-        cluster
+    /// The pass's latest status (written or staged); the spec and metadata are
+    /// [`PassState::cluster`]'s.
+    pub fn latest_status(&self) -> &FoundationDBClusterStatus {
+        self.io.latest_status()
     }
 
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled.
@@ -190,7 +189,7 @@ async fn read(
     } else {
         let names: std::collections::BTreeSet<String> = pods
             .iter()
-            .filter_map(|pod: &k8s_openapi::api::core::v1::Pod| {
+            .filter_map(|pod: &std::sync::Arc<k8s_openapi::api::core::v1::Pod>| {
                 pod.spec.as_ref()?.node_name.clone()
             })
             .collect();

@@ -102,6 +102,8 @@ pub struct PassIo {
     judged_reconciled: Option<bool>,
     /// UpdateStatus's decision and the snapshot version it was made from.
     status_decision: Option<(u64, StatusDecision)>,
+    /// The pods this pass asked to delete, in order.
+    deleted_pods: Vec<String>,
 }
 
 /// A create that found the object already there (a stale list or cache) is not an
@@ -141,6 +143,7 @@ impl PassIo {
             status_changed: false,
             judged_reconciled: None,
             status_decision: None,
+            deleted_pods: Vec::new(),
         }
     }
 
@@ -179,7 +182,7 @@ impl PassIo {
         ctx: &Context,
         selector: &str,
         what: &str,
-    ) -> Result<Vec<K>, StepError> {
+    ) -> Result<Vec<Arc<K>>, StepError> {
         let params = ListParams::default().labels(selector);
         let mut items = self
             .api::<K>(ctx)
@@ -191,7 +194,7 @@ impl PassIo {
             )))?
             .items;
         items.sort_by_key(ResourceExt::name_any);
-        Ok(items)
+        Ok(items.into_iter().map(Arc::new).collect())
     }
 
     /// The ConfigMap `name`, if it exists.
@@ -416,10 +419,18 @@ impl PassIo {
     /// The status the next edit starts from: the staged one, else the one this pass
     /// last wrote, else the snapshot's.
     fn live_status(&self, snapshot: &ClusterSnapshot) -> FoundationDBClusterStatus {
+        self.live_status_ref(snapshot).clone()
+    }
+
+    /// [`PassIo::live_status`], borrowed (comparing needs no copy of a large status).
+    fn live_status_ref<'a>(
+        &'a self,
+        snapshot: &'a ClusterSnapshot,
+    ) -> &'a FoundationDBClusterStatus {
         match (&self.staged, &self.written) {
-            (Some(staged), _) => staged.clone(),
-            (None, Some(_)) => self.server_status.clone(),
-            (None, None) => snapshot.status().clone(),
+            (Some(staged), _) => staged,
+            (None, Some(_)) => &self.server_status,
+            (None, None) => snapshot.status(),
         }
     }
 
@@ -434,12 +445,25 @@ impl PassIo {
         snapshot: &ClusterSnapshot,
         status: FoundationDBClusterStatus,
     ) -> bool {
-        if self.live_status(snapshot) == status {
+        if *self.live_status_ref(snapshot) == status {
             return false;
         }
         self.staged = Some(status);
         self.status_changed = true;
         true
+    }
+
+    /// [`PassIo::stage_status`] of a borrowed status, copied only when it differs from
+    /// the pass's (a steady pass stages nothing and copies nothing).
+    pub fn stage_status_if_changed(
+        &mut self,
+        snapshot: &ClusterSnapshot,
+        status: &FoundationDBClusterStatus,
+    ) -> bool {
+        if self.live_status_ref(snapshot) == status {
+            return false;
+        }
+        self.stage_status(snapshot, status.clone())
     }
 
     /// Applies `mutations` to the pass's status and stages it (see
@@ -532,6 +556,9 @@ impl PassIo {
     ) -> Result<(), StepError> {
         // Counted before the call: a failed delete may still have been applied.
         self.objects.insert(K::KIND);
+        if K::KIND == ObjectKind::Pods {
+            self.deleted_pods.push(name.to_owned());
+        }
         match self
             .api::<K>(ctx)
             .delete(name, &kube::api::DeleteParams::default())
@@ -553,10 +580,16 @@ impl PassIo {
         }
     }
 
-    /// UpdateStatus's decision of this pass, when it was made from snapshot `version`.
-    pub fn status_decision(&self, version: u64) -> Option<&StatusDecision> {
+    /// The pods this pass asked to delete so far (whether or not they were still there).
+    pub fn deleted_pods(&self) -> &[String] {
+        &self.deleted_pods
+    }
+
+    /// Takes UpdateStatus's decision of this pass, when it was made from snapshot
+    /// `version` (else it is dropped: it no longer holds).
+    pub fn take_status_decision(&mut self, version: u64) -> Option<StatusDecision> {
         self.status_decision
-            .as_ref()
+            .take()
             .filter(|(made_from, _)| *made_from == version)
             .map(|(_, decision)| decision)
     }

@@ -129,8 +129,11 @@ fn monitor_conf_key(spec: &PodSpec) -> Option<&str> {
         .map(|item| item.key.as_str())
 }
 
-fn node_selector(spec: &PodSpec) -> BTreeMap<String, String> {
-    spec.node_selector.clone().unwrap_or_default()
+/// The node selector, absent and empty alike (borrowed: compared on every pass).
+fn node_selector(spec: &PodSpec) -> Option<&BTreeMap<String, String>> {
+    spec.node_selector
+        .as_ref()
+        .filter(|selector| !selector.is_empty())
 }
 
 /// The first resource of a desired container that asks for more than the live one.
@@ -252,15 +255,16 @@ pub fn replace_only_change(
     if let Some(live) = group
         .pvc
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        && let Some(desired) = snapshot.desired(status)?.pvc.clone()
     {
-        let annotation = |pvc: &k8s_openapi::api::core::v1::PersistentVolumeClaim| {
-            pvc.annotations().get(LAST_APPLIED_SPEC_ANNOTATION).cloned()
-        };
+        let desired_objects = snapshot.desired(status)?;
+        fn annotation(pvc: &k8s_openapi::api::core::v1::PersistentVolumeClaim) -> Option<&String> {
+            pvc.annotations().get(LAST_APPLIED_SPEC_ANNOTATION)
+        }
         // A PVC without the hash was not made by this operator; its spec is unknown,
         // and replacing every such group at once would be worse than leaving it.
-        if let Some(live_hash) = annotation(live)
-            && annotation(&desired).is_some_and(|hash| hash != live_hash)
+        if let Some(desired) = desired_objects.pvc.as_ref()
+            && let Some(live_hash) = annotation(live)
+            && annotation(desired).is_some_and(|hash| hash != live_hash)
         {
             return Ok(Some(ReplaceOnlyChange::PvcSpec));
         }
@@ -276,19 +280,21 @@ fn pod_change(
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let live_annotations = live.annotations();
-    let annotation = |annotations: &BTreeMap<String, String>, key: &str, default: &str| {
-        annotations
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| default.to_owned())
-    };
+    // Borrowed: copied only into a change found.
+    fn annotation<'a>(
+        annotations: &'a BTreeMap<String, String>,
+        key: &str,
+        default: &'a str,
+    ) -> &'a str {
+        annotations.get(key).map_or(default, String::as_str)
+    }
     // A pod without the annotation was made with the defaults.
     let ip_live = annotation(live_annotations, PUBLIC_IP_SOURCE_ANNOTATION, "pod");
     let ip_desired = annotation(desired_annotations, PUBLIC_IP_SOURCE_ANNOTATION, "pod");
     if ip_live != ip_desired {
         return Some(ReplaceOnlyChange::PublicIpSource {
-            live: ip_live,
-            desired: ip_desired,
+            live: ip_live.to_owned(),
+            desired: ip_desired.to_owned(),
         });
     }
     let empty = PodSpec::default();
@@ -321,8 +327,8 @@ fn pod_change(
     let image_desired = annotation(desired_annotations, IMAGE_TYPE_ANNOTATION, split);
     if image_live != image_desired {
         return Some(ReplaceOnlyChange::ImageType {
-            live: image_live,
-            desired: image_desired,
+            live: image_live.to_owned(),
+            desired: image_desired.to_owned(),
         });
     }
     None

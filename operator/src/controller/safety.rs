@@ -22,7 +22,6 @@ use fdb_shared::status_json::DatabaseStatus;
 
 use super::objects::pod_is_running;
 use super::pod_model::servers_per_pod;
-use super::process_groups::pod_zone;
 use super::snapshot::{ClusterSnapshot, DatabaseState, GroupView};
 
 /// How long after a recovery exclusions and configuration changes wait (§8).
@@ -354,20 +353,15 @@ fn is_down(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
         && u32::try_from(group.processes().count()).unwrap_or(u32::MAX) < expected
 }
 
-/// The zone a group counts in (a group of unknown zone is its own zone).
-fn zone_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
+/// The zone a group counts in for [`zone_budget`] and [`may_take_down`] (its fault
+/// domain, else its pod's zone; a group of unknown zone is its own zone).
+pub fn group_zone(group: &GroupView<'_>) -> String {
     group
         .status
         .fault_domain
         .clone()
-        .or_else(|| group.pod.and_then(|pod| pod_zone(snapshot.cluster(), pod)))
+        .or_else(|| group.pod_zone().map(str::to_owned))
         .unwrap_or_else(|| format!("{} (zone unknown)", group.id()))
-}
-
-/// The zone a group counts in for [`zone_budget`] and [`may_take_down`] (its fault
-/// domain, else its pod's zone; a group of unknown zone is its own zone).
-pub fn group_zone(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
-    zone_of(snapshot, group)
 }
 
 /// The fault-tolerance budget of the cluster now. One pass over the groups.
@@ -391,7 +385,7 @@ pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
     let mut down: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for group in snapshot.groups() {
         if is_down(snapshot, &group) {
-            down.entry(zone_of(snapshot, &group))
+            down.entry(group_zone(&group))
                 .or_default()
                 .push(group.id().to_owned());
         }

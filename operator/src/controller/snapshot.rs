@@ -33,7 +33,8 @@ use kube::ResourceExt;
 
 use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of;
-use super::pod_model::PodModelError;
+use super::pod_model::{PodModelError, expected_substitutions};
+use super::process_groups::pod_zone;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
 
@@ -86,12 +87,12 @@ pub struct SnapshotParts {
     pub cluster: ValidatedCluster,
     /// The pass's time.
     pub now: Timestamp,
-    /// The cluster's pods.
-    pub pods: Vec<Pod>,
+    /// The cluster's pods (shared with the watch cache: a pass copies none).
+    pub pods: Vec<Arc<Pod>>,
     /// The cluster's PVCs.
-    pub pvcs: Vec<PersistentVolumeClaim>,
+    pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     /// The cluster's services.
-    pub services: Vec<Service>,
+    pub services: Vec<Arc<Service>>,
     /// `<cluster>-config`, if it exists.
     pub config_map: Option<ConfigMap>,
     /// The database.
@@ -100,6 +101,15 @@ pub struct SnapshotParts {
     /// when `taintReplacementOptions` are set (`None`: not read). A node that could not
     /// be read is absent.
     pub nodes: Option<BTreeMap<String, Node>>,
+}
+
+/// What a pass derives from one pod, at most once per snapshot (several steps ask).
+#[derive(Debug, Clone, Default)]
+struct PodDerived {
+    /// [`pod_zone`] of the pod.
+    zone: OnceLock<Option<String>>,
+    /// [`expected_substitutions`] of the pod.
+    substitutions: OnceLock<Option<BTreeMap<String, String>>>,
 }
 
 /// Where one process group's objects are in the snapshot.
@@ -128,6 +138,8 @@ pub struct GroupView<'a> {
     pub service: Option<&'a Service>,
     process_keys: &'a [String],
     database: Option<&'a DatabaseStatus>,
+    cluster: &'a FoundationDBCluster,
+    derived: Option<&'a PodDerived>,
 }
 
 impl<'a> GroupView<'a> {
@@ -153,6 +165,25 @@ impl<'a> GroupView<'a> {
     pub fn is_reporting(&self) -> bool {
         !self.process_keys.is_empty()
     }
+
+    /// [`pod_zone`] of the group's pod (`None` without a pod), derived once per snapshot.
+    pub fn pod_zone(&self) -> Option<&'a str> {
+        let pod = self.pod?;
+        self.derived?
+            .zone
+            .get_or_init(|| pod_zone(self.cluster, pod))
+            .as_deref()
+    }
+
+    /// [`expected_substitutions`] of the group's pod (`None` without a pod), derived
+    /// once per snapshot.
+    pub fn pod_substitutions(&self) -> Option<&'a BTreeMap<String, String>> {
+        let pod = self.pod?;
+        self.derived?
+            .substitutions
+            .get_or_init(|| expected_substitutions(pod))
+            .as_ref()
+    }
 }
 
 /// See the module documentation.
@@ -161,6 +192,8 @@ pub struct ClusterSnapshot {
     parts: SnapshotParts,
     groups: Vec<GroupIndex>,
     by_id: BTreeMap<String, usize>,
+    /// What is derived from each pod (by position in the pods).
+    pod_derived: Vec<PodDerived>,
     /// The desired objects of the groups, kept across passes by the operator.
     desired: Arc<DesiredMemo>,
     /// [`desired_memo::fingerprint`] of the cluster, once asked.
@@ -178,11 +211,11 @@ static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
 /// (objects in name order), like a scan for "the object of this group" would.
 fn index_by_group<K: ResourceExt>(
     cluster: &FoundationDBCluster,
-    objects: &[K],
+    objects: &[Arc<K>],
 ) -> BTreeMap<String, usize> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for (position, object) in objects.iter().enumerate() {
-        let Some(group) = group_of(cluster, object) else {
+        let Some(group) = group_of(cluster, &**object) else {
             continue;
         };
         let terminating = object.meta().deletion_timestamp.is_some();
@@ -203,11 +236,11 @@ fn index_by_group<K: ResourceExt>(
     index
 }
 
-fn sort_by_name<K: ResourceExt>(objects: &mut [K]) {
+fn sort_by_name<K: ResourceExt>(objects: &mut [Arc<K>]) {
     objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
 }
 
-fn has_named<K: ResourceExt>(objects: &[K], name: &str) -> bool {
+fn has_named<K: ResourceExt>(objects: &[Arc<K>], name: &str) -> bool {
     objects
         .binary_search_by(|object| object.meta().name.as_deref().cmp(&Some(name)))
         .is_ok()
@@ -219,11 +252,11 @@ pub struct Fresh {
     /// The cluster with the status a status write returned.
     pub cluster: Option<ValidatedCluster>,
     /// The pods, listed again.
-    pub pods: Option<Vec<Pod>>,
+    pub pods: Option<Vec<Arc<Pod>>>,
     /// The PVCs, listed again.
-    pub pvcs: Option<Vec<PersistentVolumeClaim>>,
+    pub pvcs: Option<Vec<Arc<PersistentVolumeClaim>>>,
     /// The services, listed again.
-    pub services: Option<Vec<Service>>,
+    pub services: Option<Vec<Arc<Service>>>,
     /// The ConfigMap, read again.
     pub config_map: Option<Option<ConfigMap>>,
     /// The database, read again.
@@ -281,10 +314,12 @@ impl ClusterSnapshot {
         sort_by_name(&mut parts.services);
         let (groups, by_id) = index(&parts);
         let desired_slots = groups.iter().map(|_| OnceLock::new()).collect();
+        let pod_derived = parts.pods.iter().map(|_| PodDerived::default()).collect();
         Self {
             parts,
             groups,
             by_id,
+            pod_derived,
             desired: Arc::default(),
             fingerprint: OnceLock::new(),
             desired_slots,
@@ -376,6 +411,13 @@ impl ClusterSnapshot {
             parts.database = database;
         }
         (self.groups, self.by_id) = index(&self.parts);
+        // Positions may have moved; a refresh is rare, deriving again is cheap enough.
+        self.pod_derived = self
+            .parts
+            .pods
+            .iter()
+            .map(|_| PodDerived::default())
+            .collect();
         self.desired_slots = self.groups.iter().map(|_| OnceLock::new()).collect();
     }
 
@@ -429,18 +471,18 @@ impl ClusterSnapshot {
     }
 
     /// The cluster's pods, by name.
-    pub fn pods(&self) -> &[Pod] {
-        &self.parts.pods
+    pub fn pods(&self) -> impl ExactSizeIterator<Item = &Pod> + Clone + '_ {
+        self.parts.pods.iter().map(Arc::as_ref)
     }
 
     /// The cluster's PVCs, by name.
-    pub fn pvcs(&self) -> &[PersistentVolumeClaim] {
-        &self.parts.pvcs
+    pub fn pvcs(&self) -> impl ExactSizeIterator<Item = &PersistentVolumeClaim> + Clone + '_ {
+        self.parts.pvcs.iter().map(Arc::as_ref)
     }
 
     /// The cluster's services, by name.
-    pub fn services(&self) -> &[Service] {
-        &self.parts.services
+    pub fn services(&self) -> impl ExactSizeIterator<Item = &Service> + Clone + '_ {
+        self.parts.services.iter().map(Arc::as_ref)
     }
 
     /// Whether a pod of the cluster has this name.
@@ -481,11 +523,22 @@ impl ClusterSnapshot {
     fn view<'a>(&'a self, index: &'a GroupIndex) -> Option<GroupView<'a>> {
         Some(GroupView {
             status: self.status().process_groups.get(index.position)?,
-            pod: index.pod.and_then(|i| self.parts.pods.get(i)),
-            pvc: index.pvc.and_then(|i| self.parts.pvcs.get(i)),
-            service: index.service.and_then(|i| self.parts.services.get(i)),
+            pod: index
+                .pod
+                .and_then(|i| self.parts.pods.get(i))
+                .map(Arc::as_ref),
+            pvc: index
+                .pvc
+                .and_then(|i| self.parts.pvcs.get(i))
+                .map(Arc::as_ref),
+            service: index
+                .service
+                .and_then(|i| self.parts.services.get(i))
+                .map(Arc::as_ref),
             process_keys: &index.processes,
             database: self.database_status(),
+            cluster: self.cluster(),
+            derived: index.pod.and_then(|i| self.pod_derived.get(i)),
         })
     }
 

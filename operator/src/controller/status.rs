@@ -147,7 +147,8 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
     let cluster = inputs.cluster;
     let spec = &cluster.spec;
     let generation = cluster.metadata.generation.unwrap_or(0);
-    let mut status = inputs.previous.clone();
+    // The groups are rebuilt below: not cloned twice.
+    let mut status = inputs.previous.without_process_groups();
 
     status.process_groups = inputs
         .previous

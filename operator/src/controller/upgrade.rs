@@ -18,6 +18,7 @@ use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::images::sidecar_image;
+use fdb_shared::status_json::DatabaseStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
@@ -30,7 +31,7 @@ use super::pod_model::{
 };
 use super::safety::{self, Refusal};
 use super::snapshot::ClusterSnapshot;
-use crate::fdb::{ClientInfo, clients_without_support_for};
+use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 
 /// What `spec.version` asks of a cluster running `status.runningVersion`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +197,6 @@ pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<
     own_ips.extend(
         snapshot
             .pods()
-            .iter()
             .filter_map(|pod| pod.status.as_ref()?.pod_ip.clone()),
     );
     let clients: Vec<ClientInfo> = ClientInfo::from_status(status)
@@ -244,14 +244,21 @@ pub enum UpgradeWait {
         /// The groups.
         groups: Vec<String>,
     },
-    /// The cluster uses operator locks: every instance must agree through the
-    /// pending-upgrade list, which this operator does not maintain yet.
+    /// Process groups of the database on the old version (other operator instances')
+    /// are not on the pending-upgrade list yet: their instances have not confirmed them
+    /// ready.
     #[error(
-        "the cluster uses operator locks (lock ID {lock_id:?}); coordinating an incompatible upgrade between operator instances is not supported yet, so no process is killed"
+        "{} of {total} process groups on the old version are not on the pending-upgrade list for {target} yet (their operator instances have not confirmed them ready): {}",
+        .groups.len(),
+        .groups.join(", ")
     )]
-    LocksNotSupported {
-        /// The lock ID.
-        lock_id: String,
+    NotAgreed {
+        /// The target.
+        target: FdbVersion,
+        /// The groups missing from the list, sorted.
+        groups: Vec<String>,
+        /// How many groups of the database are on the old version.
+        total: usize,
     },
 }
 
@@ -268,7 +275,19 @@ pub enum UpgradeBounce {
         target: FdbVersion,
         /// Every process address of the cluster.
         addresses: Vec<ProcessAddress>,
+        /// With locks in use: the instance must first agree with the others through
+        /// the pending-upgrade list.
+        agreement: Option<Agreement>,
     },
+}
+
+/// What an instance brings to the pending-upgrade list before the kill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agreement {
+    /// Its lock ID.
+    pub lock_id: String,
+    /// Its process groups, all ready for the kill, sorted.
+    pub groups: Vec<String>,
 }
 
 /// Why one pod is not ready for the kill (`None`: ready).
@@ -307,18 +326,16 @@ fn pod_not_ready(
 /// `minimumUptimeSecondsForBounce` and the database is available, every process of the
 /// cluster is killed in one command. After the kill the processes report the target, the
 /// running version follows and no upgrade is pending any more: an operator that crashed
-/// right after the kill does not kill again.
+/// right after the kill does not kill again. With locks in use the kill also carries the
+/// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
+/// [`plan_pending_list`] and [`check_agreement`]); the addresses are then every process
+/// of the database, whichever operator instance manages it.
 pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
     let Some(target) = pending_upgrade_target(cluster) else {
         return Ok(UpgradeBounce::NotUpgrading);
     };
     let wait = |w: UpgradeWait| Ok(UpgradeBounce::Wait(w));
-    if let safety::LockNeed::Needed { lock_id } =
-        safety::lock_needed(snapshot, safety::LockedAction::Bounce)
-    {
-        return wait(UpgradeWait::LocksNotSupported { lock_id });
-    }
     let wanted_image = wanted_sidecar_image(cluster);
     let mut hashes = ConfigHashes::default();
     let mut not_ready = Vec::new();
@@ -364,7 +381,96 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         .unwrap_or_default();
     addresses.sort_by_key(ToString::to_string);
     addresses.dedup();
-    Ok(UpgradeBounce::KillAll { target, addresses })
+    let agreement = match safety::lock_needed(snapshot, safety::LockedAction::Bounce) {
+        safety::LockNeed::Needed { lock_id } => {
+            let mut groups: Vec<String> = snapshot
+                .live_groups()
+                .map(|group| group.id().to_owned())
+                .collect();
+            groups.sort();
+            Some(Agreement { lock_id, groups })
+        }
+        safety::LockNeed::NotNeeded => None,
+    };
+    Ok(UpgradeBounce::KillAll {
+        target,
+        addresses,
+        agreement,
+    })
+}
+
+/// What an instance writes to the pending-upgrade list, and who agreed after it did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PendingListUpdate {
+    /// Its groups not on the list for the target yet.
+    pub add: Vec<PendingUpgrade>,
+    /// Entries for other versions, left behind by an instance that crashed between its
+    /// kill and clearing the list: they never count, and are dropped in the same write.
+    pub stale: Vec<PendingUpgrade>,
+    /// The groups on the list for the target once the write is done.
+    pub agreed: BTreeSet<String>,
+}
+
+/// Plans the instance's write to the pending-upgrade list `listed` for `target`.
+pub fn plan_pending_list(
+    listed: &[PendingUpgrade],
+    target: &FdbVersion,
+    own: &[String],
+) -> PendingListUpdate {
+    let (current, stale): (Vec<&PendingUpgrade>, Vec<&PendingUpgrade>) =
+        listed.iter().partition(|entry| entry.is_for(target));
+    let mut agreed: BTreeSet<String> = current.iter().map(|e| e.group.clone()).collect();
+    let add = own
+        .iter()
+        .filter(|group| agreed.insert((*group).clone()))
+        .map(|group| PendingUpgrade::new(target, group.clone()))
+        .collect();
+    PendingListUpdate {
+        add,
+        stale: stale.into_iter().cloned().collect(),
+        agreed,
+    }
+}
+
+/// The process group of a process in `status json`: its `instance_id` locality, else
+/// its `process_id` (the Go operator reads either).
+fn status_group(process: &fdb_shared::status_json::ProcessStatus) -> Option<&str> {
+    process
+        .locality
+        .instance_id
+        .as_deref()
+        .or(process.locality.process_id.as_deref())
+}
+
+/// Checks the pending-upgrade list against the whole database: every process group with
+/// a process in `status` not on `target` yet (of any operator instance) must be in
+/// `agreed`. `Err` names the missing groups.
+pub fn check_agreement(
+    status: &DatabaseStatus,
+    target: &FdbVersion,
+    agreed: &BTreeSet<String>,
+) -> Result<(), UpgradeWait> {
+    let old: BTreeSet<&str> = status
+        .cluster
+        .processes
+        .values()
+        .filter(|p| p.version.as_ref() != Some(target))
+        .filter_map(status_group)
+        .collect();
+    let groups: Vec<String> = old
+        .iter()
+        .filter(|group| !agreed.contains(**group))
+        .map(|group| (*group).to_owned())
+        .collect();
+    if groups.is_empty() {
+        Ok(())
+    } else {
+        Err(UpgradeWait::NotAgreed {
+            target: *target,
+            groups,
+            total: old.len(),
+        })
+    }
 }
 
 /// A process group whose processes missed the upgrade's kill.

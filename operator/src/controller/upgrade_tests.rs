@@ -143,12 +143,18 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         .clone()
         .database(reporting(&["log-1", "log-2"]))
         .build();
-    let UpgradeBounce::KillAll { target, addresses } = decide_bounce(&snapshot).unwrap() else {
+    let UpgradeBounce::KillAll {
+        target,
+        addresses,
+        agreement,
+    } = decide_bounce(&snapshot).unwrap()
+    else {
         panic!("must kill");
     };
     assert_eq!(target, v("7.3.43"));
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
     assert_eq!(listed, ["10.0.0.1:4501", "10.0.0.2:4501"]);
+    assert_eq!(agreement, None, "no locks, no pending-upgrade list");
 
     // A process up for less than minimumUptimeSecondsForBounce holds the kill back.
     let young = ready
@@ -165,6 +171,116 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         decide_bounce(&snapshot).unwrap(),
         UpgradeBounce::Wait(UpgradeWait::ProcessesMissing { .. })
     ));
+}
+
+#[test]
+fn with_locks_the_kill_first_brings_every_own_group_to_the_pending_list() {
+    let base =
+        upgrading("{version: 7.3.43, processGroupIDPrefix: kc1, faultDomain: {zoneCount: 3}}")
+            .groups([group("kc1-log-2"), group("kc1-log-1")]);
+    let hash = desired_hash(&base, "kc1-log-1");
+    let snapshot = base
+        .pods([
+            staged_pod(
+                "sample-kc1-log-1",
+                "kc1-log-1",
+                "10.0.0.1",
+                SIDECAR_73,
+                Some(&hash),
+            ),
+            staged_pod(
+                "sample-kc1-log-2",
+                "kc1-log-2",
+                "10.0.0.2",
+                SIDECAR_73,
+                Some(&hash),
+            ),
+        ])
+        .database(reporting(&["kc1-log-1", "kc1-log-2"]))
+        .build();
+    let UpgradeBounce::KillAll { agreement, .. } = decide_bounce(&snapshot).unwrap() else {
+        panic!("must be ready to kill");
+    };
+    assert_eq!(
+        agreement,
+        Some(Agreement {
+            lock_id: "kc1".into(),
+            groups: vec!["kc1-log-1".into(), "kc1-log-2".into()],
+        })
+    );
+}
+
+#[test]
+fn the_pending_list_plan_adds_only_missing_groups_and_drops_other_targets() {
+    let target = v("7.3.43");
+    let listed = vec![
+        PendingUpgrade::new(&target, "kc1-log-1"),
+        PendingUpgrade::new(&target, "kc2-log-1"),
+        PendingUpgrade::new(&v("7.1.57"), "kc1-log-9"),
+    ];
+    let plan = plan_pending_list(&listed, &target, &["kc1-log-1".into(), "kc1-log-2".into()]);
+    assert_eq!(plan.add, [PendingUpgrade::new(&target, "kc1-log-2")]);
+    assert_eq!(plan.stale, [PendingUpgrade::new(&v("7.1.57"), "kc1-log-9")]);
+    let agreed: Vec<&str> = plan.agreed.iter().map(String::as_str).collect();
+    assert_eq!(agreed, ["kc1-log-1", "kc1-log-2", "kc2-log-1"]);
+    // Everything already listed: nothing to write.
+    let again = plan_pending_list(&[listed[0].clone()], &target, &["kc1-log-1".into()]);
+    assert!(again.add.is_empty() && again.stale.is_empty());
+}
+
+#[test]
+fn the_kill_waits_until_every_group_of_the_database_on_the_old_version_agreed() {
+    // The 7.1 status fixture: eight processes, all on 7.1.0-rc1.
+    let status =
+        DatabaseStatus::parse_fdbcli_output(crate::controller::fixtures::STATUS_7_1).unwrap();
+    let target = v("7.3.43");
+    let mut agreed: BTreeSet<String> = ["log-1", "log-2", "log-3", "log-4", "cluster_controller-1"]
+        .iter()
+        .map(|g| (*g).to_owned())
+        .collect();
+    let Err(wait) = check_agreement(&status, &target, &agreed) else {
+        panic!("the storage groups have not agreed");
+    };
+    assert_eq!(
+        wait,
+        UpgradeWait::NotAgreed {
+            target,
+            groups: vec!["storage-1".into(), "storage-2".into(), "storage-3".into()],
+            total: 8,
+        }
+    );
+    assert!(
+        wait.to_string()
+            .starts_with("3 of 8 process groups on the old version"),
+        "{wait}"
+    );
+    assert!(
+        wait.to_string().contains("storage-1, storage-2, storage-3"),
+        "{wait}"
+    );
+    agreed.extend(["storage-1", "storage-2", "storage-3"].map(str::to_owned));
+    assert_eq!(check_agreement(&status, &target, &agreed), Ok(()));
+    // Processes already on the target (restarted by the kill) need no agreement.
+    let mut moved = status.clone();
+    for process in moved.cluster.processes.values_mut() {
+        process.version = Some(target);
+    }
+    assert_eq!(check_agreement(&moved, &target, &BTreeSet::new()), Ok(()));
+    // A process with only `process_id` (several servers per pod) counts by it.
+    let mut by_process_id = status;
+    for process in by_process_id.cluster.processes.values_mut() {
+        process.locality.process_id = process
+            .locality
+            .instance_id
+            .take()
+            .map(|id| format!("{id}-1"));
+    }
+    let Err(UpgradeWait::NotAgreed { groups, .. }) =
+        check_agreement(&by_process_id, &target, &agreed)
+    else {
+        panic!("process IDs are not on the list");
+    };
+    assert!(groups.contains(&"storage-1-1".to_owned()), "{groups:?}");
 }
 
 #[test]

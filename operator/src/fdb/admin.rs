@@ -14,6 +14,7 @@ use fdb_shared::status_json::BackupStatus;
 use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart};
 use super::error::AdminError;
 use super::locks::LockValue;
+use super::pending_upgrades::PendingUpgrade;
 
 /// What to exclude or include.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -269,6 +270,19 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
 
     /// Adds and removes deny list entries.
     async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError>;
+
+    /// Every entry of the pending-upgrade list, whatever its target version.
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError>;
+
+    /// Adds and removes pending-upgrade entries in one transaction.
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError>;
+
+    /// Clears the whole pending-upgrade list (the `upgrades/` range).
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError>;
 
     /// The connected clients, with the versions they support.
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {

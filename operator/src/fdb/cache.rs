@@ -17,6 +17,7 @@ use super::admin::{AdminClient, ClientInfo, ExclusionReport, ExclusionTarget};
 use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart};
 use super::error::AdminError;
 use super::locks::LockValue;
+use super::pending_upgrades::PendingUpgrade;
 
 /// What the memo holds: the status, or why it could not be read.
 type Memo = Result<Arc<DatabaseStatus>, Arc<AdminError>>;
@@ -171,6 +172,22 @@ impl AdminClient for PassScopedAdmin {
         self.inner.update_deny_list(add, remove).await
     }
 
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        self.inner.pending_upgrades().await
+    }
+
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        self.inner.update_pending_upgrades(add, remove).await
+    }
+
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.inner.clear_pending_upgrades().await
+    }
+
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
         let status = self
             .shared_status()
@@ -274,6 +291,19 @@ mod tests {
             Ok(Vec::new())
         }
         async fn update_deny_list(&self, _: &[String], _: &[String]) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+            Ok(Vec::new())
+        }
+        async fn update_pending_upgrades(
+            &self,
+            _: &[PendingUpgrade],
+            _: &[PendingUpgrade],
+        ) -> Result<(), AdminError> {
+            Ok(())
+        }
+        async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
             Ok(())
         }
     }

@@ -23,6 +23,7 @@ use super::error::AdminError;
 use super::locks::{
     DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,
 };
+use super::pending_upgrades::{PendingUpgrade, UPGRADES_PREFIX, upgrades_range_end};
 
 /// TLS files passed to fdbcli.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,6 +352,39 @@ impl AdminClient for FdbcliAdminClient {
         self.run(&commands::write_keys(&set, &clear))
             .await
             .map(drop)
+    }
+
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        let command = commands::get_range(UPGRADES_PREFIX, &upgrades_range_end());
+        let pairs = self.read_keys(&command).await?;
+        Ok(pairs
+            .iter()
+            .filter_map(|(key, _)| PendingUpgrade::from_key(key))
+            .collect())
+    }
+
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        if add.is_empty() && remove.is_empty() {
+            return Ok(());
+        }
+        let set: Vec<_> = add.iter().map(|e| (e.key(), e.value())).collect();
+        let clear: Vec<_> = remove.iter().map(PendingUpgrade::key).collect();
+        self.run(&commands::write_keys(&set, &clear))
+            .await
+            .map(drop)
+    }
+
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.run(&commands::clear_range(
+            UPGRADES_PREFIX,
+            &upgrades_range_end(),
+        ))
+        .await
+        .map(drop)
     }
 
     async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {

@@ -9,6 +9,7 @@ pub mod fdbcli;
 pub mod locks;
 #[cfg(feature = "native-client")]
 pub mod native;
+pub mod pending_upgrades;
 
 pub use admin::{
     AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
@@ -20,3 +21,4 @@ pub use cache::PassScopedAdmin;
 pub use error::AdminError;
 pub use fdbcli::{FdbcliAdminClient, FdbcliConfig, TlsFiles};
 pub use locks::LockValue;
+pub use pending_upgrades::PendingUpgrade;

@@ -51,6 +51,9 @@ struct State {
     /// go on: see [`EventLog::record_stall`]).
     stalled: Option<String>,
     events: Vec<Event>,
+    /// Violations found while an action happened (`(invariant, time, detail)`), for the
+    /// runner to report.
+    violations: Vec<(&'static str, u64, String)>,
     status_json_calls: u64,
     admin_commands: u64,
     sidecar_requests: u64,
@@ -143,6 +146,30 @@ impl EventLog {
 
     /// Appends an event at the current time and position.
     pub fn record(&self, source: EventSource, action: &str, target: &str, detail: &str) {
+        self.record_issued(source, action, target, detail, None);
+    }
+
+    /// Notes a violation of `invariant` seen at the moment of an action (the runner
+    /// reports it with the pass: [`EventLog::take_violations`]).
+    pub fn note_violation(&self, invariant: &'static str, detail: String) {
+        let time = self.elapsed_seconds();
+        self.lock().violations.push((invariant, time, detail));
+    }
+
+    /// Takes the violations noted since the last call.
+    pub fn take_violations(&self) -> Vec<(&'static str, u64, String)> {
+        std::mem::take(&mut self.lock().violations)
+    }
+
+    /// Appends an event issued by an operator instance (`issuer`: its cluster's name).
+    pub fn record_issued(
+        &self,
+        source: EventSource,
+        action: &str,
+        target: &str,
+        detail: &str,
+        issuer: Option<&str>,
+    ) {
         let time = self.elapsed_seconds();
         let mut state = self.lock();
         let position = state.position;
@@ -163,6 +190,7 @@ impl EventLog {
             target: target.to_owned(),
             detail: detail.to_owned(),
             by: (source != EventSource::Operator).then(|| actor.by().to_owned()),
+            issuer: issuer.map(str::to_owned),
         });
     }
 

@@ -17,10 +17,12 @@ use fdb_shared::status_json::BackupStatus;
 use crate::fdb::fdbcli::backup_commands::{self, display};
 use crate::fdb::{
     AdminClient, AdminError, BackupModify, BackupStart, ClientInfo, ExclusionReport,
-    ExclusionTarget, LockValue, RestoreProgress, RestoreStart,
+    ExclusionTarget, LockValue, PendingUpgrade, RestoreProgress, RestoreStart,
 };
 
 use super::event_log::EventLog;
+use super::invariants::LOCK_NOT_HELD;
+use super::lock_judge::{AdminWriteJudge, JUDGED_ACTIONS};
 use super::result::EventSource;
 
 /// Records admin commands, then forwards them.
@@ -28,12 +30,29 @@ use super::result::EventSource;
 pub struct RecordingAdmin {
     inner: Arc<dyn AdminClient>,
     log: EventLog,
+    /// The operator instance issuing the commands (its cluster's name), if known.
+    issuer: Option<String>,
+    /// Judges the instance's admin writes as they happen (`lock-not-held`).
+    judge: Option<Arc<dyn AdminWriteJudge>>,
 }
 
 impl RecordingAdmin {
     /// Wraps `inner`, recording into `log`.
     pub fn new(inner: Arc<dyn AdminClient>, log: EventLog) -> Self {
-        Self { inner, log }
+        Self {
+            inner,
+            log,
+            issuer: None,
+            judge: None,
+        }
+    }
+
+    /// The commands are issued by the operator instance of cluster `issuer`; `judge`
+    /// judges its admin writes.
+    pub fn issued_by(mut self, issuer: &str, judge: Arc<dyn AdminWriteJudge>) -> Self {
+        self.issuer = Some(issuer.to_owned());
+        self.judge = Some(judge);
+        self
     }
 
     /// Refuses every call once the operator has crashed (`restartOperator: {after}`):
@@ -48,6 +67,17 @@ impl RecordingAdmin {
         Ok(())
     }
 
+    /// Judges an admin write against the lock as it is issued (before it changes the
+    /// world: `configure new` creates the database the lock lives in).
+    fn judge_write(&self, action: &str, command: &str) {
+        if let (Some(issuer), Some(judge)) = (&self.issuer, &self.judge)
+            && JUDGED_ACTIONS.contains(&action)
+            && let Some(violation) = judge.judge(issuer, command)
+        {
+            self.log.note_violation(LOCK_NOT_HELD, violation);
+        }
+    }
+
     /// Records a write command with its outcome.
     fn write<T>(&self, action: &str, target: &str, detail: String, result: &Result<T, AdminError>) {
         self.log.count_admin_command();
@@ -55,7 +85,13 @@ impl RecordingAdmin {
             Ok(_) => detail,
             Err(error) => format!("{detail} -> {}: {error}", error.category()),
         };
-        self.log.record(EventSource::Fdb, action, target, &detail);
+        self.log.record_issued(
+            EventSource::Fdb,
+            action,
+            target,
+            &detail,
+            self.issuer.as_deref(),
+        );
     }
 }
 
@@ -81,7 +117,6 @@ impl AdminClient for RecordingAdmin {
         new_database: bool,
     ) -> Result<(), AdminError> {
         self.alive("configure")?;
-        let result = self.inner.configure(configuration, new_database).await;
         let command = if new_database {
             configure_new_command(configuration)
         } else {
@@ -90,14 +125,17 @@ impl AdminClient for RecordingAdmin {
                 fdb_shared::cluster_math::configuration_string(configuration)
             )
         };
+        self.judge_write("configure", &command);
+        let result = self.inner.configure(configuration, new_database).await;
         self.write("configure", "database", command, &result);
         result
     }
 
     async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
         self.alive("exclude")?;
-        let result = self.inner.exclude(targets, blocking).await;
         let mode = if blocking { "" } else { "no_wait " };
+        self.judge_write("exclude", &format!("exclude {mode}{}", join(targets)));
+        let result = self.inner.exclude(targets, blocking).await;
         self.write(
             "exclude",
             "database",
@@ -118,6 +156,7 @@ impl AdminClient for RecordingAdmin {
 
     async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
         self.alive("include")?;
+        self.judge_write("include", &format!("include {}", join(targets)));
         let result = self.inner.include(targets).await;
         self.write(
             "include",
@@ -133,6 +172,10 @@ impl AdminClient for RecordingAdmin {
         coordinators: &[ProcessAddress],
     ) -> Result<ConnectionString, AdminError> {
         self.alive("change_coordinators")?;
+        self.judge_write(
+            "coordinators",
+            &format!("coordinators {}", join(coordinators)),
+        );
         let result = self.inner.change_coordinators(coordinators).await;
         let detail = match &result {
             Ok(connection) => format!("coordinators {} -> {connection}", join(coordinators)),
@@ -144,6 +187,7 @@ impl AdminClient for RecordingAdmin {
 
     async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
         self.alive("kill")?;
+        self.judge_write("kill", &format!("kill {}", join(addresses)));
         let result = self.inner.kill(addresses).await;
         self.write(
             "kill",
@@ -160,6 +204,10 @@ impl AdminClient for RecordingAdmin {
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
         self.alive("set_maintenance_zone")?;
+        self.judge_write(
+            "maintenance",
+            &format!("maintenance on {zone} {duration_seconds}"),
+        );
         let result = self
             .inner
             .set_maintenance_zone(zone, duration_seconds)
@@ -175,6 +223,7 @@ impl AdminClient for RecordingAdmin {
 
     async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {
         self.alive("reset_maintenance_zone")?;
+        self.judge_write("maintenance", "maintenance off");
         let result = self.inner.reset_maintenance_zone().await;
         self.write(
             "maintenance",
@@ -216,6 +265,47 @@ impl AdminClient for RecordingAdmin {
             "lock",
             "database",
             format!("deny list +[{}] -[{}]", add.join(" "), remove.join(" ")),
+            &result,
+        );
+        result
+    }
+
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        self.alive("pending_upgrades")?;
+        self.log.count_admin_command();
+        self.inner.pending_upgrades().await
+    }
+
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        self.alive("update_pending_upgrades")?;
+        let result = self.inner.update_pending_upgrades(add, remove).await;
+        let list = |entries: &[PendingUpgrade]| {
+            entries
+                .iter()
+                .map(|e| format!("{}/{}", e.version, e.group))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        self.write(
+            "pending-upgrades",
+            "database",
+            format!("upgrades +[{}] -[{}]", list(add), list(remove)),
+            &result,
+        );
+        result
+    }
+
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.alive("clear_pending_upgrades")?;
+        let result = self.inner.clear_pending_upgrades().await;
+        self.write(
+            "pending-upgrades",
+            "database",
+            "clearrange upgrades/".to_owned(),
             &result,
         );
         result

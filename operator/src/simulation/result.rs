@@ -205,6 +205,10 @@ pub struct Event {
     /// Who did it: `operator` (the operator, or an `act` step as the operator) or `user`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// For admin commands of an operator: the operator instance that issued it, by the
+    /// name of the cluster it manages (several clusters can share one database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
 }
 
 /// Counters over the whole run.
@@ -267,6 +271,7 @@ mod tests {
                 target: "pod/sample-storage-1".into(),
                 detail: String::new(),
                 by: Some("operator".into()),
+                issuer: None,
             }],
             steps: vec![StepResult {
                 reconciled: Some(true),

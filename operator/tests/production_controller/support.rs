@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use fdb_operator::controller::AdminClientProvider;
 use fdb_operator::fdb::{
     AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
+    PendingUpgrade,
 };
 use fdb_operator::simulation::fdb::SimulatedFdb;
 use fdb_shared::address::ProcessAddress;
@@ -158,6 +159,19 @@ impl AdminClient for GatedAdmin {
     }
     async fn update_deny_list(&self, add: &[String], remove: &[String]) -> Result<(), AdminError> {
         self.fdb.update_deny_list(add, remove).await
+    }
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        self.fdb.pending_upgrades().await
+    }
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        self.fdb.update_pending_upgrades(add, remove).await
+    }
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        self.fdb.clear_pending_upgrades().await
     }
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {
         self.fdb.connected_clients().await

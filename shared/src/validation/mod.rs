@@ -332,6 +332,15 @@ fn check_enums(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
     }
 }
 
+fn check_replacements(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    let replacements = &spec.automation_options.replacements;
+    if let Err(problem) = replacements.max_fault_domains_with_tainted_process_groups(1) {
+        report.error(format!(
+            "spec.automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups: {problem}"
+        ));
+    }
+}
+
 /// Validates a cluster spec.
 pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport {
     let mut report = ValidationReport::default();
@@ -341,6 +350,7 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     check_processes(spec, &mut report);
     check_coordinator_selection(spec, &mut report);
     check_enums(spec, &mut report);
+    check_replacements(spec, &mut report);
     report
 }
 

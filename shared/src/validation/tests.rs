@@ -194,3 +194,22 @@ fn counts_are_bounded_so_derived_counts_cannot_overflow() {
         "version: 7.1.57\nprocessCounts: {storage: 10000}"
     )));
 }
+
+#[test]
+fn max_fault_domains_with_tainted_process_groups_is_a_count_or_a_percentage() {
+    let field = "version: 7.1.57\nautomationOptions: {replacements: {maxFaultDomainsWithTaintedProcessGroups: ";
+    assert!(errors(&format!("{field}2}}}}")).is_empty());
+    assert!(errors(&format!("{field}\"25%\"}}}}")).is_empty());
+    assert_eq!(
+        errors(&format!("{field}\"two\"}}}}")),
+        [
+            "spec.automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups: \"two\" is neither a number nor a percentage such as \"10%\""
+        ]
+    );
+    assert_eq!(
+        errors(&format!("{field}-1}}}}")),
+        [
+            "spec.automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups: -1 is negative"
+        ]
+    );
+}

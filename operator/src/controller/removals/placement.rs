@@ -3,17 +3,17 @@
 use fdb_shared::connection_string::ConnectionString;
 
 use crate::controller::objects::public_ip;
-use crate::controller::process_groups::pod_zone;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// The zone a group counts in: the zone FoundationDB or the status saw, else its pod's,
 /// else the group itself (a group of unknown zone is its own zone).
-pub fn zone(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> String {
+/// (The pod's zone is derived once per snapshot, by the group view.)
+pub fn zone(group: &GroupView<'_>) -> String {
     group
         .processes()
         .find_map(|p| p.locality.zoneid.clone())
         .or_else(|| group.status.fault_domain.clone())
-        .or_else(|| group.pod.and_then(|pod| pod_zone(snapshot.cluster(), pod)))
+        .or_else(|| group.pod_zone().map(str::to_owned))
         .unwrap_or_else(|| group.id().to_owned())
 }
 

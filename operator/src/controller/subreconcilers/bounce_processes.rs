@@ -14,7 +14,8 @@
 //! database is available ([`safety::available`]); every process has been up
 //! `minimumUptimeSecondsForBounce` ([`safety::minimum_uptime`], which also keeps a second
 //! kill from following the first before the restarted processes report); the global lock
-//! when locks are in use ([`crate::controller::locks`]). Groups marked for removal and
+//! when locks are in use ([`crate::controller::locks`]); no pod deleted earlier in the
+//! same pass (the kill is its pass's only disruption). Groups marked for removal and
 //! addresses in `buggify.ignoreDuringRestart` are never killed.
 
 use std::collections::BTreeSet;
@@ -329,11 +330,25 @@ pub async fn execute(
         }
         BounceDecision::Kill(targets) => targets,
     };
-    if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::Bounce).await? {
+    // The kill is the only disruption of its pass: together with a pod this pass deleted
+    // (a terminal pod recreated, a buggify change) it would not be one restart of every
+    // process but that and a pod going away at once. The next pass kills alone.
+    if let Some(pod) = io.deleted_pods().first() {
         return Ok(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
-            reason: format!("waiting to restart processes: {refusal}"),
+            delay: ctx.settings.kube_wait,
+            reason: format!(
+                "{} process groups need a restart; waiting for the next pass, since this one deleted pod {pod}",
+                targets.len()
+            ),
         });
+    }
+    if let Some(outcome) =
+        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Bounce, |refusal| {
+            format!("waiting to restart processes: {refusal}")
+        })
+        .await?
+    {
+        return Ok(outcome);
     }
     let addresses: Vec<ProcessAddress> = targets
         .iter()

@@ -87,7 +87,9 @@ fn problem(
         // excluded, and its zone is distinct.
         let zone = candidates
             .iter()
-            .find(|c| c.address.to_string() == text)
+            // `current` already says which match a coordinator: no formatting of every
+            // candidate's address per coordinator.
+            .find(|c| c.current && c.address.to_string() == text)
             .map(|c| c.zone.clone())
             .or_else(|| reported_zone(db, coordinator));
         let Some(zone) = zone else {
@@ -314,13 +316,16 @@ impl Subreconciler for ChangeCoordinators {
                 coordinators,
                 reason,
             } => {
-                if let Err(refusal) =
-                    locks::acquire(ctx, snapshot, io, LockedAction::ChangeCoordinators).await?
+                if let Some(outcome) = locks::acquire_or_requeue(
+                    ctx,
+                    snapshot,
+                    io,
+                    LockedAction::ChangeCoordinators,
+                    |refusal| format!("{reason}, but {refusal}"),
+                )
+                .await?
                 {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("{reason}, but {refusal}"),
-                    });
+                    return Ok(outcome);
                 }
                 tracing::info!(%reason, ?coordinators, "changing coordinators");
                 let admin = io.admin(ctx, snapshot)?;

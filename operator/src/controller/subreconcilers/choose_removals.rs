@@ -77,7 +77,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> RemovalDecision {
             .or_default()
             .push(Candidate {
                 id: group.id().to_owned(),
-                zone: placement::zone(snapshot, &group),
+                zone: placement::zone(&group),
                 healthy: group.status.process_group_conditions.is_empty(),
                 number: parse_any_process_group_id(group.id()).map_or(u32::MAX, |(_, n)| n),
             });

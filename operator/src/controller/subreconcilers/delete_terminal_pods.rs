@@ -2,8 +2,20 @@
 //! (`Failed`, which includes `Evicted`, or `Succeeded`) so that AddPods recreates them.
 //! A pod in such a phase never runs again on its own, and its processes are already
 //! down, so deleting it takes nothing more out of service; its PVC stays.
+//!
+//! A group whose pods keep failing is not recreated in a tight loop (every recreation
+//! schedules, pulls and starts a pod that fails again, and floods the API and the
+//! events): the first terminal pod is deleted at once, but a pod created while its group
+//! was already failing (MissingProcesses or PodFailing, whose first-seen timestamps
+//! survive the recreations) is deleted only once it has existed as long as the group
+//! had been failing when it was created, at least [`MIN_BACKOFF_SECONDS`] and at most
+//! [`MAX_BACKOFF_SECONDS`]: 10 s, 20 s, 40 s, ... 5 min, like the kubelet's own
+//! crash-loop back-off. Everything it needs is in the pod and the status, so the back-off
+//! survives operator restarts. A group that keeps failing is left to ReplaceFailedPods
+//! once `failureDetectionTimeSeconds` have passed.
 
 use async_trait::async_trait;
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
@@ -11,30 +23,120 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
-use crate::controller::objects::pod_phase;
+use crate::controller::objects::{group_of, pod_phase};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::production::UNRECONCILED_INTERVAL;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+
+/// The shortest wait before a pod of a group that keeps failing is recreated again.
+pub const MIN_BACKOFF_SECONDS: i64 = 10;
+
+/// The longest wait before a pod of a group that keeps failing is recreated again.
+pub const MAX_BACKOFF_SECONDS: i64 = 300;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DeleteTerminalPods;
 
+/// A terminal pod to delete now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalPod {
+    /// The pod's name.
+    pub name: String,
+    /// Its phase.
+    pub phase: String,
+    /// Its process group, when it has one.
+    pub group: Option<String>,
+}
+
+/// A terminal pod whose deletion backs off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackingOff {
+    /// The pod's name.
+    pub name: String,
+    /// Its process group.
+    pub group: String,
+    /// Seconds since the group started failing.
+    pub failing_for: i64,
+    /// Seconds until the pod is deleted.
+    pub due_in: i64,
+}
+
+/// What DeleteTerminalPods does this pass.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TerminalDecision {
+    /// Pods to delete now.
+    pub delete: Vec<TerminalPod>,
+    /// Pods whose deletion waits.
+    pub backing_off: Vec<BackingOff>,
+}
+
 /// Whether the pod is in a terminal phase and not being deleted yet.
-fn is_terminal(pod: &Pod) -> bool {
+pub(crate) fn is_terminal(pod: &Pod) -> bool {
     let evicted = pod.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("Evicted");
     pod.metadata.deletion_timestamp.is_none()
         && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
 }
 
-/// The pods to delete, with their phase.
-pub fn decide(snapshot: &ClusterSnapshot) -> Vec<(String, String)> {
-    snapshot
-        .pods()
-        .iter()
-        .filter(|pod| is_terminal(pod))
-        .map(|pod| (pod.name_any(), pod_phase(pod).to_owned()))
-        .collect()
+/// When the group started failing: the earliest first-seen time of MissingProcesses and
+/// PodFailing (MissingProcesses stays through the recreations of its pod).
+fn failing_since(group: &GroupView<'_>) -> Option<i64> {
+    [
+        ProcessGroupConditionType::MissingProcesses,
+        ProcessGroupConditionType::PodFailing,
+    ]
+    .iter()
+    .filter_map(|condition| group.status.condition_since(condition))
+    .min()
+}
+
+/// How long a terminal pod created at `created` waits before it is deleted, for a
+/// group failing since `since`: nothing when the group failed after the pod was created
+/// (the pod ran, then failed), else as long as the group had already been failing.
+pub fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
+    match (created, since) {
+        (Some(created), Some(since)) if since <= created => created
+            .saturating_sub(since)
+            .clamp(MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS),
+        _ => 0,
+    }
+}
+
+/// Decides from the snapshot.
+pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
+    let now = snapshot.now_unix();
+    let mut decision = TerminalDecision::default();
+    for pod in snapshot.pods().filter(|pod| is_terminal(pod)) {
+        let name = pod.name_any();
+        let group_id = group_of(snapshot.cluster(), pod);
+        let group = group_id.as_deref().and_then(|id| snapshot.group(id));
+        let since = group.as_ref().and_then(failing_since);
+        let created = pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second());
+        let due = created.map_or(now, |created| {
+            created.saturating_add(backoff_seconds(Some(created), since))
+        });
+        match (group_id, since) {
+            (Some(group), Some(since)) if due > now => {
+                decision.backing_off.push(BackingOff {
+                    name,
+                    group,
+                    failing_for: now.saturating_sub(since),
+                    due_in: due - now,
+                });
+            }
+            (group, _) => decision.delete.push(TerminalPod {
+                name,
+                phase: pod_phase(pod).to_owned(),
+                group,
+            }),
+        }
+    }
+    decision
 }
 
 #[async_trait]
@@ -49,9 +151,10 @@ impl Subreconciler for DeleteTerminalPods {
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
     ) -> Result<StepOutcome, StepError> {
-        let pods = decide(snapshot);
+        let decision = decide(snapshot);
         let namespace = snapshot.namespace();
-        for (name, phase) in &pods {
+        for pod in &decision.delete {
+            let (name, phase) = (&pod.name, &pod.phase);
             tracing::info!(step = self.name(), pod = %name, %phase, "deleting a pod in a terminal phase");
             io.delete::<Pod>(ctx, name, format!("delete pod {namespace}/{name}"))
                 .await?;
@@ -64,14 +167,64 @@ impl Subreconciler for DeleteTerminalPods {
             )
             .await;
         }
-        Ok(StepOutcome::Continue)
+        let Some(first) = decision.backing_off.iter().min_by_key(|b| b.due_in) else {
+            return Ok(StepOutcome::Continue);
+        };
+        let waiting: Vec<String> = decision
+            .backing_off
+            .iter()
+            .map(|b| {
+                format!(
+                    "pod {} of {} (failing for {}s) is recreated in {}s",
+                    b.name, b.group, b.failing_for, b.due_in
+                )
+            })
+            .collect();
+        tracing::info!(step = self.name(), waiting = ?waiting, "terminal pods back off");
+        // The rest of the pass goes on: nothing else waits for these pods. No later than
+        // an unreconciled cluster is looked at again anyway: the database may recover.
+        let delay = std::time::Duration::from_secs(first.due_in.unsigned_abs().max(1))
+            .min(UNRECONCILED_INTERVAL);
+        Ok(StepOutcome::DelayedRequeue {
+            delay,
+            reason: format!("process groups keep failing: {}", waiting.join("; ")),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use fdb_shared::api::cluster::ProcessGroupCondition;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
     use super::*;
     use crate::controller::fixtures::{Fixture, group, pod};
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn failed(name: &str, id: &str, created: i64) -> Pod {
+        let mut failed = pod(name, id, "node-1", "10.0.0.1");
+        failed.status.as_mut().unwrap().phase = Some("Failed".into());
+        failed.metadata.creation_timestamp = Some(at(created));
+        failed
+    }
+
+    fn failing_since(id: &str, since: i64) -> fdb_shared::api::cluster::ProcessGroupStatus {
+        let mut g = group(id);
+        g.process_group_conditions = vec![
+            ProcessGroupCondition {
+                condition_type: ProcessGroupConditionType::MissingProcesses,
+                timestamp: since,
+            },
+            ProcessGroupCondition {
+                condition_type: ProcessGroupConditionType::PodFailing,
+                timestamp: since + 30,
+            },
+        ];
+        g
+    }
 
     #[test]
     fn failed_and_evicted_pods_are_deleted_running_ones_are_not() {
@@ -81,9 +234,7 @@ mod tests {
         evicted.status.as_mut().unwrap().reason = Some("Evicted".into());
         let mut gone = failed.clone();
         gone.metadata.name = Some("sample-log-4".into());
-        gone.metadata.deletion_timestamp = Some(
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
-        );
+        gone.metadata.deletion_timestamp = Some(at(0));
         let snapshot = Fixture::new("version: 7.1.57")
             .groups(["log-1", "log-2", "log-3", "log-4"].map(group))
             .pods([
@@ -93,12 +244,72 @@ mod tests {
                 gone,
             ])
             .build();
+        let decision = decide(&snapshot);
+        let deleted: Vec<(&str, &str)> = decision
+            .delete
+            .iter()
+            .map(|p| (p.name.as_str(), p.phase.as_str()))
+            .collect();
         assert_eq!(
-            decide(&snapshot),
-            [
-                ("sample-log-1".to_owned(), "Failed".to_owned()),
-                ("sample-log-2".to_owned(), "Running".to_owned())
-            ]
+            deleted,
+            [("sample-log-1", "Failed"), ("sample-log-2", "Running")]
         );
+        assert!(decision.backing_off.is_empty());
+    }
+
+    #[test]
+    fn a_pod_that_ran_before_its_group_failed_is_deleted_at_once() {
+        // Created at 1000, the group failing since 9000: the pod ran, then failed.
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([failing_since("log-1", 9_000)])
+            .pods([failed("sample-log-1", "log-1", 1_000)])
+            .build();
+        let decision = decide(&snapshot);
+        assert_eq!(decision.delete.len(), 1);
+        assert_eq!(decision.delete[0].group.as_deref(), Some("log-1"));
+    }
+
+    #[test]
+    fn a_pod_recreated_while_its_group_fails_backs_off_as_long_as_the_failure_lasted() {
+        // The group has failed since 9950; its pod was recreated at 9990, 40 s into the
+        // failure, so it waits 40 s: until 10030, 30 s after now (10000).
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([failing_since("log-1", 9_950)])
+            .pods([failed("sample-log-1", "log-1", 9_990)])
+            .build();
+        assert_eq!(
+            decide(&snapshot).backing_off,
+            [BackingOff {
+                name: "sample-log-1".into(),
+                group: "log-1".into(),
+                failing_for: 50,
+                due_in: 30,
+            }]
+        );
+        // Long past its back-off, it is deleted.
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([failing_since("log-1", 9_000)])
+            .pods([failed("sample-log-1", "log-1", 9_040)])
+            .build();
+        assert_eq!(decide(&snapshot).delete.len(), 1);
+    }
+
+    #[test]
+    fn the_back_off_grows_from_ten_seconds_to_five_minutes() {
+        assert_eq!(backoff_seconds(Some(100), Some(200)), 0, "ran, then failed");
+        assert_eq!(backoff_seconds(Some(100), None), 0);
+        assert_eq!(backoff_seconds(None, Some(100)), 0);
+        assert_eq!(backoff_seconds(Some(100), Some(100)), MIN_BACKOFF_SECONDS);
+        assert_eq!(backoff_seconds(Some(180), Some(100)), 80);
+        assert_eq!(backoff_seconds(Some(5_000), Some(100)), MAX_BACKOFF_SECONDS);
+        // Recreating each pod as soon as its back-off ends doubles the wait each time.
+        let mut created = 0;
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            let wait = backoff_seconds(Some(created), Some(0));
+            waits.push(wait);
+            created += wait;
+        }
+        assert_eq!(waits, [10, 10, 20, 40, 80, 160, 300]);
     }
 }

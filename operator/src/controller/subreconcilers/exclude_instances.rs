@@ -209,11 +209,13 @@ impl Subreconciler for ExcludeInstances {
                 .collect();
             let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
             let text: Vec<String> = targets.iter().map(ToString::to_string).collect();
-            if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::Exclude).await? {
-                return Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.database_wait,
-                    reason: format!("{} wait to be excluded: {refusal}", groups.join(", ")),
-                });
+            if let Some(outcome) =
+                locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Exclude, |refusal| {
+                    format!("{} wait to be excluded: {refusal}", groups.join(", "))
+                })
+                .await?
+            {
+                return Ok(outcome);
             }
             tracing::info!(step = self.name(), ?groups, targets = ?text, "excluding");
             let admin = io.admin(ctx, snapshot)?;

@@ -19,7 +19,6 @@ use crate::controller::objects::public_ip;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::parse_any_process_group_id;
-use crate::controller::process_groups::pod_zone;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 
@@ -85,7 +84,7 @@ pub fn coordinator_candidates(
             .pod
             .filter(|pod| pod.metadata.deletion_timestamp.is_none());
         let placed = pod.and_then(|pod| {
-            let zone = pod_zone(cluster, pod)?;
+            let zone = group.pod_zone()?.to_owned();
             let name = pod.metadata.name.as_deref()?;
             let address = coordinator_address(cluster, name, public_ip(cluster, pod))?;
             Some((zone, address))

@@ -90,7 +90,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
     let in_zone: Vec<GroupView<'_>> = snapshot
         .groups()
         .filter(|g| g.status.exclusion_timestamp.is_none())
-        .filter(|g| safety::group_zone(snapshot, g) == zone)
+        .filter(|g| safety::group_zone(g) == zone)
         .collect();
     if in_zone.is_empty() {
         return MaintenanceAction::Nothing;
@@ -126,13 +126,16 @@ impl Subreconciler for MaintenanceModeChecker {
                     Ok(StepOutcome::Continue)
                 }
                 MaintenanceAction::Reset { zone } => {
-                    if let Err(refusal) =
-                        locks::acquire(ctx, snapshot, io, LockedAction::Maintenance).await?
+                    if let Some(outcome) = locks::acquire_or_requeue(
+                        ctx,
+                        snapshot,
+                        io,
+                        LockedAction::Maintenance,
+                        |refusal| format!("resetting maintenance zone {zone}: {refusal}"),
+                    )
+                    .await?
                     {
-                        return Ok(StepOutcome::Requeue {
-                            delay: ctx.settings.database_wait,
-                            reason: format!("resetting maintenance zone {zone}: {refusal}"),
-                        });
+                        return Ok(outcome);
                     }
                     tracing::info!(%zone, "the zone's processes are back; resetting the maintenance zone");
                     io.admin(ctx, snapshot)?

@@ -108,7 +108,7 @@ fn decide_group(
         }
         if group.status.exclusion_timestamp.is_none() && skips_exclusion(snapshot, group) {
             // Not excluded: its processes still hold data and count for fault tolerance.
-            let zone = placement::zone(snapshot, group);
+            let zone = placement::zone(group);
             let mut zones = zones_taken.clone();
             zones.insert(zone.clone());
             if let Err(refusal) = safety::may_take_down(snapshot, &zones) {
@@ -249,13 +249,13 @@ impl Subreconciler for RemovePods {
         if !decision.finished.is_empty() {
             if !decision.include.is_empty() {
                 let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
-                if let Err(refusal) =
-                    locks::acquire(ctx, snapshot, io, LockedAction::Include).await?
+                if let Some(outcome) =
+                    locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Include, |refusal| {
+                        format!("{} wait to be included: {refusal}", text.join(" "))
+                    })
+                    .await?
                 {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("{} wait to be included: {refusal}", text.join(" ")),
-                    });
+                    return Ok(outcome);
                 }
                 let admin = io.admin(ctx, snapshot)?;
                 admin

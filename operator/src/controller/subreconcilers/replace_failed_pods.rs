@@ -12,7 +12,18 @@
 //! - Never a group in the database's maintenance zone (its processes are down on purpose).
 //! - Never a crash-looping group (`buggify.crashLoop`), and nothing at all with
 //!   `buggify.emptyMonitorConf` (the processes are down on purpose).
+//! - Node taints are a safeguard against a wide event (a whole rack or a cluster-wide
+//!   node upgrade tainting many nodes): when more fault domains than
+//!   `replacements.maxFaultDomainsWithTaintedProcessGroups` allows (a count, or a
+//!   percentage of the cluster's fault domains rounded up; default 10 %) have a group with
+//!   NodeTaintReplacing, marked or not, no group is replaced for a taint (other failures
+//!   still are), so taint replacements never cover more fault domains than that at once.
 //! - The oldest failures are replaced first.
+//! - A failure not due yet asks for a pass when it falls due, so the replacement is not
+//!   late by a long requeue of another step.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -23,6 +34,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::production::UNRECONCILED_INTERVAL;
 use crate::controller::removals::{in_flight, placement};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
@@ -38,6 +50,11 @@ pub struct ReplaceDecision {
     pub replace: Vec<(String, String)>,
     /// Failed groups that wait, with why.
     pub waiting: Vec<(String, String)>,
+    /// The failure that falls due next: seconds from now, and its group.
+    pub next_due: Option<(i64, String)>,
+    /// Why taint replacements are held back (too many tainted fault domains), when
+    /// a group is due for one.
+    pub taints_blocked: Option<String>,
 }
 
 /// An eligible condition of a group and how long it must last.
@@ -53,14 +70,18 @@ struct Failure {
     setting: (&'static str, i64),
 }
 
-/// The eligible condition of the group that is due first.
-fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<Failure> {
+/// The eligible conditions of the group, each with when it is due.
+fn failures<'a>(
+    group: &'a GroupView<'_>,
+    detection: i64,
+    taint_time: i64,
+) -> impl Iterator<Item = Failure> + 'a {
     group
         .status
         .process_group_conditions
         .iter()
         .filter(|c| c.condition_type.is_eligible_for_automatic_replacement())
-        .map(|c| {
+        .map(move |c| {
             let taint = c.condition_type == ProcessGroupConditionType::NodeTaintReplacing;
             let setting = if taint {
                 ("taintReplacementTimeSeconds", taint_time)
@@ -75,7 +96,48 @@ fn first_due(group: &GroupView<'_>, detection: i64, taint_time: i64) -> Option<F
                 setting,
             }
         })
-        .min()
+}
+
+/// Whether a failure is the node taint one.
+fn is_taint(failure: &Failure) -> bool {
+    failure.condition == ProcessGroupConditionType::NodeTaintReplacing.as_str()
+}
+
+/// Whether groups may be replaced for node taints now: `Err` says why not (more fault
+/// domains have groups with NodeTaintReplacing than allowed).
+fn taint_gate(snapshot: &ClusterSnapshot) -> Result<(), String> {
+    let mut domains = BTreeSet::new();
+    let mut tainted = BTreeSet::new();
+    for group in snapshot.groups() {
+        let zone = placement::zone(&group);
+        let replacing = group
+            .status
+            .condition_since(&ProcessGroupConditionType::NodeTaintReplacing)
+            .is_some();
+        if replacing {
+            tainted.insert(zone.clone());
+        }
+        domains.insert(zone);
+    }
+    if tainted.is_empty() {
+        return Ok(());
+    }
+    let options = &snapshot.spec().automation_options.replacements;
+    let allowed = options
+        .max_fault_domains_with_tainted_process_groups(domains.len())
+        .map_err(|problem| {
+            format!("maxFaultDomainsWithTaintedProcessGroups is invalid ({problem}): no taint replacements")
+        })?;
+    if tainted.len() <= allowed {
+        return Ok(());
+    }
+    let names: Vec<&str> = tainted.iter().map(String::as_str).collect();
+    Err(format!(
+        "{} of {} fault domains have process groups on tainted nodes ({}), more than maxFaultDomainsWithTaintedProcessGroups allows ({allowed}): no taint replacements until fewer are tainted",
+        tainted.len(),
+        domains.len(),
+        names.join(", ")
+    ))
 }
 
 /// Whether buggify keeps this group down on purpose.
@@ -103,21 +165,36 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         .database_status()
         .and_then(|db| db.cluster.maintenance_zone.clone())
         .filter(|zone| !zone.is_empty());
+    let taints = taint_gate(snapshot);
     let mut failed: Vec<(i64, String, String)> = Vec::new();
     for group in snapshot.live_groups() {
-        let Some(failure) = first_due(&group, detection, taint_time) else {
-            continue;
-        };
+        let all: Vec<Failure> = failures(&group, detection, taint_time).collect();
         // A pod about to be recreated for buggify is not failing; it is being changed.
-        if failure.due > now
+        if all.is_empty()
             || crash_looping(snapshot, group.id())
             || super::delete_pods_for_buggification::differs(snapshot, &group)
         {
             continue;
         }
+        let usable = all.iter().filter(|f| taints.is_ok() || !is_taint(f));
+        let Some(failure) = usable.clone().filter(|f| f.due <= now).min().cloned() else {
+            if let Some(later) = usable.map(|f| f.due).min() {
+                let wait = later.saturating_sub(now);
+                if decision.next_due.as_ref().is_none_or(|(s, _)| wait < *s) {
+                    decision.next_due = Some((wait, group.id().to_owned()));
+                }
+            }
+            if let Err(why) = &taints
+                && all.iter().any(|f| is_taint(f) && f.due <= now)
+            {
+                decision.waiting.push((group.id().to_owned(), why.clone()));
+                decision.taints_blocked = Some(why.clone());
+            }
+            continue;
+        };
         let since = failure.since;
         let failed_for = now.saturating_sub(since);
-        if maintenance_zone.as_deref() == Some(placement::zone(snapshot, &group).as_str()) {
+        if maintenance_zone.as_deref() == Some(placement::zone(&group).as_str()) {
             decision.waiting.push((
                 group.id().to_owned(),
                 "its zone is in maintenance".to_owned(),
@@ -157,6 +234,33 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
     decision
 }
 
+/// When nothing is marked: come back when the next failure falls due, or look again
+/// at the tainted fault domains; no later than an unreconciled cluster is looked at
+/// again anyway. The rest of the pass goes on.
+fn wait_outcome(decision: &ReplaceDecision) -> StepOutcome {
+    let due = decision.next_due.as_ref().map(|(seconds, group)| {
+        (
+            Duration::from_secs(seconds.unsigned_abs().max(1)),
+            format!("process group {group} is replaced in {seconds}s unless it recovers"),
+        )
+    });
+    let blocked = decision
+        .taints_blocked
+        .as_ref()
+        .map(|why| (UNRECONCILED_INTERVAL, why.clone()));
+    match [blocked, due]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(delay, _)| *delay)
+    {
+        Some((delay, reason)) => StepOutcome::DelayedRequeue {
+            delay: delay.min(UNRECONCILED_INTERVAL),
+            reason,
+        },
+        None => StepOutcome::Continue,
+    }
+}
+
 #[async_trait]
 impl Subreconciler for ReplaceFailedPods {
     fn name(&self) -> &'static str {
@@ -173,8 +277,18 @@ impl Subreconciler for ReplaceFailedPods {
         for (group, reason) in &decision.waiting {
             tracing::info!(step = self.name(), %group, %reason, "replacement waits");
         }
+        if let Some(why) = &decision.taints_blocked {
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::ReplacementBlocked,
+                self.name(),
+                why.clone(),
+            )
+            .await;
+        }
         if decision.replace.is_empty() {
-            return Ok(StepOutcome::Continue);
+            return Ok(wait_outcome(&decision));
         }
         let mutations: Vec<StatusMutation> = decision
             .replace

@@ -114,3 +114,120 @@ fn taint_replacing_waits_for_the_taint_replacement_time_and_io_errors_for_the_de
         "{decision:?}"
     );
 }
+
+fn tainted(id: &str, zone: &str, since: i64) -> ProcessGroupStatus {
+    let mut g = failed(id, C::NodeTaintReplacing, since);
+    g.fault_domain = Some(zone.into());
+    g
+}
+
+fn healthy(id: &str, zone: &str) -> ProcessGroupStatus {
+    let mut g = group(id);
+    g.fault_domain = Some(zone.into());
+    g
+}
+
+#[test]
+fn taint_replacements_stop_when_more_fault_domains_are_tainted_than_allowed() {
+    let spec = "{version: 7.1.57, automationOptions: {replacements: {taintReplacementTimeSeconds: 60, maxConcurrentReplacements: 9, maxFaultDomainsWithTaintedProcessGroups: 1}}}";
+    let mut io_error = tainted("storage-3", "z3", 1_000);
+    io_error
+        .process_group_conditions
+        .push(ProcessGroupCondition {
+            condition_type: C::ProcessHasIoError,
+            timestamp: 1_000,
+        });
+    let groups = [
+        tainted("storage-1", "z1", 1_000),
+        tainted("log-1", "z1", 1_000),
+        tainted("storage-2", "z2", 1_000),
+        io_error,
+        healthy("storage-4", "z4"),
+    ];
+    let decision = decide(&Fixture::new(spec).groups(groups.clone()).build());
+    assert_eq!(
+        ids(&decision),
+        ["storage-3"],
+        "three tainted fault domains, one allowed: only the I/O error is replaced"
+    );
+    let waiting: Vec<&str> = decision.waiting.iter().map(|(g, _)| g.as_str()).collect();
+    assert_eq!(waiting, ["storage-1", "log-1", "storage-2"]);
+    assert!(
+        decision.waiting[0].1.contains("3 of 4 fault domains")
+            && decision.waiting[0].1.contains("z1, z2, z3"),
+        "{decision:?}"
+    );
+    // One tainted fault domain is within the limit: both of its groups go.
+    let one = decide(
+        &Fixture::new(spec)
+            .groups(
+                groups
+                    .iter()
+                    .take(2)
+                    .cloned()
+                    .chain([healthy("storage-4", "z4")]),
+            )
+            .build(),
+    );
+    assert_eq!(ids(&one), ["log-1", "storage-1"]);
+    // A percentage of the fault domains, rounded up: 50 % of 4 allows 2, not 3.
+    let half = spec.replace(
+        "maxFaultDomainsWithTaintedProcessGroups: 1",
+        "maxFaultDomainsWithTaintedProcessGroups: \"50%\"",
+    );
+    assert_eq!(
+        ids(&decide(&Fixture::new(&half).groups(groups.clone()).build())),
+        ["storage-3"]
+    );
+    let three = spec.replace(
+        "maxFaultDomainsWithTaintedProcessGroups: 1",
+        "maxFaultDomainsWithTaintedProcessGroups: \"75%\"",
+    );
+    assert_eq!(
+        ids(&decide(&Fixture::new(&three).groups(groups).build())).len(),
+        4
+    );
+}
+
+#[test]
+fn the_next_failure_to_fall_due_is_named_with_its_wait() {
+    let snapshot = Fixture::new(SPEC)
+        .groups([
+            failed("storage-1", C::MissingProcesses, 9_900),
+            failed("storage-2", C::PodFailing, 9_700),
+            failed("storage-3", C::IncorrectPodSpec, 9_000),
+        ])
+        .at(10_000)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty());
+    assert_eq!(decision.next_due, Some((300, "storage-2".to_owned())));
+}
+
+#[test]
+fn waiting_asks_for_a_pass_when_the_next_failure_falls_due_or_taints_may_have_cleared() {
+    let mut decision = ReplaceDecision {
+        next_due: Some((12, "storage-2".into())),
+        ..ReplaceDecision::default()
+    };
+    assert_eq!(
+        wait_outcome(&decision),
+        StepOutcome::DelayedRequeue {
+            delay: Duration::from_secs(12),
+            reason: "process group storage-2 is replaced in 12s unless it recovers".into()
+        }
+    );
+    decision.next_due = Some((7_000, "storage-2".into()));
+    decision.taints_blocked = Some("too many tainted".into());
+    assert_eq!(
+        wait_outcome(&decision),
+        StepOutcome::DelayedRequeue {
+            delay: UNRECONCILED_INTERVAL,
+            reason: "too many tainted".into()
+        }
+    );
+    assert_eq!(
+        wait_outcome(&ReplaceDecision::default()),
+        StepOutcome::Continue
+    );
+}

@@ -149,13 +149,16 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::Change(desired) => {
-                if let Err(refusal) =
-                    locks::acquire(ctx, snapshot, io, LockedAction::ConfigureDatabase).await?
+                if let Some(outcome) = locks::acquire_or_requeue(
+                    ctx,
+                    snapshot,
+                    io,
+                    LockedAction::ConfigureDatabase,
+                    |refusal| format!("the database configuration must change, but {refusal}"),
+                )
+                .await?
                 {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("the database configuration must change, but {refusal}"),
-                    });
+                    return Ok(outcome);
                 }
                 let admin = io.admin(ctx, snapshot)?;
                 let command = snapshot

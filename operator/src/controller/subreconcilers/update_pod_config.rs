@@ -255,6 +255,11 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
             continue;
         }
+        // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
+        // (with its own back-off), so there is nothing to wait for here.
+        if super::delete_terminal_pods::is_terminal(pod) {
+            continue;
+        }
         if !pod_is_running(pod) {
             plan.not_running += 1;
             continue;
@@ -461,7 +466,6 @@ async fn ask_sidecars(
     }
     let live: std::collections::BTreeSet<&str> = snapshot
         .pods()
-        .iter()
         .filter_map(|pod| pod.metadata.uid.as_deref())
         .collect();
     memo.retain(namespace, name, &live);
@@ -562,6 +566,10 @@ mod tests {
                 .unwrap()
                 .unwrap()
         };
+        let mut failed = pod("sample-log-4", "log-4", "n4", "10.0.0.4");
+        if let Some(status) = failed.status.as_mut() {
+            status.phase = Some("Failed".into());
+        }
         let mut pending = pod("sample-log-3", "log-3", "n3", "10.0.0.3");
         if let Some(status) = pending.status.as_mut() {
             status.phase = Some("Pending".into());
@@ -571,6 +579,7 @@ mod tests {
                 annotated(pod("sample-log-1", "log-1", "n1", "10.0.0.1"), &hash),
                 annotated(pod("sample-log-2", "log-2", "n2", "10.0.0.2"), "old"),
                 pending,
+                failed,
             ])
             .build();
         let plan = decide(&snapshot).unwrap().unwrap();
@@ -580,7 +589,7 @@ mod tests {
             .map(|c| c.group.process_group_id.as_str())
             .collect();
         assert_eq!(asked, ["log-2"]);
-        assert_eq!(plan.not_running, 1);
+        assert_eq!(plan.not_running, 1, "a failed pod is not waited for");
         assert_eq!(plan.candidates[0].desired_hash, hash);
     }
 

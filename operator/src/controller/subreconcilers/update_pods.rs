@@ -167,7 +167,7 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
             to_replace.push(group.id().to_owned());
         } else {
             to_delete.push((
-                safety::group_zone(snapshot, &group),
+                safety::group_zone(&group),
                 PodToDelete {
                     group: group.id().to_owned(),
                     pod: pod.name_any(),
@@ -202,7 +202,6 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     }
     if let Some(terminating) = snapshot
         .pods()
-        .iter()
         .find(|p| p.metadata.deletion_timestamp.is_some())
     {
         return Deletion::Wait(format!(
@@ -326,14 +325,16 @@ async fn delete_pods(
     zones: Vec<String>,
     maintenance_zone: Option<String>,
 ) -> Result<StepOutcome, StepError> {
-    if let Err(refusal) = locks::acquire(ctx, snapshot, io, LockedAction::DeletePods).await? {
-        return Ok(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
-            reason: format!(
+    if let Some(outcome) =
+        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::DeletePods, |refusal| {
+            format!(
                 "pods of zone {} need an update; {refusal}",
                 zones.join(", ")
-            ),
-        });
+            )
+        })
+        .await?
+    {
+        return Ok(outcome);
     }
     if let Some(zone) = maintenance_zone {
         let seconds = snapshot

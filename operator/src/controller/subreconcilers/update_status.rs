@@ -55,15 +55,16 @@ impl Subreconciler for UpdateStatus {
     ) -> Result<StepOutcome, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
         // decide the same again: the first decision is reused.
-        let decision = match io.status_decision(snapshot.version()) {
-            Some(known) => known.clone(),
+        let decision = match io.take_status_decision(snapshot.version()) {
+            Some(known) => known,
             None => decide(snapshot)?,
         };
-        io.remember_status_decision(snapshot.version(), decision.clone());
         // Staged: written once at the end of the pass (or by a step that must persist
-        // first), so a pass makes one status write, not one per step.
-        io.stage_status(snapshot, decision.status);
+        // first), so a pass makes one status write, not one per step. Copied only when
+        // it differs.
+        io.stage_status_if_changed(snapshot, &decision.status);
         io.set_judged_reconciled(decision.reconciled);
+        io.remember_status_decision(snapshot.version(), decision);
         Ok(StepOutcome::Continue)
     }
 }

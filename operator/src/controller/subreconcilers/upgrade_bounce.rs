@@ -3,65 +3,208 @@
 //! BounceProcesses does only this (a partial bounce of IncorrectCommandLine processes
 //! would restart some processes on the new binary and split the cluster). The decision is
 //! [`crate::controller::upgrade::decide_bounce`].
+//!
+//! With locks in use, several operator instances may share the database: each takes the
+//! lock, adds its ready process groups to the pending-upgrade list, and kills only when
+//! every process group of the database still on the old version is on the list
+//! ([`crate::controller::upgrade::check_agreement`]). An instance that has to wait for
+//! the others gives the lock up, so they can take it and add theirs. The one that kills
+//! clears the list afterwards, retrying in later passes while the database recovers from
+//! the kill ([`crate::controller::upgrade_cleanup`]); if it crashes first, the entries
+//! left behind name the old target and are dropped by the next upgrade's first write.
 
 use std::time::Duration;
+
+use fdb_shared::FdbVersion;
+use fdb_shared::address::ProcessAddress;
 
 use super::super::context::Context;
 use super::super::errors::StepError;
 use super::super::events::{EventReason, publish};
+use super::super::locks;
 use super::super::outcome::StepOutcome;
 use super::super::pass_io::PassIo;
+use super::super::safety::{self, LockedAction};
 use super::super::snapshot::ClusterSnapshot;
-use super::super::upgrade::{UpgradeBounce, decide_bounce};
+use super::super::upgrade::{
+    Agreement, UpgradeBounce, UpgradeWait, check_agreement, decide_bounce, plan_pending_list,
+};
 use crate::fdb::AdminClient as _;
+use kube::ResourceExt as _;
 
 /// Runs the upgrade's kill when one is pending: `None` when no incompatible upgrade is
 /// pending (BounceProcesses goes on with its own work), else how the step ends (it always
-/// ends the pass: waiting for the pods, or for the killed processes to come back).
+/// ends the pass: waiting for the pods, for the other instances, or for the killed
+/// processes to come back).
 pub async fn reconcile(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
 ) -> Result<Option<StepOutcome>, StepError> {
-    match decide_bounce(snapshot)? {
-        UpgradeBounce::NotUpgrading => Ok(None),
-        UpgradeBounce::Wait(wait) => Ok(Some(StepOutcome::Requeue {
-            delay: super::bounce_processes::wait_delay(ctx, snapshot),
-            reason: wait.to_string(),
-        })),
-        UpgradeBounce::KillAll { target, addresses } => {
-            let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
-            tracing::info!(
-                %target,
-                processes = addresses.len(),
-                "killing every process of the cluster for the upgrade"
-            );
-            let admin = io.admin(ctx, snapshot)?;
-            admin
-                .kill(&addresses)
-                .await
-                .map_err(StepError::admin(format!(
-                    "kill every process for the upgrade to {target}"
-                )))?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::UpgradeBounce,
-                "BounceProcesses",
-                format!(
-                    "killed all {} processes at once to restart them on {target}: {}",
-                    listed.len(),
-                    listed.join(" ")
-                ),
-            )
-            .await;
-            Ok(Some(StepOutcome::Requeue {
-                delay: Duration::max(ctx.settings.database_wait, Duration::from_secs(1)),
-                reason: format!(
-                    "killed {} processes for the upgrade to {target}; waiting for them to restart on it",
-                    listed.len()
-                ),
-            }))
+    clear_after_kill(ctx, snapshot, io).await?;
+    let (target, addresses, agreement) = match decide_bounce(snapshot)? {
+        UpgradeBounce::NotUpgrading => return Ok(None),
+        UpgradeBounce::Wait(wait) => return Ok(Some(wait_outcome(ctx, snapshot, &wait))),
+        UpgradeBounce::KillAll {
+            target,
+            addresses,
+            agreement,
+        } => (target, addresses, agreement),
+    };
+    // As for every bounce, the kill is its pass's only disruption (see
+    // `bounce_processes::execute`): a pod deleted earlier in this pass waits a pass.
+    if let Some(pod) = io.deleted_pods().first() {
+        return Ok(Some(StepOutcome::Requeue {
+            delay: ctx.settings.kube_wait,
+            reason: format!(
+                "the upgrade to {target} is ready to restart every process; waiting for the next pass, since this one deleted pod {pod}"
+            ),
+        }));
+    }
+    if let Some(agreement) = &agreement
+        && let Some(outcome) = agree(ctx, snapshot, io, &target, agreement).await?
+    {
+        return Ok(Some(outcome));
+    }
+    kill_all(ctx, snapshot, io, &target, &addresses).await?;
+    if agreement.is_some() {
+        // The kill happened: the list has served its purpose. The database is down for
+        // the restart now, so the clear is tried once it is available again.
+        ctx.upgrade_cleanup.mark(&cluster_key(snapshot));
+    }
+    Ok(Some(StepOutcome::Requeue {
+        delay: Duration::max(ctx.settings.database_wait, Duration::from_secs(1)),
+        reason: format!(
+            "killed {} processes for the upgrade to {target}; waiting for them to restart on it",
+            addresses.len()
+        ),
+    }))
+}
+
+fn cluster_key(snapshot: &ClusterSnapshot) -> String {
+    let cluster = snapshot.cluster();
+    format!(
+        "{}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}
+
+/// Clears the pending-upgrade list this instance's kill left, once the database is
+/// available again. A failure is only logged: it is tried again next pass, and entries
+/// left behind never block a later upgrade.
+async fn clear_after_kill(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+) -> Result<(), StepError> {
+    let key = cluster_key(snapshot);
+    if !ctx.upgrade_cleanup.is_marked(&key) || safety::available(snapshot).is_err() {
+        return Ok(());
+    }
+    match io.admin(ctx, snapshot)?.clear_pending_upgrades().await {
+        Ok(()) => {
+            tracing::info!("cleared the pending-upgrade list after the upgrade's kill");
+            ctx.upgrade_cleanup.done(&key);
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not clear the pending-upgrade list yet");
         }
     }
+    Ok(())
+}
+
+fn wait_outcome(ctx: &Context, snapshot: &ClusterSnapshot, wait: &UpgradeWait) -> StepOutcome {
+    StepOutcome::Requeue {
+        delay: super::bounce_processes::wait_delay(ctx, snapshot),
+        reason: wait.to_string(),
+    }
+}
+
+/// Takes the lock, adds this instance's groups to the pending-upgrade list and checks
+/// that every group of the database agreed: `None` when the kill may go ahead.
+async fn agree(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    target: &FdbVersion,
+    agreement: &Agreement,
+) -> Result<Option<StepOutcome>, StepError> {
+    let refused = |refusal: &_| {
+        format!("the upgrade to {target} waits to join the pending-upgrade list: {refusal}")
+    };
+    if let Some(outcome) =
+        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Bounce, refused).await?
+    {
+        return Ok(Some(outcome));
+    }
+    let admin = io.admin(ctx, snapshot)?;
+    let listed = admin
+        .pending_upgrades()
+        .await
+        .map_err(StepError::admin("read the pending-upgrade list"))?;
+    let update = plan_pending_list(&listed, target, &agreement.groups);
+    if !update.add.is_empty() || !update.stale.is_empty() {
+        tracing::info!(
+            lock_id = %agreement.lock_id,
+            added = update.add.len(),
+            stale = update.stale.len(),
+            "adding the ready process groups to the pending-upgrade list"
+        );
+        admin
+            .update_pending_upgrades(&update.add, &update.stale)
+            .await
+            .map_err(StepError::admin(format!(
+                "add {} process groups to the pending-upgrade list for {target}",
+                update.add.len()
+            )))?;
+    }
+    let Some(status) = snapshot.database_status() else {
+        return Ok(Some(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason: format!("the upgrade to {target} waits for the database status"),
+        }));
+    };
+    match check_agreement(status, target, &update.agreed) {
+        Ok(()) => Ok(None),
+        Err(wait) => {
+            // The instances still missing need the lock to add their groups.
+            locks::release(ctx, snapshot, io).await?;
+            Ok(Some(wait_outcome(ctx, snapshot, &wait)))
+        }
+    }
+}
+
+async fn kill_all(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    target: &FdbVersion,
+    addresses: &[ProcessAddress],
+) -> Result<(), StepError> {
+    let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    tracing::info!(
+        %target,
+        processes = addresses.len(),
+        "killing every process of the cluster for the upgrade"
+    );
+    io.admin(ctx, snapshot)?
+        .kill(addresses)
+        .await
+        .map_err(StepError::admin(format!(
+            "kill every process for the upgrade to {target}"
+        )))?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::UpgradeBounce,
+        "BounceProcesses",
+        format!(
+            "killed all {} processes at once to restart them on {target}: {}",
+            listed.len(),
+            listed.join(" ")
+        ),
+    )
+    .await;
+    Ok(())
 }

@@ -142,6 +142,15 @@ pub fn write_keys(set: &[(Vec<u8>, Vec<u8>)], clear: &[Vec<u8>]) -> String {
     command
 }
 
+/// Clears a range of the system key space.
+pub fn clear_range(begin: &[u8], end: &[u8]) -> String {
+    format!(
+        "writemode on; option on ACCESS_SYSTEM_KEYS; clearrange {} {}",
+        escape_bytes(begin),
+        escape_bytes(end)
+    )
+}
+
 /// A key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
 

@@ -20,8 +20,9 @@ use fdb_shared::status_json::BackupStatus;
 use crate::fdb::backup::{parse_restore_status, render_restore_status};
 use crate::fdb::fdbcli::backup_commands::{self, display};
 use crate::fdb::fdbcli::commands;
+use crate::fdb::pending_upgrades::{UPGRADES_PREFIX, upgrades_range_end};
 use crate::fdb::{
-    AdminClient, AdminError, BackupModify, BackupStart, ExclusionTarget, LockValue,
+    AdminClient, AdminError, BackupModify, BackupStart, ExclusionTarget, LockValue, PendingUpgrade,
     RestoreProgress, RestoreStart,
 };
 
@@ -350,6 +351,47 @@ impl AdminClient for SimulatedFdb {
             Ok(())
         })
     }
+    async fn pending_upgrades(&self) -> Result<Vec<PendingUpgrade>, AdminError> {
+        let command = commands::get_range(UPGRADES_PREFIX, &upgrades_range_end());
+        self.read(&command, |state| {
+            state
+                .system_keys
+                .range(UPGRADES_PREFIX.to_vec()..upgrades_range_end())
+                .filter_map(|(key, _)| PendingUpgrade::from_key(key))
+                .collect()
+        })
+    }
+
+    async fn update_pending_upgrades(
+        &self,
+        add: &[PendingUpgrade],
+        remove: &[PendingUpgrade],
+    ) -> Result<(), AdminError> {
+        let set: Vec<_> = add.iter().map(|e| (e.key(), e.value())).collect();
+        let clear: Vec<_> = remove.iter().map(PendingUpgrade::key).collect();
+        let command = commands::write_keys(&set, &clear);
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            for key in clear {
+                state.system_keys.remove(&key);
+            }
+            state.system_keys.extend(set);
+            Ok(())
+        })
+    }
+
+    async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {
+        let end = upgrades_range_end();
+        let command = commands::clear_range(UPGRADES_PREFIX, &end);
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            state.system_keys.retain(|key, _| {
+                key.as_slice() < UPGRADES_PREFIX || key.as_slice() >= end.as_slice()
+            });
+            Ok(())
+        })
+    }
+
     async fn start_backup(&self, request: &BackupStart) -> Result<(), AdminError> {
         let command = display("fdbbackup", &backup_commands::backup_start(request));
         self.mutate(&command, |state, _| {

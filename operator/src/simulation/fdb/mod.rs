@@ -258,4 +258,15 @@ impl SimulatedFdb {
     pub fn connection_string(&self) -> Option<ConnectionString> {
         self.lock().connection_string.clone()
     }
+
+    /// The value of the global operator lock key now, the time (unix seconds), and
+    /// whether the database is configured (before, it has no key space to hold a lock).
+    pub fn lock_key(&self) -> (Option<crate::fdb::LockValue>, i64, bool) {
+        let state = self.lock();
+        (
+            state.lock.clone(),
+            self.now(),
+            state.configuration.is_some(),
+        )
+    }
 }

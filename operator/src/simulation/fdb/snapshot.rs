@@ -10,6 +10,7 @@ use super::availability::assess;
 use super::render::roles_of;
 use super::shards::MIB;
 use super::state::State;
+use crate::fdb::PendingUpgrade;
 
 /// What the world reports about FoundationDB (the `fdb` block of the result).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,6 +48,10 @@ pub struct SimFdbSnapshot {
     pub data_version: i64,
     /// Backup agents running.
     pub backup_agents: u32,
+    /// The lock ID stored in the global operator lock key, whether or not it expired.
+    pub lock_holder: Option<String>,
+    /// The pending-upgrade list, as `<target version>/<process group ID>`.
+    pub pending_upgrades: Vec<String>,
 }
 
 /// One running process.
@@ -129,5 +134,12 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
         data_digest: state.user_data.digest().to_owned(),
         data_version: super::user_data::version_at(now - state.origin),
         backup_agents: state.backups.agents,
+        lock_holder: state.lock.as_ref().map(|lock| lock.lock_id.clone()),
+        pending_upgrades: state
+            .system_keys
+            .keys()
+            .filter_map(|key| PendingUpgrade::from_key(key))
+            .map(|entry| format!("{}/{}", entry.version, entry.group))
+            .collect(),
     }
 }

@@ -42,6 +42,9 @@ pub(crate) struct State {
     pub maintenance: Option<(String, i64)>,
     pub lock: Option<LockValue>,
     pub deny_list: BTreeSet<String>,
+    /// Other keys of the system key space the operator writes (the pending-upgrade
+    /// list), byte for byte.
+    pub system_keys: BTreeMap<Vec<u8>, Vec<u8>>,
     pub clients: Vec<ClientInfo>,
     pub recovery: Recovery,
     pub transaction_system: Option<TransactionSystem>,
@@ -92,6 +95,7 @@ impl State {
             maintenance: None,
             lock: None,
             deny_list: BTreeSet::new(),
+            system_keys: BTreeMap::new(),
             clients: Vec::new(),
             recovery: Recovery::default(),
             transaction_system: None,

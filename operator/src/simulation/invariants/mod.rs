@@ -43,6 +43,10 @@ pub const CLIENT_INCOMPATIBLE_UPGRADE: &str = "client-incompatible-upgrade";
 pub const UNAVAILABLE_BY_OPERATOR: &str = "unavailable-by-operator";
 /// `expectation-failed`: an `expect` step's conditions did not hold in time.
 pub const EXPECTATION_FAILED: &str = "expectation-failed";
+/// An operator instance issued an admin write (configure, exclude, include, coordinators,
+/// kill, maintenance) while the database's lock key did not name it as the holder: its
+/// cluster uses locks and it does not hold the lock, or another instance holds it.
+pub const LOCK_NOT_HELD: &str = "lock-not-held";
 
 /// Watches a run and collects violations.
 #[derive(Debug, Default)]

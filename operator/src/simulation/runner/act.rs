@@ -32,6 +32,7 @@ impl Runner {
         &mut self,
         actor: Actor,
         action: &Action,
+        cluster: Option<&str>,
     ) -> Result<StepOutcomeSummary, RunError> {
         let before = self.track()?;
         let events_before = self.log.len();
@@ -39,9 +40,10 @@ impl Runner {
             Actor::Operator => LogActor::ActAsOperator,
             Actor::User => LogActor::User,
         });
-        let outcome = self.perform(actor, action).await;
+        let outcome = self.perform(actor, action, cluster).await;
         self.log.set_actor(LogActor::Operator);
         outcome?;
+        self.report_noted_violations();
         let by = match actor {
             Actor::Operator => "operator",
             Actor::User => "user",
@@ -52,7 +54,15 @@ impl Runner {
         Ok(StepOutcomeSummary::default())
     }
 
-    async fn perform(&mut self, actor: Actor, action: &Action) -> Result<(), RunError> {
+    async fn perform(
+        &mut self,
+        actor: Actor,
+        action: &Action,
+        cluster: Option<&str>,
+    ) -> Result<(), RunError> {
+        // As the operator, admin commands are issued by an operator instance: the one of
+        // the named cluster, else the first cluster's.
+        let issuer = (actor == Actor::Operator).then(|| cluster.unwrap_or(&self.name).to_owned());
         let client = self.api.client(match actor {
             Actor::Operator => ACT_AS_OPERATOR_ACTOR,
             Actor::User => super::USER_ACTOR,
@@ -104,7 +114,7 @@ impl Runner {
                     ));
                 }
                 // The recording admin logs the command like the operator's own.
-                self.admin()
+                self.admin(issuer.as_deref())
                     .kill(&addresses)
                     .await
                     .map_err(|e| act_failed(action, e))?;
@@ -114,7 +124,7 @@ impl Runner {
                     .iter()
                     .map(|group| ExclusionTarget::instance_id(group))
                     .collect();
-                self.admin()
+                self.admin(issuer.as_deref())
                     .exclude(&targets, false)
                     .await
                     .map_err(|e| act_failed(action, e))?;
@@ -187,8 +197,12 @@ impl Runner {
         Ok(())
     }
 
-    fn admin(&self) -> RecordingAdmin {
-        RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
+    fn admin(&self, issuer: Option<&str>) -> RecordingAdmin {
+        let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone());
+        match issuer {
+            Some(issuer) => admin.issued_by(issuer, self.judge.clone()),
+            None => admin,
+        }
     }
 
     /// The addresses of the running processes of these process groups.

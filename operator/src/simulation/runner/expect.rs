@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::controller::cache::CLUSTER_NAME_LABEL;
 
 use crate::simulation::scenario::ExpectStep;
 
@@ -25,8 +28,11 @@ impl Runner {
     pub(super) fn unmet(&self, expect: &ExpectStep) -> Result<Vec<String>, RunError> {
         let mut failed = Vec::new();
         let snapshot = self.fdb.snapshot();
+        let name = expect.cluster.as_deref().unwrap_or(&self.name);
         if let Some(want) = expect.reconciled {
-            let have = self.last_pass_reconciled && self.next_pass_due.is_none();
+            let have = self
+                .instance_reconciled(name)
+                .unwrap_or(self.last_pass_reconciled && self.next_pass_due.is_none());
             if have != want {
                 failed.push(format!("reconciled: expected {want}, found {have}"));
             }
@@ -58,7 +64,7 @@ impl Runner {
                 ));
             }
         }
-        let cluster = self.cluster_object();
+        let cluster = self.cluster_named(name);
         let status = cluster.as_ref().and_then(|cluster| cluster.status.as_ref());
         if let Some(want) = &expect.running_version {
             let have = status.and_then(|status| status.running_version.clone());
@@ -95,6 +101,12 @@ impl Runner {
             .map_err(|error| RunError::World(error.into()))?
             .into_iter()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            // With `cluster`, only that cluster's pods.
+            .filter(|pod| {
+                expect.cluster.as_deref().is_none_or(|cluster| {
+                    pod.labels().get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster)
+                })
+            })
             .collect();
         if let Some(want) = expect.pods {
             let have = pods.len();

@@ -22,6 +22,7 @@ use crate::simulation::event_log::EventLog;
 use crate::simulation::fdb::SimulatedFdb;
 use crate::simulation::kube::service::ResponseBody;
 use crate::simulation::kube::{ActorService, FakeApiServer};
+use crate::simulation::lock_judge::AdminWriteJudge;
 use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::recording_sidecar::RecordingSidecar;
 use crate::simulation::world::NetworkMap;
@@ -38,10 +39,16 @@ pub struct SimulatedAdminProvider {
 }
 
 impl SimulatedAdminProvider {
-    /// A provider handing out `fdb`, recording into `log`.
-    pub fn new(fdb: SimulatedFdb, log: EventLog) -> Self {
+    /// A provider handing out `fdb`, recording into `log` as the commands of the
+    /// operator instance of cluster `issuer`, whose admin writes `judge` judges.
+    pub fn new(
+        fdb: SimulatedFdb,
+        log: EventLog,
+        issuer: &str,
+        judge: Arc<dyn AdminWriteJudge>,
+    ) -> Self {
         Self {
-            admin: Arc::new(RecordingAdmin::new(Arc::new(fdb), log)),
+            admin: Arc::new(RecordingAdmin::new(Arc::new(fdb), log).issued_by(issuer, judge)),
         }
     }
 }
@@ -178,6 +185,16 @@ pub fn operator_kube_client(api: &FakeApiServer, log: &EventLog) -> kube::Client
     )
 }
 
+/// Who an operator instance is: the cluster it manages (its admin commands are recorded
+/// as issued by it) and the judge of its admin writes.
+#[derive(Debug, Clone)]
+pub struct OperatorIdentity {
+    /// The name of the cluster the instance manages.
+    pub cluster: String,
+    /// Judges its admin writes (`lock-not-held`).
+    pub judge: Arc<dyn AdminWriteJudge>,
+}
+
 /// A fresh operator: nothing carried over from a previous one but what is stored in
 /// Kubernetes and the database (this is what `restartOperator` relies on).
 pub fn new_operator_context(
@@ -187,11 +204,17 @@ pub fn new_operator_context(
     log: &EventLog,
     network: NetworkMap,
     sidecar_tls: Option<&SidecarClientTls>,
+    identity: &OperatorIdentity,
 ) -> Result<Context, SidecarClientError> {
     let clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let mut context = Context::new(
         kube,
-        Arc::new(SimulatedAdminProvider::new(fdb.clone(), log.clone())),
+        Arc::new(SimulatedAdminProvider::new(
+            fdb.clone(),
+            log.clone(),
+            &identity.cluster,
+            identity.judge.clone(),
+        )),
         Arc::new(RecordingSidecarProvider::new(
             log.clone(),
             network,

@@ -10,6 +10,7 @@ mod act;
 mod expect;
 mod fdb_bridge;
 mod harness;
+mod instances;
 mod observe;
 mod resources;
 mod rollout_progress;
@@ -36,7 +37,7 @@ use crate::simulation::world::{HostBlock, World, WorldError, WorldOptions};
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use harness::{
-    OPERATOR_ACTOR, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
+    OPERATOR_ACTOR, OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
     operator_kube_client, simulated_sidecar_client_settings,
 };
 
@@ -147,6 +148,10 @@ pub struct Runner {
     last_rollout_line: Option<String>,
     /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
     sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
+    /// Judges every instance's admin writes against the database's lock key.
+    judge: Arc<dyn crate::simulation::lock_judge::AdminWriteJudge>,
+    /// The operator instances of the scenario's other clusters (`clusters:`).
+    instances: Vec<instances::Instance>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -273,6 +278,9 @@ impl Runner {
             }
             None => None,
         };
+        let judge: Arc<dyn crate::simulation::lock_judge::AdminWriteJudge> = Arc::new(
+            crate::simulation::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
+        );
         let context = new_operator_context(
             harness::operator_kube_client(&api, &log),
             &fdb,
@@ -280,7 +288,16 @@ impl Runner {
             &log,
             world.network(),
             sidecar_tls.as_ref(),
+            &OperatorIdentity {
+                cluster: name.clone(),
+                judge: judge.clone(),
+            },
         )?;
+        let instances = scenario
+            .clusters
+            .iter()
+            .map(|manifest| instances::Instance::new(manifest, &namespace))
+            .collect();
         api.create_as(USER_ACTOR, manifest)?;
         for backup in &scenario.backups {
             let mut backup = backup.clone();
@@ -327,6 +344,8 @@ impl Runner {
             progress: options.progress,
             last_rollout_line: None,
             sidecar_tls,
+            judge,
+            instances,
         })
     }
 

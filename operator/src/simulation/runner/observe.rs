@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
 use serde_json::Value;
 
+use crate::controller::cache::CLUSTER_NAME_LABEL;
 use crate::simulation::invariants::{
     ActionWindow, ActualWorld, ClientView, DesiredWorld, LivePod, ServiceState, TrackedObject,
     divergences,
@@ -267,19 +268,11 @@ impl Runner {
     /// the spec.
     pub(super) fn check_after_pass(&mut self, reconciled: bool) -> Result<(), RunError> {
         let (time, pass) = (self.elapsed(), self.total_passes);
-        if let Some(status) = self.cluster_object().and_then(|cluster| cluster.status) {
-            self.ever_marked.extend(
-                status
-                    .process_groups
-                    .iter()
-                    .filter(|group| group.is_marked_for_removal())
-                    .map(|group| group.process_group_id.clone()),
-            );
-        }
+        let cluster = self.cluster_object();
+        note_marked_groups(&mut self.ever_marked, cluster.as_ref());
         let snapshot = self.fdb.snapshot();
         let versions: Vec<FdbVersion> = snapshot.processes.iter().map(|p| p.version).collect();
         self.monitor.check_versions(time, pass, &versions);
-        let cluster = self.cluster_object();
         let ignored: BTreeSet<String> = cluster
             .as_ref()
             .map(|cluster| {
@@ -345,11 +338,43 @@ impl Runner {
 
     /// The world as the divergence check sees it.
     pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
+        match self.cluster_object() {
+            Some(cluster) if self.has_instances() => self.actual_world_of(&cluster),
+            _ => self.actual_world_of_objects(None),
+        }
+    }
+
+    /// The world of one cluster among several sharing the database: its own pods and
+    /// PVCs (by the cluster name label) and the exclusions of its own process groups (by
+    /// its `processGroupIDPrefix`); the processes and configuration are the database's.
+    pub(super) fn actual_world_of(
+        &self,
+        cluster: &FoundationDBCluster,
+    ) -> Result<ActualWorld, RunError> {
+        self.actual_world_of_objects(Some(cluster))
+    }
+
+    fn actual_world_of_objects(
+        &self,
+        only: Option<&FoundationDBCluster>,
+    ) -> Result<ActualWorld, RunError> {
+        let owned = |labels: &BTreeMap<String, String>| {
+            only.is_none_or(|cluster| {
+                labels.get(CLUSTER_NAME_LABEL).map(String::as_str)
+                    == cluster.metadata.name.as_deref()
+            })
+        };
+        let prefix = only
+            .map(|cluster| cluster.spec.process_group_id_prefix().to_owned())
+            .filter(|prefix| !prefix.is_empty())
+            .map(|prefix| format!("{prefix}-"));
+        let own_group = |group: &String| prefix.as_ref().is_none_or(|p| group.starts_with(p));
         let snapshot = self.fdb.snapshot();
         let pods = self
             .pods()?
             .into_iter()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter(|pod| owned(pod.labels()))
             .filter_map(|pod| {
                 let (group, class) = group_of(pod.labels())?;
                 let spec = pod.spec.as_ref()?;
@@ -372,6 +397,7 @@ impl Runner {
             .pvcs()?
             .into_iter()
             .filter(|pvc| pvc.metadata.deletion_timestamp.is_none())
+            .filter(|pvc| owned(pvc.labels()))
             .map(|pvc| pvc.name_any())
             .collect();
         let mut excluded_groups: BTreeSet<String> = snapshot
@@ -387,6 +413,7 @@ impl Runner {
                 .filter(|process| process.excluded)
                 .filter_map(|process| process.locality.get("instance_id").cloned()),
         );
+        excluded_groups.retain(|group| own_group(group));
         Ok(ActualWorld {
             pods,
             pvcs,
@@ -458,5 +485,22 @@ pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
         configuration: desired_database_configuration(spec),
         marked_for_removal,
         ever_marked: BTreeSet::new(),
+    }
+}
+
+/// Adds the groups `cluster`'s status marks for removal to `ever_marked` (the world
+/// judges a Reconciled cluster against every group it ever marked).
+pub(super) fn note_marked_groups(
+    ever_marked: &mut BTreeSet<String>,
+    cluster: Option<&FoundationDBCluster>,
+) {
+    if let Some(status) = cluster.and_then(|cluster| cluster.status.as_ref()) {
+        ever_marked.extend(
+            status
+                .process_groups
+                .iter()
+                .filter(|group| group.is_marked_for_removal())
+                .map(|group| group.process_group_id.clone()),
+        );
     }
 }

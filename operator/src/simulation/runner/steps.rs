@@ -18,9 +18,7 @@ use crate::simulation::kube::PatchType;
 use crate::simulation::result::EventSource;
 use crate::simulation::scenario::{ExpectStep, Fault, Heal, ReconcileStep, Step};
 
-use super::harness::{
-    SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context, operator_kube_client,
-};
+use super::harness::{OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
 use crate::controller::pass_io::ObjectKind;
 
@@ -50,7 +48,7 @@ pub struct StepOutcomeSummary {
 
 /// What one pass ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PassEnd {
+pub(super) enum PassEnd {
     Reconciled,
     /// Run again after this long.
     After(Duration),
@@ -92,7 +90,16 @@ impl Runner {
                 self.log.arm_crash(action);
                 Ok(StepOutcomeSummary::default())
             }
-            Step::Act { actor, action } => self.act(*actor, action).await,
+            Step::Act {
+                actor,
+                action,
+                cluster,
+            } => self.act(*actor, action, cluster.as_deref()).await,
+            Step::ApplyCluster { name, patch } => {
+                self.apply_cluster(name, patch)?;
+                self.settle().await?;
+                Ok(StepOutcomeSummary::default())
+            }
             Step::Expect(expect) => self.expect(index, expect).await,
             Step::ApplyTo { target, patch } => {
                 self.apply_to(target, patch)?;
@@ -110,18 +117,17 @@ impl Runner {
     /// Drops all in-memory operator state: nothing survives but what Kubernetes and the
     /// database store.
     pub(super) fn restart_operator(&mut self) {
-        match new_operator_context(
-            operator_kube_client(&self.api, &self.log),
-            &self.fdb,
-            &self.clock,
-            &self.log,
-            self.world.network(),
-            self.sidecar_tls.as_ref(),
-        ) {
+        let identity = OperatorIdentity {
+            cluster: self.name.clone(),
+            judge: self.judge.clone(),
+        };
+        match self.operator_context(&identity) {
             Ok(context) => self.context = context,
             // The sidecar client factory has no inputs that can change between restarts.
             Err(error) => self.say(&format!("operator restart failed: {error}")),
         }
+        // Every instance is an operator process of its own; a restart step restarts all.
+        self.restart_instances();
         self.api.close_watches();
         self.wake_operator();
     }
@@ -141,7 +147,7 @@ impl Runner {
         self.wake_operator();
         loop {
             self.settle().await?;
-            if self.resource_passes().await? {
+            if self.resource_passes().await? || self.instance_passes(index).await? {
                 continue;
             }
             if let Some(max) = settings.max_passes
@@ -193,7 +199,7 @@ impl Runner {
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
-            if self.resource_passes().await? {
+            if self.resource_passes().await? || self.instance_passes(index).await? {
                 continue;
             }
             let now = self.now();
@@ -226,7 +232,7 @@ impl Runner {
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
-            if self.resource_passes().await? {
+            if self.resource_passes().await? || self.instance_passes(index).await? {
                 continue;
             }
             let failed = self.unmet(expect)?;
@@ -275,6 +281,7 @@ impl Runner {
             self.world.next_due(),
             deadline,
             self.resource_pass_due(),
+            self.instance_pass_due(),
         ]
         .into_iter()
         .flatten()
@@ -364,6 +371,7 @@ impl Runner {
         // answer is a watch event that wakes the operator again.
         self.judge_action(&before, events_before, "operator", true)
             .await?;
+        self.report_noted_violations();
         self.check_after_pass(end == PassEnd::Reconciled)?;
         Ok(end)
     }
@@ -373,7 +381,15 @@ impl Runner {
     /// whatever the machine's speed: the result must not depend on it. A cache that does
     /// not catch up within [`SIDECAR_REQUEST_WATCHDOG`] (real time) stops the run.
     async fn sync_operator_cache(&self) -> Result<(), RunError> {
-        let Some(cache) = self.context.cache.clone() else {
+        self.sync_cache_of(&self.context).await
+    }
+
+    /// Lets `context`'s watch caches catch up (see [`Self::sync_operator_cache`]).
+    pub(super) async fn sync_cache_of(
+        &self,
+        context: &crate::controller::context::Context,
+    ) -> Result<(), RunError> {
+        let Some(cache) = context.cache.clone() else {
             return Ok(());
         };
         let kinds = [
@@ -418,6 +434,7 @@ impl Runner {
     /// A watch event: the operator runs as soon as it may (passes take time).
     pub(super) fn wake_operator(&mut self) {
         self.wake_resources();
+        self.wake_instances();
         let now = self.now();
         let earliest = self.last_pass_at.map_or(now, |at| {
             (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
@@ -518,7 +535,15 @@ fn describe(step: &Step) -> String {
         } => {
             format!("crash the operator right after its next {action}")
         }
-        Step::Act { actor, action } => format!("act as {actor:?}: {action:?}"),
+        Step::Act {
+            actor,
+            action,
+            cluster,
+        } => match cluster {
+            Some(cluster) => format!("act as {actor:?} of {cluster}: {action:?}"),
+            None => format!("act as {actor:?}: {action:?}"),
+        },
+        Step::ApplyCluster { name, patch } => format!("apply to cluster {name}: {patch}"),
         Step::Expect(expect) => format!(
             "expect {}",
             serde_json::to_string(expect).unwrap_or_default()

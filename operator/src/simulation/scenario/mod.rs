@@ -26,7 +26,7 @@ pub use faults::Fault;
 pub use steps::{
     ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, ExpectStep, Heal, ObjectKind,
     ObjectRef, ReconcileStep, ResourceExpectation, ResourceKind, ResourceTarget,
-    RestartOperatorStep, Step, StepSpec, apply_target,
+    RestartOperatorStep, Step, StepSpec, apply_cluster_target, apply_target,
 };
 
 /// The scenario's seed when it does not set one.
@@ -63,6 +63,12 @@ pub struct Scenario {
     pub world: WorldSettings,
     /// The FoundationDBCluster manifest the scenario starts with.
     pub cluster: Value,
+    /// More FoundationDBCluster manifests sharing the first cluster's database, each
+    /// with its own operator instance (several Kubernetes clusters, one database). Each
+    /// is created once the first cluster's database is configured, with
+    /// `spec.seedConnectionString` set to it unless the manifest sets one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<Value>,
     /// FoundationDBBackup manifests, created (as a user) when the scenario starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backups: Vec<Value>,

@@ -124,10 +124,32 @@ impl ResourceTarget {
 /// A targeted `apply` step: the resource and the patch, or the problem (field, message).
 pub type TargetedApply = Result<(ResourceTarget, Value), (&'static str, String)>;
 
-/// An `apply` step that targets a backup or restore: `{target: ..., patch: {...}}`.
+/// The prefix of an `apply` target naming one of the scenario's FoundationDBClusters.
+pub const CLUSTER_TARGET_PREFIX: &str = "foundationdbcluster/";
+
+/// An `apply` step that targets one of the scenario's clusters by name:
+/// `{target: foundationdbcluster/<name>, patch: {...}}` (the cluster and the patch).
+pub fn apply_cluster_target(apply: &Value) -> Option<(String, Value)> {
+    let object = apply.as_object()?;
+    let name = object
+        .get("target")?
+        .as_str()?
+        .strip_prefix(CLUSTER_TARGET_PREFIX)?;
+    let patch = object
+        .get("patch")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    Some((name.to_owned(), patch))
+}
+
+/// An `apply` step that targets a backup or restore: `{target: ..., patch: {...}}`
+/// (`None` for a plain patch of the first cluster, or one naming a cluster).
 pub fn apply_target(apply: &Value) -> Option<TargetedApply> {
     let object = apply.as_object()?;
     let target = object.get("target")?;
+    if apply_cluster_target(apply).is_some() {
+        return None;
+    }
     Some((|| {
         let target = target
             .as_str()
@@ -201,6 +223,11 @@ pub struct ActStep {
     /// Who acts.
     #[serde(rename = "as")]
     pub actor: Actor,
+    /// With `as: operator`: the operator instance of this cluster (by name) acts, so its
+    /// admin commands are issued under that cluster's lock ID (default: the first
+    /// cluster's instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Delete one object: `pod/<name>`, `pvc/<name>` or `service/<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<String>,
@@ -439,6 +466,11 @@ pub struct ExpectStep {
     /// Seconds of simulated time to wait for the conditions (default 0: check now).
     #[serde(default)]
     pub within: u64,
+    /// The cluster (by name) whose operator and object `reconciled`, `runningVersion`
+    /// and `processGroups` are about, and whose pods `pods` and `images` count (default:
+    /// the first cluster's, and every pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// The operator's last pass reported Reconciled (and nothing changed since).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciled: Option<bool>,
@@ -573,6 +605,15 @@ pub enum Step {
         actor: Actor,
         /// What they do.
         action: Action,
+        /// The operator instance acting (`as: operator`), by cluster name.
+        cluster: Option<String>,
+    },
+    /// Apply a JSON merge patch to one of the scenario's clusters, by name.
+    ApplyCluster {
+        /// The cluster.
+        name: String,
+        /// The patch.
+        patch: Value,
     },
     /// Await conditions.
     Expect(ExpectStep),
@@ -612,6 +653,9 @@ impl StepSpec {
             return Some(Step::Reconcile(reconcile));
         }
         if let Some(patch) = &self.apply {
+            if let Some((name, patch)) = apply_cluster_target(patch) {
+                return Some(Step::ApplyCluster { name, patch });
+            }
             return match apply_target(patch) {
                 Some(Ok((target, patch))) => Some(Step::ApplyTo { target, patch }),
                 Some(Err(_)) => None,
@@ -634,6 +678,7 @@ impl StepSpec {
             return act.action().ok().map(|action| Step::Act {
                 actor: act.actor,
                 action,
+                cluster: act.cluster.clone(),
             });
         }
         if let Some(expect) = &self.expect {

@@ -133,14 +133,16 @@ fn parses_the_v2_steps_faults_and_world_settings() {
             action: Action::Delete(ObjectRef {
                 kind: ObjectKind::Pod,
                 name: "sample-storage-1".into()
-            })
+            }),
+            cluster: None,
         }
     );
     assert_eq!(
         steps[3],
         Step::Act {
             actor: Actor::Operator,
-            action: Action::Kill(vec!["storage-1".into(), "storage-2".into()])
+            action: Action::Kill(vec!["storage-1".into(), "storage-2".into()]),
+            cluster: None,
         }
     );
     assert_eq!(
@@ -509,4 +511,63 @@ fn every_committed_scenario_file_passes_validation() {
             panic!("{}: {error}", file.display());
         }
     }
+}
+
+const KC2: &str = "clusters:\n  - apiVersion: apps.foundationdb.org/v1beta2\n    kind: FoundationDBCluster\n    metadata: {name: kc2}\n    spec: {version: 7.1.57, processGroupIDPrefix: kc2}\n";
+
+#[test]
+fn extra_clusters_and_their_selectors_parse() {
+    let scenario = parse(&format!(
+        "{KC2}steps:\n  - apply: {{target: foundationdbcluster/kc2, patch: {{spec: {{processCounts: {{storage: 2}}}}}}}}\n  - act: {{as: operator, cluster: kc2, kill: [kc2-storage-1]}}\n  - expect: {{cluster: kc2, reconciled: true}}\n  - apply: {{spec: {{processCounts: {{storage: 2}}}}}}\n"
+    ))
+    .unwrap();
+    assert_eq!(scenario.clusters.len(), 1);
+    let steps = scenario.steps();
+    assert_eq!(
+        steps[0],
+        Step::ApplyCluster {
+            name: "kc2".into(),
+            patch: serde_json::json!({"spec": {"processCounts": {"storage": 2}}})
+        }
+    );
+    assert_eq!(
+        steps[1],
+        Step::Act {
+            actor: Actor::Operator,
+            action: Action::Kill(vec!["kc2-storage-1".into()]),
+            cluster: Some("kc2".into()),
+        }
+    );
+    let Step::Expect(expect) = &steps[2] else {
+        panic!("an expect step");
+    };
+    assert_eq!(expect.cluster.as_deref(), Some("kc2"));
+    assert!(
+        matches!(steps[3], Step::Apply(_)),
+        "a plain apply patches the first cluster"
+    );
+}
+
+#[test]
+fn extra_clusters_are_validated_and_named_clusters_must_exist() {
+    let (field, message) = invalid_field(parse(&format!(
+        "{KC2}steps:\n  - expect: {{cluster: kc3, reconciled: true}}\n"
+    )));
+    assert_eq!(field, "steps[0].expect.cluster");
+    assert!(
+        message.contains("kc3") && message.contains("sample, kc2"),
+        "{message}"
+    );
+    let (field, _) = invalid_field(parse(&format!(
+        "{KC2}steps:\n  - act: {{as: user, cluster: kc2, kill: [kc2-storage-1]}}\n"
+    )));
+    assert_eq!(field, "steps[0].act.cluster");
+    let (field, _) = invalid_field(parse(
+        "clusters:\n  - apiVersion: apps.foundationdb.org/v1beta2\n    kind: FoundationDBCluster\n    metadata: {name: sample}\n    spec: {version: 7.1.57}\n",
+    ));
+    assert_eq!(field, "clusters[0].metadata.name");
+    let (field, _) = invalid_field(parse(
+        "clusters:\n  - apiVersion: apps.foundationdb.org/v1beta2\n    kind: FoundationDBCluster\n    metadata: {name: kc2}\n    spec: {version: banana}\n",
+    ));
+    assert!(field.starts_with("clusters[0].spec"), "{field}");
 }

@@ -4,6 +4,7 @@
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
 use fdb_shared::validation::ValidatedCluster;
+use serde_json::Value;
 
 use super::limits::{
     MAX_NODES, MAX_SCENARIO_SECONDS, MAX_SHARDS, MAX_STEPS, MAX_ZONES, Problem,
@@ -18,6 +19,7 @@ use super::{Fault, Scenario, WorldSettings};
 /// Checks a whole scenario; `text` is the file it came from (for lines).
 pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Problem> {
     check_cluster_identity(&scenario.cluster)?;
+    let names = check_extra_clusters(scenario, text)?;
     check_world(&scenario.world)?;
     check_count(
         "steps",
@@ -48,11 +50,96 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     let mut references =
         References::new(&scenario.cluster, &cluster, &counts, scenario.world.nodes);
     for (index, step) in scenario.steps.iter().enumerate() {
+        check_cluster_names(&names, step).map_err(|problem| in_step(index, problem))?;
         resources
             .check_step(step)
             .map_err(|problem| in_step(index, problem))?;
         check_names(&mut references, step).map_err(|problem| in_step(index, problem))?;
         references.after(step);
+    }
+    Ok(())
+}
+
+/// Checks the `clusters:` manifests like the first one; returns every cluster's name.
+fn check_extra_clusters(scenario: &Scenario, text: &str) -> Result<Vec<String>, Problem> {
+    let name_of = |manifest: &Value| {
+        manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut names = vec![name_of(&scenario.cluster)];
+    for (index, manifest) in scenario.clusters.iter().enumerate() {
+        let field = |(f, m): Problem| {
+            let inner = f.strip_prefix("cluster").unwrap_or(&f).to_owned();
+            (format!("clusters[{index}]{inner}"), m)
+        };
+        check_cluster_identity(manifest).map_err(field)?;
+        let name = name_of(manifest);
+        if names.contains(&name) {
+            return Err((
+                format!("clusters[{index}].metadata.name"),
+                format!("{name:?} is already the name of another cluster of the scenario"),
+            ));
+        }
+        let mut seeded = manifest.clone();
+        if seeded.pointer("/spec/seedConnectionString").is_none()
+            && let Some(spec) = seeded.get_mut("spec").and_then(Value::as_object_mut)
+        {
+            // The run fills it in from the first cluster; a placeholder to validate.
+            spec.insert(
+                "seedConnectionString".into(),
+                Value::from("seed:placeholder@127.0.0.1:4501"),
+            );
+        }
+        decode_cluster(&seeded, text).map_err(field)?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Checks that the clusters a step names exist (`apply` targets, `act.cluster`,
+/// `expect.cluster`).
+fn check_cluster_names(names: &[String], step: &StepSpec) -> Result<(), Problem> {
+    let named = [
+        (
+            "apply.target",
+            step.apply
+                .as_ref()
+                .and_then(super::steps::apply_cluster_target)
+                .map(|(name, _)| name),
+        ),
+        (
+            "act.cluster",
+            step.act.as_ref().and_then(|a| a.cluster.clone()),
+        ),
+        (
+            "expect.cluster",
+            step.expect.as_ref().and_then(|e| e.cluster.clone()),
+        ),
+    ];
+    if let Some(act) = &step.act
+        && act.cluster.is_some()
+        && act.actor != super::steps::Actor::Operator
+    {
+        return Err((
+            "act.cluster".into(),
+            "names an operator instance: only with `as: operator`".into(),
+        ));
+    }
+    for (field, name) in named {
+        if let Some(name) = name
+            && !names.contains(&name)
+        {
+            return Err((
+                field.to_owned(),
+                format!(
+                    "{name:?} is not a cluster of the scenario (known: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -173,7 +260,11 @@ fn check_step(step: &StepSpec) -> Result<u64, Problem> {
 /// Checks what a step names against the cluster's state at that point, and follows
 /// `apply` steps.
 fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Problem> {
-    if let Some(patch) = step.apply.as_ref().filter(|p| apply_target(p).is_none()) {
+    if let Some(patch) = step
+        .apply
+        .as_ref()
+        .filter(|p| apply_target(p).is_none() && super::steps::apply_cluster_target(p).is_none())
+    {
         let manifest = references.patched(patch)?;
         // An invalid patched cluster is a scenario of its own (the operator refuses it);
         // only a valid one can make the operator create groups.
@@ -203,6 +294,7 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
         }
     }
     if let Some(act) = &step.act
+        && act.cluster.is_none()
         && let Ok(action) = act.action()
     {
         match &action {

@@ -310,4 +310,93 @@ impl AutomaticReplacementOptions {
     pub fn taint_replacement_time_seconds(&self) -> i64 {
         self.taint_replacement_time_seconds.unwrap_or(1800)
     }
+
+    /// How many fault domains, of the cluster's `fault_domains`, may have process groups
+    /// replaced for node taints at once (`maxFaultDomainsWithTaintedProcessGroups`,
+    /// default [`DEFAULT_MAX_FAULT_DOMAINS_WITH_TAINTED_PROCESS_GROUPS`]): a number, or a
+    /// percentage of `fault_domains` rounded up. The error names what is wrong with the
+    /// value.
+    pub fn max_fault_domains_with_tainted_process_groups(
+        &self,
+        fault_domains: usize,
+    ) -> Result<usize, String> {
+        let default =
+            IntOrString::String(DEFAULT_MAX_FAULT_DOMAINS_WITH_TAINTED_PROCESS_GROUPS.to_owned());
+        match self
+            .max_fault_domains_with_tainted_process_groups
+            .as_ref()
+            .unwrap_or(&default)
+        {
+            IntOrString::Int(count) => {
+                usize::try_from(*count).map_err(|_| format!("{count} is negative"))
+            }
+            IntOrString::String(text) => {
+                let percent: usize = text
+                    .trim()
+                    .strip_suffix('%')
+                    .and_then(|number| number.trim().parse().ok())
+                    .ok_or_else(|| {
+                        format!("{text:?} is neither a number nor a percentage such as \"10%\"")
+                    })?;
+                Ok(percent.saturating_mul(fault_domains).div_ceil(100))
+            }
+        }
+    }
+}
+
+/// The default of `automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups`:
+/// a tenth of the fault domains, rounded up (so at least one).
+pub const DEFAULT_MAX_FAULT_DOMAINS_WITH_TAINTED_PROCESS_GROUPS: &str = "10%";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(value: Option<IntOrString>) -> AutomaticReplacementOptions {
+        AutomaticReplacementOptions {
+            max_fault_domains_with_tainted_process_groups: value,
+            ..AutomaticReplacementOptions::default()
+        }
+    }
+
+    #[test]
+    fn max_fault_domains_with_tainted_groups_is_a_count_or_a_rounded_up_percentage() {
+        let default = options(None);
+        assert_eq!(
+            default.max_fault_domains_with_tainted_process_groups(4),
+            Ok(1)
+        );
+        assert_eq!(
+            default.max_fault_domains_with_tainted_process_groups(20),
+            Ok(2)
+        );
+        assert_eq!(
+            default.max_fault_domains_with_tainted_process_groups(21),
+            Ok(3)
+        );
+        assert_eq!(
+            default.max_fault_domains_with_tainted_process_groups(0),
+            Ok(0)
+        );
+        let count = options(Some(IntOrString::Int(3)));
+        assert_eq!(
+            count.max_fault_domains_with_tainted_process_groups(100),
+            Ok(3)
+        );
+        let half = options(Some(IntOrString::String(" 50% ".into())));
+        assert_eq!(half.max_fault_domains_with_tainted_process_groups(5), Ok(3));
+        for bad in [
+            IntOrString::Int(-1),
+            IntOrString::String("10".into()),
+            IntOrString::String("ten%".into()),
+            IntOrString::String("-5%".into()),
+        ] {
+            assert!(
+                options(Some(bad.clone()))
+                    .max_fault_domains_with_tainted_process_groups(4)
+                    .is_err(),
+                "{bad:?}"
+            );
+        }
+    }
 }

@@ -10,7 +10,8 @@ pub mod spec;
 pub mod status;
 
 pub use automation::{
-    AutomaticReplacementOptions, AutomationOptions, DeletionMode, MaintenanceModeOptions,
+    AutomaticReplacementOptions, AutomationOptions,
+    DEFAULT_MAX_FAULT_DOMAINS_WITH_TAINTED_PROCESS_GROUPS, DeletionMode, MaintenanceModeOptions,
     PodUpdateStrategy, TaintReplacementOption,
 };
 pub use conditions::{ProcessGroupCondition, ProcessGroupConditionType};

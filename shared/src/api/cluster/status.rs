@@ -73,6 +73,56 @@ pub struct FoundationDBClusterStatus {
     pub reconciled_process_groups: Option<i32>,
 }
 
+impl FoundationDBClusterStatus {
+    /// A copy of everything but the process groups (left empty): the groups are most of
+    /// a large cluster's status, and some callers replace or skip them anyway.
+    pub fn without_process_groups(&self) -> Self {
+        // Exhaustive on purpose: a new field must be copied here too.
+        let Self {
+            process_groups: _,
+            configured,
+            connection_string,
+            running_version,
+            database_configuration,
+            generations,
+            health,
+            required_addresses,
+            locks,
+            maintenance_mode_info,
+            needs_new_coordinators,
+            has_incorrect_config_map,
+            has_incorrect_service_config,
+            has_listen_ips_for_all_pods,
+            image_types,
+            storage_servers_per_disk,
+            log_servers_per_disk,
+            desired_process_groups,
+            reconciled_process_groups,
+        } = self;
+        Self {
+            process_groups: Vec::new(),
+            configured: *configured,
+            connection_string: connection_string.clone(),
+            running_version: running_version.clone(),
+            database_configuration: database_configuration.clone(),
+            generations: generations.clone(),
+            health: health.clone(),
+            required_addresses: required_addresses.clone(),
+            locks: locks.clone(),
+            maintenance_mode_info: maintenance_mode_info.clone(),
+            needs_new_coordinators: *needs_new_coordinators,
+            has_incorrect_config_map: *has_incorrect_config_map,
+            has_incorrect_service_config: *has_incorrect_service_config,
+            has_listen_ips_for_all_pods: *has_listen_ips_for_all_pods,
+            image_types: image_types.clone(),
+            storage_servers_per_disk: storage_servers_per_disk.clone(),
+            log_servers_per_disk: log_servers_per_disk.clone(),
+            desired_process_groups: *desired_process_groups,
+            reconciled_process_groups: *reconciled_process_groups,
+        }
+    }
+}
+
 /// For each kind of pending work, the `metadata.generation` at which it was last seen;
 /// `reconciled` is the generation that was fully reconciled.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
