@@ -139,7 +139,7 @@ pub struct CacheStreams {
     /// Pods.
     pub pods: BoxStream<'static, Result<Pod, watcher::Error>>,
     /// PVCs (metadata).
-    pub pvcs: BoxStream<'static, Result<PartialObjectMeta<PersistentVolumeClaim>, watcher::Error>>,
+    pub pvcs: BoxStream<'static, Result<PersistentVolumeClaim, watcher::Error>>,
     /// Services.
     pub services: BoxStream<'static, Result<Service, watcher::Error>>,
     /// ConfigMaps.
@@ -185,7 +185,8 @@ pub enum Expectation {
 pub struct ObjectCache {
     selector: CacheSelector,
     pods: Store<Pod>,
-    pvcs: Store<PartialObjectMeta<PersistentVolumeClaim>>,
+    /// PVCs as their metadata alone (no spec, no status).
+    pvcs: Store<PersistentVolumeClaim>,
     services: Store<Service>,
     config_maps: Store<ConfigMap>,
     progress: BTreeMap<ObjectKind, ObjectKindProgress>,
@@ -276,6 +277,7 @@ impl ObjectCache {
                     config.clone(),
                 )
                 .default_backoff()
+                .map_ok(pvc_of_metadata)
                 .reflect(pvcs_writer),
                 sender(ObjectKind::Pvcs),
             ),
@@ -435,7 +437,7 @@ impl ObjectCache {
     }
 
     /// The cached PVCs in `namespace` carrying `labels` (metadata only: no spec, no
-    /// status).
+    /// status; shared, not copied).
     pub fn pvcs(
         &self,
         namespace: &str,
@@ -445,12 +447,6 @@ impl ObjectCache {
             .state()
             .into_iter()
             .filter(|o| selected(&**o, namespace, labels))
-            .map(|o| {
-                Arc::new(PersistentVolumeClaim {
-                    metadata: o.metadata.clone(),
-                    ..PersistentVolumeClaim::default()
-                })
-            })
             .collect()
     }
 
@@ -475,6 +471,24 @@ impl ObjectCache {
 
 /// `stream` with each event reported to `progress` after the store applied it, as the
 /// objects it touched.
+/// A PVC watch event as PVCs carrying their metadata alone: the store holds what passes
+/// read (labels, annotations, deletion), and a pass shares it without copying.
+fn pvc_of_metadata(
+    event: watcher::Event<PartialObjectMeta<PersistentVolumeClaim>>,
+) -> watcher::Event<PersistentVolumeClaim> {
+    let pvc = |meta: PartialObjectMeta<PersistentVolumeClaim>| PersistentVolumeClaim {
+        metadata: meta.metadata,
+        ..PersistentVolumeClaim::default()
+    };
+    match event {
+        watcher::Event::Apply(meta) => watcher::Event::Apply(pvc(meta)),
+        watcher::Event::Delete(meta) => watcher::Event::Delete(pvc(meta)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(meta) => watcher::Event::InitApply(pvc(meta)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
 fn tracked<K>(
     stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     progress: Option<watch::Sender<Applied>>,
