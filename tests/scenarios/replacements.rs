@@ -269,3 +269,87 @@ fn a_process_reporting_io_errors_is_replaced() {
     );
     assert_eq!(end.fdb["lostShards"], 0);
 }
+
+/// The monitor conf keys of the ConfigMap for storage, sorted.
+fn storage_conf_keys(step: &StepResult) -> Vec<String> {
+    step.config_maps
+        .iter()
+        .flat_map(|cm| cm.data.keys())
+        .filter(|key| key.starts_with("fdbmonitor-conf-storage"))
+        .cloned()
+        .collect()
+}
+
+fn status_list(step: &StepResult, field: &str) -> Vec<serde_json::Value> {
+    step.cluster["status"][field]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The number of storage processes of each storage group (by `instance_id`).
+fn storage_processes_per_group(step: &StepResult) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for process in step.fdb["processes"].as_array().into_iter().flatten() {
+        if process["class"] == "storage"
+            && let Some(id) = process["locality"]["instance_id"].as_str()
+        {
+            *counts.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn a_servers_per_pod_change_replaces_storage_and_keeps_the_old_conf_key_while_pods_mount_it() {
+    let result = run_file("replacements/servers-per-pod.yaml", None);
+    assert_clean(&result);
+    let start = storage_processes_per_group(&result.steps[0]);
+    assert_eq!(start.len(), 4);
+    assert!(start.values().all(|n| *n == 1), "{start:?}");
+    assert_eq!(
+        storage_conf_keys(&result.steps[0]),
+        ["fdbmonitor-conf-storage"]
+    );
+
+    // Mid-rollout: old pods (one server) and new ones (two) run side by side, so the
+    // ConfigMap holds both keys and the status says both densities are in use.
+    let mid = &result.steps[2];
+    let shapes: std::collections::BTreeSet<usize> =
+        storage_processes_per_group(mid).into_values().collect();
+    assert_eq!(
+        shapes,
+        [1, 2].into(),
+        "not mid-rollout: {:?}",
+        storage_processes_per_group(mid)
+    );
+    assert_eq!(
+        storage_conf_keys(mid),
+        [
+            "fdbmonitor-conf-storage",
+            "fdbmonitor-conf-storage-density-2"
+        ]
+    );
+    assert_eq!(status_list(mid, "storageServersPerDisk"), [1, 2]);
+
+    // The end: every storage group runs two servers (each old one was excluded and
+    // replaced), and the old key is gone.
+    let end = result.steps.last().unwrap();
+    let finish = storage_processes_per_group(end);
+    assert_eq!(finish.len(), 4, "{finish:?}");
+    assert!(finish.values().all(|n| *n == 2), "{finish:?}");
+    let excluded = admin_targets(&result, "exclude").join(" ");
+    for old in start.keys() {
+        assert!(
+            excluded.contains(old.as_str()),
+            "{old} not excluded: {excluded}"
+        );
+    }
+    assert_eq!(
+        storage_conf_keys(end),
+        ["fdbmonitor-conf-storage-density-2"]
+    );
+    assert_eq!(status_list(end, "storageServersPerDisk"), [2]);
+    assert_eq!(status_list(end, "imageTypes"), ["split"]);
+    assert_eq!(end.fdb["lostShards"], 0);
+}

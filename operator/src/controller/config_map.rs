@@ -91,14 +91,15 @@ fn render_template(
     Ok(render_monitor_conf(&params))
 }
 
-/// The monitor conf template of a class as the cluster spec wants it now (servers per pod
-/// from the spec), whether or not the connection string is known yet — the ConfigMap holds
-/// it only once it is. Empty with `buggify.emptyMonitorConf`.
+/// The monitor conf template of a class at `servers` per pod (the ConfigMap key a pod of
+/// that density mounts), whether or not the connection string is known yet — the
+/// ConfigMap holds it only once it is. Empty with `buggify.emptyMonitorConf`.
 pub fn monitor_conf_template(
     cluster: &FoundationDBCluster,
     class: ProcessClass,
+    servers: u32,
 ) -> Result<String, ConfigMapError> {
-    render_template(cluster, class, servers_per_pod(cluster, class))
+    render_template(cluster, class, servers)
 }
 
 /// The `fdbmonitor.conf` the sidecar of a pod of `class` must have written: the class's
@@ -107,9 +108,10 @@ pub fn monitor_conf_template(
 pub fn expected_monitor_conf(
     cluster: &FoundationDBCluster,
     class: ProcessClass,
+    servers: u32,
     substitutions: &BTreeMap<String, String>,
 ) -> Result<String, ConfigMapError> {
-    let template = monitor_conf_template(cluster, class)?;
+    let template = monitor_conf_template(cluster, class, servers)?;
     substitute(&template, substitutions)
         .map_err(|source| ConfigMapError::Substitution { class, source })
 }
@@ -265,7 +267,12 @@ mod tests {
         assert_eq!(data["running-version"], "7.1.57");
         assert_eq!(
             data["fdbmonitor-conf-log"],
-            monitor_conf_template(&cluster, ProcessClass::Log).unwrap()
+            monitor_conf_template(
+                &cluster,
+                ProcessClass::Log,
+                servers_per_pod(&cluster, ProcessClass::Log)
+            )
+            .unwrap()
         );
         assert!(
             data["fdbmonitor-conf-cluster_controller"].contains("class = cluster_controller\n")
@@ -294,7 +301,12 @@ locality_zoneid = $FDB_ZONE_ID
 listen_address = $FDB_POD_IP:4501
 ";
         assert_eq!(
-            monitor_conf_template(&cluster, ProcessClass::Storage).unwrap(),
+            monitor_conf_template(
+                &cluster,
+                ProcessClass::Storage,
+                servers_per_pod(&cluster, ProcessClass::Storage)
+            )
+            .unwrap(),
             expected
         );
     }
@@ -406,7 +418,7 @@ configMap:
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-        let err = expected_monitor_conf(&cluster, ProcessClass::Storage, &substitutions);
+        let err = expected_monitor_conf(&cluster, ProcessClass::Storage, 1, &substitutions);
         assert!(
             matches!(
                 &err,
@@ -421,7 +433,8 @@ configMap:
             "FDB_DNS_NAME".to_owned(),
             "sample-storage-1.sample.fdb.svc.cluster.local".to_owned(),
         );
-        let conf = expected_monitor_conf(&cluster, ProcessClass::Storage, &substitutions).unwrap();
+        let conf =
+            expected_monitor_conf(&cluster, ProcessClass::Storage, 1, &substitutions).unwrap();
         for line in [
             "command = /usr/bin/fdbserver\n",
             "public_address = 10.1.0.7:4501\n",
@@ -433,7 +446,7 @@ configMap:
         assert!(!conf.contains('$'));
         let empty = super::super::pod_model::tests::cluster("buggify: {emptyMonitorConf: true}");
         assert_eq!(
-            expected_monitor_conf(&empty, ProcessClass::Storage, &substitutions).unwrap(),
+            expected_monitor_conf(&empty, ProcessClass::Storage, 1, &substitutions).unwrap(),
             ""
         );
     }
@@ -456,8 +469,18 @@ configMap:
         let unified = cluster("imageType: unified");
         let split = cluster("");
         assert_eq!(
-            monitor_conf_template(&unified, ProcessClass::Storage).unwrap(),
-            monitor_conf_template(&split, ProcessClass::Storage).unwrap()
+            monitor_conf_template(
+                &unified,
+                ProcessClass::Storage,
+                servers_per_pod(&unified, ProcessClass::Storage)
+            )
+            .unwrap(),
+            monitor_conf_template(
+                &split,
+                ProcessClass::Storage,
+                servers_per_pod(&split, ProcessClass::Storage)
+            )
+            .unwrap()
         );
     }
 }

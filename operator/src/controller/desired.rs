@@ -26,10 +26,13 @@ pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) ->
 /// The hash a pod's `last-applied-config-map` annotation must carry: the cluster file and
 /// the class's monitor conf template, as the ConfigMap holds them, and, while an
 /// incompatible upgrade is pending, the staged binary of its target (see
-/// [`upgrade_staging_hash`]). `None` before the connection string is known.
+/// [`upgrade_staging_hash`]). `servers`: the servers per pod of the group's pod (see
+/// [`super::pod_model::pod_servers_per_pod`]). `None` before the connection string is
+/// known.
 pub fn desired_config_hash(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
+    servers: u32,
 ) -> Result<Option<String>, StepError> {
     let Some(connection_string) = cluster
         .status
@@ -38,11 +41,12 @@ pub fn desired_config_hash(
     else {
         return Ok(None);
     };
-    let template =
-        monitor_conf_template(cluster, group.process_class).map_err(|e| StepError::Build {
+    let template = monitor_conf_template(cluster, group.process_class, servers).map_err(|e| {
+        StepError::Build {
             what: format!("monitor conf of {}", group.process_group_id),
             message: e.to_string(),
-        })?;
+        }
+    })?;
     let hash = dynamic_conf_hash(connection_string, &template);
     Ok(Some(upgrade_staging_hash(cluster, hash)))
 }
@@ -62,25 +66,27 @@ pub fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> Stri
     }
 }
 
-/// [`desired_config_hash`] computed once per class (it depends on the class only), for
-/// steps that ask for every group.
+/// [`desired_config_hash`] computed once per class and servers per pod (it depends on
+/// nothing else), for steps that ask for every group.
 #[derive(Debug, Default)]
 pub struct ConfigHashes {
-    by_class: BTreeMap<ProcessClass, Option<String>>,
+    by_shape: BTreeMap<(ProcessClass, u32), Option<String>>,
 }
 
 impl ConfigHashes {
-    /// The desired hash of `group`'s pod.
+    /// The desired hash of the pod of `group` running `servers` processes.
     pub fn of(
         &mut self,
         cluster: &FoundationDBCluster,
         group: &ProcessGroupStatus,
+        servers: u32,
     ) -> Result<Option<String>, StepError> {
-        if let Some(known) = self.by_class.get(&group.process_class) {
+        let shape = (group.process_class, servers);
+        if let Some(known) = self.by_shape.get(&shape) {
             return Ok(known.clone());
         }
-        let hash = desired_config_hash(cluster, group)?;
-        self.by_class.insert(group.process_class, hash.clone());
+        let hash = desired_config_hash(cluster, group, servers)?;
+        self.by_shape.insert(shape, hash.clone());
         Ok(hash)
     }
 }

@@ -93,13 +93,21 @@ pub fn fingerprint(cluster: &FoundationDBCluster) -> u64 {
 /// The command lines fdbmonitor runs for a group with these substitutions.
 type CommandLines = Arc<std::collections::BTreeMap<u32, String>>;
 
+/// Command lines of a group's conf: the servers per pod and substitutions they were
+/// rendered with, and the lines.
+type RenderedCommandLines = (
+    u32,
+    std::collections::BTreeMap<String, String>,
+    CommandLines,
+);
+
 #[derive(Debug, Default)]
 struct ClusterMemo {
     fingerprint: u64,
     groups: HashMap<(String, ProcessClass), Arc<DesiredObjects>>,
-    /// By group: the substitutions they were rendered with, and the lines.
-    command_lines:
-        HashMap<(String, ProcessClass), (std::collections::BTreeMap<String, String>, CommandLines)>,
+    /// By group: the servers per pod and substitutions they were rendered with, and the
+    /// lines.
+    command_lines: HashMap<(String, ProcessClass), RenderedCommandLines>,
 }
 
 fn cluster_key(cluster: &FoundationDBCluster) -> String {
@@ -160,6 +168,7 @@ impl DesiredMemo {
         cluster: &FoundationDBCluster,
         fingerprint: u64,
         group: &ProcessGroupStatus,
+        servers: u32,
         substitutions: &std::collections::BTreeMap<String, String>,
     ) -> Option<CommandLines> {
         let key = cluster_key(cluster);
@@ -168,13 +177,15 @@ impl DesiredMemo {
             let clusters = self.lock();
             if let Some(memo) = clusters.get(&key)
                 && memo.fingerprint == fingerprint
-                && let Some((known, lines)) = memo.command_lines.get(&group_key)
+                && let Some((known_servers, known, lines)) = memo.command_lines.get(&group_key)
+                && *known_servers == servers
                 && known == substitutions
             {
                 return Some(lines.clone());
             }
         }
-        let conf = expected_monitor_conf(cluster, group.process_class, substitutions).ok()?;
+        let conf =
+            expected_monitor_conf(cluster, group.process_class, servers, substitutions).ok()?;
         let lines: CommandLines = Arc::new(command_lines(&conf).ok()?);
         let mut clusters = self.lock();
         let memo = clusters.entry(key).or_default();
@@ -184,7 +195,7 @@ impl DesiredMemo {
             memo.command_lines.clear();
         }
         memo.command_lines
-            .insert(group_key, (substitutions.clone(), lines.clone()));
+            .insert(group_key, (servers, substitutions.clone(), lines.clone()));
         Some(lines)
     }
 

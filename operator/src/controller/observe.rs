@@ -14,15 +14,18 @@ use super::desired::{ConfigHashes, desired_config_map};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, process_group_labels,
-    servers_per_pod,
+    IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
+    process_group_labels,
 };
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
 };
+use super::replace_only::monitor_conf_key;
 use super::snapshot::{ClusterSnapshot, GroupView};
-use super::status::GroupObservation;
+use super::status::{GroupObservation, PodShape};
+use fdb_shared::api::cluster::ImageType;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
+use fdb_shared::monitor_conf::render::servers_per_pod_of_key;
 
 fn build_error(
     what: String,
@@ -50,10 +53,11 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 fn command_lines_match(
     snapshot: &ClusterSnapshot,
     group: &ProcessGroupStatus,
+    servers: u32,
     substitutions: Option<&BTreeMap<String, String>>,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
-    let expected = snapshot.expected_command_lines(group, substitutions?)?;
+    let expected = snapshot.expected_command_lines(group, servers, substitutions?)?;
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
     for process in processes {
@@ -135,6 +139,22 @@ struct Shared {
     images: WantedImages,
 }
 
+/// The image type and servers per pod `pod` was made with.
+fn pod_shape(pod: &Pod) -> PodShape {
+    PodShape {
+        image_type: pod
+            .annotations()
+            .get(IMAGE_TYPE_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| ImageType::Split.to_string()),
+        servers_per_pod: pod
+            .spec
+            .as_ref()
+            .and_then(monitor_conf_key)
+            .and_then(servers_per_pod_of_key),
+    }
+}
+
 /// Observes one process group of `snapshot`.
 fn observe_group(
     snapshot: &ClusterSnapshot,
@@ -145,6 +165,9 @@ fn observe_group(
     let status = group.status;
     let id = group.id();
     let pod = group.pod;
+    // A pod made before a change of servers per pod is judged by what it runs until
+    // its group is replaced.
+    let servers = group.servers_per_pod();
     let desired = snapshot
         .desired(status)
         .map_err(build_error(format!("desired objects of {id}")))?;
@@ -153,7 +176,7 @@ fn observe_group(
         Some(pod) => {
             let annotations = pod.annotations();
             let labels = pod.labels();
-            let config_hash = shared.hashes.of(cluster, status)?;
+            let config_hash = shared.hashes.of(cluster, status, servers)?;
             Some(PodFacts {
                 terminating: pod.metadata.deletion_timestamp.is_some(),
                 pending: pod_phase(pod) == "Pending",
@@ -180,7 +203,13 @@ fn observe_group(
     };
     let command_lines_match = match (pod, &pod_facts) {
         (Some(_), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
-            command_lines_match(snapshot, status, group.pod_substitutions(), &processes)
+            command_lines_match(
+                snapshot,
+                status,
+                servers,
+                group.pod_substitutions(),
+                &processes,
+            )
         }
         _ => None,
     };
@@ -219,8 +248,7 @@ fn observe_group(
             pvc: presence(pvc_needed, group.pvc),
             service: presence(service_needed, group.service),
             processes: process_facts,
-            expected_processes: usize::try_from(servers_per_pod(cluster, status.process_class))
-                .unwrap_or(1),
+            expected_processes: usize::try_from(servers).unwrap_or(1),
             command_lines_match,
             io_error: processes.iter().any(|p| p.has_message("io_error")),
             taints,
@@ -229,6 +257,7 @@ fn observe_group(
             .and_then(|pod| public_ip(cluster, pod))
             .map(str::to_owned),
         fault_domain,
+        pod_shape: pod.map(pod_shape),
     })
 }
 

@@ -17,10 +17,9 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
 
 use super::desired_memo::DesiredObjects;
-use super::pod_model::volumes::MONITOR_CONF_FILE;
 use super::pod_model::{
-    CONFIG_MAP_VOLUME, IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, parse_any_process_group_id, process_group_id,
+    IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PUBLIC_IP_SOURCE_ANNOTATION,
+    PodModelError, parse_any_process_group_id, process_group_id,
 };
 use super::quantity::parse_quantity;
 use super::snapshot::ClusterSnapshot;
@@ -115,18 +114,8 @@ impl fmt::Display for ReplaceOnlyChange {
 }
 
 /// The conf key the pod's config map volume projects as `fdbmonitor.conf`.
-fn monitor_conf_key(spec: &PodSpec) -> Option<&str> {
-    spec.volumes
-        .as_ref()?
-        .iter()
-        .find(|v| v.name == CONFIG_MAP_VOLUME)?
-        .config_map
-        .as_ref()?
-        .items
-        .as_ref()?
-        .iter()
-        .find(|item| item.path == MONITOR_CONF_FILE)
-        .map(|item| item.key.as_str())
+pub(crate) fn monitor_conf_key(spec: &PodSpec) -> Option<&str> {
+    super::pod_model::volumes::mounted_monitor_conf_key(spec)
 }
 
 /// The node selector, absent and empty alike (borrowed: compared on every pass).

@@ -21,7 +21,6 @@ use fdb_shared::cluster_math::{fault_tolerance, uses_locks};
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::objects::pod_is_running;
-use super::pod_model::servers_per_pod;
 use super::snapshot::{ClusterSnapshot, DatabaseState, GroupView};
 
 /// How long after a recovery exclusions and configuration changes wait (§8).
@@ -348,7 +347,7 @@ fn is_down(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     if !group.pod.is_some_and(pod_is_running) {
         return true;
     }
-    let expected = servers_per_pod(snapshot.cluster(), group.status.process_class);
+    let expected = group.servers_per_pod();
     snapshot.database_status().is_some()
         && u32::try_from(group.processes().count()).unwrap_or(u32::MAX) < expected
 }

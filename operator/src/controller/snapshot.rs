@@ -33,7 +33,7 @@ use kube::ResourceExt;
 
 use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of;
-use super::pod_model::{PodModelError, expected_substitutions};
+use super::pod_model::{PodModelError, expected_substitutions, pod_servers_per_pod};
 use super::process_groups::pod_zone;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
@@ -173,6 +173,12 @@ impl<'a> GroupView<'a> {
             .zone
             .get_or_init(|| pod_zone(self.cluster, pod))
             .as_deref()
+    }
+
+    /// The servers per pod the group's pod runs (the spec's without a pod), see
+    /// [`pod_servers_per_pod`].
+    pub fn servers_per_pod(&self) -> u32 {
+        pod_servers_per_pod(self.cluster, self.status.process_class, self.pod)
     }
 
     /// [`expected_substitutions`] of the group's pod (`None` without a pod), derived
@@ -343,10 +349,16 @@ impl ClusterSnapshot {
     pub fn expected_command_lines(
         &self,
         group: &ProcessGroupStatus,
+        servers: u32,
         substitutions: &BTreeMap<String, String>,
     ) -> Option<Arc<BTreeMap<u32, String>>> {
-        self.desired
-            .command_lines(self.cluster(), self.fingerprint(), group, substitutions)
+        self.desired.command_lines(
+            self.cluster(),
+            self.fingerprint(),
+            group,
+            servers,
+            substitutions,
+        )
     }
 
     /// The snapshot taking the groups' desired objects from `memo` (kept by the

@@ -36,6 +36,18 @@ pub struct GroupObservation {
     pub address: Option<String>,
     /// The group's zone, if known.
     pub fault_domain: Option<String>,
+    /// What the group's pod runs, when it has one.
+    pub pod_shape: Option<PodShape>,
+}
+
+/// What a live pod was made with, for the status's `imageTypes`,
+/// `storageServersPerDisk` and `logServersPerDisk`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodShape {
+    /// Its image type (`split` when the pod does not say).
+    pub image_type: String,
+    /// The servers it runs (from the monitor conf key it mounts), when known.
+    pub servers_per_pod: Option<u32>,
 }
 
 /// Everything the status is built from.
@@ -162,6 +174,11 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
             )
         })
         .collect();
+    set_pod_shapes(
+        &mut status,
+        inputs.observations,
+        &inputs.previous.process_groups,
+    );
 
     let desired_counts = desired_process_counts(spec);
     let live = live_counts(&status.process_groups);
@@ -300,6 +317,44 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         status.generations.reconciled = Some(generation);
     }
     (status, reconciled)
+}
+
+/// `imageTypes`, `storageServersPerDisk` and `logServersPerDisk` from the pods of the
+/// groups (sorted, distinct): what is in use now, so that the ConfigMap keeps the monitor
+/// conf of every density a pod still mounts while a change of servers per pod rolls
+/// out. Left as they were when no pod was observed (a pass that could not see pods
+/// must not make the ConfigMap drop keys).
+fn set_pod_shapes(
+    status: &mut FoundationDBClusterStatus,
+    observations: &BTreeMap<String, GroupObservation>,
+    groups: &[ProcessGroupStatus],
+) {
+    let mut image_types = std::collections::BTreeSet::new();
+    let mut storage = std::collections::BTreeSet::new();
+    let mut log = std::collections::BTreeSet::new();
+    for group in groups {
+        let Some(shape) = observations
+            .get(&group.process_group_id)
+            .and_then(|o| o.pod_shape.as_ref())
+        else {
+            continue;
+        };
+        image_types.insert(shape.image_type.clone());
+        let Some(servers) = shape.servers_per_pod.and_then(|n| i32::try_from(n).ok()) else {
+            continue;
+        };
+        if group.process_class == ProcessClass::Storage {
+            storage.insert(servers);
+        } else if group.process_class.is_log_process() {
+            log.insert(servers);
+        }
+    }
+    if image_types.is_empty() {
+        return;
+    }
+    status.image_types = image_types.into_iter().collect();
+    status.storage_servers_per_disk = storage.into_iter().collect();
+    status.log_servers_per_disk = log.into_iter().collect();
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ fn healthy(ip: &str) -> GroupObservation {
         },
         address: Some(ip.to_owned()),
         fault_domain: Some(format!("node-{ip}")),
+        pod_shape: None,
     }
 }
 
@@ -208,4 +209,58 @@ fn removal_keeps_every_address() {
     assert_eq!(status.process_groups[0].addresses, ["10.0.0.9", "10.0.0.1"]);
     assert_eq!(status.generations.has_pending_removal, Some(3));
     assert_eq!(status.generations.reconciled, None);
+}
+
+#[test]
+fn image_types_and_servers_per_disk_are_what_the_pods_run_and_kept_without_pods() {
+    let mut cluster = cluster();
+    if let Some(status) = cluster.status.as_mut() {
+        status.process_groups.push(new_process_group(
+            "storage-2".into(),
+            ProcessClass::Storage,
+            100,
+        ));
+    }
+    let previous = cluster.status.clone().unwrap();
+    let mut observations = observations();
+    let shape = |image: &str, servers| PodShape {
+        image_type: image.to_owned(),
+        servers_per_pod: Some(servers),
+    };
+    // A storageServersPerPod change half rolled out: both densities are in use.
+    for (id, servers) in [("storage-1", 1), ("storage-2", 2), ("log-1", 1)] {
+        let mut observation = healthy("10.0.0.9");
+        observation.pod_shape = Some(shape("split", servers));
+        observations.insert(id.to_owned(), observation);
+    }
+    let db = database(true);
+    let inputs = StatusInputs {
+        cluster: &cluster,
+        previous: &previous,
+        observations: &observations,
+        database: DatabaseView::Status(&db),
+        config_map_in_sync: true,
+        now_unix: 200,
+    };
+    let status = build_status(&inputs);
+    assert_eq!(status.image_types, ["split"]);
+    assert_eq!(status.storage_servers_per_disk, [1, 2]);
+    assert_eq!(status.log_servers_per_disk, [1]);
+
+    // No pod seen (e.g. all being recreated): what was known stays.
+    let no_pods: BTreeMap<String, GroupObservation> = observations
+        .iter()
+        .map(|(id, o)| {
+            let mut o = o.clone();
+            o.pod_shape = None;
+            (id.clone(), o)
+        })
+        .collect();
+    let again = build_status(&StatusInputs {
+        previous: &status,
+        observations: &no_pods,
+        ..inputs
+    });
+    assert_eq!(again.storage_servers_per_disk, [1, 2]);
+    assert_eq!(again.image_types, ["split"]);
 }

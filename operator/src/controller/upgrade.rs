@@ -27,7 +27,6 @@ use super::errors::StepError;
 use super::objects::pod_is_running;
 use super::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_version, running_version,
-    servers_per_pod,
 };
 use super::safety::{self, Refusal};
 use super::snapshot::ClusterSnapshot;
@@ -341,14 +340,13 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     let mut not_ready = Vec::new();
     let mut missing = Vec::new();
     for group in snapshot.live_groups() {
-        let hash = hashes.of(cluster, group.status)?;
+        let hash = hashes.of(cluster, group.status, group.servers_per_pod())?;
         if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
         {
             not_ready.push(format!("{} ({why})", group.id()));
             continue;
         }
-        let expected =
-            usize::try_from(servers_per_pod(cluster, group.status.process_class)).unwrap_or(1);
+        let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
         if snapshot.database_status().is_some() && group.processes().count() < expected {
             missing.push(group.id().to_owned());
         }

@@ -36,8 +36,9 @@ fn staged_pod(name: &str, id: &str, ip: &str, sidecar: &str, hash: Option<&str>)
 
 fn desired_hash(fixture: &Fixture, id: &str) -> String {
     let snapshot = fixture.clone().build();
+    let group = snapshot.group(id).unwrap();
     ConfigHashes::default()
-        .of(snapshot.cluster(), snapshot.group(id).unwrap().status)
+        .of(snapshot.cluster(), group.status, group.servers_per_pod())
         .unwrap()
         .unwrap()
 }

@@ -30,6 +30,7 @@ use crate::controller::context::{AdminClientProvider, SidecarProvider};
 use crate::controller::desired::{ConfigHashes, desired_config_map, pod_options};
 use crate::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, build_pod, build_pvc, expected_substitutions,
+    pod_servers_per_pod,
 };
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts};
 use crate::controller::status_mutations::apply;
@@ -148,9 +149,10 @@ impl SidecarProvider for FleetSidecars {
             .labels()
             .get(fdb_shared::api::cluster::settings::PROCESS_CLASS_LABEL)
             .and_then(|c| c.parse().ok());
-        if let Some(conf) =
-            class.and_then(|class| expected_monitor_conf(cluster, class, &substitutions).ok())
-        {
+        if let Some(conf) = class.and_then(|class| {
+            let servers = pod_servers_per_pod(cluster, class, Some(pod));
+            expected_monitor_conf(cluster, class, servers, &substitutions).ok()
+        }) {
             hashes.insert(MONITOR_CONF_FILE, sha256_hex(conf.as_bytes()));
         }
         Ok(Arc::new(MemorySidecar {
@@ -289,8 +291,9 @@ impl Fleet {
             let mut pod = build_pod(&cluster, group, &pod_options(&cluster, group))
                 .map_err(|e| invalid(e.to_string()))?;
             pod.metadata.namespace = Some(namespace.to_owned());
+            let servers = pod_servers_per_pod(&cluster, group.process_class, Some(&pod));
             if let Some(hash) = hashes
-                .of(&cluster, group)
+                .of(&cluster, group, servers)
                 .map_err(|e| invalid(e.to_string()))?
             {
                 pod.annotations_mut()
@@ -336,8 +339,10 @@ impl Fleet {
             let live: Pod = serde_json::from_value(live).map_err(|e| invalid(e.to_string()))?;
             let substitutions = expected_substitutions(&live)
                 .ok_or_else(|| invalid(format!("no substitutions for {pod_name}")))?;
-            let conf = expected_monitor_conf(&cluster, group.process_class, &substitutions)
-                .map_err(|e| invalid(e.to_string()))?;
+            let servers = pod_servers_per_pod(&cluster, group.process_class, Some(&live));
+            let conf =
+                expected_monitor_conf(&cluster, group.process_class, servers, &substitutions)
+                    .map_err(|e| invalid(e.to_string()))?;
             let commands = MonitorConf::parse(&conf)
                 .and_then(|conf| conf.processes())
                 .map_err(|e| invalid(e.to_string()))?;

@@ -79,6 +79,17 @@ pub fn monitor_conf_key(process_class: ProcessClass, servers_per_pod: u32) -> St
     }
 }
 
+/// The number of servers a pod mounting the monitor conf `key` runs: `N` for
+/// `fdbmonitor-conf-<class>-density-<N>`, 1 for `fdbmonitor-conf-<class>`; `None` for
+/// any other key.
+pub fn servers_per_pod_of_key(key: &str) -> Option<u32> {
+    let rest = key.strip_prefix("fdbmonitor-conf-")?;
+    match rest.rsplit_once("-density-") {
+        Some((_, count)) => count.parse().ok().filter(|n| *n > 0),
+        None => Some(1),
+    }
+}
+
 /// The port of the `index`-th process of a pod (1-based): 4501, 4503, ... without TLS and
 /// 4500, 4502, ... with TLS.
 pub fn process_port(index: u32, tls: bool) -> u32 {
@@ -162,6 +173,23 @@ fn render_process_section(conf: &mut String, params: &MonitorConfParams<'_>, ind
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_per_pod_is_read_back_from_the_monitor_conf_key() {
+        for servers in [1, 2, 8] {
+            let key = monitor_conf_key(ProcessClass::Storage, servers);
+            assert_eq!(servers_per_pod_of_key(&key), Some(servers), "{key}");
+        }
+        assert_eq!(
+            servers_per_pod_of_key("fdbmonitor-conf-log-density-0"),
+            None
+        );
+        assert_eq!(
+            servers_per_pod_of_key("fdbmonitor-conf-log-density-x"),
+            None
+        );
+        assert_eq!(servers_per_pod_of_key("cluster-file"), None);
+    }
 
     fn storage_params() -> MonitorConfParams<'static> {
         MonitorConfParams {

@@ -151,6 +151,21 @@ pub fn servers_per_pod(cluster: &FoundationDBCluster, class: ProcessClass) -> u3
     u32::try_from(configured).unwrap_or(1).max(1)
 }
 
+/// Number of fdbserver processes `pod` (of a group of `class`) runs: the density of the
+/// monitor conf key it mounts, else (no pod, or a key of another shape) the spec's. A
+/// pod made before a change of servers per pod keeps its density until its group is
+/// replaced, and is judged by it: its conf, its processes and its config hash.
+pub fn pod_servers_per_pod(
+    cluster: &FoundationDBCluster,
+    class: ProcessClass,
+    pod: Option<&k8s_openapi::api::core::v1::Pod>,
+) -> u32 {
+    pod.and_then(|pod| pod.spec.as_ref())
+        .and_then(volumes::mounted_monitor_conf_key)
+        .and_then(fdb_shared::monitor_conf::render::servers_per_pod_of_key)
+        .unwrap_or_else(|| servers_per_pod(cluster, class))
+}
+
 /// The version the cluster's processes run now: `status.runningVersion`, else
 /// `spec.version`.
 pub fn running_version(cluster: &FoundationDBCluster) -> &str {

@@ -34,6 +34,21 @@ pub const TRACE_LOGS_MOUNT: &str = "/var/log/fdb-trace-logs";
 
 /// File names in the sidecar's input directory.
 pub const MONITOR_CONF_FILE: &str = "fdbmonitor.conf";
+
+/// The ConfigMap key a pod spec mounts as its monitor conf.
+pub fn mounted_monitor_conf_key(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<&str> {
+    spec.volumes
+        .as_ref()?
+        .iter()
+        .find(|v| v.name == super::CONFIG_MAP_VOLUME)?
+        .config_map
+        .as_ref()?
+        .items
+        .as_ref()?
+        .iter()
+        .find(|item| item.path == MONITOR_CONF_FILE)
+        .map(|item| item.key.as_str())
+}
 /// The cluster file name in the sidecar's input and output directories.
 pub const CLUSTER_FILE: &str = "fdb.cluster";
 /// The trusted CA file name in the sidecar's input and output directories.

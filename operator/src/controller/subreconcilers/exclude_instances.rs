@@ -28,7 +28,6 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_model::servers_per_pod;
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
 use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -51,8 +50,8 @@ pub struct ExcludeDecision {
 }
 
 /// Whether the group serves: all its processes report and none is excluded.
-fn serving(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
-    let expected = servers_per_pod(snapshot.cluster(), group.status.process_class);
+fn serving(group: &GroupView<'_>) -> bool {
+    let expected = group.servers_per_pod();
     let processes: Vec<_> = group.processes().collect();
     u32::try_from(processes.len()).unwrap_or(u32::MAX) >= expected
         && processes.iter().all(|p| !p.excluded)
@@ -62,7 +61,7 @@ fn serving(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
 fn serving_per_class(snapshot: &ClusterSnapshot) -> BTreeMap<ProcessClass, i32> {
     let mut counts = BTreeMap::new();
     for group in snapshot.live_groups() {
-        if serving(snapshot, &group) {
+        if serving(&group) {
             *counts.entry(group.status.process_class).or_insert(0) += 1;
         }
     }
@@ -87,7 +86,7 @@ fn gate(
     if let Err(refusal) = gates {
         return Some(refusal.to_string());
     }
-    if serving(snapshot, group) {
+    if serving(group) {
         let desired = desired_process_counts(snapshot.spec()).count(class);
         let up = serving_counts.get(&class).copied().unwrap_or(0);
         if up < desired {

@@ -23,7 +23,6 @@ use crate::controller::locks;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_model::servers_per_pod;
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::fdb::AdminClient as _;
@@ -52,7 +51,7 @@ pub enum MaintenanceAction {
 }
 
 /// Why a group of the maintenance zone is not back yet, if it is not.
-fn not_back(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<&'static str> {
+fn not_back(group: &GroupView<'_>) -> Option<&'static str> {
     let Some(pod) = group.pod else {
         return Some("no pod");
     };
@@ -62,7 +61,7 @@ fn not_back(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<&'stati
     if !pod_is_running(pod) {
         return Some("pod not running");
     }
-    let expected = servers_per_pod(snapshot.cluster(), group.status.process_class);
+    let expected = group.servers_per_pod();
     if u32::try_from(group.processes().count()).unwrap_or(u32::MAX) < expected {
         return Some("processes not reporting");
     }
@@ -97,7 +96,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
     }
     let pending: Vec<String> = in_zone
         .iter()
-        .filter_map(|g| Some(format!("{} ({})", g.id(), not_back(snapshot, g)?)))
+        .filter_map(|g| Some(format!("{} ({})", g.id(), not_back(g)?)))
         .collect();
     if pending.is_empty() {
         MaintenanceAction::Reset { zone }

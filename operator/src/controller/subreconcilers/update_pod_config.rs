@@ -31,7 +31,9 @@ use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_config_memo::PodMemo;
-use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions};
+use crate::controller::pod_model::{
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_servers_per_pod,
+};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::upgrade::{pending_upgrade_target, staged_fdbserver};
@@ -105,8 +107,9 @@ async fn ensure_monitor_conf(
     pod: &Pod,
     memo: &mut PodMemo,
 ) -> Result<Result<bool, String>, SidecarClientError> {
+    let servers = pod_servers_per_pod(cluster, group.process_class, Some(pod));
     let expected = |substitutions: &BTreeMap<String, String>| {
-        expected_monitor_conf(cluster, group.process_class, substitutions)
+        expected_monitor_conf(cluster, group.process_class, servers, substitutions)
             .map(|conf| sha256_hex(conf.as_bytes()))
             .map_err(|error| error.to_string())
     };
@@ -249,7 +252,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         let Some(pod) = group.pod else {
             continue;
         };
-        let Some(desired_hash) = hashes.of(cluster, group.status)? else {
+        let Some(desired_hash) = hashes.of(cluster, group.status, group.servers_per_pod())? else {
             continue;
         };
         if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
@@ -561,8 +564,9 @@ mod tests {
         let connected = base.connection_string("sample:abc@10.0.0.1:4501");
         let hash = {
             let snapshot = connected.clone().build();
+            let group = snapshot.group("log-1").unwrap();
             ConfigHashes::default()
-                .of(snapshot.cluster(), snapshot.group("log-1").unwrap().status)
+                .of(snapshot.cluster(), group.status, group.servers_per_pod())
                 .unwrap()
                 .unwrap()
         };

@@ -17,7 +17,7 @@ use super::containers::{self, ContainerFs, PodFacts, container_crash_loops, imag
 use super::error::WorldError;
 use super::fdbmonitor::{Monitor, MonitorChanges};
 use super::host::ProcessHost;
-use super::projection::{volume_files, write_volume};
+use super::projection::{missing_keys, volume_files, write_volume};
 use super::sidecar::SidecarState;
 
 /// The init container that runs the sidecar in `--init-mode`.
@@ -67,6 +67,10 @@ pub struct ConfigVolume {
     pub dir: PathBuf,
     /// Sequence number of the version projected.
     pub projected: Option<u64>,
+    /// Whether the volume is `optional` (missing keys are then skipped).
+    pub optional: bool,
+    /// The newest version whose projection was refused (recorded once).
+    pub refused: Option<u64>,
 }
 
 /// How a container instance ended.
@@ -403,6 +407,24 @@ impl World {
                 continue;
             }
             let version = version.clone();
+            let missing = missing_keys(&version.data, volume.items.as_deref());
+            if !volume.optional && !missing.is_empty() {
+                if volume.refused != Some(version.sequence) {
+                    runtime.config_volumes[index].refused = Some(version.sequence);
+                    self.record(
+                        "project-failed",
+                        runtime.target(),
+                        format!(
+                            "configmap {} version {} references non-existent config key: {}; volume {} keeps what it had",
+                            volume.config_map,
+                            version.resource_version,
+                            missing.join(", "),
+                            volume.volume
+                        ),
+                    );
+                }
+                continue;
+            }
             let files = volume_files(&version.data, volume.items.as_deref());
             write_volume(
                 &volume.dir,

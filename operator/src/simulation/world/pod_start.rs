@@ -18,7 +18,7 @@ use super::kubelet::{
     ConfigVolume, ContainerExit, ContainerRuntime, INIT_CONTAINER, MAIN_CONTAINER, PodPhase,
     PodRuntime, SIDECAR_CONTAINER, runs_sidecar_image, sidecar_invocation,
 };
-use super::projection::{volume_files, write_volume};
+use super::projection::{missing_keys, volume_files, write_volume};
 use super::sidecar::SidecarState;
 
 impl World {
@@ -217,9 +217,22 @@ impl World {
         for volume in spec.volumes.iter().flatten() {
             let pod_dir = runtime.dir.join("volumes").join(&volume.name);
             if let Some(cm) = &volume.config_map {
-                if self.history.latest(&namespace, &cm.name).is_none() && cm.optional != Some(true)
-                {
-                    waiting = Some(format!("configmap {:?} not found", cm.name));
+                let optional = cm.optional == Some(true);
+                match self.history.latest(&namespace, &cm.name) {
+                    None if !optional => {
+                        waiting = Some(format!("configmap {:?} not found", cm.name));
+                    }
+                    Some(latest) if !optional => {
+                        let missing = missing_keys(&latest.data, cm.items.as_deref());
+                        if !missing.is_empty() {
+                            waiting = Some(format!(
+                                "configmap {:?} references non-existent config key: {}",
+                                cm.name,
+                                missing.join(", ")
+                            ));
+                        }
+                    }
+                    _ => {}
                 }
                 config_volumes.push(ConfigVolume {
                     volume: volume.name.clone(),
@@ -228,6 +241,8 @@ impl World {
                     items: cm.items.clone(),
                     dir: pod_dir.clone(),
                     projected: None,
+                    optional,
+                    refused: None,
                 });
                 identities.insert(
                     volume.name.clone(),

@@ -121,6 +121,18 @@ pub fn volume_files(
     }
 }
 
+/// The keys `items` name that `data` lacks. The kubelet refuses such a payload for a
+/// ConfigMap volume that is not optional ("configmap references non-existent config
+/// key"): a pod does not start with it, and a running pod's volume keeps what it had.
+pub fn missing_keys(data: &BTreeMap<String, String>, items: Option<&[KeyToPath]>) -> Vec<String> {
+    items
+        .unwrap_or_default()
+        .iter()
+        .filter(|item| !data.contains_key(&item.key))
+        .map(|item| item.key.clone())
+        .collect()
+}
+
 /// Writes `files` into the volume directory `dir` atomically (kubelet layout), as
 /// version `stamp`.
 pub fn write_volume(
