@@ -298,6 +298,12 @@ impl Runner {
             .iter()
             .map(|manifest| instances::Instance::new(manifest, &namespace))
             .collect();
+        for object in &scenario.objects {
+            api.create_as(
+                USER_ACTOR,
+                scenario::objects::in_namespace(object, &namespace),
+            )?;
+        }
         api.create_as(USER_ACTOR, manifest)?;
         for backup in &scenario.backups {
             let mut backup = backup.clone();

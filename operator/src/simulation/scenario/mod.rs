@@ -11,6 +11,7 @@
 
 mod faults;
 pub mod limits;
+pub(crate) mod objects;
 mod references;
 mod resources;
 mod steps;
@@ -72,6 +73,10 @@ pub struct Scenario {
     /// FoundationDBBackup manifests, created (as a user) when the scenario starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backups: Vec<Value>,
+    /// Secrets and ConfigMaps (`apiVersion: v1`) the pods mount besides what the operator
+    /// makes, created (as a user) in the cluster's namespace when the scenario starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<Value>,
     /// FoundationDBRestore manifests, each created by the first `apply` step that targets
     /// it (a restore acts once, so the scenario says when).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

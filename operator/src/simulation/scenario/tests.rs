@@ -571,3 +571,54 @@ fn extra_clusters_are_validated_and_named_clusters_must_exist() {
     ));
     assert!(field.starts_with("clusters[0].spec"), "{field}");
 }
+
+#[test]
+fn objects_are_secrets_and_config_maps_of_the_cluster_namespace() {
+    let scenario = parse(
+        "objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: creds}, stringData: {a: b}}\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: extra, namespace: default}, data: {k: v}}\n",
+    )
+    .unwrap();
+    assert_eq!(scenario.objects.len(), 2);
+    let cases = [
+        (
+            "objects:\n  - {apiVersion: v1, kind: Pod, metadata: {name: p}}\n",
+            "objects[0].kind",
+            "Secret, ConfigMap",
+        ),
+        (
+            "objects:\n  - {apiVersion: apps/v1, kind: Secret, metadata: {name: s}}\n",
+            "objects[0].apiVersion",
+            "v1",
+        ),
+        (
+            "objects:\n  - {apiVersion: v1, kind: Secret, metadata: {}}\n",
+            "objects[0].metadata.name",
+            "required",
+        ),
+        (
+            "objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s, namespace: other}}\n",
+            "objects[0].metadata.namespace",
+            "\"default\"",
+        ),
+        (
+            "objects:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: sample-config}}\n",
+            "objects[0].metadata.name",
+            "operator",
+        ),
+        (
+            "objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+            "objects[1].metadata.name",
+            "already",
+        ),
+        (
+            "objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: \"not base64!\"}}\n",
+            "objects[0]",
+            "not a valid Secret",
+        ),
+    ];
+    for (body, field, words) in cases {
+        let (found, message) = invalid_field(parse(body));
+        assert_eq!(found, field, "{body}: {message}");
+        assert!(message.contains(words), "{body}: {message}");
+    }
+}

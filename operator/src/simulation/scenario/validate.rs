@@ -21,6 +21,7 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     check_cluster_identity(&scenario.cluster)?;
     let names = check_extra_clusters(scenario, text)?;
     check_world(&scenario.world)?;
+    super::objects::check_objects(scenario)?;
     check_count(
         "steps",
         u64::try_from(scenario.steps.len()).unwrap_or(u64::MAX),
