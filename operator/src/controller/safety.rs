@@ -9,7 +9,7 @@
 //! | change coordinators | [`available`] |
 //! | exclude | [`available`], [`recovered_for`], [`no_recently_missing`] |
 //! | take pods of zones down | [`may_take_down`], [`maintenance`] |
-//! | bounce | [`available`], [`minimum_uptime`] |
+//! | bounce (knobs or upgrade) | [`available`], [`minimum_uptime`], [`sole_disruption`] |
 //! | any of them with locks in use | [`lock`] |
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,6 +105,12 @@ pub enum Refusal {
     Unhealthy {
         /// `cluster.data.state.name`.
         data_state: String,
+    },
+    /// The pass already deleted a pod: a restart of every process waits for the next.
+    #[error("this pass deleted pod {pod}; the restart waits for the next pass")]
+    PodDeletedThisPass {
+        /// The pod.
+        pod: String,
     },
     /// The last recovery is too recent.
     #[error(
@@ -247,6 +253,18 @@ pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> 
                 .clone()
                 .unwrap_or_else(|| "unknown".to_owned()),
         })
+    }
+}
+
+/// A bounce is its pass's only disruption: together with a pod the pass deleted (a
+/// terminal pod recreated, a buggify change) it would not be one restart of every
+/// process but that and a pod going away at once, which the fault-tolerance budget of
+/// the pass did not count. `deleted_pods`: the pods the pass deleted so far
+/// ([`super::pass_io::PassIo::deleted_pods`]).
+pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
+    match deleted_pods.first() {
+        Some(pod) => Err(Refusal::PodDeletedThisPass { pod: pod.clone() }),
+        None => Ok(()),
     }
 }
 

@@ -291,3 +291,19 @@ fn locks_are_needed_only_when_in_use() {
         LockNeed::NotNeeded
     );
 }
+
+#[test]
+fn a_bounce_is_the_only_disruption_of_its_pass() {
+    assert_eq!(sole_disruption(&[]), Ok(()));
+    let refusal = sole_disruption(&["sample-storage-2".to_owned()]).unwrap_err();
+    assert_eq!(
+        refusal,
+        Refusal::PodDeletedThisPass {
+            pod: "sample-storage-2".into()
+        }
+    );
+    assert!(
+        refusal.to_string().contains("sample-storage-2"),
+        "{refusal}"
+    );
+}

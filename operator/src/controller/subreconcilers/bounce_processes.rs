@@ -330,16 +330,10 @@ pub async fn execute(
         }
         BounceDecision::Kill(targets) => targets,
     };
-    // The kill is the only disruption of its pass: together with a pod this pass deleted
-    // (a terminal pod recreated, a buggify change) it would not be one restart of every
-    // process but that and a pod going away at once. The next pass kills alone.
-    if let Some(pod) = io.deleted_pods().first() {
+    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
         return Ok(StepOutcome::Requeue {
             delay: ctx.settings.kube_wait,
-            reason: format!(
-                "{} process groups need a restart; waiting for the next pass, since this one deleted pod {pod}",
-                targets.len()
-            ),
+            reason: format!("{} process groups need a restart: {refusal}", targets.len()),
         });
     }
     if let Some(outcome) =

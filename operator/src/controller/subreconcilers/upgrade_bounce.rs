@@ -51,14 +51,10 @@ pub async fn reconcile(
             agreement,
         } => (target, addresses, agreement),
     };
-    // As for every bounce, the kill is its pass's only disruption (see
-    // `bounce_processes::execute`): a pod deleted earlier in this pass waits a pass.
-    if let Some(pod) = io.deleted_pods().first() {
+    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
         return Ok(Some(StepOutcome::Requeue {
             delay: ctx.settings.kube_wait,
-            reason: format!(
-                "the upgrade to {target} is ready to restart every process; waiting for the next pass, since this one deleted pod {pod}"
-            ),
+            reason: format!("the upgrade to {target} is ready to restart every process: {refusal}"),
         }));
     }
     if let Some(agreement) = &agreement

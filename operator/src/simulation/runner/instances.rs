@@ -22,13 +22,8 @@ use crate::simulation::kube::{PatchType, ResourceKey};
 use crate::simulation::result::EventSource;
 
 use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};
-use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd};
+use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd, judge_pass};
 use super::{RunError, Runner};
-
-/// After a failed pass, an instance retries after this long.
-const ERROR_BACKOFF_SECONDS: i64 = 5;
-/// A completed pass that is not reconciled looks again after this long.
-const RESYNC_SECONDS: i64 = 30;
 
 /// One extra cluster and its operator instance.
 pub(super) struct Instance {
@@ -266,37 +261,17 @@ impl Runner {
             );
             self.restart_operator();
         }
-        let end = match result {
-            Ok(report) => match report.outcome {
-                PassOutcome::Completed if report.reconciled => PassEnd::Reconciled,
-                PassOutcome::Completed => PassEnd::After(std::time::Duration::from_secs(
-                    RESYNC_SECONDS.unsigned_abs(),
-                )),
-                PassOutcome::Requeue {
-                    delay,
-                    reason,
-                    step,
-                } => {
-                    self.say(&format!(
-                        "pass {pass} ({name}): {step}: {reason} (requeue in {}s)",
-                        delay.as_secs()
-                    ));
-                    PassEnd::After(delay)
-                }
-            },
-            Err(error) => {
-                let detail = error.to_string();
-                self.log.record(
-                    EventSource::Operator,
-                    "event",
-                    &format!("foundationdbcluster/{name}"),
-                    &format!("pass failed: {detail}"),
-                );
-                PassEnd::After(std::time::Duration::from_secs(
-                    ERROR_BACKOFF_SECONDS.unsigned_abs(),
-                ))
-            }
-        };
+        let verdict = judge_pass(result, &format!("pass {pass} ({name})"));
+        self.say(&verdict.message);
+        if let Some(detail) = &verdict.failure {
+            self.log.record(
+                EventSource::Operator,
+                "event",
+                &format!("foundationdbcluster/{name}"),
+                &format!("pass failed: {detail}"),
+            );
+        }
+        let end = verdict.end;
         let reconciled = end == PassEnd::Reconciled;
         {
             let instance = &mut self.instances[index];

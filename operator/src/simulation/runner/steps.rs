@@ -54,6 +54,64 @@ pub(super) enum PassEnd {
     After(Duration),
 }
 
+/// How a pass ended, as the run reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PassVerdict {
+    /// What comes next.
+    pub(super) end: PassEnd,
+    /// The progress line.
+    pub(super) message: String,
+    /// Why the pass failed, for the cluster's event.
+    pub(super) failure: Option<String>,
+}
+
+/// Judges one pass's result; `label` names the pass in the progress line (`pass 7`,
+/// `pass 7 (kc2)`).
+pub(super) fn judge_pass<E: std::fmt::Display>(
+    result: Result<crate::controller::PassReport, E>,
+    label: &str,
+) -> PassVerdict {
+    let verdict = |end, message: String, failure| PassVerdict {
+        end,
+        message,
+        failure,
+    };
+    match result {
+        Ok(report) => match report.outcome {
+            PassOutcome::Completed if report.reconciled => {
+                verdict(PassEnd::Reconciled, format!("{label}: reconciled"), None)
+            }
+            PassOutcome::Completed => verdict(
+                PassEnd::After(Duration::from_secs(RESYNC_SECONDS)),
+                format!(
+                    "{label}: completed, not reconciled yet; looking again in {RESYNC_SECONDS}s"
+                ),
+                None,
+            ),
+            PassOutcome::Requeue {
+                delay,
+                reason,
+                step,
+            } => verdict(
+                PassEnd::After(delay),
+                format!(
+                    "{label}: {step}: {reason} (requeue in {}s)",
+                    delay.as_secs()
+                ),
+                None,
+            ),
+        },
+        Err(error) => {
+            let detail = error.to_string();
+            verdict(
+                PassEnd::After(Duration::from_secs(ERROR_BACKOFF_SECONDS)),
+                format!("{label}: failed: {detail}; retrying in {ERROR_BACKOFF_SECONDS}s"),
+                Some(detail),
+            )
+        }
+    }
+}
+
 impl Runner {
     pub(super) async fn run_step(
         &mut self,
@@ -323,42 +381,17 @@ impl Runner {
             );
             self.restart_operator();
         }
-        let end = match result {
-            Ok(report) => match report.outcome {
-                PassOutcome::Completed if report.reconciled => {
-                    self.say(&format!("pass {pass}: reconciled"));
-                    PassEnd::Reconciled
-                }
-                PassOutcome::Completed => {
-                    self.say(&format!("pass {pass}: completed, not reconciled yet; looking again in {RESYNC_SECONDS}s"));
-                    PassEnd::After(Duration::from_secs(RESYNC_SECONDS))
-                }
-                PassOutcome::Requeue {
-                    delay,
-                    reason,
-                    step,
-                } => {
-                    self.say(&format!(
-                        "pass {pass}: {step}: {reason} (requeue in {}s)",
-                        delay.as_secs()
-                    ));
-                    PassEnd::After(delay)
-                }
-            },
-            Err(error) => {
-                let detail = error.to_string();
-                self.say(&format!(
-                    "pass {pass}: failed: {detail}; retrying in {ERROR_BACKOFF_SECONDS}s"
-                ));
-                self.log.record(
-                    EventSource::Operator,
-                    "event",
-                    &format!("foundationdbcluster/{}", self.name),
-                    &format!("pass failed: {detail}"),
-                );
-                PassEnd::After(Duration::from_secs(ERROR_BACKOFF_SECONDS))
-            }
-        };
+        let verdict = judge_pass(result, &format!("pass {pass}"));
+        self.say(&verdict.message);
+        if let Some(detail) = &verdict.failure {
+            self.log.record(
+                EventSource::Operator,
+                "event",
+                &format!("foundationdbcluster/{}", self.name),
+                &format!("pass failed: {detail}"),
+            );
+        }
+        let end = verdict.end;
         self.last_pass_reconciled = end == PassEnd::Reconciled;
         self.report_rollout()?;
         if let PassEnd::After(delay) = end {
@@ -552,5 +585,55 @@ fn describe(step: &Step) -> String {
             format!("apply to {}/{}: {patch}", target.kind.as_str(), target.name)
         }
         Step::Delete(target) => format!("delete {}/{}", target.kind.as_str(), target.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::PassReport;
+
+    fn report(outcome: PassOutcome, reconciled: bool) -> Result<PassReport, String> {
+        Ok(PassReport {
+            outcome,
+            reconciled,
+        })
+    }
+
+    #[test]
+    fn a_pass_is_judged_the_same_for_every_instance() {
+        let reconciled = judge_pass(report(PassOutcome::Completed, true), "pass 3 (kc2)");
+        assert_eq!(reconciled.end, PassEnd::Reconciled);
+        assert_eq!(reconciled.message, "pass 3 (kc2): reconciled");
+
+        let again = judge_pass(report(PassOutcome::Completed, false), "pass 4");
+        assert_eq!(
+            again.end,
+            PassEnd::After(Duration::from_secs(RESYNC_SECONDS))
+        );
+
+        let requeue = judge_pass(
+            report(
+                PassOutcome::Requeue {
+                    delay: Duration::from_secs(15),
+                    reason: "waiting".into(),
+                    step: "UpdatePodConfig",
+                },
+                false,
+            ),
+            "pass 5",
+        );
+        assert_eq!(requeue.end, PassEnd::After(Duration::from_secs(15)));
+        assert_eq!(
+            requeue.message,
+            "pass 5: UpdatePodConfig: waiting (requeue in 15s)"
+        );
+
+        let failed = judge_pass(Err::<PassReport, _>("boom"), "pass 6");
+        assert_eq!(
+            failed.end,
+            PassEnd::After(Duration::from_secs(ERROR_BACKOFF_SECONDS))
+        );
+        assert_eq!(failed.failure.as_deref(), Some("boom"));
     }
 }

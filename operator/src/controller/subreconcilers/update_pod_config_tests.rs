@@ -1,0 +1,145 @@
+//! Tests of UpdatePodConfig's decision.
+
+use super::*;
+use crate::controller::fixtures::{Fixture, group, pod};
+
+fn annotated(mut pod: Pod, hash: &str) -> Pod {
+    pod.annotations_mut().insert(
+        LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(),
+        hash.to_owned(),
+    );
+    pod
+}
+
+#[test]
+fn only_running_pods_without_the_desired_hash_are_asked() {
+    let base = Fixture::new("version: 7.1.57").groups([
+        group("log-1"),
+        group("log-2"),
+        group("log-3"),
+        group("log-4"),
+    ]);
+    assert!(
+        decide(&base.clone().build()).unwrap().is_none(),
+        "no cluster file yet"
+    );
+    let connected = base.connection_string("sample:abc@10.0.0.1:4501");
+    let hash = {
+        let snapshot = connected.clone().build();
+        let group = snapshot.group("log-1").unwrap();
+        ConfigHashes::default()
+            .of(snapshot.cluster(), group.status, group.servers_per_pod())
+            .unwrap()
+            .unwrap()
+    };
+    let mut failed = pod("sample-log-4", "log-4", "n4", "10.0.0.4");
+    if let Some(status) = failed.status.as_mut() {
+        status.phase = Some("Failed".into());
+    }
+    let mut pending = pod("sample-log-3", "log-3", "n3", "10.0.0.3");
+    if let Some(status) = pending.status.as_mut() {
+        status.phase = Some("Pending".into());
+    }
+    let snapshot = connected
+        .pods([
+            annotated(pod("sample-log-1", "log-1", "n1", "10.0.0.1"), &hash),
+            annotated(pod("sample-log-2", "log-2", "n2", "10.0.0.2"), "old"),
+            pending,
+            failed,
+        ])
+        .build();
+    let plan = decide(&snapshot).unwrap().unwrap();
+    let asked: Vec<&str> = plan
+        .candidates
+        .iter()
+        .map(|c| c.group.process_group_id.as_str())
+        .collect();
+    assert_eq!(asked, ["log-2"]);
+    assert_eq!(plan.not_running, 1, "a failed pod is not waited for");
+    assert_eq!(plan.candidates[0].desired_hash, hash);
+}
+
+#[test]
+fn answers_become_annotations_conditions_and_a_reason() {
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1"), group("log-2"), group("log-3")])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
+            pod("sample-log-3", "log-3", "n3", "10.0.0.3"),
+        ])
+        .build();
+    let plan = decide(&snapshot).unwrap().unwrap();
+    let outcome = conclude(
+        &plan,
+        &[
+            PodConfigResult::Confirmed,
+            PodConfigResult::Unreachable("timeout".into()),
+            PodConfigResult::Incorrect("differs".into()),
+        ],
+    );
+    assert_eq!(outcome.annotate.len(), 1);
+    assert_eq!(outcome.annotate[0].0, "sample-log-1");
+    let sidecar = ProcessGroupConditionType::SidecarUnreachable;
+    assert_eq!(
+        outcome.mutations,
+        [
+            StatusMutation::ClearCondition {
+                group: "log-1".into(),
+                condition: sidecar.clone()
+            },
+            StatusMutation::SetCondition {
+                group: "log-2".into(),
+                condition: sidecar.clone()
+            },
+            StatusMutation::ClearCondition {
+                group: "log-3".into(),
+                condition: sidecar
+            },
+            StatusMutation::SetCondition {
+                group: "log-3".into(),
+                condition: ProcessGroupConditionType::IncorrectConfigMap
+            },
+        ]
+    );
+    assert_eq!(
+        outcome.waiting_reason().as_deref(),
+        Some(
+            "1 sidecars are unreachable (process groups log-2); waiting for the kubelet to project the ConfigMap into 1 pods"
+        )
+    );
+    assert_eq!(conclude(&plan, &[]).waiting_reason(), None);
+}
+
+#[test]
+fn pods_not_asked_wait_for_the_kubelet_with_their_conditions_untouched() {
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1"), group("log-2")])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
+        ])
+        .build();
+    let plan = decide(&snapshot).unwrap().unwrap();
+    let outcome = conclude(
+        &plan,
+        &[
+            PodConfigResult::Incorrect("differs".into()),
+            PodConfigResult::NotAsked,
+        ],
+    );
+    assert!(outcome.annotate.is_empty());
+    assert!(
+        outcome.mutations.iter().all(|m| !matches!(m,
+            StatusMutation::SetCondition { group, .. } | StatusMutation::ClearCondition { group, .. }
+                if group == "log-2")),
+        "{:?}",
+        outcome.mutations
+    );
+    assert_eq!(
+        outcome.waiting_reason().as_deref(),
+        Some("waiting for the kubelet to project the ConfigMap into 2 pods")
+    );
+}
