@@ -2,7 +2,10 @@
 //! their labels, annotations and deletion is read), services and ConfigMaps, each a
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector. A pass reads its cluster's objects from here instead of LISTing them (see
-//! [`super::pass_io::PassIo`]); in steady state a pass makes no LIST at all.
+//! [`super::pass_io::PassIo`]); in steady state a pass makes no LIST at all. Pods,
+//! PVCs and services are also indexed by namespace and selector key values
+//! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning
+//! the other clusters'.
 //!
 //! A cache lags the API server by the watch's latency, and a pass must see its own
 //! writes: after a write the pass waits until the cache has applied the write's
@@ -27,6 +30,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use tokio::sync::watch;
 
+use super::cache_index::LabelIndex;
 use super::pass_io::ObjectKind;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
@@ -184,6 +188,10 @@ pub enum Expectation {
 /// See the module documentation.
 pub struct ObjectCache {
     selector: CacheSelector,
+    /// The pods, PVCs and services by namespace and selector key values.
+    pod_index: Arc<LabelIndex>,
+    pvc_index: Arc<LabelIndex>,
+    service_index: Arc<LabelIndex>,
     pods: Store<Pod>,
     /// PVCs as their metadata alone (no spec, no status).
     pvcs: Store<PersistentVolumeClaim>,
@@ -221,6 +229,31 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     store.get(&ObjectRef::new(name).within(namespace))
+}
+
+/// The objects of `store` in `namespace` carrying every one of `labels`: through the
+/// index when it can answer (no scan of other clusters' objects), else by a scan.
+fn lookup<K>(
+    store: &Store<K>,
+    index: &LabelIndex,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> Vec<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    match index.names(namespace, labels) {
+        Some(names) => names
+            .iter()
+            .filter_map(|name| named(store, namespace, name))
+            .filter(|o| selected(&**o, namespace, labels))
+            .collect(),
+        None => store
+            .state()
+            .into_iter()
+            .filter(|o| selected(&**o, namespace, labels))
+            .collect(),
+    }
 }
 
 /// Whether `object` is in `namespace` and carries every one of `labels`.
@@ -262,12 +295,16 @@ impl ObjectCache {
         let (pvcs, pvcs_writer) = reflector::store();
         let (services, services_writer) = reflector::store();
         let (config_maps, config_maps_writer) = reflector::store();
+        let pod_index = Arc::new(LabelIndex::new(&selector.keys));
+        let pvc_index = Arc::new(LabelIndex::new(&selector.keys));
+        let service_index = Arc::new(LabelIndex::new(&selector.keys));
         let streams = CacheStreams {
             pods: tracked(
                 watcher(api::<Pod>(client, namespace), config.clone())
                     .default_backoff()
                     .reflect(pods_writer),
                 sender(ObjectKind::Pods),
+                Some(pod_index.clone()),
             ),
             pvcs: tracked(
                 // Metadata-only requests: PVCs are read for labels, annotations and
@@ -280,22 +317,28 @@ impl ObjectCache {
                 .map_ok(pvc_of_metadata)
                 .reflect(pvcs_writer),
                 sender(ObjectKind::Pvcs),
+                Some(pvc_index.clone()),
             ),
             services: tracked(
                 watcher(api::<Service>(client, namespace), config.clone())
                     .default_backoff()
                     .reflect(services_writer),
                 sender(ObjectKind::Services),
+                Some(service_index.clone()),
             ),
             config_maps: tracked(
                 watcher(api::<ConfigMap>(client, namespace), config)
                     .default_backoff()
                     .reflect(config_maps_writer),
                 sender(ObjectKind::ConfigMap),
+                None,
             ),
         };
         let cache = Self {
             selector,
+            pod_index,
+            pvc_index,
+            service_index,
             pods,
             pvcs,
             services,
@@ -429,11 +472,7 @@ impl ObjectCache {
 
     /// The cached pods in `namespace` carrying `labels` (shared, not copied).
     pub fn pods(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<Pod>> {
-        self.pods
-            .state()
-            .into_iter()
-            .filter(|o| selected(&**o, namespace, labels))
-            .collect()
+        lookup(&self.pods, &self.pod_index, namespace, labels)
     }
 
     /// The cached PVCs in `namespace` carrying `labels` (metadata only: no spec, no
@@ -443,11 +482,7 @@ impl ObjectCache {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Vec<Arc<PersistentVolumeClaim>> {
-        self.pvcs
-            .state()
-            .into_iter()
-            .filter(|o| selected(&**o, namespace, labels))
-            .collect()
+        lookup(&self.pvcs, &self.pvc_index, namespace, labels)
     }
 
     /// The cached services in `namespace` carrying `labels` (shared, not copied).
@@ -456,11 +491,7 @@ impl ObjectCache {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Vec<Arc<Service>> {
-        self.services
-            .state()
-            .into_iter()
-            .filter(|o| selected(&**o, namespace, labels))
-            .collect()
+        lookup(&self.services, &self.service_index, namespace, labels)
     }
 
     /// The cached ConfigMap `namespace/name`.
@@ -469,8 +500,6 @@ impl ObjectCache {
     }
 }
 
-/// `stream` with each event reported to `progress` after the store applied it, as the
-/// objects it touched.
 /// A PVC watch event as PVCs carrying their metadata alone: the store holds what passes
 /// read (labels, annotations, deletion), and a pass shares it without copying.
 fn pvc_of_metadata(
@@ -489,9 +518,12 @@ fn pvc_of_metadata(
     }
 }
 
+/// `stream` with each event reported to `index` and `progress` after the store applied
+/// it, as the objects it touched.
 fn tracked<K>(
     stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     progress: Option<watch::Sender<Applied>>,
+    index: Option<Arc<LabelIndex>>,
 ) -> BoxStream<'static, Result<K, watcher::Error>>
 where
     K: Resource + Clone + Send + 'static,
@@ -500,6 +532,10 @@ where
     let progress = progress.map(|sender| ObjectKindProgress { sender });
     stream
         .inspect_ok(move |event| {
+            // The index before the progress: a pass that waited for its write finds it.
+            if let Some(index) = &index {
+                index.observe(event);
+            }
             if let Some(progress) = &progress {
                 tracker.observe(progress, event);
             }

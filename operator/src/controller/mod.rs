@@ -5,6 +5,7 @@
 
 pub mod buggify;
 pub mod cache;
+pub mod cache_index;
 pub mod config_map;
 pub mod context;
 pub mod coordinators;
