@@ -91,6 +91,39 @@ impl ConfigHashes {
     }
 }
 
+/// [`desired_config_map`], keeping every key a pod of the snapshot still mounts (with
+/// the live value) that the spec no longer asks for (e.g. `ca-file` after `trustedCAs`
+/// was emptied): a kubelet refuses a ConfigMap version missing a key a pod mounts, so
+/// dropping it would freeze those pods' configuration until they are replaced.
+pub fn desired_config_map_for(
+    snapshot: &super::snapshot::ClusterSnapshot,
+) -> Result<ConfigMap, StepError> {
+    let mut desired = desired_config_map(snapshot.cluster())?;
+    let Some(live) = snapshot.config_map().and_then(|cm| cm.data.as_ref()) else {
+        return Ok(desired);
+    };
+    let name = super::config_map::config_map_name(snapshot.cluster());
+    let data = desired.data.get_or_insert_with(BTreeMap::new);
+    for pod in snapshot.pods() {
+        let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
+        for source in volumes
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.config_map.as_ref())
+            .filter(|cm| cm.name == name && cm.optional != Some(true))
+        {
+            for item in source.items.iter().flatten() {
+                if !data.contains_key(&item.key)
+                    && let Some(value) = live.get(&item.key)
+                {
+                    data.insert(item.key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    Ok(desired)
+}
+
 /// The ConfigMap as it should be now (the cluster file from the status).
 pub fn desired_config_map(cluster: &FoundationDBCluster) -> Result<ConfigMap, StepError> {
     let connection_string = cluster

@@ -10,7 +10,7 @@ use fdb_shared::status_json::ProcessStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::desired::{ConfigHashes, desired_config_map};
+use super::desired::{ConfigHashes, desired_config_map_for};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
@@ -279,7 +279,7 @@ pub fn observe_groups(
 
 /// Whether the ConfigMap exists with exactly the desired data.
 pub fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
-    let desired = desired_config_map(snapshot.cluster())?;
+    let desired = desired_config_map_for(snapshot)?;
     Ok(snapshot.config_map().is_some_and(|live| {
         live.data.clone().unwrap_or_default() == desired.data.unwrap_or_default()
     }))

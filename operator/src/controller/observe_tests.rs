@@ -93,7 +93,8 @@ fn pods_give_addresses_and_their_facts() {
 fn the_config_map_is_in_sync_only_with_the_desired_data() {
     let fixture = Fixture::new("version: 7.1.57").groups([group("log-1")]);
     assert!(!config_map_in_sync(&fixture.clone().build()).unwrap());
-    let desired = desired_config_map(fixture.clone().build().cluster()).unwrap();
+    let desired =
+        crate::controller::desired::desired_config_map(fixture.clone().build().cluster()).unwrap();
     let synced = fixture.clone().config_map(desired.clone()).build();
     assert!(config_map_in_sync(&synced).unwrap());
     let stale = fixture

@@ -1,6 +1,7 @@
 //! UpdateConfigMap: creates or updates `<cluster>-config` (operator-behavior §5): the
-//! cluster file, the running version, the CA file and one monitor conf per class in use
-//! (empty until the connection string is known). Writes only the keys that differ.
+//! cluster file, the running version, the CA file and one monitor conf per class and
+//! servers per pod in use (empty until the connection string is known); a key a pod
+//! still mounts is kept. Writes only the keys that differ.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use super::Subreconciler;
 use crate::controller::config_map::config_map_name;
 use crate::controller::context::Context;
-use crate::controller::desired::desired_config_map;
+use crate::controller::desired::desired_config_map_for;
 use crate::controller::errors::StepError;
 use crate::controller::merge_patch::merge_diff;
 use crate::controller::outcome::StepOutcome;
@@ -34,7 +35,7 @@ pub enum ConfigMapDecision {
 
 /// Decides from the snapshot.
 pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
-    let desired = desired_config_map(snapshot.cluster())?;
+    let desired = desired_config_map_for(snapshot)?;
     Ok(match snapshot.config_map() {
         None => ConfigMapDecision::Create(Box::new(desired)),
         Some(live) => match config_map_patch(live, &desired) {
@@ -105,7 +106,7 @@ impl Subreconciler for UpdateConfigMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::fixtures::{Fixture, group};
+    use crate::controller::fixtures::{Fixture, group, pod};
 
     #[test]
     fn created_when_missing_then_patched_to_the_new_cluster_file() {
@@ -159,6 +160,47 @@ mod tests {
                 .collect(),
         );
         cm
+    }
+
+    #[test]
+    fn a_key_a_pod_still_mounts_is_kept_after_the_spec_drops_it() {
+        use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, KeyToPath, Volume};
+        let base = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .connection_string("sample:abc@10.0.0.1:4501");
+        let mut live = desired_config_map_for(&base.clone().build()).unwrap();
+        live.data
+            .get_or_insert_with(Default::default)
+            .insert("ca-file".into(), "OLD CA".into());
+        // No pod mounts ca-file: the key goes.
+        let ConfigMapDecision::Patch(patch) =
+            decide(&base.clone().config_map(live.clone()).build()).unwrap()
+        else {
+            panic!("ca-file must be removed");
+        };
+        assert_eq!(patch["data"]["ca-file"], serde_json::Value::Null);
+        // A pod made when trustedCAs was set mounts it: kept, with its value.
+        let mut mounting = pod("sample-log-1", "log-1", "n1", "10.0.0.1");
+        mounting
+            .spec
+            .get_or_insert_with(Default::default)
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(Volume {
+                name: "config-map".into(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: "sample-config".into(),
+                    items: Some(vec![KeyToPath {
+                        key: "ca-file".into(),
+                        path: "ca.pem".into(),
+                        mode: None,
+                    }]),
+                    ..ConfigMapVolumeSource::default()
+                }),
+                ..Volume::default()
+            });
+        let snapshot = base.config_map(live).pods([mounting]).build();
+        assert_eq!(decide(&snapshot).unwrap(), ConfigMapDecision::Nothing);
     }
 
     #[test]
