@@ -15,17 +15,15 @@ use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    process_group_labels,
+    mounted_servers_per_pod, process_group_labels,
 };
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
 };
-use super::replace_only::monitor_conf_key;
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::status::{GroupObservation, PodShape};
 use fdb_shared::api::cluster::ImageType;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
-use fdb_shared::monitor_conf::render::servers_per_pod_of_key;
 
 fn build_error(
     what: String,
@@ -147,11 +145,7 @@ fn pod_shape(pod: &Pod) -> PodShape {
             .get(IMAGE_TYPE_ANNOTATION)
             .cloned()
             .unwrap_or_else(|| ImageType::Split.to_string()),
-        servers_per_pod: pod
-            .spec
-            .as_ref()
-            .and_then(monitor_conf_key)
-            .and_then(servers_per_pod_of_key),
+        servers_per_pod: mounted_servers_per_pod(pod),
     }
 }
 

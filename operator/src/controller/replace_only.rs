@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::ResourceExt;
 
 use super::desired_memo::DesiredObjects;
+use super::pod_model::volumes::mounted_monitor_conf_key;
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PUBLIC_IP_SOURCE_ANNOTATION,
     PodModelError, parse_any_process_group_id, process_group_id,
@@ -111,11 +112,6 @@ impl fmt::Display for ReplaceOnlyChange {
             Self::ImageType { live, desired } => write!(f, "imageType {live} -> {desired}"),
         }
     }
-}
-
-/// The conf key the pod's config map volume projects as `fdbmonitor.conf`.
-pub(crate) fn monitor_conf_key(spec: &PodSpec) -> Option<&str> {
-    super::pod_model::volumes::mounted_monitor_conf_key(spec)
 }
 
 /// The node selector, absent and empty alike (borrowed: compared on every pass).
@@ -289,9 +285,10 @@ fn pod_change(
     let empty = PodSpec::default();
     let desired_spec = desired_spec.unwrap_or(&empty);
     let live_spec = live.spec.as_ref().unwrap_or(&empty);
-    if let (Some(live_key), Some(desired_key)) =
-        (monitor_conf_key(live_spec), monitor_conf_key(desired_spec))
-        && live_key != desired_key
+    if let (Some(live_key), Some(desired_key)) = (
+        mounted_monitor_conf_key(live_spec),
+        mounted_monitor_conf_key(desired_spec),
+    ) && live_key != desired_key
     {
         return Some(ReplaceOnlyChange::ServersPerPod {
             live: live_key.to_owned(),

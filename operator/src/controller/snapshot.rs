@@ -33,7 +33,9 @@ use kube::ResourceExt;
 
 use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of;
-use super::pod_model::{PodModelError, expected_substitutions, pod_servers_per_pod};
+use super::pod_model::{
+    PodModelError, expected_substitutions, mounted_servers_per_pod, servers_per_pod,
+};
 use super::process_groups::pod_zone;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
@@ -110,6 +112,8 @@ struct PodDerived {
     zone: OnceLock<Option<String>>,
     /// [`expected_substitutions`] of the pod.
     substitutions: OnceLock<Option<BTreeMap<String, String>>>,
+    /// [`mounted_servers_per_pod`] of the pod.
+    servers: OnceLock<Option<u32>>,
 }
 
 /// Where one process group's objects are in the snapshot.
@@ -176,9 +180,16 @@ impl<'a> GroupView<'a> {
     }
 
     /// The servers per pod the group's pod runs (the spec's without a pod), see
-    /// [`pod_servers_per_pod`].
+    /// [`super::pod_model::pod_servers_per_pod`].
+    /// Several steps ask per group and pass: the pod's part is derived once.
     pub fn servers_per_pod(&self) -> u32 {
-        pod_servers_per_pod(self.cluster, self.status.process_class, self.pod)
+        let mounted = match (self.pod, self.derived) {
+            (Some(pod), Some(derived)) => {
+                *derived.servers.get_or_init(|| mounted_servers_per_pod(pod))
+            }
+            (pod, _) => pod.and_then(mounted_servers_per_pod),
+        };
+        mounted.unwrap_or_else(|| servers_per_pod(self.cluster, self.status.process_class))
     }
 
     /// [`expected_substitutions`] of the group's pod (`None` without a pod), derived

@@ -160,10 +160,16 @@ pub fn pod_servers_per_pod(
     class: ProcessClass,
     pod: Option<&k8s_openapi::api::core::v1::Pod>,
 ) -> u32 {
-    pod.and_then(|pod| pod.spec.as_ref())
+    pod.and_then(mounted_servers_per_pod)
+        .unwrap_or_else(|| servers_per_pod(cluster, class))
+}
+
+/// The density of the monitor conf key `pod` mounts, if it mounts one of that shape.
+pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
+    pod.spec
+        .as_ref()
         .and_then(volumes::mounted_monitor_conf_key)
         .and_then(fdb_shared::monitor_conf::render::servers_per_pod_of_key)
-        .unwrap_or_else(|| servers_per_pod(cluster, class))
 }
 
 /// The version the cluster's processes run now: `status.runningVersion`, else

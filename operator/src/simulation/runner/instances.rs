@@ -19,7 +19,6 @@ use crate::controller::context::Context;
 use crate::controller::{PassOutcome, run_pass};
 use crate::simulation::event_log::RunPosition;
 use crate::simulation::kube::{PatchType, ResourceKey};
-use crate::simulation::result::EventSource;
 
 use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};
 use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd, judge_pass};
@@ -253,10 +252,8 @@ impl Runner {
             return Err(RunError::Stalled(detail));
         }
         if self.log.take_crash() {
-            self.log.record(
-                EventSource::Operator,
-                "event",
-                &format!("foundationdbcluster/{name}"),
+            self.record_cluster_event(
+                &name,
                 "the operator crashed right after its action and restarted",
             );
             self.restart_operator();
@@ -264,12 +261,7 @@ impl Runner {
         let verdict = judge_pass(result, &format!("pass {pass} ({name})"));
         self.say(&verdict.message);
         if let Some(detail) = &verdict.failure {
-            self.log.record(
-                EventSource::Operator,
-                "event",
-                &format!("foundationdbcluster/{name}"),
-                &format!("pass failed: {detail}"),
-            );
+            self.record_cluster_event(&name, &format!("pass failed: {detail}"));
         }
         let end = verdict.end;
         let reconciled = end == PassEnd::Reconciled;

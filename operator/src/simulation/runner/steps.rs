@@ -113,6 +113,16 @@ pub(super) fn judge_pass<E: std::fmt::Display>(
 }
 
 impl Runner {
+    /// Records what the operator reported about `cluster` (an Event it emitted).
+    pub(super) fn record_cluster_event(&self, cluster: &str, detail: &str) {
+        self.log.record(
+            EventSource::Operator,
+            "event",
+            &format!("foundationdbcluster/{cluster}"),
+            detail,
+        );
+    }
+
     pub(super) async fn run_step(
         &mut self,
         index: usize,
@@ -373,10 +383,8 @@ impl Runner {
             self.say(&format!(
                 "pass {pass}: the operator crashed (restartOperator) and restarts"
             ));
-            self.log.record(
-                EventSource::Operator,
-                "event",
-                &format!("foundationdbcluster/{}", self.name),
+            self.record_cluster_event(
+                &self.name,
                 "the operator crashed right after its action and restarted",
             );
             self.restart_operator();
@@ -384,12 +392,7 @@ impl Runner {
         let verdict = judge_pass(result, &format!("pass {pass}"));
         self.say(&verdict.message);
         if let Some(detail) = &verdict.failure {
-            self.log.record(
-                EventSource::Operator,
-                "event",
-                &format!("foundationdbcluster/{}", self.name),
-                &format!("pass failed: {detail}"),
-            );
+            self.record_cluster_event(&self.name, &format!("pass failed: {detail}"));
         }
         let end = verdict.end;
         self.last_pass_reconciled = end == PassEnd::Reconciled;
