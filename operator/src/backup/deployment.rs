@@ -33,10 +33,13 @@ const CLUSTER_FILE_DIR: &str = "/var/dynamic-conf";
 /// Where the agents write trace logs.
 const LOG_DIR: &str = "/var/log/fdb-trace-logs";
 
+/// What follows the backup's name in its agent Deployment's name.
+pub const AGENTS_SUFFIX: &str = "-backup-agents";
+
 /// The name of a backup's agent Deployment.
 pub fn deployment_name(backup: &FoundationDBBackup) -> String {
     format!(
-        "{}-backup-agents",
+        "{}{AGENTS_SUFFIX}",
         backup.metadata.name.as_deref().unwrap_or_default()
     )
 }

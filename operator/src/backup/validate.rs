@@ -4,6 +4,9 @@
 
 use fdb_shared::api::backup::BackupState;
 use fdb_shared::api::{FoundationDBBackup, FoundationDBRestore};
+use fdb_shared::validation::names::{dns1123_subdomain_error, owner_name_errors};
+
+use super::deployment::AGENTS_SUFFIX;
 
 /// The deletion policies the operator knows.
 pub const DELETION_POLICIES: [&str; 3] = ["noop", "stop", "cleanup"];
@@ -27,6 +30,39 @@ fn check_account(errors: &mut Vec<String>, account: Option<&str>) {
     }
 }
 
+/// The backup's name starts its agent Deployment's name (`<backup>-backup-agents`, also
+/// a label value), and `spec.clusterName` goes into API paths: both must fit Kubernetes'
+/// name rules.
+fn backup_name_errors(backup: &FoundationDBBackup) -> Vec<String> {
+    let mut errors = backup
+        .metadata
+        .name
+        .as_deref()
+        .map(|name| owner_name_errors("metadata.name", name, AGENTS_SUFFIX))
+        .unwrap_or_default();
+    errors.extend(cluster_reference_error(
+        "spec.clusterName",
+        &backup.spec.cluster_name,
+    ));
+    errors
+}
+
+/// `spec.destinationClusterName` goes into API paths: it must be a possible object name.
+fn restore_name_errors(restore: &FoundationDBRestore) -> Option<String> {
+    cluster_reference_error(
+        "spec.destinationClusterName",
+        &restore.spec.destination_cluster_name,
+    )
+}
+
+fn cluster_reference_error(field: &str, name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return None;
+    }
+    dns1123_subdomain_error(name)
+        .map(|problem| format!("{field}: {name:?} cannot name a FoundationDBCluster: {problem}"))
+}
+
 /// Checks a backup's spec.
 pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
     let spec = &backup.spec;
@@ -36,6 +72,7 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
             .errors
             .push("spec.clusterName: must name the FoundationDBCluster to back up".to_owned());
     }
+    report.errors.extend(backup_name_errors(backup));
     check_account(
         &mut report.errors,
         spec.blob_store_configuration.account_name.as_deref(),
@@ -90,6 +127,7 @@ pub fn validate_restore(restore: &FoundationDBRestore) -> SpecReport {
                 .to_owned(),
         );
     }
+    report.errors.extend(restore_name_errors(restore));
     check_account(
         &mut report.errors,
         spec.blob_store_configuration.account_name.as_deref(),

@@ -19,7 +19,7 @@ use fdb_shared::cluster_math::{
     desired_process_counts, fault_tolerance, main_image, sidecar_image, uses_locks,
 };
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
-use fdb_shared::validation::{counts_within_limits, validate_cluster_spec};
+use fdb_shared::validation::{counts_within_limits, validate_cluster};
 use fdb_shared::yaml_input::{self, InputError, ReadError};
 use serde::Serialize;
 use serde_json::Value;
@@ -170,7 +170,7 @@ impl Explanation {
 /// The derived values of a decoded cluster.
 pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>) -> Explanation {
     let spec = &cluster.spec;
-    let report = validate_cluster_spec(spec);
+    let report = validate_cluster(cluster);
     warnings.extend(report.warnings);
     if !counts_within_limits(spec) {
         // The validation errors say which count; deriving from it would overflow.

@@ -2,8 +2,13 @@
 //! changed, steps failing. Reasons are fixed words; details go in the note.
 
 use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::validation::names::{MAX_SUBDOMAIN_LENGTH, dns1123_subdomain_error};
+use jiff::Timestamp;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Resource;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, PostParams};
+use sha2::{Digest, Sha256};
 
 use super::context::Context;
 
@@ -100,21 +105,26 @@ impl EventReason {
         }
     }
 
-    fn event_type(self) -> EventType {
+    fn event_type(self) -> &'static str {
         match self {
             Self::StepFailed
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
             | Self::RemovalBlocked
-            | Self::UnifiedImageRunsSplit => EventType::Warning,
-            _ => EventType::Normal,
+            | Self::UnifiedImageRunsSplit => "Warning",
+            _ => "Normal",
         }
     }
 }
 
 /// Publishes an Event about `cluster`. Failing to publish is logged, never fatal: an
 /// Event is information, not state.
+///
+/// The Event is named `<cluster>.<nanoseconds in hex>` like kube's recorder names it, but
+/// from [`event_name_prefix`], so that a cluster whose name is too long or malformed (the
+/// very cluster an InvalidSpec Event explains) still gets an Event the API server accepts;
+/// `regarding` names the cluster as it is.
 pub async fn publish(
     ctx: &Context,
     cluster: &FoundationDBCluster,
@@ -125,20 +135,86 @@ pub async fn publish(
     if !ctx.settings.publish_events {
         return;
     }
-    let reporter = Reporter {
-        controller: ctx.settings.controller_name.clone(),
-        instance: None,
-    };
-    let recorder = Recorder::new(ctx.kube.clone(), reporter);
-    let event = Event {
-        type_: reason.event_type(),
-        reason: reason.as_str().to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: action.to_owned(),
-        secondary: None,
-    };
     let reference = cluster.object_ref(&());
-    if let Err(error) = recorder.publish(&event, &reference).await {
+    let namespace = reference
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_owned());
+    let now = Timestamp::now();
+    let prefix = event_name_prefix(reference.name.as_deref().unwrap_or_default());
+    let event = K8sEvent {
+        action: Some(action.to_owned()),
+        reason: Some(reason.as_str().to_owned()),
+        note: Some(note.chars().take(1000).collect()),
+        event_time: Some(MicroTime(now)),
+        regarding: Some(reference),
+        reporting_controller: Some(ctx.settings.controller_name.clone()),
+        reporting_instance: Some(ctx.settings.controller_name.clone()),
+        type_: Some(reason.event_type().to_owned()),
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}.{:x}", now.as_nanosecond())),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        ..K8sEvent::default()
+    };
+    let events: Api<K8sEvent> = Api::namespaced(ctx.kube.clone(), &namespace);
+    if let Err(error) = events.create(&PostParams::default(), &event).await {
         tracing::warn!(reason = reason.as_str(), %error, "cannot publish event");
+    }
+}
+
+/// Room left for `.` and the nanoseconds in hex (at most 16 digits) after the prefix.
+const EVENT_SUFFIX_ROOM: usize = 17;
+
+/// The start of an Event name about the object `name`: the name itself when it is a
+/// DNS-1123 subdomain short enough for the suffix, else a cleaned, cut copy ending in a
+/// hash of the whole name (so two long names sharing a start stay apart).
+pub fn event_name_prefix(name: &str) -> String {
+    let most = MAX_SUBDOMAIN_LENGTH - EVENT_SUFFIX_ROOM;
+    if name.len() <= most && dns1123_subdomain_error(name).is_none() {
+        return name.to_owned();
+    }
+    let hash = hex::encode(&Sha256::digest(name.as_bytes())[..4]);
+    let cleaned: String = name
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(most - hash.len() - 1)
+        .collect();
+    let cleaned = cleaned.trim_matches('-');
+    if cleaned.is_empty() {
+        format!("fdb-{hash}")
+    } else {
+        format!("{cleaned}-{hash}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_are_valid_whatever_the_cluster_name() {
+        assert_eq!(event_name_prefix("sample"), "sample");
+        assert_eq!(event_name_prefix("a.b"), "a.b");
+        let long = "a".repeat(300);
+        for name in [
+            long.as_str(),
+            "UPPER_case name",
+            "",
+            "-",
+            "../x",
+            "é",
+            &"b".repeat(237),
+        ] {
+            let prefix = event_name_prefix(name);
+            let full = format!("{prefix}.{:x}", u64::MAX);
+            assert_eq!(dns1123_subdomain_error(&full), None, "{name:?} gave {full}");
+        }
+        assert_ne!(
+            event_name_prefix(&format!("{long}x")),
+            event_name_prefix(&format!("{long}y"))
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
 
 mod custom_parameters;
+pub mod names;
 
 pub use custom_parameters::{
     CustomParameter, RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors,
@@ -351,6 +352,17 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     check_coordinator_selection(spec, &mut report);
     check_enums(spec, &mut report);
     check_replacements(spec, &mut report);
+    names::check_process_group_id_prefix(spec, &mut report);
+    names::check_dns_domain(spec, &mut report);
+    names::check_label_settings(spec, &mut report);
+    report
+}
+
+/// Validates a cluster: its spec ([`validate_cluster_spec`]) and the names derived from
+/// its `metadata.name`.
+pub fn validate_cluster(cluster: &FoundationDBCluster) -> ValidationReport {
+    let mut report = validate_cluster_spec(&cluster.spec);
+    names::check_cluster_name(cluster, &mut report);
     report
 }
 
@@ -418,7 +430,7 @@ pub struct InvalidCluster {
 impl ValidatedCluster {
     /// Validates the cluster.
     pub fn new(cluster: FoundationDBCluster) -> Result<Self, InvalidCluster> {
-        let report = validate_cluster_spec(&cluster.spec);
+        let report = validate_cluster(&cluster);
         match (report.is_valid(), cluster.spec.parsed_version()) {
             (true, Ok(version)) => Ok(Self {
                 cluster,

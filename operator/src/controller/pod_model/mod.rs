@@ -23,6 +23,8 @@ mod substitutions;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
+mod tests_names;
+#[cfg(test)]
 mod tests_objects;
 #[cfg(test)]
 mod tests_pod;
@@ -120,6 +122,19 @@ pub enum PodModelError {
     UnsupportedFaultDomainValueFrom {
         /// The configured value.
         value_from: String,
+    },
+    /// A name or label value built for a process group breaks Kubernetes' rules (an ID
+    /// from the status, e.g. written by another operator, that validation never saw).
+    #[error("process group {process_group}: {what} {value:?} is invalid: {problem}")]
+    InvalidName {
+        /// The process group ID.
+        process_group: String,
+        /// What the value is ("pod name", "label value").
+        what: &'static str,
+        /// The value.
+        value: String,
+        /// The rule it breaks, in the API server's words.
+        problem: String,
     },
 }
 
@@ -220,6 +235,7 @@ pub fn build_pod(
     // `imageType: unified` is built as split too (what `explain` and the validation
     // warning promise): the pod's image-type annotation says which model it runs.
     let identity = names::ClusterIdentity::of(cluster)?;
+    names::check_group_names(cluster, group)?;
     let default_version = pod_version(cluster);
     let main_version = options.main_version.as_deref().unwrap_or(default_version);
     let sidecar_version = options.sidecar_version.as_deref().unwrap_or(main_version);

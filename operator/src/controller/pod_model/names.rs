@@ -3,6 +3,7 @@
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use fdb_shared::validation::names::{dns1123_label_error, label_value_error};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 
@@ -73,6 +74,35 @@ pub fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> St
 /// The data PVC of a process group: `<pod>-data`.
 pub fn pvc_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
     format!("{}-data", pod_name(cluster, group))
+}
+
+/// Checks what a process group's objects are named and labelled with before they are
+/// built: the pod name (also its hostname and, with `-data`, its PVC's) must be a
+/// DNS-1123 label and the process group ID a label value. Validation guarantees this for
+/// the groups the operator numbers itself; IDs read from the status (another operator's)
+/// are only checked here.
+pub(crate) fn check_group_names(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+) -> Result<(), PodModelError> {
+    let invalid = |what, value: String, problem| PodModelError::InvalidName {
+        process_group: group.process_group_id.clone(),
+        what,
+        value,
+        problem,
+    };
+    let pod = pod_name(cluster, group);
+    if let Some(problem) = dns1123_label_error(&pod) {
+        return Err(invalid("pod name", pod, problem));
+    }
+    if let Some(problem) = label_value_error(&group.process_group_id) {
+        return Err(invalid(
+            "process group ID label value",
+            group.process_group_id.clone(),
+            problem,
+        ));
+    }
+    Ok(())
 }
 
 /// The DNS name of a process group's pod through the headless Service:

@@ -46,6 +46,7 @@ pub fn build_pvc(
         return Ok(None);
     }
     let identity = ClusterIdentity::of(cluster)?;
+    super::names::check_group_names(cluster, group)?;
     let template = settings.volume_claim_template.unwrap_or_default();
     let mut spec: PersistentVolumeClaimSpec = template.spec.unwrap_or_default();
     if spec.access_modes.as_ref().is_none_or(Vec::is_empty) {

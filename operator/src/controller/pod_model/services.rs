@@ -4,6 +4,7 @@
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupStatus, PublicIpSource};
 use fdb_shared::monitor_conf::render::process_port;
+use fdb_shared::validation::names::dns1035_label_error;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -25,6 +26,15 @@ pub fn build_process_group_service(
         return Ok(None);
     }
     let identity = ClusterIdentity::of(cluster)?;
+    super::names::check_group_names(cluster, group)?;
+    if let Some(problem) = dns1035_label_error(&pod_name(cluster, group)) {
+        return Err(PodModelError::InvalidName {
+            process_group: group.process_group_id.clone(),
+            what: "Service name",
+            value: pod_name(cluster, group),
+            problem,
+        });
+    }
     let tls = cluster.spec.tls_enabled();
     let base_name = if tls { "tls" } else { "non-tls" };
     let ports = (1..=servers_per_pod(cluster, group.process_class))

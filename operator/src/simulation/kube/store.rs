@@ -13,6 +13,7 @@ use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
 use super::pod_updates::validate_pod_update;
 use super::resources::{ResourceRegistry, ResourceType};
+use super::validation::validate_object;
 use super::watch::{EventType, WatchHub};
 
 /// Where an object is stored: group, version, plural, namespace ("" when cluster-scoped)
@@ -134,29 +135,6 @@ fn spec_like(object: &Value) -> Value {
                 .collect(),
         ),
         other => other.clone(),
-    }
-}
-
-fn validate_name(resource: &ResourceType, name: &str) -> Result<(), ApiError> {
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            resource,
-            name,
-            &format!(
-                "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must \
-                 consist of lower case alphanumeric characters, '-' or '.', and must start and \
-                 end with an alphanumeric character"
-            ),
-        ))
     }
 }
 
@@ -294,7 +272,7 @@ impl State {
                 name = self.generated_name(&prefix);
             }
         }
-        validate_name(resource, &name)?;
+        validate_object(resource, &name, &object, true)?;
         let key = ResourceKey::for_type(resource, &namespace, &name);
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
@@ -454,6 +432,9 @@ impl State {
         }
         if !status_only && is_core(resource, "services") {
             admission::update_service(resource, name, &current, &mut next)?;
+        }
+        if !status_only {
+            validate_object(resource, name, &next, false)?;
         }
         if !status_only
             && meta_str(&current, "deletionTimestamp").is_some()
