@@ -14,6 +14,7 @@ pub mod connections;
 pub mod copy;
 pub mod gate;
 pub mod hash;
+pub mod limited;
 pub mod metrics;
 pub mod paths;
 pub mod server;

@@ -1,27 +1,21 @@
 //! Starting, serving and stopping a sidecar (in-process or as the binary's main loop).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
-use axum::http::{HeaderValue, header};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::Semaphore;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 use crate::app::{AppState, app};
 use crate::config::SidecarConfig;
-use crate::connections::{BusyBody, EVICT_AFTER, Registration, Registry};
+use crate::connections::EVICT_AFTER;
 use crate::copy::{self, CopyError};
 use crate::hash::MAX_LOOKUPS;
+use crate::limited::{self, ConnectionLimits, Slot, Slots};
 use crate::metrics::Metrics;
 use crate::tls::{ClientApproval, TlsError};
 use crate::watch::{self, WatchError};
@@ -32,9 +26,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// keep-alive connection: a real client sends them at once (the operator gives up after
 /// 5 s anyway), so a slow or silent connection gives its slot back soon.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// While all connection slots are taken, how often a waiting newcomer looks again for a
-/// connection idle for long enough to be closed.
-const EVICTION_RECHECK: Duration = Duration::from_millis(100);
 /// How long in-flight requests may take to finish after a stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -121,14 +112,7 @@ pub fn blocking_threads(config: &SidecarConfig) -> usize {
 const LISTEN_BACKLOG: u32 = 4096;
 
 fn listen(bind: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if bind.is_ipv4() {
-        TcpSocket::new_v4()?
-    } else {
-        TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.bind(bind)?;
-    socket.listen(LISTEN_BACKLOG)
+    limited::listen(bind, LISTEN_BACKLOG)
 }
 
 /// A serving sidecar. Dropping it stops the server (without waiting).
@@ -195,32 +179,24 @@ async fn serve(
     let router = app(state.clone());
     let mut connections = JoinSet::new();
     let closing = CancellationToken::new();
-    let slots = Arc::new(Semaphore::new(state.config.args.max_connections as usize));
-    let registry = Arc::new(Registry::default());
+    let slots = Slots::new(ConnectionLimits {
+        max_connections: state.config.args.max_connections as usize,
+        header_timeout: HEADER_TIMEOUT,
+        evict_after: EVICT_AFTER,
+    });
     let reason = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break ExitReason::Stopped,
             _ = state.restart.cancelled() => break ExitReason::RestartRequested,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    // All slots taken: close the connection idle for the longest (once
-                    // it has been idle for EVICT_AFTER) so that this client is served now,
-                    // not after a header timeout. Meanwhile further clients wait in the
-                    // kernel's listen queue, which costs this process no memory.
-                    let permit = loop {
-                        if let Ok(permit) = slots.clone().try_acquire_owned() {
-                            break Some(permit);
-                        }
-                        registry.evict_idlest(EVICT_AFTER);
+                    let stopped = std::pin::pin!(async {
                         tokio::select! {
-                            _ = shutdown.cancelled() => break None,
-                            _ = state.restart.cancelled() => break None,
-                            permit = slots.clone().acquire_owned() => break permit.ok(),
-                            // Look again once more connections may have been idle long enough.
-                            _ = tokio::time::sleep(EVICTION_RECHECK) => {}
+                            _ = shutdown.cancelled() => {}
+                            _ = state.restart.cancelled() => {}
                         }
-                    };
-                    let Some(permit) = permit else {
+                    });
+                    let Some(slot) = slots.acquire(stopped).await else {
                         // Stopping: the outer select sees the cancelled token next.
                         continue;
                     };
@@ -228,13 +204,9 @@ async fn serve(
                         state: state.clone(),
                         router: router.clone(),
                         closing: closing.clone(),
-                        slots: slots.clone(),
-                        registration: registry.register(),
+                        slot,
                     };
-                    connections.spawn(async move {
-                        connection.serve(stream).await;
-                        drop(permit);
-                    });
+                    connections.spawn(connection.serve(stream));
                 }
                 Err(e) => {
                     // Typically EMFILE: back off instead of spinning.
@@ -268,8 +240,7 @@ struct Connection {
     state: AppState,
     router: Router,
     closing: CancellationToken,
-    slots: Arc<Semaphore>,
-    registration: Registration,
+    slot: Slot,
 }
 
 impl Connection {
@@ -284,7 +255,7 @@ impl Connection {
         let stream = tokio::select! {
             _ = self.closing.cancelled() => return,
             // Still in the handshake: idle, may make room for a new client.
-            _ = self.registration.evicted() => return,
+            _ = self.slot.registration().evicted() => return,
             handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => match handshake {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
@@ -305,59 +276,10 @@ impl Connection {
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
-        let Self {
-            router,
-            closing,
-            slots,
-            registration,
-            ..
-        } = self;
-        let tracked = registration.tracked().clone();
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            // Called once the request headers are complete: from now on until the
-            // response body is sent, the connection is busy and never evicted.
-            let busy = tracked.request_started();
-            request.extensions_mut().insert(approval.clone());
-            let router = router.clone();
-            let slots = slots.clone();
-            async move {
-                let mut response = router
-                    .oneshot(request.map(Body::new))
-                    .await
-                    .map_err(|e: Infallible| e)?;
-                // All slots busy: close after this response so queued clients get a turn.
-                if slots.available_permits() == 0 {
-                    response
-                        .headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                }
-                Ok::<_, Infallible>(response.map(|body| BusyBody::new(body, busy)))
-            }
-        });
-        let connection = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
-            .serve_connection(io, service);
-        tokio::pin!(connection);
-        tokio::select! {
-            result = connection.as_mut() => {
-                if let Err(e) = result {
-                    tracing::debug!(error = %e, "connection error");
-                }
-            }
-            _ = closing.cancelled() => {
-                connection.as_mut().graceful_shutdown();
-                let _ = connection.await;
-            }
-            _ = registration.evicted() => {
-                if registration.tracked().is_idle() {
-                    tracing::debug!("closing an idle connection to make room for a new client");
-                    return;
-                }
-                // A request started meanwhile: answer it, then close.
-                connection.as_mut().graceful_shutdown();
-                let _ = connection.await;
-            }
-        }
+        self.slot
+            .serve_http(io, self.router, self.closing, move |request| {
+                request.extensions_mut().insert(approval.clone());
+            })
+            .await;
     }
 }

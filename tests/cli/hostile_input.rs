@@ -7,21 +7,21 @@ use super::fdb_operator;
 
 const CLUSTER: &str = "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata:\n  name: sample\nspec:\n  version: 7.1.57\n";
 
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+pub(super) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
 }
 
 /// A scenario around a cluster spec (indented under `spec:`) and steps.
-fn scenario(spec: &str, body: &str) -> String {
+pub(super) fn scenario(spec: &str, body: &str) -> String {
     format!(
         "name: hostile\ncluster:\n  apiVersion: apps.foundationdb.org/v1beta2\n  kind: FoundationDBCluster\n  metadata: {{name: sample}}\n  spec: {spec}\n{body}"
     )
 }
 
 /// Runs `simulate` on the text; asserts exit 2, no result, and every needle in stderr.
-fn simulate_refuses(dir: &tempfile::TempDir, text: &str, needles: &[&str]) {
+pub(super) fn simulate_refuses(dir: &tempfile::TempDir, text: &str, needles: &[&str]) {
     let file = write(dir, "scenario.yaml", text);
     let started = Instant::now();
     let output = fdb_operator(&["simulate", "--quiet", &file]);
@@ -166,7 +166,7 @@ fn simulate_bounds_the_world_and_checks_the_cluster_up_front() {
 }
 
 /// Runs `explain` on a manifest; returns the exit code and the JSON it printed.
-fn explain(dir: &tempfile::TempDir, text: &str) -> (Option<i32>, serde_json::Value) {
+pub(super) fn explain(dir: &tempfile::TempDir, text: &str) -> (Option<i32>, serde_json::Value) {
     let file = write(dir, "cluster.yaml", text);
     let output = fdb_operator(&["explain", "-f", &file]);
     let json = serde_json::from_slice(&output.stdout)

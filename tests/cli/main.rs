@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod hostile_input;
+mod hostile_names;
 mod simulate_isolation;
 
 fn fdb_operator(args: &[&str]) -> Output {

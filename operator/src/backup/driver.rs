@@ -67,12 +67,18 @@ pub async fn run_backup_pass(
     };
     let clusters: Api<FoundationDBCluster> = Api::namespaced(ctx.kube.clone(), namespace);
     let cluster_name = backup.spec.cluster_name.clone();
-    let cluster = clusters
-        .get_opt(&cluster_name)
-        .await
-        .map_err(BackupError::kube(format!(
-            "read foundationdbcluster {namespace}/{cluster_name}"
-        )))?;
+    // kube puts the name into the request path as it is: only a possible object name
+    // is looked up (validation below refuses the others, naming the field).
+    let cluster = if super::validate::is_object_name(&cluster_name) {
+        clusters
+            .get_opt(&cluster_name)
+            .await
+            .map_err(BackupError::kube(format!(
+                "read foundationdbcluster {namespace}/{cluster_name}"
+            )))?
+    } else {
+        None
+    };
     if backup.metadata.deletion_timestamp.is_some() {
         return finalize(ctx, &backups, &backup, cluster.as_ref()).await;
     }

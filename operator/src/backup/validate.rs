@@ -55,6 +55,11 @@ fn restore_name_errors(restore: &FoundationDBRestore) -> Option<String> {
     )
 }
 
+/// Whether `name` can name an object (a DNS-1123 subdomain), so it may go into an API path.
+pub fn is_object_name(name: &str) -> bool {
+    dns1123_subdomain_error(name).is_none()
+}
+
 fn cluster_reference_error(field: &str, name: &str) -> Option<String> {
     if name.trim().is_empty() {
         return None;
@@ -151,6 +156,49 @@ pub fn validate_restore(restore: &FoundationDBRestore) -> SpecReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_reach_objects_or_api_paths_must_fit_kubernetes_rules() {
+        let backup = |name: &str, cluster: &str| -> FoundationDBBackup {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBBackup",
+                "metadata": {"name": name},
+                "spec": {"clusterName": cluster, "blobStoreConfiguration": {"accountName": "a@b"}}
+            }))
+            .unwrap()
+        };
+        assert_eq!(
+            validate_backup(&backup("b", "sample")).errors,
+            Vec::<String>::new()
+        );
+        let long = "b".repeat(50);
+        let errors = validate_backup(&backup(&long, "sample")).errors;
+        assert!(
+            errors.len() == 1
+                && errors[0].starts_with("metadata.name: ")
+                && errors[0]
+                    .contains("<name>-backup-agents would exceed 63 characters; at most 49"),
+            "{errors:?}"
+        );
+        let errors = validate_backup(&backup("b", "x/../../secrets")).errors;
+        assert!(
+            errors.len() == 1
+                && errors[0].starts_with("spec.clusterName: \"x/../../secrets\" cannot name"),
+            "{errors:?}"
+        );
+        assert!(!is_object_name("x/../../secrets") && is_object_name("sample.a"));
+        let restore: FoundationDBRestore = serde_yaml_ng::from_str(
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBRestore\n\
+             metadata: {name: r}\nspec: {destinationClusterName: \"a?b\", \
+             blobStoreConfiguration: {accountName: a@b}}\n",
+        )
+        .unwrap();
+        let errors = validate_restore(&restore).errors;
+        assert!(
+            errors.len() == 1 && errors[0].starts_with("spec.destinationClusterName: \"a?b\""),
+            "{errors:?}"
+        );
+    }
 
     #[test]
     fn problems_name_their_fields() {

@@ -221,3 +221,7 @@ async fn run_pass_inner(
         reconciled,
     })
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -2,11 +2,16 @@
 //! process serves), `/readyz` (the controller can do its work) and `/metrics`
 //! (Prometheus, OpenMetrics text).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use fdb_sidecar::limited::{self, ConnectionLimits, Slots};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use super::metrics::OperatorMetrics;
 
@@ -102,6 +107,38 @@ pub fn router(metrics: Arc<OperatorMetrics>, health: Arc<Health>) -> axum::Route
         )
 }
 
+/// The bounds of the endpoints' connections: a probe or a scrape sends its request at
+/// once and is answered in milliseconds, so idle connections are closed after 10 s
+/// (header timeout, also between keep-alive requests) and, when all 256 slots are taken,
+/// after 250 ms to make room, so that idle connections cannot starve `/healthz`.
+pub const ENDPOINT_LIMITS: ConnectionLimits = ConnectionLimits {
+    max_connections: 256,
+    header_timeout: Duration::from_secs(10),
+    evict_after: Duration::from_millis(250),
+};
+
+/// Listen queue of the endpoints: connections beyond [`ENDPOINT_LIMITS`] wait there.
+pub const ENDPOINT_BACKLOG: u32 = 4096;
+
+/// Serves `app` on `listener` within `slots` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    slots: Slots,
+    shutdown: impl Future<Output = ()>,
+) {
+    let stop = CancellationToken::new();
+    let server = limited::serve(listener, app, slots, stop.clone());
+    tokio::pin!(server);
+    tokio::select! {
+        () = &mut server => {}
+        () = shutdown => {
+            stop.cancel();
+            server.await;
+        }
+    }
+}
+
 fn readiness(phase: Phase) -> Response {
     let status = if phase.is_ready() {
         StatusCode::OK
@@ -110,6 +147,10 @@ fn readiness(phase: Phase) -> Response {
     };
     (status, format!("{}\n", phase.as_str())).into_response()
 }
+
+#[cfg(test)]
+#[path = "endpoints_tests.rs"]
+mod serving_tests;
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fdb_shared::api::FoundationDBCluster;
+use fdb_sidecar::limited::Slots;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
 use kube::runtime::controller::{
@@ -21,7 +22,7 @@ use kube::{Api, ResourceExt};
 use super::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use super::context::Context;
 use super::driver::run_pass;
-use super::endpoints::{Health, Phase, router};
+use super::endpoints::{self, ENDPOINT_BACKLOG, ENDPOINT_LIMITS, Health, Phase, router};
 use super::errors::ReconcileError;
 use super::leader::{LeaderElectionConfig, LeaderError, LeaseLock};
 use super::metered::{MeteredAdminProvider, MeteredSidecarProvider};
@@ -198,15 +199,12 @@ async fn serve_endpoints(
     address: SocketAddr,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
+    let listener = fdb_sidecar::limited::listen(address, ENDPOINT_BACKLOG)
         .map_err(|source| RunError::Metrics { address, source })?;
     let bound = listener.local_addr().unwrap_or(address);
     tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|source| RunError::Metrics { address, source })
+    endpoints::serve(listener, app, Slots::new(ENDPOINT_LIMITS), shutdown).await;
+    Ok(())
 }
 
 /// Whether a controller error needs no log line of its own: failed reconciles are
