@@ -1,11 +1,14 @@
 //! Validation of the API objects: errors and warnings as sentences naming the field,
 //! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
 
+pub mod bounds;
+mod conf_values;
+pub mod config_map_size;
 mod custom_parameters;
 
 pub use custom_parameters::{
-    CustomParameter, RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors,
-    parse_custom_parameter,
+    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS,
+    RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, parse_custom_parameter,
 };
 
 use crate::api::backup::FoundationDBBackupSpec;
@@ -351,6 +354,9 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     check_coordinator_selection(spec, &mut report);
     check_enums(spec, &mut report);
     check_replacements(spec, &mut report);
+    bounds::check_cluster_bounds(spec, &mut report);
+    conf_values::check_conf_values(spec, &mut report);
+    config_map_size::check_config_map_size(spec, &mut report);
     report
 }
 
@@ -378,6 +384,7 @@ pub fn validate_backup_spec(spec: &FoundationDBBackupSpec) -> ValidationReport {
         "spec.customParameters",
         &spec.custom_parameters,
     ));
+    report.errors.extend(bounds::check_backup_bounds(spec));
     report
 }
 
