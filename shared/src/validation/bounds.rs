@@ -62,13 +62,17 @@ fn check_range(
     }
 }
 
+/// A bounded field under `spec.automationOptions`: its name, value, accepted range and
+/// why the range (empty when obvious).
+type AutomationBound<'a> = (&'a str, Option<i64>, (i64, i64), &'a str);
+
 /// Durations (seconds unless the field says otherwise) and their accepted ranges.
 fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
     let automation = &spec.automation_options;
     let replacements = &automation.replacements;
     let seconds = |min| (min, MAX_DURATION_SECONDS);
     let field = "spec.automationOptions";
-    let checks: [(&str, Option<i64>, (i64, i64), &str); 10] = [
+    let checks: [AutomationBound<'_>; 10] = [
         (
             "replacements.failureDetectionTimeSeconds",
             replacements.failure_detection_time_seconds,

@@ -69,10 +69,12 @@ fn estimated_parts(spec: &FoundationDBClusterSpec) -> Vec<(&'static str, usize)>
     ]
 }
 
-/// Refuses a spec whose ConfigMap would exceed [`CONFIG_MAP_SIZE_LIMIT`]. Only meaningful
-/// once the counts are within limits (the caller checks).
+/// Refuses a spec whose ConfigMap would exceed [`CONFIG_MAP_SIZE_LIMIT`]. Runs last, and
+/// only on a spec without other errors: the estimate renders the confs, which is only
+/// cheap once the counts, the servers per pod and the custom parameters are within their
+/// bounds (a `storageServersPerPod` of 2^31 would otherwise render 2^31 sections).
 pub(super) fn check_config_map_size(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
-    if !super::counts_within_limits(spec) {
+    if !report.errors.is_empty() || !super::counts_within_limits(spec) {
         return;
     }
     let parts = estimated_parts(spec);
@@ -135,6 +137,14 @@ mod tests {
             "version: 7.1.57\nconfigMap: {{data: {{a: {big}}}}}\n"
         )));
         assert!(report.is_valid(), "{:?}", report.errors);
+    }
+
+    #[test]
+    fn huge_densities_are_refused_without_rendering_them() {
+        let report = validate_cluster_spec(&spec(
+            "version: 7.1.57\nstorageServersPerPod: 2147483647\nlogServersPerPod: 2147483647\n",
+        ));
+        assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
     }
 
     #[test]
