@@ -338,6 +338,10 @@ mod tests {
         }
 
         fn config(&self, extra: &[&str]) -> SidecarConfig {
+            self.config_with_env(extra, "storage-7")
+        }
+
+        fn config_with_env(&self, extra: &[&str], instance_id: &str) -> SidecarConfig {
             let mut args: Vec<String> = vec![
                 "--version-file".into(),
                 self.path("version").display().to_string(),
@@ -351,7 +355,10 @@ mod tests {
                 self.path("lib").display().to_string(),
             ];
             args.extend(extra.iter().map(|s| s.to_string()));
-            let env = BTreeMap::from([("FDB_INSTANCE_ID".to_owned(), "storage-7".to_owned())]);
+            let env = BTreeMap::from([
+                ("FDB_INSTANCE_ID".to_owned(), instance_id.to_owned()),
+                ("EXTRA".to_owned(), "[fdbserver.2]".to_owned()),
+            ]);
             SidecarConfig::from_args(args, &env).unwrap()
         }
     }
@@ -500,6 +507,31 @@ mod tests {
             err.to_string().contains("$FDB_DNS_NAME is not set"),
             "{err}"
         );
+        assert!(!s.path("out/fdbmonitor.conf").exists());
+    }
+
+    #[test]
+    fn hostile_environment_values_are_refused_without_writing() {
+        let s = Setup::new();
+        let hostile = "storage-7\n[fdbserver.2]\ncommand = /bin/sh";
+        let config = s.config_with_env(&["--input-monitor-conf", "fdbmonitor.conf"], hostile);
+        let err = copy_monitor_conf(&config).unwrap_err();
+        assert!(err.is_input_problem());
+        let text = err.to_string();
+        assert!(
+            text.contains("$FDB_INSTANCE_ID is refused") && text.contains("line break"),
+            "{text}"
+        );
+        assert!(!s.path("out/fdbmonitor.conf").exists());
+        fs::write(s.path("in/fdbmonitor.conf"), "x = $EXTRA\n").unwrap();
+        let config = s.config(&[
+            "--input-monitor-conf",
+            "fdbmonitor.conf",
+            "--substitute-variable",
+            "EXTRA",
+        ]);
+        let err = copy_monitor_conf(&config).unwrap_err();
+        assert!(err.to_string().contains("$EXTRA is refused"), "{err}");
         assert!(!s.path("out/fdbmonitor.conf").exists());
     }
 

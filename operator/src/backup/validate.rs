@@ -104,6 +104,9 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
                 .to_owned(),
         );
     }
+    report
+        .errors
+        .extend(fdb_shared::validation::bounds::check_backup_bounds(spec));
     let policy = spec.deletion_policy();
     if !DELETION_POLICIES.contains(&policy) {
         report.errors.push(format!(

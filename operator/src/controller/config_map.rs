@@ -4,11 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fdb_shared::api::cluster::GENERAL_PROCESS_SETTINGS;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
-use fdb_shared::monitor_conf::render::{MonitorConfParams, monitor_conf_key, render_monitor_conf};
+use fdb_shared::monitor_conf::render::{
+    MonitorConfParams, RenderError, class_custom_parameters, monitor_conf_key, render_monitor_conf,
+};
 use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
+use fdb_shared::validation::config_map_size::{CONFIG_MAP_SIZE_LIMIT, config_map_data_size};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -39,6 +41,26 @@ pub enum ConfigMapError {
         #[source]
         source: SubstitutionError,
     },
+    /// The spec holds a value that cannot be written into the monitor conf (validation
+    /// refuses such specs; this guards the rendering itself).
+    #[error("monitor conf of class {class}: {source}")]
+    Render {
+        /// The process class whose conf was rendered.
+        class: ProcessClass,
+        /// The refused key or value.
+        #[source]
+        source: RenderError,
+    },
+    /// The ConfigMap would be larger than the API server accepts.
+    #[error(
+        "the ConfigMap would hold {size} bytes of data, more than the API server's limit of {CONFIG_MAP_SIZE_LIMIT} bytes (its largest parts: {largest}); shrink spec.configMap.data, spec.trustedCAs or the custom parameters"
+    )]
+    TooLarge {
+        /// Bytes of data (keys and values).
+        size: usize,
+        /// The largest keys with their sizes, for the message.
+        largest: String,
+    },
 }
 
 /// The ConfigMap's name: `<cluster>-config`.
@@ -52,16 +74,7 @@ pub fn config_map_name(cluster: &FoundationDBCluster) -> String {
 /// The custom parameters of a class: `processes.<class>.customParameters` when the class
 /// sets any, else `processes.general.customParameters`.
 pub fn custom_parameters(cluster: &FoundationDBCluster, class: ProcessClass) -> Vec<String> {
-    // Like the Go operator's process settings: the first of the class's and the general
-    // settings that sets the list wins as a whole; lists are not merged, so a manifest
-    // written for the Go operator renders the same command lines (and causes no bounce).
-    [class.as_str(), GENERAL_PROCESS_SETTINGS]
-        .into_iter()
-        .filter_map(|name| cluster.spec.processes.get(name))
-        .map(|settings| &settings.custom_parameters)
-        .find(|parameters| !parameters.is_empty())
-        .cloned()
-        .unwrap_or_default()
+    class_custom_parameters(&cluster.spec, class).to_vec()
 }
 
 fn render_template(
@@ -75,20 +88,8 @@ fn render_template(
         return Ok(String::new());
     }
     let cluster_name = cluster.metadata.name.as_deref().unwrap_or_default();
-    let custom_parameters = custom_parameters(cluster, class);
-    let params = MonitorConfParams {
-        process_class: class,
-        servers_per_pod,
-        log_group: spec.log_group(cluster_name),
-        tls: spec.tls_enabled(),
-        peer_verification_rules: spec.main_container.peer_verification_rules.as_deref(),
-        explicit_listen_address: spec.use_explicit_listen_address(),
-        dns_locality: spec.routing.define_dns_locality_fields(),
-        data_center: spec.data_center.as_deref().filter(|dc| !dc.is_empty()),
-        data_hall: spec.data_hall.as_deref().filter(|hall| !hall.is_empty()),
-        custom_parameters: &custom_parameters,
-    };
-    Ok(render_monitor_conf(&params))
+    let params = MonitorConfParams::for_spec(spec, cluster_name, class, servers_per_pod);
+    render_monitor_conf(&params).map_err(|source| ConfigMapError::Render { class, source })
 }
 
 /// The monitor conf template of a class at `servers` per pod (the ConfigMap key a pod of
@@ -202,6 +203,8 @@ pub fn build_config_map(
         data.insert(key, conf);
     }
 
+    check_size(&data, user.binary_data.as_ref())?;
+
     let labels = merged_labels(
         cluster,
         user.metadata.labels.as_ref(),
@@ -220,6 +223,30 @@ pub fn build_config_map(
         binary_data: user.binary_data,
         immutable: None,
     })
+}
+
+/// Refuses data the API server would refuse: more than [`CONFIG_MAP_SIZE_LIMIT`] bytes
+/// of keys and values; the error names the largest keys, so the cause can be found.
+fn check_size(
+    data: &BTreeMap<String, String>,
+    binary_data: Option<&BTreeMap<String, k8s_openapi::ByteString>>,
+) -> Result<(), ConfigMapError> {
+    let size = config_map_data_size(data, binary_data);
+    if size <= CONFIG_MAP_SIZE_LIMIT {
+        return Ok(());
+    }
+    let mut sizes: Vec<(usize, &str)> = data
+        .iter()
+        .map(|(key, value)| (key.len() + value.len(), key.as_str()))
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let largest = sizes
+        .iter()
+        .take(3)
+        .map(|(size, key)| format!("{key}: {size} bytes"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(ConfigMapError::TooLarge { size, largest })
 }
 
 #[cfg(test)]
@@ -448,6 +475,33 @@ configMap:
         assert_eq!(
             expected_monitor_conf(&empty, ProcessClass::Storage, 1, &substitutions).unwrap(),
             ""
+        );
+    }
+
+    #[test]
+    fn a_config_map_over_the_api_limit_fails_naming_its_largest_keys() {
+        let big = "x".repeat(600 * 1024);
+        let large = cluster(&format!(
+            "configMap: {{data: {{user-a: {big}, user-b: {big}}}}}"
+        ));
+        let err = build_config_map(&large, Some(CONNECTION), None).unwrap_err();
+        assert!(matches!(err, ConfigMapError::TooLarge { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("user-a: 614406 bytes") && text.contains("limit of 1048576 bytes"),
+            "{text}"
+        );
+        let fits = cluster(&format!("configMap: {{data: {{user-a: {big}}}}}"));
+        assert!(build_config_map(&fits, Some(CONNECTION), None).is_ok());
+    }
+
+    #[test]
+    fn values_that_would_add_conf_lines_fail_the_render() {
+        let cluster = cluster("logGroup: \"g\\n[fdbserver.9]\\ncommand = /bin/sh\"");
+        let err = build_config_map(&cluster, Some(CONNECTION), None).unwrap_err();
+        assert!(
+            matches!(&err, ConfigMapError::Render { source: RenderError::UnsafeValue { key, .. }, .. } if key == "loggroup"),
+            "{err:?}"
         );
     }
 

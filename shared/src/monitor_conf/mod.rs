@@ -3,4 +3,5 @@
 
 pub mod parse;
 pub mod render;
+pub mod safe_text;
 pub mod substitute;

@@ -6,7 +6,32 @@
 
 use std::fmt::Write as _;
 
+use super::safe_text::{ConfTextProblem, conf_value_problem, is_conf_key};
 use crate::api::ProcessClass;
+use crate::api::cluster::{FoundationDBClusterSpec, GENERAL_PROCESS_SETTINGS};
+
+/// A key or value that cannot be written into the monitor conf: rendering refuses it
+/// rather than let it add lines or sections (validation refuses such specs first; this
+/// is the last line of defence).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// The key does not follow the conf key grammar ([`is_conf_key`]).
+    #[error(
+        "monitor conf key {key:?} is not a valid key (an ASCII letter, then letters, digits, `_` or `-`)"
+    )]
+    InvalidKey {
+        /// The key.
+        key: String,
+    },
+    /// The value of `key` cannot be written on one line.
+    #[error("monitor conf value of {key}: {problem}")]
+    UnsafeValue {
+        /// The key whose value is refused.
+        key: String,
+        /// What is wrong with the value.
+        problem: ConfTextProblem,
+    },
+}
 
 /// Where the main container reads the cluster file that fdbserver keeps up to date.
 pub const CLUSTER_FILE_PATH: &str = "/var/fdb/data/fdb.cluster";
@@ -16,33 +41,6 @@ pub const SEED_CLUSTER_FILE_PATH: &str = "/var/dynamic-conf/fdb.cluster";
 pub const LOG_DIR: &str = "/var/log/fdb-trace-logs";
 /// The data directory of the first (or only) process of a pod.
 pub const DATA_DIR: &str = "/var/fdb/data";
-
-/// Keys of the `[general]` section and `[fdbserver]` keys the operator manages itself:
-/// custom parameters may not set them.
-pub const RESERVED_PARAMETERS: &[&str] = &[
-    "cluster_file",
-    "seed_cluster_file",
-    "public_address",
-    "listen_address",
-    "class",
-    "logdir",
-    "loggroup",
-    "datadir",
-    "command",
-    "locality_instance_id",
-    "locality_machineid",
-    "locality_zoneid",
-    "locality_process_id",
-    "restart_delay",
-    "initial_restart_delay",
-    "restart_backoff",
-    "restart_delay_reset_interval",
-    "kill_on_configuration_change",
-    "disable_lifecycle_logging",
-    "delete_envvars",
-    "user",
-    "group",
-];
 
 /// Everything that shapes one process class's monitor conf.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +65,55 @@ pub struct MonitorConfParams<'a> {
     pub data_hall: Option<&'a str>,
     /// Custom parameters (`knob_x=y`) for this class, after the general ones.
     pub custom_parameters: &'a [String],
+}
+
+impl<'a> MonitorConfParams<'a> {
+    /// What the operator renders for `class` at `servers_per_pod` from the spec of the
+    /// cluster named `cluster_name`; the one place that maps spec fields to the conf.
+    pub fn for_spec(
+        spec: &'a FoundationDBClusterSpec,
+        cluster_name: &'a str,
+        process_class: ProcessClass,
+        servers_per_pod: u32,
+    ) -> Self {
+        Self {
+            process_class,
+            servers_per_pod,
+            log_group: spec.log_group(cluster_name),
+            tls: spec.tls_enabled(),
+            peer_verification_rules: spec.main_container.peer_verification_rules.as_deref(),
+            explicit_listen_address: spec.use_explicit_listen_address(),
+            dns_locality: spec.routing.define_dns_locality_fields(),
+            data_center: spec.data_center.as_deref().filter(|dc| !dc.is_empty()),
+            data_hall: spec.data_hall.as_deref().filter(|hall| !hall.is_empty()),
+            custom_parameters: class_custom_parameters(spec, process_class),
+        }
+    }
+}
+
+/// The custom parameters of a class: `processes.<class>.customParameters` when the class
+/// sets any, else `processes.general.customParameters`.
+pub fn class_custom_parameters(spec: &FoundationDBClusterSpec, class: ProcessClass) -> &[String] {
+    // Like the Go operator's process settings: the first of the class's and the general
+    // settings that sets the list wins as a whole; lists are not merged, so a manifest
+    // written for the Go operator renders the same command lines (and causes no bounce).
+    [class.as_str(), GENERAL_PROCESS_SETTINGS]
+        .into_iter()
+        .filter_map(|name| spec.processes.get(name))
+        .map(|settings| settings.custom_parameters.as_slice())
+        .find(|parameters| !parameters.is_empty())
+        .unwrap_or_default()
+}
+
+/// How many fdbserver processes a pod of `class` runs according to the spec:
+/// `storageServersPerPod` for storage, `logServersPerPod` for log classes, else 1.
+pub fn spec_servers_per_pod(spec: &FoundationDBClusterSpec, class: ProcessClass) -> u32 {
+    let configured = match class {
+        ProcessClass::Storage => spec.storage_servers_per_pod(),
+        class if class.is_log_process() => spec.log_servers_per_pod(),
+        _ => 1,
+    };
+    u32::try_from(configured).unwrap_or(1).max(1)
 }
 
 /// The ConfigMap key holding a class's monitor conf: `fdbmonitor-conf-<class>`, with a
@@ -104,17 +151,40 @@ pub fn split_custom_parameter(parameter: &str) -> Option<(&str, &str)> {
     (!key.is_empty()).then_some((key, value.trim()))
 }
 
-/// Renders the monitor conf template of one process class.
-pub fn render_monitor_conf(params: &MonitorConfParams<'_>) -> String {
+/// Renders the monitor conf template of one process class; refuses any key or value that
+/// could end its line (see [`super::safe_text`]).
+pub fn render_monitor_conf(params: &MonitorConfParams<'_>) -> Result<String, RenderError> {
     let mut conf =
         String::from("[general]\nkill_on_configuration_change = false\nrestart_delay = 60\n");
     for index in 1..=params.servers_per_pod.max(1) {
-        render_process_section(&mut conf, params, index);
+        render_process_section(&mut conf, params, index)?;
     }
-    conf
+    Ok(conf)
 }
 
-fn render_process_section(conf: &mut String, params: &MonitorConfParams<'_>, index: u32) {
+/// Appends `key = value` after checking both.
+fn push_line(conf: &mut String, key: &str, value: &str) -> Result<(), RenderError> {
+    if !is_conf_key(key) {
+        return Err(RenderError::InvalidKey {
+            key: key.to_owned(),
+        });
+    }
+    if let Some(problem) = conf_value_problem(value) {
+        return Err(RenderError::UnsafeValue {
+            key: key.to_owned(),
+            problem,
+        });
+    }
+    // `write!` into a String cannot fail.
+    let _ = writeln!(conf, "{key} = {value}");
+    Ok(())
+}
+
+fn render_process_section(
+    conf: &mut String,
+    params: &MonitorConfParams<'_>,
+    index: u32,
+) -> Result<(), RenderError> {
     let port = process_port(index, params.tls);
     let tls_suffix = if params.tls { ":tls" } else { "" };
     let several = params.servers_per_pod > 1;
@@ -123,51 +193,50 @@ fn render_process_section(conf: &mut String, params: &MonitorConfParams<'_>, ind
     } else {
         DATA_DIR.to_owned()
     };
-    // `write!` into a String cannot fail; the results are ignored on purpose.
+    // `write!` into a String cannot fail; the result is ignored on purpose.
     let _ = writeln!(conf, "[fdbserver.{index}]");
-    let mut line = |key: &str, value: &str| {
-        let _ = writeln!(conf, "{key} = {value}");
-    };
-    line("command", "$BINARY_DIR/fdbserver");
-    line("cluster_file", CLUSTER_FILE_PATH);
-    line("seed_cluster_file", SEED_CLUSTER_FILE_PATH);
+    let mut line = |key: &str, value: &str| push_line(conf, key, value);
+    line("command", "$BINARY_DIR/fdbserver")?;
+    line("cluster_file", CLUSTER_FILE_PATH)?;
+    line("seed_cluster_file", SEED_CLUSTER_FILE_PATH)?;
     line(
         "public_address",
         &format!("$FDB_PUBLIC_IP:{port}{tls_suffix}"),
-    );
-    line("class", params.process_class.as_str());
-    line("logdir", LOG_DIR);
-    line("loggroup", params.log_group);
-    line("datadir", &data_dir);
-    line("locality_instance_id", "$FDB_INSTANCE_ID");
-    line("locality_machineid", "$FDB_MACHINE_ID");
-    line("locality_zoneid", "$FDB_ZONE_ID");
+    )?;
+    line("class", params.process_class.as_str())?;
+    line("logdir", LOG_DIR)?;
+    line("loggroup", params.log_group)?;
+    line("datadir", &data_dir)?;
+    line("locality_instance_id", "$FDB_INSTANCE_ID")?;
+    line("locality_machineid", "$FDB_MACHINE_ID")?;
+    line("locality_zoneid", "$FDB_ZONE_ID")?;
     if several {
-        line("locality_process_id", &format!("$FDB_INSTANCE_ID-{index}"));
+        line("locality_process_id", &format!("$FDB_INSTANCE_ID-{index}"))?;
     }
     if params.explicit_listen_address {
-        line("listen_address", &format!("$FDB_POD_IP:{port}{tls_suffix}"));
+        line("listen_address", &format!("$FDB_POD_IP:{port}{tls_suffix}"))?;
     }
     if let Some(dc) = params.data_center {
-        line("locality_dcid", dc);
+        line("locality_dcid", dc)?;
     }
     if let Some(hall) = params.data_hall {
-        line("locality_data_hall", hall);
+        line("locality_data_hall", hall)?;
     }
     if params.dns_locality {
-        line("locality_dns_name", "$FDB_DNS_NAME");
+        line("locality_dns_name", "$FDB_DNS_NAME")?;
     }
     if let Some(rules) = params
         .peer_verification_rules
         .filter(|rules| params.tls && !rules.is_empty())
     {
-        line("tls_verify_peers", rules);
+        line("tls_verify_peers", rules)?;
     }
     for parameter in params.custom_parameters {
         if let Some((key, value)) = split_custom_parameter(parameter) {
-            line(key, value);
+            line(key, value)?;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -226,7 +295,7 @@ locality_machineid = $FDB_MACHINE_ID
 locality_zoneid = $FDB_ZONE_ID
 listen_address = $FDB_POD_IP:4501
 ";
-        assert_eq!(render_monitor_conf(&storage_params()), expected);
+        assert_eq!(render_monitor_conf(&storage_params()).unwrap(), expected);
     }
 
     #[test]
@@ -235,7 +304,7 @@ listen_address = $FDB_POD_IP:4501
             servers_per_pod: 2,
             ..storage_params()
         };
-        let conf = render_monitor_conf(&params);
+        let conf = render_monitor_conf(&params).unwrap();
         assert!(conf.contains("[fdbserver.2]\n"));
         assert!(conf.contains("public_address = $FDB_PUBLIC_IP:4503\n"));
         assert!(conf.contains("datadir = /var/fdb/data/2\n"));
@@ -262,7 +331,7 @@ listen_address = $FDB_POD_IP:4501
             custom_parameters: &custom,
             ..storage_params()
         };
-        let conf = render_monitor_conf(&params);
+        let conf = render_monitor_conf(&params).unwrap();
         for line in [
             "public_address = $FDB_PUBLIC_IP:4500:tls\n",
             "listen_address = $FDB_POD_IP:4500:tls\n",
@@ -273,6 +342,32 @@ listen_address = $FDB_POD_IP:4501
             "knob_disable_posix_kernel_aio = 1\n",
         ] {
             assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+        }
+    }
+
+    #[test]
+    fn values_and_keys_that_could_add_lines_are_refused() {
+        let hostile = "g\n[fdbserver.9]\ncommand = /bin/sh";
+        let params = MonitorConfParams {
+            log_group: hostile,
+            ..storage_params()
+        };
+        assert!(matches!(
+            render_monitor_conf(&params),
+            Err(RenderError::UnsafeValue { key, .. }) if key == "loggroup"
+        ));
+        let params = MonitorConfParams {
+            data_hall: Some("h\r[x]"),
+            ..storage_params()
+        };
+        assert!(render_monitor_conf(&params).is_err());
+        for parameter in ["[fdbserver.2] x=1", "knob_a = 1\n[fdbserver.2]"] {
+            let custom = vec![parameter.to_owned()];
+            let params = MonitorConfParams {
+                custom_parameters: &custom,
+                ..storage_params()
+            };
+            assert!(render_monitor_conf(&params).is_err(), "{parameter:?}");
         }
     }
 

@@ -12,8 +12,15 @@
 //! - A `$` not followed by a name start or `{` is kept as is.
 //! - A name without a value is an error naming the variable and the line: an empty
 //!   string silently written into `public_address` would start a broken process.
+//! - A value that could end its line or open a section is an error naming the variable:
+//!   the values come from the pod's environment (the fault domain, the process group ID,
+//!   annotations), and a line break in one would add `[fdbserver.N]` sections, i.e.
+//!   processes, to every pod. See [`unsafe_substitution`].
 
 use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+
+use super::safe_text::{ConfTextProblem, conf_value_problem};
 
 /// Why a template could not be rendered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +43,44 @@ pub enum SubstitutionError {
         /// 1-based line number in the template.
         line: usize,
     },
+    /// The value of a variable cannot be written into the conf; nothing is rendered.
+    #[error("monitor conf template line {line}: the value of ${name} is refused: {problem}")]
+    UnsafeValue {
+        /// The variable name, without `$`.
+        name: String,
+        /// 1-based line number in the template.
+        line: usize,
+        /// What is wrong with the value.
+        problem: UnsafeSubstitution,
+    },
+}
+
+/// Why a substituted value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeSubstitution {
+    /// A line break or control character (see [`conf_value_problem`]).
+    #[error("{0}")]
+    Text(ConfTextProblem),
+    /// `[` or `]` outside a bracketed IPv6 address (`[fd00::1]`, how the sidecar writes
+    /// IPv6 addresses): brackets are how a section starts.
+    #[error("contains `[` or `]` outside a bracketed IPv6 address")]
+    Bracket,
+}
+
+/// Why `value` may not be substituted into a monitor conf, `None` when it may. Surrounding
+/// whitespace is allowed (values are placed inside a line, and a value such as a zone ID
+/// is compared by what fdbserver reads), line breaks, control characters and brackets
+/// (other than a whole bracketed IPv6 address) are not.
+pub fn unsafe_substitution(value: &str) -> Option<UnsafeSubstitution> {
+    match conf_value_problem(value) {
+        Some(ConfTextProblem::SurroundingWhitespace) | None => {}
+        Some(problem) => return Some(UnsafeSubstitution::Text(problem)),
+    }
+    let bracketed_ipv6 = value
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<Ipv6Addr>().is_ok());
+    (value.contains(['[', ']']) && !bracketed_ipv6).then_some(UnsafeSubstitution::Bracket)
 }
 
 fn is_name_start(c: char) -> bool {
@@ -89,6 +134,13 @@ pub fn substitute(
                 line,
                 known: vars.keys().cloned().collect::<Vec<_>>().join(", "),
             })?;
+        if let Some(problem) = unsafe_substitution(value) {
+            return Err(SubstitutionError::UnsafeValue {
+                name: name.to_owned(),
+                line,
+                problem,
+            });
+        }
         out.push_str(value);
         rest = &after_dollar[consumed..];
     }
@@ -175,6 +227,38 @@ mod tests {
             substitute("${1X}", &vars()).unwrap_err(),
             SubstitutionError::MalformedBraces { line: 1 }
         );
+    }
+
+    #[test]
+    fn values_that_could_add_lines_or_sections_are_refused() {
+        let template = "[fdbserver.1]\nlocality_zoneid = $FDB_ZONE_ID\n";
+        for hostile in [
+            "z\n[fdbserver.2]\ncommand = /bin/sh",
+            "z\r[fdbserver.2]",
+            "z\u{2028}x",
+            "z\0",
+            "[fdbserver.2]",
+            "z]",
+            "[10.1.2.3]",
+        ] {
+            let mut v = vars();
+            v.insert("FDB_ZONE_ID".into(), hostile.into());
+            let err = substitute(template, &v).unwrap_err();
+            assert!(
+                matches!(&err, SubstitutionError::UnsafeValue { name, line: 2, .. } if name == "FDB_ZONE_ID"),
+                "{hostile:?}: {err:?}"
+            );
+            assert!(err.to_string().contains("$FDB_ZONE_ID is refused"), "{err}");
+        }
+        let mut v = vars();
+        v.insert("FDB_PUBLIC_IP".into(), "[fd00::1]".into());
+        assert_eq!(
+            substitute("public_address = $FDB_PUBLIC_IP:4501", &v).unwrap(),
+            "public_address = [fd00::1]:4501"
+        );
+        // A variable the template does not use is not checked.
+        v.insert("UNUSED".into(), "a\nb".into());
+        assert!(substitute("x = $FDB_POD_IP", &v).is_ok());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! client for one sidecar per pod.
 
 pub mod client;
+pub mod peer_rules;
 pub mod protocol;
 
 pub use client::{

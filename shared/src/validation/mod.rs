@@ -1,12 +1,15 @@
 //! Validation of the API objects: errors and warnings as sentences naming the field,
 //! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
 
+pub mod bounds;
+mod conf_values;
+pub mod config_map_size;
 mod custom_parameters;
 pub mod names;
 
 pub use custom_parameters::{
-    CustomParameter, RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors,
-    parse_custom_parameter,
+    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS,
+    RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, parse_custom_parameter,
 };
 
 use crate::api::backup::FoundationDBBackupSpec;
@@ -355,6 +358,9 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     names::check_process_group_id_prefix(spec, &mut report);
     names::check_dns_domain(spec, &mut report);
     names::check_label_settings(spec, &mut report);
+    bounds::check_cluster_bounds(spec, &mut report);
+    conf_values::check_conf_values(spec, &mut report);
+    config_map_size::check_config_map_size(spec, &mut report);
     report
 }
 
@@ -390,6 +396,7 @@ pub fn validate_backup_spec(spec: &FoundationDBBackupSpec) -> ValidationReport {
         "spec.customParameters",
         &spec.custom_parameters,
     ));
+    report.errors.extend(bounds::check_backup_bounds(spec));
     report
 }
 

@@ -7,7 +7,9 @@
 //! a [`ClientApproval`]. Unapproved clients get 401 on every path but `/ready`.
 
 pub mod identity;
-pub mod rules;
+/// The rules' parser and matcher live in `fdb-shared`, so that spec validation refuses
+/// the rules this sidecar would refuse.
+pub use fdb_shared::sidecar::peer_rules as rules;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -158,12 +158,7 @@ pub struct PodOptions {
 /// Number of fdbserver processes in a pod of `class`: `storageServersPerPod` for storage,
 /// `logServersPerPod` for log and transaction, else 1 (at least 1).
 pub fn servers_per_pod(cluster: &FoundationDBCluster, class: ProcessClass) -> u32 {
-    let configured = match class {
-        ProcessClass::Storage => cluster.spec.storage_servers_per_pod(),
-        class if class.is_log_process() => cluster.spec.log_servers_per_pod(),
-        _ => 1,
-    };
-    u32::try_from(configured).unwrap_or(1).max(1)
+    fdb_shared::monitor_conf::render::spec_servers_per_pod(&cluster.spec, class)
 }
 
 /// Number of fdbserver processes `pod` (of a group of `class`) runs: the density of the

@@ -1,4 +1,6 @@
-//! FoundationDB peer verification rules (`--tls-verify-peers`): parsing and matching.
+//! FoundationDB peer verification rules (the sidecar's `--tls-verify-peers`): parsing
+//! and matching. Here rather than in the sidecar so that the spec validation refuses
+//! `sidecarContainer.peerVerificationRules` the sidecar would refuse at start.
 //!
 //! Syntax: alternatives separated by `;` or `|` (any one may match); inside an
 //! alternative, conditions separated by `,` (all must match). A condition is
