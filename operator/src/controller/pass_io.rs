@@ -17,6 +17,7 @@ use super::cache::Expectation;
 use super::context::Context;
 use super::errors::StepError;
 use super::merge_patch::merge_diff;
+use super::pod_model::checked_object_name as checked_name;
 use super::snapshot::{ClusterSnapshot, DatabaseState, StatusReadError};
 use super::status_mutations::{StatusMutation, apply};
 use super::subreconcilers::update_status::StatusDecision;
@@ -203,6 +204,7 @@ impl PassIo {
         ctx: &Context,
         name: &str,
     ) -> Result<Option<ConfigMap>, StepError> {
+        checked_name(name, "get configmap")?;
         self.api::<ConfigMap>(ctx)
             .get_opt(name)
             .await
@@ -405,6 +407,7 @@ impl PassIo {
         patch: &Patch<&serde_json::Value>,
         action: String,
     ) -> Result<(), StepError> {
+        checked_name(name, &action)?;
         // Counted before the call: a failed patch may still have been applied.
         self.objects.insert(K::KIND);
         let patched = self
@@ -554,6 +557,7 @@ impl PassIo {
         name: &str,
         action: String,
     ) -> Result<(), StepError> {
+        checked_name(name, &action)?;
         // Counted before the call: a failed delete may still have been applied.
         self.objects.insert(K::KIND);
         if K::KIND == ObjectKind::Pods {

@@ -52,8 +52,8 @@ pub(crate) use labels::merged_labels;
 pub use labels::{cluster_labels, process_group_labels};
 pub(crate) use names::ClusterIdentity;
 pub use names::{
-    parse_any_process_group_id, parse_process_group_id, pod_dns_name, pod_name, process_group_id,
-    pvc_name,
+    checked_object_name, parse_any_process_group_id, parse_process_group_id, pod_dns_name,
+    pod_name, process_group_id, pvc_name,
 };
 pub use pvc::{DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_SIZE, build_pvc};
 pub use services::{build_headless_service, build_process_group_service};

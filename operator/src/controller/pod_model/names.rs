@@ -3,11 +3,14 @@
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use fdb_shared::validation::names::{dns1123_label_error, label_value_error};
+use fdb_shared::validation::names::{
+    dns1123_label_error, dns1123_subdomain_error, label_value_error,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 
 use super::PodModelError;
+use crate::controller::errors::StepError;
 
 /// The process group ID of the `n`-th group of `class`: `[prefix-]<class>-<n>`, with the
 /// class in FoundationDB's spelling (`cluster_controller-1`).
@@ -103,6 +106,18 @@ pub(crate) fn check_group_names(
         ));
     }
     Ok(())
+}
+
+/// kube puts an object's name into the request path as it is: a name built from live
+/// state (a process group ID in the status) that no object can have, e.g. holding `/`
+/// or `?`, is refused here instead of addressing another path.
+pub fn checked_object_name(name: &str, action: &str) -> Result<(), StepError> {
+    match dns1123_subdomain_error(name) {
+        None => Ok(()),
+        Some(problem) => Err(StepError::InvalidState(format!(
+            "{action}: {name:?} cannot name an object ({problem}); not sent"
+        ))),
+    }
 }
 
 /// The DNS name of a process group's pod through the headless Service:

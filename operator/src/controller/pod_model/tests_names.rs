@@ -146,3 +146,15 @@ fn a_status_id_that_cannot_name_a_pod_is_refused_before_building() {
     let pod = build_pod(&cluster, &group, &PodOptions::default()).unwrap();
     assert_eq!(pod.metadata.name.as_deref(), Some("sample-storage-3"));
 }
+
+#[test]
+fn names_that_no_object_can_have_never_reach_an_api_path() {
+    assert!(checked_object_name("sample-storage-1", "delete pod").is_ok());
+    for name in ["sample-x/../secrets/s", "a?watch=1", "", "Sample"] {
+        let error = checked_object_name(name, "delete pod").unwrap_err();
+        assert!(
+            error.to_string().starts_with("delete pod: "),
+            "{name}: {error}"
+        );
+    }
+}
