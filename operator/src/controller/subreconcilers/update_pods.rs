@@ -463,6 +463,18 @@ impl Subreconciler for UpdatePods {
                         groups = %groups.join(", "),
                         "pods need an update, but automationOptions.deletionMode is None"
                     );
+                    // As the Go operator reports it (tools watch for this reason).
+                    publish(
+                        ctx,
+                        snapshot.cluster(),
+                        EventReason::NeedsPodsDeletion,
+                        "UpdatePods",
+                        format!(
+                            "Spec require deleting some pods, but deleting pods is disabled: {}",
+                            groups.join(", ")
+                        ),
+                    )
+                    .await;
                     Ok(StepOutcome::Continue)
                 }
                 Deletion::Wait(reason) | Deletion::MoveCoordinators { reason, .. } => {
