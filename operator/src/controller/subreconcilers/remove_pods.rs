@@ -255,13 +255,11 @@ impl Subreconciler for RemovePods {
                         .group(id)
                         .is_some_and(|g| safety::runs_transaction_roles(g.status.process_class))
                 });
-                if transaction {
-                    if let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
-                        return Ok(StepOutcome::DelayedRequeue {
-                            delay: ctx.settings.database_wait,
-                            reason: format!("{} wait to be included: {refusal}", text.join(" ")),
-                        });
-                    }
+                if transaction && let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
+                    return Ok(StepOutcome::DelayedRequeue {
+                        delay: ctx.settings.database_wait,
+                        reason: format!("{} wait to be included: {refusal}", text.join(" ")),
+                    });
                 }
                 if let Some(outcome) =
                     locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Include, |refusal| {
