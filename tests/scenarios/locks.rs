@@ -29,6 +29,11 @@ fn a_denied_lock_id_cannot_configure_the_database_until_allowed_again() {
     assert!(configures[1].1.contains("logs=4"), "{configures:?}");
     let denied = &result.steps[4];
     assert_eq!(denied.fdb["configuration"]["logs"], 3);
+    // The status shows the database's deny list, as the Go operator reports it.
+    assert_eq!(
+        denied.cluster["status"]["locks"]["lockDenyList"],
+        serde_json::json!(["dc1"])
+    );
     assert_eq!(
         denied.cluster["status"]["generations"]["needsConfigurationChange"],
         2
@@ -47,6 +52,12 @@ fn a_denied_lock_id_cannot_configure_the_database_until_allowed_again() {
     );
     let last = result.steps.last().unwrap();
     assert_eq!(last.fdb["configuration"]["logs"], 4);
+    // Allowed again: the database's deny list is empty, and so is the status's.
+    assert!(
+        last.cluster["status"]["locks"]["lockDenyList"].is_null(),
+        "{}",
+        last.cluster["status"]
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod kubernetes;
 mod locks;
 mod multi;
 mod mutations;
+mod pacing;
 mod randomized;
 mod removals;
 mod replacements;

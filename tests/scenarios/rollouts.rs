@@ -173,6 +173,19 @@ fn with_deletion_mode_none_a_template_change_deletes_nothing_and_says_so() {
     // The status says the pods wait for a deletion, and the cluster is not Reconciled.
     assert_eq!(status["generations"]["needsPodDeletion"], 2);
     assert_eq!(status["generations"]["reconciled"], 1);
+    // The Go operator's Event for it, naming the waiting groups.
+    let needs_deletion: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "event" && e.detail.starts_with("NeedsPodsDeletion"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(!needs_deletion.is_empty(), "no NeedsPodsDeletion event");
+    assert!(
+        needs_deletion[0].contains("deleting pods is disabled")
+            && needs_deletion[0].contains("storage-1"),
+        "{needs_deletion:?}"
+    );
     for group in ["storage-1", "storage-2", "storage-3", "storage-4"] {
         assert!(conditions_of(after, group).contains(&"IncorrectPodSpec".to_owned()));
     }

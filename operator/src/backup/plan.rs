@@ -129,11 +129,9 @@ pub fn status(backup: &FoundationDBBackup, observed: &Observed) -> FoundationDBB
         running: observed.running(),
         paused: observed.paused(),
         restorable: observed.backup.restorable == Some(true),
-        snapshot_time: observed
-            .backup
-            .latest_snapshot_end
-            .as_ref()
-            .and_then(|p| p.epoch_seconds),
+        // The snapshot period the running backup uses, in seconds, as the Go operator
+        // keeps it under this name (its tooling compares it with the spec's period).
+        snapshot_time: observed.backup.snapshot_interval_seconds,
         tag: observed.backup.tag.clone(),
     });
     FoundationDBBackupStatus {
@@ -237,6 +235,18 @@ mod tests {
         let reported = status(&running, &on);
         assert_eq!(reported.generations.reconciled, Some(3));
         assert_eq!(reported.message, None);
+        // snapshotTime holds the running backup's snapshot period in seconds, as the Go
+        // operator keeps it, not the end of a snapshot.
+        let details = reported.backup_details.unwrap();
+        assert_eq!(details.snapshot_time, Some(3600));
+        let mut finished = on.clone();
+        finished.backup.latest_snapshot_end = Some(fdb_shared::status_json::backup::BackupPoint {
+            version: Some(1),
+            epoch_seconds: Some(1_767_229_200),
+            timestamp: None,
+        });
+        let details = status(&running, &finished).backup_details.unwrap();
+        assert_eq!(details.snapshot_time, Some(3600));
 
         let faster = backup("Running", 60);
         let change = modify(&faster, &on).unwrap();

@@ -70,6 +70,9 @@ pub enum EventReason {
     /// Pods of a manifest asking for `imageType: unified` were created with the split
     /// model (main container plus sidecar), the only one this operator builds.
     UnifiedImageRunsSplit,
+    /// Pods need a deletion to take a spec change, but `automationOptions.deletionMode`
+    /// is `None` (the Go operator's reason, spelled as it spells it).
+    NeedsPodsDeletion,
 }
 
 impl EventReason {
@@ -102,6 +105,7 @@ impl EventReason {
             Self::TerminalPodDeleted => "TerminalPodDeleted",
             Self::ReplacementBlocked => "ReplacementBlocked",
             Self::UnifiedImageRunsSplit => "UnifiedImageRunsSplit",
+            Self::NeedsPodsDeletion => "NeedsPodsDeletion",
         }
     }
 

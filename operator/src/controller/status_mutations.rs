@@ -136,6 +136,8 @@ pub enum StatusMutation {
     SetConnectionString(String),
     /// `status.configured`: the database has a configuration.
     MarkConfigured,
+    /// `status.locks.lockDenyList`: the database's lock deny list, as read (sorted).
+    SetLockDenyList(Vec<String>),
     /// Drops the process group from the status (its removal is finished).
     RemoveProcessGroup {
         /// The process group ID.
@@ -161,6 +163,7 @@ impl StatusMutation {
             Self::RecordAddresses { .. } => "record addresses",
             Self::SetConnectionString(_) => "set connection string",
             Self::MarkConfigured => "mark configured",
+            Self::SetLockDenyList(_) => "set lock deny list",
             Self::RemoveProcessGroup { .. } => "remove process group",
             Self::SkipExclusion { .. } => "skip exclusion",
         }
@@ -235,6 +238,12 @@ pub fn apply(
                 changed
             }
             StatusMutation::MarkConfigured => !std::mem::replace(&mut status.configured, true),
+            StatusMutation::SetLockDenyList(list) => {
+                let mut list = list.clone();
+                list.sort();
+                list.dedup();
+                list != std::mem::replace(&mut status.locks.lock_deny_list, list.clone())
+            }
             StatusMutation::MarkForRemoval { group } => {
                 mark_for_removal(group_mut(status, &index, group, mutation)?, now)
             }

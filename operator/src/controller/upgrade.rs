@@ -357,7 +357,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    if let Err(refusal) = safety::available(snapshot) {
+    // The cluster-wide kill is a recovery: paced like every other (issue 26).
+    if let Err(refusal) = safety::paced(snapshot, None) {
         return wait(refusal.into());
     }
     if !missing.is_empty() {

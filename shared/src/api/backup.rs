@@ -240,7 +240,8 @@ pub struct BackupDetails {
     /// Whether the backup can be restored.
     #[serde(default)]
     pub restorable: bool,
-    /// Time of the last snapshot, in seconds since the epoch.
+    /// The snapshot period of the running backup, in seconds (the Go operator's
+    /// `SnapshotPeriodSeconds`, which it serializes under this name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_time: Option<i64>,
     /// Backup tag.

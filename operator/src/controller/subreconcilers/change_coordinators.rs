@@ -253,7 +253,8 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
             ));
         }
     }
-    if let Err(refusal) = safety::available(snapshot) {
+    // A coordinators change is a recovery: paced like every other (issue 26).
+    if let Err(refusal) = safety::paced(snapshot, None) {
         return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
     }
     let reachable: Vec<_> = candidates
@@ -316,6 +317,12 @@ impl Subreconciler for ChangeCoordinators {
                 coordinators,
                 reason,
             } => {
+                if let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
+                    return Ok(StepOutcome::Requeue {
+                        delay: ctx.settings.database_wait,
+                        reason: format!("{reason}, but {refusal}"),
+                    });
+                }
                 if let Some(outcome) = locks::acquire_or_requeue(
                     ctx,
                     snapshot,
@@ -333,6 +340,7 @@ impl Subreconciler for ChangeCoordinators {
                     .change_coordinators(&coordinators)
                     .await
                     .map_err(StepError::admin("change the coordinators"))?;
+                io.note_recovery("changed the coordinators");
                 let text = connection.to_string();
                 io.apply_status(
                     ctx,

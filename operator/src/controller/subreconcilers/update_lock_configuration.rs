@@ -6,6 +6,10 @@
 //! spec entry with `allow: true` ([`locks::deny_list_changes`]); entries the spec does not
 //! mention stay. The global lock itself is taken by the steps that act
 //! ([`locks::acquire`]); a denied lock ID never gets it.
+//!
+//! `status.locks.lockDenyList` shows the database's deny list as read (after this
+//! step's changes), as the Go operator reports it: only when locks are in use, the spec
+//! has a deny list and the database is configured; empty otherwise.
 
 use async_trait::async_trait;
 use tracing::Instrument;
@@ -18,6 +22,7 @@ use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
+use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::AdminClient as _;
 
 /// See the module documentation.
@@ -40,6 +45,9 @@ impl Subreconciler for UpdateLockConfiguration {
             && !snapshot.spec().lock_options.deny_list.is_empty()
             && matches!(snapshot.database(), DatabaseState::Read(_));
         if !wanted {
+            if !io.latest_status().locks.lock_deny_list.is_empty() {
+                io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(Vec::new())])?;
+            }
             return Ok(StepOutcome::Continue);
         }
         async {
@@ -49,6 +57,17 @@ impl Subreconciler for UpdateLockConfiguration {
                 .await
                 .map_err(StepError::admin("read the operator lock deny list"))?;
             let (add, remove) = locks::deny_list_changes(snapshot, &live);
+            let mut listed: Vec<String> = live
+                .iter()
+                .filter(|id| !remove.contains(id))
+                .chain(&add)
+                .cloned()
+                .collect();
+            listed.sort();
+            listed.dedup();
+            if snapshot.status().configured {
+                io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(listed)])?;
+            }
             if add.is_empty() && remove.is_empty() {
                 return Ok(StepOutcome::Continue);
             }

@@ -51,7 +51,9 @@ pub async fn reconcile(
             agreement,
         } => (target, addresses, agreement),
     };
-    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
+    if let Err(refusal) = safety::sole_disruption(io.deleted_pods())
+        .and_then(|()| safety::paced(snapshot, io.recovery_caused()))
+    {
         return Ok(Some(StepOutcome::Requeue {
             delay: ctx.settings.kube_wait,
             reason: format!("the upgrade to {target} is ready to restart every process: {refusal}"),
@@ -190,6 +192,7 @@ async fn kill_all(
         .map_err(StepError::admin(format!(
             "kill every process for the upgrade to {target}"
         )))?;
+    io.note_recovery(format!("killed every process for the upgrade to {target}"));
     publish(
         ctx,
         snapshot.cluster(),

@@ -38,6 +38,19 @@ impl Recovery {
     }
 }
 
+/// One recovery, as the world saw it (the result's `fdb.recoveryLog`): what the spacing
+/// of recoveries is judged from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecoveryRecord {
+    /// When it started recovering (unix seconds).
+    pub started: i64,
+    /// When it completed (unix seconds); `None` while it runs, or when it went back to
+    /// waiting for processes (the next record is its retry).
+    pub recovered: Option<i64>,
+    /// Why it happened.
+    pub reason: String,
+}
+
 /// When the running recovery ends (unix seconds).
 pub(crate) fn recovery_end(state: &State) -> Option<i64> {
     match &state.recovery {
@@ -102,6 +115,11 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
                 let reason = reason.clone();
                 state.recoveries += 1;
                 state.generation += 2;
+                state.recovery_log.push(RecoveryRecord {
+                    started: now,
+                    recovered: None,
+                    reason: reason.clone(),
+                });
                 state.recovery = Recovery::Recovering {
                     started: now,
                     reason,
@@ -118,6 +136,9 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
                         state.transaction_system = Some(system);
                         state.recovery = Recovery::Recovered;
                         state.last_recovered_unix = end;
+                        if let Some(record) = state.recovery_log.last_mut() {
+                            record.recovered = Some(end);
+                        }
                     }
                     None => state.recovery = Recovery::Waiting { reason },
                 }

@@ -34,6 +34,9 @@ pub struct SimFdbSnapshot {
     pub maintenance_zone: Option<String>,
     /// Recoveries so far.
     pub recoveries: u64,
+    /// Every recovery so far, in order: when it started and completed (seconds since the
+    /// start of the run) and why. Judging how close together recoveries come needs this.
+    pub recovery_log: Vec<SimRecovery>,
     /// MiB of data moved since the start (re-replication, exclusions, redundancy and
     /// storage engine changes).
     #[serde(rename = "movedMiB")]
@@ -52,6 +55,19 @@ pub struct SimFdbSnapshot {
     pub lock_holder: Option<String>,
     /// The pending-upgrade list, as `<target version>/<process group ID>`.
     pub pending_upgrades: Vec<String>,
+}
+
+/// One recovery of the transaction system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimRecovery {
+    /// Seconds since the start of the run when it began recovering.
+    pub started: i64,
+    /// Seconds since the start of the run when it completed (`None`: still running, or
+    /// it went back to waiting for processes and the next entry is its retry).
+    pub recovered: Option<i64>,
+    /// Why it happened ("transaction process 127.0.3.4:4501 excluded").
+    pub reason: String,
 }
 
 /// One running process.
@@ -128,6 +144,15 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
         excluded: state.exclusions.iter().map(ToString::to_string).collect(),
         maintenance_zone: state.maintenance.as_ref().map(|(zone, _)| zone.clone()),
         recoveries: state.recoveries,
+        recovery_log: state
+            .recovery_log
+            .iter()
+            .map(|r| SimRecovery {
+                started: r.started - state.origin,
+                recovered: r.recovered.map(|at| at - state.origin),
+                reason: r.reason.clone(),
+            })
+            .collect(),
         moved_mib: (state.movement.moved_bytes / MIB * 100.0).round() / 100.0,
         lost_shards: state.data.as_ref().map_or(0, |d| d.lost),
         processes,

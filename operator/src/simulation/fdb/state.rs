@@ -15,7 +15,7 @@ use super::disks::{Disk, DiskKey};
 use super::inspect::Outage;
 use super::movement::Movement;
 use super::processes::SimProcess;
-use super::recovery::Recovery;
+use super::recovery::{Recovery, RecoveryRecord};
 use super::roles::TransactionSystem;
 use super::shards::{Data, GIB, MIB};
 use super::summary::DataSummary;
@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub recovery: Recovery,
     pub transaction_system: Option<TransactionSystem>,
     pub recoveries: u64,
+    /// Every recovery so far, in order (one per count of `recoveries`).
+    pub recovery_log: Vec<RecoveryRecord>,
     pub generation: i64,
     /// When the last recovery completed (unix seconds).
     pub last_recovered_unix: i64,
@@ -100,6 +102,7 @@ impl State {
             recovery: Recovery::default(),
             transaction_system: None,
             recoveries: 0,
+            recovery_log: Vec::new(),
             generation: 1,
             last_recovered_unix: now,
             recovery_reason: None,
