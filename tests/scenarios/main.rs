@@ -9,6 +9,7 @@ mod creation;
 mod determinism;
 mod efficiency;
 mod faults;
+mod go_e2e;
 mod idempotence;
 mod kubernetes;
 mod locks;

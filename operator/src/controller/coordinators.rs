@@ -1,4 +1,5 @@
-//! Choosing coordinators (operator-behavior §3): from stateful process groups, each in a
+//! Choosing coordinators (operator-behavior §3): from stateful (or `coordinator` class)
+//! process groups, each in a
 //! distinct zone, never excluded or marked for removal, higher `coordinatorSelection`
 //! priority first.
 
@@ -42,8 +43,8 @@ pub struct NotEnoughZones {
 }
 
 /// The class priority, `None` for classes that may not host coordinators.
-fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -> Option<i32> {
-    if !class.is_stateful() {
+pub fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -> Option<i32> {
+    if !class.may_host_coordinators() {
         return None;
     }
     settings

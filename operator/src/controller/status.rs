@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
-use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus, ProcessClass};
+use fdb_shared::api::{
+    DatabaseConfiguration, FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus,
+    ProcessClass,
+};
 use fdb_shared::cluster_math::{
     configure_change_command, desired_coordinator_count, desired_database_configuration,
     desired_process_counts,
@@ -131,6 +134,26 @@ pub fn live_counts(groups: &[ProcessGroupStatus]) -> BTreeMap<ProcessClass, i32>
 
 /// Whether the coordinators the database reports are all reachable and as many as
 /// desired.
+/// The database configuration as the status shows it: the proxy counts the spec uses
+/// and not the others (`grv_proxies` and `commit_proxies` when the spec sets either,
+/// else `proxies`), as the Go operator normalizes it.
+fn shown_configuration(
+    spec: &FoundationDBClusterSpec,
+    live: &DatabaseConfiguration,
+) -> DatabaseConfiguration {
+    let mut shown = live.clone();
+    let wanted = &spec.database_configuration;
+    let separated =
+        wanted.grv_proxies.is_some_and(|n| n > 0) || wanted.commit_proxies.is_some_and(|n| n > 0);
+    if separated {
+        shown.proxies = None;
+    } else {
+        shown.grv_proxies = None;
+        shown.commit_proxies = None;
+    }
+    shown
+}
+
 fn coordinators_healthy(cluster: &FoundationDBCluster, status: &DatabaseStatus) -> bool {
     let coordinators = &status.client.coordinators;
     let wanted = desired_coordinator_count(
@@ -200,6 +223,7 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
     let desired_config = desired_database_configuration(spec);
     let mut database_available = false;
     let mut coordinators_ok = false;
+    let mut live_configuration_matches = None;
     match inputs.database {
         DatabaseView::Status(db) => {
             status.health.available = db.is_available();
@@ -218,7 +242,9 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
             }
             if let Some(configuration) = &db.cluster.configuration {
                 status.configured = true;
-                status.database_configuration = Some(configuration.clone());
+                live_configuration_matches =
+                    Some(configure_change_command(configuration, &desired_config).is_none());
+                status.database_configuration = Some(shown_configuration(spec, configuration));
             }
             if let Some(reported) = &db.cluster.connection_string {
                 let current = status
@@ -230,16 +256,24 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
                 }
             }
         }
-        DatabaseView::NotCreated | DatabaseView::Unreachable => {}
+        DatabaseView::Unreachable => {
+            // What cannot be read cannot be claimed: assume unavailable and unhealthy,
+            // as the Go operator does, until the status can be read again.
+            status.health.available = false;
+            status.health.healthy = false;
+        }
+        DatabaseView::NotCreated => {}
     }
     if status.running_version.is_none() {
         // Before any process reports, the version is the one being created.
         status.running_version = Some(spec.version.clone());
     }
-    let configuration_matches = status
-        .database_configuration
-        .as_ref()
-        .is_some_and(|live| configure_change_command(live, &desired_config).is_none());
+    let configuration_matches = live_configuration_matches.unwrap_or_else(|| {
+        status
+            .database_configuration
+            .as_ref()
+            .is_some_and(|live| configure_change_command(live, &desired_config).is_none())
+    });
 
     let live_groups = status
         .process_groups

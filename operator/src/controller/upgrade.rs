@@ -30,6 +30,7 @@ use super::pod_model::{
 };
 use super::safety::{self, Refusal};
 use super::snapshot::ClusterSnapshot;
+use super::subreconcilers::bounce_processes::ignored;
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 
 /// What `spec.version` asks of a cluster running `status.runningVersion`.
@@ -374,6 +375,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
                 .cluster
                 .processes
                 .values()
+                // `buggify.ignoreDuringRestart` holds for the upgrade's kill too.
+                .filter(|p| status_group(p).is_none_or(|id| !ignored(snapshot, id)))
                 .filter_map(|p| p.address.clone())
                 .collect()
         })

@@ -122,6 +122,13 @@ impl ProcessClass {
         matches!(self, Self::Storage | Self::Log | Self::Transaction)
     }
 
+    /// Whether processes of this class may host coordinators: the stateful classes and
+    /// `coordinator` itself (the Go operator's `IsEligibleAsCandidate` without a
+    /// `coordinatorSelection`).
+    pub const fn may_host_coordinators(self) -> bool {
+        self.is_stateful() || matches!(self, Self::Coordinator)
+    }
+
     /// Whether processes of this class run transaction logs.
     pub const fn is_log_process(self) -> bool {
         matches!(self, Self::Log | Self::Transaction)

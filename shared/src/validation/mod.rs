@@ -265,9 +265,9 @@ fn check_processes(spec: &FoundationDBClusterSpec, report: &mut ValidationReport
 
 fn check_coordinator_selection(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
     for (index, setting) in spec.coordinator_selection.iter().enumerate() {
-        if !setting.process_class.is_stateful() {
+        if !setting.process_class.may_host_coordinators() {
             report.error(format!(
-                "spec.coordinatorSelection[{index}].processClass: {} processes cannot be coordinators (use a stateful class: storage, log or transaction)",
+                "spec.coordinatorSelection[{index}].processClass: {} processes cannot be coordinators (use storage, log, transaction or coordinator)",
                 setting.process_class
             ));
         }

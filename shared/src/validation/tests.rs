@@ -85,7 +85,7 @@ fn coordinators_only_from_stateful_classes() {
             "version: 7.1.57\ncoordinatorSelection: [{processClass: log, priority: 1}, {processClass: stateless, priority: 0}]"
         ),
         [
-            "spec.coordinatorSelection[1].processClass: stateless processes cannot be coordinators (use a stateful class: storage, log or transaction)"
+            "spec.coordinatorSelection[1].processClass: stateless processes cannot be coordinators (use storage, log, transaction or coordinator)"
         ]
     );
 }

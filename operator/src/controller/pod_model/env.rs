@@ -11,6 +11,10 @@ use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector};
 
 use super::{PUBLIC_IP_ANNOTATION, PodModelError, PodOptions, names};
 
+/// The variable carrying the process group ID (also usable as `faultDomain.valueFrom:
+/// $FDB_INSTANCE_ID`).
+const INSTANCE_ID_VARIABLE: &str = "FDB_INSTANCE_ID";
+
 /// Where the main container finds the cluster file the sidecar copies.
 pub const MAIN_CLUSTER_FILE: &str = "/var/dynamic-conf/fdb.cluster";
 /// Where the main container finds the trusted CAs the sidecar copies.
@@ -64,13 +68,21 @@ pub(crate) fn shared_env(
     };
     let fault_domain = &spec.fault_domain;
     let value_from = fault_domain.value_from();
-    if value_from.starts_with('$') {
-        return Err(PodModelError::UnsupportedFaultDomainValueFrom {
-            value_from: value_from.to_owned(),
-        });
-    }
-    let (machine_id, zone_id) = match fault_domain.key() {
-        KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY => {
+    // `$VARIABLE`: the zone is an environment variable of the pod (the Go operator's
+    // convention). Only the one the operator itself defines is known to resolve:
+    // `$FDB_INSTANCE_ID`, every process group its own zone.
+    let instance_zone = match value_from.strip_prefix('$') {
+        None => None,
+        Some(INSTANCE_ID_VARIABLE) => Some(value("FDB_ZONE_ID", group.process_group_id.clone())),
+        Some(_) => {
+            return Err(PodModelError::UnsupportedFaultDomainValueFrom {
+                value_from: value_from.to_owned(),
+            });
+        }
+    };
+    let (machine_id, zone_id) = match (instance_zone, fault_domain.key()) {
+        (Some(zone), _) => (field("FDB_MACHINE_ID", "spec.nodeName"), zone),
+        (None, KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY) => {
             let zone = fault_domain
                 .value
                 .clone()
@@ -81,11 +93,11 @@ pub(crate) fn shared_env(
                 value("FDB_ZONE_ID", zone),
             )
         }
-        NO_FAULT_DOMAIN_KEY => (
+        (None, NO_FAULT_DOMAIN_KEY) => (
             field("FDB_MACHINE_ID", value_from),
             field("FDB_ZONE_ID", value_from),
         ),
-        _ => {
+        (None, _) => {
             // Bin packing: the logical fault domain is the zone.
             let zone = match &options.distribution_key {
                 Some(key) => value("FDB_ZONE_ID", key.clone()),
@@ -99,7 +111,7 @@ pub(crate) fn shared_env(
         field("FDB_POD_IP", pod_ip_path),
         machine_id,
         zone_id,
-        value("FDB_INSTANCE_ID", group.process_group_id.clone()),
+        value(INSTANCE_ID_VARIABLE, group.process_group_id.clone()),
     ];
     if spec.routing.define_dns_locality_fields() {
         env.push(value("FDB_DNS_NAME", names::pod_dns_name(cluster, group)?));

@@ -115,9 +115,10 @@ pub enum PodModelError {
         "spec.faultDomain.value must be set when spec.faultDomain.key is foundationdb.org/kubernetes-cluster"
     )]
     MissingFaultDomainValue,
-    /// `spec.faultDomain.valueFrom` names an environment variable, which is not supported.
+    /// `spec.faultDomain.valueFrom` names an environment variable other than
+    /// `$FDB_INSTANCE_ID`, which is not supported.
     #[error(
-        "spec.faultDomain.valueFrom {value_from:?}: environment variable references are not supported; use a pod field path such as spec.nodeName"
+        "spec.faultDomain.valueFrom {value_from:?}: of the environment variable references only $FDB_INSTANCE_ID is supported; use it or a pod field path such as spec.nodeName"
     )]
     UnsupportedFaultDomainValueFrom {
         /// The configured value.

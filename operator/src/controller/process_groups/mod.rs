@@ -10,7 +10,7 @@ pub use conditions::{
     GroupFacts, PodFacts, Presence, ProcessFacts, condition_rank, merge_conditions,
     observed_conditions,
 };
-pub use ids::lowest_free_numbers;
+pub use ids::next_free_numbers;
 pub use taints::{TaintFacts, taint_facts};
 pub use zones::pod_zone;
 

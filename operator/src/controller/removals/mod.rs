@@ -7,6 +7,8 @@ pub mod choice;
 pub mod exclusions;
 pub mod placement;
 
+use fdb_shared::api::cluster::DeletionMode;
+
 use super::snapshot::{ClusterSnapshot, GroupView};
 
 /// Whether the spec asks to remove this group without excluding it first
@@ -18,6 +20,29 @@ pub fn skips_exclusion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
             .process_groups_to_remove_without_exclusion
             .iter()
             .any(|id| id == group.id())
+}
+
+/// Why the user holds back the removal of this marked group, if they do:
+/// `buggify.blockRemoval` lists it, or `automationOptions.removalMode` is `None`. Such a
+/// group is still excluded, but its resources stay and it stays in the status (the Go
+/// operator's removeProcessGroups filters it out the same way).
+pub fn removal_held(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<&'static str> {
+    let spec = snapshot.spec();
+    if spec.buggify.block_removal.iter().any(|id| id == group.id()) {
+        return Some("it is listed in spec.buggify.blockRemoval");
+    }
+    if spec.automation_options.removal_mode() == DeletionMode::None {
+        return Some("spec.automationOptions.removalMode is None");
+    }
+    None
+}
+
+/// Whether the group keeps running for the foreseeable future: live, or marked for
+/// removal with its removal held ([`removal_held`]). Such groups get configuration
+/// updates and restarts like live ones (the Go operator updates a group marked for
+/// removal too); waiting for their removal would wait forever.
+pub fn kept_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    !group.is_marked_for_removal() || removal_held(snapshot, group).is_some()
 }
 
 /// Whether a marked group may have its resources deleted: fully excluded, or removed

@@ -1,6 +1,7 @@
 //! AddProcessGroups: adds process groups to the status until every class has as many live
-//! (not marked for removal) groups as desired. IDs take the lowest free number
-//! (operator-behavior §4); new groups start with MissingProcesses + MissingPod
+//! (not marked for removal) groups as desired. IDs take the numbers above the highest in
+//! use (operator-behavior §4: never in use, being removed or excluded; and a number a
+//! removal just freed is not reused at once); new groups start with MissingProcesses + MissingPod
 //! (+ MissingPVC). The status is written at once, so a restart never allocates twice.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +18,7 @@ use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{parse_any_process_group_id, process_group_id};
-use crate::controller::process_groups::lowest_free_numbers;
+use crate::controller::process_groups::next_free_numbers;
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
 use crate::controller::status_mutations::StatusMutation;
 
@@ -78,7 +79,7 @@ pub fn groups_to_add(
         let desired = usize::try_from(desired).unwrap_or(0);
         let missing = desired.saturating_sub(live.get(&class).copied().unwrap_or(0));
         let taken = used.get(&class).cloned().unwrap_or_default();
-        for n in lowest_free_numbers(&taken, missing) {
+        for n in next_free_numbers(&taken, missing) {
             added.push((class, process_group_id(cluster, class, n)));
         }
     }

@@ -15,8 +15,12 @@
 //! `minimumUptimeSecondsForBounce` ([`safety::minimum_uptime`], which also keeps a second
 //! kill from following the first before the restarted processes report); the global lock
 //! when locks are in use ([`crate::controller::locks`]); no pod deleted earlier in the
-//! same pass (the kill is its pass's only disruption). Groups marked for removal and
-//! addresses in `buggify.ignoreDuringRestart` are never killed.
+//! same pass (the kill is its pass's only disruption). Groups marked for removal are
+//! never killed, unless the user holds their removal back (`buggify.blockRemoval`,
+//! `removalMode: None`): those run on for good and are restarted with the others.
+//! Groups in `buggify.ignoreDuringRestart` (process group IDs) are never killed; while
+//! one of them runs, no kill can cover every process, so the restart goes one zone at a
+//! time (the Go operator kills all the others at once, taking every zone down).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -33,6 +37,7 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::removals::{kept_running, placement};
 use crate::controller::safety::{self, LockedAction, Refusal};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::fdb::AdminClient as _;
@@ -92,22 +97,25 @@ pub enum BounceDecision {
     Kill(Vec<KillTarget>),
 }
 
-/// Whether `address` is listed in `buggify.ignoreDuringRestart` (as `ip`, `ip:port` or
-/// the full address text).
-fn ignored(ignore: &[String], address: &ProcessAddress) -> bool {
-    let full = address.to_string();
-    let host_port = format!("{}:{}", address.host, address.port);
-    ignore
+/// Whether the group is listed in `buggify.ignoreDuringRestart` (process group IDs, as
+/// in the Go operator's API): its processes are never killed.
+pub(crate) fn ignored(snapshot: &ClusterSnapshot, group: &str) -> bool {
+    snapshot
+        .spec()
+        .buggify
+        .ignore_during_restart
         .iter()
-        .any(|entry| *entry == full || *entry == host_port || *entry == address.host)
+        .any(|id| id == group)
 }
 
-/// The reporting addresses of `group`, minus the ignored ones.
-fn addresses_of(group: &GroupView<'_>, ignore: &[String]) -> Vec<ProcessAddress> {
+/// The reporting addresses of `group`, none when it is ignored during restarts.
+fn addresses_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<ProcessAddress> {
+    if ignored(snapshot, group.id()) {
+        return Vec::new();
+    }
     let mut addresses: Vec<ProcessAddress> = group
         .processes()
         .filter_map(|p| p.address.clone())
-        .filter(|a| !ignored(ignore, a))
         .collect();
     addresses.sort_by_key(ToString::to_string);
     addresses.dedup();
@@ -117,16 +125,16 @@ fn addresses_of(group: &GroupView<'_>, ignore: &[String]) -> Vec<ProcessAddress>
 /// The live groups whose processes run an outdated command line (IncorrectCommandLine),
 /// with their reporting addresses, in status order.
 pub fn incorrect_command_line_targets(snapshot: &ClusterSnapshot) -> Vec<KillTarget> {
-    let ignore = &snapshot.spec().buggify.ignore_during_restart;
     snapshot
-        .live_groups()
+        .groups()
+        .filter(|g| kept_running(snapshot, g))
         .filter(|g| {
             g.status
                 .condition_since(&ProcessGroupConditionType::IncorrectCommandLine)
                 .is_some()
         })
         .filter_map(|g| {
-            let addresses = addresses_of(&g, ignore);
+            let addresses = addresses_of(snapshot, &g);
             (!addresses.is_empty()).then(|| KillTarget {
                 group: g.id().to_owned(),
                 addresses,
@@ -141,7 +149,8 @@ pub fn incorrect_command_line_targets(snapshot: &ClusterSnapshot) -> Vec<KillTar
 /// conf and a second kill would follow.
 fn waiting_for_config(snapshot: &ClusterSnapshot) -> Vec<String> {
     snapshot
-        .live_groups()
+        .groups()
+        .filter(|g| kept_running(snapshot, g))
         .filter(|g| g.is_reporting())
         .filter(|g| {
             g.status.process_group_conditions.iter().any(|c| {
@@ -167,14 +176,15 @@ fn waiting_for_config(snapshot: &ClusterSnapshot) -> Vec<String> {
 }
 
 /// Judges `targets` against the bounce gates (module documentation). Targets of groups
-/// marked for removal are dropped; targets of one group are merged.
+/// marked for removal (unless their removal is held) are dropped; targets of one group
+/// are merged.
 pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> BounceDecision {
     let mut targets: Vec<KillTarget> = targets
         .into_iter()
         .filter(|t| {
             snapshot
                 .group(&t.group)
-                .is_none_or(|g| !g.is_marked_for_removal())
+                .is_none_or(|g| kept_running(snapshot, &g))
         })
         .filter(|t| !t.addresses.is_empty())
         .collect();
@@ -192,6 +202,9 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
     if targets.is_empty() {
         return BounceDecision::Nothing;
     }
+    if let Some(pinned) = pinned_group(snapshot) {
+        return plan_zone_kill(snapshot, targets, &pinned);
+    }
     let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
     // One restart covers every running process: a kill that leaves some running takes
     // the others' zones down at once, beyond what the redundancy tolerates, while a
@@ -201,17 +214,16 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
         .iter()
         .flat_map(|t| t.addresses.iter().map(ToString::to_string))
         .collect();
-    let ignore = &snapshot.spec().buggify.ignore_during_restart;
     let mut leaving = Vec::new();
     for group in snapshot.groups() {
-        let missing: Vec<ProcessAddress> = addresses_of(&group, ignore)
+        let missing: Vec<ProcessAddress> = addresses_of(snapshot, &group)
             .into_iter()
             .filter(|a| !covered.contains(&a.to_string()))
             .collect();
         if missing.is_empty() {
             continue;
         }
-        if group.is_marked_for_removal() {
+        if !kept_running(snapshot, &group) {
             leaving.push(group.id().to_owned());
         } else {
             targets.push(KillTarget {
@@ -245,6 +257,68 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
     let gates = safety::paced(snapshot, None).and_then(|()| safety::minimum_uptime(snapshot));
     if let Err(refusal) = gates {
         return BounceDecision::Wait(describe_wait(&groups, &refusal));
+    }
+    BounceDecision::Kill(targets)
+}
+
+/// A group of `buggify.ignoreDuringRestart` with running processes, if any: then no kill
+/// can cover every process, and a kill of all the others would take every zone down
+/// while one keeps running.
+fn pinned_group(snapshot: &ClusterSnapshot) -> Option<String> {
+    snapshot
+        .groups()
+        .find(|g| ignored(snapshot, g.id()) && g.processes().any(|p| p.address.is_some()))
+        .map(|g| g.id().to_owned())
+}
+
+/// The restart while `pinned` must keep running: the targets of one zone (the first, in
+/// group order) per kill, within what the redundancy tolerates; the minimum uptime gate
+/// spaces the zones out, so each comes back before the next goes.
+fn plan_zone_kill(
+    snapshot: &ClusterSnapshot,
+    mut targets: Vec<KillTarget>,
+    pinned: &str,
+) -> BounceDecision {
+    let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
+    if !snapshot.spec().automation_options.kill_processes() {
+        return BounceDecision::Disabled { groups };
+    }
+    let waiting = waiting_for_config(snapshot);
+    if !waiting.is_empty() {
+        return BounceDecision::Wait(format!(
+            "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
+            groups.len(),
+            waiting.len(),
+            waiting.join(", ")
+        ));
+    }
+    let zone_of = |group: &str| snapshot.group(group).map(|g| placement::zone(&g));
+    let first_zone = targets.first().and_then(|t| zone_of(&t.group));
+    targets.retain(|t| zone_of(&t.group) == first_zone);
+    // Each zone's restart is a recovery of its own: the next waits until the last one
+    // is over and every process reports again, so two never overlap.
+    let minimum = f64::from(snapshot.spec().minimum_uptime_seconds_for_bounce());
+    let absent: Vec<String> = snapshot
+        .groups()
+        .filter(|g| kept_running(snapshot, g) && g.pod.is_some())
+        .filter(|g| g.processes().count() < usize::try_from(g.servers_per_pod()).unwrap_or(1))
+        .map(|g| g.id().to_owned())
+        .collect();
+    if !absent.is_empty() {
+        return BounceDecision::Wait(format!(
+            "{} process groups need a restart; waiting for {} to report again before the next zone",
+            groups.len(),
+            abbreviate(&absent)
+        ));
+    }
+    let gates = safety::available(snapshot)
+        .and_then(|()| safety::recovered_for(snapshot, minimum))
+        .and_then(|()| safety::minimum_uptime(snapshot));
+    if let Err(refusal) = gates {
+        return BounceDecision::Wait(format!(
+            "{}; restarting one zone at a time while {pinned} (spec.buggify.ignoreDuringRestart) keeps running",
+            describe_wait(&groups, &refusal)
+        ));
     }
     BounceDecision::Kill(targets)
 }

@@ -74,21 +74,20 @@ fn all_outdated_processes_are_killed_together() {
 
 #[test]
 fn marked_and_ignored_processes_are_never_killed() {
-    let snapshot =
-        fixture("{version: 7.1.57, buggify: {ignoreDuringRestart: [\"10.0.0.3:4501\"]}}")
-            .status(|s| {
-                if let Some(g) = s
-                    .process_groups
-                    .iter_mut()
-                    .find(|g| g.process_group_id == "storage-1")
-                {
-                    crate::controller::status_mutations::mark_for_removal(
-                        g,
-                        jiff::Timestamp::from_second(5).unwrap(),
-                    );
-                }
-            })
-            .build();
+    let snapshot = fixture("{version: 7.1.57, buggify: {ignoreDuringRestart: [storage-2]}}")
+        .status(|s| {
+            if let Some(g) = s
+                .process_groups
+                .iter_mut()
+                .find(|g| g.process_group_id == "storage-1")
+            {
+                crate::controller::status_mutations::mark_for_removal(
+                    g,
+                    jiff::Timestamp::from_second(5).unwrap(),
+                );
+            }
+        })
+        .build();
     assert_eq!(decide(&snapshot), BounceDecision::Nothing);
 }
 
@@ -201,4 +200,41 @@ fn a_restart_waits_for_groups_marked_for_removal_that_still_run() {
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+#[test]
+fn a_group_whose_removal_is_held_is_restarted_with_the_others() {
+    // log-1 is marked for removal but its removal is held (blockRemoval, removalMode
+    // None): it runs on for good, so the restart covers it instead of waiting for it.
+    for spec in [
+        "{version: 7.1.57, buggify: {blockRemoval: [log-1]}}",
+        "{version: 7.1.57, automationOptions: {removalMode: None}}",
+    ] {
+        let snapshot = fixture(spec)
+            .status(|s| {
+                if let Some(g) = s
+                    .process_groups
+                    .iter_mut()
+                    .find(|g| g.process_group_id == "log-1")
+                {
+                    crate::controller::status_mutations::mark_for_removal(
+                        g,
+                        jiff::Timestamp::from_second(5).unwrap(),
+                    );
+                }
+            })
+            .build();
+        let decision = decide(&snapshot);
+        assert_eq!(killed(&decision).len(), 4, "{spec}: {decision:?}");
+    }
+}
+
+#[test]
+fn ignore_during_restart_names_process_groups() {
+    let snapshot =
+        fixture("{version: 7.1.57, buggify: {ignoreDuringRestart: [storage-1]}}").build();
+    // storage-1 keeps running, so no kill covers every process: only the outdated
+    // processes of one zone go (storage-2's), none restarted alongside.
+    let decision = decide(&snapshot);
+    assert_eq!(killed(&decision), ["10.0.0.3:4501"], "{decision:?}");
 }

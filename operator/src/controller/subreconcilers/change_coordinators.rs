@@ -1,5 +1,6 @@
 //! ChangeCoordinators: when a current coordinator is unreachable, excluded, under
-//! maintenance, marked for removal or not a live stateful process group, when two share a
+//! maintenance, marked for removal, not a live stateful process group or of a class
+//! `coordinatorSelection` does not name, when two share a
 //! zone, when their number differs from the desired one, or when one is on a pod about
 //! to be deleted (the next batch of UpdatePods, a process RemoveIncompatibleProcesses
 //! restarts), chooses new coordinators (same rules as the initial choice) and changes
@@ -25,7 +26,7 @@ use super::delete_pods_for_buggification;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use super::update_pods::{self, Deletion};
 use crate::controller::context::Context;
-use crate::controller::coordinators::select_coordinators;
+use crate::controller::coordinators::{priority, select_coordinators};
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
@@ -85,11 +86,22 @@ fn problem(
         // A coordinator may be hosted by another FoundationDBCluster resource of the same
         // database (one per data center): it is fine as long as it reports, is not
         // excluded, and its zone is distinct.
-        let zone = candidates
+        let ours = candidates
             .iter()
             // `current` already says which match a coordinator: no formatting of every
             // candidate's address per coordinator.
-            .find(|c| c.current && c.address.to_string() == text)
+            .find(|c| c.current && c.address.to_string() == text);
+        if let Some(candidate) = ours
+            && priority(&cluster.spec.coordinator_selection(), candidate.class).is_none()
+        {
+            // The Go operator's IsEligibleAsCandidate: with a coordinatorSelection, only
+            // the classes it names may host coordinators.
+            return Some(format!(
+                "coordinator {text} is on {}, a {} process, a class spec.coordinatorSelection does not name",
+                candidate.process_group_id, candidate.class
+            ));
+        }
+        let zone = ours
             .map(|c| c.zone.clone())
             .or_else(|| reported_zone(db, coordinator));
         let Some(zone) = zone else {

@@ -73,7 +73,7 @@ pub fn coordinator_candidates(
     let mut candidates = Vec::new();
     let mut waiting = Vec::new();
     for group in snapshot.live_groups() {
-        if !group.status.process_class.is_stateful() || unusable(&group) {
+        if !group.status.process_class.may_host_coordinators() || unusable(&group) {
             continue;
         }
         let Some((_, number)) = parse_any_process_group_id(group.id()) else {

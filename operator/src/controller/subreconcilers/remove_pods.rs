@@ -6,6 +6,8 @@
 //! - Never the pod of a group hosting a current coordinator (ChangeCoordinators moves it).
 //! - A group removed without exclusion still holds data: its pod is deleted only when
 //!   the fault-tolerance budget allows taking its zone down.
+//! - Never a group whose removal the user holds back (`buggify.blockRemoval`,
+//!   `automationOptions.removalMode: None`): it stays excluded, with its resources.
 //! - One stuck group never blocks the others: each group advances on its own.
 //! - A pod that stays Terminating longer than `ignoreTerminatingPodsSeconds` no longer
 //!   holds back its PVC and service; once only terminating resources remain the group
@@ -27,7 +29,9 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::removals::{exclusions, placement, ready_for_deletion, skips_exclusion};
+use crate::controller::removals::{
+    exclusions, placement, ready_for_deletion, removal_held, skips_exclusion,
+};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
@@ -52,6 +56,9 @@ pub struct RemovePodsDecision {
     pub waiting: Vec<(String, String)>,
     /// Groups that only wait for resources that are terminating.
     pub terminating: Vec<String>,
+    /// Groups whose removal the user holds back, with why: they wait without an Event
+    /// per pass (the user knows), and keep the cluster from Reconciled.
+    pub held: Vec<(String, String)>,
 }
 
 /// Whether an object has been terminating longer than `seconds`.
@@ -98,6 +105,10 @@ fn decide_group(
     zones_taken: &mut BTreeSet<String>,
 ) {
     let id = group.id().to_owned();
+    if let Some(why) = removal_held(snapshot, group) {
+        decision.held.push((id, why.to_owned()));
+        return;
+    }
     if let Some(pod) = group.pod.filter(|pod| !is_terminating(*pod)) {
         if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
             decision.waiting.push((
@@ -317,6 +328,17 @@ impl Subreconciler for RemovePods {
                 5,
                 "waiting for the resources of removed process groups to go",
             ));
+        }
+        if let Some((group, why)) = decision.held.first() {
+            let reason = format!(
+                "the removal of {} process groups is held ({group}: {why})",
+                decision.held.len()
+            );
+            tracing::info!(step = self.name(), %reason, "removal held");
+            return Ok(StepOutcome::DelayedRequeue {
+                delay: std::time::Duration::from_secs(60),
+                reason,
+            });
         }
         if let Some((group, reason)) = decision.waiting.first() {
             // Only terminating resources remain: look again later, without holding the

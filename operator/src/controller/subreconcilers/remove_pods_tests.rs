@@ -135,3 +135,41 @@ fn never_the_pod_of_a_coordinator_nor_of_a_group_not_excluded() {
             .any(|(g, r)| g == "storage-2" && r.contains("not fully excluded"))
     );
 }
+
+#[test]
+fn a_removal_the_user_holds_back_leaves_the_resources_alone() {
+    let db = with_exclusion(reporting(&["storage-1", "storage-2"]));
+    let spec_with = |extra: &str| SPEC.replacen('{', &format!("{{{extra}, "), 1);
+    for extra in [
+        "buggify: {blockRemoval: [storage-3]}",
+        "automationOptions: {removalMode: None}",
+    ] {
+        let held = Fixture::new(&spec_with(extra))
+            .groups([
+                group("storage-1"),
+                group("storage-2"),
+                excluded("storage-3"),
+            ])
+            .connection_string("s:abc@10.0.0.1:4501")
+            .pods([pod("sample-storage-3", "storage-3", "n3", "10.0.0.3")])
+            .pvcs([pvc("sample-storage-3-data", "storage-3")])
+            .database(db.clone())
+            .build();
+        let decision = decide(&held);
+        assert!(decision.delete_pods.is_empty(), "{extra}: {decision:?}");
+        assert!(decision.finished.is_empty(), "{extra}: {decision:?}");
+        assert_eq!(decision.held.len(), 1, "{extra}: {decision:?}");
+    }
+    // Another group's block does not hold this one.
+    let other = Fixture::new(&spec_with("buggify: {blockRemoval: [storage-9]}"))
+        .groups([
+            group("storage-1"),
+            group("storage-2"),
+            excluded("storage-3"),
+        ])
+        .connection_string("s:abc@10.0.0.1:4501")
+        .pods([pod("sample-storage-3", "storage-3", "n3", "10.0.0.3")])
+        .database(db)
+        .build();
+    assert_eq!(decide(&other).delete_pods, ["sample-storage-3"]);
+}

@@ -34,6 +34,7 @@ use crate::controller::pod_config_memo::PodMemo;
 use crate::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_servers_per_pod,
 };
+use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::upgrade::{pending_upgrade_target, staged_fdbserver};
@@ -248,7 +249,8 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         staged: pending_upgrade_target(cluster).map(|target| staged_fdbserver(&target)),
         ..PodConfigPlan::default()
     };
-    for group in snapshot.live_groups() {
+    // Groups whose removal is held keep running: they get the new conf too.
+    for group in snapshot.groups().filter(|g| kept_running(snapshot, g)) {
         let Some(pod) = group.pod else {
             continue;
         };

@@ -2,7 +2,8 @@
 //! by BounceProcesses before anything else: while an incompatible upgrade is pending,
 //! BounceProcesses does only this (a partial bounce of IncorrectCommandLine processes
 //! would restart some processes on the new binary and split the cluster). The decision is
-//! [`crate::controller::upgrade::decide_bounce`].
+//! [`crate::controller::upgrade::decide_bounce`]. `automationOptions.killProcesses:
+//! false` holds the kill back, as it holds back every other restart.
 //!
 //! With locks in use, several operator instances may share the database: each takes the
 //! lock, adds its ready process groups to the pending-upgrade list, and kills only when
@@ -51,6 +52,21 @@ pub async fn reconcile(
             agreement,
         } => (target, addresses, agreement),
     };
+    if !snapshot.spec().automation_options.kill_processes() {
+        // The user turned the operator's restarts off: the upgrade stays staged (every
+        // group IncorrectCommandLine) until they turn them on or restart the processes
+        // themselves. The rest of the pass goes on.
+        let reason = format!(
+            "the upgrade to {target} is ready to restart every process, but automationOptions.killProcesses is false"
+        );
+        tracing::info!(%reason);
+        // Only the user can change this, and their change wakes the operator: no need to
+        // look often.
+        return Ok(Some(StepOutcome::DelayedRequeue {
+            delay: Duration::from_secs(300),
+            reason,
+        }));
+    }
     if let Err(refusal) = safety::sole_disruption(io.deleted_pods())
         .and_then(|()| safety::paced(snapshot, io.recovery_caused()))
     {

@@ -6,9 +6,9 @@
 //! - an ID is `[prefix-]<class>-<n>` with a prefix the cluster has had
 //!   (`processGroupIDPrefix`, initially or through an earlier `apply`), a class whose
 //!   desired count was above zero at some point up to the step, and `n >= 1`;
-//! - the operator numbers new groups with the lowest free number, so a number above the
-//!   class's peak count is reached only by replacements, which keep the replaced group's
-//!   number taken until it is gone. Every replacement follows something that happens to
+//! - the operator numbers new groups above the highest number in use, so a number above
+//!   the class's peak count is reached only by replacements (each takes the next number,
+//!   at most one per group of the class for what one step sets off). Every replacement follows something that happens to
 //!   the cluster: an `apply`, `fault` or `act` step, or (once) the operator's own
 //!   automatic replacement of failed groups. So `n` is at most
 //!   `peak count of the class x (1 + earlier apply, fault and act steps)`: lenient when the

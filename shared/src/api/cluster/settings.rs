@@ -110,12 +110,13 @@ impl LabelConfig {
     }
 }
 
-/// One entry of `spec.coordinatorSelection`: a stateful class and its priority when
-/// coordinators are chosen (higher first).
+/// One entry of `spec.coordinatorSelection`: a class that may host coordinators and its
+/// priority when coordinators are chosen (higher first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CoordinatorSelectionSetting {
-    /// A stateful process class (`storage`, `log` or `transaction`).
+    /// A process class that may host coordinators (`storage`, `log`, `transaction` or
+    /// `coordinator`); with a selection, only the classes it names do.
     pub process_class: ProcessClass,
     /// Priority of the class; higher is preferred.
     #[serde(default)]
@@ -155,10 +156,12 @@ pub struct BuggifyConfig {
     /// Process group IDs whose pods cannot be scheduled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub no_schedule: Vec<String>,
-    /// Process group IDs whose removal is blocked.
+    /// Process group IDs that are never removed, even when marked for removal (they are
+    /// still excluded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_removal: Vec<String>,
-    /// Process addresses ignored when checking restarts.
+    /// Process group IDs whose processes the operator never restarts (bounces and the
+    /// kill of an upgrade).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore_during_restart: Vec<String>,
     /// Whether every monitor conf is rendered empty (no processes run; nothing is

@@ -276,7 +276,8 @@ impl FoundationDBClusterSpec {
         self.routing.dns_domain()
     }
 
-    /// Coordinator class priorities (default: log and transaction 1, storage 0).
+    /// Coordinator class priorities (default: log, transaction and coordinator 1, storage
+    /// 0).
     pub fn coordinator_selection(&self) -> Vec<CoordinatorSelectionSetting> {
         if !self.coordinator_selection.is_empty() {
             return self.coordinator_selection.clone();
@@ -285,6 +286,7 @@ impl FoundationDBClusterSpec {
             (ProcessClass::Log, 1),
             (ProcessClass::Transaction, 1),
             (ProcessClass::Storage, 0),
+            (ProcessClass::Coordinator, 1),
         ]
         .into_iter()
         .map(|(process_class, priority)| CoordinatorSelectionSetting {
