@@ -4,6 +4,7 @@
 
 use fdb_shared::api::backup::BackupState;
 use fdb_shared::api::{FoundationDBBackup, FoundationDBRestore};
+use fdb_shared::validation::backup_values::{backup_value_errors, restore_value_errors};
 
 /// The deletion policies the operator knows.
 pub const DELETION_POLICIES: [&str; 3] = ["noop", "stop", "cleanup"];
@@ -77,6 +78,8 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
             .errors
             .push("spec.version: not a FoundationDB version (M.m.p)".to_owned());
     }
+    let name = backup.metadata.name.as_deref().unwrap_or_default();
+    report.errors.extend(backup_value_errors(spec, name));
     report
 }
 
@@ -99,14 +102,8 @@ pub fn validate_restore(restore: &FoundationDBRestore) -> SpecReport {
             .errors
             .push("spec.backupVersion: must not be negative".to_owned());
     }
-    for (index, range) in spec.key_ranges.iter().enumerate() {
-        if range.start >= range.end {
-            report.errors.push(format!(
-                "spec.keyRanges[{index}]: start {:?} must come before end {:?}",
-                range.start, range.end
-            ));
-        }
-    }
+    let name = restore.metadata.name.as_deref().unwrap_or_default();
+    report.errors.extend(restore_value_errors(spec, name));
     report
 }
 

@@ -1,6 +1,8 @@
 //! Validation of the API objects: errors and warnings as sentences naming the field,
 //! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
 
+pub mod backup_values;
+pub mod commands;
 mod custom_parameters;
 
 pub use custom_parameters::{
@@ -351,6 +353,7 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     check_coordinator_selection(spec, &mut report);
     check_enums(spec, &mut report);
     check_replacements(spec, &mut report);
+    report.errors.extend(commands::command_value_errors(spec));
     report
 }
 
@@ -379,6 +382,9 @@ pub fn validate_backup_spec(spec: &FoundationDBBackupSpec) -> ValidationReport {
         &spec.custom_parameters,
     ));
     report
+        .errors
+        .extend(backup_values::backup_value_errors(spec, ""));
+    report
 }
 
 /// Validates a restore spec.
@@ -391,6 +397,9 @@ pub fn validate_restore_spec(spec: &FoundationDBRestoreSpec) -> ValidationReport
         "spec.customParameters",
         &spec.custom_parameters,
     ));
+    report
+        .errors
+        .extend(backup_values::restore_value_errors(spec, ""));
     report
 }
 

@@ -35,6 +35,15 @@ pub enum TargetError {
         /// The version that decided.
         version: String,
     },
+    /// The group's ID cannot be a locality value (a hostile `processGroupIDPrefix`,
+    /// refused at validation): no exclude command is built from it.
+    #[error("process group {group:?} cannot be excluded by locality: {reason}")]
+    Locality {
+        /// The group.
+        group: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The version exclusions are made for: the running version, else the spec's.
@@ -62,7 +71,12 @@ pub fn targets(
     group: &GroupView<'_>,
 ) -> Result<Vec<ExclusionTarget>, TargetError> {
     if uses_localities(snapshot) {
-        return Ok(vec![ExclusionTarget::instance_id(group.id())]);
+        return ExclusionTarget::instance_id(group.id())
+            .map(|target| vec![target])
+            .map_err(|error| TargetError::Locality {
+                group: group.id().to_owned(),
+                reason: error.to_string(),
+            });
     }
     let mut targets: Vec<ExclusionTarget> = super::placement::known_ips(snapshot, group)
         .iter()
@@ -169,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_reporting_process_is_complete_once_excluded_without_roles() {
-        let target = [ExclusionTarget::instance_id("storage-4")];
+        let target = [ExclusionTarget::instance_id("storage-4").unwrap()];
         let with_role = serde_json::json!({"p": {"address": "10.0.0.4:4501", "excluded": true,
             "locality": {"instance_id": "storage-4"}, "roles": [{"role": "storage"}]}});
         let listed = db(with_role, &["locality_instance_id:storage-4"], 0);
@@ -191,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_dead_process_is_complete_only_when_no_silent_server_holds_data() {
-        let target = [ExclusionTarget::instance_id("storage-2")];
+        let target = [ExclusionTarget::instance_id("storage-2").unwrap()];
         let none = serde_json::json!({});
         assert!(
             verdict(&db(none.clone(), &[], 0), &target).is_err(),
