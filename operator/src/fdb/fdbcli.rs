@@ -2,6 +2,8 @@
 
 pub mod backup_commands;
 pub mod commands;
+#[cfg(test)]
+mod property_tests;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -314,9 +316,9 @@ impl AdminClient for FdbcliAdminClient {
         zone: &str,
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
-        self.run(&commands::maintenance_on(zone, duration_seconds))
-            .await
-            .map(drop)
+        let command = commands::maintenance_on(zone, duration_seconds)
+            .map_err(|error| refused("maintenance", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {

@@ -217,6 +217,10 @@ pub fn backup_url(config: &BlobStoreConfiguration, resource_name: &str) -> Strin
     );
     for parameter in &config.url_parameters {
         let (key, value) = parameter.split_once('=').unwrap_or((parameter, ""));
+        if key.trim() == "bucket" {
+            // Refused at validation; left out here so that it can never change the bucket.
+            continue;
+        }
         url.push('&');
         url.push_str(&percent_encode(key, &[]));
         url.push('=');

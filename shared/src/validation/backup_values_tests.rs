@@ -72,7 +72,7 @@ fn the_url_keeps_valid_parts_and_encodes_the_rest() {
     let mut bad = config("a@b/x?bucket=evil");
     bad.backup_name = Some("n?bucket=evil#".into());
     bad.bucket = Some("b&x=1".into());
-    bad.url_parameters = vec!["k=v&bucket=evil".into()];
+    bad.url_parameters = vec!["k=v&bucket=evil".into(), "bucket=evil".into()];
     let url = backup_url(&bad, "r");
     assert_eq!(url.matches('?').count(), 1, "{url}");
     assert_eq!(url.matches("bucket=").count(), 1, "{url}");

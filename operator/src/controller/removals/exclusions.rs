@@ -35,6 +35,17 @@ pub enum TargetError {
         /// The version that decided.
         version: String,
     },
+    /// A recorded exclusion target does not parse (the status was edited by hand): it
+    /// is not included blindly; the group waits for a person to look.
+    #[error(
+        "process group {group}: the recorded exclusion target {target:?} is not a locality, an address or an IP"
+    )]
+    Recorded {
+        /// The group.
+        group: String,
+        /// The recorded text.
+        target: String,
+    },
     /// The group's ID cannot be a locality value (a hostile `processGroupIDPrefix`,
     /// refused at validation): no exclude command is built from it.
     #[error("process group {group:?} cannot be excluded by locality: {reason}")]
@@ -92,6 +103,29 @@ pub fn targets(
         });
     }
     Ok(targets)
+}
+
+/// The targets to include again when the group's removal is finished: exactly those
+/// recorded when it was excluded (`excludedTargets`), whatever the options or the
+/// version say now. A group excluded before targets were recorded falls back to the
+/// targets the options give now.
+pub fn targets_to_include(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+) -> Result<Vec<ExclusionTarget>, TargetError> {
+    let recorded = &group.status.excluded_targets;
+    if recorded.is_empty() {
+        return targets(snapshot, group);
+    }
+    recorded
+        .iter()
+        .map(|text| {
+            ExclusionTarget::parse(text).ok_or_else(|| TargetError::Recorded {
+                group: group.id().to_owned(),
+                target: text.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Whether the database lists `target` as excluded.

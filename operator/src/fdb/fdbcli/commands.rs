@@ -19,6 +19,12 @@ pub enum CommandError {
         /// The refused value.
         value: String,
     },
+    /// An empty value where a token is needed.
+    #[error("the {what} is empty")]
+    Empty {
+        /// What is empty.
+        what: &'static str,
+    },
     /// An address whose host is neither an IP address nor a DNS name.
     #[error("{address:?} is not a valid process address")]
     Address {
@@ -166,12 +172,16 @@ pub fn kill(addresses: &[ProcessAddress]) -> Result<String, CommandError> {
     Ok(format!("kill; kill{}; sleep 5", address_tokens(addresses)?))
 }
 
-/// `maintenance on <zone> <seconds>`.
-pub fn maintenance_on(zone: &str, duration_seconds: u64) -> String {
-    format!(
+/// `maintenance on <zone> <seconds>`: the zone escaped into one token; an empty zone
+/// is refused (it would be no token, and the seconds would be read as the zone).
+pub fn maintenance_on(zone: &str, duration_seconds: u64) -> Result<String, CommandError> {
+    if zone.is_empty() {
+        return Err(CommandError::Empty { what: "zone" });
+    }
+    Ok(format!(
         "maintenance on {} {duration_seconds}",
         escape_bytes(zone.as_bytes())
-    )
+    ))
 }
 
 /// Reads one key of the system key space.
@@ -326,7 +336,11 @@ mod tests {
             coordinators(&[address]).unwrap(),
             "coordinators 10.0.0.1:4501:tls"
         );
-        assert_eq!(maintenance_on("zone a", 60), "maintenance on zone\\x20a 60");
+        assert_eq!(
+            maintenance_on("zone a", 60).unwrap(),
+            "maintenance on zone\\x20a 60"
+        );
+        assert!(maintenance_on("", 60).is_err());
     }
 
     /// The attack: `; writemode on; clearrange "" \xff` in a spec value.
@@ -390,7 +404,7 @@ mod tests {
             "coordinators pod.sample.default.svc.cluster.local:4501"
         );
         assert_eq!(
-            maintenance_on(ATTACK, 60),
+            maintenance_on(ATTACK, 60).unwrap(),
             "maintenance on x\\x3b\\x20writemode\\x20on\\x3b\\x20clearrange\\x20\\x22\\x22\\x20\\x5cxff 60"
         );
     }

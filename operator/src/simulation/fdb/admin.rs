@@ -302,7 +302,8 @@ impl AdminClient for SimulatedFdb {
         zone: &str,
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
-        let command = commands::maintenance_on(zone, duration_seconds);
+        let command = commands::maintenance_on(zone, duration_seconds)
+            .map_err(|e| refused("maintenance", e))?;
         self.mutate(&command, |state, now| {
             require_available(state, &command)?;
             let until = now.saturating_add(i64::try_from(duration_seconds).unwrap_or(i64::MAX));
