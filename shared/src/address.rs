@@ -36,6 +36,27 @@ impl ProcessAddress {
         }
     }
 
+    /// An address whose host must be an IP address or a DNS name (what [`Self::parse`]
+    /// accepts): a host with a space, `;` or a quote is refused, so the address is
+    /// always one token of an fdbcli command.
+    pub fn checked(host: &str, port: u16, tls: bool) -> Result<Self, AddressParseError> {
+        let address = Self::new(host, port).with_tls(tls);
+        if address.is_well_formed() {
+            Ok(address)
+        } else {
+            Err(AddressParseError {
+                input: address.to_string(),
+                reason: "the host is neither an IP address nor a DNS name",
+            })
+        }
+    }
+
+    /// Whether the address reads back as itself: its host an IP address or a DNS name
+    /// and its port not 0 (the public fields allow any text; command builders check).
+    pub fn is_well_formed(&self) -> bool {
+        Self::parse(&self.to_string()).is_ok_and(|parsed| parsed == *self)
+    }
+
     /// The same address with the TLS flag set as given.
     pub fn with_tls(mut self, tls: bool) -> Self {
         self.tls = tls;

@@ -7,6 +7,7 @@ pub mod api;
 pub mod cluster_math;
 pub mod connection_string;
 pub mod monitor_conf;
+pub mod printable;
 pub mod sidecar;
 pub mod status_json;
 mod text_serde;

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod command_values;
 mod hostile_conf;
 mod hostile_input;
 mod hostile_names;

@@ -155,3 +155,8 @@ fn the_one_cluster_wide_kill_of_a_bounce_passes() {
 fn bouncing_the_whole_cluster_twice_in_a_row_is_caught() {
     assert_caught("kill-every-process-twice", "unavailable-by-operator");
 }
+
+#[test]
+fn an_operator_that_forgets_the_include_is_caught() {
+    assert_caught("forget-include", "exclusion-left-behind");
+}

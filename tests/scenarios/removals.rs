@@ -189,3 +189,32 @@ fn groups_on_nodes_down_for_hours_are_replaced_one_at_a_time() {
     let end = result.steps.last().unwrap();
     assert_eq!(end.fdb["lostShards"], 0, "{}", end.fdb["lostShards"]);
 }
+
+/// Issue 19: the include after a removal uses what was excluded, not what the options
+/// say now. Flipped either way mid-removal, nothing stays excluded (before the fix the
+/// locality of the removed group stayed excluded while the status said Reconciled).
+#[test]
+fn flipping_locality_exclusions_mid_removal_leaves_nothing_excluded() {
+    for (file, excluded) in [
+        (
+            "removals/flip-localities-mid-removal.yaml",
+            "locality_instance_id:",
+        ),
+        ("removals/flip-to-localities-mid-removal.yaml", "127."),
+    ] {
+        let result = run_file(file, None);
+        assert_clean(&result);
+        let excludes = admin_commands(&result, "exclude");
+        let includes = admin_commands(&result, "include");
+        assert!(
+            excludes.iter().any(|e| e.contains(excluded)),
+            "{file}: {excludes:?}"
+        );
+        assert!(
+            includes.iter().any(|i| i.contains(excluded)),
+            "{file}: the excluded target is included again: {includes:?}"
+        );
+        let end = result.steps.last().unwrap();
+        assert_eq!(end.fdb["excluded"], serde_json::json!([]), "{file}");
+    }
+}

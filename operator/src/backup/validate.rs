@@ -4,6 +4,7 @@
 
 use fdb_shared::api::backup::BackupState;
 use fdb_shared::api::{FoundationDBBackup, FoundationDBRestore};
+use fdb_shared::validation::backup_values::{backup_value_errors, restore_value_errors};
 use fdb_shared::validation::names::{dns1123_subdomain_error, owner_name_errors};
 
 use super::deployment::AGENTS_SUFFIX;
@@ -122,6 +123,8 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
             .errors
             .push("spec.version: not a FoundationDB version (M.m.p)".to_owned());
     }
+    let name = backup.metadata.name.as_deref().unwrap_or_default();
+    report.errors.extend(backup_value_errors(spec, name));
     report
 }
 
@@ -145,14 +148,8 @@ pub fn validate_restore(restore: &FoundationDBRestore) -> SpecReport {
             .errors
             .push("spec.backupVersion: must not be negative".to_owned());
     }
-    for (index, range) in spec.key_ranges.iter().enumerate() {
-        if range.start >= range.end {
-            report.errors.push(format!(
-                "spec.keyRanges[{index}]: start {:?} must come before end {:?}",
-                range.start, range.end
-            ));
-        }
-    }
+    let name = restore.metadata.name.as_deref().unwrap_or_default();
+    report.errors.extend(restore_value_errors(spec, name));
     report
 }
 

@@ -195,6 +195,7 @@ pub fn explain_restore(
 ) -> RestoreExplanation {
     let report = validate_restore(restore);
     warnings.extend(report.warnings);
+    let name = restore.metadata.name.as_deref().unwrap_or_default();
     let request = restore_request(restore);
     RestoreExplanation {
         kind: ResourceKind::Restore.kind(),
@@ -203,14 +204,19 @@ pub fn explain_restore(
         warnings,
         name: restore.metadata.name.clone().unwrap_or_default(),
         destination_cluster_name: restore.spec.destination_cluster_name.clone(),
-        url: request.url.clone(),
-        backup_version: request.version,
-        key_ranges: request
+        url: restore.spec.blob_store_configuration.url(name),
+        backup_version: restore.spec.backup_version,
+        key_ranges: restore
+            .spec
             .key_ranges
             .iter()
-            .map(|r| [r.begin.clone(), r.end.clone()])
+            .map(|r| [r.start.clone(), r.end.clone()])
             .collect(),
-        start_command: display("fdbrestore", &restore_start(&request)),
+        // No command from ranges that do not parse: it would restore other keys.
+        start_command: request.map_or_else(
+            |error| format!("(none: {error})"),
+            |request| display("fdbrestore", &restore_start(&request)),
+        ),
     }
 }
 

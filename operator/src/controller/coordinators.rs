@@ -111,7 +111,9 @@ pub fn coordinator_address(
     } else {
         pod_ip.filter(|ip| !ip.is_empty())?.to_owned()
     };
-    Some(ProcessAddress::new(host, first_process_port(tls)).with_tls(tls))
+    // A host that is not a DNS name (a hostile `routing.dnsDomain`, refused at
+    // validation) gives no address rather than a coordinators command it could break.
+    ProcessAddress::checked(&host, first_process_port(tls), tls).ok()
 }
 
 #[cfg(test)]

@@ -36,6 +36,16 @@ pub fn record_exclusion(group: &mut ProcessGroupStatus, now: Timestamp) -> bool 
     true
 }
 
+/// Adds `targets` to the group's excluded targets (kept sorted, each once): what was
+/// excluded is kept until the group is included and dropped.
+pub fn record_excluded_targets(group: &mut ProcessGroupStatus, targets: &[String]) -> bool {
+    let before = group.excluded_targets.len();
+    group.excluded_targets.extend(targets.iter().cloned());
+    group.excluded_targets.sort();
+    group.excluded_targets.dedup();
+    group.excluded_targets.len() != before
+}
+
 /// Gives the group `condition`, first seen `now_unix` unless it already has it (then its
 /// first-seen time stays). Conditions stay in the canonical order.
 pub fn set_condition(
@@ -125,6 +135,13 @@ pub enum StatusMutation {
         /// The process group ID.
         group: String,
     },
+    /// See [`record_excluded_targets`].
+    RecordExcludedTargets {
+        /// The process group ID.
+        group: String,
+        /// The targets about to be excluded.
+        targets: Vec<String>,
+    },
     /// See [`record_addresses`].
     RecordAddresses {
         /// The process group ID.
@@ -160,6 +177,7 @@ impl StatusMutation {
             Self::SetCondition { .. } => "set condition",
             Self::ClearCondition { .. } => "clear condition",
             Self::RecordExclusion { .. } => "record exclusion",
+            Self::RecordExcludedTargets { .. } => "record excluded targets",
             Self::RecordAddresses { .. } => "record addresses",
             Self::SetConnectionString(_) => "set connection string",
             Self::MarkConfigured => "mark configured",
@@ -257,6 +275,9 @@ pub fn apply(
             }
             StatusMutation::RecordExclusion { group } => {
                 record_exclusion(group_mut(status, &index, group, mutation)?, now)
+            }
+            StatusMutation::RecordExcludedTargets { group, targets } => {
+                record_excluded_targets(group_mut(status, &index, group, mutation)?, targets)
             }
             StatusMutation::RecordAddresses { group, addresses } => {
                 record_addresses(group_mut(status, &index, group, mutation)?, addresses)

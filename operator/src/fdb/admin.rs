@@ -13,6 +13,7 @@ use fdb_shared::status_json::BackupStatus;
 
 use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart};
 use super::error::AdminError;
+use super::locality_filter::{LocalityFilter, LocalityFilterError};
 use super::locks::LockValue;
 use super::pending_upgrades::PendingUpgrade;
 
@@ -20,7 +21,7 @@ use super::pending_upgrades::PendingUpgrade;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ExclusionTarget {
     /// A locality filter such as `locality_instance_id:storage-1`.
-    Locality(String),
+    Locality(LocalityFilter),
     /// One process address.
     Address(ProcessAddress),
     /// Every process on an IP address.
@@ -28,21 +29,32 @@ pub enum ExclusionTarget {
 }
 
 impl ExclusionTarget {
-    /// The locality target of a process group (`locality_instance_id:<id>`).
-    pub fn instance_id(process_group_id: &str) -> Self {
-        Self::Locality(format!("locality_instance_id:{process_group_id}"))
+    /// The locality target of a process group (`locality_instance_id:<id>`); refused
+    /// when the ID has characters a locality may not have.
+    pub fn instance_id(process_group_id: &str) -> Result<Self, LocalityFilterError> {
+        LocalityFilter::instance_id(process_group_id).map(Self::Locality)
+    }
+
+    /// Parses a target as [`fmt::Display`] writes it: a locality filter, an address or
+    /// an IP address; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.starts_with("locality_") {
+            return LocalityFilter::parse(text).ok().map(Self::Locality);
+        }
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Some(Self::Ip(ip));
+        }
+        ProcessAddress::parse(text)
+            .ok()
+            .filter(|a| a.to_string() == text)
+            .map(Self::Address)
     }
 
     /// Whether the process (by its status entry) is selected by this target.
     pub fn matches(&self, process: &fdb_shared::status_json::ProcessStatus) -> bool {
         match self {
             Self::Locality(filter) => {
-                let Some((key, value)) = filter
-                    .strip_prefix("locality_")
-                    .and_then(|rest| rest.split_once(':'))
-                else {
-                    return false;
-                };
+                let (key, value) = (filter.key(), filter.value());
                 let locality = &process.locality;
                 let actual = match key {
                     "instance_id" => locality.instance_id.clone(),
@@ -76,7 +88,7 @@ impl ExclusionTarget {
 impl fmt::Display for ExclusionTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Locality(filter) => f.write_str(filter),
+            Self::Locality(filter) => write!(f, "{filter}"),
             Self::Address(address) => write!(f, "{address}"),
             Self::Ip(ip) => write!(f, "{ip}"),
         }
@@ -366,11 +378,11 @@ mod tests {
             "c":{"address":"10.0.0.3:4501","excluded":false,"roles":[],"locality":{"instance_id":"storage-3"}}}}}"#,
         );
         let targets = [
-            ExclusionTarget::instance_id("storage-1"),
-            ExclusionTarget::instance_id("storage-2"),
+            ExclusionTarget::instance_id("storage-1").unwrap(),
+            ExclusionTarget::instance_id("storage-2").unwrap(),
             ExclusionTarget::Address(ProcessAddress::parse("10.0.0.3:4501").unwrap()),
             ExclusionTarget::Ip("10.0.0.1".parse().unwrap()),
-            ExclusionTarget::instance_id("storage-9"),
+            ExclusionTarget::instance_id("storage-9").unwrap(),
         ];
         let report = ExclusionReport::from_status(&status, &targets);
         assert_eq!(

@@ -34,13 +34,80 @@ impl BackupModify {
     }
 }
 
-/// A key range to restore, in FoundationDB's printable key form.
+/// A key range to restore, as bytes: only [`KeyRange::new`] makes one, so a range is
+/// never empty or reversed, and its keys are rendered escaped (one token each: a space
+/// in a key can never split it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRange {
-    /// First key (inclusive).
-    pub begin: String,
-    /// End key (exclusive).
-    pub end: String,
+    begin: Vec<u8>,
+    end: Vec<u8>,
+}
+
+/// Why a key range cannot be restored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRangeError {
+    /// A key did not parse.
+    #[error("key {text:?} {problem}")]
+    Key {
+        /// The key as written.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The begin key does not come before the end key.
+    #[error("the range {begin:?} - {end:?} is empty or reversed")]
+    Order {
+        /// The begin key as written.
+        begin: String,
+        /// The end key as written.
+        end: String,
+    },
+}
+
+impl KeyRange {
+    /// The range from `begin` (inclusive) to `end` (exclusive); both non-empty and
+    /// `begin < end`.
+    pub fn new(begin: Vec<u8>, end: Vec<u8>) -> Result<Self, KeyRangeError> {
+        let printable = |key: &[u8]| fdb_shared::printable::escape_bytes(key);
+        for key in [&begin, &end] {
+            if key.is_empty() {
+                return Err(KeyRangeError::Key {
+                    text: String::new(),
+                    problem: "must not be empty".to_owned(),
+                });
+            }
+        }
+        if begin >= end {
+            return Err(KeyRangeError::Order {
+                begin: printable(&begin),
+                end: printable(&end),
+            });
+        }
+        Ok(Self { begin, end })
+    }
+
+    /// Parses keys in FoundationDB's printable form (`\xNN` for a byte).
+    pub fn parse(begin: &str, end: &str) -> Result<Self, KeyRangeError> {
+        let key = |text: &str| {
+            fdb_shared::validation::backup_values::parse_key(text).map_err(|problem| {
+                KeyRangeError::Key {
+                    text: text.to_owned(),
+                    problem,
+                }
+            })
+        };
+        Self::new(key(begin)?, key(end)?)
+    }
+
+    /// The first key (inclusive).
+    pub fn begin(&self) -> &[u8] {
+        &self.begin
+    }
+
+    /// The end key (exclusive).
+    pub fn end(&self) -> &[u8] {
+        &self.end
+    }
 }
 
 /// `fdbrestore start`: restores a backup into the database.

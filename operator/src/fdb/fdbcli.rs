@@ -2,6 +2,8 @@
 
 pub mod backup_commands;
 pub mod commands;
+#[cfg(test)]
+mod property_tests;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -237,6 +239,14 @@ impl FdbcliAdminClient {
     }
 }
 
+/// A command the builders refused to build: nothing was sent to fdbcli.
+pub fn refused(command: &str, error: commands::CommandError) -> AdminError {
+    AdminError::Rejected {
+        command: command.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
 #[async_trait::async_trait]
 impl AdminClient for FdbcliAdminClient {
     async fn status(&self) -> Result<DatabaseStatus, AdminError> {
@@ -253,32 +263,34 @@ impl AdminClient for FdbcliAdminClient {
         configuration: &DatabaseConfiguration,
         new_database: bool,
     ) -> Result<(), AdminError> {
-        self.run(&commands::configure(configuration, new_database))
-            .await
-            .map(drop)
+        let command = commands::configure(configuration, new_database)
+            .map_err(|error| refused("configure", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
         if targets.is_empty() {
             return Ok(());
         }
-        self.run(&commands::exclude(targets, blocking))
-            .await
-            .map(drop)
+        let command =
+            commands::exclude(targets, blocking).map_err(|error| refused("exclude", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
         if targets.is_empty() {
             return Ok(());
         }
-        self.run(&commands::include(targets)).await.map(drop)
+        let command = commands::include(targets).map_err(|error| refused("include", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn change_coordinators(
         &self,
         coordinators: &[ProcessAddress],
     ) -> Result<ConnectionString, AdminError> {
-        let command = commands::coordinators(coordinators);
+        let command =
+            commands::coordinators(coordinators).map_err(|error| refused("coordinators", error))?;
         self.run(&command).await?;
         // fdbcli rewrote the cluster file; the new connection string is in the status.
         let status = self.status().await?;
@@ -295,7 +307,8 @@ impl AdminClient for FdbcliAdminClient {
         if addresses.is_empty() {
             return Ok(());
         }
-        self.run(&commands::kill(addresses)).await.map(drop)
+        let command = commands::kill(addresses).map_err(|error| refused("kill", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn set_maintenance_zone(
@@ -303,9 +316,9 @@ impl AdminClient for FdbcliAdminClient {
         zone: &str,
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
-        self.run(&commands::maintenance_on(zone, duration_seconds))
-            .await
-            .map(drop)
+        let command = commands::maintenance_on(zone, duration_seconds)
+            .map_err(|error| refused("maintenance", error))?;
+        self.run(&command).await.map(drop)
     }
 
     async fn reset_maintenance_zone(&self) -> Result<(), AdminError> {

@@ -6,6 +6,7 @@ pub mod backup;
 pub mod cache;
 pub mod error;
 pub mod fdbcli;
+pub mod locality_filter;
 pub mod locks;
 #[cfg(feature = "native-client")]
 pub mod native;
@@ -15,7 +16,7 @@ pub use admin::{
     AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
 };
 pub use backup::{
-    BackupModify, BackupStart, KeyRange, RestoreProgress, RestoreStart, RestoreState,
+    BackupModify, BackupStart, KeyRange, KeyRangeError, RestoreProgress, RestoreStart, RestoreState,
 };
 pub use cache::PassScopedAdmin;
 pub use error::AdminError;

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::backup::BackupError;
 use crate::controller::{Context, PassOutcome, PassReport};
-use crate::fdb::{KeyRange, RestoreProgress, RestoreStart, RestoreState};
+use crate::fdb::{KeyRange, KeyRangeError, RestoreProgress, RestoreStart, RestoreState};
 
 /// How often a running restore's state is read.
 pub const RESTORE_POLL: Duration = Duration::from_secs(30);
@@ -29,20 +29,19 @@ fn requeue(step: &'static str, reason: impl Into<String>) -> PassReport {
     }
 }
 
-/// The `fdbrestore start` request of a restore.
-pub fn restore_request(restore: &FoundationDBRestore) -> RestoreStart {
+/// The `fdbrestore start` request of a restore; an error when a key range does not
+/// parse (validation refuses such a spec first): never a request that restores more
+/// than the spec's ranges.
+pub fn restore_request(restore: &FoundationDBRestore) -> Result<RestoreStart, KeyRangeError> {
     let name = restore.metadata.name.clone().unwrap_or_default();
-    RestoreStart {
+    Ok(RestoreStart {
         url: restore.spec.blob_store_configuration.url(&name),
         key_ranges: restore
             .spec
             .key_ranges
             .iter()
-            .map(|range| KeyRange {
-                begin: range.start.clone(),
-                end: range.end.clone(),
-            })
-            .collect(),
+            .map(|range| KeyRange::parse(&range.start, &range.end))
+            .collect::<Result<_, _>>()?,
         version: restore.spec.backup_version,
         encryption_key_path: restore.spec.encryption_key_path.clone(),
         custom_parameters: restore
@@ -51,7 +50,7 @@ pub fn restore_request(restore: &FoundationDBRestore) -> RestoreStart {
             .iter()
             .map(|p| format!("--{p}"))
             .collect(),
-    }
+    })
 }
 
 /// The status for what `fdbrestore status` reports about the restore of `url`.
@@ -131,7 +130,15 @@ async fn restore_pass(
         .admin
         .admin_for(&cluster)
         .map_err(BackupError::admin("connect to the database"))?;
-    let request = restore_request(&restore);
+    let request = match restore_request(&restore) {
+        Ok(request) => request,
+        Err(error) => {
+            return Ok(requeue(
+                "ValidateSpec",
+                format!("invalid spec: spec.keyRanges: {error}"),
+            ));
+        }
+    };
     let mut progress = admin.restore_status().await.map_err(BackupError::admin(
         "UpdateRestoreStatus: read the restore status",
     ))?;
@@ -192,7 +199,7 @@ mod tests {
              keyRanges: [{start: a, end: z}], customParameters: [knob_x=1]}\n",
         )
         .unwrap();
-        let request = restore_request(&restore);
+        let request = restore_request(&restore).unwrap();
         assert_eq!(request.url, "blobstore://a@s3:443/b?bucket=fdb-backups&x=1");
         assert_eq!(request.version, Some(7));
         assert_eq!(request.key_ranges.len(), 1);

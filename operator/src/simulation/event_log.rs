@@ -1,6 +1,7 @@
 //! The simulation's events log: every operator write, admin command and sidecar request,
 //! stamped with the scenario step, the simulated time and the operator pass.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::clock::Clock;
@@ -57,6 +58,9 @@ struct State {
     status_json_calls: u64,
     admin_commands: u64,
     sidecar_requests: u64,
+    /// Targets the operator excluded, with the issuing instance (its cluster's name):
+    /// what `exclusion-left-behind` may blame on it.
+    operator_exclusions: BTreeSet<(Option<String>, String)>,
 }
 
 /// A shared, append-only events log with the counters of the result's `metrics`.
@@ -192,6 +196,29 @@ impl EventLog {
             by: (source != EventSource::Operator).then(|| actor.by().to_owned()),
             issuer: issuer.map(str::to_owned),
         });
+    }
+
+    /// Notes targets an `exclude` of the operator (or of an `act` step as the operator,
+    /// judged like it) put in place.
+    pub fn note_operator_exclusions(&self, issuer: Option<&str>, targets: &[String]) {
+        let mut state = self.lock();
+        if state.actor != Actor::User {
+            for target in targets {
+                state
+                    .operator_exclusions
+                    .insert((issuer.map(str::to_owned), target.clone()));
+            }
+        }
+    }
+
+    /// The targets the operator ever excluded; with `issuer`, only that instance's.
+    pub fn operator_exclusions(&self, issuer: Option<&str>) -> BTreeSet<String> {
+        self.lock()
+            .operator_exclusions
+            .iter()
+            .filter(|(by, _)| issuer.is_none() || by.as_deref() == issuer)
+            .map(|(_, target)| target.clone())
+            .collect()
     }
 
     /// Counts a `status json` read.

@@ -136,6 +136,11 @@ impl AdminClient for RecordingAdmin {
         let mode = if blocking { "" } else { "no_wait " };
         self.judge_write("exclude", &format!("exclude {mode}{}", join(targets)));
         let result = self.inner.exclude(targets, blocking).await;
+        if result.is_ok() {
+            let texts: Vec<String> = targets.iter().map(ToString::to_string).collect();
+            self.log
+                .note_operator_exclusions(self.issuer.as_deref(), &texts);
+        }
         self.write(
             "exclude",
             "database",

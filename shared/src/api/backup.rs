@@ -58,19 +58,10 @@ impl BlobStoreConfiguration {
     }
 
     /// The backup URL: `blobstore://<account>/<backup name>?bucket=<bucket>` followed by
-    /// the URL parameters, `&`-separated.
+    /// the URL parameters, `&`-separated; each part percent-encoded (see
+    /// [`crate::validation::backup_values::backup_url`]).
     pub fn url(&self, resource_name: &str) -> String {
-        let mut url = format!(
-            "blobstore://{}/{}?bucket={}",
-            self.account_name.as_deref().unwrap_or_default(),
-            self.backup_name(resource_name),
-            self.bucket()
-        );
-        for parameter in &self.url_parameters {
-            url.push('&');
-            url.push_str(parameter);
-        }
-        url
+        crate::validation::backup_values::backup_url(self, resource_name)
     }
 }
 

@@ -56,6 +56,19 @@ open_string_enum! {
     }
 }
 
+open_string_enum! {
+    /// How FoundationDB migrates storage servers to a new storage engine
+    /// (`storage_migration_type`): a closed set, as FoundationDB knows it.
+    StorageMigrationType {
+        /// No migration: the engine of existing storage servers is kept.
+        Disabled => "disabled",
+        /// Storage servers are replaced by new ones of the new engine at once.
+        Aggressive => "aggressive",
+        /// Storage servers migrate one at a time through the perpetual wiggle.
+        Gradual => "gradual",
+    }
+}
+
 impl RedundancyMode {
     /// The redundancy mode of a cluster that does not set one.
     pub const DEFAULT: Self = Self::Double;
@@ -168,7 +181,7 @@ pub struct DatabaseConfiguration {
     pub perpetual_storage_wiggle_locality: Option<String>,
     /// How storage engine migrations are done (`disabled`, `aggressive`, `gradual`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage_migration_type: Option<String>,
+    pub storage_migration_type: Option<StorageMigrationType>,
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ pub mod restore;
 
 pub use backup::{FoundationDBBackup, FoundationDBBackupSpec, FoundationDBBackupStatus};
 pub use cluster::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus};
-pub use database_configuration::{DatabaseConfiguration, RedundancyMode, StorageEngine};
+pub use database_configuration::{
+    DatabaseConfiguration, RedundancyMode, StorageEngine, StorageMigrationType,
+};
 pub use image_config::{ContainerOverrides, ImageConfig};
 pub use process_class::ProcessClass;
 pub use restore::{FoundationDBRestore, FoundationDBRestoreSpec, FoundationDBRestoreStatus};

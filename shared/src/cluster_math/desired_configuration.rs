@@ -70,7 +70,7 @@ fn arguments(config: &DatabaseConfiguration) -> Vec<(&'static str, String)> {
     if let Some(migration) = &config.storage_migration_type {
         args.push((
             "storage_migration_type",
-            format!("storage_migration_type={migration}"),
+            format!("storage_migration_type={}", migration.as_str()),
         ));
     }
     if !config.regions.is_empty() {

@@ -1,7 +1,9 @@
 //! Validation of the API objects: errors and warnings as sentences naming the field,
 //! e.g. `spec.version: "7.0" is not a valid FoundationDB version`.
 
+pub mod backup_values;
 pub mod bounds;
+pub mod commands;
 mod conf_values;
 pub mod config_map_size;
 mod custom_parameters;
@@ -360,6 +362,7 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
     names::check_label_settings(spec, &mut report);
     bounds::check_cluster_bounds(spec, &mut report);
     conf_values::check_conf_values(spec, &mut report);
+    report.errors.extend(commands::command_value_errors(spec));
     config_map_size::check_config_map_size(spec, &mut report);
     report
 }
@@ -398,6 +401,9 @@ pub fn validate_backup_spec(spec: &FoundationDBBackupSpec) -> ValidationReport {
     ));
     report.errors.extend(bounds::check_backup_bounds(spec));
     report
+        .errors
+        .extend(backup_values::backup_value_errors(spec, ""));
+    report
 }
 
 /// Validates a restore spec.
@@ -410,6 +416,9 @@ pub fn validate_restore_spec(spec: &FoundationDBRestoreSpec) -> ValidationReport
         "spec.customParameters",
         &spec.custom_parameters,
     ));
+    report
+        .errors
+        .extend(backup_values::restore_value_errors(spec, ""));
     report
 }
 

@@ -32,6 +32,7 @@ pub(crate) fn group(class: ProcessClass, id: &str) -> ProcessGroupStatus {
         removal_timestamp: None,
         exclusion_timestamp: None,
         exclusion_skipped: false,
+        excluded_targets: Vec::new(),
         fault_domain: None,
         process_group_conditions: Vec::new(),
     }

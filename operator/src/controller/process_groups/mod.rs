@@ -29,6 +29,7 @@ pub fn new_process_group(id: String, class: ProcessClass, now_unix: i64) -> Proc
         removal_timestamp: None,
         exclusion_timestamp: None,
         exclusion_skipped: false,
+        excluded_targets: Vec::new(),
         fault_domain: None,
         process_group_conditions: ProcessGroupConditionType::initial_conditions(
             class.is_stateful(),

@@ -35,6 +35,26 @@ pub enum TargetError {
         /// The version that decided.
         version: String,
     },
+    /// A recorded exclusion target does not parse (the status was edited by hand): it
+    /// is not included blindly; the group waits for a person to look.
+    #[error(
+        "process group {group}: the recorded exclusion target {target:?} is not a locality, an address or an IP"
+    )]
+    Recorded {
+        /// The group.
+        group: String,
+        /// The recorded text.
+        target: String,
+    },
+    /// The group's ID cannot be a locality value (a hostile `processGroupIDPrefix`,
+    /// refused at validation): no exclude command is built from it.
+    #[error("process group {group:?} cannot be excluded by locality: {reason}")]
+    Locality {
+        /// The group.
+        group: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The version exclusions are made for: the running version, else the spec's.
@@ -62,7 +82,12 @@ pub fn targets(
     group: &GroupView<'_>,
 ) -> Result<Vec<ExclusionTarget>, TargetError> {
     if uses_localities(snapshot) {
-        return Ok(vec![ExclusionTarget::instance_id(group.id())]);
+        return ExclusionTarget::instance_id(group.id())
+            .map(|target| vec![target])
+            .map_err(|error| TargetError::Locality {
+                group: group.id().to_owned(),
+                reason: error.to_string(),
+            });
     }
     let mut targets: Vec<ExclusionTarget> = super::placement::known_ips(snapshot, group)
         .iter()
@@ -78,6 +103,29 @@ pub fn targets(
         });
     }
     Ok(targets)
+}
+
+/// The targets to include again when the group's removal is finished: exactly those
+/// recorded when it was excluded (`excludedTargets`), whatever the options or the
+/// version say now. A group excluded before targets were recorded falls back to the
+/// targets the options give now.
+pub fn targets_to_include(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+) -> Result<Vec<ExclusionTarget>, TargetError> {
+    let recorded = &group.status.excluded_targets;
+    if recorded.is_empty() {
+        return targets(snapshot, group);
+    }
+    recorded
+        .iter()
+        .map(|text| {
+            ExclusionTarget::parse(text).ok_or_else(|| TargetError::Recorded {
+                group: group.id().to_owned(),
+                target: text.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Whether the database lists `target` as excluded.
@@ -169,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_reporting_process_is_complete_once_excluded_without_roles() {
-        let target = [ExclusionTarget::instance_id("storage-4")];
+        let target = [ExclusionTarget::instance_id("storage-4").unwrap()];
         let with_role = serde_json::json!({"p": {"address": "10.0.0.4:4501", "excluded": true,
             "locality": {"instance_id": "storage-4"}, "roles": [{"role": "storage"}]}});
         let listed = db(with_role, &["locality_instance_id:storage-4"], 0);
@@ -191,7 +239,7 @@ mod tests {
 
     #[test]
     fn a_dead_process_is_complete_only_when_no_silent_server_holds_data() {
-        let target = [ExclusionTarget::instance_id("storage-2")];
+        let target = [ExclusionTarget::instance_id("storage-2").unwrap()];
         let none = serde_json::json!({});
         assert!(
             verdict(&db(none.clone(), &[], 0), &target).is_err(),

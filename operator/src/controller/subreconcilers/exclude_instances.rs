@@ -230,6 +230,17 @@ impl Subreconciler for ExcludeInstances {
             {
                 return Ok(outcome);
             }
+            // Recorded before the command: whatever changes later (options, version, an
+            // operator restart), exactly these targets are included again.
+            let records: Vec<StatusMutation> = decision
+                .exclude
+                .iter()
+                .map(|(group, targets)| StatusMutation::RecordExcludedTargets {
+                    group: group.clone(),
+                    targets: targets.iter().map(ToString::to_string).collect(),
+                })
+                .collect();
+            io.apply_status(ctx, snapshot, &records).await?;
             tracing::info!(step = self.name(), ?groups, targets = ?text, "excluding");
             let admin = io.admin(ctx, snapshot)?;
             admin

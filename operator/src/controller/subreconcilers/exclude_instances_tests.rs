@@ -46,7 +46,7 @@ fn a_marked_serving_group_is_excluded_by_locality_behind_the_gates() {
         decision.exclude,
         [(
             "storage-4".to_owned(),
-            vec![ExclusionTarget::instance_id("storage-4")]
+            vec![ExclusionTarget::instance_id("storage-4").unwrap()]
         )]
     );
     // A recent recovery blocks it.

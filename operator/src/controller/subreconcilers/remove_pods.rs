@@ -168,9 +168,9 @@ fn decide_group(
             .push((id, "its pod is still terminating".to_owned()));
         return;
     }
-    if group.status.exclusion_timestamp.is_some() {
+    if group.status.exclusion_timestamp.is_some() || !group.status.excluded_targets.is_empty() {
         match (
-            exclusions::targets(snapshot, group),
+            exclusions::targets_to_include(snapshot, group),
             safety::database(snapshot),
         ) {
             (Ok(targets), Ok(db)) => decision

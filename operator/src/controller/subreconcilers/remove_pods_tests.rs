@@ -60,7 +60,7 @@ fn the_pod_goes_first_then_the_pvc_then_the_group_is_included_and_dropped() {
     assert_eq!(decision.finished, ["storage-3"]);
     assert_eq!(
         decision.include,
-        [ExclusionTarget::instance_id("storage-3")]
+        [ExclusionTarget::instance_id("storage-3").unwrap()]
     );
 }
 

@@ -1,6 +1,8 @@
 //! `fdbbackup` and `fdbrestore` command lines (pure functions). The cluster file and TLS
 //! options are added by the caller; these are the subcommand and its own options.
 
+use fdb_shared::printable::escape_bytes;
+
 use super::super::backup::{BackupModify, BackupStart, RestoreStart};
 
 /// `fdbbackup start -d <url> -s <seconds> -t <tag> -z [--encryption-key-file <path>]`:
@@ -61,11 +63,19 @@ pub fn backup_status(tag: &str) -> Vec<String> {
 
 /// `fdbrestore start -r <url> [-k '<begin> <end>' ...] [-v <version>]
 /// [--encryption-key-file <path>] <custom parameters>`. fdbrestore takes the key ranges
-/// as one argument each, begin and end separated by a space.
+/// as one argument each, begin and end separated by a space: each key escaped
+/// (`\x20` for a space), so it is always one token of that argument.
 pub fn restore_start(request: &RestoreStart) -> Vec<String> {
     let mut args = vec!["start".to_owned(), "-r".to_owned(), request.url.clone()];
     for range in &request.key_ranges {
-        args.extend(["-k".to_owned(), format!("{} {}", range.begin, range.end)]);
+        args.extend([
+            "-k".to_owned(),
+            format!(
+                "{} {}",
+                escape_bytes(range.begin()),
+                escape_bytes(range.end())
+            ),
+        ]);
     }
     if let Some(version) = request.version {
         args.extend(["-v".to_owned(), version.to_string()]);
@@ -128,17 +138,17 @@ mod tests {
         );
         let restore = RestoreStart {
             url: "blobstore://a@b:443/c?bucket=fdb-backups".into(),
-            key_ranges: vec![KeyRange {
-                begin: "a".into(),
-                end: "b".into(),
-            }],
+            key_ranges: vec![
+                KeyRange::parse("a", "b").unwrap(),
+                KeyRange::parse("a key", "a\\xff z").unwrap(),
+            ],
             version: Some(42),
             encryption_key_path: None,
             custom_parameters: vec!["--knob_x=1".into()],
         };
         assert_eq!(
             display("fdbrestore", &restore_start(&restore)),
-            "fdbrestore start -r blobstore://a@b:443/c?bucket=fdb-backups -k 'a b' -v 42 \
+            "fdbrestore start -r blobstore://a@b:443/c?bucket=fdb-backups -k 'a b' -k 'a\\x20key a\\xff\\x20z' -v 42 \
              --knob_x=1"
         );
         assert_eq!(

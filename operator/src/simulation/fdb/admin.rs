@@ -20,6 +20,7 @@ use fdb_shared::status_json::BackupStatus;
 use crate::fdb::backup::{parse_restore_status, render_restore_status};
 use crate::fdb::fdbcli::backup_commands::{self, display};
 use crate::fdb::fdbcli::commands;
+use crate::fdb::fdbcli::refused;
 use crate::fdb::pending_upgrades::{UPGRADES_PREFIX, upgrades_range_end};
 use crate::fdb::{
     AdminClient, AdminError, BackupModify, BackupStart, ExclusionTarget, LockValue, PendingUpgrade,
@@ -149,7 +150,8 @@ impl AdminClient for SimulatedFdb {
         configuration: &DatabaseConfiguration,
         new_database: bool,
     ) -> Result<(), AdminError> {
-        let command = commands::configure(configuration, new_database);
+        let command = commands::configure(configuration, new_database)
+            .map_err(|e| refused("configure", e))?;
         self.mutate(&command, |state, now| {
             if !new_database {
                 require_available(state, &command)?;
@@ -192,7 +194,7 @@ impl AdminClient for SimulatedFdb {
     }
 
     async fn exclude(&self, targets: &[ExclusionTarget], blocking: bool) -> Result<(), AdminError> {
-        let command = commands::exclude(targets, blocking);
+        let command = commands::exclude(targets, blocking).map_err(|e| refused("exclude", e))?;
         self.mutate(&command, |state, _| {
             require_available(state, &command)?;
             for target in targets {
@@ -213,7 +215,7 @@ impl AdminClient for SimulatedFdb {
     }
 
     async fn include(&self, targets: &[ExclusionTarget]) -> Result<(), AdminError> {
-        let command = commands::include(targets);
+        let command = commands::include(targets).map_err(|e| refused("include", e))?;
         self.mutate(&command, |state, _| {
             require_available(state, &command)?;
             state.exclusions.retain(|t| !targets.contains(t));
@@ -225,7 +227,8 @@ impl AdminClient for SimulatedFdb {
         &self,
         coordinators: &[ProcessAddress],
     ) -> Result<ConnectionString, AdminError> {
-        let command = commands::coordinators(coordinators);
+        let command =
+            commands::coordinators(coordinators).map_err(|e| refused("coordinators", e))?;
         self.mutate(&command, |state, now| {
             require_available(state, &command)?;
             let version = state.cluster_version();
@@ -265,7 +268,7 @@ impl AdminClient for SimulatedFdb {
     }
 
     async fn kill(&self, addresses: &[ProcessAddress]) -> Result<(), AdminError> {
-        let command = commands::kill(addresses);
+        let command = commands::kill(addresses).map_err(|e| refused("kill", e))?;
         self.mutate(&command, |state, now| {
             require_quorum(state, &command)?;
             let restart_at =
@@ -299,7 +302,8 @@ impl AdminClient for SimulatedFdb {
         zone: &str,
         duration_seconds: u64,
     ) -> Result<(), AdminError> {
-        let command = commands::maintenance_on(zone, duration_seconds);
+        let command = commands::maintenance_on(zone, duration_seconds)
+            .map_err(|e| refused("maintenance", e))?;
         self.mutate(&command, |state, now| {
             require_available(state, &command)?;
             let until = now.saturating_add(i64::try_from(duration_seconds).unwrap_or(i64::MAX));

@@ -122,24 +122,20 @@ fn coverage(ranges: &[KeyRange]) -> Result<bool, String> {
     let (first, last) = ("user/", "user0");
     let mut covered = false;
     for range in ranges {
-        let (begin, end) = (unescape(&range.begin), unescape(&range.end));
-        let overlaps = begin.as_slice() < last.as_bytes() && end.as_slice() > first.as_bytes();
-        let contains = begin.as_slice() <= first.as_bytes() && end.as_slice() >= last.as_bytes();
+        let (begin, end) = (range.begin(), range.end());
+        let overlaps = begin < last.as_bytes() && end > first.as_bytes();
+        let contains = begin <= first.as_bytes() && end >= last.as_bytes();
         if overlaps && !contains {
             return Err(format!(
                 "the key range {:?}-{:?} covers part of the user data; the simulated database \
                  restores the user keys (`user/...`) whole or not at all",
-                range.begin, range.end
+                fdb_shared::printable::escape_bytes(begin),
+                fdb_shared::printable::escape_bytes(end)
             ));
         }
         covered |= contains;
     }
     Ok(covered)
-}
-
-/// FoundationDB's printable key form (`\xff`) to bytes.
-fn unescape(text: &str) -> Vec<u8> {
-    crate::fdb::locks::unescape_bytes(text).unwrap_or_else(|_| text.as_bytes().to_vec())
 }
 
 impl Backups {
@@ -460,11 +456,8 @@ mod tests {
 
     #[test]
     fn key_ranges_cover_all_or_nothing() {
-        let range = |b: &str, e: &str| KeyRange {
-            begin: b.into(),
-            end: e.into(),
-        };
-        assert_eq!(coverage(&[range("", "\\xff")]), Ok(true));
+        let range = |b: &str, e: &str| KeyRange::parse(b, e).unwrap();
+        assert_eq!(coverage(&[range("\\x00", "\\xff")]), Ok(true));
         assert_eq!(coverage(&[range("a", "b")]), Ok(false));
         assert!(coverage(&[range("user/5", "\\xff")]).is_err());
     }

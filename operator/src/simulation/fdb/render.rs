@@ -106,7 +106,7 @@ fn render_configuration(state: &State) -> Value {
         .exclusions
         .iter()
         .map(|target| match target {
-            ExclusionTarget::Locality(locality) => json!({ "locality": locality }),
+            ExclusionTarget::Locality(locality) => json!({ "locality": locality.to_string() }),
             other => json!({ "address": other.to_string() }),
         })
         .collect();

@@ -8,6 +8,7 @@
 //! [`InvariantMonitor`] turns breaches into violations, each reported once per episode.
 
 mod divergence;
+mod leftover_exclusions;
 mod observation;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ use fdb_shared::FdbVersion;
 use super::result::Violation;
 
 pub use divergence::{ActualWorld, DesiredWorld, LivePod, divergences};
+pub use leftover_exclusions::{GroupBeingRemoved, leftover_exclusions};
 pub use observation::{ActionWindow, ClientView, Outage, ServiceState, TrackedObject};
 
 /// `data-loss-risk`: a PVC was deleted while its storage process still held data.
@@ -47,6 +49,9 @@ pub const EXPECTATION_FAILED: &str = "expectation-failed";
 /// kill, maintenance) while the database's lock key did not name it as the holder: its
 /// cluster uses locks and it does not hold the lock, or another instance holds it.
 pub const LOCK_NOT_HELD: &str = "lock-not-held";
+/// `exclusion-left-behind`: a pass reported Reconciled while an exclusion the operator
+/// made belonged to no process group being removed.
+pub const EXCLUSION_LEFT_BEHIND: &str = "exclusion-left-behind";
 
 /// Watches a run and collects violations.
 #[derive(Debug, Default)]
@@ -60,6 +65,8 @@ pub struct InvariantMonitor {
     /// The protocol the database ran at the last look, for upgrade detection.
     last_cluster_version: Option<FdbVersion>,
     diverged_reported: bool,
+    /// Leftover exclusions already reported (each is judged once).
+    leftovers_reported: BTreeSet<String>,
 }
 
 impl InvariantMonitor {
@@ -272,6 +279,30 @@ impl InvariantMonitor {
                 ),
             );
         }
+    }
+
+    /// Judges a pass that reported Reconciled against the exclusions the operator left
+    /// in place (see [`leftover_exclusions`]); each leftover is reported once.
+    pub fn check_leftover_exclusions(&mut self, time: u64, pass: u64, leftovers: &[String]) {
+        let new: Vec<&str> = leftovers
+            .iter()
+            .filter(|target| !self.leftovers_reported.contains(*target))
+            .map(String::as_str)
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        self.violate(
+            EXCLUSION_LEFT_BEHIND,
+            time,
+            pass,
+            format!(
+                "a pass reported Reconciled while the operator's exclusions of {} belong to no process group being removed",
+                new.join(", ")
+            ),
+        );
+        self.leftovers_reported
+            .extend(new.into_iter().map(str::to_owned));
     }
 
     /// Judges a change of the database's protocol: every connected client that is not

@@ -439,3 +439,46 @@ fn every_kind_of_divergence_is_named() {
         "an exclusion the operator never asked for is not its leftover"
     );
 }
+
+#[test]
+fn an_exclusion_of_no_group_being_removed_is_left_behind() {
+    let set =
+        |items: &[&str]| -> BTreeSet<String> { items.iter().map(|s| (*s).to_owned()).collect() };
+    let removing = [GroupBeingRemoved {
+        id: "storage-4".into(),
+        ips: ["10.0.0.4".parse().unwrap()].into_iter().collect(),
+    }];
+    let by_operator = set(&[
+        "locality_instance_id:storage-4",
+        "10.0.0.4",
+        "locality_instance_id:storage-3",
+        "10.0.0.3",
+        "10.0.0.9:4501",
+    ]);
+    // Exclusions of the group being removed belong; a user's own exclusion is not the
+    // operator's to include.
+    let now = set(&["locality_instance_id:storage-4", "10.0.0.4", "10.0.0.7"]);
+    assert!(leftover_exclusions(&now, &by_operator, &removing).is_empty());
+    let now = set(&[
+        "locality_instance_id:storage-4",
+        "locality_instance_id:storage-3",
+        "10.0.0.3",
+        "10.0.0.9:4501",
+    ]);
+    let leftovers = leftover_exclusions(&now, &by_operator, &removing);
+    assert_eq!(
+        leftovers,
+        [
+            "10.0.0.3",
+            "10.0.0.9:4501",
+            "locality_instance_id:storage-3"
+        ]
+    );
+    let mut monitor = InvariantMonitor::new();
+    monitor.check_leftover_exclusions(10, 3, &leftovers);
+    monitor.check_leftover_exclusions(20, 4, &leftovers);
+    assert_eq!(invariants(&monitor), [EXCLUSION_LEFT_BEHIND]);
+    assert!(monitor.violations()[0].detail.contains("10.0.0.3"));
+    monitor.check_leftover_exclusions(30, 5, &[]);
+    assert_eq!(invariants(&monitor), [EXCLUSION_LEFT_BEHIND]);
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 
-use crate::fdb::{AdminClient, ExclusionTarget};
+use crate::fdb::{AdminClient, AdminError, ExclusionTarget};
 use crate::simulation::event_log::Actor as LogActor;
 use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::result::EventSource;
@@ -123,7 +123,16 @@ impl Runner {
                 let targets: Vec<ExclusionTarget> = groups
                     .iter()
                     .map(|group| ExclusionTarget::instance_id(group))
-                    .collect();
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| {
+                        act_failed(
+                            action,
+                            AdminError::Rejected {
+                                command: "exclude".to_owned(),
+                                reason: e.to_string(),
+                            },
+                        )
+                    })?;
                 self.admin(issuer.as_deref())
                     .exclude(&targets, false)
                     .await

@@ -314,6 +314,9 @@ impl Runner {
             };
             self.monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
+            if let Some(cluster) = &cluster {
+                self.check_exclusions_left_behind(cluster, Some(&name))?;
+            }
         }
         self.check_outages();
         Ok(())

@@ -7,6 +7,7 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod exclusion_check;
 mod expect;
 mod fdb_bridge;
 mod harness;

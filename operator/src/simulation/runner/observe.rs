@@ -308,6 +308,9 @@ impl Runner {
             };
             self.monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
+            if let Some(cluster) = &cluster {
+                self.check_exclusions_left_behind(cluster, None)?;
+            }
         }
         self.check_outages();
         Ok(())

@@ -247,6 +247,11 @@ pub struct ProcessGroupStatus {
     /// Whether the group is removed without exclusion.
     #[serde(default)]
     pub exclusion_skipped: bool,
+    /// The targets given to `exclude` for this group (`locality_instance_id:<id>`, IP
+    /// addresses), recorded before the command is sent: exactly these are included again
+    /// when the group is removed, whatever options or versions change meanwhile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_targets: Vec<String>,
     /// The fault domain (zone) of the group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_domain: Option<String>,

@@ -100,7 +100,7 @@ async fn incompatible_versions_are_unavailable_until_all_run_one_version() {
             .all(|p| p.version == Some(v("7.3.43")))
     );
     let error = fdb
-        .exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+        .exclude(&[ExclusionTarget::instance_id("storage-1").unwrap()], false)
         .await
         .unwrap_err();
     assert!(matches!(error, AdminError::Unavailable { .. }), "{error}");

@@ -203,7 +203,7 @@ async fn exclusion_completes_only_after_the_data_moved() {
         ..even()
     };
     let (fdb, clock) = cluster_with(settings).await;
-    let target = ExclusionTarget::instance_id("storage-1");
+    let target = ExclusionTarget::instance_id("storage-1").unwrap();
     fdb.exclude(std::slice::from_ref(&target), false)
         .await
         .unwrap();
@@ -269,8 +269,8 @@ async fn exclusion_completes_only_after_the_data_moved() {
 async fn exclusion_is_stuck_while_too_few_zones_remain() {
     let (fdb, clock) = configured_cluster().await;
     let targets = [
-        ExclusionTarget::instance_id("storage-1"),
-        ExclusionTarget::instance_id("storage-2"),
+        ExclusionTarget::instance_id("storage-1").unwrap(),
+        ExclusionTarget::instance_id("storage-2").unwrap(),
     ];
     fdb.exclude(&targets, false).await.unwrap();
     advance(&fdb, &clock, 3600);
@@ -298,7 +298,7 @@ async fn exclusion_is_stuck_while_too_few_zones_remain() {
 async fn excluding_a_dead_process_copies_its_shards_from_the_live_replicas() {
     let (fdb, clock) = cluster_with(even()).await;
     fdb.stop_process(&address(21));
-    fdb.exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+    fdb.exclude(&[ExclusionTarget::instance_id("storage-1").unwrap()], false)
         .await
         .unwrap();
     // No failure detection wait: the exclusion moves the data at once.
@@ -324,7 +324,7 @@ async fn removal_risk_follows_the_replicas_on_the_disk() {
         "{risk}"
     );
 
-    fdb.exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+    fdb.exclude(&[ExclusionTarget::instance_id("storage-1").unwrap()], false)
         .await
         .unwrap();
     let risk = fdb.removal_risk("storage-1").unwrap();

@@ -7,7 +7,7 @@ async fn a_timed_out_mutation_may_or_may_not_have_taken_effect() {
     let (fdb, _clock) = configured_cluster().await;
     fdb.set_timeout_rate(1.0);
     for n in 0..40 {
-        let target = ExclusionTarget::instance_id(&format!("gone-{n}"));
+        let target = ExclusionTarget::instance_id(&format!("gone-{n}")).unwrap();
         let error = fdb.exclude(&[target], false).await.unwrap_err();
         assert!(matches!(error, AdminError::Timeout { .. }), "{error}");
     }

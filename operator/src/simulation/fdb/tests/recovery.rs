@@ -142,7 +142,7 @@ async fn configure_and_coordinator_changes_recover_and_block_admin_commands_mean
         Some("initializing_transaction_servers")
     );
     let error = fdb
-        .exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+        .exclude(&[ExclusionTarget::instance_id("storage-1").unwrap()], false)
         .await
         .unwrap_err();
     assert!(matches!(error, AdminError::Unavailable { .. }), "{error}");
@@ -170,7 +170,7 @@ async fn configure_and_coordinator_changes_recover_and_block_admin_commands_mean
 #[tokio::test]
 async fn excluding_or_stopping_a_transaction_process_recovers() {
     let (fdb, clock) = configured_cluster().await;
-    fdb.exclude(&[ExclusionTarget::instance_id("log-1")], false)
+    fdb.exclude(&[ExclusionTarget::instance_id("log-1").unwrap()], false)
         .await
         .unwrap();
     assert!(!fdb.snapshot().available);
@@ -260,7 +260,7 @@ async fn fault_tolerance_counts_storage_zones_logs_and_coordinators() {
         BTreeSet::from(["zone-2".to_owned()])
     );
     // An excluded log is not missed.
-    fdb.exclude(&[ExclusionTarget::instance_id("log-3")], false)
+    fdb.exclude(&[ExclusionTarget::instance_id("log-3").unwrap()], false)
         .await
         .unwrap();
     assert!(fdb.service_gaps().log_zones_down.is_empty());
