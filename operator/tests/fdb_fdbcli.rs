@@ -157,14 +157,14 @@ async fn pass_scoped_cache_reads_status_once_per_pass_and_after_writes() {
     admin.status().await.unwrap();
     admin.status().await.unwrap();
     let report = admin
-        .exclusion_status(&[ExclusionTarget::instance_id("log-3")])
+        .exclusion_status(&[ExclusionTarget::instance_id("log-3").unwrap()])
         .await
         .unwrap();
     assert_eq!(stand_in.invocations(), 1, "one status json per pass");
     assert!(report.incomplete[0].1.contains("not excluded"));
 
     admin
-        .exclude(&[ExclusionTarget::instance_id("storage-1")], false)
+        .exclude(&[ExclusionTarget::instance_id("storage-1").unwrap()], false)
         .await
         .unwrap();
     assert_eq!(
@@ -212,7 +212,7 @@ async fn failures_map_to_typed_errors_naming_the_command() {
     assert_eq!(error.category(), "CommandFailed");
 
     let error = client
-        .include(&[ExclusionTarget::instance_id("storage-1")])
+        .include(&[ExclusionTarget::instance_id("storage-1").unwrap()])
         .await
         .unwrap_err();
     assert!(
@@ -413,10 +413,7 @@ async fn backup_and_restore_tools_get_their_command_lines_and_outputs_are_parsed
     client
         .start_restore(&RestoreStart {
             url: url.into(),
-            key_ranges: vec![KeyRange {
-                begin: "a".into(),
-                end: "b".into(),
-            }],
+            key_ranges: vec![KeyRange::parse("a", "b").unwrap()],
             version: Some(7),
             encryption_key_path: Some("/keys/k".into()),
             custom_parameters: Vec::new(),
