@@ -6,7 +6,9 @@
 
 use super::ValidationReport;
 use crate::api::cluster::FoundationDBClusterSpec;
-use crate::api::cluster::settings::KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY;
+use crate::api::cluster::settings::{
+    INSTANCE_ID_FAULT_DOMAIN_VALUE_FROM, KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY,
+};
 use crate::monitor_conf::safe_text::conf_value_problem;
 use crate::sidecar::peer_rules::PeerRules;
 
@@ -121,10 +123,11 @@ fn check_fault_domain(spec: &FoundationDBClusterSpec, report: &mut ValidationRep
         ));
     }
     if let Some(value_from) = &domain.value_from
+        && value_from != INSTANCE_ID_FAULT_DOMAIN_VALUE_FROM
         && !is_pod_field_path(value_from)
     {
         report.error(format!(
-            "spec.faultDomain.valueFrom: {value_from:?} is not a pod field the operator can read (metadata.name, spec.nodeName, status.hostIP, metadata.labels['KEY'], metadata.annotations['KEY'], ...)"
+            "spec.faultDomain.valueFrom: {value_from:?} is neither {INSTANCE_ID_FAULT_DOMAIN_VALUE_FROM} nor a pod field the operator can read (metadata.name, spec.nodeName, status.hostIP, metadata.labels['KEY'], metadata.annotations['KEY'], ...)"
         ));
     }
 }
@@ -240,5 +243,10 @@ mod tests {
                 .is_empty()
         );
         assert!(errors("dataCenter: ''").is_empty());
+        // The Go operator's environment-variable zones (its e2e suite uses them).
+        assert!(
+            errors("faultDomain: {key: foundationdb.org/instance, valueFrom: $FDB_INSTANCE_ID}")
+                .is_empty()
+        );
     }
 }

@@ -20,6 +20,10 @@ pub const DEFAULT_FAULT_DOMAIN_KEY: &str = "kubernetes.io/hostname";
 pub const NO_FAULT_DOMAIN_KEY: &str = "foundationdb.org/none";
 /// Fault domain key that puts the whole Kubernetes cluster in one fixed zone.
 pub const KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY: &str = "foundationdb.org/kubernetes-cluster";
+/// `faultDomain.valueFrom` naming the pod's `FDB_INSTANCE_ID` variable (the Go operator's
+/// environment-variable convention): every process group is its own zone. The only
+/// `$VARIABLE` the operator defines itself, so the only one known to resolve.
+pub const INSTANCE_ID_FAULT_DOMAIN_VALUE_FROM: &str = "$FDB_INSTANCE_ID";
 
 /// `spec.faultDomain`: what a zone (fault domain) is.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
