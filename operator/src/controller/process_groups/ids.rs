@@ -10,7 +10,13 @@ use std::collections::BTreeSet;
 /// are being removed, or whose processes are still excluded in the database), from 1
 /// when none is.
 pub fn next_free_numbers(used: &BTreeSet<u32>, count: usize) -> Vec<u32> {
-    let start = used.last().map_or(1, |highest| highest.saturating_add(1));
+    // None left above the highest possible number.
+    let Some(start) = used
+        .last()
+        .map_or(Some(1), |highest| highest.checked_add(1))
+    else {
+        return Vec::new();
+    };
     (start..=u32::MAX).take(count).collect()
 }
 
