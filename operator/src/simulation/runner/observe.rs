@@ -309,7 +309,12 @@ impl Runner {
             self.monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
-                self.check_exclusions_left_behind(cluster, None)?;
+                // With several instances, only this cluster's instance's exclusions.
+                let issuer = self
+                    .has_instances()
+                    .then(|| cluster.metadata.name.clone())
+                    .flatten();
+                self.check_exclusions_left_behind(cluster, issuer.as_deref())?;
             }
         }
         self.check_outages();
