@@ -105,8 +105,6 @@ pub struct PassIo {
     status_decision: Option<(u64, StatusDecision)>,
     /// The pods this pass asked to delete, in order.
     deleted_pods: Vec<String>,
-    /// The first thing this pass did that causes a recovery (for [`super::safety::paced`]).
-    recovery_caused: Option<String>,
 }
 
 /// A create that found the object already there (a stale list or cache) is not an
@@ -147,7 +145,6 @@ impl PassIo {
             judged_reconciled: None,
             status_decision: None,
             deleted_pods: Vec::new(),
-            recovery_caused: None,
         }
     }
 
@@ -585,19 +582,6 @@ impl PassIo {
             }
             Err(error) => Err(StepError::kube(action)(error)),
         }
-    }
-
-    /// Records that the pass did something that causes a recovery (`what`, in words);
-    /// the first one is kept.
-    pub fn note_recovery(&mut self, what: impl Into<String>) {
-        if self.recovery_caused.is_none() {
-            self.recovery_caused = Some(what.into());
-        }
-    }
-
-    /// What this pass did first that causes a recovery, if anything.
-    pub fn recovery_caused(&self) -> Option<&str> {
-        self.recovery_caused.as_deref()
     }
 
     /// The pods this pass asked to delete so far (whether or not they were still there).

@@ -358,8 +358,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    // The cluster-wide kill is a recovery: paced like every other (issue 26).
-    if let Err(refusal) = safety::paced(snapshot, None) {
+    if let Err(refusal) = safety::available(snapshot) {
         return wait(refusal.into());
     }
     if !missing.is_empty() {

@@ -253,8 +253,7 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
             waiting.join(", ")
         ));
     }
-    // A kill is a recovery: paced like every other (issue 26).
-    let gates = safety::paced(snapshot, None).and_then(|()| safety::minimum_uptime(snapshot));
+    let gates = safety::available(snapshot).and_then(|()| safety::minimum_uptime(snapshot));
     if let Err(refusal) = gates {
         return BounceDecision::Wait(describe_wait(&groups, &refusal));
     }
@@ -405,9 +404,7 @@ pub async fn execute(
         }
         BounceDecision::Kill(targets) => targets,
     };
-    if let Err(refusal) = safety::sole_disruption(io.deleted_pods())
-        .and_then(|()| safety::paced(snapshot, io.recovery_caused()))
-    {
+    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
         return Ok(StepOutcome::Requeue {
             delay: ctx.settings.kube_wait,
             reason: format!("{} process groups need a restart: {refusal}", targets.len()),
@@ -436,7 +433,6 @@ pub async fn execute(
         .kill(&addresses)
         .await
         .map_err(StepError::admin("kill the processes to restart"))?;
-    io.note_recovery(format!("killed {} processes", addresses.len()));
     publish(
         ctx,
         snapshot.cluster(),

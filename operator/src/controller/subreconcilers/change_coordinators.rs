@@ -265,8 +265,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
             ));
         }
     }
-    // A coordinators change is a recovery: paced like every other (issue 26).
-    if let Err(refusal) = safety::paced(snapshot, None) {
+    if let Err(refusal) = safety::available(snapshot) {
         return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
     }
     let reachable: Vec<_> = candidates
@@ -329,12 +328,6 @@ impl Subreconciler for ChangeCoordinators {
                 coordinators,
                 reason,
             } => {
-                if let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("{reason}, but {refusal}"),
-                    });
-                }
                 if let Some(outcome) = locks::acquire_or_requeue(
                     ctx,
                     snapshot,
@@ -352,7 +345,6 @@ impl Subreconciler for ChangeCoordinators {
                     .change_coordinators(&coordinators)
                     .await
                     .map_err(StepError::admin("change the coordinators"))?;
-                io.note_recovery("changed the coordinators");
                 let text = connection.to_string();
                 io.apply_status(
                     ctx,

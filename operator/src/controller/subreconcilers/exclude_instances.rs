@@ -29,7 +29,7 @@ use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
-use crate::controller::safety::{self, LockedAction};
+use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::{AdminClient, ExclusionTarget};
@@ -80,10 +80,9 @@ fn gate(
         ));
     }
     let class = group.status.process_class;
-    // Every exclusion waits out the last recovery (§8); one of a transaction process
-    // causes a recovery itself and is paced like every other (issue 26).
-    let gates =
-        safety::paced(snapshot, None).and_then(|()| safety::no_recently_missing(snapshot, class));
+    let gates = safety::available(snapshot)
+        .and_then(|()| safety::recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY))
+        .and_then(|()| safety::no_recently_missing(snapshot, class));
     if let Err(refusal) = gates {
         return Some(refusal.to_string());
     }
@@ -208,19 +207,6 @@ impl Subreconciler for ExcludeInstances {
                 .flat_map(|(_, targets)| targets.iter().cloned())
                 .collect();
             let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
-            let recovering: Vec<String> = decision
-                .exclude
-                .iter()
-                .filter_map(|(id, _)| safety::causes_recovery(snapshot, &snapshot.group(id)?))
-                .collect();
-            if !recovering.is_empty()
-                && let Err(refusal) = safety::paced(snapshot, io.recovery_caused())
-            {
-                return Ok(StepOutcome::DelayedRequeue {
-                    delay: ctx.settings.database_wait,
-                    reason: format!("{} wait to be excluded: {refusal}", groups.join(", ")),
-                });
-            }
             let text: Vec<String> = targets.iter().map(ToString::to_string).collect();
             if let Some(outcome) =
                 locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Exclude, |refusal| {
@@ -247,9 +233,6 @@ impl Subreconciler for ExcludeInstances {
                 .exclude(&targets, false)
                 .await
                 .map_err(StepError::admin(format!("exclude {}", text.join(" "))))?;
-            if !recovering.is_empty() {
-                io.note_recovery(format!("excluded {}", recovering.join(", ")));
-            }
             publish(
                 ctx,
                 snapshot.cluster(),

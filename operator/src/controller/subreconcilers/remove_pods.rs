@@ -260,18 +260,6 @@ impl Subreconciler for RemovePods {
         if !decision.finished.is_empty() {
             if !decision.include.is_empty() {
                 let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
-                // Including transaction processes is a recovery: paced (issue 26).
-                let transaction = decision.finished.iter().any(|id| {
-                    snapshot
-                        .group(id)
-                        .is_some_and(|g| safety::runs_transaction_roles(g.status.process_class))
-                });
-                if transaction && let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
-                    return Ok(StepOutcome::DelayedRequeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("{} wait to be included: {refusal}", text.join(" ")),
-                    });
-                }
                 if let Some(outcome) =
                     locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Include, |refusal| {
                         format!("{} wait to be included: {refusal}", text.join(" "))
@@ -285,9 +273,6 @@ impl Subreconciler for RemovePods {
                     .include(&decision.include)
                     .await
                     .map_err(StepError::admin(format!("include {}", text.join(" "))))?;
-                if transaction {
-                    io.note_recovery(format!("included {}", text.join(" ")));
-                }
             }
             let mutations: Vec<StatusMutation> = decision
                 .finished

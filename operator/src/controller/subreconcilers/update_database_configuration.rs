@@ -17,7 +17,9 @@ use crate::controller::locks;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::safety::LockedAction;
-use crate::controller::safety::{self, Refusal, available_and_healthy, paced};
+use crate::controller::safety::{
+    self, MINIMUM_SECONDS_SINCE_RECOVERY, Refusal, available_and_healthy, recovered_for,
+};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::{AdminClient, AdminError};
@@ -51,9 +53,6 @@ fn wait_for(refusal: &Refusal) -> ConfigurationAction {
             "the last recovery was {seconds_ago:.0}s ago; changing the configuration waits until {minimum:.0}s have passed"
         ),
         Refusal::StatusUnreadable { .. } | Refusal::NoDatabase => format!("{refusal}"),
-        Refusal::RecoveryPending { .. } | Refusal::RecoveryCausedThisPass { .. } => {
-            format!("changing the configuration waits: {refusal}")
-        }
         _ => {
             "waiting for the database to be available and healthy before changing its configuration"
                 .to_owned()
@@ -93,7 +92,8 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
         return ConfigurationAction::None;
     }
     // A configuration change causes a recovery itself: not right after another one.
-    let safe = available_and_healthy(snapshot).and_then(|()| paced(snapshot, None));
+    let safe = available_and_healthy(snapshot)
+        .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
     match safe {
         Ok(()) => ConfigurationAction::Change(desired),
         Err(refusal) => wait_for(&refusal),
@@ -135,7 +135,6 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                         return Err(StepError::admin("configure the new database")(error));
                     }
                 }
-                io.note_recovery("configured a new database");
                 // Staged, not written at once: a crash before the end of the pass
                 // repeats `configure new`, which answers "already exists" (above).
                 io.stage_mutations(snapshot, &[StatusMutation::MarkConfigured])?;
@@ -150,12 +149,6 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 Ok(StepOutcome::Continue)
             }
             ConfigurationAction::Change(desired) => {
-                if let Err(refusal) = paced(snapshot, io.recovery_caused()) {
-                    return Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.database_wait,
-                        reason: format!("the database configuration must change, but {refusal}"),
-                    });
-                }
                 if let Some(outcome) = locks::acquire_or_requeue(
                     ctx,
                     snapshot,
@@ -177,7 +170,6 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                     .configure(&desired, false)
                     .await
                     .map_err(StepError::admin("change the database configuration"))?;
-                io.note_recovery(format!("configure {command}"));
                 publish(
                     ctx,
                     snapshot.cluster(),

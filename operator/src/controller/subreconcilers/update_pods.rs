@@ -295,15 +295,6 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
             ),
         };
     }
-    // Deleting the pod of a transaction process is a recovery: paced (issue 26).
-    if batch_causes_recovery(snapshot, &pods)
-        && let Err(refusal) = safety::paced(snapshot, None)
-    {
-        return Deletion::Wait(format!(
-            "pods of zone {} need an update; {refusal}",
-            chosen.join(", ")
-        ));
-    }
     let has_storage = pods.iter().any(|p| p.class == ProcessClass::Storage);
     let maintenance_zone = match chosen.first() {
         Some(zone) if maintenance_mode && has_storage => {
@@ -319,15 +310,6 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         zones: chosen,
         maintenance_zone,
     }
-}
-
-/// Whether deleting the pods causes a recovery ([`safety::causes_recovery`]).
-fn batch_causes_recovery(snapshot: &ClusterSnapshot, pods: &[PodToDelete]) -> bool {
-    pods.iter().any(|p| {
-        snapshot
-            .group(&p.group)
-            .is_some_and(|g| safety::causes_recovery(snapshot, &g).is_some())
-    })
 }
 
 fn names(pods: &[PodToDelete]) -> String {
@@ -354,16 +336,6 @@ async fn delete_pods(
     {
         return Ok(outcome);
     }
-    let recovering = batch_causes_recovery(snapshot, &pods);
-    if recovering && let Err(refusal) = safety::paced(snapshot, io.recovery_caused()) {
-        return Ok(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
-            reason: format!(
-                "pods of zone {} need an update; {refusal}",
-                zones.join(", ")
-            ),
-        });
-    }
     if let Some(zone) = maintenance_zone {
         let seconds = snapshot
             .spec()
@@ -389,9 +361,6 @@ async fn delete_pods(
         tracing::info!(pod = %pod.pod, group = %pod.group, "deleting pod to update its spec");
         io.delete::<Pod>(ctx, &pod.pod, format!("delete pod {}", pod.pod))
             .await?;
-    }
-    if recovering {
-        io.note_recovery(format!("deleted pods {}", names(&pods)));
     }
     publish(
         ctx,

@@ -67,9 +67,7 @@ pub async fn reconcile(
             reason,
         }));
     }
-    if let Err(refusal) = safety::sole_disruption(io.deleted_pods())
-        .and_then(|()| safety::paced(snapshot, io.recovery_caused()))
-    {
+    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
         return Ok(Some(StepOutcome::Requeue {
             delay: ctx.settings.kube_wait,
             reason: format!("the upgrade to {target} is ready to restart every process: {refusal}"),
@@ -208,7 +206,6 @@ async fn kill_all(
         .map_err(StepError::admin(format!(
             "kill every process for the upgrade to {target}"
         )))?;
-    io.note_recovery(format!("killed every process for the upgrade to {target}"));
     publish(
         ctx,
         snapshot.cluster(),
