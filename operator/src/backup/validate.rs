@@ -158,6 +158,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn backup_and_restore_custom_parameters_are_knobs_only() {
+        let backup: FoundationDBBackup = serde_yaml_ng::from_str(
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBBackup\n\
+             metadata: {name: b}\nspec: {clusterName: sample, \
+             blobStoreConfiguration: {accountName: a@b}, \
+             customParameters: [knob_http_verbose_level=3, \"dest-cluster-file=/x\"]}\n",
+        )
+        .unwrap();
+        let errors = validate_backup(&backup).errors;
+        assert!(
+            errors.len() == 1 && errors[0].starts_with("spec.customParameters[1]: "),
+            "{errors:?}"
+        );
+        let restore: FoundationDBRestore = serde_yaml_ng::from_str(
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBRestore\n\
+             metadata: {name: r}\nspec: {destinationClusterName: sample, \
+             blobStoreConfiguration: {accountName: a@b}, \
+             customParameters: [\"dest-cluster-file=/x\"]}\n",
+        )
+        .unwrap();
+        let errors = validate_restore(&restore).errors;
+        assert!(
+            errors.len() == 1 && errors[0].starts_with("spec.customParameters[0]: "),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
     fn names_that_reach_objects_or_api_paths_must_fit_kubernetes_rules() {
         let backup = |name: &str, cluster: &str| -> FoundationDBBackup {
             serde_json::from_value(serde_json::json!({

@@ -263,14 +263,47 @@ pub fn key_range_errors(field: &str, ranges: &[FoundationDBKeyRange]) -> Vec<Str
     errors
 }
 
-/// Errors of a backup spec's values that reach `fdbbackup`; `resource_name` is the
-/// backup's name (the default backup name), empty when unknown.
+/// Errors of `customParameters` that become `--<key>=<value>` arguments of the backup
+/// agents or of `fdbrestore`: only knobs (`knob_<name>=<value>`). Any other key could
+/// be an option of the tool itself (`dest-cluster-file=...` would restore into another
+/// database), which only the operator sets.
+pub fn tool_parameter_errors(field: &str, parameters: &[String]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (index, text) in parameters.iter().enumerate() {
+        let problem = match crate::validation::parse_custom_parameter(text) {
+            None => Some("is not of the form knob_<name>=<value>".to_owned()),
+            Some(parameter)
+                if !parameter.key.starts_with("knob_")
+                    || !crate::monitor_conf::safe_text::is_conf_key(&parameter.key) =>
+            {
+                Some(format!(
+                    "sets {:?}, which is not a knob (knob_<name>: letters, digits, `_` or `-`); the operator sets the tool's own options",
+                    parameter.key
+                ))
+            }
+            Some(parameter) => crate::monitor_conf::safe_text::conf_value_problem(&parameter.value)
+                .map(|problem| format!("has a value that {problem}")),
+        };
+        if let Some(problem) = problem {
+            errors.push(format!("{field}[{index}]: {text:?} {problem}"));
+        }
+    }
+    errors
+}
+
+/// Errors of a backup spec's values that reach `fdbbackup` and the backup agents;
+/// `resource_name` is the backup's name (the default backup name), empty when unknown.
 pub fn backup_value_errors(spec: &FoundationDBBackupSpec, resource_name: &str) -> Vec<String> {
-    blob_store_errors(
+    let mut errors = blob_store_errors(
         "spec.blobStoreConfiguration",
         &spec.blob_store_configuration,
         resource_name,
-    )
+    );
+    errors.extend(tool_parameter_errors(
+        "spec.customParameters",
+        &spec.custom_parameters,
+    ));
+    errors
 }
 
 /// Errors of a restore spec's values that reach `fdbrestore`; `resource_name` is the
@@ -282,6 +315,10 @@ pub fn restore_value_errors(spec: &FoundationDBRestoreSpec, resource_name: &str)
         resource_name,
     );
     errors.extend(key_range_errors("spec.keyRanges", &spec.key_ranges));
+    errors.extend(tool_parameter_errors(
+        "spec.customParameters",
+        &spec.custom_parameters,
+    ));
     errors
 }
 

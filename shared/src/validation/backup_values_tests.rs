@@ -113,3 +113,33 @@ fn restore_keys_are_bytes_and_ranges_ordered() {
         ]
     );
 }
+
+#[test]
+fn only_knobs_reach_the_backup_tools() {
+    let parameters: Vec<String> = [
+        "knob_http_verbose_level=3",
+        "dest-cluster-file=/var/other/fdb.cluster",
+        "knob_x=1\n--dest-cluster-file=/x",
+        "knob x=1",
+        "no-equals",
+        "knob_ok-2=a b",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let errors = tool_parameter_errors("spec.customParameters", &parameters);
+    let indexes: Vec<&str> = errors
+        .iter()
+        .map(|e| e.split(':').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "spec.customParameters[1]",
+            "spec.customParameters[2]",
+            "spec.customParameters[3]",
+            "spec.customParameters[4]",
+        ],
+        "{errors:?}"
+    );
+    assert!(errors[0].contains("\"dest-cluster-file\""), "{errors:?}");
+}
