@@ -241,23 +241,34 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
             leaving.join(", ")
         ));
     }
-    if !snapshot.spec().automation_options.kill_processes() {
-        return BounceDecision::Disabled { groups };
-    }
-    let waiting = waiting_for_config(snapshot);
-    if !waiting.is_empty() {
-        return BounceDecision::Wait(format!(
-            "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
-            groups.len(),
-            waiting.len(),
-            waiting.join(", ")
-        ));
+    if let Some(held) = held_before_any_kill(snapshot, &groups) {
+        return held;
     }
     let gates = safety::available(snapshot).and_then(|()| safety::minimum_uptime(snapshot));
     if let Err(refusal) = gates {
         return BounceDecision::Wait(describe_wait(&groups, &refusal));
     }
     BounceDecision::Kill(targets)
+}
+
+/// What holds every restart, whole-cluster or zone by zone: kills turned off by the
+/// user, or groups that have not confirmed their new configuration yet. `None` when
+/// neither holds; `groups` are the groups that need the restart.
+fn held_before_any_kill(snapshot: &ClusterSnapshot, groups: &[String]) -> Option<BounceDecision> {
+    if !snapshot.spec().automation_options.kill_processes() {
+        return Some(BounceDecision::Disabled {
+            groups: groups.to_vec(),
+        });
+    }
+    let waiting = waiting_for_config(snapshot);
+    (!waiting.is_empty()).then(|| {
+        BounceDecision::Wait(format!(
+            "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
+            groups.len(),
+            waiting.len(),
+            waiting.join(", ")
+        ))
+    })
 }
 
 /// A group of `buggify.ignoreDuringRestart` with running processes, if any: then no kill
@@ -279,17 +290,8 @@ fn plan_zone_kill(
     pinned: &str,
 ) -> BounceDecision {
     let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
-    if !snapshot.spec().automation_options.kill_processes() {
-        return BounceDecision::Disabled { groups };
-    }
-    let waiting = waiting_for_config(snapshot);
-    if !waiting.is_empty() {
-        return BounceDecision::Wait(format!(
-            "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
-            groups.len(),
-            waiting.len(),
-            waiting.join(", ")
-        ));
+    if let Some(held) = held_before_any_kill(snapshot, &groups) {
+        return held;
     }
     let zone_of = |group: &str| snapshot.group(group).map(|g| placement::zone(&g));
     let first_zone = targets.first().and_then(|t| zone_of(&t.group));
