@@ -141,16 +141,23 @@ fn validated_cluster_only_from_valid_specs() {
 #[test]
 fn backup_and_restore_checks() {
     let backup: FoundationDBBackupSpec = serde_yaml_ng::from_str(
-        "clusterName: sample\ncustomParameters: [a=1, a=2]\nbackupState: Gone",
+        "clusterName: sample\ncustomParameters: [knob_a=1, knob_a=2]\nbackupState: Gone",
     )
     .unwrap();
     assert_eq!(
         validate_backup_spec(&backup).errors,
         [
             "spec.backupState: \"Gone\" is not one of Running, Stopped, Paused",
-            "spec.customParameters[1]: \"a\" is set more than once",
+            "spec.customParameters[1]: \"knob_a\" is set more than once",
         ]
     );
+    // A tool option (not a knob) is refused: it would become an argument of backup_agent.
+    let tool_option: FoundationDBBackupSpec =
+        serde_yaml_ng::from_str("clusterName: sample\ncustomParameters: [dest-cluster-file=/x]")
+            .unwrap();
+    let errors = validate_backup_spec(&tool_option).errors;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("which is not a knob"), "{errors:?}");
     assert_eq!(
         validate_restore_spec(&FoundationDBRestoreSpec::default()).errors,
         ["spec.destinationClusterName: is required"]
