@@ -46,7 +46,6 @@ fn recovery_reasons(result: &SimulationResult) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "issue 26: the pacing rule is reverted until it comes with an ordering that does not add a recovery to the upgrade rollout (docs/operations.md)"]
 fn removing_a_log_group_paces_configure_coordinators_exclusion_and_inclusion() {
     let result = run_file("removals/remove-coordinator.yaml", None);
     assert_eq!(violated(&result), Vec::<String>::new());
@@ -60,7 +59,6 @@ fn removing_a_log_group_paces_configure_coordinators_exclusion_and_inclusion() {
 }
 
 #[test]
-#[ignore = "issue 26: the pacing rule is reverted until it comes with an ordering that does not add a recovery to the upgrade rollout (docs/operations.md)"]
 fn an_upgrade_kill_is_not_followed_by_a_coordinators_change_within_the_minimum() {
     let result = run(
         &scenario(
@@ -80,7 +78,6 @@ fn an_upgrade_kill_is_not_followed_by_a_coordinators_change_within_the_minimum()
 }
 
 #[test]
-#[ignore = "issue 26: the pacing rule is reverted until it comes with an ordering that does not add a recovery to the upgrade rollout (docs/operations.md)"]
 fn pacing_holds_across_an_operator_restart_right_after_the_kill() {
     let result = run(
         &scenario(
@@ -100,7 +97,6 @@ fn pacing_holds_across_an_operator_restart_right_after_the_kill() {
 }
 
 #[test]
-#[ignore = "issue 26: the pacing rule is reverted until it comes with an ordering that does not add a recovery to the upgrade rollout (docs/operations.md)"]
 fn process_group_deletions_of_transaction_pods_are_paced() {
     let result = run(
         &scenario(

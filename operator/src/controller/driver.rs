@@ -17,6 +17,7 @@ use super::events::{EventReason, publish};
 use super::metrics::{OutcomeLabels, PassLabels, StepLabels};
 use super::outcome::{PassOutcome, PassReport, StepOutcome};
 use super::pass::PassState;
+use super::plan::PassFacts;
 use super::subreconcilers::ordered_steps;
 
 /// Runs one reconcile pass over the cluster `namespace/name`.
@@ -109,6 +110,7 @@ async fn run_pass_inner(
         tracing::warn!(%warning, "spec warning");
     }
     let mut pass = PassState::new(validated, ctx.clock.now());
+    let mut facts = PassFacts::new(ctx.settings.replace_policy());
     let mut outcome = PassOutcome::Completed;
     let mut delayed: Option<PassOutcome> = None;
     for step in ordered_steps() {
@@ -117,7 +119,12 @@ async fn run_pass_inner(
         let span = tracing::debug_span!("step", step = step_name, cluster = name, namespace);
         let result = async {
             let (snapshot, io) = pass.prepare(ctx).await?;
-            step.reconcile(ctx, snapshot, io).await
+            let outcome = step.reconcile(ctx, snapshot, io, &mut facts).await;
+            // Pods the steps not yet on plans deleted through the I/O count too.
+            for pod in io.deleted_pods().iter().skip(facts.deleted_pods.len()) {
+                facts.deleted_pods.push(pod.clone());
+            }
+            outcome
         }
         .instrument(span)
         .await;

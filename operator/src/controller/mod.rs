@@ -15,8 +15,10 @@ pub mod driver;
 pub mod endpoints;
 pub mod errors;
 pub mod events;
+pub mod executor;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod forecast;
 pub mod leader;
 pub mod locks;
 pub mod merge_patch;
@@ -27,6 +29,7 @@ pub mod observe;
 pub mod outcome;
 pub mod pass;
 pub mod pass_io;
+pub mod plan;
 pub mod pod_config_memo;
 pub mod pod_model;
 pub mod process_groups;

@@ -5,12 +5,19 @@
 //!
 //! | action | gates |
 //! |---|---|
-//! | change the database configuration | [`available_and_healthy`], [`recovered_for`] |
-//! | change coordinators | [`available`] |
-//! | exclude | [`available`], [`recovered_for`], [`no_recently_missing`] |
-//! | take pods of zones down | [`may_take_down`], [`maintenance`] |
-//! | bounce (knobs or upgrade) | [`available`], [`minimum_uptime`], [`sole_disruption`] |
+//! | change the database configuration | [`available_and_healthy`], [`paced`] |
+//! | change coordinators | [`paced`] |
+//! | exclude | [`paced`], [`no_recently_missing`] |
+//! | include a transaction process | [`paced`] |
+//! | take pods of zones down | [`may_take_down`], [`maintenance`]; [`paced`] when one [`causes_recovery`] |
+//! | bounce (knobs or upgrade) | [`paced`], [`minimum_uptime`], [`sole_disruption`] |
 //! | any of them with locks in use | [`lock`] |
+//!
+//! [`paced`] is the one pacing rule (issue 26): every action that causes a recovery
+//! waits until the database is available, its last recovery is
+//! [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no recovery is still coming from an
+//! earlier action. It reads the database and the pods, not the operator's memory, so it
+//! holds across operator restarts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -21,9 +28,11 @@ use fdb_shared::cluster_math::{fault_tolerance, uses_locks};
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::objects::pod_is_running;
+use super::removals::placement;
 use super::snapshot::{ClusterSnapshot, DatabaseState, GroupView};
 
-/// How long after a recovery exclusions and configuration changes wait (§8).
+/// How long after a recovery every recovery-causing action waits (§8 names exclusions
+/// and configuration changes; [`paced`] applies it to all of them).
 pub const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
 
 /// How long exclusions of a class wait after one of its groups went missing (§8): long
@@ -111,6 +120,30 @@ pub enum Refusal {
     PodDeletedThisPass {
         /// The pod.
         pod: String,
+    },
+    /// The pass already took processes down (a kill).
+    #[error(
+        "this pass already disrupted the database ({action}); the next disruption waits for the next pass"
+    )]
+    DisruptedThisPass {
+        /// What it did.
+        action: String,
+    },
+    /// The pass already did something that causes a recovery.
+    #[error(
+        "this pass already caused a recovery ({action}); the next recovery-causing action waits for it"
+    )]
+    RecoveryCausedThisPass {
+        /// What it did.
+        action: String,
+    },
+    /// A recovery is still coming: a pod whose processes it needs is terminating.
+    #[error("pod {pod} is terminating while it hosts {what}; the recovery that causes comes first")]
+    RecoveryPending {
+        /// The terminating pod.
+        pod: String,
+        /// What it hosts (a coordinator, a transaction process).
+        what: String,
     },
     /// The last recovery is too recent.
     #[error(
@@ -280,6 +313,69 @@ pub fn recovered_for(snapshot: &ClusterSnapshot, minimum_seconds: f64) -> Result
             minimum: minimum_seconds,
         }),
         _ => Ok(()),
+    }
+}
+
+/// Whether processes of `class` may hold roles of the transaction system (logs, proxies,
+/// resolvers, the master, the cluster controller...): taking one down that does causes a
+/// recovery. Storage, coordinator-only, backup and test processes do not.
+pub fn runs_transaction_roles(class: ProcessClass) -> bool {
+    !matches!(
+        class,
+        ProcessClass::Storage
+            | ProcessClass::Coordinator
+            | ProcessClass::Backup
+            | ProcessClass::FastRestore
+            | ProcessClass::StorageCache
+            | ProcessClass::Test
+            | ProcessClass::Tester
+    )
+}
+
+/// What of the group makes taking it down (deleting its pod, killing, excluding or
+/// including its processes) cause a recovery, if anything: a coordinator it hosts, or a
+/// process of a transaction class that is not excluded.
+pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<String> {
+    if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
+        return Some(format!("coordinator {coordinator}"));
+    }
+    let class = group.status.process_class;
+    let excluded = group.status.exclusion_timestamp.is_some()
+        || (group.is_reporting() && group.processes().all(|p| p.excluded));
+    (runs_transaction_roles(class) && !excluded)
+        .then(|| format!("{class} process group {}", group.id()))
+}
+
+/// The one pacing rule for every action that causes a recovery (a kill, an exclusion or
+/// inclusion of a transaction process, a coordinators change, `configure`, deleting a
+/// pod that [`causes_recovery`]): nothing earlier in this pass caused one
+/// (`caused_this_pass`, see [`super::pass_io::PassIo::recovery_caused`]), the database is
+/// available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
+/// hosting a transaction process or coordinator is terminating with its processes still
+/// reporting (its recovery is still to come). Two recoveries back to back are minutes
+/// of unavailability where one short one was needed.
+pub fn paced(snapshot: &ClusterSnapshot, caused_this_pass: Option<&str>) -> Result<(), Refusal> {
+    if let Some(action) = caused_this_pass {
+        return Err(Refusal::RecoveryCausedThisPass {
+            action: action.to_owned(),
+        });
+    }
+    available(snapshot)?;
+    recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
+    let pending = snapshot.groups().find_map(|group| {
+        let pod = group.pod?;
+        pod.metadata.deletion_timestamp.as_ref()?;
+        if !group.is_reporting() {
+            return None;
+        }
+        Some((
+            pod.metadata.name.clone()?,
+            causes_recovery(snapshot, &group)?,
+        ))
+    });
+    match pending {
+        Some((pod, what)) => Err(Refusal::RecoveryPending { pod, what }),
+        None => Ok(()),
     }
 }
 

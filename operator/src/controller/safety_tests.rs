@@ -307,3 +307,94 @@ fn a_bounce_is_the_only_disruption_of_its_pass() {
         "{refusal}"
     );
 }
+
+/// log-1 and storage-1 reporting (10.0.0.1 and 10.0.0.2), with running pods (the pod
+/// named `terminating` being deleted); the coordinator is storage-1's process.
+fn pacing_fixture(db: DatabaseStatus, terminating: Option<&str>) -> Fixture {
+    let mut pods = vec![
+        pod("s-log-1", "log-1", "node-1", "10.0.0.1"),
+        pod("s-storage-1", "storage-1", "node-2", "10.0.0.2"),
+    ];
+    for pod in &mut pods {
+        if pod.metadata.name.as_deref() == terminating {
+            pod.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    jiff::Timestamp::from_second(9_990).unwrap(),
+                ));
+        }
+    }
+    Fixture::new(DOUBLE)
+        .groups([group("log-1"), group("storage-1")])
+        .pods(pods)
+        .connection_string("a:b@10.0.0.2:4501")
+        .database(db)
+}
+
+#[test]
+fn what_causes_a_recovery_is_a_transaction_process_or_a_coordinator() {
+    let snapshot = pacing_fixture(reporting(&["log-1", "storage-1"]), None).build();
+    let log = snapshot.group("log-1").unwrap();
+    assert_eq!(
+        causes_recovery(&snapshot, &log).as_deref(),
+        Some("log process group log-1")
+    );
+    let storage = snapshot.group("storage-1").unwrap();
+    assert_eq!(
+        causes_recovery(&snapshot, &storage).as_deref(),
+        Some("coordinator 10.0.0.2:4501")
+    );
+    // Once excluded, a transaction process holds no role: taking it down is no recovery.
+    let mut excluded = reporting(&["log-1", "storage-1"]);
+    excluded.cluster.processes.get_mut("p0").unwrap().excluded = true;
+    let snapshot = pacing_fixture(excluded, None)
+        .connection_string("a:b@10.0.0.9:4501")
+        .build();
+    assert_eq!(
+        causes_recovery(&snapshot, &snapshot.group("log-1").unwrap()),
+        None
+    );
+    assert_eq!(
+        causes_recovery(&snapshot, &snapshot.group("storage-1").unwrap()),
+        None
+    );
+}
+
+#[test]
+fn pacing_waits_for_this_pass_the_last_recovery_and_recoveries_still_coming() {
+    let quiet = pacing_fixture(reporting(&["log-1", "storage-1"]), None).build();
+    assert_eq!(paced(&quiet, None), Ok(()));
+    assert_eq!(
+        paced(&quiet, Some("changed the coordinators"))
+            .unwrap_err()
+            .to_string(),
+        "this pass already caused a recovery (changed the coordinators); the next recovery-causing action waits for it"
+    );
+    let mut down = reporting(&["log-1", "storage-1"]);
+    down.client.database_status.available = Some(false);
+    assert_eq!(
+        paced(&pacing_fixture(down, None).build(), None),
+        Err(Refusal::Unavailable)
+    );
+    let mut recent = reporting(&["log-1", "storage-1"]);
+    recent.cluster.recovery_state.seconds_since_last_recovered = Some(30.0);
+    assert_eq!(
+        paced(&pacing_fixture(recent, None).build(), None)
+            .unwrap_err()
+            .to_string(),
+        "the last recovery was 30s ago; 90s left of the 120s wait"
+    );
+    // A terminating pod of a transaction process: its recovery is still to come.
+    let terminating = |name| {
+        pacing_fixture(reporting(&["log-1", "storage-1"]), Some(name))
+            .connection_string("a:b@10.0.0.9:4501")
+            .build()
+    };
+    assert_eq!(
+        paced(&terminating("s-log-1"), None)
+            .unwrap_err()
+            .to_string(),
+        "pod s-log-1 is terminating while it hosts log process group log-1; the recovery that causes comes first"
+    );
+    // A terminating storage pod hosting no coordinator causes none.
+    assert_eq!(paced(&terminating("s-storage-1"), None), Ok(()));
+}

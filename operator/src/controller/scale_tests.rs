@@ -84,7 +84,7 @@ fn decide_all(fixture: &Fixture) -> Duration {
     update_pod_config::decide(&rebuilt).unwrap();
     update_labels::decide(&rebuilt);
     update_database_configuration::decide(&rebuilt);
-    change_coordinators::decide(&rebuilt);
+    change_coordinators::decide(&rebuilt, &crate::controller::plan::PassFacts::default());
     safety::zone_budget(&rebuilt);
     started.elapsed()
 }

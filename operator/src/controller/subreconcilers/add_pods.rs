@@ -75,6 +75,7 @@ impl Subreconciler for AddPods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot)?;
         let created = decision.create.len();

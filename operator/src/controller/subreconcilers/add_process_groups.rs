@@ -140,6 +140,7 @@ impl Subreconciler for AddProcessGroups {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         match decide(snapshot) {
             AddGroupsDecision::Nothing => Ok(StepOutcome::Continue),

@@ -45,6 +45,7 @@ impl Subreconciler for AddServices {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let missing = decide(snapshot)?;
         io.create_all(ctx, missing, "service").await?;

@@ -33,14 +33,14 @@ use tracing::Instrument;
 use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
+use crate::controller::events::EventReason;
+use crate::controller::executor;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::{kept_running, placement};
 use crate::controller::safety::{self, LockedAction, Refusal};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
-use crate::fdb::AdminClient as _;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -376,50 +376,28 @@ pub(crate) fn wait_delay(ctx: &Context, snapshot: &ClusterSnapshot) -> Duration 
     }
 }
 
-/// Executes a decision (shared by every caller of [`plan_kill`]).
-pub async fn execute(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    decision: BounceDecision,
-) -> Result<StepOutcome, StepError> {
+/// The verdict of `decision`: a kill is one plan (locked, one disruption, paced as a
+/// recovery), after which the pass waits for the processes to report again. `delay`:
+/// when a waiting bounce looks again ([`wait_delay`]).
+pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
     let targets = match decision {
-        BounceDecision::Nothing => return Ok(StepOutcome::Continue),
+        BounceDecision::Nothing => return Verdict::Continue,
         BounceDecision::Disabled { groups } => {
             tracing::info!(
                 groups = %abbreviate(&groups),
                 "processes need a restart, but automationOptions.killProcesses is false"
             );
-            return Ok(StepOutcome::Continue);
+            return Verdict::Continue;
         }
         BounceDecision::Wait(reason) => {
-            return Ok(StepOutcome::Requeue {
-                delay: wait_delay(ctx, snapshot),
-                reason,
-            });
+            return Verdict::Wait(Wait::new(WaitOn::After(delay), reason));
         }
         BounceDecision::WaitForRemovals(reason) => {
-            return Ok(StepOutcome::DelayedRequeue {
-                delay: ctx.settings.database_wait,
-                reason,
-            });
+            // Not a barrier wait: the removals after this step must go on.
+            return Verdict::Wait(Wait::independent(WaitOn::Database, reason));
         }
         BounceDecision::Kill(targets) => targets,
     };
-    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
-        return Ok(StepOutcome::Requeue {
-            delay: ctx.settings.kube_wait,
-            reason: format!("{} process groups need a restart: {refusal}", targets.len()),
-        });
-    }
-    if let Some(outcome) =
-        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Bounce, |refusal| {
-            format!("waiting to restart processes: {refusal}")
-        })
-        .await?
-    {
-        return Ok(outcome);
-    }
     let addresses: Vec<ProcessAddress> = targets
         .iter()
         .flat_map(|t| t.addresses.iter().cloned())
@@ -429,33 +407,33 @@ pub async fn execute(
     let groups: Vec<String> = targets.iter().map(|t| t.group.clone()).collect();
     let reasons: BTreeSet<String> = targets.iter().map(|t| t.reason.to_string()).collect();
     let reasons: Vec<String> = reasons.into_iter().collect();
-    tracing::info!(processes = addresses.len(), groups = %abbreviate(&groups), "killing processes");
-    let admin = io.admin(ctx, snapshot)?;
-    admin
-        .kill(&addresses)
-        .await
-        .map_err(StepError::admin("kill the processes to restart"))?;
-    publish(
-        ctx,
-        snapshot.cluster(),
-        EventReason::ProcessesBounced,
-        "BounceProcesses",
-        format!(
-            "restarted {} processes of {} process groups ({}): {}",
-            addresses.len(),
-            groups.len(),
-            reasons.join(", "),
-            abbreviate(&groups)
-        ),
+    let count = addresses.len();
+    let note = format!(
+        "restarted {count} processes of {} process groups ({}): {}",
+        groups.len(),
+        reasons.join(", "),
+        abbreviate(&groups)
+    );
+    let kill = Planned::locked(Action::Kill(addresses), LockedAction::Bounce)
+        .disrupting()
+        .recovering(Some(format!("kill of {count} processes")));
+    Verdict::Act(
+        Plan::new(
+            vec![
+                kill,
+                Planned::plain(Action::Event {
+                    reason: EventReason::ProcessesBounced,
+                    action: "BounceProcesses".to_owned(),
+                    note,
+                }),
+            ],
+            format!("{} process groups need a restart: ", targets.len()),
+        )
+        .then(Wait::new(
+            WaitOn::Database,
+            format!("restarted {count} processes; waiting for them to report again"),
+        )),
     )
-    .await;
-    Ok(StepOutcome::Requeue {
-        delay: ctx.settings.database_wait,
-        reason: format!(
-            "restarted {} processes; waiting for them to report again",
-            addresses.len()
-        ),
-    })
 }
 
 #[async_trait]
@@ -469,15 +447,19 @@ impl Subreconciler for BounceProcesses {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
         // Incompatible upgrades: one cluster-wide kill, and nothing else of this step
         // while one is pending (see upgrade_bounce.rs).
-        if let Some(outcome) = super::upgrade_bounce::reconcile(ctx, snapshot, io).await? {
+        if let Some(outcome) = super::upgrade_bounce::reconcile(ctx, snapshot, io, facts).await? {
             return Ok(outcome);
         }
         let span = tracing::info_span!("BounceProcesses");
-        let decision = decide(snapshot);
-        execute(ctx, snapshot, io, decision).instrument(span).await
+        let verdict = verdict(decide(snapshot), wait_delay(ctx, snapshot));
+        let name = self.name();
+        executor::execute(ctx, snapshot, io, facts, name, verdict)
+            .instrument(span)
+            .await
     }
 }
 

@@ -13,7 +13,6 @@
 
 use std::collections::BTreeSet;
 
-use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -22,22 +21,13 @@ use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
-use super::delete_pods_for_buggification;
 use super::generate_initial_cluster_file::coordinator_candidates;
-use super::update_pods::{self, Deletion};
-use crate::controller::context::Context;
 use crate::controller::coordinators::{priority, select_coordinators};
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::placement;
 use crate::controller::safety::{self, LockedAction, Refusal};
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::status_mutations::StatusMutation;
-use crate::controller::upgrade::decide_incompatible;
-use crate::fdb::AdminClient;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -149,32 +139,6 @@ fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
         })
 }
 
-/// Groups whose pods are about to be deleted (the next batch of a pod update, processes
-/// that missed an upgrade) while they host a coordinator, and why: the coordinators
-/// must move off them first.
-fn pending_pod_deletions(snapshot: &ClusterSnapshot) -> Option<(BTreeSet<String>, String)> {
-    if let Deletion::MoveCoordinators { groups, reason } = update_pods::decide(snapshot).deletion {
-        return Some((groups, reason));
-    }
-    let buggify = delete_pods_for_buggification::decide(snapshot);
-    if !buggify.hosting_coordinators.is_empty() {
-        return Some((
-            buggify.hosting_coordinators.iter().cloned().collect(),
-            format!("spec.buggify changes pods: {}", buggify.waiting.join("; ")),
-        ));
-    }
-    let incompatible = decide_incompatible(snapshot);
-    (!incompatible.hosting_coordinators.is_empty()).then(|| {
-        (
-            incompatible.hosting_coordinators.iter().cloned().collect(),
-            format!(
-                "processes that missed the upgrade must be restarted: {}",
-                incompatible.waiting.join("; ")
-            ),
-        )
-    })
-}
-
 /// Whether the group's pod waits for a spec update (it will be deleted or replaced).
 fn needs_pod_update(snapshot: &ClusterSnapshot, group_id: &str) -> bool {
     snapshot.group(group_id).is_some_and(|g| {
@@ -211,8 +175,10 @@ fn new_groups_coming(snapshot: &ClusterSnapshot) -> Vec<String> {
         .collect()
 }
 
-/// Decides from the snapshot (nothing before the database is configured).
-pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
+/// Decides from the snapshot (nothing before the database is configured); the pods
+/// about to be deleted come from the pass's one forecast
+/// ([`PassFacts::upcoming_pod_deletions`], under the configured replace policy).
+pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorAction {
     let status = snapshot.status();
     if !status.configured || status.connection_string.is_none() {
         return CoordinatorAction::None;
@@ -235,8 +201,8 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
         .iter()
         .map(ToString::to_string)
         .collect();
-    let pending = pending_pod_deletions(snapshot);
-    let pending_groups = pending.as_ref().map(|(groups, _)| groups);
+    let pending = facts.upcoming_pod_deletions(snapshot);
+    let pending_groups = pending.as_ref().map(|p| &p.groups);
     // Never a group whose processes are excluded or under maintenance, nor one whose pod
     // is about to be deleted.
     let (candidates, _gaps) = coordinator_candidates(snapshot, &current_text, &|group| {
@@ -251,7 +217,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
     // A planned move (off a group marked for removal, or a pod about to be deleted) can
     // wait for the new groups of a rollout; a failed coordinator cannot.
     let planned =
-        marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|(_, reason)| reason.clone()));
+        marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
     let failure = problem(cluster, &current, &candidates, db, wanted);
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
@@ -306,63 +272,32 @@ pub fn decide(snapshot: &ClusterSnapshot) -> CoordinatorAction {
     }
 }
 
-#[async_trait]
 impl Subreconciler for ChangeCoordinators {
     fn name(&self) -> &'static str {
         "ChangeCoordinators"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-    ) -> Result<StepOutcome, StepError> {
-        match decide(snapshot) {
-            CoordinatorAction::None => Ok(StepOutcome::Continue),
-            CoordinatorAction::Wait(reason) => Ok(StepOutcome::Requeue {
-                delay: ctx.settings.database_wait,
-                reason,
-            }),
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide(snapshot, facts) {
+            CoordinatorAction::None => Verdict::Continue,
+            CoordinatorAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
             CoordinatorAction::Change {
                 coordinators,
                 reason,
             } => {
-                if let Some(outcome) = locks::acquire_or_requeue(
-                    ctx,
-                    snapshot,
-                    io,
+                let refused = format!("{reason}, but ");
+                // Every coordinators change is a recovery of the transaction system.
+                let change = Planned::locked(
+                    Action::ChangeCoordinators {
+                        coordinators,
+                        reason,
+                    },
                     LockedAction::ChangeCoordinators,
-                    |refusal| format!("{reason}, but {refusal}"),
                 )
-                .await?
-                {
-                    return Ok(outcome);
-                }
-                tracing::info!(%reason, ?coordinators, "changing coordinators");
-                let admin = io.admin(ctx, snapshot)?;
-                let connection = admin
-                    .change_coordinators(&coordinators)
-                    .await
-                    .map_err(StepError::admin("change the coordinators"))?;
-                let text = connection.to_string();
-                io.apply_status(
-                    ctx,
-                    snapshot,
-                    &[StatusMutation::SetConnectionString(text.clone())],
-                )
-                .await?;
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::CoordinatorsChanged,
-                    "ChangeCoordinators",
-                    format!("{reason}; new connection string {text}"),
-                )
-                .await;
-                Ok(StepOutcome::Continue)
+                .recovering(Some("coordinators change".to_owned()));
+                Verdict::Act(Plan::new(vec![change], refused))
             }
-        }
+        })
     }
 }
 
@@ -390,7 +325,7 @@ mod tests {
     }
 
     fn decide_with(fixture: Fixture, db: DatabaseStatus) -> CoordinatorAction {
-        decide(&fixture.database(db).build())
+        decide(&fixture.database(db).build(), &PassFacts::default())
     }
 
     fn db() -> DatabaseStatus {
@@ -419,7 +354,7 @@ mod tests {
         let unconfigured = fixture.clone().status(|s| s.configured = false);
         assert_eq!(decide_with(unconfigured, db()), CoordinatorAction::None);
         assert_eq!(
-            decide(&fixture.unreadable().build()),
+            decide(&fixture.unreadable().build(), &PassFacts::default()),
             CoordinatorAction::Wait(
                 "cannot read the database status: `status json` timed out after 10s".into()
             )

@@ -104,6 +104,7 @@ impl Subreconciler for CheckClientCompatibility {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         _io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
         let Some(reason) = decision.reason() else {

@@ -111,6 +111,7 @@ impl Subreconciler for ChooseRemovals {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
         if decision.mutations.is_empty() {

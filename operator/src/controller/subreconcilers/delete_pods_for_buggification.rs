@@ -97,6 +97,7 @@ impl Subreconciler for DeletePodsForBuggification {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
         // A pod recreated on purpose starts a new failure-detection window: the

@@ -150,6 +150,7 @@ impl Subreconciler for DeleteTerminalPods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
         let namespace = snapshot.namespace();

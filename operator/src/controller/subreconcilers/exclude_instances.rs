@@ -17,22 +17,18 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::cluster_math::desired_process_counts;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict};
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
 use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
-use crate::fdb::{AdminClient, ExclusionTarget};
+use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -165,22 +161,68 @@ pub fn pending_reason(snapshot: &ClusterSnapshot, id: &str) -> String {
         )
 }
 
-#[async_trait]
+/// What of the group makes excluding it cause a recovery, if anything.
+fn exclusion_recovery(snapshot: &ClusterSnapshot, id: &str) -> Option<String> {
+    safety::causes_recovery(snapshot, &snapshot.group(id)?)
+}
+
+/// The order that costs the fewest recoveries: when a coordinator must move off a
+/// group marked for removal (its exclusion waits for that) and the coordinators can move
+/// now, the exclusions that cause a recovery wait too, so that after the coordinators
+/// change one recovery excludes every group, instead of one recovery for these, one for
+/// the coordinators and one more for the group that hosted a coordinator. Exclusions
+/// that cause no recovery (storage) go on. When the coordinators cannot move now
+/// (nowhere to place them), nothing waits for them.
+pub fn order_after_coordinators(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    mut decision: ExcludeDecision,
+) -> ExcludeDecision {
+    let nothing_to_order = decision.exclude.is_empty()
+        || !snapshot.groups().any(|g| {
+            g.is_marked_for_removal()
+                && g.status.exclusion_timestamp.is_none()
+                && placement::hosted_coordinator(snapshot, &g).is_some()
+        });
+    if nothing_to_order {
+        return decision;
+    }
+    let recovering = |id: &str| exclusion_recovery(snapshot, id).is_some();
+    if !decision.exclude.iter().any(|(id, _)| recovering(id)) {
+        return decision;
+    }
+    let movable = matches!(
+        super::change_coordinators::decide(snapshot, facts),
+        super::change_coordinators::CoordinatorAction::Change { .. }
+    );
+    if !movable {
+        return decision;
+    }
+    let (held, go): (Vec<_>, Vec<_>) = std::mem::take(&mut decision.exclude)
+        .into_iter()
+        .partition(|(id, _)| recovering(id));
+    decision.exclude = go;
+    decision.waiting.extend(held.into_iter().map(|(id, _)| {
+        (
+            id,
+            "not excluded: the coordinators move first, so one recovery excludes every group"
+                .to_owned(),
+        )
+    }));
+    decision
+}
+
 impl Subreconciler for ExcludeInstances {
     fn name(&self) -> &'static str {
         "ExcludeInstances"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-    ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot);
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        let decision = order_after_coordinators(snapshot, facts, decide(snapshot));
         for (group, reason) in &decision.waiting {
             tracing::info!(step = self.name(), %group, %reason, "exclusion waits");
         }
+        let mut actions = Vec::new();
         if !decision.complete.is_empty() {
             let mutations: Vec<StatusMutation> = decision
                 .complete
@@ -189,35 +231,31 @@ impl Subreconciler for ExcludeInstances {
                     group: group.clone(),
                 })
                 .collect();
-            if io.apply_status(ctx, snapshot, &mutations).await? {
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::ExclusionComplete,
-                    self.name(),
-                    format!("fully excluded: {}", decision.complete.join(", ")),
-                )
-                .await;
-            }
+            actions.push(Planned::plain(Action::WriteStatus(mutations)));
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::ExclusionComplete,
+                action: self.name().to_owned(),
+                note: format!("fully excluded: {}", decision.complete.join(", ")),
+            }));
         }
+        let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
         if !decision.exclude.is_empty() {
             let targets: Vec<ExclusionTarget> = decision
                 .exclude
                 .iter()
                 .flat_map(|(_, targets)| targets.iter().cloned())
                 .collect();
-            let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
             let text: Vec<String> = targets.iter().map(ToString::to_string).collect();
-            if let Some(outcome) =
-                locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Exclude, |refusal| {
-                    format!("{} wait to be excluded: {refusal}", groups.join(", "))
-                })
-                .await?
-            {
-                return Ok(outcome);
-            }
+            let recovering: Vec<String> = decision
+                .exclude
+                .iter()
+                .filter_map(|(id, _)| exclusion_recovery(snapshot, id))
+                .collect();
+            let recovery =
+                (!recovering.is_empty()).then(|| format!("excluded {}", recovering.join(", ")));
             // Recorded before the command: whatever changes later (options, version, an
-            // operator restart), exactly these targets are included again.
+            // operator restart), exactly these targets are included again. Paced and
+            // locked with the exclusion, so they are never recorded without it.
             let records: Vec<StatusMutation> = decision
                 .exclude
                 .iter()
@@ -226,23 +264,27 @@ impl Subreconciler for ExcludeInstances {
                     targets: targets.iter().map(ToString::to_string).collect(),
                 })
                 .collect();
-            io.apply_status(ctx, snapshot, &records).await?;
-            tracing::info!(step = self.name(), ?groups, targets = ?text, "excluding");
-            let admin = io.admin(ctx, snapshot)?;
-            admin
-                .exclude(&targets, false)
-                .await
-                .map_err(StepError::admin(format!("exclude {}", text.join(" "))))?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::ProcessesExcluded,
-                self.name(),
-                format!("excluded {} ({})", groups.join(", "), text.join(" ")),
-            )
-            .await;
+            actions.push(
+                Planned::locked(Action::WriteStatus(records), LockedAction::Exclude)
+                    .recovering(recovery.clone()),
+            );
+            actions.push(
+                Planned::locked(Action::Exclude(targets), LockedAction::Exclude)
+                    .recovering(recovery),
+            );
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::ProcessesExcluded,
+                action: self.name().to_owned(),
+                note: format!("excluded {} ({})", groups.join(", "), text.join(" ")),
+            }));
         }
-        Ok(StepOutcome::Continue)
+        if actions.is_empty() {
+            return Ok(Verdict::Continue);
+        }
+        Ok(Verdict::Act(Plan::new(
+            actions,
+            format!("{} wait to be excluded: ", groups.join(", ")),
+        )))
     }
 }
 

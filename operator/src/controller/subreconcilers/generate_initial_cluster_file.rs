@@ -176,6 +176,7 @@ impl Subreconciler for GenerateInitialClusterFile {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let connection_string = match decide(snapshot)? {
             InitialFileDecision::Nothing => return Ok(StepOutcome::Continue),

@@ -116,6 +116,7 @@ impl Subreconciler for MaintenanceModeChecker {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         async {
             match decide(snapshot) {

@@ -30,29 +30,88 @@ pub mod upgrade_bounce;
 
 use super::context::Context;
 use super::errors::StepError;
+use super::executor;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
+use super::plan::{PassFacts, Verdict};
 use super::snapshot::ClusterSnapshot;
 use async_trait::async_trait;
 
 /// One step of a reconcile pass.
 ///
-/// A step is a pure `decide(&ClusterSnapshot, ...) -> Decision` (unit-tested from
-/// fixtures) and a short `reconcile` that executes the decision through the pass's I/O.
-/// The snapshot is read-only; what the step writes, the next step sees (see
-/// [`super::snapshot`]).
+/// A step is a pure `decide(&ClusterSnapshot, &PassFacts) -> Verdict` (unit-tested from
+/// fixtures): go on, wait, or a plan of typed actions that the one executor
+/// ([`super::executor`]) runs under the shared rules. The snapshot is read-only; what the
+/// plan writes, the next step sees (see [`super::snapshot`]). Steps not yet migrated to
+/// plans override `reconcile` and act through the pass's I/O themselves (see
+/// `docs/architecture.md`).
 #[async_trait]
 pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
     fn name(&self) -> &'static str;
 
-    /// Runs the step against the live state: continue, or end the pass with a requeue.
+    /// What the step decides from the snapshot and what the pass learned so far.
+    fn decide(
+        &self,
+        _snapshot: &ClusterSnapshot,
+        _facts: &PassFacts,
+    ) -> Result<Verdict, StepError> {
+        Ok(Verdict::Continue)
+    }
+
+    /// Runs the step: its decision through the executor, unless the step overrides it.
     async fn reconcile(
         &self,
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
-    ) -> Result<StepOutcome, StepError>;
+        facts: &mut PassFacts,
+    ) -> Result<StepOutcome, StepError> {
+        let verdict = self.decide(snapshot, facts)?;
+        executor::execute(ctx, snapshot, io, facts, self.name(), verdict).await
+    }
+}
+
+/// Whether a wait of `step` ends the pass (a barrier: the steps after it must not act
+/// before it is done) or lets the later steps act (it waits on something of its own).
+/// Used by the executor for the steps that return verdicts; the other steps choose
+/// `Requeue` (barrier) or `DelayedRequeue` as listed here.
+pub fn holds_later_steps(step: &str) -> bool {
+    match step {
+        // Later steps read what these write (status, lock settings, ConfigMap, objects,
+        // connection string, pod configs, configuration): they must be done first.
+        "UpdateStatus"
+        | "UpdateLockConfiguration"
+        | "UpdateConfigMap"
+        | "CheckClientCompatibility"
+        | "AddProcessGroups"
+        | "AddServices"
+        | "AddPVCs"
+        | "AddPods"
+        | "GenerateInitialClusterFile"
+        | "UpdateSidecarVersions"
+        | "UpdatePodConfig"
+        | "UpdateLabels"
+        | "UpdateDatabaseConfiguration"
+        | "ChooseRemovals"
+        // Restarts and pod updates take processes down: nothing after them may add to it.
+        | "BounceProcesses"
+        | "RemoveIncompatibleProcesses"
+        | "MaintenanceModeChecker"
+        | "UpdatePods" => true,
+        // These wait on something of their own (one stuck group, a failed pod, coordinators
+        // that cannot be placed now, a pod still terminating): the later steps go on, and
+        // the pass ends with the earliest of the waits.
+        "ReplaceMisconfiguredPods"
+        | "ReplaceFailedPods"
+        | "DeleteTerminalPods"
+        | "DeletePodsForBuggification"
+        | "ExcludeInstances"
+        | "ChangeCoordinators"
+        | "RemoveServices"
+        | "RemovePods" => false,
+        _ => true,
+    }
 }
 
 /// The steps of a pass, in the order of operator-behavior §8.

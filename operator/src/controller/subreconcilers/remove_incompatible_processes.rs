@@ -33,6 +33,7 @@ impl Subreconciler for RemoveIncompatibleProcesses {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide_incompatible(snapshot);
         for target in &decision.delete {

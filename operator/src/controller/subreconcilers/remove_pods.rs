@@ -26,16 +26,17 @@ use super::exclude_instances::pending_reason;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
+use crate::controller::executor;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, Plan, Planned};
 use crate::controller::removals::{
     exclusions, placement, ready_for_deletion, removal_held, skips_exclusion,
 };
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
-use crate::fdb::{AdminClient, ExclusionTarget};
+use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -219,6 +220,7 @@ impl Subreconciler for RemovePods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         if !super::any_marked_for_removal(snapshot) {
             return Ok(StepOutcome::Continue);
@@ -260,19 +262,28 @@ impl Subreconciler for RemovePods {
         if !decision.finished.is_empty() {
             if !decision.include.is_empty() {
                 let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
-                if let Some(outcome) =
-                    locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Include, |refusal| {
-                        format!("{} wait to be included: {refusal}", text.join(" "))
-                    })
-                    .await?
-                {
-                    return Ok(outcome);
+                // Including a transaction process lets it take roles again: a recovery.
+                let recovering: Vec<String> = decision
+                    .finished
+                    .iter()
+                    .filter_map(|id| snapshot.group(id))
+                    .filter(|g| safety::runs_transaction_roles(g.status.process_class))
+                    .map(|g| g.id().to_owned())
+                    .collect();
+                let include = Planned::locked(
+                    Action::Include(decision.include.clone()),
+                    LockedAction::Include,
+                )
+                .recovering(
+                    (!recovering.is_empty()).then(|| format!("included {}", recovering.join(", "))),
+                );
+                let plan = Plan::new(
+                    vec![include],
+                    format!("{} wait to be included: ", text.join(" ")),
+                );
+                if let Some(wait) = executor::run_plan(ctx, snapshot, io, facts, plan).await? {
+                    return Ok(executor::requeue(ctx, self.name(), wait));
                 }
-                let admin = io.admin(ctx, snapshot)?;
-                admin
-                    .include(&decision.include)
-                    .await
-                    .map_err(StepError::admin(format!("include {}", text.join(" "))))?;
             }
             let mutations: Vec<StatusMutation> = decision
                 .finished

@@ -42,6 +42,7 @@ impl Subreconciler for RemoveServices {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let namespace = snapshot.namespace();
         for name in decide(snapshot) {

@@ -272,6 +272,7 @@ impl Subreconciler for ReplaceFailedPods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot);
         for (group, reason) in &decision.waiting {

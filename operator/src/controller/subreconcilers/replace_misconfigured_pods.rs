@@ -117,6 +117,7 @@ impl Subreconciler for ReplaceMisconfiguredPods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot, ctx.settings.replace_policy())?;
         if !decision.replace.is_empty() {

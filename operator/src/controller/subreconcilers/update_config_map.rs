@@ -84,6 +84,7 @@ impl Subreconciler for UpdateConfigMap {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let name = config_map_name(snapshot.cluster());
         match decide(snapshot)? {

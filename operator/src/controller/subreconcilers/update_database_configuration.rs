@@ -3,26 +3,21 @@
 //! differences between the live and the desired configuration, only while the database
 //! is available and healthy.
 
-use async_trait::async_trait;
 use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
 };
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::safety::LockedAction;
 use crate::controller::safety::{
     self, MINIMUM_SECONDS_SINCE_RECOVERY, Refusal, available_and_healthy, recovered_for,
 };
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::fdb::{AdminClient, AdminError};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -100,87 +95,70 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     }
 }
 
-fn already_configured(error: &AdminError) -> bool {
-    matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
-}
-
-#[async_trait]
 impl Subreconciler for UpdateDatabaseConfiguration {
     fn name(&self) -> &'static str {
         "UpdateDatabaseConfiguration"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-    ) -> Result<StepOutcome, StepError> {
-        match decide(snapshot) {
-            ConfigurationAction::None => Ok(StepOutcome::Continue),
-            ConfigurationAction::Wait(reason) => Ok(StepOutcome::Requeue {
-                delay: ctx.settings.database_wait,
-                reason,
-            }),
-            ConfigurationAction::MarkConfigured => {
-                io.stage_mutations(snapshot, &[StatusMutation::MarkConfigured])?;
-                Ok(StepOutcome::Continue)
-            }
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide(snapshot) {
+            ConfigurationAction::None => Verdict::Continue,
+            ConfigurationAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
+            ConfigurationAction::MarkConfigured => Verdict::Act(Plan::new(
+                vec![Planned::plain(Action::StageStatus(vec![
+                    StatusMutation::MarkConfigured,
+                ]))],
+                "",
+            )),
             ConfigurationAction::ConfigureNew(desired) => {
-                let admin = io.admin(ctx, snapshot)?;
-                match admin.configure(&desired, true).await {
-                    Ok(()) => {}
-                    Err(error) if already_configured(&error) => {}
-                    Err(error) => {
-                        return Err(StepError::admin("configure the new database")(error));
-                    }
-                }
-                // Staged, not written at once: a crash before the end of the pass
-                // repeats `configure new`, which answers "already exists" (above).
-                io.stage_mutations(snapshot, &[StatusMutation::MarkConfigured])?;
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::DatabaseConfigured,
-                    "ConfigureNew",
-                    format!("configure new {}", configuration_string(&desired)),
-                )
-                .await;
-                Ok(StepOutcome::Continue)
+                let note = format!("configure new {}", configuration_string(&desired));
+                // The first recovery of the database; nothing to pace it after.
+                let configure = Planned::plain(Action::Configure {
+                    configuration: desired,
+                    new: true,
+                });
+                Verdict::Act(Plan::new(
+                    vec![
+                        configure,
+                        // Staged, not written at once: a crash before the end of the
+                        // pass repeats `configure new`, which answers "already exists".
+                        Planned::plain(Action::StageStatus(vec![StatusMutation::MarkConfigured])),
+                        Planned::plain(Action::Event {
+                            reason: EventReason::DatabaseConfigured,
+                            action: "ConfigureNew".to_owned(),
+                            note,
+                        }),
+                    ],
+                    "",
+                ))
             }
             ConfigurationAction::Change(desired) => {
-                if let Some(outcome) = locks::acquire_or_requeue(
-                    ctx,
-                    snapshot,
-                    io,
-                    LockedAction::ConfigureDatabase,
-                    |refusal| format!("the database configuration must change, but {refusal}"),
-                )
-                .await?
-                {
-                    return Ok(outcome);
-                }
-                let admin = io.admin(ctx, snapshot)?;
                 let command = snapshot
                     .database_status()
                     .and_then(|db| db.cluster.configuration.as_ref())
                     .and_then(|live| configure_change_command(live, &desired))
                     .unwrap_or_default();
-                admin
-                    .configure(&desired, false)
-                    .await
-                    .map_err(StepError::admin("change the database configuration"))?;
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::ConfigurationChanged,
-                    "Configure",
-                    command,
+                let configure = Planned::locked(
+                    Action::Configure {
+                        configuration: desired,
+                        new: false,
+                    },
+                    LockedAction::ConfigureDatabase,
                 )
-                .await;
-                Ok(StepOutcome::Continue)
+                .recovering(Some(format!("configure {command}")));
+                Verdict::Act(Plan::new(
+                    vec![
+                        configure,
+                        Planned::plain(Action::Event {
+                            reason: EventReason::ConfigurationChanged,
+                            action: "Configure".to_owned(),
+                            note: command,
+                        }),
+                    ],
+                    "the database configuration must change, but ",
+                ))
             }
-        }
+        })
     }
 }
 

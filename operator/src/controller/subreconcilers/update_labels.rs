@@ -90,6 +90,7 @@ impl Subreconciler for UpdateLabels {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         for patch in decide(snapshot) {
             let name = &patch.name;

@@ -40,6 +40,7 @@ impl Subreconciler for UpdateLockConfiguration {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let wanted = locks::locks_in_use(snapshot)
             && !snapshot.spec().lock_options.deny_list.is_empty()

@@ -491,6 +491,7 @@ impl Subreconciler for UpdatePodConfig {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let Some(plan) = decide(snapshot)? else {
             return Ok(StepOutcome::Continue);

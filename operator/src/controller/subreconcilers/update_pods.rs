@@ -29,7 +29,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::api::cluster::{DeletionMode, PodUpdateStrategy, ProcessGroupConditionType};
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use tracing::Instrument;
 
@@ -37,15 +36,15 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
+use crate::controller::executor;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::placement;
 use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::fdb::AdminClient as _;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -317,25 +316,27 @@ fn names(pods: &[PodToDelete]) -> String {
     names.join(", ")
 }
 
-async fn delete_pods(
-    ctx: &Context,
+/// Whether deleting the pods causes a recovery ([`safety::causes_recovery`]), and of what.
+fn batch_recovery(snapshot: &ClusterSnapshot, pods: &[PodToDelete]) -> Option<String> {
+    let what: Vec<String> = pods
+        .iter()
+        .filter_map(|p| safety::causes_recovery(snapshot, &snapshot.group(&p.group)?))
+        .collect();
+    (!what.is_empty()).then(|| format!("deleted pods hosting {}", what.join(", ")))
+}
+
+/// The plan of one batch: the maintenance zone first (storage), then the pods (one
+/// disruption, locked, paced when a pod hosts a transaction process or coordinator),
+/// then the pass waits for them to come back.
+fn delete_plan(
     snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
     pods: Vec<PodToDelete>,
     zones: Vec<String>,
     maintenance_zone: Option<String>,
-) -> Result<StepOutcome, StepError> {
-    if let Some(outcome) =
-        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::DeletePods, |refusal| {
-            format!(
-                "pods of zone {} need an update; {refusal}",
-                zones.join(", ")
-            )
-        })
-        .await?
-    {
-        return Ok(outcome);
-    }
+) -> Plan {
+    let zone_text = zones.join(", ");
+    let recovery = batch_recovery(snapshot, &pods);
+    let mut actions = Vec::new();
     if let Some(zone) = maintenance_zone {
         let seconds = snapshot
             .spec()
@@ -343,45 +344,45 @@ async fn delete_pods(
             .maintenance_mode_options
             .maintenance_mode_time_seconds();
         let seconds = u64::try_from(seconds).unwrap_or(600);
-        tracing::info!(%zone, seconds, "setting the maintenance zone before deleting storage pods");
-        io.admin(ctx, snapshot)?
-            .set_maintenance_zone(&zone, seconds)
-            .await
-            .map_err(StepError::admin(format!("set maintenance zone {zone}")))?;
-        publish(
-            ctx,
-            snapshot.cluster(),
-            EventReason::MaintenanceZoneChanged,
-            "UpdatePods",
-            format!("zone {zone} in maintenance for {seconds}s to update its storage pods"),
-        )
-        .await;
+        actions.push(
+            Planned::locked(
+                Action::SetMaintenanceZone {
+                    zone: zone.clone(),
+                    seconds,
+                },
+                LockedAction::DeletePods,
+            )
+            .recovering(recovery.clone()),
+        );
+        actions.push(Planned::plain(Action::Event {
+            reason: EventReason::MaintenanceZoneChanged,
+            action: "UpdatePods".to_owned(),
+            note: format!("zone {zone} in maintenance for {seconds}s to update its storage pods"),
+        }));
     }
     for pod in &pods {
         tracing::info!(pod = %pod.pod, group = %pod.group, "deleting pod to update its spec");
-        io.delete::<Pod>(ctx, &pod.pod, format!("delete pod {}", pod.pod))
-            .await?;
+        actions.push(
+            Planned::locked(Action::DeletePod(pod.pod.clone()), LockedAction::DeletePods)
+                .disrupting()
+                .recovering(recovery.clone()),
+        );
     }
-    publish(
-        ctx,
-        snapshot.cluster(),
-        EventReason::PodsUpdated,
-        "UpdatePods",
-        format!(
-            "deleted pods of zone {} to update their spec: {}",
-            zones.join(", "),
+    actions.push(Planned::plain(Action::Event {
+        reason: EventReason::PodsUpdated,
+        action: "UpdatePods".to_owned(),
+        note: format!(
+            "deleted pods of zone {zone_text} to update their spec: {}",
             names(&pods)
         ),
-    )
-    .await;
-    Ok(StepOutcome::Requeue {
-        delay: ctx.settings.kube_wait,
-        reason: format!(
-            "deleted {} pods of zone {} to update their spec; waiting for them to come back",
-            pods.len(),
-            zones.join(", ")
+    }));
+    Plan::new(actions, format!("pods of zone {zone_text} need an update; ")).then(Wait::new(
+        WaitOn::Kubernetes,
+        format!(
+            "deleted {} pods of zone {zone_text} to update their spec; waiting for them to come back",
+            pods.len()
         ),
-    })
+    ))
 }
 
 #[async_trait]
@@ -395,8 +396,9 @@ impl Subreconciler for UpdatePods {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
-        let decision = decide_with(snapshot, ctx.settings.replace_policy());
+        let decision = decide_with(snapshot, facts.replace_policy);
         async {
             if !decision.replace.is_empty() {
                 let mutations: Vec<StatusMutation> = decision
@@ -456,7 +458,11 @@ impl Subreconciler for UpdatePods {
                     pods,
                     zones,
                     maintenance_zone,
-                } => delete_pods(ctx, snapshot, io, pods, zones, maintenance_zone).await,
+                } => {
+                    let plan = delete_plan(snapshot, pods, zones, maintenance_zone);
+                    let verdict = Verdict::Act(plan);
+                    executor::execute(ctx, snapshot, io, facts, "UpdatePods", verdict).await
+                }
             }
         }
         .instrument(tracing::info_span!("UpdatePods"))

@@ -99,6 +99,7 @@ impl Subreconciler for UpdateSidecarVersions {
         ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let updates = decide(snapshot);
         for update in &updates {

@@ -52,6 +52,7 @@ impl Subreconciler for UpdateStatus {
         _ctx: &Context,
         snapshot: &ClusterSnapshot,
         io: &mut PassIo,
+        _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
         // decide the same again: the first decision is reused.

@@ -21,11 +21,13 @@ use fdb_shared::address::ProcessAddress;
 
 use super::super::context::Context;
 use super::super::errors::StepError;
-use super::super::events::{EventReason, publish};
+use super::super::events::EventReason;
+use super::super::executor;
 use super::super::locks;
 use super::super::outcome::StepOutcome;
 use super::super::pass_io::PassIo;
-use super::super::safety::{self, LockedAction};
+use super::super::plan::{Action, PassFacts, Plan, Planned, Wait, WaitOn};
+use super::super::safety::{self, LockedAction, Refusal};
 use super::super::snapshot::ClusterSnapshot;
 use super::super::upgrade::{
     Agreement, UpgradeBounce, UpgradeWait, check_agreement, decide_bounce, plan_pending_list,
@@ -41,6 +43,7 @@ pub async fn reconcile(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
+    facts: &mut PassFacts,
 ) -> Result<Option<StepOutcome>, StepError> {
     clear_after_kill(ctx, snapshot, io).await?;
     let (target, addresses, agreement) = match decide_bounce(snapshot)? {
@@ -67,18 +70,33 @@ pub async fn reconcile(
             reason,
         }));
     }
-    if let Err(refusal) = safety::sole_disruption(io.deleted_pods()) {
-        return Ok(Some(StepOutcome::Requeue {
-            delay: ctx.settings.kube_wait,
-            reason: format!("the upgrade to {target} is ready to restart every process: {refusal}"),
-        }));
+    let refused = format!("the upgrade to {target} is ready to restart every process: ");
+    let kill = kill_all(&target, &addresses);
+    // The shared rules first (one disruption, pacing), before the pending-upgrade list
+    // is touched; the executor checks them again when it runs the kill.
+    let progress = executor::PlanProgress::default();
+    for planned in &kill.actions {
+        if let executor::Admission::Refused(refusal) =
+            executor::admit(snapshot, facts, planned, &progress)
+        {
+            let waits_on = match refusal {
+                Refusal::PodDeletedThisPass { .. } | Refusal::DisruptedThisPass { .. } => {
+                    WaitOn::Kubernetes
+                }
+                _ => WaitOn::Database,
+            };
+            let wait = Wait::new(waits_on, format!("{refused}{refusal}"));
+            return Ok(Some(executor::requeue(ctx, "BounceProcesses", wait)));
+        }
     }
     if let Some(agreement) = &agreement
-        && let Some(outcome) = agree(ctx, snapshot, io, &target, agreement).await?
+        && let Some(outcome) = agree(ctx, snapshot, io, facts, &target, agreement).await?
     {
         return Ok(Some(outcome));
     }
-    kill_all(ctx, snapshot, io, &target, &addresses).await?;
+    if let Some(wait) = executor::run_plan(ctx, snapshot, io, facts, kill).await? {
+        return Ok(Some(executor::requeue(ctx, "BounceProcesses", wait)));
+    }
     if agreement.is_some() {
         // The kill happened: the list has served its purpose. The database is down for
         // the restart now, so the clear is tried once it is available again.
@@ -139,16 +157,19 @@ async fn agree(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
+    facts: &mut PassFacts,
     target: &FdbVersion,
     agreement: &Agreement,
 ) -> Result<Option<StepOutcome>, StepError> {
-    let refused = |refusal: &_| {
-        format!("the upgrade to {target} waits to join the pending-upgrade list: {refusal}")
-    };
-    if let Some(outcome) =
-        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::Bounce, refused).await?
+    if let Err(refusal) =
+        executor::take_lock(ctx, snapshot, io, facts, LockedAction::Bounce).await?
     {
-        return Ok(Some(outcome));
+        return Ok(Some(StepOutcome::Requeue {
+            delay: ctx.settings.database_wait,
+            reason: format!(
+                "the upgrade to {target} waits to join the pending-upgrade list: {refusal}"
+            ),
+        }));
     }
     let admin = io.admin(ctx, snapshot)?;
     let listed = admin
@@ -182,41 +203,39 @@ async fn agree(
         Err(wait) => {
             // The instances still missing need the lock to add their groups.
             locks::release(ctx, snapshot, io).await?;
+            facts.lock_held = false;
             Ok(Some(wait_outcome(ctx, snapshot, &wait)))
         }
     }
 }
 
-async fn kill_all(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    target: &FdbVersion,
-    addresses: &[ProcessAddress],
-) -> Result<(), StepError> {
+/// The plan of the cluster-wide kill: locked, one disruption, a recovery.
+fn kill_all(target: &FdbVersion, addresses: &[ProcessAddress]) -> Plan {
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
     tracing::info!(
         %target,
         processes = addresses.len(),
         "killing every process of the cluster for the upgrade"
     );
-    io.admin(ctx, snapshot)?
-        .kill(addresses)
-        .await
-        .map_err(StepError::admin(format!(
-            "kill every process for the upgrade to {target}"
-        )))?;
-    publish(
-        ctx,
-        snapshot.cluster(),
-        EventReason::UpgradeBounce,
-        "BounceProcesses",
-        format!(
-            "killed all {} processes at once to restart them on {target}: {}",
-            listed.len(),
-            listed.join(" ")
-        ),
+    let note = format!(
+        "killed all {} processes at once to restart them on {target}: {}",
+        listed.len(),
+        listed.join(" ")
+    );
+    let kill = Planned::locked(Action::Kill(addresses.to_vec()), LockedAction::Bounce)
+        .disrupting()
+        .recovering(Some(format!(
+            "killed every process for the upgrade to {target}"
+        )));
+    Plan::new(
+        vec![
+            kill,
+            Planned::plain(Action::Event {
+                reason: EventReason::UpgradeBounce,
+                action: "BounceProcesses".to_owned(),
+                note,
+            }),
+        ],
+        format!("the upgrade to {target} is ready to restart every process: "),
     )
-    .await;
-    Ok(())
 }

@@ -1,0 +1,243 @@
+//! What a step decides, as data: a [`Verdict`] (go on, wait, or act on a [`Plan`]) made
+//! from the pass's snapshot and its [`PassFacts`]. The executor
+//! ([`super::executor`]) is the only place a plan becomes I/O, and the only place the
+//! shared rules (the global lock, one disruption per pass, recovery pacing) are applied:
+//! each action declares what it needs, no step re-checks them.
+
+use std::time::Duration;
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::DatabaseConfiguration;
+
+use super::events::EventReason;
+use super::forecast::{UpcomingDeletions, upcoming_pod_deletions};
+use super::replace_only::ReplacePolicy;
+use super::safety::LockedAction;
+use super::snapshot::ClusterSnapshot;
+use super::status_mutations::StatusMutation;
+use crate::fdb::ExclusionTarget;
+
+/// What the pass learned so far, for the decisions of the steps after.
+#[derive(Debug, Default)]
+pub struct PassFacts {
+    /// The forecast of pod deletions, for the snapshot version it was built from.
+    upcoming: std::sync::Mutex<Option<(u64, Option<UpcomingDeletions>)>>,
+    /// Which changes ReplaceMisconfiguredPods owns (`--replace-on-security-context-change`).
+    pub replace_policy: ReplacePolicy,
+    /// Pods this pass deleted, in order.
+    pub deleted_pods: Vec<String>,
+    /// The global lock was taken (or confirmed) this pass.
+    pub lock_held: bool,
+    /// What this pass did that disrupts the database (a kill, a pod deletion), first one.
+    pub disrupted: Option<String>,
+    /// What this pass did that causes a recovery, first one.
+    pub recovery_caused: Option<String>,
+}
+
+impl PassFacts {
+    /// The forecast of pod deletions to come for `snapshot`, built once per snapshot
+    /// version with the pass's [`ReplacePolicy`].
+    pub fn upcoming_pod_deletions(&self, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
+        let version = snapshot.version();
+        let mut memo = match self.upcoming.lock() {
+            Ok(memo) => memo,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((built, forecast)) = memo.as_ref()
+            && *built == version
+        {
+            return forecast.clone();
+        }
+        let forecast = upcoming_pod_deletions(snapshot, self.replace_policy);
+        *memo = Some((version, forecast.clone()));
+        forecast
+    }
+
+    /// The facts at the start of a pass under `policy`.
+    pub fn new(replace_policy: ReplacePolicy) -> Self {
+        Self {
+            replace_policy,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a wait waits on: the requeue delay follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOn {
+    /// Kubernetes (pods scheduled, started, terminated).
+    Kubernetes,
+    /// The database (processes reporting, availability, a recovery).
+    Database,
+    /// A fixed delay.
+    After(Duration),
+}
+
+/// A step that cannot act now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    /// Why, in words a user understands.
+    pub reason: String,
+    /// What it waits on (when to look again).
+    pub waits_on: WaitOn,
+    /// It waits on something of its own: the later steps go on even when the step is a
+    /// barrier ([`super::subreconcilers::holds_later_steps`]).
+    pub goes_on: bool,
+}
+
+impl Wait {
+    /// A wait on `waits_on` because of `reason`.
+    pub fn new(waits_on: WaitOn, reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            waits_on,
+            goes_on: false,
+        }
+    }
+
+    /// A wait on `waits_on` that lets the later steps act.
+    pub fn independent(waits_on: WaitOn, reason: impl Into<String>) -> Self {
+        Self {
+            goes_on: true,
+            ..Self::new(waits_on, reason)
+        }
+    }
+}
+
+/// One typed I/O of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `configure` (`new` for a new database; "already exists" is then fine).
+    Configure {
+        /// The configuration.
+        configuration: DatabaseConfiguration,
+        /// `configure new`.
+        new: bool,
+    },
+    /// `exclude` (non-blocking).
+    Exclude(Vec<ExclusionTarget>),
+    /// `include`.
+    Include(Vec<ExclusionTarget>),
+    /// `coordinators`, then the new connection string into the status and an Event.
+    ChangeCoordinators {
+        /// The new coordinators.
+        coordinators: Vec<ProcessAddress>,
+        /// Why they change.
+        reason: String,
+    },
+    /// `kill`.
+    Kill(Vec<ProcessAddress>),
+    /// `maintenance on <zone> <seconds>`.
+    SetMaintenanceZone {
+        /// The zone.
+        zone: String,
+        /// For how long.
+        seconds: u64,
+    },
+    /// `maintenance off`.
+    ResetMaintenanceZone,
+    /// Deletes a pod of the cluster.
+    DeletePod(String),
+    /// Applies status mutations and writes the status now.
+    WriteStatus(Vec<StatusMutation>),
+    /// Applies status mutations to the status written at the end of the pass.
+    StageStatus(Vec<StatusMutation>),
+    /// Publishes an Event.
+    Event {
+        /// Its reason.
+        reason: EventReason,
+        /// Its action.
+        action: String,
+        /// Its note.
+        note: String,
+    },
+}
+
+/// An action with what it needs from the shared rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The I/O.
+    pub action: Action,
+    /// The global lock it needs (when locks are in use).
+    pub lock: Option<LockedAction>,
+    /// Whether it takes processes down (a kill, a pod deletion): one per pass.
+    pub disrupts: bool,
+    /// What of it causes a recovery, if it does: paced.
+    pub recovery: Option<String>,
+}
+
+impl Planned {
+    /// An action that needs none of the shared rules (status, Events).
+    pub fn plain(action: Action) -> Self {
+        Self {
+            action,
+            lock: None,
+            disrupts: false,
+            recovery: None,
+        }
+    }
+
+    /// An action that needs the lock for `lock`.
+    pub fn locked(action: Action, lock: LockedAction) -> Self {
+        Self {
+            lock: Some(lock),
+            ..Self::plain(action)
+        }
+    }
+
+    /// This action, disrupting the database.
+    #[must_use]
+    pub fn disrupting(mut self) -> Self {
+        self.disrupts = true;
+        self
+    }
+
+    /// This action, causing a recovery (of `what`) when `what` is set.
+    #[must_use]
+    pub fn recovering(mut self, what: Option<String>) -> Self {
+        self.recovery = what;
+        self
+    }
+}
+
+/// Actions to run in order, and how the step ends once they ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The actions.
+    pub actions: Vec<Planned>,
+    /// Prefix of the reason when a shared rule refuses an action ("pods of zone z need
+    /// an update; "): the refusal follows it.
+    pub refused: String,
+    /// How the step ends after the actions: `None` to go on, else a wait (after a kill,
+    /// waiting for the processes to come back).
+    pub then: Option<Wait>,
+}
+
+impl Plan {
+    /// A plan of `actions` that goes on afterwards.
+    pub fn new(actions: Vec<Planned>, refused: impl Into<String>) -> Self {
+        Self {
+            actions,
+            refused: refused.into(),
+            then: None,
+        }
+    }
+
+    /// This plan, ending the step with `wait` after its actions.
+    #[must_use]
+    pub fn then(mut self, wait: Wait) -> Self {
+        self.then = Some(wait);
+        self
+    }
+}
+
+/// What a step decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Nothing to do: the pass goes on.
+    Continue,
+    /// It must wait.
+    Wait(Wait),
+    /// Run this plan.
+    Act(Plan),
+}
