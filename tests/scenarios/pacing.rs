@@ -5,8 +5,10 @@
 //! 120 s old. Judged from the world's own recovery log (`fdb.recoveryLog`), not from
 //! the operator's events.
 
-use fdb_e2e_tests::{run, run_file, scenario, violated};
+use fdb_e2e_tests::{run, run_file, run_with, scenario, violated};
+use fdb_operator::controller::plan::ExecutorRules;
 use fdb_operator::simulation::result::SimulationResult;
+use fdb_operator::simulation::runner::RunOptions;
 
 /// The operator's minimum time between a recovery and the next recovery-causing action.
 const MINIMUM_GAP: i64 = 120;
@@ -58,15 +60,17 @@ fn removing_a_log_group_paces_configure_coordinators_exclusion_and_inclusion() {
     );
 }
 
+/// An upgrade after which the coordinators must move.
+fn upgrade() -> String {
+    scenario(
+        SPEC_71,
+        "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
+    )
+}
+
 #[test]
 fn an_upgrade_kill_is_not_followed_by_a_coordinators_change_within_the_minimum() {
-    let result = run(
-        &scenario(
-            SPEC_71,
-            "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n",
-        ),
-        None,
-    );
+    let result = run(&upgrade(), None);
     assert_eq!(violated(&result), Vec::<String>::new());
     assert_eq!(stacked(&result), Vec::<String>::new());
     let reasons = recovery_reasons(&result);
@@ -114,4 +118,21 @@ fn process_group_deletions_of_transaction_pods_are_paced() {
         .collect();
     assert!(deleted.len() >= 2, "{deleted:?}");
     assert_eq!(stacked(&result), Vec::<String>::new());
+}
+
+/// Mutation test of the executor: without its pacing rule, the same upgrade stacks the
+/// coordinators change right after the kill's recovery, and the recovery log shows it.
+#[test]
+fn an_executor_without_pacing_is_caught() {
+    let result = run_with(
+        &upgrade(),
+        RunOptions {
+            executor_rules: ExecutorRules {
+                pacing: false,
+                ..ExecutorRules::default()
+            },
+            ..RunOptions::default()
+        },
+    );
+    assert_ne!(stacked(&result), Vec::<String>::new());
 }

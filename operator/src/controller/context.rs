@@ -53,6 +53,9 @@ pub struct OperatorSettings {
     /// `--replace-on-security-context-change`: file ownership changes replace process
     /// groups instead of recreating their pods (see [`super::replace_only`]).
     pub replace_on_security_context_change: bool,
+    /// The executor's rules; all on, except in the mutation tests that prove the
+    /// scenarios catch an executor without one.
+    pub executor_rules: super::plan::ExecutorRules,
 }
 
 impl Default for OperatorSettings {
@@ -65,6 +68,7 @@ impl Default for OperatorSettings {
             publish_events: true,
             sidecar_concurrency: 16,
             replace_on_security_context_change: false,
+            executor_rules: super::plan::ExecutorRules::default(),
         }
     }
 }

@@ -111,6 +111,7 @@ async fn run_pass_inner(
     }
     let mut pass = PassState::new(validated, ctx.clock.now());
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
+    facts.rules = ctx.settings.executor_rules;
     let mut outcome = PassOutcome::Completed;
     let mut delayed: Option<PassOutcome> = None;
     for step in ordered_steps() {

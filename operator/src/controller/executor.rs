@@ -52,7 +52,7 @@ pub fn admit(
     planned: &Planned,
     in_plan: &PlanProgress,
 ) -> Admission {
-    if planned.disrupts && !in_plan.disrupted {
+    if planned.disrupts && !in_plan.disrupted && facts.rules.one_disruption {
         if let Err(refusal) = safety::sole_disruption(&facts.deleted_pods) {
             return Admission::Refused(refusal);
         }
@@ -62,7 +62,7 @@ pub fn admit(
             });
         }
     }
-    if planned.recovery.is_some() && !in_plan.recovered {
+    if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
         let caused = facts.recovery_caused.as_deref();
         if let Err(refusal) = safety::paced(snapshot, caused) {
             return Admission::Refused(refusal);

@@ -49,3 +49,67 @@ pub fn upcoming_pod_deletions(
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::desired::pod_options;
+    use crate::controller::fixtures::{Fixture, cluster, group, reporting};
+    use crate::controller::plan::PassFacts;
+    use crate::controller::pod_model::build_pod;
+    use crate::controller::subreconcilers::change_coordinators::{CoordinatorAction, decide};
+    use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};
+
+    /// A single-redundancy cluster whose storage-1 hosts the only coordinator; its pod was built before the spec set
+    /// `fsGroup` (a file ownership change), so it has IncorrectPodSpec.
+    fn ownership_change() -> ClusterSnapshot {
+        let old = cluster("version: 7.1.57");
+        let mut status = group("storage-1");
+        status.process_group_conditions.push(ProcessGroupCondition {
+            condition_type: ProcessGroupConditionType::IncorrectPodSpec,
+            timestamp: 1,
+        });
+        let pod = build_pod(&old, &status, &pod_options(&old, &status)).unwrap();
+        let mut db = reporting(&["storage-1"]);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_availability = Some(1);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_data = Some(1);
+        Fixture::new(
+            "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}, processes: {general: {podTemplate: {spec: {securityContext: {fsGroup: 4059}}}}}}",
+        )
+        .groups([status])
+        .pods([pod])
+        .connection_string("a:b@10.0.0.1:4501")
+        .status(|s| s.configured = true)
+        .database(db)
+        .build()
+    }
+
+    #[test]
+    fn the_forecast_follows_the_configured_replace_policy() {
+        let snapshot = ownership_change();
+        // By default UpdatePods recreates the pod: the coordinator must move first.
+        let forecast = upcoming_pod_deletions(&snapshot, ReplacePolicy::default()).unwrap();
+        assert!(forecast.groups.contains("storage-1"), "{forecast:?}");
+        // With --replace-on-security-context-change the group is replaced instead
+        // (ReplaceMisconfiguredPods): UpdatePods deletes no pod, nothing to forecast.
+        let flag = ReplacePolicy {
+            replace_on_security_context_change: true,
+        };
+        assert_eq!(upcoming_pod_deletions(&snapshot, flag), None);
+        // ChangeCoordinators reads the pass's forecast, under the pass's policy.
+        assert_eq!(
+            decide(&snapshot, &PassFacts::new(flag)),
+            CoordinatorAction::None
+        );
+        match decide(&snapshot, &PassFacts::new(ReplacePolicy::default())) {
+            CoordinatorAction::Wait(reason) | CoordinatorAction::Change { reason, .. } => {
+                assert!(reason.contains("need an update"), "{reason}");
+            }
+            CoordinatorAction::None => panic!("the coordinator on a pod to delete stays"),
+        }
+    }
+}

@@ -32,6 +32,27 @@ pub struct PassFacts {
     pub disrupted: Option<String>,
     /// What this pass did that causes a recovery, first one.
     pub recovery_caused: Option<String>,
+    /// Which of the executor's rules apply (all of them, but in mutation tests).
+    pub rules: ExecutorRules,
+}
+
+/// The executor's rules that can be switched off, only to prove that the scenarios
+/// catch an executor without them (mutation tests; no flag or setting reaches it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutorRules {
+    /// One disruption per pass.
+    pub one_disruption: bool,
+    /// Recovery pacing.
+    pub pacing: bool,
+}
+
+impl Default for ExecutorRules {
+    fn default() -> Self {
+        Self {
+            one_disruption: true,
+            pacing: true,
+        }
+    }
 }
 
 impl PassFacts {
@@ -109,8 +130,8 @@ impl Wait {
 pub enum Action {
     /// `configure` (`new` for a new database; "already exists" is then fine).
     Configure {
-        /// The configuration.
-        configuration: DatabaseConfiguration,
+        /// The configuration (boxed: it is large beside the other actions).
+        configuration: Box<DatabaseConfiguration>,
         /// `configure new`.
         new: bool,
     },

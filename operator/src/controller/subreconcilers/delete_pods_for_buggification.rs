@@ -10,17 +10,13 @@
 //! be available when it has been configured, so that turning a fault off is never what
 //! takes the database down.
 
-use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::buggify::{desired_state, pod_state};
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::placement;
 use crate::controller::safety;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -86,19 +82,12 @@ pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
     decision
 }
 
-#[async_trait]
 impl Subreconciler for DeletePodsForBuggification {
     fn name(&self) -> &'static str {
         "DeletePodsForBuggification"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide(snapshot);
         // A pod recreated on purpose starts a new failure-detection window: the
         // conditions of its old life (a crash loop's MissingProcesses) must not make
@@ -118,35 +107,44 @@ impl Subreconciler for DeletePodsForBuggification {
                     })
             })
             .collect();
+        let mut actions = Vec::new();
         if !reset.is_empty() {
-            io.apply_status(ctx, snapshot, &reset).await?;
+            actions.push(Planned::plain(Action::WriteStatus(reset)));
         }
         for (group, pod) in &decision.delete {
             tracing::info!(%group, %pod, "deleting the pod to apply spec.buggify");
-            io.delete::<Pod>(ctx, pod, format!("delete pod {pod} (buggify)"))
-                .await?;
+            // Deleted at once, without the lock and whatever else the pass deleted, as
+            // before plans (a test feature); a later kill of the pass still waits for them.
+            actions.push(Planned::plain(Action::DeletePod(pod.clone())));
         }
         if !decision.delete.is_empty() {
             let names: Vec<&str> = decision.delete.iter().map(|(g, _)| g.as_str()).collect();
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::PodsUpdated,
-                self.name(),
-                format!(
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::PodsUpdated,
+                action: self.name().to_owned(),
+                note: format!(
                     "deleted the pods of {} to apply spec.buggify",
                     names.join(", ")
                 ),
-            )
-            .await;
-        }
-        if decision.waiting.is_empty() {
-            return Ok(StepOutcome::Continue);
+            }));
         }
         // The rest of the pass goes on: the waiting groups must not hold other work.
-        Ok(StepOutcome::DelayedRequeue {
-            delay: ctx.settings.database_wait,
-            reason: format!("buggify changes wait: {}", decision.waiting.join("; ")),
+        let wait = (!decision.waiting.is_empty()).then(|| {
+            Wait::independent(
+                WaitOn::Database,
+                format!("buggify changes wait: {}", decision.waiting.join("; ")),
+            )
+        });
+        Ok(match (actions.is_empty(), wait) {
+            (true, None) => Verdict::Continue,
+            (true, Some(wait)) => Verdict::Wait(wait),
+            (false, wait) => {
+                let plan = Plan::new(actions, "spec.buggify changes pods: ");
+                Verdict::Act(match wait {
+                    Some(wait) => plan.then(wait),
+                    None => plan,
+                })
+            }
         })
     }
 }
@@ -162,7 +160,7 @@ mod tests {
         use crate::controller::desired::pod_options;
         use crate::controller::fixtures::cluster;
         let old = cluster(built_with);
-        let pods: Vec<Pod> = ["storage-1", "storage-2"]
+        let pods: Vec<k8s_openapi::api::core::v1::Pod> = ["storage-1", "storage-2"]
             .iter()
             .enumerate()
             .map(|(n, id)| {

@@ -14,18 +14,15 @@
 //! survives operator restarts. A group that keeps failing is left to ReplaceFailedPods
 //! once `failureDetectionTimeSeconds` have passed.
 
-use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
+use crate::controller::events::EventReason;
 use crate::controller::objects::{group_of, pod_phase};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::production::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
@@ -139,56 +136,61 @@ pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
     decision
 }
 
-#[async_trait]
 impl Subreconciler for DeleteTerminalPods {
     fn name(&self) -> &'static str {
         "DeleteTerminalPods"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide(snapshot);
-        let namespace = snapshot.namespace();
+        let mut actions = Vec::new();
         for pod in &decision.delete {
             let (name, phase) = (&pod.name, &pod.phase);
             tracing::info!(step = self.name(), pod = %name, %phase, "deleting a pod in a terminal phase");
-            io.delete::<Pod>(ctx, name, format!("delete pod {namespace}/{name}"))
-                .await?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::TerminalPodDeleted,
-                self.name(),
-                format!("pod {name} was {phase}; deleted so it is recreated"),
-            )
-            .await;
+            // Its processes are gone already: deleting it takes nothing down (no
+            // disruption, no recovery), and needs no lock, as before plans.
+            actions.push(Planned::plain(Action::DeletePod(name.clone())));
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::TerminalPodDeleted,
+                action: self.name().to_owned(),
+                note: format!("pod {name} was {phase}; deleted so it is recreated"),
+            }));
         }
-        let Some(first) = decision.backing_off.iter().min_by_key(|b| b.due_in) else {
-            return Ok(StepOutcome::Continue);
-        };
-        let waiting: Vec<String> = decision
+        let wait = decision
             .backing_off
             .iter()
-            .map(|b| {
-                format!(
-                    "pod {} of {} (failing for {}s) is recreated in {}s",
-                    b.name, b.group, b.failing_for, b.due_in
+            .min_by_key(|b| b.due_in)
+            .map(|first| {
+                let waiting: Vec<String> = decision
+                    .backing_off
+                    .iter()
+                    .map(|b| {
+                        format!(
+                            "pod {} of {} (failing for {}s) is recreated in {}s",
+                            b.name, b.group, b.failing_for, b.due_in
+                        )
+                    })
+                    .collect();
+                tracing::info!(step = self.name(), waiting = ?waiting, "terminal pods back off");
+                // Nothing else waits for these pods. No later than an unreconciled cluster
+                // is looked at again anyway: the database may recover.
+                let delay = std::time::Duration::from_secs(first.due_in.unsigned_abs().max(1))
+                    .min(UNRECONCILED_INTERVAL);
+                Wait::new(
+                    WaitOn::After(delay),
+                    format!("process groups keep failing: {}", waiting.join("; ")),
                 )
-            })
-            .collect();
-        tracing::info!(step = self.name(), waiting = ?waiting, "terminal pods back off");
-        // The rest of the pass goes on: nothing else waits for these pods. No later than
-        // an unreconciled cluster is looked at again anyway: the database may recover.
-        let delay = std::time::Duration::from_secs(first.due_in.unsigned_abs().max(1))
-            .min(UNRECONCILED_INTERVAL);
-        Ok(StepOutcome::DelayedRequeue {
-            delay,
-            reason: format!("process groups keep failing: {}", waiting.join("; ")),
+            });
+        Ok(match (actions.is_empty(), wait) {
+            (true, None) => Verdict::Continue,
+            (true, Some(wait)) => Verdict::Wait(wait),
+            (false, wait) => {
+                let plan = Plan::new(actions, "");
+                Verdict::Act(match wait {
+                    Some(wait) => plan.then(wait),
+                    None => plan,
+                })
+            }
         })
     }
 }

@@ -11,21 +11,15 @@
 //! on its own after `maintenanceModeTimeSeconds` in the worst case. A maintenance zone that
 //! names no zone of this cluster is left alone.
 
-use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
-use tracing::Instrument;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::locks;
+use crate::controller::events::EventReason;
 use crate::controller::objects::pod_is_running;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
-use crate::fdb::AdminClient as _;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -105,57 +99,33 @@ pub fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
     }
 }
 
-#[async_trait]
 impl Subreconciler for MaintenanceModeChecker {
     fn name(&self) -> &'static str {
         "MaintenanceModeChecker"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        async {
-            match decide(snapshot) {
-                MaintenanceAction::Nothing => Ok(StepOutcome::Continue),
-                MaintenanceAction::Keep { zone, pending } => {
-                    tracing::debug!(%zone, pending = %pending.join(", "), "maintenance zone kept");
-                    Ok(StepOutcome::Continue)
-                }
-                MaintenanceAction::Reset { zone } => {
-                    if let Some(outcome) = locks::acquire_or_requeue(
-                        ctx,
-                        snapshot,
-                        io,
-                        LockedAction::Maintenance,
-                        |refusal| format!("resetting maintenance zone {zone}: {refusal}"),
-                    )
-                    .await?
-                    {
-                        return Ok(outcome);
-                    }
-                    tracing::info!(%zone, "the zone's processes are back; resetting the maintenance zone");
-                    io.admin(ctx, snapshot)?
-                        .reset_maintenance_zone()
-                        .await
-                        .map_err(StepError::admin(format!("reset maintenance zone {zone}")))?;
-                    publish(
-                        ctx,
-                        snapshot.cluster(),
-                        EventReason::MaintenanceZoneChanged,
-                        "MaintenanceModeChecker",
-                        format!("zone {zone}: its processes are back; maintenance reset"),
-                    )
-                    .await;
-                    Ok(StepOutcome::Continue)
-                }
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide(snapshot) {
+            MaintenanceAction::Nothing => Verdict::Continue,
+            MaintenanceAction::Keep { zone, pending } => {
+                tracing::debug!(%zone, pending = %pending.join(", "), "maintenance zone kept");
+                Verdict::Continue
             }
-        }
-        .instrument(tracing::info_span!("MaintenanceModeChecker"))
-        .await
+            MaintenanceAction::Reset { zone } => {
+                tracing::info!(%zone, "the zone's processes are back; resetting the maintenance zone");
+                Verdict::Act(Plan::new(
+                    vec![
+                        Planned::locked(Action::ResetMaintenanceZone, LockedAction::Maintenance),
+                        Planned::plain(Action::Event {
+                            reason: EventReason::MaintenanceZoneChanged,
+                            action: "MaintenanceModeChecker".to_owned(),
+                            note: format!("zone {zone}: its processes are back; maintenance reset"),
+                        }),
+                    ],
+                    format!("resetting maintenance zone {zone}: "),
+                ))
+            }
+        })
     }
 }
 

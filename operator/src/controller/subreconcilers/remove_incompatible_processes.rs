@@ -6,15 +6,10 @@
 //! hosting a coordinator wait for ChangeCoordinators (a coordinator's pod is never
 //! deleted). The decision is [`crate::controller::upgrade::decide_incompatible`].
 
-use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
-
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::decide_incompatible;
 
@@ -22,43 +17,31 @@ use crate::controller::upgrade::decide_incompatible;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RemoveIncompatibleProcesses;
 
-#[async_trait]
 impl Subreconciler for RemoveIncompatibleProcesses {
     fn name(&self) -> &'static str {
         "RemoveIncompatibleProcesses"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide_incompatible(snapshot);
+        if decision.delete.is_empty() && decision.waiting.is_empty() {
+            return Ok(Verdict::Continue);
+        }
+        let mut actions = Vec::new();
         for target in &decision.delete {
             tracing::info!(group = %target.group, pod = %target.pod, reason = %target.reason,
                 "deleting the pod of a process that missed the upgrade");
-            io.delete::<Pod>(
-                ctx,
-                &target.pod,
-                format!("delete pod {} (incompatible process)", target.pod),
-            )
-            .await?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::IncompatibleProcessRemoved,
-                self.name(),
-                format!(
+            // The process cannot join the cluster: deleting its pod takes nothing of the
+            // database down (no disruption, no recovery), and needs no lock, as before.
+            actions.push(Planned::plain(Action::DeletePod(target.pod.clone())));
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::IncompatibleProcessRemoved,
+                action: self.name().to_owned(),
+                note: format!(
                     "deleted pod {} of {}: {}",
                     target.pod, target.group, target.reason
                 ),
-            )
-            .await;
-        }
-        if decision.delete.is_empty() && decision.waiting.is_empty() {
-            return Ok(StepOutcome::Continue);
+            }));
         }
         let mut reasons: Vec<String> = decision
             .delete
@@ -66,9 +49,10 @@ impl Subreconciler for RemoveIncompatibleProcesses {
             .map(|t| format!("deleted pod {} of {} ({})", t.pod, t.group, t.reason))
             .collect();
         reasons.extend(decision.waiting.iter().cloned());
-        Ok(StepOutcome::Requeue {
-            delay: ctx.settings.kube_wait,
-            reason: format!("processes missed the upgrade: {}", reasons.join("; ")),
-        })
+        let wait = Wait::new(
+            WaitOn::Kubernetes,
+            format!("processes missed the upgrade: {}", reasons.join("; ")),
+        );
+        Ok(Verdict::Act(Plan::new(actions, "").then(wait)))
     }
 }

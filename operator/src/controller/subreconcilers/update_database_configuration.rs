@@ -114,7 +114,7 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                 let note = format!("configure new {}", configuration_string(&desired));
                 // The first recovery of the database; nothing to pace it after.
                 let configure = Planned::plain(Action::Configure {
-                    configuration: desired,
+                    configuration: Box::new(desired),
                     new: true,
                 });
                 Verdict::Act(Plan::new(
@@ -140,7 +140,7 @@ impl Subreconciler for UpdateDatabaseConfiguration {
                     .unwrap_or_default();
                 let configure = Planned::locked(
                     Action::Configure {
-                        configuration: desired,
+                        configuration: Box::new(desired),
                         new: false,
                     },
                     LockedAction::ConfigureDatabase,

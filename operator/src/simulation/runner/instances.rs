@@ -73,7 +73,7 @@ impl Runner {
         &self,
         identity: &OperatorIdentity,
     ) -> Result<Context, fdb_shared::sidecar::SidecarClientError> {
-        new_operator_context(
+        let mut context = new_operator_context(
             operator_kube_client(&self.api, &self.log),
             &self.fdb,
             &self.clock,
@@ -81,7 +81,9 @@ impl Runner {
             self.world.network(),
             self.sidecar_tls.as_ref(),
             identity,
-        )
+        )?;
+        context.settings.executor_rules = self.executor_rules;
+        Ok(context)
     }
 
     fn identity(&self, cluster: &str) -> OperatorIdentity {

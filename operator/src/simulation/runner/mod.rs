@@ -60,6 +60,9 @@ pub struct RunOptions {
     /// "requeue" without acting): a test of the world itself, which must then fail the
     /// scenario's `expect` steps.
     pub operator_disabled: bool,
+    /// The operator's executor rules (mutation tests switch one off to prove a
+    /// scenario catches it).
+    pub executor_rules: crate::controller::plan::ExecutorRules,
 }
 
 /// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
@@ -138,6 +141,8 @@ pub struct Runner {
     ever_marked: std::collections::BTreeSet<String>,
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
+    /// The operator's executor rules ([`RunOptions::executor_rules`]).
+    executor_rules: crate::controller::plan::ExecutorRules,
     /// When the backup and restore controllers next run.
     resource_pass_due: Option<Timestamp>,
     /// When they last ran.
@@ -282,7 +287,7 @@ impl Runner {
         let judge: Arc<dyn crate::simulation::lock_judge::AdminWriteJudge> = Arc::new(
             crate::simulation::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
         );
-        let context = new_operator_context(
+        let mut context = new_operator_context(
             harness::operator_kube_client(&api, &log),
             &fdb,
             &clock,
@@ -294,6 +299,7 @@ impl Runner {
                 judge: judge.clone(),
             },
         )?;
+        context.settings.executor_rules = options.executor_rules;
         let instances = scenario
             .clusters
             .iter()
@@ -335,6 +341,7 @@ impl Runner {
             restart_seconds,
             ever_marked: std::collections::BTreeSet::new(),
             operator_disabled: options.operator_disabled,
+            executor_rules: options.executor_rules,
             resource_pass_due: Some(start),
             last_resource_pass_at: None,
             resource_passes_run: 0,
