@@ -378,7 +378,7 @@ pub(crate) fn wait_delay(ctx: &Context, snapshot: &ClusterSnapshot) -> Duration 
 
 /// The verdict of `decision`: a kill is one plan (locked, one disruption, paced as a
 /// recovery), after which the pass waits for the processes to report again. `delay`:
-/// when a waiting bounce looks again ([`wait_delay`]).
+/// when a waiting bounce looks again (`wait_delay`).
 pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
     let targets = match decision {
         BounceDecision::Nothing => return Verdict::Continue,

@@ -43,8 +43,7 @@ use async_trait::async_trait;
 /// fixtures): go on, wait, or a plan of typed actions that the one executor
 /// ([`super::executor`]) runs under the shared rules. The snapshot is read-only; what the
 /// plan writes, the next step sees (see [`super::snapshot`]). Steps not yet migrated to
-/// plans override `reconcile` and act through the pass's I/O themselves (see
-/// `docs/architecture.md`).
+/// plans override `reconcile` and act through the pass's I/O themselves.
 #[async_trait]
 pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
