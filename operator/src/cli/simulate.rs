@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::simulation::runner::{RunOptions, run_scenario};
+use crate::simulation::runner::{RunOptions, run_scenario, serve_scenario};
+use crate::simulation::serve::ServeOptions;
 use crate::simulation::scenario::Scenario;
 
 /// Arguments of `fdb-operator simulate`.
@@ -31,6 +32,17 @@ pub struct SimulateArgs {
     /// Print no progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// After the steps, keep the world running and serve its Kubernetes API over HTTP on
+    /// this loopback address (e.g. 127.0.0.1:8001; port 0 picks one) until SIGINT or
+    /// SIGTERM, then write the result as usual.
+    #[arg(long, value_name = "ADDR", requires = "kubeconfig")]
+    pub serve: Option<std::net::SocketAddr>,
+    /// With --serve: where to write a kubeconfig for the served API, once it answers.
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --serve: simulated seconds per wall-clock second.
+    #[arg(long, value_name = "N", default_value_t = 1.0, requires = "serve")]
+    pub speed: f64,
 }
 
 /// Runs the scenario; exit 0 when no invariant was violated, 1 when one was, 2 when the
@@ -65,7 +77,28 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         progress,
         ..RunOptions::default()
     };
-    let result = match runtime.block_on(run_scenario(&scenario, options)) {
+    let serve = match (&args.serve, &args.kubeconfig) {
+        (Some(address), Some(kubeconfig)) => {
+            let serve = ServeOptions {
+                address: *address,
+                kubeconfig: kubeconfig.clone(),
+                speed: args.speed,
+            };
+            if let Err(error) = serve.validate() {
+                eprintln!("error: --serve: {error}");
+                return ExitCode::from(2);
+            }
+            Some(serve)
+        }
+        _ => None,
+    };
+    let run = async {
+        match serve {
+            Some(serve) => serve_scenario(&scenario, options, serve, stop_signal()).await,
+            None => run_scenario(&scenario, options).await,
+        }
+    };
+    let result = match runtime.block_on(run) {
         Ok(result) => result,
         Err(error) => {
             let origin = args.scenario.display();
@@ -108,6 +141,22 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// Completes at the first SIGINT or SIGTERM (never, if neither can be listened for).
+async fn stop_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
     }
 }
 

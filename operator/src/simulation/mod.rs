@@ -12,5 +12,6 @@ pub mod recording_sidecar;
 pub mod result;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod tls;
 pub mod world;

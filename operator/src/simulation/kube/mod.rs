@@ -116,6 +116,11 @@ impl FakeApiServer {
         self.lock().store.registry.register(resource);
     }
 
+    /// Every resource type served (for API discovery).
+    pub fn resource_types(&self) -> Vec<ResourceType> {
+        self.lock().store.registry.types().to_vec()
+    }
+
     /// Makes that share (0..=1) of `actor`'s writes answer 409 Conflict; 0 turns it off.
     pub fn set_write_conflict_rate(&self, actor: &str, rate: f64) {
         self.lock().faults.set_rate(actor, rate);

@@ -156,6 +156,11 @@ impl ResourceRegistry {
         self.types.push(resource);
     }
 
+    /// Every registered type, in registration order (API discovery lists them).
+    pub fn types(&self) -> &[ResourceType] {
+        &self.types
+    }
+
     /// The type served at `group/version/plural`.
     pub fn by_plural(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
         self.types

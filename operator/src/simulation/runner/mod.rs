@@ -12,6 +12,7 @@ mod expect;
 mod fdb_bridge;
 mod harness;
 mod instances;
+mod live;
 mod observe;
 mod resources;
 mod rollout_progress;
@@ -32,11 +33,12 @@ use crate::simulation::event_log::{EventLog, RunPosition};
 use crate::simulation::fdb::{SimFdbSettings, SimulatedFdb};
 use crate::simulation::invariants::InvariantMonitor;
 use crate::simulation::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
-use crate::simulation::result::{ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
+use crate::simulation::result::{self, ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
 use crate::simulation::scenario::{self, Scenario};
 use crate::simulation::world::{HostBlock, World, WorldError, WorldOptions};
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
+pub use live::serve_scenario;
 pub use harness::{
     OPERATOR_ACTOR, OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
     operator_kube_client, simulated_sidecar_client_settings,
@@ -91,6 +93,9 @@ pub enum RunError {
     /// exist, or the world refused it.
     #[error("act: {0}")]
     Act(String),
+    /// The world's API could not be served (`simulate --serve`).
+    #[error("serve: {0}")]
+    Serve(#[from] crate::simulation::serve::ServeError),
 }
 
 impl RunError {
@@ -358,6 +363,12 @@ impl Runner {
 
     /// Runs every step, then shuts the world down.
     pub async fn run(mut self) -> Result<SimulationResult, RunError> {
+        let step_results = self.run_steps().await?;
+        Ok(self.finish(step_results).await)
+    }
+
+    /// Runs every step of the scenario; one result per step.
+    async fn run_steps(&mut self) -> Result<Vec<result::StepResult>, RunError> {
         let mut step_results = Vec::new();
         let specs = self.scenario.steps.clone();
         for (index, spec) in specs.iter().enumerate() {
@@ -370,6 +381,11 @@ impl Runner {
             let snapshot = self.step_result(index, spec, outcome)?;
             step_results.push(snapshot);
         }
+        Ok(step_results)
+    }
+
+    /// The result document of the run, then the world shut down.
+    async fn finish(self, step_results: Vec<result::StepResult>) -> SimulationResult {
         let counts = self
             .api
             .request_counts()
@@ -403,7 +419,7 @@ impl Runner {
         };
         self.api.set_write_observer(None);
         self.world.shutdown().await;
-        Ok(result)
+        result
     }
 
     fn cluster_key(&self) -> ResourceKey {

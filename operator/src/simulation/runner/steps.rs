@@ -258,7 +258,7 @@ impl Runner {
 
     /// Lets `seconds` of simulated time pass, the operator reconciling as its requeues
     /// fall due and as the world wakes it.
-    async fn advance(
+    pub(super) async fn advance(
         &mut self,
         index: usize,
         seconds: u64,
