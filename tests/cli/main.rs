@@ -10,6 +10,7 @@ mod command_values;
 mod hostile_conf;
 mod hostile_input;
 mod hostile_names;
+mod serve;
 mod simulate_isolation;
 
 fn fdb_operator(args: &[&str]) -> Output {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::simulation::runner::{RunOptions, run_scenario, serve_scenario};
-use crate::simulation::serve::ServeOptions;
 use crate::simulation::scenario::Scenario;
+use crate::simulation::serve::ServeOptions;
 
 /// Arguments of `fdb-operator simulate`.
 #[derive(Debug, Args)]

@@ -33,16 +33,18 @@ use crate::simulation::event_log::{EventLog, RunPosition};
 use crate::simulation::fdb::{SimFdbSettings, SimulatedFdb};
 use crate::simulation::invariants::InvariantMonitor;
 use crate::simulation::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
-use crate::simulation::result::{self, ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
+use crate::simulation::result::{
+    self, ApiRequestCounts, EventSource, RunMetrics, SimulationResult,
+};
 use crate::simulation::scenario::{self, Scenario};
 use crate::simulation::world::{HostBlock, World, WorldError, WorldOptions};
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
-pub use live::serve_scenario;
 pub use harness::{
     OPERATOR_ACTOR, OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
     operator_kube_client, simulated_sidecar_client_settings,
 };
+pub use live::serve_scenario;
 
 /// Where progress lines go (stderr for the CLI, nowhere in tests).
 pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;

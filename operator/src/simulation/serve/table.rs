@@ -141,7 +141,12 @@ fn columns_of(resource: &ResourceType, crd_columns: &[Value]) -> Vec<Column> {
             columns.push(col("Restarts", "string", 0, Cell::Computed(pod_restarts)));
             columns.push(col("Age", "string", 0, Cell::Age));
             columns.push(col("IP", "string", 1, Cell::Path(".status.podIP".into())));
-            columns.push(col("Node", "string", 1, Cell::Path(".spec.nodeName".into())));
+            columns.push(col(
+                "Node",
+                "string",
+                1,
+                Cell::Path(".spec.nodeName".into()),
+            ));
         }
         ("", "persistentvolumeclaims") => {
             columns.push(col("Status", "string", 0, Cell::Computed(pvc_status)));
@@ -373,7 +378,15 @@ mod tests {
         assert_eq!(table["kind"], "Table");
         assert_eq!(
             table["rows"][0]["cells"],
-            json!(["sample-storage-1", "1/2", "Running", "3", "60m", null, "node-1"])
+            json!([
+                "sample-storage-1",
+                "1/2",
+                "Running",
+                "3",
+                "60m",
+                null,
+                "node-1"
+            ])
         );
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(table["metadata"]["resourceVersion"], "9");
