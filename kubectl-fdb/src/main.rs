@@ -34,9 +34,14 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            // One line: clap's first line, without its usage block.
+            // One line: clap's first paragraph, without its usage block.
             let rendered = error.render().to_string();
-            let line = error::one_line(&rendered);
+            let paragraph: Vec<&str> = rendered
+                .lines()
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let line = paragraph.join(" ");
             let line = line.strip_prefix("error: ").unwrap_or(&line);
             eprintln!("error: {line} (see kubectl-fdb --help)");
             return ExitCode::from(2);

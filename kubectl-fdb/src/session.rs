@@ -156,11 +156,7 @@ impl Session {
             });
             match self
                 .clusters()
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => return Ok(true),

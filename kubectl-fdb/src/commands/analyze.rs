@@ -127,7 +127,9 @@ pub fn analyze(
         say(Finding::Warning(format!("Ignored {ignored} conditions")));
     }
     if !group_issue {
-        say(Finding::Good("ProcessGroups are all in ready condition".into()));
+        say(Finding::Good(
+            "ProcessGroups are all in ready condition".into(),
+        ));
     }
 
     let pod_issue = analyze_pods(cluster, pods, &removed, &known, &mut say);
@@ -135,7 +137,7 @@ pub fn analyze(
         say(Finding::Good("Pods are all running and available".into()));
     }
     fault_domains(cluster, &mut say);
-    coordinators(cluster, &mut say);
+    coordinators(cluster, pods, &mut say);
     out.to_replace = to_replace;
     out
 }
@@ -229,11 +231,14 @@ fn fault_domains(cluster: &FoundationDBCluster, say: &mut impl FnMut(Finding)) {
     }
 }
 
-/// Every coordinator must be the address of a process group not marked for removal.
-fn coordinators(cluster: &FoundationDBCluster, say: &mut impl FnMut(Finding)) {
+/// Every coordinator must be a process group not marked for removal: by its IP, or for a
+/// DNS name (`<pod>.<service>.<namespace>.svc...`) by its pod.
+fn coordinators(cluster: &FoundationDBCluster, pods: &[Pod], say: &mut impl FnMut(Finding)) {
     let status = cluster.status.clone().unwrap_or_default();
     let Some(text) = status.connection_string.as_deref() else {
-        say(Finding::Problem("The cluster has no connection string".into()));
+        say(Finding::Problem(
+            "The cluster has no connection string".into(),
+        ));
         return;
     };
     let Ok(connection) = ConnectionString::parse(text) else {
@@ -244,11 +249,18 @@ fn coordinators(cluster: &FoundationDBCluster, say: &mut impl FnMut(Finding)) {
     };
     let mut healthy = true;
     for coordinator in &connection.coordinators {
-        let host = coordinator.host_for_display();
-        let owner = status
-            .process_groups
-            .iter()
-            .find(|g| g.addresses.iter().any(|a| *a == host));
+        let group_id = if coordinator.is_dns_name() {
+            let pod_name = coordinator.host.split('.').next().unwrap_or_default();
+            pods.iter()
+                .find(|pod| pod.metadata.name.as_deref() == Some(pod_name))
+                .and_then(|pod| process_group_of(cluster, pod))
+        } else {
+            None
+        };
+        let owner = status.process_groups.iter().find(|g| match &group_id {
+            Some(id) => g.process_group_id == *id,
+            None => g.addresses.contains(&coordinator.host),
+        });
         match owner {
             Some(group) if group.is_marked_for_removal() => {
                 healthy = false;
@@ -261,7 +273,7 @@ fn coordinators(cluster: &FoundationDBCluster, say: &mut impl FnMut(Finding)) {
             None => {
                 healthy = false;
                 say(Finding::Problem(format!(
-                    "Coordinator {coordinator} is not the address of any process group"
+                    "Coordinator {coordinator} is not a process group of the cluster"
                 )));
             }
         }
@@ -275,7 +287,8 @@ fn coordinators(cluster: &FoundationDBCluster, say: &mut impl FnMut(Finding)) {
 }
 
 fn since(timestamp: i64) -> String {
-    jiff::Timestamp::from_second(timestamp).map_or_else(|_| timestamp.to_string(), |t| t.to_string())
+    jiff::Timestamp::from_second(timestamp)
+        .map_or_else(|_| timestamp.to_string(), |t| t.to_string())
 }
 
 fn print(finding: &Finding) {
@@ -428,8 +441,12 @@ mod tests {
             .iter()
             .filter(|f| matches!(f, Finding::Problem(_)))
             .collect();
-        assert!(problems.iter().any(|f| matches!(f, Finding::Problem(t) if t.contains("127.0.0.1:4501 is on storage-1"))));
-        assert!(problems.iter().any(|f| matches!(f, Finding::Problem(t) if t.contains("127.0.0.9:4501 is not the address"))));
-        assert!(problems.iter().any(|f| matches!(f, Finding::Problem(t) if t.starts_with("storage: 1 fault domains"))));
+        assert!(problems.iter().any(
+            |f| matches!(f, Finding::Problem(t) if t.contains("127.0.0.1:4501 is on storage-1"))
+        ));
+        assert!(problems.iter().any(|f| matches!(f, Finding::Problem(t) if t.contains("127.0.0.9:4501 is not a process group"))));
+        assert!(problems.iter().any(
+            |f| matches!(f, Finding::Problem(t) if t.starts_with("storage: 1 fault domains"))
+        ));
     }
 }

@@ -68,7 +68,11 @@ pub fn edit_no_schedule(spec: &mut FoundationDBClusterSpec, edit: &Edit) -> bool
     }
 }
 
-async fn edit_list(session: &Session, list: List, args: BuggifyListArgs) -> Result<u8, PluginError> {
+async fn edit_list(
+    session: &Session,
+    list: List,
+    args: BuggifyListArgs,
+) -> Result<u8, PluginError> {
     let cluster = session.cluster(&args.cluster).await?;
     let edit = if args.clean {
         Edit::Clean
@@ -106,7 +110,14 @@ async fn edit_list(session: &Session, list: List, args: BuggifyListArgs) -> Resu
             List::NoSchedule => edit_no_schedule(spec, &edit),
         })
         .await?;
-    println!("{}", if changed { "Updated" } else { "Nothing to change" });
+    println!(
+        "{}",
+        if changed {
+            "Updated"
+        } else {
+            "Nothing to change"
+        }
+    );
     Ok(0)
 }
 
@@ -135,7 +146,14 @@ pub async fn run(session: &Session, command: BuggifyCommand) -> Result<u8, Plugi
                     current != value
                 })
                 .await?;
-            println!("{}", if changed { "Updated" } else { "Nothing to change" });
+            println!(
+                "{}",
+                if changed {
+                    "Updated"
+                } else {
+                    "Nothing to change"
+                }
+            );
             Ok(0)
         }
     }
@@ -152,10 +170,22 @@ mod tests {
     #[test]
     fn crash_loop_lists_are_added_to_cleared_and_cleaned_per_container() {
         let mut spec = spec();
-        assert!(edit_crash_loop(&mut spec, "foundationdb", &Edit::Add(vec!["storage-1".into()])));
-        assert!(!edit_crash_loop(&mut spec, "foundationdb", &Edit::Add(vec!["storage-1".into()])));
+        assert!(edit_crash_loop(
+            &mut spec,
+            "foundationdb",
+            &Edit::Add(vec!["storage-1".into()])
+        ));
+        assert!(!edit_crash_loop(
+            &mut spec,
+            "foundationdb",
+            &Edit::Add(vec!["storage-1".into()])
+        ));
         assert_eq!(spec.buggify.crash_loop_containers[0].targets, ["storage-1"]);
-        assert!(edit_crash_loop(&mut spec, "foundationdb", &Edit::Clear(vec!["storage-1".into()])));
+        assert!(edit_crash_loop(
+            &mut spec,
+            "foundationdb",
+            &Edit::Clear(vec!["storage-1".into()])
+        ));
         assert!(spec.buggify.crash_loop_containers.is_empty());
         assert!(!edit_crash_loop(&mut spec, "foundationdb", &Edit::Clean));
         edit_crash_loop(&mut spec, "sidecar", &Edit::Add(vec!["log-1".into()]));
@@ -166,7 +196,10 @@ mod tests {
     #[test]
     fn no_schedule_lists_are_edited() {
         let mut spec = spec();
-        assert!(edit_no_schedule(&mut spec, &Edit::Add(vec!["a".into(), "b".into()])));
+        assert!(edit_no_schedule(
+            &mut spec,
+            &Edit::Add(vec!["a".into(), "b".into()])
+        ));
         assert!(edit_no_schedule(&mut spec, &Edit::Clear(vec!["a".into()])));
         assert_eq!(spec.buggify.no_schedule, ["b"]);
         assert!(edit_no_schedule(&mut spec, &Edit::Clean));

@@ -53,7 +53,9 @@ pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<CoordinatorPl
     let name = cluster.metadata.name.clone().unwrap_or_default();
     let status = cluster.status.clone().unwrap_or_default();
     let current = status.connection_string.clone().ok_or_else(|| {
-        PluginError::NotFound(format!("FoundationDBCluster {name} has no connection string in its status"))
+        PluginError::NotFound(format!(
+            "FoundationDBCluster {name} has no connection string in its status"
+        ))
     })?;
     let parsed = ConnectionString::parse(&current)
         .map_err(|e| PluginError::Unsupported(format!("FoundationDBCluster {name}: {e}")))?;
@@ -68,16 +70,18 @@ pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<CoordinatorPl
         let group = status
             .process_groups
             .iter()
-            .find(|g| g.addresses.iter().any(|a| *a == coordinator.host));
+            .find(|g| g.addresses.contains(&coordinator.host));
         let Some(group) = group else {
             notes.push(format!("{coordinator}: no process group has this IP, kept"));
             coordinators.push(coordinator.clone());
             continue;
         };
-        let pod = pods
-            .iter()
-            .find(|pod| process_group_of(cluster, pod).as_deref() == Some(group.process_group_id.as_str()));
-        let ip = pod.and_then(|pod| public_ip(cluster, pod)).or_else(|| group.addresses.last().cloned());
+        let pod = pods.iter().find(|pod| {
+            process_group_of(cluster, pod).as_deref() == Some(group.process_group_id.as_str())
+        });
+        let ip = pod
+            .and_then(|pod| public_ip(cluster, pod))
+            .or_else(|| group.addresses.last().cloned());
         match ip {
             Some(ip) if ip != coordinator.host => {
                 let updated = ProcessAddress {
@@ -168,9 +172,15 @@ mod tests {
     fn moved_pods_change_their_coordinator_and_others_stay() {
         let pods = [pod("storage-1", "127.0.0.1"), pod("storage-2", "127.0.0.9")];
         let plan = plan(&cluster(), &pods).unwrap();
-        assert_eq!(plan.new, "sample:abc@127.0.0.1:4501,127.0.0.9:4501:tls,127.0.0.3:4501");
+        assert_eq!(
+            plan.new,
+            "sample:abc@127.0.0.1:4501,127.0.0.9:4501:tls,127.0.0.3:4501"
+        );
         assert!(plan.changes());
-        assert_eq!(plan.notes[1], "127.0.0.2:4501:tls -> 127.0.0.9:4501:tls (process group storage-2)");
+        assert_eq!(
+            plan.notes[1],
+            "127.0.0.2:4501:tls -> 127.0.0.9:4501:tls (process group storage-2)"
+        );
         assert!(plan.notes[2].contains("no process group has this IP"));
         let unchanged = super::plan(&cluster(), &[pod("storage-2", "127.0.0.2")]).unwrap();
         assert!(!unchanged.changes());

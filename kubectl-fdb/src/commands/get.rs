@@ -41,7 +41,10 @@ pub fn exclusion_lines(cluster: &FoundationDBCluster) -> Vec<String> {
             } else {
                 g.addresses.join(",")
             };
-            format!("{} ({}, {addresses}): {state}", g.process_group_id, g.process_class)
+            format!(
+                "{} ({}, {addresses}): {state}",
+                g.process_group_id, g.process_class
+            )
         })
         .collect()
 }
@@ -52,7 +55,10 @@ pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, P
     let cluster = session.cluster(&args.cluster).await?;
     let lines = exclusion_lines(&cluster);
     if lines.is_empty() {
-        println!("No process group of {}/{} is marked for removal", session.namespace, args.cluster);
+        println!(
+            "No process group of {}/{} is marked for removal",
+            session.namespace, args.cluster
+        );
     }
     for line in lines {
         println!("{line}");

@@ -80,7 +80,10 @@ async fn mark(
             if exclusion {
                 super::add_all(&mut spec.process_groups_to_remove, &groups)
             } else {
-                super::add_all(&mut spec.process_groups_to_remove_without_exclusion, &groups)
+                super::add_all(
+                    &mut spec.process_groups_to_remove_without_exclusion,
+                    &groups,
+                )
             }
         })
         .await?;
@@ -98,7 +101,10 @@ pub async fn run(session: &Session, args: RemoveArgs) -> Result<u8, PluginError>
     let pods = session.pods_of(&cluster).await?;
     let groups = select_groups(&cluster, &pods, &args)?;
     if groups.is_empty() {
-        if args.remove_all_failed || args.process_class.is_some() || !args.process_condition.is_empty() {
+        if args.remove_all_failed
+            || args.process_class.is_some()
+            || !args.process_condition.is_empty()
+        {
             println!("No process group matches: nothing to remove");
             return Ok(0);
         }
@@ -239,7 +245,10 @@ mod tests {
         );
         let mut by_class = args(&[]);
         by_class.process_class = Some("log".into());
-        assert_eq!(select_groups(&cluster, &pods, &by_class).unwrap(), ["log-1"]);
+        assert_eq!(
+            select_groups(&cluster, &pods, &by_class).unwrap(),
+            ["log-1"]
+        );
         let mut by_condition = args(&[]);
         by_condition.process_condition = vec!["IncorrectCommandLine".into()];
         assert_eq!(
