@@ -3,6 +3,8 @@
 //! wakes the operator, as a watch event would.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use jiff::SignedDuration;
@@ -10,6 +12,8 @@ use jiff::SignedDuration;
 use super::{RunError, RunOptions, Runner};
 use crate::simulation::result::SimulationResult;
 use crate::simulation::scenario::{Scenario, StepSpec};
+use crate::simulation::recording_admin::RecordingAdmin;
+use crate::simulation::serve::exec::SimulatedExec;
 use crate::simulation::serve::{SERVED_ACTOR, ServeOptions, http, kubeconfig};
 
 /// How often the served world catches up with the wall clock.
@@ -59,7 +63,25 @@ impl Runner {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(u64, std::net::SocketAddr), RunError> {
         let clock = std::sync::Arc::new(self.clock.clone());
-        let server = http::start(&self.api, clock, serve.address).await?;
+        let execs = Arc::new(AtomicU64::new(0));
+        let exec = SimulatedExec {
+            api: self.api.clone(),
+            admin: Arc::new(RecordingAdmin::new(
+                Arc::new(self.fdb.clone()),
+                self.log.clone(),
+            )),
+            status_json: Arc::new({
+                let fdb = self.fdb.clone();
+                move || fdb.render_status_json()
+            }),
+            on_change: Arc::new({
+                let execs = execs.clone();
+                move || {
+                    execs.fetch_add(1, Ordering::Relaxed);
+                }
+            }),
+        };
+        let server = http::start(&self.api, clock, serve.address, Some(exec)).await?;
         let address = server.address;
         if let Err(error) = kubeconfig::write(&serve.kubeconfig, address, &self.namespace) {
             server.stop().await;
@@ -70,7 +92,9 @@ impl Runner {
             serve.kubeconfig.display(),
             serve.speed
         ));
-        let outcome = self.follow_wall_clock(index, serve.speed, shutdown).await;
+        let outcome = self
+            .follow_wall_clock(index, serve.speed, &execs, shutdown)
+            .await;
         server.stop().await;
         self.say("stopped serving");
         outcome.map(|passes| (passes, address))
@@ -82,13 +106,14 @@ impl Runner {
         &mut self,
         index: usize,
         speed: f64,
+        execs: &AtomicU64,
         shutdown: impl Future<Output = ()>,
     ) -> Result<u64, RunError> {
         tokio::pin!(shutdown);
         let started_wall = Instant::now();
         let started_sim = self.now();
         let mut passes = 0;
-        let mut writes_seen = self.served_writes();
+        let mut writes_seen = self.served_writes(execs);
         let mut before = self.track()?;
         let mut events_before = self.log.len();
         loop {
@@ -96,7 +121,7 @@ impl Runner {
                 () = &mut shutdown => break,
                 () = tokio::time::sleep(TICK) => {}
             }
-            let writes = self.served_writes();
+            let writes = self.served_writes(execs);
             if writes != writes_seen {
                 writes_seen = writes;
                 self.judge_action(&before, events_before, SERVED_ACTOR, false)
@@ -116,11 +141,13 @@ impl Runner {
         Ok(passes)
     }
 
-    /// How many writes the served API's users made so far.
-    fn served_writes(&self) -> u64 {
+    /// How many writes the served API's users made so far, `pods/exec` commands that
+    /// changed the database included.
+    fn served_writes(&self, execs: &AtomicU64) -> u64 {
         self.api
             .request_counts()
             .get(SERVED_ACTOR)
             .map_or(0, |c| c.create + c.update + c.patch + c.delete)
+            + execs.load(Ordering::Relaxed)
     }
 }

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{SERVED_ACTOR, ServeError, discovery, openapi, table};
+use super::{SERVED_ACTOR, ServeError, discovery, exec, openapi, table};
 use crate::clock::Clock;
 use crate::simulation::kube::resources::ResourceRegistry;
 use crate::simulation::kube::routes::{Query, parse_path};
@@ -37,6 +37,8 @@ struct Served {
     clock: Arc<dyn Clock>,
     /// `additionalPrinterColumns` per (group, plural) of the custom resources.
     printer_columns: BTreeMap<(String, String), Vec<Value>>,
+    /// Runs `pods/exec` commands; `None`: exec is refused.
+    exec: Option<exec::SimulatedExec>,
 }
 
 /// A listener serving a world's API until [`RunningServer::stop`].
@@ -49,12 +51,13 @@ pub struct RunningServer {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Installs the CRDs in `api`, binds `address` and serves it; returns once the listener
-/// answers its own `/version` request.
+/// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` through `exec`);
+/// returns once the listener answers its own `/version` request.
 pub async fn start(
     api: &FakeApiServer,
     clock: Arc<dyn Clock>,
     address: SocketAddr,
+    exec: Option<exec::SimulatedExec>,
 ) -> Result<RunningServer, ServeError> {
     let printer_columns = install_crds(api);
     let listener = tokio::net::TcpListener::bind(address)
@@ -67,6 +70,7 @@ pub async fn start(
         api: api.clone(),
         clock,
         printer_columns,
+        exec,
     });
     let router = axum::Router::new().fallback(handle).with_state(served);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -164,8 +168,17 @@ fn install_crds(api: &FakeApiServer) -> BTreeMap<(String, String), Vec<Value>> {
 }
 
 async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
+    if let Some(exec_request) = exec::parse_request(&path, parts.uri.query())
+        && matches!(parts.method, Method::GET | Method::POST)
+    {
+        let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+        return match &served.exec {
+            Some(runner) => exec::serve(runner, exec_request, &parts.headers, upgrade).await,
+            None => json_response(StatusCode::NOT_FOUND, &not_found(&path)),
+        };
+    }
     if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
         return text(StatusCode::OK, "ok");
     }

@@ -9,6 +9,7 @@
 //! ([`kubeconfig`]). Only loopback addresses are served: there is no authentication.
 
 pub mod discovery;
+pub mod exec;
 pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
