@@ -51,11 +51,15 @@ pub enum Command {
     Remove(RemoveCommand),
     /// Replace every process group of a cluster running on the given nodes.
     Cordon(CordonArgs),
+    /// Restart the fdbserver processes of process groups, all with one `fdbcli kill`.
+    Restart(RestartArgs),
+    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli.
+    Exec(ExecArgs),
     /// Inject faults through the cluster's `spec.buggify`.
     #[command(subcommand)]
     Buggify(BuggifyCommand),
-    /// Show (and, without --dry-run, refuse to apply) the coordinator addresses updated to
-    /// their pods' current IPs.
+    /// Show the connection string with the coordinators' addresses updated to their pods'
+    /// current IPs (applying it is not supported yet: use --dry-run).
     FixCoordinatorIps(FixCoordinatorIpsArgs),
     /// Read a cluster's configuration or exclusions.
     #[command(subcommand)]
@@ -145,6 +149,36 @@ pub struct CordonArgs {
     #[arg(long, short = 'e', action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
           default_missing_value = "true", value_name = "BOOL")]
     pub exclusion: bool,
+}
+
+/// `restart`.
+#[derive(Debug, Args)]
+pub struct RestartArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Pod names or process group IDs.
+    pub names: Vec<String>,
+    /// Restart every process of the cluster.
+    #[arg(long)]
+    pub all_processes: bool,
+    /// Select every process group with this condition (repeatable).
+    #[arg(long, value_name = "CONDITION")]
+    pub process_condition: Vec<String>,
+}
+
+/// `exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The pod (or process group); default: the first running pod of the cluster.
+    #[arg(long, short = 'p')]
+    pub pod: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 /// `buggify ...`.

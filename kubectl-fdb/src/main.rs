@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod error;
+mod exec;
 mod session;
 
 use std::process::ExitCode;

@@ -491,6 +491,54 @@ fn bad_usage_missing_clusters_and_unreachable_apis_are_one_line_and_exit_2() {
 }
 
 #[test]
+fn restart_all_processes_is_one_kill_and_exec_runs_fdbcli() {
+    let world = World::serve(
+        &scenario("restart", "{nodes: 11}", "  - reconcile: {}\n"),
+        1.0,
+    );
+    let status = world.plugin(&[
+        "exec",
+        "-c",
+        "sample",
+        "--",
+        "fdbcli",
+        "--exec",
+        "status json",
+    ]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let status: Value = serde_json::from_str(&stdout(&status)).unwrap();
+    let processes = status["cluster"]["processes"].as_object().unwrap().len();
+    assert_eq!(processes, 11);
+    let unknown = world.plugin(&["exec", "-c", "sample", "--", "ls"]);
+    assert_eq!(unknown.status.code(), Some(127));
+
+    let declined = world.plugin(&["restart", "-c", "sample", "--all-processes"]);
+    assert_eq!(declined.status.code(), Some(1));
+    let restarted = world.plugin(&["restart", "-c", "sample", "--all-processes", "--yes"]);
+    assert_eq!(restarted.status.code(), Some(0), "{}", stderr(&restarted));
+    assert!(
+        stdout(&restarted).contains("Restart 11 processes"),
+        "{}",
+        stdout(&restarted)
+    );
+    let result = world.stop();
+    let served_step = result.steps.len() - 1;
+    let kills: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| e.step == served_step && e.action == "kill")
+        .collect();
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(
+        kills[0].detail.matches(":4501").count(),
+        11,
+        "{}",
+        kills[0].detail
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+}
+
+#[test]
 fn a_missing_cluster_is_named() {
     let world = World::serve(
         &scenario("missing", "{nodes: 11}", "  - reconcile: {maxPasses: 1}\n"),

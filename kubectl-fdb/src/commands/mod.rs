@@ -5,6 +5,7 @@ pub mod buggify;
 pub mod coordinators;
 pub mod get;
 pub mod remove;
+pub mod restart;
 pub mod version;
 
 use crate::cli::{Command, GetCommand, RemoveCommand};
@@ -18,6 +19,8 @@ pub async fn run(session: &Session, command: Command) -> Result<u8, PluginError>
         Command::Analyze(args) => analyze::run(session, args).await,
         Command::Remove(RemoveCommand::ProcessGroups(args)) => remove::run(session, args).await,
         Command::Cordon(args) => remove::cordon(session, args).await,
+        Command::Restart(args) => restart::run(session, args).await,
+        Command::Exec(args) => restart::exec_command(session, args).await,
         Command::Buggify(command) => buggify::run(session, command).await,
         Command::FixCoordinatorIps(args) => coordinators::run(session, &args).await,
         Command::Get(GetCommand::Configuration(args)) => get::configuration(session, &args).await,

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use jiff::SignedDuration;
 
 use super::{RunError, RunOptions, Runner};
+use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::result::SimulationResult;
 use crate::simulation::scenario::{Scenario, StepSpec};
-use crate::simulation::recording_admin::RecordingAdmin;
 use crate::simulation::serve::exec::SimulatedExec;
 use crate::simulation::serve::{SERVED_ACTOR, ServeOptions, http, kubeconfig};
 
@@ -62,6 +62,12 @@ impl Runner {
         serve: &ServeOptions,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(u64, std::net::SocketAddr), RunError> {
+        // What happens while serving is logged under the serve entry of `steps`.
+        self.log
+            .set_position(crate::simulation::event_log::RunPosition {
+                step: index,
+                pass: self.total_passes,
+            });
         let clock = std::sync::Arc::new(self.clock.clone());
         let execs = Arc::new(AtomicU64::new(0));
         let exec = SimulatedExec {

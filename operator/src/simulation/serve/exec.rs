@@ -200,10 +200,7 @@ impl SimulatedExec {
         if !containers.contains(&container) {
             return Err((
                 400,
-                format!(
-                    "container {container} is not valid for pod {}",
-                    request.pod
-                ),
+                format!("container {container} is not valid for pod {}", request.pod),
             ));
         }
         let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
@@ -244,8 +241,8 @@ impl SimulatedExec {
             let words: Vec<&str> = command.split_whitespace().collect();
             match words.as_slice() {
                 ["status", "json"] => {
-                    let text = serde_json::to_string_pretty(&(self.status_json)())
-                        .unwrap_or_default();
+                    let text =
+                        serde_json::to_string_pretty(&(self.status_json)()).unwrap_or_default();
                     output.stdout.push_str(&text);
                     output.stdout.push('\n');
                 }
@@ -260,17 +257,14 @@ impl SimulatedExec {
                         return fail(output, &error.to_string());
                     }
                     (self.on_change)();
-                    output.stdout.push_str(&format!(
-                        "Attempted to kill {} processes\n",
-                        parsed.len()
-                    ));
+                    output
+                        .stdout
+                        .push_str(&format!("Attempted to kill {} processes\n", parsed.len()));
                 }
                 _ => {
                     return fail(
                         output,
-                        &format!(
-                            "ERROR: `{command}` is not simulated (status json, kill are)"
-                        ),
+                        &format!("ERROR: `{command}` is not simulated (status json, kill are)"),
                     );
                 }
             }
@@ -391,7 +385,10 @@ pub async fn serve(
         if !output.stderr.is_empty() {
             messages.push(frame(2, output.stderr.as_bytes()));
         }
-        messages.push(frame(3, final_status(output.exit_code).to_string().as_bytes()));
+        messages.push(frame(
+            3,
+            final_status(output.exit_code).to_string().as_bytes(),
+        ));
         for message in messages {
             if socket.send(message).await.is_err() {
                 return;
@@ -434,7 +431,10 @@ mod tests {
         assert_eq!(request.namespace, "db");
         assert_eq!(request.pod, "sample-log-1");
         assert_eq!(request.container.as_deref(), Some("foundationdb"));
-        assert_eq!(request.command, ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]);
+        assert_eq!(
+            request.command,
+            ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
+        );
         assert!(parse_request("/api/v1/namespaces/db/pods/p/log", None).is_none());
     }
 
@@ -446,11 +446,18 @@ mod tests {
             Some("status json")
         );
         assert_eq!(
-            fdbcli_text(&argv(&["bash", "-c", "fdbcli --exec 'kill; kill 1.2.3.4:4501'"]))
-                .as_deref(),
+            fdbcli_text(&argv(&[
+                "bash",
+                "-c",
+                "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
+            ]))
+            .as_deref(),
             Some("kill; kill 1.2.3.4:4501")
         );
         assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
-        assert_eq!(fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])), None);
+        assert_eq!(
+            fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
+            None
+        );
     }
 }
