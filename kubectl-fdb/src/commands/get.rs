@@ -2,10 +2,12 @@
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::desired_database_configuration;
+use fdb_shared::status_json::DatabaseStatus;
 use serde_json::json;
 
 use crate::cli::GetArgs;
 use crate::error::PluginError;
+use crate::exec;
 use crate::session::Session;
 
 /// `get configuration`: the database configuration the spec asks for (defaults filled
@@ -49,19 +51,78 @@ pub fn exclusion_lines(cluster: &FoundationDBCluster) -> Vec<String> {
         .collect()
 }
 
-/// `get exclusion-status`: the exclusions of the groups marked for removal, as the
-/// operator last recorded them in the cluster's status.
+/// One line per excluded process in `status json` (pure): the data its stateful roles
+/// still hold, or that it holds none.
+pub fn database_exclusion_lines(status: &DatabaseStatus) -> Vec<String> {
+    let mut lines: Vec<String> = status
+        .cluster
+        .processes
+        .values()
+        .filter(|p| p.excluded)
+        .map(|p| {
+            let id = p
+                .locality
+                .instance_id
+                .clone()
+                .unwrap_or_else(|| "unknown".to_owned());
+            let address = p
+                .address
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string);
+            let held: Vec<String> = p
+                .roles
+                .iter()
+                .filter(|r| matches!(r.role.as_str(), "storage" | "log"))
+                .map(|r| format!("{} {}", r.role, bytes(r.stored_bytes.unwrap_or(0))))
+                .collect();
+            if held.is_empty() {
+                format!("{id} ({address}): fully excluded")
+            } else {
+                format!("{id} ({address}): still holds {}", held.join(", "))
+            }
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn bytes(count: i64) -> String {
+    const MIB: i64 = 1 << 20;
+    if count >= MIB {
+        format!("{} MiB", count / MIB)
+    } else {
+        format!("{count} bytes")
+    }
+}
+
+/// `get exclusion-status`: the excluded processes as the database reports them (`status
+/// json`, read with fdbcli in a pod), then the groups marked for removal as the operator
+/// last recorded them.
 pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, PluginError> {
     let cluster = session.cluster(&args.cluster).await?;
+    let pods = session.pods_of(&cluster).await?;
+    let pod = exec::fdbcli_pod(&cluster, &pods)?;
+    let text = exec::fdbcli(session, &pod, "status json").await?;
+    let status: DatabaseStatus = serde_json::from_str(&text).map_err(|e| {
+        PluginError::Unsupported(format!(
+            "the status json read in pod {pod} does not parse: {e}"
+        ))
+    })?;
+    let database = database_exclusion_lines(&status);
+    println!("Excluded processes (status json):");
+    if database.is_empty() {
+        println!("  none");
+    }
+    for line in database {
+        println!("  {line}");
+    }
+    println!("Process groups marked for removal (operator status):");
     let lines = exclusion_lines(&cluster);
     if lines.is_empty() {
-        println!(
-            "No process group of {}/{} is marked for removal",
-            session.namespace, args.cluster
-        );
+        println!("  none");
     }
     for line in lines {
-        println!("{line}");
+        println!("  {line}");
     }
     Ok(0)
 }
@@ -69,6 +130,25 @@ pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excluded_processes_show_the_data_they_still_hold() {
+        let status: DatabaseStatus = serde_json::from_value(json!({"cluster": {"processes": {
+            "a": {"address": "127.0.0.1:4501", "excluded": true, "locality": {"instance_id": "storage-1"},
+                  "roles": [{"role": "storage", "stored_bytes": 3145728}]},
+            "b": {"address": "127.0.0.2:4501", "excluded": true, "locality": {"instance_id": "storage-2"}, "roles": []},
+            "c": {"address": "127.0.0.3:4501", "locality": {"instance_id": "storage-3"},
+                  "roles": [{"role": "storage", "stored_bytes": 1}]},
+        }}}))
+        .unwrap();
+        assert_eq!(
+            database_exclusion_lines(&status),
+            [
+                "storage-1 (127.0.0.1:4501): still holds storage 3 MiB",
+                "storage-2 (127.0.0.2:4501): fully excluded",
+            ]
+        );
+    }
 
     #[test]
     fn exclusions_are_listed_per_marked_group() {
