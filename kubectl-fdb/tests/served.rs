@@ -287,15 +287,26 @@ fn remove_cordon_and_buggify_act_through_the_operator() {
     let cordoned = world.plugin(&["cordon", "-c", "sample", &node, "-y"]);
     assert_eq!(cordoned.status.code(), Some(0), "{}", stderr(&cordoned));
     assert!(stdout(&cordoned).contains("log-1"), "{}", stdout(&cordoned));
-    world.eventually("log-1 replaced", |w| !group_exists(w, "log-1"));
-    assert!(
-        world
-            .pods()
-            .iter()
-            .all(|p| p["spec"]["nodeName"] != node.as_str()
-                || !p["metadata"]["deletionTimestamp"].is_null()),
-        "a pod still runs on {node}"
-    );
+    // Every group that ran on the node is marked, then replaced and gone.
+    let marked: Vec<String> = stdout(&cordoned)
+        .lines()
+        .find_map(|l| l.strip_prefix("Marked for removal: "))
+        .unwrap()
+        .split(", ")
+        .map(str::to_owned)
+        .collect();
+    let on_node: Vec<String> = pods
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .filter_map(|p| p["metadata"]["labels"]["foundationdb.org/fdb-process-group-id"].as_str())
+        .map(str::to_owned)
+        .collect();
+    let mut expected = on_node.clone();
+    expected.sort();
+    assert_eq!(marked, expected);
+    world.eventually("the node's groups replaced", |w| {
+        marked.iter().all(|g| !group_exists(w, g))
+    });
 
     // buggify crash-loop: the group is listed and its container crash-loops.
     let victim = world
