@@ -306,10 +306,12 @@ mod tests {
     use fdb_shared::sidecar::SidecarClientFactory;
 
     /// An fdbcli that does not exist: every command fails, and is still timed.
-    fn unavailable() -> crate::controller::providers::FdbcliAdminProvider {
+    fn unavailable(
+        work_dir: &std::path::Path,
+    ) -> crate::controller::providers::FdbcliAdminProvider {
         crate::controller::providers::FdbcliAdminProvider {
             fdbcli_path: std::path::PathBuf::from("/nonexistent/fdbcli"),
-            work_dir: std::env::temp_dir(),
+            work_dir: work_dir.to_owned(),
             tls: None,
         }
     }
@@ -317,8 +319,14 @@ mod tests {
     #[tokio::test]
     async fn admin_commands_are_timed_by_command_and_result() {
         let metrics = Arc::new(OperatorMetrics::default());
-        let provider = MeteredAdminProvider::new(Arc::new(unavailable()), metrics.clone());
-        let cluster = FoundationDBCluster::new("sample", Default::default());
+        let work_dir = tempfile::tempdir().unwrap();
+        let provider =
+            MeteredAdminProvider::new(Arc::new(unavailable(work_dir.path())), metrics.clone());
+        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
+            connection_string: Some("sample:abc@127.0.0.1:4501".to_owned()),
+            ..Default::default()
+        });
         let admin = provider.admin_for(&cluster).unwrap();
         let _ = admin.status().await;
         let _ = admin.read_lock().await;
