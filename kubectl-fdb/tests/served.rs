@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use fdb_operator::simulation::result::SimulationResult;
-use fdb_operator::simulation::runner::{RunOptions, serve_scenario};
-use fdb_operator::simulation::scenario::Scenario;
-use fdb_operator::simulation::serve::ServeOptions;
+use fdb_simulation::result::SimulationResult;
+use fdb_simulation::runner::{RunOptions, serve_scenario};
+use fdb_simulation::scenario::Scenario;
+use fdb_simulation::serve::ServeOptions;
 use serde_json::Value;
 
 /// A world served on a loopback port from a thread of its own.

@@ -6,7 +6,7 @@
 //! the operator's events.
 
 use fdb_e2e_tests::{run, run_file, scenario, violated};
-use fdb_operator::simulation::result::SimulationResult;
+use fdb_simulation::result::SimulationResult;
 
 /// The operator's minimum time between a recovery and the next recovery-causing action.
 const MINIMUM_GAP: i64 = 120;

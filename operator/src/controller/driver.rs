@@ -221,7 +221,3 @@ async fn run_pass_inner(
         reconciled,
     })
 }
-
-#[cfg(test)]
-#[path = "driver_tests.rs"]
-mod tests;

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fdb_bounded_http::limited::Slots;
 use fdb_shared::api::FoundationDBCluster;
-use fdb_sidecar::limited::Slots;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
 use kube::runtime::controller::{
@@ -199,7 +199,7 @@ async fn serve_endpoints(
     address: SocketAddr,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    let listener = fdb_sidecar::limited::listen(address, ENDPOINT_BACKLOG)
+    let listener = fdb_bounded_http::limited::listen(address, ENDPOINT_BACKLOG)
         .map_err(|source| RunError::Metrics { address, source })?;
     let bound = listener.local_addr().unwrap_or(address);
     tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
