@@ -5,4 +5,5 @@
 pub mod crds;
 pub mod explain;
 pub mod explain_backup;
+pub mod manifest;
 pub mod run;

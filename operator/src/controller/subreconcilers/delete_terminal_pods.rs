@@ -26,7 +26,7 @@ use crate::controller::events::{EventReason, publish};
 use crate::controller::objects::{group_of, pod_phase};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::production::UNRECONCILED_INTERVAL;
+use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// The shortest wait before a pod of a group that keeps failing is recreated again.

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,
 };
 
-use super::pod_model::MAIN_CONTAINER;
+use super::containers::MAIN_CONTAINER;
 
 /// The command of a crash-looping container (a binary no image has).
 pub const CRASH_LOOP_COMMAND: &str = "crash-loop";
