@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use fdb_operator::simulation::result::{SimulationResult, StepResult};
-use fdb_operator::simulation::runner::{RunOptions, run_scenario};
-use fdb_operator::simulation::scenario::Scenario;
+use fdb_simulation::result::{SimulationResult, StepResult};
+use fdb_simulation::runner::{RunOptions, run_scenario};
+use fdb_simulation::scenario::Scenario;
 use sha2::{Digest, Sha256};
 
 /// Parses `yaml` as a scenario and runs it to the end.

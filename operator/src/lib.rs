@@ -1,4 +1,5 @@
-//! The FoundationDB operator: controller, subreconcilers, admin client and simulation.
+//! The FoundationDB operator library: controller, steps, admin client, backups and restores.
+//! The simulated world is the `fdb-simulation` crate; the binary is the `cli/` crate.
 
 pub mod backup;
 pub mod cli;
@@ -6,4 +7,3 @@ pub mod clock;
 pub mod controller;
 pub mod fdb;
 pub mod restore;
-pub mod simulation;

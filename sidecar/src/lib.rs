@@ -10,11 +10,9 @@
 pub mod app;
 pub mod config;
 pub mod confined;
-pub mod connections;
 pub mod copy;
 pub mod gate;
 pub mod hash;
-pub mod limited;
 pub mod metrics;
 pub mod paths;
 pub mod server;
@@ -23,4 +21,6 @@ pub mod watch;
 
 pub use app::{AppState, app};
 pub use config::{ConfigError, LogFormat, SidecarArgs, SidecarConfig};
+/// Bounded HTTP serving lives in its own crate, shared with the operator's endpoints.
+pub use fdb_bounded_http::{connections, limited};
 pub use server::{ExitReason, RunningSidecar, Sidecar, StartError};

@@ -10,6 +10,7 @@ mod command_values;
 mod hostile_conf;
 mod hostile_input;
 mod hostile_names;
+mod serve;
 mod simulate_isolation;
 
 fn fdb_operator(args: &[&str]) -> Output {
@@ -33,7 +34,7 @@ fn crds_prints_exactly_the_committed_file() {
     assert!(
         String::from_utf8(output.stdout).unwrap() == committed,
         "`fdb-operator crds` differs from crds/foundationdb-crds.yaml; run \
-         UPDATE_CRDS=1 cargo test -p fdb-operator committed_crds_are_up_to_date"
+         UPDATE_CRDS=1 cargo test -p fdb-operator-cli committed_crds_are_up_to_date"
     );
 }
 

@@ -3,8 +3,8 @@
 
 use std::process::{Command, Stdio};
 
-use fdb_operator::simulation::world::HostBlock;
-use fdb_operator::simulation::world::network::BlockLease;
+use fdb_simulation::world::HostBlock;
+use fdb_simulation::world::network::BlockLease;
 
 use super::repo_file;
 

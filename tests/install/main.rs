@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, FromArgMatches};
 use fdb_operator::cli::run::RunArgs;
-use fdb_operator::cli::{Cli, Command};
+use fdb_operator_cli::{Cli, Command};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use manifests::{DockerfileFacts, Install, OPERATOR_NAMESPACE, read_repo_file, repo_file};

@@ -4,7 +4,7 @@
 //! its expected end with `expect` steps and must violate no invariant.
 
 use fdb_e2e_tests::{run_file, run_without_operator, violated};
-use fdb_operator::simulation::result::{EventSource, SimulationResult};
+use fdb_simulation::result::{EventSource, SimulationResult};
 
 fn assert_clean(result: &SimulationResult) {
     assert!(violated(result).is_empty(), "{:#?}", result.violations);

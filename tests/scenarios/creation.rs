@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_e2e_tests::{fdb_str, groups_per_class, run, scenario, sha256_hex};
-use fdb_operator::simulation::result::StepResult;
 use fdb_shared::monitor_conf::substitute::substitute;
+use fdb_simulation::result::StepResult;
 
 /// Every check of a freshly created cluster that does not depend on its shape.
 fn assert_created(step: &StepResult, redundancy: &str, coordinators: usize) {

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fdb_e2e_tests::run;
-use fdb_operator::simulation::result::SimulationResult;
+use fdb_simulation::result::SimulationResult;
 
 /// Spinning threads per core: the simulation competes for every core.
 const BUSY_THREADS_PER_CORE: usize = 1;

@@ -5,7 +5,7 @@
 //! be expressed yet are listed in docs/simulation.md.
 
 use fdb_e2e_tests::{conditions_of, run, scenario, violated};
-use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+use fdb_simulation::result::{EventSource, SimulationResult, StepResult};
 
 /// Every violation, as `invariant: detail`.
 fn violations(result: &SimulationResult) -> Vec<String> {

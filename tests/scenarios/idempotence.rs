@@ -1,7 +1,7 @@
 //! A reconciled cluster is left alone.
 
 use fdb_e2e_tests::{run, scenario};
-use fdb_operator::simulation::result::EventSource;
+use fdb_simulation::result::EventSource;
 
 #[test]
 fn a_second_reconcile_makes_no_writes_and_reads_status_at_most_once_per_pass() {

@@ -2,7 +2,7 @@
 //! on the deny list changes nothing in the database until `allow: true` removes it.
 
 use fdb_e2e_tests::run_file;
-use fdb_operator::simulation::result::{EventSource, SimulationResult};
+use fdb_simulation::result::{EventSource, SimulationResult};
 
 /// `(step, detail)` of every `fdb` event of `action`.
 fn admin_events<'a>(result: &'a SimulationResult, action: &str) -> Vec<(usize, &'a str)> {

@@ -5,7 +5,7 @@
 //! key names.
 
 use fdb_e2e_tests::{run_file, violated};
-use fdb_operator::simulation::result::{Event, EventSource, SimulationResult};
+use fdb_simulation::result::{Event, EventSource, SimulationResult};
 
 /// The admin commands (`fdb` events) of `action`.
 fn admin<'a>(result: &'a SimulationResult, action: &str) -> Vec<&'a Event> {

@@ -15,7 +15,7 @@ fn assert_caught(file: &str, invariant: &str) {
     );
 }
 
-fn assert_passes(file: &str) -> fdb_operator::simulation::result::SimulationResult {
+fn assert_passes(file: &str) -> fdb_simulation::result::SimulationResult {
     let result = run_file(&format!("mutations/{file}.yaml"), None);
     assert!(
         result.violations.is_empty(),

@@ -7,8 +7,8 @@
 
 use fdb_e2e_tests::{run, run_file, run_with, scenario, violated};
 use fdb_operator::controller::plan::ExecutorRules;
-use fdb_operator::simulation::result::SimulationResult;
-use fdb_operator::simulation::runner::RunOptions;
+use fdb_simulation::result::SimulationResult;
+use fdb_simulation::runner::RunOptions;
 
 /// The operator's minimum time between a recovery and the next recovery-causing action.
 const MINIMUM_GAP: i64 = 120;

@@ -4,7 +4,7 @@
 //! invariant.
 
 use fdb_e2e_tests::{run, run_file, scenario, violated};
-use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+use fdb_simulation::result::{EventSource, SimulationResult, StepResult};
 
 fn storage_groups(step: &StepResult) -> Vec<(String, String)> {
     step.cluster["status"]["processGroups"]

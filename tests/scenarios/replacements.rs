@@ -3,7 +3,7 @@
 //! scenario states its expected end with an `expect` step and must violate no invariant.
 
 use fdb_e2e_tests::{run_file, violated};
-use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+use fdb_simulation::result::{EventSource, SimulationResult, StepResult};
 
 fn assert_clean(result: &SimulationResult) {
     assert!(violated(result).is_empty(), "{:#?}", result.violations);

@@ -6,7 +6,7 @@
 //! is unavailable (a restart plus a recovery).
 
 use fdb_e2e_tests::{conditions_of, run_file, violated};
-use fdb_operator::simulation::result::{EventSource, SimulationResult, StepResult};
+use fdb_simulation::result::{EventSource, SimulationResult, StepResult};
 
 /// The `fdb` events of an action (`kill`, `maintenance`, ...).
 fn admin_events<'a>(result: &'a SimulationResult, action: &str) -> Vec<&'a str> {

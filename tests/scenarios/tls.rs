@@ -3,7 +3,7 @@
 //! that does not accept the operator's certificate keeps the cluster from reconciling.
 
 use fdb_e2e_tests::run;
-use fdb_operator::simulation::result::EventSource;
+use fdb_simulation::result::EventSource;
 
 fn quickstart_tls() -> String {
     let path = concat!(

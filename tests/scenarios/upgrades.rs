@@ -8,7 +8,7 @@
 //! that no invariant at all was violated.
 
 use fdb_e2e_tests::{run, scenario};
-use fdb_operator::simulation::result::SimulationResult;
+use fdb_simulation::result::SimulationResult;
 
 const SPEC_71: &str = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
 const SPEC_73: &str = "{version: 7.3.43, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
@@ -270,9 +270,7 @@ fn an_incompatible_downgrade_is_refused_and_nothing_changes() {
     let writes: Vec<_> = result
         .events
         .iter()
-        .filter(|e| {
-            e.step >= 2 && e.source != fdb_operator::simulation::result::EventSource::Operator
-        })
+        .filter(|e| e.step >= 2 && e.source != fdb_simulation::result::EventSource::Operator)
         .filter(|e| {
             matches!(
                 e.action.as_str(),

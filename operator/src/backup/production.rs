@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt};
 use super::driver::run_backup_pass;
 use super::errors::BackupError;
 use crate::controller::Context;
-use crate::controller::production::RequeuePolicy;
+use crate::controller::requeue::RequeuePolicy;
 use crate::restore::run_restore_pass;
 
 /// What each reconcile gets.

@@ -59,8 +59,8 @@ mod tests {
                 .to_string();
             panic!(
                 "crds/foundationdb-crds.yaml is stale; refresh it with\n  \
-                 UPDATE_CRDS=1 cargo test -p fdb-operator committed_crds_are_up_to_date\n\
-                 or: cargo run -p fdb-operator -- crds > crds/foundationdb-crds.yaml\n\n{diff}"
+                 UPDATE_CRDS=1 cargo test -p fdb-operator-cli committed_crds_are_up_to_date\n\
+                 or: cargo run --bin fdb-operator -- crds > crds/foundationdb-crds.yaml\n\n{diff}"
             );
         }
     }

@@ -20,12 +20,12 @@ use fdb_shared::cluster_math::{
 };
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
 use fdb_shared::validation::{counts_within_limits, validate_cluster};
-use fdb_shared::yaml_input::{self, InputError, ReadError};
+use fdb_shared::yaml_input;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The API version this operator reads.
-pub(crate) const API_VERSION: &str = "apps.foundationdb.org/v1beta2";
+pub use super::manifest::{API_VERSION, UnreadableManifest};
+
 /// The kind `explain` reads.
 const KIND: &str = "FoundationDBCluster";
 
@@ -53,53 +53,6 @@ pub enum ExplainKind {
     /// A FoundationDBRestore: the backup URL and the `fdbrestore start` command.
     #[value(name = "FoundationDBRestore", alias = "fdbrestore")]
     Restore,
-}
-
-/// The manifest could not be read as a FoundationDBCluster (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum UnreadableManifest {
-    /// The file could not be read (missing, not UTF-8, larger than 4 MiB).
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// The file is not YAML, or nests deeper than the reader accepts.
-    #[error("{path} is not readable YAML: {source}")]
-    NotYaml {
-        /// The file.
-        path: PathBuf,
-        /// The reader's error, with its line.
-        #[source]
-        source: InputError,
-    },
-    /// The file holds no FoundationDBCluster.
-    #[error(
-        "{path} holds no FoundationDBCluster (found kinds: {found}){}",
-        kind_hint(found)
-    )]
-    NotACluster {
-        /// The file.
-        path: PathBuf,
-        /// The kinds found instead.
-        found: String,
-    },
-    /// The file holds no resource of the kind asked for.
-    #[error("{path} holds no {kind} (found kinds: {found})")]
-    NotAKind {
-        /// The file.
-        path: PathBuf,
-        /// The kind asked for.
-        kind: &'static str,
-        /// The kinds found instead.
-        found: String,
-    },
-}
-
-/// A hint to use `--kind` when the file holds a backup or restore.
-fn kind_hint(found: &str) -> String {
-    ["FoundationDBBackup", "FoundationDBRestore"]
-        .into_iter()
-        .find(|kind| found.split(", ").any(|k| k == *kind))
-        .map(|kind| format!("; explain it with --kind {kind}"))
-        .unwrap_or_default()
 }
 
 /// Container images of the cluster's pods.

@@ -13,7 +13,7 @@ use fdb_shared::yaml_input;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::explain::UnreadableManifest;
+use super::manifest::{API_VERSION, UnreadableManifest};
 use crate::backup::deployment::deployment_name;
 use crate::backup::plan::backup_url;
 use crate::backup::validate::{validate_backup, validate_restore};
@@ -305,11 +305,11 @@ pub fn explain_resource(
         }
     };
     let api_version = document.value.get("apiVersion").and_then(Value::as_str);
-    if api_version != Some(super::explain::API_VERSION) {
+    if api_version != Some(API_VERSION) {
         let error = format!(
             "apiVersion: {:?} is not served by this operator (expected {})",
             api_version.unwrap_or(""),
-            super::explain::API_VERSION
+            API_VERSION
         );
         match &mut explanation {
             ResourceExplanation::Backup(b) => {

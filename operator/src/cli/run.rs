@@ -15,9 +15,10 @@ use crate::controller::Context;
 use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector};
 use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
 use crate::controller::production::{
-    DEFAULT_MAX_CONCURRENT_RECONCILES, RequeuePolicy, RunOptions, run as run_controller,
+    DEFAULT_MAX_CONCURRENT_RECONCILES, RunOptions, run as run_controller,
 };
 use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
+use crate::controller::requeue::RequeuePolicy;
 use crate::fdb::TlsFiles;
 
 /// Arguments of `fdb-operator run`.

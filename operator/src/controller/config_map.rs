@@ -19,12 +19,11 @@ use super::pod_model::{
     ClusterIdentity, PodModelError, cluster_labels, merged_labels, running_version, servers_per_pod,
 };
 
-/// ConfigMap key of the cluster file (the connection string).
-pub const CLUSTER_FILE_KEY: &str = "cluster-file";
-/// ConfigMap key of the version the processes run.
-pub const RUNNING_VERSION_KEY: &str = "running-version";
-/// ConfigMap key of the trusted CAs.
-pub const CA_FILE_KEY: &str = "ca-file";
+// The pod model mounts these keys; the ConfigMap is built from the pod model, so they
+// live on its side (no import circle) and are re-exported here.
+pub use super::pod_model::volumes::{
+    CA_FILE_KEY, CLUSTER_FILE_KEY, RUNNING_VERSION_KEY, config_map_name,
+};
 
 /// Why the ConfigMap or a monitor conf cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,14 +60,6 @@ pub enum ConfigMapError {
         /// The largest keys with their sizes, for the message.
         largest: String,
     },
-}
-
-/// The ConfigMap's name: `<cluster>-config`.
-pub fn config_map_name(cluster: &FoundationDBCluster) -> String {
-    format!(
-        "{}-config",
-        cluster.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 /// The custom parameters of a class: `processes.<class>.customParameters` when the class

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 use super::config_map::{build_config_map, dynamic_conf_hash, monitor_conf_template};
 use super::errors::StepError;
@@ -91,20 +91,22 @@ impl ConfigHashes {
     }
 }
 
-/// [`desired_config_map`], keeping every key a pod of the snapshot still mounts (with
-/// the live value) that the spec no longer asks for (e.g. `ca-file` after `trustedCAs`
+/// [`desired_config_map`], keeping every key a live pod still mounts (with the live
+/// ConfigMap's value) that the spec no longer asks for (e.g. `ca-file` after `trustedCAs`
 /// was emptied): a kubelet refuses a ConfigMap version missing a key a pod mounts, so
 /// dropping it would freeze those pods' configuration until they are replaced.
-pub fn desired_config_map_for(
-    snapshot: &super::snapshot::ClusterSnapshot,
+pub fn desired_config_map_for<'a>(
+    cluster: &FoundationDBCluster,
+    live_config_map: Option<&ConfigMap>,
+    live_pods: impl IntoIterator<Item = &'a Pod>,
 ) -> Result<ConfigMap, StepError> {
-    let mut desired = desired_config_map(snapshot.cluster())?;
-    let Some(live) = snapshot.config_map().and_then(|cm| cm.data.as_ref()) else {
+    let mut desired = desired_config_map(cluster)?;
+    let Some(live) = live_config_map.and_then(|cm| cm.data.as_ref()) else {
         return Ok(desired);
     };
-    let name = super::config_map::config_map_name(snapshot.cluster());
+    let name = super::config_map::config_map_name(cluster);
     let data = desired.data.get_or_insert_with(BTreeMap::new);
-    for pod in snapshot.pods() {
+    for pod in live_pods {
         let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
         for source in volumes
             .into_iter()

@@ -229,7 +229,3 @@ async fn run_pass_inner(
         reconciled,
     })
 }
-
-#[cfg(test)]
-#[path = "driver_tests.rs"]
-mod tests;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use fdb_sidecar::limited::{self, ConnectionLimits, Slots};
+use fdb_bounded_http::limited::{self, ConnectionLimits, Slots};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use fdb_sidecar::limited::{self, ConnectionLimits, Slots};
+use fdb_bounded_http::limited::{self, ConnectionLimits, Slots};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;

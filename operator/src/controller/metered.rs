@@ -305,23 +305,28 @@ mod tests {
     use super::*;
     use fdb_shared::sidecar::SidecarClientFactory;
 
-    #[derive(Debug)]
-    struct Unavailable;
-
-    impl AdminClientProvider for Unavailable {
-        fn admin_for(&self, _: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
-            Ok(Arc::new(crate::simulation::fdb::SimulatedFdb::new(
-                Arc::new(crate::clock::VirtualClock::fixed_epoch()),
-                crate::simulation::fdb::SimFdbSettings::default(),
-            )))
+    /// An fdbcli that does not exist: every command fails, and is still timed.
+    fn unavailable(
+        work_dir: &std::path::Path,
+    ) -> crate::controller::providers::FdbcliAdminProvider {
+        crate::controller::providers::FdbcliAdminProvider {
+            fdbcli_path: std::path::PathBuf::from("/nonexistent/fdbcli"),
+            work_dir: work_dir.to_owned(),
+            tls: None,
         }
     }
 
     #[tokio::test]
     async fn admin_commands_are_timed_by_command_and_result() {
         let metrics = Arc::new(OperatorMetrics::default());
-        let provider = MeteredAdminProvider::new(Arc::new(Unavailable), metrics.clone());
-        let cluster = FoundationDBCluster::new("sample", Default::default());
+        let work_dir = tempfile::tempdir().unwrap();
+        let provider =
+            MeteredAdminProvider::new(Arc::new(unavailable(work_dir.path())), metrics.clone());
+        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
+            connection_string: Some("sample:abc@127.0.0.1:4501".to_owned()),
+            ..Default::default()
+        });
         let admin = provider.admin_for(&cluster).unwrap();
         let _ = admin.status().await;
         let _ = admin.read_lock().await;

@@ -273,7 +273,8 @@ pub fn observe_groups(
 
 /// Whether the ConfigMap exists with exactly the desired data.
 pub fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
-    let desired = desired_config_map_for(snapshot)?;
+    let desired =
+        desired_config_map_for(snapshot.cluster(), snapshot.config_map(), snapshot.pods())?;
     Ok(snapshot.config_map().is_some_and(|live| {
         live.data.clone().unwrap_or_default() == desired.data.unwrap_or_default()
     }))

@@ -12,6 +12,7 @@
 //! operator's containers, volumes, environment and affinity are merged into it.
 
 mod affinity;
+pub mod buggify;
 mod containers;
 mod env;
 mod hash;
@@ -281,8 +282,8 @@ pub fn build_pod(
         pod_spec.volumes.as_ref(),
     ));
     pod_spec.affinity = affinity::pod_affinity(cluster, group, options, pod_spec.affinity.as_ref());
-    crate::controller::buggify::apply(
-        &crate::controller::buggify::desired_state(cluster, &group.process_group_id),
+    buggify::apply(
+        &buggify::desired_state(cluster, &group.process_group_id),
         &mut pod_spec,
     );
     let routing = &spec.routing;

@@ -23,7 +23,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::objects::{group_of, pod_phase};
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
-use crate::controller::production::UNRECONCILED_INTERVAL;
+use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// The shortest wait before a pod of a group that keeps failing is recreated again.

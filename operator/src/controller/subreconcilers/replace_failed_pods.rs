@@ -34,8 +34,8 @@ use crate::controller::errors::StepError;
 use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::production::UNRECONCILED_INTERVAL;
 use crate::controller::removals::{in_flight, placement};
+use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 

@@ -35,7 +35,8 @@ pub enum ConfigMapDecision {
 
 /// Decides from the snapshot.
 pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
-    let desired = desired_config_map_for(snapshot)?;
+    let desired =
+        desired_config_map_for(snapshot.cluster(), snapshot.config_map(), snapshot.pods())?;
     Ok(match snapshot.config_map() {
         None => ConfigMapDecision::Create(Box::new(desired)),
         Some(live) => match config_map_patch(live, &desired) {
@@ -169,7 +170,9 @@ mod tests {
         let base = Fixture::new("version: 7.1.57")
             .groups([group("log-1")])
             .connection_string("sample:abc@10.0.0.1:4501");
-        let mut live = desired_config_map_for(&base.clone().build()).unwrap();
+        let built = base.clone().build();
+        let mut live =
+            desired_config_map_for(built.cluster(), built.config_map(), built.pods()).unwrap();
         live.data
             .get_or_insert_with(Default::default)
             .insert("ca-file".into(), "OLD CA".into());

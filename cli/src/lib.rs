@@ -1,0 +1,7 @@
+//! The `fdb-operator` command line, as a library so tests can parse it as the binary does:
+//! [`commands`] holds the subcommands, [`simulate`] runs a scenario in the simulated world.
+
+pub mod commands;
+pub mod simulate;
+
+pub use commands::{Cli, Command, main, run};

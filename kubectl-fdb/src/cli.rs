@@ -1,0 +1,286 @@
+//! The command line, with the commands and flags of the Go operator's plugin.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+/// kubectl plugin for FoundationDB clusters managed by the FoundationDB operator.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-fdb",
+    version,
+    about = "kubectl plugin for FoundationDB clusters managed by the FoundationDB operator",
+    after_help = "Examples:\n  kubectl fdb analyze sample\n  \
+        kubectl fdb remove process-groups -c sample sample-storage-1\n  \
+        kubectl fdb -n db get configuration sample\n\n\
+        Exit status: 0 done, 1 a problem was found (analyze) or the action was declined, \
+        2 bad usage, a missing object or an unreachable API."
+)]
+pub struct Cli {
+    /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace (default: the context's).
+    #[arg(long, short = 'n', global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Act without asking for confirmation.
+    #[arg(long, short = 'y', global = true)]
+    pub yes: bool,
+    /// Ask for confirmation before acting (the Go plugin's flag; `--wait=false` is `--yes`).
+    #[arg(long, short = 'w', global = true, action = ArgAction::Set, default_value_t = true,
+          num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub wait: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the plugin's, the Kubernetes API's and the operator's versions.
+    Version(VersionArgs),
+    /// Report what is wrong with clusters: health, reconciliation, process group
+    /// conditions, pods, fault domains, coordinators and exclusions.
+    Analyze(AnalyzeArgs),
+    /// Remove things from a cluster.
+    #[command(subcommand)]
+    Remove(RemoveCommand),
+    /// Replace every process group of a cluster running on the given nodes.
+    Cordon(CordonArgs),
+    /// Restart the fdbserver processes of process groups, all with one `fdbcli kill`.
+    Restart(RestartArgs),
+    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli.
+    Exec(ExecArgs),
+    /// Inject faults through the cluster's `spec.buggify`.
+    #[command(subcommand)]
+    Buggify(BuggifyCommand),
+    /// Show the connection string with the coordinators' addresses updated to their pods'
+    /// current IPs (applying it is not supported yet: use --dry-run).
+    FixCoordinatorIps(FixCoordinatorIpsArgs),
+    /// Read a cluster's configuration or exclusions.
+    #[command(subcommand)]
+    Get(GetCommand),
+}
+
+/// `version`.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Print only the plugin's version.
+    #[arg(long)]
+    pub client_only: bool,
+    /// The name of the operator's Deployment.
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "fdb-kubernetes-operator-controller-manager"
+    )]
+    pub operator_name: String,
+}
+
+/// `analyze`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// The clusters to analyze.
+    pub clusters: Vec<String>,
+    /// Replace the process groups whose pods failed (marks them for removal).
+    #[arg(long)]
+    pub auto_fix: bool,
+    /// Analyze every cluster of the namespace.
+    #[arg(long)]
+    pub all_clusters: bool,
+    /// A process group condition not to report (repeatable).
+    #[arg(long, value_name = "CONDITION")]
+    pub ignore_condition: Vec<String>,
+    /// Do not report process groups marked for removal.
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub ignore_removals: bool,
+}
+
+/// `remove ...`.
+#[derive(Debug, Subcommand)]
+pub enum RemoveCommand {
+    /// Mark process groups (given by pod name or process group ID) for removal: the
+    /// operator excludes them, replaces them and then deletes their resources.
+    #[command(name = "process-groups", alias = "process-group")]
+    ProcessGroups(RemoveArgs),
+}
+
+/// `remove process-groups`.
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Pod names or process group IDs.
+    pub names: Vec<String>,
+    /// Exclude the processes before removing them (`--exclusion=false` removes without
+    /// exclusion: their data is not moved away first).
+    #[arg(long, short = 'e', action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub exclusion: bool,
+    /// Also remove every process group with a failure condition.
+    #[arg(long)]
+    pub remove_all_failed: bool,
+    /// Select every process group of this process class.
+    #[arg(long, value_name = "CLASS")]
+    pub process_class: Option<String>,
+    /// Select every process group with this condition (repeatable).
+    #[arg(long, value_name = "CONDITION")]
+    pub process_condition: Vec<String>,
+}
+
+/// `cordon`.
+#[derive(Debug, Args)]
+pub struct CordonArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The nodes.
+    pub nodes: Vec<String>,
+    /// Select the nodes by labels instead (`key=value,...`).
+    #[arg(long, value_name = "LABELS")]
+    pub node_selector: Option<String>,
+    /// Exclude the processes before removing them.
+    #[arg(long, short = 'e', action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub exclusion: bool,
+}
+
+/// `restart`.
+#[derive(Debug, Args)]
+pub struct RestartArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Pod names or process group IDs.
+    pub names: Vec<String>,
+    /// Restart every process of the cluster.
+    #[arg(long)]
+    pub all_processes: bool,
+    /// Select every process group with this condition (repeatable).
+    #[arg(long, value_name = "CONDITION")]
+    pub process_condition: Vec<String>,
+}
+
+/// `exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The pod (or process group); default: the first running pod of the cluster.
+    #[arg(long, short = 'p')]
+    pub pod: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `buggify ...`.
+#[derive(Debug, Subcommand)]
+pub enum BuggifyCommand {
+    /// Make process groups' containers crash-loop (`spec.buggify.crashLoopContainers`).
+    CrashLoop(BuggifyListArgs),
+    /// Make process groups' pods unschedulable (`spec.buggify.noSchedule`).
+    NoSchedule(BuggifyListArgs),
+    /// Render every monitor conf empty (`spec.buggify.emptyMonitorConf`): no process runs.
+    EmptyMonitorConf(EmptyMonitorConfArgs),
+}
+
+/// `buggify crash-loop` and `buggify no-schedule`.
+#[derive(Debug, Args)]
+pub struct BuggifyListArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Pod names or process group IDs.
+    pub names: Vec<String>,
+    /// Remove the given process groups from the list instead.
+    #[arg(long)]
+    pub clear: bool,
+    /// Empty the list.
+    #[arg(long, conflicts_with = "clear")]
+    pub clean: bool,
+    /// The container to crash-loop (crash-loop only).
+    #[arg(long, default_value = "foundationdb")]
+    pub container_name: String,
+}
+
+/// `buggify empty-monitor-conf`.
+#[derive(Debug, Args)]
+pub struct EmptyMonitorConfArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The value to set (`--set-value=false` turns it off).
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub set_value: bool,
+    /// Turn it off (same as `--set-value=false`).
+    #[arg(long, alias = "unset")]
+    pub clear: bool,
+}
+
+/// `fix-coordinator-ips`.
+#[derive(Debug, Args)]
+pub struct FixCoordinatorIpsArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Print the new connection string and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `get ...`.
+#[derive(Debug, Subcommand)]
+pub enum GetCommand {
+    /// Print the cluster's database configuration (spec, and what the database reports).
+    Configuration(GetArgs),
+    /// Print the exclusions of process groups marked for removal.
+    ExclusionStatus(GetArgs),
+}
+
+/// `get configuration` and `get exclusion-status`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The cluster.
+    pub cluster: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent_and_takes_go_style_flags() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "kubectl-fdb",
+            "-n",
+            "db",
+            "remove",
+            "process-groups",
+            "-c",
+            "sample",
+            "--exclusion=false",
+            "sample-storage-1",
+        ])
+        .unwrap();
+        assert_eq!(cli.namespace.as_deref(), Some("db"));
+        let Command::Remove(RemoveCommand::ProcessGroups(args)) = cli.command else {
+            panic!("not remove");
+        };
+        assert!(!args.exclusion);
+        assert_eq!(args.names, ["sample-storage-1"]);
+        let cli = Cli::try_parse_from(["kubectl-fdb", "analyze", "--wait=false", "a"]).unwrap();
+        assert!(!cli.wait);
+        assert!(Cli::try_parse_from(["kubectl-fdb", "analyze", "--bogus"]).is_err());
+    }
+}

@@ -1,0 +1,112 @@
+//! Running a command in a pod through `pods/exec` (websocket), as `kubectl exec` does.
+
+use fdb_shared::api::FoundationDBCluster;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::AttachParams;
+use tokio::io::AsyncReadExt as _;
+
+use crate::error::PluginError;
+use crate::session::Session;
+
+/// The container fdbcli runs in.
+pub const MAIN_CONTAINER: &str = "foundationdb";
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecResult {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Exit status (from the final `Status`).
+    pub code: i32,
+}
+
+/// Runs `command` in `container` of `pod`.
+pub async fn exec(
+    session: &Session,
+    pod: &str,
+    container: &str,
+    command: Vec<String>,
+) -> Result<ExecResult, PluginError> {
+    let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
+    let params = AttachParams::default()
+        .container(container)
+        .stdin(false)
+        .stdout(true)
+        .stderr(true);
+    let action = format!("exec in pod {pod}");
+    let mut attached = pods
+        .exec(pod, command, &params)
+        .await
+        .map_err(|error| session.error(error, &action))?;
+    let mut stdout = attached.stdout();
+    let mut stderr = attached.stderr();
+    let status = attached.take_status();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let read_out = async {
+        if let Some(reader) = stdout.as_mut() {
+            let _ = reader.read_to_end(&mut out).await;
+        }
+    };
+    let read_err = async {
+        if let Some(reader) = stderr.as_mut() {
+            let _ = reader.read_to_end(&mut err).await;
+        }
+    };
+    tokio::join!(read_out, read_err);
+    let status = match status {
+        Some(status) => status.await,
+        None => None,
+    };
+    let _ = attached.join().await;
+    let code = match status {
+        Some(status) if status.status.as_deref() == Some("Success") => 0,
+        Some(status) => status
+            .details
+            .and_then(|d| d.causes)
+            .into_iter()
+            .flatten()
+            .find(|c| c.reason.as_deref() == Some("ExitCode"))
+            .and_then(|c| c.message)
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(1),
+        None => 0,
+    };
+    Ok(ExecResult {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        code,
+    })
+}
+
+/// A running pod of the cluster to run fdbcli in (the first by name).
+pub fn fdbcli_pod(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<String, PluginError> {
+    pods.iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|pod| pod.metadata.name.clone())
+        .min()
+        .ok_or_else(|| {
+            PluginError::NotFound(format!(
+                "FoundationDBCluster {}/{} has no running pod to run fdbcli in",
+                cluster.metadata.namespace.as_deref().unwrap_or_default(),
+                cluster.metadata.name.as_deref().unwrap_or_default()
+            ))
+        })
+}
+
+/// Runs `fdbcli --exec TEXT` in `pod`; a non-zero exit is an error naming the command.
+pub async fn fdbcli(session: &Session, pod: &str, text: &str) -> Result<String, PluginError> {
+    let command = vec!["fdbcli".to_owned(), "--exec".to_owned(), text.to_owned()];
+    let result = exec(session, pod, MAIN_CONTAINER, command).await?;
+    if result.code != 0 {
+        return Err(PluginError::Refused {
+            action: format!("run fdbcli --exec '{text}' in pod {pod}"),
+            message: crate::error::one_line(&result.stderr),
+            code: 500,
+        });
+    }
+    Ok(result.stdout)
+}

@@ -1,0 +1,356 @@
+//! The controller at scale: 10 FoundationDBClusters of 100 process groups at rest in the
+//! in-memory API server (each with its own simulated database), the production
+//! controller (`fdb-operator run`'s, with its watch caches) run until every cluster is
+//! reconciled; then steady passes are timed one by one, and the same for one cluster of
+//! 1000 process groups.
+//!
+//! Run with `cargo bench -p fdb-simulation --bench controller_scale`. The last line is
+//! `controller-scale: clusters=10 groups=1000 rss_delta_mib=.. pass_cpu_ms_p50=..
+//! pass_cpu_ms_1000=..`: the growth of the process's resident memory from the fleet at
+//! rest to the controller running over it (the in-memory API server's own growth
+//! included), the median CPU time of a steady pass over one 100-group cluster, and the
+//! median CPU time of a steady pass over the 1000-group cluster. CPU time is the
+//! thread's (the runtime has one thread; the in-memory API server answers on it too, so
+//! its share of serving the pass is counted).
+//!
+//! `CONTROLLER_SCALE_LARGE_ONLY=1` skips the fleet of 10 clusters (to profile the large
+//! cluster's steady pass alone); `CONTROLLER_SCALE_ROUNDS=n` times n passes per cluster;
+//! `CONTROLLER_SCALE_STEPS=1` also prints the CPU time of each step per steady pass of
+//! the large cluster (from the driver's `step` spans; the rest of a pass is reading the
+//! cluster and the in-memory API server's share).
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fdb_operator::clock::{Clock, SystemClock};
+use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
+use fdb_operator::controller::production::{RunOptions, run_until};
+use fdb_operator::controller::requeue::RequeuePolicy;
+use fdb_operator::controller::{Context, run_pass};
+use fdb_simulation::fleet::{Fleet, FleetSidecars};
+use tracing::span::{Attributes, Id};
+use tracing::{Subscriber, field};
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{Layer, Registry};
+
+/// The allocator of the `fdb-operator` binary, so that the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+type BenchResult<T> = Result<T, Box<dyn Error>>;
+
+const NAMESPACE: &str = "bench";
+const CLUSTERS: usize = 10;
+const GROUPS: usize = 100;
+const LARGE: usize = 1000;
+/// Timed passes per cluster (after one untimed), unless `CONTROLLER_SCALE_ROUNDS` says.
+const ROUNDS: usize = 5;
+
+/// The number of timed passes per cluster.
+fn rounds() -> usize {
+    std::env::var("CONTROLLER_SCALE_ROUNDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(ROUNDS)
+}
+
+/// Resident memory of this process, in MiB.
+fn rss_mib() -> BenchResult<f64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or("no VmRSS in /proc/self/status")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+/// CPU time of this thread.
+fn thread_cpu() -> Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(time.tv_sec).unwrap_or(0),
+        u32::try_from(time.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// CPU time spent inside the driver's `step` spans, by step name.
+#[derive(Default)]
+struct StepCpu {
+    totals: Mutex<BTreeMap<String, Duration>>,
+}
+
+/// A `step` span's name and the thread CPU time when it was last entered.
+struct StepTiming {
+    step: String,
+    entered: Option<Duration>,
+}
+
+/// Takes the `step` field of a span.
+struct StepField(Option<String>);
+
+impl field::Visit for StepField {
+    fn record_str(&mut self, field: &field::Field, value: &str) {
+        if field.name() == "step" {
+            self.0 = Some(value.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, _: &field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl StepCpu {
+    /// The totals so far, emptied.
+    fn take(&self) -> BTreeMap<String, Duration> {
+        self.totals
+            .lock()
+            .map(|mut totals| std::mem::take(&mut *totals))
+            .unwrap_or_default()
+    }
+}
+
+/// Shares one [`StepCpu`] between the subscriber and the bench.
+struct StepCpuLayer(Arc<StepCpu>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for StepCpuLayer {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
+        if attrs.metadata().name() != "step" {
+            return;
+        }
+        let mut field = StepField(None);
+        attrs.record(&mut field);
+        if let (Some(step), Some(span)) = (field.0, ctx.span(id)) {
+            span.extensions_mut().insert(StepTiming {
+                step,
+                entered: None,
+            });
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: LayerContext<'_, S>) {
+        if let Some(span) = ctx.span(id)
+            && let Some(timing) = span.extensions_mut().get_mut::<StepTiming>()
+        {
+            timing.entered = Some(thread_cpu());
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: LayerContext<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        let Some(timing) = extensions.get_mut::<StepTiming>() else {
+            return;
+        };
+        if let Some(entered) = timing.entered.take()
+            && let Ok(mut totals) = self.0.totals.lock()
+        {
+            *totals.entry(timing.step.clone()).or_default() += thread_cpu().saturating_sub(entered);
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The operator's context over `fleet`, with waits short enough for real time.
+fn context(fleet: &Fleet, clock: &Arc<dyn Clock>) -> Context {
+    let mut ctx = Context::new(
+        fleet.api.client("operator"),
+        Arc::new(fleet.databases.clone()),
+        Arc::new(FleetSidecars),
+        clock.clone(),
+    );
+    ctx.settings.kube_wait = Duration::from_millis(200);
+    ctx.settings.config_map_wait = Duration::from_millis(200);
+    ctx.settings.database_wait = Duration::from_millis(200);
+    ctx
+}
+
+/// A fleet of `count` clusters of `groups` process groups each.
+fn fleet(clock: &Arc<dyn Clock>, count: usize, groups: usize) -> BenchResult<Fleet> {
+    let mut fleet = Fleet::new(clock.clone());
+    for index in 0..count {
+        fleet.add_cluster(clock, NAMESPACE, &format!("c{index}"), groups)?;
+    }
+    Ok(fleet)
+}
+
+/// Times steady passes over every cluster of `fleet` (with a cache of its own), after
+/// one untimed pass each; every pass must find its cluster reconciled. Milliseconds.
+/// `steps`, when given, is emptied after the untimed passes.
+async fn steady_passes(
+    fleet: &Fleet,
+    ctx: &Context,
+    steps: Option<&StepCpu>,
+) -> BenchResult<Vec<f64>> {
+    let mut ctx = ctx.clone();
+    let cache = ObjectCache::spawn(
+        &ctx.kube,
+        Some(NAMESPACE),
+        CacheSelector::parse(CLUSTER_NAME_LABEL),
+    );
+    if !cache.wait_ready(Duration::from_secs(60)).await {
+        return Err("the watch caches did not sync".into());
+    }
+    ctx.cache = Some(Arc::new(cache));
+    let mut times = Vec::new();
+    for round in 0..=rounds() {
+        for (namespace, name) in &fleet.clusters {
+            let before = thread_cpu();
+            let report = run_pass(&ctx, namespace, name).await?;
+            let spent = thread_cpu().saturating_sub(before);
+            if !report.reconciled {
+                return Err(format!(
+                    "{name}: a steady pass did not find it reconciled: {report:?}"
+                )
+                .into());
+            }
+            if round > 0 {
+                times.push(spent.as_secs_f64() * 1000.0);
+            }
+        }
+        if round == 0
+            && let Some(steps) = steps
+        {
+            steps.take();
+        }
+    }
+    Ok(times)
+}
+
+/// Runs passes over each cluster until it is reconciled (for the large cluster, which
+/// is not run under the controller).
+async fn reconcile_directly(fleet: &Fleet, ctx: &Context) -> BenchResult<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !fleet.all_reconciled() {
+        if Instant::now() > deadline {
+            return Err("the large cluster did not reach Reconciled in 10 minutes".into());
+        }
+        for (namespace, name) in &fleet.clusters {
+            if let Err(error) = run_pass(ctx, namespace, name).await {
+                eprintln!("{name}: {error}");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+async fn bench() -> BenchResult<()> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (rss_delta, p50) = if std::env::var_os("CONTROLLER_SCALE_LARGE_ONLY").is_some() {
+        (f64::NAN, f64::NAN)
+    } else {
+        fleet_under_controller(&clock).await?
+    };
+
+    // One cluster of 1000 groups.
+    let started = Instant::now();
+    let large = self::fleet(&clock, 1, LARGE)?;
+    let large_ctx = context(&large, &clock);
+    eprintln!(
+        "built one cluster of {LARGE} groups in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    reconcile_directly(&large, &large_ctx).await?;
+    let steps = std::env::var_os("CONTROLLER_SCALE_STEPS").map(|_| Arc::new(StepCpu::default()));
+    let _guard = steps.as_ref().map(|steps| {
+        // Only the driver's step spans: no events, so the operator's logging costs nothing.
+        let filter =
+            tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.name() == "step");
+        tracing::subscriber::set_default(
+            Registry::default().with(StepCpuLayer(steps.clone()).with_filter(filter)),
+        )
+    });
+    let large_passes = steady_passes(&large, &large_ctx, steps.as_deref()).await?;
+    if let Some(steps) = &steps {
+        let passes = u32::try_from(large_passes.len()).unwrap_or(1).max(1);
+        let totals = steps.take();
+        let mut in_steps = Duration::ZERO;
+        for (step, total) in &totals {
+            in_steps += *total;
+            eprintln!(
+                "  {step:<32} {:>8.2} ms/pass",
+                (*total / passes).as_secs_f64() * 1000.0
+            );
+        }
+        eprintln!(
+            "  {:<32} {:>8.2} ms/pass",
+            "(all steps)",
+            (in_steps / passes).as_secs_f64() * 1000.0
+        );
+    }
+    let p50_large = median(large_passes);
+
+    println!(
+        "controller-scale: clusters={CLUSTERS} groups={} rss_delta_mib={rss_delta:.1} pass_cpu_ms_p50={p50:.2} pass_cpu_ms_1000={p50_large:.2}",
+        CLUSTERS * GROUPS
+    );
+    Ok(())
+}
+
+/// 10 clusters of 100 groups under the production controller until steady: the growth
+/// of resident memory, and the median CPU time of a steady pass per cluster.
+async fn fleet_under_controller(clock: &Arc<dyn Clock>) -> BenchResult<(f64, f64)> {
+    let clock = clock.clone();
+
+    // 10 x 100 groups under the production controller.
+    let started = Instant::now();
+    let fleet = fleet(&clock, CLUSTERS, GROUPS)?;
+    eprintln!(
+        "built {CLUSTERS} clusters of {GROUPS} groups in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let rss_at_rest = rss_mib()?;
+    let ctx = context(&fleet, &clock);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let options = RunOptions {
+        namespace: Some(NAMESPACE.to_owned()),
+        requeue: RequeuePolicy {
+            min_delay: Duration::from_millis(10),
+            unreconciled: Duration::from_millis(300),
+            transient_backoff: Duration::from_millis(200),
+            error_backoff: Duration::from_secs(1),
+            ..RequeuePolicy::default()
+        },
+        ..RunOptions::default()
+    };
+    let controller = tokio::spawn(run_until(ctx.clone(), options, async move {
+        let _ = stopped.await;
+    }));
+    let started = Instant::now();
+    while !fleet.all_reconciled() {
+        if started.elapsed() > Duration::from_secs(600) {
+            return Err("the fleet did not reach Reconciled in 10 minutes".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let to_steady = started.elapsed();
+    // Steady: the controller idles on its resync with its caches full.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_delta = rss_mib()? - rss_at_rest;
+    let _ = stop.send(());
+    controller.await??;
+    eprintln!(
+        "fleet reconciled in {:.1}s; resident memory {rss_at_rest:.1} MiB at rest, +{rss_delta:.1} MiB with the controller",
+        to_steady.as_secs_f64()
+    );
+    let per_cluster = steady_passes(&fleet, &ctx, None).await?;
+    Ok((rss_delta, median(per_cluster)))
+}
+
+fn main() -> BenchResult<()> {
+    // One thread: a pass's CPU time is its thread's.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench())
+}

@@ -1,0 +1,80 @@
+//! Faults of the database itself: injected admin timeouts, `io_error` messages,
+//! processes that survive kills, slow recoveries; and connected clients.
+
+use super::SimulatedFdb;
+use super::timeline::refresh;
+use fdb_operator::fdb::ClientInfo;
+
+impl SimulatedFdb {
+    /// Makes that share (0..1) of admin calls time out, deterministically with the seed.
+    /// A mutating command that times out may or may not have taken effect (a seeded
+    /// coin), as with real fdbcli.
+    pub fn set_timeout_rate(&self, rate: f64) {
+        self.lock().timeout_rate = rate.clamp(0.0, 1.0);
+    }
+
+    /// `ioError`: the processes of that group (`locality_instance_id`) report an
+    /// `io_error` message in `status json`, or stop reporting it.
+    pub fn set_io_error(&self, instance_id: &str, on: bool) {
+        let mut state = self.lock();
+        if on {
+            state.io_errors.insert(instance_id.to_owned());
+        } else {
+            state.io_errors.remove(instance_id);
+        }
+    }
+
+    /// `ignoreKill`: the processes of that group survive kill commands (the kill never
+    /// reaches them; the command still succeeds), or no longer do.
+    pub fn set_ignore_kill(&self, instance_id: &str, on: bool) {
+        let mut state = self.lock();
+        if on {
+            state.ignore_kill.insert(instance_id.to_owned());
+        } else {
+            state.ignore_kill.remove(instance_id);
+        }
+    }
+
+    /// `slowRecovery`: recoveries take `seconds` (also the one running) until cleared
+    /// with `None`.
+    pub fn set_recovery_override(&self, seconds: Option<u64>) {
+        let now = self.now();
+        let mut state = self.caught_up();
+        state.recovery_override = seconds;
+        // A running recovery may be over under the shorter duration.
+        refresh(&mut state, now);
+    }
+
+    /// Clears the group's `io_error` and `ignoreKill` faults.
+    pub fn heal_group(&self, instance_id: &str) {
+        let mut state = self.lock();
+        state.io_errors.remove(instance_id);
+        state.ignore_kill.remove(instance_id);
+    }
+
+    /// Clears every database fault: `io_error`, `ignoreKill`, the recovery override and
+    /// the timeout rate.
+    pub fn heal_all(&self) {
+        let now = self.now();
+        let mut state = self.caught_up();
+        state.io_errors.clear();
+        state.ignore_kill.clear();
+        state.recovery_override = None;
+        state.timeout_rate = 0.0;
+        refresh(&mut state, now);
+    }
+
+    /// Connects a client (shown in `cluster.clients`).
+    pub fn connect_client(&self, client: ClientInfo) {
+        let mut state = self.lock();
+        if !state.clients.contains(&client) {
+            state.clients.push(client);
+            state.clients.sort();
+        }
+    }
+
+    /// Disconnects every client entry with that address.
+    pub fn disconnect_client(&self, address: &str) {
+        self.lock().clients.retain(|c| c.address != address);
+    }
+}

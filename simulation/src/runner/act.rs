@@ -1,0 +1,315 @@
+//! `act` steps: a user, or a deliberately broken operator, acting on the world through
+//! the same Kubernetes API and admin interface the operator uses.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+
+use crate::event_log::Actor as LogActor;
+use crate::recording_admin::RecordingAdmin;
+use crate::result::EventSource;
+use crate::scenario::{Action, Actor, ObjectKind, ObjectRef};
+use fdb_operator::fdb::{AdminClient, AdminError, ExclusionTarget};
+
+use super::steps::StepOutcomeSummary;
+use super::{RunError, Runner};
+
+/// The API actor of `act` steps as the operator (not the operator's own client, so its
+/// requests are told apart in the request counts).
+pub const ACT_AS_OPERATOR_ACTOR: &str = "act-as-operator";
+
+/// Why an `act` step could not be carried out (the scenario names something that does
+/// not exist, or the API refused).
+fn act_failed(action: &Action, reason: impl std::fmt::Display) -> RunError {
+    RunError::Act(format!("{action:?}: {reason}"))
+}
+
+impl Runner {
+    /// Carries out one `act` step, then judges it like an operator action when it is
+    /// done as the operator.
+    pub(super) async fn act(
+        &mut self,
+        actor: Actor,
+        action: &Action,
+        cluster: Option<&str>,
+    ) -> Result<StepOutcomeSummary, RunError> {
+        let before = self.track()?;
+        let events_before = self.log.len();
+        self.log.set_actor(match actor {
+            Actor::Operator => LogActor::ActAsOperator,
+            Actor::User => LogActor::User,
+        });
+        let outcome = self.perform(actor, action, cluster).await;
+        self.log.set_actor(LogActor::Operator);
+        outcome?;
+        self.report_noted_violations();
+        let by = match actor {
+            Actor::Operator => "operator",
+            Actor::User => "user",
+        };
+        self.judge_action(&before, events_before, by, actor == Actor::Operator)
+            .await?;
+        self.wake_operator();
+        Ok(StepOutcomeSummary::default())
+    }
+
+    async fn perform(
+        &mut self,
+        actor: Actor,
+        action: &Action,
+        cluster: Option<&str>,
+    ) -> Result<(), RunError> {
+        // As the operator, admin commands are issued by an operator instance: the one of
+        // the named cluster, else the first cluster's.
+        let issuer = (actor == Actor::Operator).then(|| cluster.unwrap_or(&self.name).to_owned());
+        let client = self.api.client(match actor {
+            Actor::Operator => ACT_AS_OPERATOR_ACTOR,
+            Actor::User => super::USER_ACTOR,
+        });
+        let namespace = self.namespace.clone();
+        match action {
+            Action::Delete(target) => {
+                self.delete_one(&client, target)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::K8s,
+                    "delete",
+                    &format!("{}/{}", target.kind.as_str(), target.name),
+                    "",
+                );
+            }
+            Action::DeleteCollection(collection) => {
+                let params = ListParams::default().labels(&collection.label_selector);
+                let names = match collection.kind {
+                    ObjectKind::Pod => delete_collection::<Pod>(&client, &namespace, &params).await,
+                    ObjectKind::Pvc => {
+                        delete_collection::<PersistentVolumeClaim>(&client, &namespace, &params)
+                            .await
+                    }
+                    ObjectKind::Service => {
+                        delete_collection::<Service>(&client, &namespace, &params).await
+                    }
+                }
+                .map_err(|e| act_failed(action, e))?;
+                for name in names {
+                    self.log.record(
+                        EventSource::K8s,
+                        "delete",
+                        &format!("{}/{name}", collection.kind.as_str()),
+                        &format!(
+                            "deletecollection labelSelector={}",
+                            collection.label_selector
+                        ),
+                    );
+                }
+            }
+            Action::Kill(groups) => {
+                let addresses = self.group_addresses(groups);
+                if addresses.is_empty() {
+                    return Err(act_failed(
+                        action,
+                        "no running process belongs to these process groups",
+                    ));
+                }
+                // The recording admin logs the command like the operator's own.
+                self.admin(issuer.as_deref())
+                    .kill(&addresses)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Exclude(groups) => {
+                let targets: Vec<ExclusionTarget> = groups
+                    .iter()
+                    .map(|group| ExclusionTarget::instance_id(group))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| {
+                        act_failed(
+                            action,
+                            AdminError::Rejected {
+                                command: "exclude".to_owned(),
+                                reason: e.to_string(),
+                            },
+                        )
+                    })?;
+                self.admin(issuer.as_deref())
+                    .exclude(&targets, false)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Patch(target, patch) => {
+                self.patch_one(&client, target, patch)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::K8s,
+                    "patch",
+                    &format!("{}/{}", target.kind.as_str(), target.name),
+                    &patch.to_string(),
+                );
+            }
+            Action::Evict(pod) => {
+                let pods: Api<Pod> = Api::namespaced(client, &namespace);
+                pods.evict(pod, &EvictParams::default())
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log
+                    .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
+            }
+            Action::Drain(node) => {
+                let actor_name = match actor {
+                    Actor::Operator => ACT_AS_OPERATOR_ACTOR,
+                    Actor::User => super::USER_ACTOR,
+                };
+                let report = self
+                    .world
+                    .drain(actor_name, node)
+                    .map_err(|e| act_failed(action, e))?;
+                self.log
+                    .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
+                for pod in &report.evicted {
+                    self.log
+                        .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "drain");
+                }
+                for (pod, reason) in &report.refused {
+                    self.log.record(
+                        EventSource::K8s,
+                        "evict",
+                        &format!("pod/{pod}"),
+                        &format!("drain: refused: {reason}"),
+                    );
+                }
+            }
+            Action::ClearData => {
+                self.fdb
+                    .clear_user_data()
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::Fdb,
+                    "clear-data",
+                    "database",
+                    "every user key cleared; the user stopped writing",
+                );
+            }
+            Action::AddNodes(count) => {
+                let added = self
+                    .world
+                    .add_nodes(*count)
+                    .map_err(|e| act_failed(action, e))?;
+                for node in added {
+                    self.log
+                        .record(EventSource::K8s, "create", &format!("node/{node}"), "");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn admin(&self, issuer: Option<&str>) -> RecordingAdmin {
+        let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone());
+        match issuer {
+            Some(issuer) => admin.issued_by(issuer, self.judge.clone()),
+            None => admin,
+        }
+    }
+
+    /// The addresses of the running processes of these process groups.
+    fn group_addresses(&self, groups: &[String]) -> Vec<fdb_shared::address::ProcessAddress> {
+        self.fdb
+            .snapshot()
+            .processes
+            .iter()
+            .filter(|process| {
+                process
+                    .locality
+                    .get("instance_id")
+                    .is_some_and(|id| groups.contains(id))
+            })
+            .filter_map(|process| process.address.parse().ok())
+            .collect()
+    }
+
+    async fn delete_one(
+        &self,
+        client: &kube::Client,
+        target: &ObjectRef,
+    ) -> Result<(), kube::Error> {
+        let params = DeleteParams::default();
+        let namespace = self.namespace.as_str();
+        match target.kind {
+            ObjectKind::Pod => {
+                Api::<Pod>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+            ObjectKind::Pvc => {
+                Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+            ObjectKind::Service => {
+                Api::<Service>::namespaced(client.clone(), namespace)
+                    .delete(&target.name, &params)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn patch_one(
+        &self,
+        client: &kube::Client,
+        target: &ObjectRef,
+        patch: &serde_json::Value,
+    ) -> Result<(), kube::Error> {
+        let params = PatchParams::default();
+        let namespace = self.namespace.as_str();
+        match target.kind {
+            ObjectKind::Pod => {
+                Api::<Pod>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Strategic(patch))
+                    .await?;
+            }
+            ObjectKind::Pvc => {
+                Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Merge(patch))
+                    .await?;
+            }
+            ObjectKind::Service => {
+                Api::<Service>::namespaced(client.clone(), namespace)
+                    .patch(&target.name, &params, &Patch::Merge(patch))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `deletecollection` request; the names of the objects it deleted.
+async fn delete_collection<K>(
+    client: &kube::Client,
+    namespace: &str,
+    params: &ListParams,
+) -> Result<Vec<String>, kube::Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    // Left: the deleted objects; Right: a bare Status (nothing listed).
+    Ok(api
+        .delete_collection(&DeleteParams::default(), params)
+        .await?
+        .left()
+        .map(|list| {
+            list.items
+                .iter()
+                .filter_map(|object| object.meta().name.clone())
+                .collect()
+        })
+        .unwrap_or_default())
+}

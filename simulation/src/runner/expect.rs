@@ -1,0 +1,174 @@
+//! `expect` steps: conditions on the world, each reported with its actual value when it
+//! does not hold.
+
+use std::collections::BTreeMap;
+
+use fdb_shared::FdbVersion;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use fdb_operator::controller::cache::CLUSTER_NAME_LABEL;
+
+use crate::scenario::ExpectStep;
+
+use super::observe::{MAIN_CONTAINER, SIDECAR_CONTAINER};
+use super::{RunError, Runner};
+
+/// The container an `images` key names: `main`, `sidecar`, or a container's name.
+fn container_name(key: &str) -> &str {
+    match key {
+        "main" => MAIN_CONTAINER,
+        "sidecar" => SIDECAR_CONTAINER,
+        other => other,
+    }
+}
+
+impl Runner {
+    /// The conditions of `expect` that do not hold now, each with what was found.
+    pub(super) fn unmet(&self, expect: &ExpectStep) -> Result<Vec<String>, RunError> {
+        let mut failed = Vec::new();
+        let snapshot = self.fdb.snapshot();
+        let name = expect.cluster.as_deref().unwrap_or(&self.name);
+        if let Some(want) = expect.reconciled {
+            let have = self
+                .instance_reconciled(name)
+                .unwrap_or(self.last_pass_reconciled && self.next_pass_due.is_none());
+            if have != want {
+                failed.push(format!("reconciled: expected {want}, found {have}"));
+            }
+        }
+        if let Some(want) = expect.available
+            && snapshot.available != want
+        {
+            failed.push(format!(
+                "available: expected {want}, found {}",
+                snapshot.available
+            ));
+        }
+        if let Some(want) = &expect.version {
+            let want: Option<FdbVersion> = want.parse().ok();
+            let mut found: BTreeMap<String, usize> = BTreeMap::new();
+            for process in &snapshot.processes {
+                *found.entry(process.version.to_string()).or_insert(0) += 1;
+            }
+            let all_match = !snapshot.processes.is_empty()
+                && snapshot
+                    .processes
+                    .iter()
+                    .all(|process| Some(process.version) == want);
+            if !all_match {
+                failed.push(format!(
+                    "version: expected every process on {}, found {}",
+                    want.map(|v| v.to_string()).unwrap_or_default(),
+                    describe_counts(&found)
+                ));
+            }
+        }
+        let cluster = self.cluster_named(name);
+        let status = cluster.as_ref().and_then(|cluster| cluster.status.as_ref());
+        if let Some(want) = &expect.running_version {
+            let have = status.and_then(|status| status.running_version.clone());
+            if have.as_deref() != Some(want.as_str()) {
+                failed.push(format!(
+                    "runningVersion: expected {want}, found {}",
+                    have.unwrap_or_else(|| "none".to_owned())
+                ));
+            }
+        }
+        if let Some(want) = &expect.process_groups {
+            let mut have: BTreeMap<String, u32> = BTreeMap::new();
+            for group in status
+                .iter()
+                .flat_map(|status| status.process_groups.iter())
+                .filter(|group| !group.is_marked_for_removal())
+            {
+                *have.entry(group.process_class.to_string()).or_insert(0) += 1;
+            }
+            let differs = want
+                .iter()
+                .any(|(class, count)| have.get(class).copied().unwrap_or(0) != *count);
+            if differs {
+                failed.push(format!(
+                    "processGroups: expected {}, found {}",
+                    describe_counts(want),
+                    describe_counts(&have)
+                ));
+            }
+        }
+        let pods: Vec<Pod> = self
+            .api
+            .list_typed::<Pod>(Some(&self.namespace))
+            .map_err(|error| RunError::World(error.into()))?
+            .into_iter()
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            // With `cluster`, only that cluster's pods.
+            .filter(|pod| {
+                expect.cluster.as_deref().is_none_or(|cluster| {
+                    pod.labels().get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster)
+                })
+            })
+            .collect();
+        if let Some(want) = expect.pods {
+            let have = pods.len();
+            if u32::try_from(have).ok() != Some(want) {
+                failed.push(format!("pods: expected {want}, found {have}"));
+            }
+        }
+        if let Some(want) = &expect.excluded {
+            let mut want = want.clone();
+            want.sort();
+            let mut have = snapshot.excluded.clone();
+            have.sort();
+            if want != have {
+                failed.push(format!("excluded: expected {want:?}, found {have:?}"));
+            }
+        }
+        if let Some(want) = &expect.images {
+            for (key, image) in want {
+                let container = container_name(key);
+                let wrong: Vec<String> = pods
+                    .iter()
+                    .filter_map(|pod| {
+                        let actual = pod
+                            .spec
+                            .as_ref()?
+                            .containers
+                            .iter()
+                            .find(|c| c.name == container)
+                            .and_then(|c| c.image.clone())
+                            .unwrap_or_else(|| "no such container".to_owned());
+                        (actual != *image).then(|| {
+                            format!(
+                                "{} runs {actual}",
+                                pod.metadata.name.clone().unwrap_or_default()
+                            )
+                        })
+                    })
+                    .collect();
+                if pods.is_empty() || !wrong.is_empty() {
+                    failed.push(format!(
+                        "images.{key}: expected every pod on {image}, but {}",
+                        if pods.is_empty() {
+                            "there are no pods".to_owned()
+                        } else {
+                            wrong.join(", ")
+                        }
+                    ));
+                }
+            }
+        }
+        self.unmet_resources(expect, &mut failed);
+        Ok(failed)
+    }
+}
+
+fn describe_counts<V: std::fmt::Display>(counts: &BTreeMap<String, V>) -> String {
+    if counts.is_empty() {
+        return "none".to_owned();
+    }
+    counts
+        .iter()
+        .map(|(key, value)| format!("{key}: {value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

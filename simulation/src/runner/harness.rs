@@ -1,0 +1,313 @@
+//! Wiring the simulated world to the real operator: the in-memory API server, the
+//! simulated database, the world runtime, and an operator [`Context`] whose admin and
+//! sidecar clients record what the operator does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::sidecar::{
+    SidecarApi, SidecarClientError, SidecarClientFactory, SidecarClientSettings, SidecarClientTls,
+};
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::event_log::EventLog;
+use crate::fdb::SimulatedFdb;
+use crate::kube::service::ResponseBody;
+use crate::kube::{ActorService, FakeApiServer};
+use crate::lock_judge::AdminWriteJudge;
+use crate::recording_admin::RecordingAdmin;
+use crate::recording_sidecar::RecordingSidecar;
+use crate::world::NetworkMap;
+use fdb_operator::clock::{Clock, VirtualClock};
+use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
+use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
+use fdb_operator::controller::providers::HttpSidecarProvider;
+use fdb_operator::fdb::{AdminClient, AdminError};
+
+/// The actor name of the operator's Kubernetes client.
+pub const OPERATOR_ACTOR: &str = "operator";
+/// The actor name of scenario `apply` steps (the user).
+pub const USER_ACTOR: &str = "user";
+
+/// Every cluster talks to the one simulated database, through the recording wrapper.
+#[derive(Debug)]
+pub struct SimulatedAdminProvider {
+    admin: Arc<dyn AdminClient>,
+}
+
+impl SimulatedAdminProvider {
+    /// A provider handing out `fdb`, recording into `log` as the commands of the
+    /// operator instance of cluster `issuer`, whose admin writes `judge` judges.
+    pub fn new(
+        fdb: SimulatedFdb,
+        log: EventLog,
+        issuer: &str,
+        judge: Arc<dyn AdminWriteJudge>,
+    ) -> Self {
+        Self {
+            admin: Arc::new(RecordingAdmin::new(Arc::new(fdb), log).issued_by(issuer, judge)),
+        }
+    }
+}
+
+impl AdminClientProvider for SimulatedAdminProvider {
+    fn admin_for(
+        &self,
+        _cluster: &FoundationDBCluster,
+    ) -> Result<Arc<dyn AdminClient>, AdminError> {
+        Ok(self.admin.clone())
+    }
+}
+
+/// Real-time limit of one request to an in-process sidecar.
+///
+/// The operator's own limits (5 s for GET, 10 s for POST) are real time: on a loaded
+/// machine a request to a healthy simulated sidecar could reach them and turn into
+/// `SidecarUnreachable`, making the result depend on the machine. The sidecars are tasks
+/// of this process, so this limit is only a watchdog: a request reaching it stops the
+/// run with an error ([`crate::event_log::EventLog::record_stall`]) instead
+/// of becoming a simulated fault. Injected faults (`sidecarUnreachable`) refuse
+/// connections at once and need no timeout.
+pub const SIDECAR_REQUEST_WATCHDOG: Duration = Duration::from_secs(600);
+
+/// How the simulated operator talks to the sidecars: the production client with
+/// [`SIDECAR_REQUEST_WATCHDOG`] as its limits, and a fresh connection per request, so
+/// that no request depends on how long (in real time) a kept-alive connection sat idle
+/// (the sidecar closes idle connections after 10 s, and a request racing that close
+/// fails).
+pub fn simulated_sidecar_client_settings() -> SidecarClientSettings {
+    SidecarClientSettings {
+        get_timeout: SIDECAR_REQUEST_WATCHDOG,
+        post_timeout: SIDECAR_REQUEST_WATCHDOG,
+        reuse_connections: false,
+    }
+}
+
+/// The production HTTP sidecar clients ([`simulated_sidecar_client_settings`]), each
+/// wrapped to record its requests. They reach a pod's sidecar where the world serves its
+/// pod IP ([`NetworkMap::host_ip`]), as a client inside the cluster network reaches the
+/// pod IP.
+#[derive(Debug)]
+pub struct RecordingSidecarProvider {
+    inner: HttpSidecarProvider,
+    log: EventLog,
+    network: NetworkMap,
+}
+
+impl RecordingSidecarProvider {
+    /// Sidecar clients recording into `log`, connecting through `network`: plain HTTP,
+    /// and https with `tls` to pods whose sidecar runs with `--tls`.
+    pub fn new(
+        log: EventLog,
+        network: NetworkMap,
+        tls: Option<&SidecarClientTls>,
+    ) -> Result<Self, SidecarClientError> {
+        Ok(Self {
+            inner: HttpSidecarProvider::new(
+                SidecarClientFactory::with_settings(tls, simulated_sidecar_client_settings())?,
+                false,
+            ),
+            log,
+            network,
+        })
+    }
+}
+
+impl SidecarProvider for RecordingSidecarProvider {
+    fn sidecar_for(
+        &self,
+        cluster: &FoundationDBCluster,
+        pod: &Pod,
+    ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
+        let mut routed = pod.clone();
+        if let Some(status) = routed.status.as_mut()
+            && let Some(ip) = status.pod_ip.as_deref().and_then(|ip| ip.parse().ok())
+        {
+            status.pod_ip = Some(self.network.host_ip(ip).to_string());
+        }
+        let client = self.inner.sidecar_for(cluster, &routed)?;
+        Ok(Arc::new(RecordingSidecar::new(
+            client,
+            &pod.name_any(),
+            self.log.clone(),
+        )))
+    }
+}
+
+/// The operator's Kubernetes client: refuses every request once the operator has
+/// crashed (`restartOperator: {after}`), as a dead process sends nothing more.
+#[derive(Clone)]
+struct CrashGate {
+    inner: ActorService,
+    log: EventLog,
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for CrashGate {
+    type Response = http::Response<ResponseBody>;
+    type Error = std::convert::Infallible;
+    type Future = <ActorService as tower::Service<http::Request<kube::client::Body>>>::Future;
+
+    fn poll_ready(
+        &mut self,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        if self.log.operator_crashed() {
+            let body = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
+                "reason": "ServiceUnavailable",
+                "message": "the operator crashed (simulated restart pending)",
+            });
+            let mut response = http::Response::new(
+                http_body_util::Full::new(bytes::Bytes::from(body.to_string())).boxed_unsync(),
+            );
+            *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            return Box::pin(std::future::ready(Ok(response)));
+        }
+        self.inner.call(request)
+    }
+}
+
+/// The operator's Kubernetes client on `api`, cut off when the operator crashes.
+pub fn operator_kube_client(api: &FakeApiServer, log: &EventLog) -> kube::Client {
+    kube::Client::new(
+        CrashGate {
+            inner: api.service(OPERATOR_ACTOR),
+            log: log.clone(),
+        },
+        "default",
+    )
+}
+
+/// Who an operator instance is: the cluster it manages (its admin commands are recorded
+/// as issued by it) and the judge of its admin writes.
+#[derive(Debug, Clone)]
+pub struct OperatorIdentity {
+    /// The name of the cluster the instance manages.
+    pub cluster: String,
+    /// Judges its admin writes (`lock-not-held`).
+    pub judge: Arc<dyn AdminWriteJudge>,
+}
+
+/// A fresh operator: nothing carried over from a previous one but what is stored in
+/// Kubernetes and the database (this is what `restartOperator` relies on).
+pub fn new_operator_context(
+    kube: kube::Client,
+    fdb: &SimulatedFdb,
+    clock: &VirtualClock,
+    log: &EventLog,
+    network: NetworkMap,
+    sidecar_tls: Option<&SidecarClientTls>,
+    identity: &OperatorIdentity,
+) -> Result<Context, SidecarClientError> {
+    let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let mut context = Context::new(
+        kube,
+        Arc::new(SimulatedAdminProvider::new(
+            fdb.clone(),
+            log.clone(),
+            &identity.cluster,
+            identity.judge.clone(),
+        )),
+        Arc::new(RecordingSidecarProvider::new(
+            log.clone(),
+            network,
+            sidecar_tls,
+        )?),
+        clock,
+    );
+    context.settings.controller_name = "fdb-operator-simulated".to_owned();
+    // Passes read from watch caches as in production; the runner lets them catch up
+    // with the API server before each pass (see `Runner::sync_operator_cache`).
+    context.cache = Some(Arc::new(ObjectCache::spawn(
+        &context.kube,
+        None,
+        CacheSelector::parse(CLUSTER_NAME_LABEL),
+    )));
+    // One sidecar at a time: concurrent requests would interleave in the events log by
+    // timing, and the same scenario and seed must give the same log.
+    context.settings.sidecar_concurrency = 1;
+    Ok(context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fdb_shared::sidecar::protocol::GET_TIMEOUT;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A stand-in sidecar on loopback answering `GET /ready` after `delay`, keeping
+    /// connections open; returns its base URL and the number of connections accepted.
+    async fn slow_sidecar(delay: Duration) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 1024];
+                    loop {
+                        let Ok(n) = stream.read(&mut buffer).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buffer[..n]);
+                        if request.windows(4).any(|w| w == b"\r\n\r\n") {
+                            request.clear();
+                            tokio::time::sleep(delay).await;
+                            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nOK\n";
+                            if stream.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{address}"), accepted)
+    }
+
+    #[tokio::test]
+    async fn a_simulated_sidecar_slower_than_the_operators_limits_is_still_answered() {
+        // As on a loaded machine: the answer comes after the operator's 5 s GET limit.
+        let (url, _) = slow_sidecar(GET_TIMEOUT + Duration::from_millis(300)).await;
+        let factory =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings()).unwrap();
+        let client = factory.client(&url).unwrap();
+        client.ready().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn every_simulated_request_has_its_own_connection() {
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let simulated =
+            SidecarClientFactory::with_settings(None, simulated_sidecar_client_settings())
+                .unwrap()
+                .client(&url)
+                .unwrap();
+        simulated.ready().await.unwrap();
+        simulated.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // The operator's own client keeps its connection (the setting matters).
+        let (url, accepted) = slow_sidecar(Duration::ZERO).await;
+        let production = SidecarClientFactory::new(None)
+            .unwrap()
+            .client(&url)
+            .unwrap();
+        production.ready().await.unwrap();
+        production.ready().await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,343 @@
+//! The scenario's other clusters (`clusters:`): more FoundationDBCluster objects sharing
+//! the first cluster's database, as several Kubernetes clusters share one database, each
+//! managed by an operator instance of its own (its own [`Context`]: caches, memos, lock
+//! ID), on the same clock. Passes interleave: whichever instance is due runs next.
+//!
+//! Each extra cluster is created once the first one is configured, with
+//! `spec.seedConnectionString` set to it (unless its manifest sets one), so its processes
+//! join the same database. The world judges every instance's actions like the first
+//! one's (the database-wide invariants), and each cluster's reconciled passes against its
+//! own spec (`reconciled-but-diverged`).
+
+use std::collections::BTreeSet;
+
+use fdb_shared::api::FoundationDBCluster;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+
+use crate::event_log::RunPosition;
+use crate::kube::{PatchType, ResourceKey};
+use fdb_operator::controller::context::Context;
+use fdb_operator::controller::{PassOutcome, run_pass};
+
+use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};
+use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd, judge_pass};
+use super::{RunError, Runner};
+
+/// One extra cluster and its operator instance.
+pub(super) struct Instance {
+    /// The cluster's name.
+    pub name: String,
+    /// Its manifest, as the scenario gives it.
+    manifest: Value,
+    /// Its operator, once the cluster exists.
+    context: Option<Context>,
+    /// When it next wants to reconcile.
+    pub next_pass_due: Option<Timestamp>,
+    last_pass_at: Option<Timestamp>,
+    /// Its last pass reported Reconciled and nothing woke it since.
+    pub last_pass_reconciled: bool,
+    /// Its process groups marked for removal at some point.
+    ever_marked: BTreeSet<String>,
+}
+
+impl Instance {
+    /// An instance for `manifest`, in `namespace` unless the manifest names one.
+    pub fn new(manifest: &Value, namespace: &str) -> Self {
+        let mut manifest = manifest.clone();
+        if let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata
+                .entry("namespace")
+                .or_insert_with(|| Value::from(namespace));
+        }
+        let name = manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Self {
+            name,
+            manifest,
+            context: None,
+            next_pass_due: None,
+            last_pass_at: None,
+            last_pass_reconciled: false,
+            ever_marked: BTreeSet::new(),
+        }
+    }
+}
+
+impl Runner {
+    /// A fresh operator context for the instance `identity` names.
+    pub(super) fn operator_context(
+        &self,
+        identity: &OperatorIdentity,
+    ) -> Result<Context, fdb_shared::sidecar::SidecarClientError> {
+        let mut context = new_operator_context(
+            operator_kube_client(&self.api, &self.log),
+            &self.fdb,
+            &self.clock,
+            &self.log,
+            self.world.network(),
+            self.sidecar_tls.as_ref(),
+            identity,
+        )?;
+        context.settings.executor_rules = self.executor_rules;
+        Ok(context)
+    }
+
+    fn identity(&self, cluster: &str) -> OperatorIdentity {
+        OperatorIdentity {
+            cluster: cluster.to_owned(),
+            judge: self.judge.clone(),
+        }
+    }
+
+    /// The key of the cluster `name`.
+    pub(super) fn cluster_key_of(&self, name: &str) -> ResourceKey {
+        ResourceKey::new(
+            "apps.foundationdb.org",
+            "v1beta2",
+            "foundationdbclusters",
+            &self.namespace,
+            name,
+        )
+    }
+
+    /// The cluster object `name`.
+    pub(super) fn cluster_named(&self, name: &str) -> Option<FoundationDBCluster> {
+        self.api
+            .get_typed::<FoundationDBCluster>(Some(&self.namespace), name)
+            .ok()
+            .flatten()
+    }
+
+    /// Whether the scenario has clusters besides the first.
+    pub(super) fn has_instances(&self) -> bool {
+        !self.instances.is_empty()
+    }
+
+    /// Restarts every instance's operator (nothing kept but what Kubernetes and the
+    /// database store).
+    pub(super) fn restart_instances(&mut self) {
+        for index in 0..self.instances.len() {
+            if self.instances[index].context.is_none() {
+                continue;
+            }
+            let identity = self.identity(&self.instances[index].name);
+            match self.operator_context(&identity) {
+                Ok(context) => self.instances[index].context = Some(context),
+                Err(error) => self.say(&format!(
+                    "operator restart of {} failed: {error}",
+                    identity.cluster
+                )),
+            }
+        }
+    }
+
+    /// A watch event for every instance: each runs as soon as it may.
+    pub(super) fn wake_instances(&mut self) {
+        let now = self.now();
+        for instance in &mut self.instances {
+            if instance.context.is_none() {
+                continue;
+            }
+            let earliest = instance.last_pass_at.map_or(now, |at| {
+                (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
+            });
+            instance.last_pass_reconciled = false;
+            if instance.next_pass_due.is_none_or(|due| due > earliest) {
+                instance.next_pass_due = Some(earliest);
+            }
+        }
+    }
+
+    /// The earliest moment an instance wants to run.
+    pub(super) fn instance_pass_due(&self) -> Option<Timestamp> {
+        self.instances
+            .iter()
+            .filter_map(|instance| instance.next_pass_due)
+            .min()
+    }
+
+    /// Creates the extra clusters once the first is configured, to join its database.
+    fn create_instances(&mut self) -> Result<(), RunError> {
+        if self.instances.iter().all(|i| i.context.is_some()) {
+            return Ok(());
+        }
+        // As with several Kubernetes clusters: the first creates and configures the
+        // database, the others join it with its connection string.
+        let Some(seed) = self
+            .cluster_object()
+            .and_then(|cluster| cluster.status.filter(|s| s.configured)?.connection_string)
+        else {
+            return Ok(());
+        };
+        for index in 0..self.instances.len() {
+            if self.instances[index].context.is_some() {
+                continue;
+            }
+            let mut manifest = self.instances[index].manifest.clone();
+            if let Some(spec) = manifest.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("seedConnectionString")
+                    .or_insert_with(|| Value::from(seed.clone()));
+            }
+            let name = self.instances[index].name.clone();
+            self.api.create_as(USER_ACTOR, manifest)?;
+            self.say(&format!(
+                "created cluster {name}, joining the database {seed}"
+            ));
+            let context = self.operator_context(&self.identity(&name))?;
+            let now = self.now();
+            let instance = &mut self.instances[index];
+            instance.context = Some(context);
+            instance.next_pass_due = Some(now);
+        }
+        Ok(())
+    }
+
+    /// An `apply` step naming a cluster: a JSON merge patch of it, as the user.
+    pub(super) fn apply_cluster(&mut self, name: &str, patch: &Value) -> Result<(), RunError> {
+        let key = self.cluster_key_of(name);
+        if self.api.get(&key).is_none() {
+            return Err(RunError::Act(format!(
+                "cluster {name} does not exist yet (extra clusters are created once the first is configured)"
+            )));
+        }
+        self.api
+            .patch_as(USER_ACTOR, &key, PatchType::Merge, patch, false)?;
+        self.wake_operator();
+        Ok(())
+    }
+
+    /// Runs the pass of one due instance, if any (true: one ran).
+    pub(super) async fn instance_passes(&mut self, step: usize) -> Result<bool, RunError> {
+        self.create_instances()?;
+        let now = self.now();
+        let due = self
+            .instances
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.context.is_some() && i.next_pass_due.is_some_and(|d| d <= now))
+            .min_by_key(|(_, i)| i.next_pass_due)
+            .map(|(index, _)| index);
+        let Some(index) = due else {
+            return Ok(false);
+        };
+        self.instance_pass(step, index).await?;
+        Ok(true)
+    }
+
+    async fn instance_pass(&mut self, step: usize, index: usize) -> Result<(), RunError> {
+        self.total_passes += 1;
+        let pass = self.total_passes;
+        self.log.set_position(RunPosition { step, pass });
+        let before = self.track()?;
+        let events_before = self.log.len();
+        let now = self.now();
+        let name = self.instances[index].name.clone();
+        let Some(context) = self.instances[index].context.clone() else {
+            return Ok(());
+        };
+        self.instances[index].last_pass_at = Some(now);
+        self.instances[index].next_pass_due = None;
+        let result = if self.operator_disabled {
+            Ok(fdb_operator::controller::PassReport {
+                outcome: PassOutcome::Completed,
+                reconciled: false,
+            })
+        } else {
+            self.sync_cache_of(&context).await?;
+            run_pass(&context, &self.namespace, &name).await
+        };
+        if let Some(detail) = self.log.take_stall() {
+            return Err(RunError::Stalled(detail));
+        }
+        if self.log.take_crash() {
+            self.record_cluster_event(
+                &name,
+                "the operator crashed right after its action and restarted",
+            );
+            self.restart_operator();
+        }
+        let verdict = judge_pass(result, &format!("pass {pass} ({name})"));
+        self.say(&verdict.message);
+        if let Some(detail) = &verdict.failure {
+            self.record_cluster_event(&name, &format!("pass failed: {detail}"));
+        }
+        let end = verdict.end;
+        let reconciled = end == PassEnd::Reconciled;
+        {
+            let instance = &mut self.instances[index];
+            instance.last_pass_reconciled = reconciled;
+            if let PassEnd::After(delay) = end {
+                let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
+                if instance.next_pass_due.is_none_or(|due| due > at) {
+                    instance.next_pass_due = Some(at);
+                }
+            }
+        }
+        self.judge_action(&before, events_before, "operator", true)
+            .await?;
+        self.report_noted_violations();
+        self.check_after_instance_pass(index, reconciled)?;
+        Ok(())
+    }
+
+    /// The checks after an instance's pass: versions side by side (database-wide), and
+    /// for a pass that reported Reconciled, its cluster's world against its spec.
+    fn check_after_instance_pass(
+        &mut self,
+        index: usize,
+        reconciled: bool,
+    ) -> Result<(), RunError> {
+        let (time, pass) = (self.elapsed(), self.total_passes);
+        let name = self.instances[index].name.clone();
+        let cluster = self.cluster_named(&name);
+        super::observe::note_marked_groups(
+            &mut self.instances[index].ever_marked,
+            cluster.as_ref(),
+        );
+        let snapshot = self.fdb.snapshot();
+        let versions: Vec<_> = snapshot.processes.iter().map(|p| p.version).collect();
+        self.monitor.check_versions(time, pass, &versions);
+        if reconciled {
+            let found = match &cluster {
+                Some(cluster) => {
+                    let mut desired = super::observe::desired_world(cluster);
+                    desired.ever_marked = self.instances[index].ever_marked.clone();
+                    let actual = self.actual_world_of(cluster)?;
+                    crate::invariants::divergences(&desired, &actual)
+                        .into_iter()
+                        .map(|d| format!("{name}: {d}"))
+                        .collect()
+                }
+                None => vec![format!("the cluster object {name} is gone")],
+            };
+            self.monitor
+                .check_reconciled(time, pass, snapshot.available, &found);
+            if let Some(cluster) = &cluster {
+                self.check_exclusions_left_behind(cluster, Some(&name))?;
+            }
+        }
+        self.check_outages();
+        Ok(())
+    }
+
+    /// Reports the violations the world noted while actions happened (`lock-not-held`).
+    pub(super) fn report_noted_violations(&mut self) {
+        let pass = self.log.position().pass;
+        for (invariant, time, detail) in self.log.take_violations() {
+            self.monitor.violate(invariant, time, pass, detail);
+        }
+    }
+
+    /// Whether the instance of cluster `name` last reported Reconciled with nothing due
+    /// since (`None`: no such instance).
+    pub(super) fn instance_reconciled(&self, name: &str) -> Option<bool> {
+        self.instances
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.last_pass_reconciled && i.next_pass_due.is_none())
+    }
+}

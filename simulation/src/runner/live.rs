@@ -1,0 +1,158 @@
+//! `simulate --serve`: after the scenario's steps the world keeps running on the wall
+//! clock (times `--speed`) while its API is served over HTTP; what users change there
+//! wakes the operator, as a watch event would.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use jiff::SignedDuration;
+
+use super::{RunError, RunOptions, Runner};
+use crate::recording_admin::RecordingAdmin;
+use crate::result::SimulationResult;
+use crate::scenario::{Scenario, StepSpec};
+use crate::serve::exec::SimulatedExec;
+use crate::serve::{SERVED_ACTOR, ServeOptions, http, kubeconfig};
+
+/// How often the served world catches up with the wall clock.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the scenario's steps, then serves the world until `shutdown` completes; the
+/// result has one more step entry, `{"serve": {...}}`, taken when serving stopped.
+pub async fn serve_scenario(
+    scenario: &Scenario,
+    options: RunOptions,
+    serve: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<SimulationResult, RunError> {
+    serve.validate()?;
+    let wall = Instant::now();
+    let mut runner = Runner::new(scenario.clone(), options).await?;
+    let mut steps = runner.run_steps().await?;
+    let index = steps.len();
+    let served_from = runner.elapsed();
+    let (passes, address) = runner.serve_until(index, &serve, shutdown).await?;
+    let mut entry = runner.step_result(
+        index,
+        &StepSpec::default(),
+        super::steps::StepOutcomeSummary {
+            passes,
+            ..Default::default()
+        },
+    )?;
+    entry.step = serde_json::json!({"serve": {
+        "address": address.to_string(),
+        "speed": serve.speed,
+        "seconds": runner.elapsed().saturating_sub(served_from),
+    }});
+    steps.push(entry);
+    let mut result = runner.finish(steps).await;
+    result.metrics.wall_millis = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(result)
+}
+
+impl Runner {
+    /// Serves the API and keeps the world and the operator running until `shutdown`;
+    /// returns the operator passes run meanwhile and the address served.
+    async fn serve_until(
+        &mut self,
+        index: usize,
+        serve: &ServeOptions,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(u64, std::net::SocketAddr), RunError> {
+        // What happens while serving is logged under the serve entry of `steps`.
+        self.log.set_position(crate::event_log::RunPosition {
+            step: index,
+            pass: self.total_passes,
+        });
+        let clock = std::sync::Arc::new(self.clock.clone());
+        let execs = Arc::new(AtomicU64::new(0));
+        let exec = SimulatedExec {
+            api: self.api.clone(),
+            admin: Arc::new(RecordingAdmin::new(
+                Arc::new(self.fdb.clone()),
+                self.log.clone(),
+            )),
+            status_json: Arc::new({
+                let fdb = self.fdb.clone();
+                move || fdb.render_status_json()
+            }),
+            on_change: Arc::new({
+                let execs = execs.clone();
+                move || {
+                    execs.fetch_add(1, Ordering::Relaxed);
+                }
+            }),
+        };
+        let server = http::start(&self.api, clock, serve.address, Some(exec)).await?;
+        let address = server.address;
+        if let Err(error) = kubeconfig::write(&serve.kubeconfig, address, &self.namespace) {
+            server.stop().await;
+            return Err(error.into());
+        }
+        self.say(&format!(
+            "serving the Kubernetes API on http://{address} (kubeconfig {}), {}x speed; Ctrl-C stops",
+            serve.kubeconfig.display(),
+            serve.speed
+        ));
+        let outcome = self
+            .follow_wall_clock(index, serve.speed, &execs, shutdown)
+            .await;
+        server.stop().await;
+        self.say("stopped serving");
+        outcome.map(|passes| (passes, address))
+    }
+
+    /// The served phase's loop: the simulated clock follows the wall clock, users' writes
+    /// wake the operator and are judged like a user's `act`.
+    async fn follow_wall_clock(
+        &mut self,
+        index: usize,
+        speed: f64,
+        execs: &AtomicU64,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<u64, RunError> {
+        tokio::pin!(shutdown);
+        let started_wall = Instant::now();
+        let started_sim = self.now();
+        let mut passes = 0;
+        let mut writes_seen = self.served_writes(execs);
+        let mut before = self.track()?;
+        let mut events_before = self.log.len();
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = tokio::time::sleep(TICK) => {}
+            }
+            let writes = self.served_writes(execs);
+            if writes != writes_seen {
+                writes_seen = writes;
+                self.judge_action(&before, events_before, SERVED_ACTOR, false)
+                    .await?;
+                self.wake_operator();
+            }
+            let target = started_sim
+                + SignedDuration::from_secs_f64(started_wall.elapsed().as_secs_f64() * speed);
+            let behind = target.duration_since(self.now()).as_secs().max(0);
+            let summary = self
+                .advance(index, u64::try_from(behind).unwrap_or(0))
+                .await?;
+            passes += summary.passes;
+            before = self.track()?;
+            events_before = self.log.len();
+        }
+        Ok(passes)
+    }
+
+    /// How many writes the served API's users made so far, `pods/exec` commands that
+    /// changed the database included.
+    fn served_writes(&self, execs: &AtomicU64) -> u64 {
+        self.api
+            .request_counts()
+            .get(SERVED_ACTOR)
+            .map_or(0, |c| c.create + c.update + c.patch + c.delete)
+            + execs.load(Ordering::Relaxed)
+    }
+}

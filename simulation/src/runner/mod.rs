@@ -1,0 +1,491 @@
+//! `fdb-operator simulate`: runs a scenario's steps against the simulated world with the
+//! real operator, and produces the result document.
+//!
+//! Time is virtual. Between operator passes the world settles (kubelet, fdbmonitor,
+//! database); a pass that asks to be requeued after `d` lets the clock run `d` forward,
+//! and anything the world does in between (a ConfigMap projection falling due) wakes the
+//! operator early, as a watch event would in a real cluster.
+
+mod act;
+mod exclusion_check;
+mod expect;
+mod fdb_bridge;
+mod harness;
+mod instances;
+mod live;
+mod observe;
+mod resources;
+mod rollout_progress;
+mod steps;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::validation::ValidatedCluster;
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::event_log::{EventLog, RunPosition};
+use crate::fdb::{SimFdbSettings, SimulatedFdb};
+use crate::invariants::InvariantMonitor;
+use crate::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
+use crate::result::{self, ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
+use crate::scenario::{self, Scenario};
+use crate::world::{HostBlock, World, WorldError, WorldOptions};
+use fdb_operator::clock::VirtualClock;
+use fdb_operator::controller::context::Context;
+use fdb_operator::fdb::ClientInfo;
+
+pub use act::ACT_AS_OPERATOR_ACTOR;
+pub use harness::{
+    OPERATOR_ACTOR, OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
+    operator_kube_client, simulated_sidecar_client_settings,
+};
+pub use live::serve_scenario;
+
+/// Where progress lines go (stderr for the CLI, nowhere in tests).
+pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How to run a scenario.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// The loopback block (second octet) the run's sidecars listen in; `None` picks one
+    /// no other run on the machine holds. Pod IPs are `127.0.y.z` either way (the result
+    /// does not depend on the block); the run holds the block until it ends.
+    pub ip_block: Option<u8>,
+    /// Receives one line per pass and step.
+    pub progress: Option<ProgressSink>,
+    /// Runs the scenario with an operator that does nothing (its passes report
+    /// "requeue" without acting): a test of the world itself, which must then fail the
+    /// scenario's `expect` steps.
+    pub operator_disabled: bool,
+    /// The operator's executor rules (mutation tests switch one off to prove a
+    /// scenario catches it).
+    pub executor_rules: fdb_operator::controller::plan::ExecutorRules,
+}
+
+/// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The scenario's cluster manifest is not a valid FoundationDBCluster.
+    #[error("cluster: {0}")]
+    InvalidCluster(String),
+    /// The simulated Kubernetes API refused a request of the runner.
+    #[error("simulated Kubernetes API: {0}")]
+    Api(#[from] ApiError),
+    /// The world runtime failed.
+    #[error("simulated world: {0}")]
+    World(#[from] WorldError),
+    /// The operator's sidecar clients could not be built.
+    #[error("sidecar clients: {0}")]
+    Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
+    /// The run's TLS material (`world.tls`) could not be made.
+    #[error("world.tls: {0}")]
+    Tls(#[from] crate::tls::TlsSetupError),
+    /// A request to an in-process sidecar got no answer within its real-time watchdog
+    /// ([`harness::SIDECAR_REQUEST_WATCHDOG`]): the machine stalled. Recording it as a
+    /// simulated fault would make the result depend on the machine, so the run stops.
+    #[error(
+        "the machine stalled: {0} (real-time watchdog: a simulated outcome must not depend on it)"
+    )]
+    Stalled(String),
+    /// An `act` step (or a fault) could not be carried out: what it names does not
+    /// exist, or the world refused it.
+    #[error("act: {0}")]
+    Act(String),
+    /// The world's API could not be served (`simulate --serve`).
+    #[error("serve: {0}")]
+    Serve(#[from] crate::serve::ServeError),
+}
+
+impl RunError {
+    /// Whether the error is the scenario's fault (exit 2) rather than the simulator's.
+    pub fn is_invalid_scenario(&self) -> bool {
+        matches!(self, Self::InvalidCluster(_) | Self::Act(_))
+    }
+}
+
+/// Most passes one `advance` step may run (a guard against a requeue loop).
+const ADVANCE_PASS_LIMIT: u64 = 10_000;
+
+/// A scenario run in progress.
+pub struct Runner {
+    scenario: Scenario,
+    seed: u64,
+    clock: VirtualClock,
+    start: Timestamp,
+    api: FakeApiServer,
+    fdb: SimulatedFdb,
+    world: World,
+    log: EventLog,
+    monitor: InvariantMonitor,
+    context: Context,
+    namespace: String,
+    name: String,
+    total_passes: u64,
+    /// When the operator next wants to reconcile (requeue or watch event), if ever.
+    next_pass_due: Option<Timestamp>,
+    /// When the last pass ran.
+    last_pass_at: Option<Timestamp>,
+    /// The last pass reported Reconciled and nothing woke the operator since.
+    last_pass_reconciled: bool,
+    /// Operator actions (unix time, whether a cluster-wide kill), for outage attribution.
+    operator_actions: Vec<(i64, bool)>,
+    /// The clients connected to the database (scenario and faults).
+    clients: Vec<ClientInfo>,
+    /// How long one recovery takes now (faults included).
+    recovery_seconds: u64,
+    /// How long one recovery takes without the `slowRecovery` fault.
+    default_recovery_seconds: u64,
+    /// How long fdbmonitor takes to restart a killed process.
+    restart_seconds: u64,
+    /// Process groups the operator marked for removal at some point.
+    ever_marked: std::collections::BTreeSet<String>,
+    /// Run no operator at all (to prove that the world and `expect` catch inaction).
+    operator_disabled: bool,
+    /// The operator's executor rules ([`RunOptions::executor_rules`]).
+    executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    /// When the backup and restore controllers next run.
+    resource_pass_due: Option<Timestamp>,
+    /// When they last ran.
+    last_resource_pass_at: Option<Timestamp>,
+    /// Backup and restore passes so far.
+    resource_passes_run: u64,
+    progress: Option<ProgressSink>,
+    /// The last rollout line printed (printed again only when it changes).
+    last_rollout_line: Option<String>,
+    /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
+    sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
+    /// Judges every instance's admin writes against the database's lock key.
+    judge: Arc<dyn crate::lock_judge::AdminWriteJudge>,
+    /// The operator instances of the scenario's other clusters (`clusters:`).
+    instances: Vec<instances::Instance>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("scenario", &self.scenario.name)
+            .field("seed", &self.seed)
+            .field("passes", &self.total_passes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs a whole scenario and returns its result.
+pub async fn run_scenario(
+    scenario: &Scenario,
+    options: RunOptions,
+) -> Result<SimulationResult, RunError> {
+    let wall = Instant::now();
+    let runner = Runner::new(scenario.clone(), options).await?;
+    let mut result = runner.run().await?;
+    result.metrics.wall_millis = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(result)
+}
+
+/// Checks the scenario's cluster manifest the way the operator will, so a broken
+/// manifest is reported as an invalid scenario naming the field.
+fn validate_cluster(manifest: &Value) -> Result<FoundationDBCluster, RunError> {
+    let (cluster, _unknown) = fdb_shared::unknown_fields::decode_reporting_unknown_fields::<
+        FoundationDBCluster,
+    >(manifest)
+    .map_err(|error| RunError::InvalidCluster(error.to_string()))?;
+    ValidatedCluster::new(cluster)
+        .map(ValidatedCluster::into_inner)
+        .map_err(|invalid| RunError::InvalidCluster(invalid.to_string()))
+}
+
+impl Runner {
+    /// Builds the world and creates the scenario's cluster object.
+    pub async fn new(scenario: Scenario, options: RunOptions) -> Result<Self, RunError> {
+        let seed = options.seed.unwrap_or_else(|| scenario.seed());
+        let mut manifest = scenario.cluster.clone();
+        if manifest.pointer("/metadata/namespace").is_none()
+            && let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.insert("namespace".into(), Value::from("default"));
+        }
+        let cluster = validate_cluster(&manifest)?;
+        let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+
+        let clock = VirtualClock::fixed_epoch();
+        let start = fdb_operator::clock::Clock::now(&clock);
+        let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
+        let world = &scenario.world;
+        let fdb = SimulatedFdb::new(
+            Arc::new(clock.clone()),
+            SimFdbSettings {
+                storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
+                shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
+                move_mib_per_second: world
+                    .move_mib_per_second
+                    .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
+                // Only when the scenario sets it: it then defines the movement rate.
+                exclusion_seconds: world.exclusion_seconds,
+                failure_detection_seconds: world
+                    .failure_detection_seconds
+                    .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
+                recovery_seconds: world
+                    .recovery_seconds
+                    .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
+                restart_seconds: world
+                    .restart_seconds
+                    .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
+                seed,
+            },
+        );
+        let mut clients = Vec::new();
+        for client in &scenario.world.clients {
+            if let Ok(version) = client.version.parse() {
+                let client = ClientInfo {
+                    address: client.address.clone(),
+                    version,
+                    protocol_version: None,
+                    log_group: client.log_group.clone(),
+                };
+                fdb.connect_client(client.clone());
+                clients.push(client);
+            }
+        }
+        let log = EventLog::new(Arc::new(clock.clone()));
+        api.set_write_observer(Some(Arc::new({
+            let log = log.clone();
+            move |record: &WriteRecord| record_operator_write(&log, record)
+        })));
+        let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
+        world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
+        let world = World::new(
+            world_options,
+            api.clone(),
+            Arc::new(fdb.clone()),
+            clock.clone(),
+        )?;
+        if let Some(progress) = &options.progress {
+            let (block, lock) = world.host_block();
+            progress(&format!(
+                "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
+                world.network().pod_block(),
+                lock.display()
+            ));
+        }
+        let sidecar_tls = match &scenario.world.tls {
+            Some(tls) => {
+                let pki = crate::tls::SimulatedPki::generate(&name)?;
+                let secret = pki.pod_secret(&namespace, &tls.secret);
+                let secret = serde_json::to_value(&secret)
+                    .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
+                let mut secret = secret;
+                if let Some(object) = secret.as_object_mut() {
+                    object.insert("apiVersion".into(), Value::from("v1"));
+                    object.insert("kind".into(), Value::from("Secret"));
+                }
+                api.create_as(USER_ACTOR, secret)?;
+                Some(pki.write_operator_files(&world.root().join("operator-tls"))?)
+            }
+            None => None,
+        };
+        let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
+            crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
+        );
+        let mut context = new_operator_context(
+            harness::operator_kube_client(&api, &log),
+            &fdb,
+            &clock,
+            &log,
+            world.network(),
+            sidecar_tls.as_ref(),
+            &OperatorIdentity {
+                cluster: name.clone(),
+                judge: judge.clone(),
+            },
+        )?;
+        context.settings.executor_rules = options.executor_rules;
+        let instances = scenario
+            .clusters
+            .iter()
+            .map(|manifest| instances::Instance::new(manifest, &namespace))
+            .collect();
+        for object in &scenario.objects {
+            api.create_as(
+                USER_ACTOR,
+                scenario::objects::in_namespace(object, &namespace),
+            )?;
+        }
+        api.create_as(USER_ACTOR, manifest)?;
+        for backup in &scenario.backups {
+            let mut backup = backup.clone();
+            if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.insert("namespace".into(), Value::from(namespace.clone()));
+            }
+            api.create_as(USER_ACTOR, backup)?;
+        }
+        let recovery_seconds = scenario
+            .world
+            .recovery_seconds
+            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS);
+        let restart_seconds = scenario
+            .world
+            .restart_seconds
+            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS);
+        Ok(Self {
+            scenario,
+            seed,
+            start,
+            next_pass_due: Some(start),
+            last_pass_at: None,
+            last_pass_reconciled: false,
+            operator_actions: Vec::new(),
+            clients,
+            recovery_seconds,
+            default_recovery_seconds: recovery_seconds,
+            restart_seconds,
+            ever_marked: std::collections::BTreeSet::new(),
+            operator_disabled: options.operator_disabled,
+            executor_rules: options.executor_rules,
+            resource_pass_due: Some(start),
+            last_resource_pass_at: None,
+            resource_passes_run: 0,
+            clock,
+            api,
+            fdb,
+            world,
+            log,
+            monitor: InvariantMonitor::new(),
+            context,
+            namespace,
+            name,
+            total_passes: 0,
+            progress: options.progress,
+            last_rollout_line: None,
+            sidecar_tls,
+            judge,
+            instances,
+        })
+    }
+
+    /// Runs every step, then shuts the world down.
+    pub async fn run(mut self) -> Result<SimulationResult, RunError> {
+        let step_results = self.run_steps().await?;
+        Ok(self.finish(step_results).await)
+    }
+
+    /// Runs every step of the scenario; one result per step.
+    async fn run_steps(&mut self) -> Result<Vec<result::StepResult>, RunError> {
+        let mut step_results = Vec::new();
+        let specs = self.scenario.steps.clone();
+        for (index, spec) in specs.iter().enumerate() {
+            let Some(step) = spec.to_step() else { continue };
+            self.log.set_position(RunPosition {
+                step: index,
+                pass: self.total_passes,
+            });
+            let outcome = self.run_step(index, &step).await?;
+            let snapshot = self.step_result(index, spec, outcome)?;
+            step_results.push(snapshot);
+        }
+        Ok(step_results)
+    }
+
+    /// The result document of the run, then the world shut down.
+    async fn finish(self, step_results: Vec<result::StepResult>) -> SimulationResult {
+        let counts = self
+            .api
+            .request_counts()
+            .get(OPERATOR_ACTOR)
+            .cloned()
+            .unwrap_or_default();
+        let counters = self.log.counters();
+        let result = SimulationResult {
+            name: self.scenario.name.clone(),
+            seed: self.seed,
+            violations: self.monitor.violations().to_vec(),
+            steps: step_results,
+            events: self.log.events(),
+            metrics: RunMetrics {
+                passes: self.total_passes,
+                api_requests: ApiRequestCounts {
+                    get: counts.get,
+                    list: counts.list,
+                    watch: counts.watch,
+                    create: counts.create,
+                    update: counts.update,
+                    patch: counts.patch,
+                    delete: counts.delete,
+                },
+                status_json_calls: counters.status_json_calls,
+                admin_commands: counters.admin_commands,
+                sidecar_requests: counters.sidecar_requests,
+                wall_millis: 0,
+                backup_restore_passes: self.resource_passes_run,
+            },
+        };
+        self.api.set_write_observer(None);
+        self.world.shutdown().await;
+        result
+    }
+
+    fn cluster_key(&self) -> ResourceKey {
+        ResourceKey::new(
+            "apps.foundationdb.org",
+            "v1beta2",
+            "foundationdbclusters",
+            &self.namespace,
+            &self.name,
+        )
+    }
+
+    fn now(&self) -> Timestamp {
+        fdb_operator::clock::Clock::now(&self.clock)
+    }
+
+    /// Simulated seconds since the start.
+    fn elapsed(&self) -> u64 {
+        u64::try_from(self.now().as_second() - self.start.as_second()).unwrap_or(0)
+    }
+
+    fn say(&self, line: &str) {
+        if let Some(progress) = &self.progress {
+            progress(&format!("[{:>6}s] {line}", self.elapsed()));
+        }
+    }
+}
+
+/// Turns an operator write seen by the API server into an event: Kubernetes Events the
+/// operator emits are `operator`/`event`, every other write `k8s`/`<verb>`.
+fn record_operator_write(log: &EventLog, record: &WriteRecord) {
+    if record.actor != OPERATOR_ACTOR {
+        return;
+    }
+    // The contract's short names (`pvc/<name>`), as `act` steps name objects.
+    let kind = match record.kind.as_str() {
+        "PersistentVolumeClaim" => "pvc".to_owned(),
+        other => other.to_lowercase(),
+    };
+    let target = match &record.subresource {
+        Some(sub) => format!("{kind}/{}/{sub}", record.name),
+        None => format!("{kind}/{}", record.name),
+    };
+    let detail = if (200..300).contains(&record.code) {
+        record.detail.clone()
+    } else {
+        format!("{} -> {}", record.detail, record.code)
+    };
+    if record.kind == "Event" {
+        // Event names end in a wall-clock hash; name the event by its object instead, so
+        // the same scenario and seed give the same log.
+        let about = record.name.split('.').next().unwrap_or_default();
+        log.record(
+            EventSource::Operator,
+            "event",
+            &format!("event/{about}"),
+            &detail,
+        );
+    } else {
+        log.record(EventSource::K8s, record.verb.as_str(), &target, &detail);
+    }
+}

@@ -1,0 +1,514 @@
+//! What the runner looks at: the objects and the database around each action (for the
+//! invariants), and the state of the world after each step (for the result).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fdb_shared::FdbVersion;
+use fdb_shared::api::{FoundationDBCluster, ProcessClass};
+use fdb_shared::cluster_math::{
+    desired_database_configuration, desired_process_counts, fault_tolerance, main_image,
+    sidecar_image,
+};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::ResourceExt;
+use serde_json::Value;
+
+use crate::invariants::{
+    ActionWindow, ActualWorld, ClientView, DesiredWorld, LivePod, ServiceState, TrackedObject,
+    divergences,
+};
+use crate::result::{EventSource, StepResult};
+use crate::scenario::{ResourceKind, StepSpec};
+use crate::world::PROCESS_GROUP_LABEL;
+use fdb_operator::controller::cache::CLUSTER_NAME_LABEL;
+
+use super::fdb_bridge;
+use super::steps::StepOutcomeSummary;
+use super::{RunError, Runner};
+
+const PROCESS_CLASS_LABEL: &str = "foundationdb.org/fdb-process-class";
+/// The main container's name in every FoundationDB pod.
+pub(super) const MAIN_CONTAINER: &str = "foundationdb";
+/// The sidecar container's name.
+pub(super) const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
+/// Admin commands that change what the database serves.
+const ADMIN_ACTIONS: [&str; 3] = ["kill", "exclude", "configure"];
+
+/// The cluster's objects and the database's service before an action.
+pub(super) struct Tracked {
+    pods: BTreeMap<String, TrackedObject>,
+    pvcs: BTreeMap<String, TrackedObject>,
+    service: ServiceState,
+    lost_shards: u64,
+    running_processes: usize,
+}
+
+fn group_of(labels: &BTreeMap<String, String>) -> Option<(String, ProcessClass)> {
+    let group = labels.get(PROCESS_GROUP_LABEL)?.clone();
+    let class = labels.get(PROCESS_CLASS_LABEL)?.parse().ok()?;
+    Some((group, class))
+}
+
+/// Objects whose deletion was requested between `before` and `after`: not terminating
+/// before, and gone or terminating after (by uid, so a recreated object is another one).
+fn requested(
+    before: &BTreeMap<String, TrackedObject>,
+    after: &BTreeMap<String, TrackedObject>,
+) -> Vec<TrackedObject> {
+    before
+        .values()
+        .filter(|object| !object.terminating)
+        .filter(|object| after.get(&object.uid).is_none_or(|now| now.terminating))
+        .cloned()
+        .collect()
+}
+
+impl Runner {
+    pub(super) fn cluster_object(&self) -> Option<FoundationDBCluster> {
+        self.api
+            .get_typed::<FoundationDBCluster>(Some(&self.namespace), &self.name)
+            .ok()
+            .flatten()
+    }
+
+    fn pods(&self) -> Result<Vec<Pod>, RunError> {
+        self.api
+            .list_typed(Some(&self.namespace))
+            .map_err(|error| RunError::World(error.into()))
+    }
+
+    fn pvcs(&self) -> Result<Vec<PersistentVolumeClaim>, RunError> {
+        self.api
+            .list_typed(Some(&self.namespace))
+            .map_err(|error| RunError::World(error.into()))
+    }
+
+    /// The cluster's pods and PVCs by uid, with the addresses each group's processes
+    /// were seen at.
+    #[allow(clippy::type_complexity)]
+    fn tracked_objects(
+        &self,
+    ) -> Result<
+        (
+            BTreeMap<String, TrackedObject>,
+            BTreeMap<String, TrackedObject>,
+        ),
+        RunError,
+    > {
+        let snapshot = self.fdb.snapshot();
+        let mut addresses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for process in &snapshot.processes {
+            if let Some(group) = process.locality.get("instance_id") {
+                let host = process
+                    .address
+                    .rsplit_once(':')
+                    .map_or(process.address.as_str(), |(host, _)| host);
+                addresses
+                    .entry(group.as_str())
+                    .or_default()
+                    .push(host.to_owned());
+            }
+        }
+        let track = |meta: &kube::api::ObjectMeta, pod_ip: Option<String>| {
+            let (group, class) = group_of(meta.labels.as_ref()?)?;
+            let mut seen: Vec<String> = pod_ip.into_iter().collect();
+            seen.extend(addresses.get(group.as_str()).cloned().unwrap_or_default());
+            Some((
+                meta.uid.clone().unwrap_or_default(),
+                TrackedObject {
+                    name: meta.name.clone().unwrap_or_default(),
+                    uid: meta.uid.clone().unwrap_or_default(),
+                    group,
+                    class,
+                    terminating: meta.deletion_timestamp.is_some(),
+                    addresses: seen,
+                },
+            ))
+        };
+        let pods = self
+            .pods()?
+            .iter()
+            .filter_map(|pod| {
+                track(
+                    &pod.metadata,
+                    pod.status.as_ref().and_then(|status| status.pod_ip.clone()),
+                )
+            })
+            .collect();
+        let pvcs = self
+            .pvcs()?
+            .iter()
+            .filter_map(|pvc| track(&pvc.metadata, None))
+            .collect();
+        Ok((pods, pvcs))
+    }
+
+    /// What an action is judged against: the objects and the database's service.
+    pub(super) fn track(&self) -> Result<Tracked, RunError> {
+        let (pods, pvcs) = self.tracked_objects()?;
+        Ok(Tracked {
+            pods,
+            pvcs,
+            service: fdb_bridge::service_state(&self.fdb),
+            lost_shards: fdb_bridge::lost_shards(&self.fdb),
+            running_processes: self.fdb.snapshot().processes.len(),
+        })
+    }
+
+    /// Judges an action (an operator pass, or an `act` step) from the world: the
+    /// deletions it requested, then, once the world has reacted, what it took out of
+    /// service, lost data, and outages. `as_operator`: judged as the operator's.
+    pub(super) async fn judge_action(
+        &mut self,
+        before: &Tracked,
+        events_before: usize,
+        by: &str,
+        as_operator: bool,
+    ) -> Result<(), RunError> {
+        let (pods, pvcs) = self.tracked_objects()?;
+        let deleted_pods = requested(&before.pods, &pods);
+        let deleted_pvcs = requested(&before.pvcs, &pvcs);
+        let events = self.log.events_since(events_before);
+        let admin_actions: Vec<&str> = events
+            .iter()
+            .filter(|event| {
+                event.source == EventSource::Fdb && ADMIN_ACTIONS.contains(&event.action.as_str())
+            })
+            .map(|event| event.detail.as_str())
+            .collect();
+        let evictions = events
+            .iter()
+            .any(|event| event.source == EventSource::K8s && event.action == "evict");
+        // A kill naming as many addresses as processes ran is the cluster-wide kill of a
+        // bounce, whose outage may last a restart plus a recovery.
+        let cluster_wide_kill = admin_actions.iter().any(|detail| {
+            detail.strip_prefix("kill ").is_some_and(|addresses| {
+                addresses.split_whitespace().count() >= before.running_processes.max(1)
+            })
+        });
+        let acted = !deleted_pods.is_empty()
+            || !deleted_pvcs.is_empty()
+            || !admin_actions.is_empty()
+            || evictions;
+        if as_operator {
+            let cluster = self.cluster_object();
+            let removed_without_exclusion: BTreeSet<String> = cluster
+                .as_ref()
+                .map(|cluster| {
+                    cluster
+                        .spec
+                        .process_groups_to_remove_without_exclusion
+                        .iter()
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let coordinators = self.fdb.snapshot().coordinators;
+            let fdb = self.fdb.clone();
+            let risk = move |group: &str| fdb.removal_risk(group);
+            self.monitor.check_deletions(&ActionWindow {
+                time: self.elapsed(),
+                pass: self.log.position().pass,
+                by,
+                deleted_pods: &deleted_pods,
+                deleted_pvcs: &deleted_pvcs,
+                removal_risk: &risk,
+                removed_without_exclusion: &removed_without_exclusion,
+                coordinators: &coordinators,
+            });
+        }
+        // What the action took out of service shows once the world has reacted.
+        self.settle().await?;
+        let after = fdb_bridge::service_state(&self.fdb);
+        let lost = fdb_bridge::lost_shards(&self.fdb);
+        let (time, pass) = (self.elapsed(), self.log.position().pass);
+        // The one cluster-wide kill of a bounce (knob rollout, upgrade) takes every zone
+        // down by design and brings it back in place, data on its disks: it is judged by
+        // how long the database is unavailable (`unavailable-by-operator`), not by zones.
+        // Anything else in the same action (deletions, evictions, exclusions) still is.
+        let only_the_bounce = cluster_wide_kill
+            && admin_actions.len() == 1
+            && deleted_pods.is_empty()
+            && deleted_pvcs.is_empty()
+            && !evictions;
+        if as_operator && acted && !only_the_bounce {
+            let tolerance = self.cluster_object().map_or(1, |cluster| {
+                usize::try_from(fault_tolerance(&cluster.spec.redundancy_mode())).unwrap_or(0)
+            });
+            self.monitor
+                .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
+        }
+        if as_operator && acted {
+            self.operator_actions
+                .push((self.now().as_second(), cluster_wide_kill));
+        }
+        self.monitor
+            .check_lost_shards(time, pass, before.lost_shards, lost, by);
+        self.check_outages();
+        Ok(())
+    }
+
+    /// Judges outages so far against the operator's actions.
+    pub(super) fn check_outages(&mut self) {
+        let outages = fdb_bridge::outages(&self.fdb);
+        let recovery = i64::try_from(self.recovery_seconds).unwrap_or(i64::MAX);
+        let restart = i64::try_from(self.restart_seconds).unwrap_or(i64::MAX);
+        self.monitor.check_outages(
+            self.now().as_second(),
+            self.start.as_second(),
+            &outages,
+            &self.operator_actions,
+            recovery,
+            recovery.saturating_add(restart),
+        );
+    }
+
+    /// The checks after every pass: versions side by side, the protocol against the
+    /// connected clients, and, for a pass that reported Reconciled, the world against
+    /// the spec.
+    pub(super) fn check_after_pass(&mut self, reconciled: bool) -> Result<(), RunError> {
+        let (time, pass) = (self.elapsed(), self.total_passes);
+        let cluster = self.cluster_object();
+        note_marked_groups(&mut self.ever_marked, cluster.as_ref());
+        let snapshot = self.fdb.snapshot();
+        let versions: Vec<FdbVersion> = snapshot.processes.iter().map(|p| p.version).collect();
+        self.monitor.check_versions(time, pass, &versions);
+        let ignored: BTreeSet<String> = cluster
+            .as_ref()
+            .map(|cluster| {
+                cluster
+                    .spec
+                    .automation_options
+                    .ignore_log_groups_for_upgrade()
+                    .into_iter()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let clients = self.clients.clone();
+        self.monitor.check_client_compatibility(
+            time,
+            pass,
+            snapshot.version,
+            &ClientView {
+                clients: &clients,
+                ignored_log_groups: &ignored,
+                checks_disabled: cluster
+                    .as_ref()
+                    .is_some_and(|cluster| cluster.spec.ignore_upgradability_checks == Some(true)),
+            },
+        );
+        if reconciled {
+            let found = match &cluster {
+                Some(cluster) => {
+                    let mut desired = desired_world(cluster);
+                    desired.ever_marked = self.ever_marked.clone();
+                    divergences(&desired, &self.actual_world()?)
+                }
+                None => vec!["the cluster object is gone".to_owned()],
+            };
+            self.monitor
+                .check_reconciled(time, pass, snapshot.available, &found);
+            if let Some(cluster) = &cluster {
+                // With several instances, only this cluster's instance's exclusions.
+                let issuer = self
+                    .has_instances()
+                    .then(|| cluster.metadata.name.clone())
+                    .flatten();
+                self.check_exclusions_left_behind(cluster, issuer.as_deref())?;
+            }
+        }
+        self.check_outages();
+        Ok(())
+    }
+
+    /// Prints the rollout line when it changed since the last one (only with a progress
+    /// sink: tests pay nothing).
+    pub(super) fn report_rollout(&mut self) -> Result<(), RunError> {
+        if self.progress.is_none() {
+            return Ok(());
+        }
+        let Some(cluster) = self.cluster_object() else {
+            return Ok(());
+        };
+        let mut desired = desired_world(&cluster);
+        desired.ever_marked = self.ever_marked.clone();
+        let line = super::rollout_progress::rollout_line(&desired, &self.actual_world()?);
+        if line != self.last_rollout_line {
+            match &line {
+                Some(text) => self.say(text),
+                None if self.last_rollout_line.is_some() => self.say("rollout complete"),
+                None => {}
+            }
+            self.last_rollout_line = line;
+        }
+        Ok(())
+    }
+
+    /// The world as the divergence check sees it.
+    pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
+        match self.cluster_object() {
+            Some(cluster) if self.has_instances() => self.actual_world_of(&cluster),
+            _ => self.actual_world_of_objects(None),
+        }
+    }
+
+    /// The world of one cluster among several sharing the database: its own pods and
+    /// PVCs (by the cluster name label) and the exclusions of its own process groups (by
+    /// its `processGroupIDPrefix`); the processes and configuration are the database's.
+    pub(super) fn actual_world_of(
+        &self,
+        cluster: &FoundationDBCluster,
+    ) -> Result<ActualWorld, RunError> {
+        self.actual_world_of_objects(Some(cluster))
+    }
+
+    fn actual_world_of_objects(
+        &self,
+        only: Option<&FoundationDBCluster>,
+    ) -> Result<ActualWorld, RunError> {
+        let owned = |labels: &BTreeMap<String, String>| {
+            only.is_none_or(|cluster| {
+                labels.get(CLUSTER_NAME_LABEL).map(String::as_str)
+                    == cluster.metadata.name.as_deref()
+            })
+        };
+        let prefix = only
+            .map(|cluster| cluster.spec.process_group_id_prefix().to_owned())
+            .filter(|prefix| !prefix.is_empty())
+            .map(|prefix| format!("{prefix}-"));
+        let own_group = |group: &String| prefix.as_ref().is_none_or(|p| group.starts_with(p));
+        let snapshot = self.fdb.snapshot();
+        let pods = self
+            .pods()?
+            .into_iter()
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter(|pod| owned(pod.labels()))
+            .filter_map(|pod| {
+                let (group, class) = group_of(pod.labels())?;
+                let spec = pod.spec.as_ref()?;
+                Some(LivePod {
+                    name: pod.name_any(),
+                    group,
+                    class,
+                    images: spec
+                        .containers
+                        .iter()
+                        .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+                        .collect(),
+                    claim: spec.volumes.iter().flatten().find_map(|volume| {
+                        Some(volume.persistent_volume_claim.as_ref()?.claim_name.clone())
+                    }),
+                })
+            })
+            .collect();
+        let pvcs = self
+            .pvcs()?
+            .into_iter()
+            .filter(|pvc| pvc.metadata.deletion_timestamp.is_none())
+            .filter(|pvc| owned(pvc.labels()))
+            .map(|pvc| pvc.name_any())
+            .collect();
+        let mut excluded_groups: BTreeSet<String> = snapshot
+            .excluded
+            .iter()
+            .filter_map(|target| target.strip_prefix("locality_instance_id:"))
+            .map(str::to_owned)
+            .collect();
+        excluded_groups.extend(
+            snapshot
+                .processes
+                .iter()
+                .filter(|process| process.excluded)
+                .filter_map(|process| process.locality.get("instance_id").cloned()),
+        );
+        excluded_groups.retain(|group| own_group(group));
+        Ok(ActualWorld {
+            pods,
+            pvcs,
+            process_versions: snapshot
+                .processes
+                .iter()
+                .map(|process| (process.address.clone(), process.version))
+                .collect(),
+            configuration: snapshot.configuration.clone(),
+            excluded_groups,
+        })
+    }
+
+    pub(super) fn step_result(
+        &self,
+        index: usize,
+        spec: &StepSpec,
+        outcome: StepOutcomeSummary,
+    ) -> Result<StepResult, RunError> {
+        let cluster = self.api.get(&self.cluster_key()).unwrap_or(Value::Null);
+        Ok(StepResult {
+            index,
+            step: serde_json::to_value(spec).unwrap_or(Value::Null),
+            time: self.elapsed(),
+            passes: outcome.passes,
+            reconciled: outcome.reconciled,
+            stopped_because: outcome.stopped_because,
+            cluster,
+            pods: self.world.pod_summaries()?,
+            pvcs: self.world.pvc_summaries()?,
+            services: self.world.service_summaries()?,
+            config_maps: self.world.config_map_summaries()?,
+            sidecars: self.world.sidecar_summaries(),
+            fdb: serde_json::to_value(self.fdb.snapshot()).unwrap_or(Value::Null),
+            backups: self.resource_objects(ResourceKind::Backup),
+            restores: self.resource_objects(ResourceKind::Restore),
+            blob_store: self.blob_store_summary(),
+        })
+    }
+}
+
+/// What the cluster's spec asks of the world.
+pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
+    let spec = &cluster.spec;
+    let version = spec.version.parse().unwrap_or(FdbVersion {
+        major: 0,
+        minor: 0,
+        patch: 0,
+        release_candidate: None,
+    });
+    let marked_for_removal = cluster
+        .status
+        .iter()
+        .flat_map(|status| status.process_groups.iter())
+        .filter(|group| group.is_marked_for_removal())
+        .map(|group| group.process_group_id.clone())
+        .collect();
+    DesiredWorld {
+        counts: desired_process_counts(spec).positive(),
+        version,
+        images: [
+            (MAIN_CONTAINER.to_owned(), main_image(spec, &spec.version)),
+            (
+                SIDECAR_CONTAINER.to_owned(),
+                sidecar_image(spec, &spec.version),
+            ),
+        ]
+        .into(),
+        configuration: desired_database_configuration(spec),
+        marked_for_removal,
+        ever_marked: BTreeSet::new(),
+    }
+}
+
+/// Adds the groups `cluster`'s status marks for removal to `ever_marked` (the world
+/// judges a Reconciled cluster against every group it ever marked).
+pub(super) fn note_marked_groups(
+    ever_marked: &mut BTreeSet<String>,
+    cluster: Option<&FoundationDBCluster>,
+) {
+    if let Some(status) = cluster.and_then(|cluster| cluster.status.as_ref()) {
+        ever_marked.extend(
+            status
+                .process_groups
+                .iter()
+                .filter(|group| group.is_marked_for_removal())
+                .map(|group| group.process_group_id.clone()),
+        );
+    }
+}

@@ -1,0 +1,463 @@
+//! `pods/<name>/exec` of the served world: the websocket protocol `kubectl exec` and kube
+//! clients speak (`v4.channel.k8s.io`: one binary message per output chunk, its first byte
+//! the channel: 1 stdout, 2 stderr, 3 the final `Status`), and the commands a simulated
+//! container can run:
+//!
+//! - `fdbcli --exec "CMD; CMD..."` (other fdbcli flags are ignored), alone or as
+//!   `sh -c` / `bash -c` text, with the commands `status json`, `kill` (lists nothing) and
+//!   `kill ADDRESS...`, carried out through the world's admin interface, so they are
+//!   logged and judged like any other admin command;
+//! - `pkill fdbserver`: kills the pod's own fdbserver processes.
+//!
+//! Anything else exits 127, as a shell would for a command it cannot find. SPDY (the
+//! older exec protocol) is not served: the request is refused with 400.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use futures::SinkExt as _;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+
+use crate::kube::{FakeApiServer, ResourceKey};
+use fdb_operator::fdb::AdminClient;
+
+/// The subprotocols served (v5 only adds a close signal from the client, which a
+/// command without stdin never needs), in order of preference.
+const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+
+/// What an exec request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// The pod.
+    pub pod: String,
+    /// The container (`None`: the pod's first).
+    pub container: Option<String>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Exit status.
+    pub exit_code: i32,
+}
+
+impl ExecOutput {
+    fn failed(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: message.into(),
+            exit_code: code,
+        }
+    }
+}
+
+/// Runs commands in the simulated containers.
+#[derive(Clone)]
+pub struct SimulatedExec {
+    /// The world's API (to find the pod and its processes' address).
+    pub api: FakeApiServer,
+    /// The admin interface commands go through (a recording one, so they are logged).
+    pub admin: Arc<dyn AdminClient>,
+    /// `status json` in FoundationDB's format.
+    pub status_json: Arc<dyn Fn() -> Value + Send + Sync>,
+    /// Called after every command that changed the database (wakes the operator).
+    pub on_change: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for SimulatedExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimulatedExec").finish_non_exhaustive()
+    }
+}
+
+/// Parses `/api/v1/namespaces/NS/pods/NAME/exec` and its query (`command` repeated).
+pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let ["api", "v1", "namespaces", namespace, "pods", pod, "exec"] = segments.as_slice() else {
+        return None;
+    };
+    let mut command = Vec::new();
+    let mut container = None;
+    for pair in query.unwrap_or_default().split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "command" => command.push(decode(value)),
+            "container" => container = Some(decode(value)).filter(|c| !c.is_empty()),
+            _ => {}
+        }
+    }
+    Some(ExecRequest {
+        namespace: decode(namespace),
+        pod: decode(pod),
+        container,
+        command,
+    })
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.replace('+', " ").into_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%'
+            && let Some(hex) = bytes.get(index + 1..index + 3)
+            && let Ok(byte) = u8::from_str_radix(&String::from_utf8_lossy(hex), 16)
+        {
+            out.push(byte);
+            index += 3;
+            continue;
+        }
+        out.push(bytes[index]);
+        index += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The fdbcli command text of an argv (`fdbcli ... --exec TEXT ...`, or a shell running
+/// one); `None` when it is not fdbcli.
+fn fdbcli_text(command: &[String]) -> Option<String> {
+    match command {
+        [shell, flag, script] if (shell.ends_with("sh")) && flag == "-c" => {
+            let words = split_shell(script)?;
+            fdbcli_text(&words)
+        }
+        [program, rest @ ..] if program.ends_with("fdbcli") => rest
+            .iter()
+            .position(|a| a == "--exec")
+            .and_then(|at| rest.get(at + 1).cloned()),
+        _ => None,
+    }
+}
+
+/// Splits a shell command line into words (single and double quotes, no expansion).
+fn split_shell(script: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in script.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
+impl SimulatedExec {
+    /// Runs one command in a pod's container.
+    pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, (u16, String)> {
+        let key = ResourceKey::new("", "v1", "pods", &request.namespace, &request.pod);
+        let Some(pod) = self.api.get(&key) else {
+            return Err((404, format!("pods \"{}\" not found", request.pod)));
+        };
+        let containers: Vec<String> = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        let container = request
+            .container
+            .clone()
+            .or_else(|| containers.first().cloned())
+            .unwrap_or_default();
+        if !containers.contains(&container) {
+            return Err((
+                400,
+                format!("container {container} is not valid for pod {}", request.pod),
+            ));
+        }
+        let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+            && pod.pointer("/metadata/deletionTimestamp").is_none();
+        if !running {
+            return Err((
+                400,
+                format!(
+                    "unable to upgrade connection: pod {} is not running",
+                    request.pod
+                ),
+            ));
+        }
+        if request.command.is_empty() {
+            return Err((400, "you must specify at least one command".into()));
+        }
+        if let Some(text) = fdbcli_text(&request.command) {
+            return Ok(self.fdbcli(&text).await);
+        }
+        if request.command.first().map(String::as_str) == Some("pkill")
+            && request.command.last().map(String::as_str) == Some("fdbserver")
+        {
+            return Ok(self.pkill(&pod).await);
+        }
+        Ok(ExecOutput::failed(
+            127,
+            format!(
+                "{}: command not found in the simulated container (it runs fdbcli --exec and pkill fdbserver)\n",
+                request.command[0]
+            ),
+        ))
+    }
+
+    /// fdbcli's `--exec` commands, one after the other; the first failure stops it.
+    async fn fdbcli(&self, text: &str) -> ExecOutput {
+        let mut output = ExecOutput::default();
+        for command in text.split(';').map(str::trim).filter(|c| !c.is_empty()) {
+            let words: Vec<&str> = command.split_whitespace().collect();
+            match words.as_slice() {
+                ["status", "json"] => {
+                    let text =
+                        serde_json::to_string_pretty(&(self.status_json)()).unwrap_or_default();
+                    output.stdout.push_str(&text);
+                    output.stdout.push('\n');
+                }
+                ["kill"] => {}
+                ["kill", addresses @ ..] => {
+                    let parsed: Result<Vec<fdb_shared::address::ProcessAddress>, _> =
+                        addresses.iter().map(|a| a.parse()).collect();
+                    let Ok(parsed) = parsed else {
+                        return fail(output, &format!("ERROR: invalid address in `{command}`"));
+                    };
+                    if let Err(error) = self.admin.kill(&parsed).await {
+                        return fail(output, &error.to_string());
+                    }
+                    (self.on_change)();
+                    output
+                        .stdout
+                        .push_str(&format!("Attempted to kill {} processes\n", parsed.len()));
+                }
+                _ => {
+                    return fail(
+                        output,
+                        &format!("ERROR: `{command}` is not simulated (status json, kill are)"),
+                    );
+                }
+            }
+        }
+        output
+    }
+
+    /// `pkill fdbserver`: the pod's processes are killed (they listen on its IP).
+    async fn pkill(&self, pod: &Value) -> ExecOutput {
+        let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
+            return ExecOutput::failed(1, "");
+        };
+        let status = match self.admin.status().await {
+            Ok(status) => status,
+            Err(error) => return ExecOutput::failed(1, error.to_string()),
+        };
+        let addresses: Vec<fdb_shared::address::ProcessAddress> = status
+            .cluster
+            .processes
+            .values()
+            .filter_map(|p| p.address.clone())
+            .filter(|a| a.host == ip)
+            .collect();
+        if addresses.is_empty() {
+            // pkill's status when nothing matched.
+            return ExecOutput::failed(1, "");
+        }
+        if let Err(error) = self.admin.kill(&addresses).await {
+            return ExecOutput::failed(1, error.to_string());
+        }
+        (self.on_change)();
+        ExecOutput::default()
+    }
+}
+
+fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
+    output.stderr.push_str(message);
+    output.stderr.push('\n');
+    output.exit_code = 1;
+    output
+}
+
+/// The `Status` sent on channel 3 at the end.
+fn final_status(exit_code: i32) -> Value {
+    if exit_code == 0 {
+        json!({"metadata": {}, "status": "Success"})
+    } else {
+        json!({"metadata": {}, "status": "Failure",
+               "message": format!("command terminated with non-zero exit code: error executing command, exit status {exit_code}"),
+               "reason": "NonZeroExitCode",
+               "details": {"causes": [{"reason": "ExitCode", "message": exit_code.to_string()}]}})
+    }
+}
+
+fn status_response(code: u16, message: &str) -> Response {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": message, "code": code,
+                      "reason": if code == 404 {"NotFound"} else {"BadRequest"}});
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Answers an exec request: runs the command, then upgrades to a websocket and streams
+/// its output (or answers with the error `Status`).
+pub async fn serve(
+    exec: &SimulatedExec,
+    request: ExecRequest,
+    headers: &HeaderMap,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+) -> Response {
+    let wants_websocket = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|p| p.trim().to_owned()))
+        .collect();
+    let protocol = PROTOCOLS
+        .into_iter()
+        .find(|p| offered.iter().any(|o| o == p));
+    let key = headers.get(header::SEC_WEBSOCKET_KEY);
+    let (Some(key), Some(upgrade), true, Some(protocol)) =
+        (key, upgrade, wants_websocket, protocol)
+    else {
+        return status_response(
+            400,
+            "exec is served over websockets with the v5.channel.k8s.io or v4.channel.k8s.io subprotocol only (no SPDY)",
+        );
+    };
+    let output = match exec.run(&request).await {
+        Ok(output) => output,
+        Err((code, message)) => return status_response(code, &message),
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else { return };
+        let io = hyper_util::rt::TokioIo::new(upgraded);
+        let mut socket =
+            tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+        let frame = |channel: u8, data: &[u8]| {
+            let mut bytes = Vec::with_capacity(data.len() + 1);
+            bytes.push(channel);
+            bytes.extend_from_slice(data);
+            Message::binary(bytes)
+        };
+        let mut messages = Vec::new();
+        if !output.stdout.is_empty() {
+            messages.push(frame(1, output.stdout.as_bytes()));
+        }
+        if !output.stderr.is_empty() {
+            messages.push(frame(2, output.stderr.as_bytes()));
+        }
+        messages.push(frame(
+            3,
+            final_status(output.exit_code).to_string().as_bytes(),
+        ));
+        for message in messages {
+            if socket.send(message).await.is_err() {
+                return;
+            }
+        }
+        // A normal closure (1000): clients read it as the end of every stream.
+        let _ = socket
+            .close(Some(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            }))
+            .await;
+    });
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(
+        header::SEC_WEBSOCKET_PROTOCOL,
+        HeaderValue::from_static(protocol),
+    );
+    if let Ok(accept) = HeaderValue::from_str(&accept) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_paths_and_repeated_commands_are_parsed() {
+        let request = parse_request(
+            "/api/v1/namespaces/db/pods/sample-log-1/exec",
+            Some("command=fdbcli&command=--exec&command=kill%3B+kill+127.0.0.1%3A4501&container=foundationdb&stdout=true"),
+        )
+        .unwrap();
+        assert_eq!(request.namespace, "db");
+        assert_eq!(request.pod, "sample-log-1");
+        assert_eq!(request.container.as_deref(), Some("foundationdb"));
+        assert_eq!(
+            request.command,
+            ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
+        );
+        assert!(parse_request("/api/v1/namespaces/db/pods/p/log", None).is_none());
+    }
+
+    #[test]
+    fn fdbcli_is_found_directly_or_in_a_shell() {
+        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])).as_deref(),
+            Some("status json")
+        );
+        assert_eq!(
+            fdbcli_text(&argv(&[
+                "bash",
+                "-c",
+                "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
+            ]))
+            .as_deref(),
+            Some("kill; kill 1.2.3.4:4501")
+        );
+        assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
+        assert_eq!(
+            fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
+            None
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! `fdb-operator simulate --serve ADDR`: the simulated world's Kubernetes API over HTTP,
+//! so `kubectl`, `kubectl-fdb` or any kube client can look around the world and change it
+//! while the operator keeps reconciling.
+//!
+//! The in-memory API server ([`crate::kube`]) answers every request, tagged
+//! with the actor [`SERVED_ACTOR`]; this module adds what clients need around it:
+//! discovery ([`discovery`]), server-side `Table` printing ([`table`]), the CRDs as
+//! `customresourcedefinitions`, the HTTP listener ([`http`]) and the kubeconfig
+//! ([`kubeconfig`]). Only loopback addresses are served: there is no authentication.
+
+pub mod discovery;
+pub mod exec;
+pub mod http;
+pub mod kubeconfig;
+pub mod openapi;
+pub mod table;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The actor the served API's requests are counted and logged as.
+pub const SERVED_ACTOR: &str = "kubectl";
+
+/// How to serve a world.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The address to listen on (loopback; port 0 picks a free one).
+    pub address: SocketAddr,
+    /// Where to write the kubeconfig, once the API answers.
+    pub kubeconfig: PathBuf,
+    /// Simulated seconds per wall-clock second.
+    pub speed: f64,
+}
+
+/// Why the world cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address is not a loopback address.
+    #[error(
+        "{0} is not a loopback address: the served API has no authentication, so only 127.0.0.0/8 or ::1 may serve it"
+    )]
+    NotLoopback(SocketAddr),
+    /// The speed is not a positive, finite number.
+    #[error("--speed {0} is not a positive number of simulated seconds per second")]
+    InvalidSpeed(f64),
+    /// The listener could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The listener does not answer its own request.
+    #[error("the API served on {address} does not answer: {detail}")]
+    NoAnswer {
+        /// The address.
+        address: SocketAddr,
+        /// What failed.
+        detail: String,
+    },
+    /// The kubeconfig could not be written.
+    #[error("cannot write the kubeconfig {}: {source}", path.display())]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+impl ServeOptions {
+    /// Checks the options: a loopback address and a positive speed.
+    pub fn validate(&self) -> Result<(), ServeError> {
+        if !self.address.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(self.address));
+        }
+        if !(self.speed.is_finite() && self.speed > 0.0) {
+            return Err(ServeError::InvalidSpeed(self.speed));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(address: &str, speed: f64) -> ServeOptions {
+        ServeOptions {
+            address: address.parse().unwrap(),
+            kubeconfig: PathBuf::from("k"),
+            speed,
+        }
+    }
+
+    #[test]
+    fn only_loopback_addresses_and_positive_speeds_are_served() {
+        assert!(options("127.0.0.1:0", 1.0).validate().is_ok());
+        assert!(options("[::1]:8001", 60.0).validate().is_ok());
+        assert!(matches!(
+            options("0.0.0.0:8001", 1.0).validate(),
+            Err(ServeError::NotLoopback(_))
+        ));
+        assert!(matches!(
+            options("10.1.2.3:8001", 1.0).validate(),
+            Err(ServeError::NotLoopback(_))
+        ));
+        assert!(matches!(
+            options("127.0.0.1:0", 0.0).validate(),
+            Err(ServeError::InvalidSpeed(_))
+        ));
+        assert!(options("127.0.0.1:0", f64::NAN).validate().is_err());
+    }
+}

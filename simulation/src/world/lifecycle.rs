@@ -1,0 +1,461 @@
+//! Pod and PVC lifecycle around the kubelet: scheduling, graceful deletion, vanished
+//! pods, PVC binding and protection, restarting killed processes, DNS records.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
+use serde_json::{Value, json};
+
+use super::World;
+use super::dns::DnsPod;
+use super::error::WorldError;
+use super::kubelet::{PodPhase, PodRuntime};
+use super::scheduler::{self, NodeView, PlacedPod};
+use crate::kube::{ApiError, FakeApiServer, PatchType, ResourceKey};
+
+/// The actor binding pods.
+pub const SCHEDULER_ACTOR: &str = "scheduler";
+/// The actor binding PVCs and managing their protection finalizer.
+pub const CONTROLLER_MANAGER_ACTOR: &str = "controller-manager";
+/// The finalizer protecting PVCs in use.
+pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+
+fn pod_name(pod: &Pod) -> (String, String) {
+    (
+        pod.metadata.namespace.clone().unwrap_or_default(),
+        pod.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Failed" | "Succeeded")
+    )
+}
+
+fn group_of(pod: &Pod) -> String {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(super::PROCESS_GROUP_LABEL).cloned())
+        .unwrap_or_default()
+}
+
+fn api_error(
+    actor: &'static str,
+    action: &'static str,
+    target: String,
+) -> impl FnOnce(ApiError) -> WorldError {
+    move |source| WorldError::Api {
+        actor,
+        action,
+        target,
+        source,
+    }
+}
+
+fn patch(
+    api: &FakeApiServer,
+    actor: &'static str,
+    key: &ResourceKey,
+    body: &Value,
+    status_only: bool,
+) -> Result<(), WorldError> {
+    let target = format!("{}/{}/{}", key.plural, key.namespace, key.name);
+    match api.patch_as(actor, key, PatchType::Merge, body, status_only) {
+        Ok(_) => Ok(()),
+        // Deleted meanwhile: nothing left to update.
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(api_error(actor, "patch", target)(e)),
+    }
+}
+
+impl World {
+    /// The pods, ordered by namespace and name.
+    pub(super) fn list_pods(&self) -> Result<Vec<Pod>, WorldError> {
+        let mut pods: Vec<Pod> = self.api.list_typed(None)?;
+        pods.sort_by_key(pod_name);
+        Ok(pods)
+    }
+
+    /// Tears down runtimes whose pod no longer exists.
+    pub(super) async fn forget_vanished_pods(&mut self, pods: &[Pod]) {
+        let live: BTreeSet<String> = pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        let gone: Vec<String> = self
+            .pods
+            .keys()
+            .filter(|uid| !live.contains(*uid))
+            .cloned()
+            .collect();
+        for uid in gone {
+            if let Some(runtime) = self.pods.remove(&uid) {
+                self.tear_down(runtime).await;
+            }
+        }
+    }
+
+    async fn tear_down(&mut self, mut runtime: PodRuntime) {
+        let changes = runtime.stop_containers(self.host.as_ref()).await;
+        self.record_monitor(&runtime, changes);
+        for (address, identity) in &runtime.launched {
+            if let Some(uid) = runtime
+                .pvc_uids
+                .values()
+                .find(|uid| identity.contains(&format!("@{uid}")))
+            {
+                self.pvc_processes
+                    .entry(uid.clone())
+                    .or_default()
+                    .insert(address.clone());
+            } else {
+                // The process's disk went with the pod.
+                self.host.remove_process(address);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&runtime.dir);
+        self.record(
+            "remove-pod",
+            format!("pod/{}/{}", runtime.namespace, runtime.name),
+            String::new(),
+        );
+    }
+
+    /// Stops the containers of pods being deleted and confirms the deletion, unless the
+    /// group is stuck terminating.
+    pub(super) async fn terminate_pods(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+        for pod in pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_some())
+        {
+            let (namespace, name) = pod_name(pod);
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            if let Some(mut runtime) = self.pods.remove(&uid) {
+                if runtime.phase != PodPhase::Terminating {
+                    let changes = runtime.stop_containers(self.host.as_ref()).await;
+                    runtime.phase = PodPhase::Terminating;
+                    self.record_monitor(&runtime, changes);
+                    self.record(
+                        "stop-pod",
+                        format!("pod/{namespace}/{name}"),
+                        "deletion requested".into(),
+                    );
+                }
+                self.pods.insert(uid.clone(), runtime);
+            }
+            if self.faults.stuck_terminating.contains(&group_of(pod)) {
+                continue;
+            }
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if node.is_some_and(|n| self.nodes.is_down(n)) {
+                // No kubelet to confirm: the pod stays Terminating until the node is back.
+                continue;
+            }
+            let gone = match self.api.finish_pod_deletion(&namespace, &name) {
+                Ok(gone) => gone,
+                Err(e) if e.code == 404 => true,
+                Err(e) => {
+                    return Err(api_error(
+                        "kubelet",
+                        "finish deletion of",
+                        format!("pod/{namespace}/{name}"),
+                    )(e));
+                }
+            };
+            if gone && let Some(runtime) = self.pods.remove(&uid) {
+                self.tear_down(runtime).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds Pending pods to nodes.
+    pub(super) fn schedule(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+        let mut placed: Vec<PlacedPod> = pods
+            .iter()
+            .filter(|p| !is_terminal(p))
+            .filter_map(|p| {
+                Some(PlacedPod {
+                    namespace: p.metadata.namespace.clone().unwrap_or_default(),
+                    labels: p.metadata.labels.clone().unwrap_or_default(),
+                    node: p.spec.as_ref()?.node_name.clone()?,
+                })
+            })
+            .collect();
+        let exclusive = self.options.nodes.is_none();
+        for pod in pods {
+            let spec = pod.spec.as_ref();
+            if spec.is_some_and(|s| s.node_name.is_some())
+                || pod.metadata.deletion_timestamp.is_some()
+                || is_terminal(pod)
+            {
+                continue;
+            }
+            let (namespace, name) = pod_name(pod);
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let mut choice = if self.faults.pod_pending.contains(&group_of(pod)) {
+                Err(scheduler::Unschedulable(
+                    "0/0 nodes are available: the pod is held pending (fault)".into(),
+                ))
+            } else {
+                scheduler::choose_node(pod, &self.node_views()?, &placed, exclusive)
+            };
+            if choice.is_err() && exclusive && !self.faults.pod_pending.contains(&group_of(pod)) {
+                let node = self.nodes.add(&self.api)?;
+                self.record(
+                    "add-node",
+                    format!("node/{node}"),
+                    format!("for pod {namespace}/{name}"),
+                );
+                choice = scheduler::choose_node(pod, &self.node_views()?, &placed, exclusive);
+            }
+            match choice {
+                Ok(node) => {
+                    match self
+                        .api
+                        .bind_pod_as(SCHEDULER_ACTOR, &namespace, &name, &node)
+                    {
+                        Ok(()) => {}
+                        // Deleted or bound meanwhile: nothing to schedule.
+                        Err(e) if e.code == 404 || e.code == 409 => continue,
+                        Err(e) => {
+                            return Err(api_error(
+                                SCHEDULER_ACTOR,
+                                "bind",
+                                format!("pod/{namespace}/{name}"),
+                            )(e));
+                        }
+                    }
+                    self.unschedulable.remove(&uid);
+                    placed.push(PlacedPod {
+                        namespace: namespace.clone(),
+                        labels: pod.metadata.labels.clone().unwrap_or_default(),
+                        node: node.clone(),
+                    });
+                    self.record("schedule", format!("pod/{namespace}/{name}"), node);
+                }
+                Err(scheduler::Unschedulable(message)) => {
+                    if self.unschedulable.get(&uid) == Some(&message) {
+                        continue;
+                    }
+                    let key = ResourceKey::new("", "v1", "pods", &namespace, &name);
+                    let status = json!({"status": {"phase": "Pending", "conditions": [{
+                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": message, "lastTransitionTime": self.now().to_string(),
+                    }]}});
+                    patch(&self.api, SCHEDULER_ACTOR, &key, &status, true)?;
+                    self.unschedulable.insert(uid, message.clone());
+                    self.record("unschedulable", format!("pod/{namespace}/{name}"), message);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn node_views(&self) -> Result<Vec<NodeView>, WorldError> {
+        let nodes: Vec<Node> = self.api.list_typed(None)?;
+        Ok(self
+            .nodes
+            .names()
+            .iter()
+            .map(|name| {
+                let node = nodes
+                    .iter()
+                    .find(|n| n.metadata.name.as_deref() == Some(name));
+                NodeView {
+                    name: name.clone(),
+                    labels: node
+                        .and_then(|n| n.metadata.labels.clone())
+                        .unwrap_or_default(),
+                    taints: node
+                        .and_then(|n| n.spec.as_ref()?.taints.clone())
+                        .unwrap_or_default(),
+                    unschedulable: node
+                        .and_then(|n| n.spec.as_ref()?.unschedulable)
+                        .unwrap_or(false),
+                }
+            })
+            .collect())
+    }
+
+    /// Binds new claims, adds and removes the protection finalizer, and forgets the data
+    /// of claims that are gone.
+    pub(super) fn sync_pvcs(&mut self) -> Result<(), WorldError> {
+        let mut pvcs: Vec<PersistentVolumeClaim> = self.api.list_typed(None)?;
+        pvcs.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
+        let pods: Vec<Pod> = self.api.list_typed(None)?;
+        for pvc in &pvcs {
+            let namespace = pvc.metadata.namespace.clone().unwrap_or_default();
+            let name = pvc.metadata.name.clone().unwrap_or_default();
+            let key = ResourceKey::new("", "v1", "persistentvolumeclaims", &namespace, &name);
+            let finalizers = pvc.metadata.finalizers.clone().unwrap_or_default();
+            let protected = finalizers.iter().any(|f| f == PVC_PROTECTION_FINALIZER);
+            let target = format!("pvc/{namespace}/{name}");
+            if pvc.metadata.deletion_timestamp.is_none() {
+                if !protected {
+                    let mut list = finalizers.clone();
+                    list.push(PVC_PROTECTION_FINALIZER.to_owned());
+                    patch(
+                        &self.api,
+                        CONTROLLER_MANAGER_ACTOR,
+                        &key,
+                        &json!({"metadata": {"finalizers": list}}),
+                        false,
+                    )?;
+                    self.record("protect", target.clone(), PVC_PROTECTION_FINALIZER.into());
+                }
+                let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
+                if phase != Some("Bound") {
+                    let requests = pvc
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.resources.as_ref()?.requests.clone())
+                        .unwrap_or_default();
+                    let modes = pvc
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.access_modes.clone())
+                        .unwrap_or_default();
+                    let status = json!({"status": {"phase": "Bound", "capacity": requests, "accessModes": modes}});
+                    patch(&self.api, CONTROLLER_MANAGER_ACTOR, &key, &status, true)?;
+                    self.record("bind", target, String::new());
+                }
+            } else if protected {
+                let in_use = pods.iter().filter(|p| !is_terminal(p)).any(|p| {
+                    p.metadata.namespace.as_deref() == Some(&namespace)
+                        && p.spec
+                            .iter()
+                            .flat_map(|s| s.volumes.iter().flatten())
+                            .any(|v| {
+                                v.persistent_volume_claim
+                                    .as_ref()
+                                    .is_some_and(|c| c.claim_name == name)
+                            })
+                });
+                if !in_use {
+                    let list: Vec<String> = finalizers
+                        .into_iter()
+                        .filter(|f| f != PVC_PROTECTION_FINALIZER)
+                        .collect();
+                    patch(
+                        &self.api,
+                        CONTROLLER_MANAGER_ACTOR,
+                        &key,
+                        &json!({"metadata": {"finalizers": list}}),
+                        false,
+                    )?;
+                    self.record("unprotect", target, "no pod uses the claim".into());
+                }
+            }
+        }
+        // Claims that are gone take their data with them.
+        let live: BTreeSet<String> = pvcs.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        let gone: Vec<String> = self
+            .pvc_processes
+            .keys()
+            .filter(|u| !live.contains(*u))
+            .cloned()
+            .collect();
+        for uid in gone {
+            let addresses = self.pvc_processes.remove(&uid).unwrap_or_default();
+            let running: BTreeSet<_> = self
+                .pods
+                .values()
+                .flat_map(|r| r.monitor.iter().flat_map(|m| m.running().values()))
+                .map(|p| p.launch.address.clone())
+                .collect();
+            for address in addresses.iter().filter(|a| !running.contains(*a)) {
+                self.host.remove_process(address);
+            }
+            self.record(
+                "remove-volume",
+                format!("pvc-uid/{uid}"),
+                format!("{} process(es) forgotten", addresses.len()),
+            );
+        }
+        let dir = self.root.path().join("pvcs");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !live.iter().any(|uid| name.ends_with(&format!("_{uid}"))) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Restarts the processes the operator killed, from the current conf.
+    pub(super) fn restart_killed(&mut self) {
+        let kills = self.host.take_kill_requests();
+        for address in kills {
+            let mut handled = false;
+            let uids: Vec<String> = self.pods.keys().cloned().collect();
+            for uid in uids {
+                let Some(mut runtime) = self.pods.remove(&uid) else {
+                    continue;
+                };
+                let changes = runtime
+                    .monitor
+                    .as_mut()
+                    .and_then(|m| m.restart(&address, self.host.as_ref()));
+                if let Some(changes) = changes {
+                    handled = true;
+                    self.record(
+                        "kill",
+                        format!("process/{address}"),
+                        format!("restarting in pod/{}/{}", runtime.namespace, runtime.name),
+                    );
+                    self.record_monitor(&runtime, changes);
+                }
+                self.pods.insert(uid, runtime);
+            }
+            if !handled {
+                self.record(
+                    "kill",
+                    format!("process/{address}"),
+                    "no running process at that address".into(),
+                );
+            }
+        }
+    }
+
+    /// Rebuilds the DNS records from the running pods and headless services.
+    pub(super) fn rebuild_dns(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+        let services: Vec<Service> = self.api.list_typed(None)?;
+        let headless: Vec<(String, String)> = services
+            .iter()
+            .filter(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some("None"))
+            .map(|s| {
+                (
+                    s.metadata.namespace.clone().unwrap_or_default(),
+                    s.metadata.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let records: Vec<DnsPod> = pods
+            .iter()
+            .filter_map(|pod| {
+                let runtime = self.pods.get(pod.metadata.uid.as_deref()?)?;
+                if runtime.phase != PodPhase::Running {
+                    return None;
+                }
+                let spec = pod.spec.as_ref()?;
+                Some(DnsPod {
+                    namespace: runtime.namespace.clone(),
+                    hostname: spec.hostname.clone()?,
+                    subdomain: spec.subdomain.clone()?,
+                    ip: runtime.ip?.into(),
+                })
+            })
+            .collect();
+        if self.dns.rebuild(&records, &headless) {
+            self.record(
+                "dns",
+                "dns/cluster.local".into(),
+                format!("{} record(s)", self.dns.records().len()),
+            );
+        }
+        Ok(())
+    }
+}

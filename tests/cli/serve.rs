@@ -1,0 +1,263 @@
+//! `fdb-operator simulate --serve`: the real `kubectl` (Debian's `kubernetes-client`,
+//! installed here when missing and apt can) looks around a served world and changes it;
+//! SIGTERM stops the run, which then writes its result.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{fdb_operator, repo_file};
+
+/// A running `fdb-operator simulate --serve`, killed if the test fails.
+struct Served {
+    child: Option<Child>,
+    kubeconfig: PathBuf,
+    result: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(scenario: &Path, speed: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let result = dir.path().join("result.json");
+        let child = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
+            .args([
+                "simulate",
+                scenario.to_str().unwrap(),
+                "--serve",
+                "127.0.0.1:0",
+            ])
+            .args([
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--speed",
+                speed,
+            ])
+            .args(["--output", result.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut served = Self {
+            child: Some(child),
+            kubeconfig,
+            result,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while !served.kubeconfig.exists() {
+            if let Some(status) = served.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("simulate --serve exited before serving: {status}");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "no kubeconfig after 300 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        served
+    }
+
+    /// SIGTERM, then the exit status and the result document.
+    fn stop(mut self) -> (Option<i32>, serde_json::Value) {
+        let mut child = self.child.take().unwrap();
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        let result = std::fs::read_to_string(&self.result).unwrap();
+        (status.code(), serde_json::from_str(&result).unwrap())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `kubectl`, installed from Debian's `kubernetes-client` when missing; `None` (the test
+/// is skipped, saying why) only where there is no apt to install it with.
+fn kubectl() -> Option<PathBuf> {
+    let found = |name: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    };
+    if let Some(path) = found("kubectl") {
+        return Some(path);
+    }
+    if found("apt-get").is_none() {
+        eprintln!("SKIPPED: kubectl is not installed and there is no apt-get to install it");
+        return None;
+    }
+    let sudo = if found("sudo").is_some() { "sudo " } else { "" };
+    let install = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "{sudo}apt-get update -q && {sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kubernetes-client"
+            ),
+        ])
+        .status()
+        .unwrap();
+    assert!(
+        install.success(),
+        "apt-get install kubernetes-client failed"
+    );
+    Some(found("kubectl").expect("kubernetes-client installed no kubectl"))
+}
+
+fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(kubectl)
+        .env("KUBECONFIG", kubeconfig)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let output = run(kubectl, kubeconfig, args);
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Waits (wall clock) until `kubectl args` prints something that satisfies `done`.
+fn eventually(kubectl: &Path, kubeconfig: &Path, args: &[&str], done: impl Fn(&str) -> bool) {
+    let started = Instant::now();
+    loop {
+        let out = ok(kubectl, kubeconfig, args);
+        if done(&out) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "kubectl {args:?} never got there; last output:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn real_kubectl_reads_changes_and_watches_a_served_world() {
+    let Some(kubectl) = kubectl() else { return };
+    let served = Served::start(&repo_file("docs/examples/quickstart.yaml"), "30");
+    let config = served.kubeconfig.clone();
+
+    let listing = ok(
+        &kubectl,
+        &config,
+        &["get", "foundationdbclusters,pods,pvc", "-A"],
+    );
+    assert!(listing.contains("foundationdbcluster.apps.foundationdb.org/sample"));
+    assert!(listing.contains("pod/sample-storage-1") && listing.contains("Running"));
+    assert!(listing.contains("persistentvolumeclaim/sample-storage-1-data"));
+    let crds = ok(&kubectl, &config, &["get", "crd"]);
+    assert!(crds.contains("foundationdbclusters.apps.foundationdb.org"));
+
+    let described = ok(&kubectl, &config, &["describe", "pod", "sample-storage-1"]);
+    assert!(described.contains("foundationdb.org/fdb-process-group-id=storage-1"));
+    let described = ok(&kubectl, &config, &["describe", "fdb", "sample"]);
+    assert!(described.contains("Running Version"));
+
+    // A watch started now must see the pod deleted below.
+    let watch = Command::new(&kubectl)
+        .env("KUBECONFIG", &config)
+        .args(["get", "pods", "-w", "--request-timeout=60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let deleted = ok(&kubectl, &config, &["delete", "pod", "sample-stateless-2"]);
+    assert!(deleted.contains("deleted"));
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = Command::new("kill")
+        .args([&watch.id().to_string()])
+        .status();
+    let watched = String::from_utf8(watch.wait_with_output().unwrap().stdout).unwrap();
+    assert!(
+        watched
+            .lines()
+            .any(|l| l.starts_with("sample-stateless-2") && l.contains("Terminating")),
+        "the watch saw no deletion:\n{watched}"
+    );
+    // The operator replaces the deleted pod.
+    eventually(
+        &kubectl,
+        &config,
+        &["get", "pod", "sample-stateless-2"],
+        |out| out.contains("Running"),
+    );
+
+    // `kubectl apply` of a changed manifest: the operator adds the storage process.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata:\n  name: sample\n  namespace: default\nspec:\n  version: 7.1.57\n  databaseConfiguration:\n    redundancy_mode: double\n  processCounts:\n    storage: 5\n    cluster_controller: 1\n",
+    )
+    .unwrap();
+    let applied = ok(
+        &kubectl,
+        &config,
+        &["apply", "-f", manifest.to_str().unwrap()],
+    );
+    assert!(applied.contains("configured"), "{applied}");
+    eventually(&kubectl, &config, &["get", "pods"], |out| {
+        out.lines()
+            .any(|l| l.starts_with("sample-storage-5") && l.contains("Running"))
+    });
+    eventually(
+        &kubectl,
+        &config,
+        &[
+            "get",
+            "fdb",
+            "sample",
+            "-o",
+            "jsonpath={.metadata.generation}/{.status.generations.reconciled}",
+        ],
+        |out| out == "2/2",
+    );
+
+    let (code, result) = served.stop();
+    assert_eq!(code, Some(0), "violations: {}", result["violations"]);
+    let last = result["steps"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["step"]["serve"]["seconds"].as_u64().unwrap() > 0);
+    assert!(
+        last["pods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "sample-storage-5")
+    );
+}
+
+#[test]
+fn serving_a_non_loopback_address_is_refused() {
+    let output = fdb_operator(&[
+        "simulate",
+        repo_file("docs/examples/quickstart.yaml").to_str().unwrap(),
+        "--serve",
+        "0.0.0.0:8001",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+}
