@@ -307,3 +307,21 @@ fn a_crash_looping_group_is_not_replaced_and_is_restored_when_removed_from_the_s
     );
     assert!(reports(result.steps.last().unwrap()));
 }
+
+#[test]
+fn a_single_redundancy_cluster_rolls_one_zone_at_a_time() {
+    let result = run_file("rollouts/single-env-rollout.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+    // Every storage pod was deleted (PVC kept), each in its own pass.
+    let deletions: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "delete" && e.target.starts_with("pod/sample-storage"))
+        .collect();
+    assert_eq!(deletions.len(), 3, "{deletions:?}");
+    assert!(
+        deletions.windows(2).all(|w| w[0].time < w[1].time),
+        "{deletions:?}"
+    );
+}

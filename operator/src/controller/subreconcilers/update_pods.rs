@@ -89,6 +89,10 @@ pub enum Deletion {
         /// The zone to put in maintenance first (storage batches with the maintenance
         /// mode), unless it already is.
         maintenance_zone: Option<String>,
+        /// How the rollout stands after this batch, for the progress line: zones left
+        /// and, with single redundancy, that the batch's data is unavailable until its
+        /// pods return.
+        progress: String,
     },
 }
 
@@ -255,8 +259,10 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         let zone = zones.remove(position);
         zones.insert(0, zone);
     }
+    let budget = safety::zone_budget(snapshot);
+    let zones_total = zones.len();
     let max_zones = match mode {
-        DeletionMode::All if !maintenance_mode => safety::zone_budget(snapshot).remaining().max(1),
+        DeletionMode::All if !maintenance_mode => budget.remaining().max(1),
         _ => 1,
     };
     let chosen: Vec<String> = zones.into_iter().take(max_zones).collect();
@@ -305,10 +311,19 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         }
         _ => None,
     };
+    let left = zones_total.saturating_sub(chosen.len());
+    let progress = if budget.one_zone_at_a_time {
+        format!(
+            "single redundancy: one zone at a time, its data unavailable until its pods return; {left} more zones to update after this one"
+        )
+    } else {
+        format!("{left} more zones to update after this batch")
+    };
     Deletion::Delete {
         pods,
         zones: chosen,
         maintenance_zone,
+        progress,
     }
 }
 
@@ -324,6 +339,7 @@ async fn delete_pods(
     pods: Vec<PodToDelete>,
     zones: Vec<String>,
     maintenance_zone: Option<String>,
+    progress: String,
 ) -> Result<StepOutcome, StepError> {
     if let Some(outcome) =
         locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::DeletePods, |refusal| {
@@ -377,7 +393,7 @@ async fn delete_pods(
     Ok(StepOutcome::Requeue {
         delay: ctx.settings.kube_wait,
         reason: format!(
-            "deleted {} pods of zone {} to update their spec; waiting for them to come back",
+            "deleted {} pods of zone {} to update their spec ({progress}); waiting for them to come back",
             pods.len(),
             zones.join(", ")
         ),
@@ -456,7 +472,8 @@ impl Subreconciler for UpdatePods {
                     pods,
                     zones,
                     maintenance_zone,
-                } => delete_pods(ctx, snapshot, io, pods, zones, maintenance_zone).await,
+                    progress,
+                } => delete_pods(ctx, snapshot, io, pods, zones, maintenance_zone, progress).await,
             }
         }
         .instrument(tracing::info_span!("UpdatePods"))
