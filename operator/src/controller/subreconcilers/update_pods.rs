@@ -204,10 +204,17 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     if mode == DeletionMode::None {
         return Deletion::Disabled(candidates.into_iter().map(|(_, p)| p.group).collect());
     }
-    if let Some(terminating) = snapshot
-        .pods()
-        .find(|p| p.metadata.deletion_timestamp.is_some())
-    {
+    // A pod stuck terminating past `ignoreTerminatingPodsSeconds` holds nothing back
+    // any more (issue 25): its group counts as down in the zone budget, which then
+    // decides what else may go.
+    let ignore_after = options.ignore_terminating_pods_seconds();
+    let now = snapshot.now_unix();
+    if let Some(terminating) = snapshot.pods().find(|p| {
+        p.metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_some_and(|since| now - since.0.as_second() <= ignore_after)
+    }) {
         return Deletion::Wait(format!(
             "{} pods need an update; waiting for pod {} to finish terminating",
             candidates.len(),
