@@ -325,3 +325,26 @@ fn a_single_redundancy_cluster_rolls_one_zone_at_a_time() {
         "{deletions:?}"
     );
 }
+
+#[test]
+fn a_process_that_survives_the_knob_restart_gets_its_pod_recreated_instead_of_a_second_kill() {
+    let result = run_file("rollouts/knob-ignore-kill.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(
+        admin_events(&result, "kill").len(),
+        1,
+        "one cluster-wide kill"
+    );
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.action == "delete" && e.target == "pod/sample-stateless-2")
+    );
+    let last = result.steps.last().unwrap();
+    assert!(
+        processes(last)
+            .iter()
+            .all(|p| p["commandLine"].as_str().unwrap().contains(KNOB))
+    );
+}
