@@ -49,6 +49,34 @@ fn killing_two_storage_zones_at_once_is_caught() {
 }
 
 #[test]
+fn an_operator_storm_with_a_fault_in_the_middle_is_still_caught() {
+    assert_caught(
+        "rolling-delete-stateless-then-fault",
+        "unavailable-by-operator",
+    );
+}
+
+/// Blamed on the operator before issue 26: the outage began in the second of the
+/// operator's (harmless) exclusion, though a fault stopped the processes.
+#[test]
+fn a_fault_right_after_a_harmless_operator_action_is_not_blamed_on_the_operator() {
+    assert_passes("fault-after-harmless-exclusion");
+}
+
+#[test]
+fn restarting_two_zones_at_once_in_single_redundancy_is_caught() {
+    assert_caught("single-kill-two-zones", "fault-tolerance-exceeded");
+}
+
+#[test]
+fn restarting_one_zone_in_single_redundancy_passes() {
+    let result = assert_passes("single-delete-one-zone");
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "the expect held");
+    assert_eq!(last.fdb["lostShards"], 0, "unavailable, never lost");
+}
+
+#[test]
 fn restarting_one_process_on_an_incompatible_version_is_caught() {
     assert_caught("incompatible-restart", "mixed-version-bounce");
 }

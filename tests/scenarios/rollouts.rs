@@ -307,3 +307,44 @@ fn a_crash_looping_group_is_not_replaced_and_is_restored_when_removed_from_the_s
     );
     assert!(reports(result.steps.last().unwrap()));
 }
+
+#[test]
+fn a_single_redundancy_cluster_rolls_one_zone_at_a_time() {
+    let result = run_file("rollouts/single-env-rollout.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+    // Every storage pod was deleted (PVC kept), each in its own pass.
+    let deletions: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "delete" && e.target.starts_with("pod/sample-storage"))
+        .collect();
+    assert_eq!(deletions.len(), 3, "{deletions:?}");
+    assert!(
+        deletions.windows(2).all(|w| w[0].time < w[1].time),
+        "{deletions:?}"
+    );
+}
+
+#[test]
+fn a_process_that_survives_the_knob_restart_gets_its_pod_recreated_instead_of_a_second_kill() {
+    let result = run_file("rollouts/knob-ignore-kill.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(
+        admin_events(&result, "kill").len(),
+        1,
+        "one cluster-wide kill"
+    );
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.action == "delete" && e.target == "pod/sample-stateless-2")
+    );
+    let last = result.steps.last().unwrap();
+    assert!(
+        processes(last)
+            .iter()
+            .all(|p| p["commandLine"].as_str().unwrap().contains(KNOB))
+    );
+}

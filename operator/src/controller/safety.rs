@@ -442,11 +442,19 @@ pub struct ZoneBudget {
     pub reported: Option<usize>,
     /// The zones down now.
     pub down: Vec<ZoneDown>,
+    /// The redundancy mode keeps one copy (`single`): it tolerates no zone failure, yet
+    /// a planned restart of one zone at a time leaves that zone's data unavailable, not
+    /// lost, so one zone may go down while none is (the Go operator's desired fault
+    /// tolerance of 0). Off when `maxZonesWithUnavailablePods` is 0.
+    pub one_zone_at_a_time: bool,
 }
 
 impl ZoneBudget {
     /// How many more zones may go down now.
     pub fn remaining(&self) -> usize {
+        if self.one_zone_at_a_time {
+            return usize::from(self.down.is_empty());
+        }
         let ours = self.tolerated.saturating_sub(self.down.len());
         self.reported.map_or(ours, |reported| ours.min(reported))
     }
@@ -481,6 +489,7 @@ pub fn group_zone(group: &GroupView<'_>) -> String {
 pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
     let spec = snapshot.spec();
     let mut tolerated = usize::try_from(fault_tolerance(&spec.redundancy_mode())).unwrap_or(0);
+    let one_zone_at_a_time = tolerated == 0 && spec.max_zones_with_unavailable_pods != Some(0);
     if let Some(max) = spec.max_zones_with_unavailable_pods {
         tolerated = tolerated.min(usize::try_from(max).unwrap_or(0));
     }
@@ -510,6 +519,7 @@ pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
             .into_iter()
             .map(|(zone, groups)| ZoneDown { zone, groups })
             .collect(),
+        one_zone_at_a_time,
     }
 }
 
@@ -517,6 +527,11 @@ pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
 /// down cost nothing more, every other zone costs one of [`ZoneBudget::remaining`].
 pub fn may_take_down(snapshot: &ClusterSnapshot, zones: &BTreeSet<String>) -> Result<(), Refusal> {
     let budget = zone_budget(snapshot);
+    if budget.one_zone_at_a_time && budget.down.is_empty() && !zones.is_empty() {
+        // Single redundancy: the zone's data is unavailable until it returns, so the
+        // next zone waits until every shard has its replica again.
+        available_and_healthy(snapshot)?;
+    }
     let already: BTreeSet<&str> = budget.down.iter().map(|z| z.zone.as_str()).collect();
     let requested: Vec<String> = zones
         .iter()

@@ -202,6 +202,40 @@ fn the_fault_tolerance_budget_counts_zones_already_down() {
 }
 
 #[test]
+fn single_redundancy_takes_down_one_zone_at_a_time() {
+    const SINGLE: &str = "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}}";
+    let mut db = reporting(&["storage-1", "storage-2", "storage-3"]);
+    let tolerance = &mut db.cluster.fault_tolerance;
+    tolerance.max_zone_failures_without_losing_data = Some(0);
+    tolerance.max_zone_failures_without_losing_availability = Some(0);
+    let healthy = three_zones(SINGLE, &[true, true, true])
+        .database(db.clone())
+        .build();
+    let budget = zone_budget(&healthy);
+    assert_eq!((budget.tolerated, budget.remaining()), (0, 1));
+    assert_eq!(may_take_down(&healthy, &zones(&["n1"])), Ok(()));
+    assert!(may_take_down(&healthy, &zones(&["n1", "n2"])).is_err());
+    // A zone still down: the next waits.
+    let degraded = three_zones(SINGLE, &[true, false, true])
+        .database(db.clone())
+        .build();
+    assert!(may_take_down(&degraded, &zones(&["n1"])).is_err());
+    // Data still moving back: the next waits for every shard's replica.
+    db.client.database_status.healthy = Some(false);
+    db.cluster.data.state.name = Some("missing_data".into());
+    let unhealthy = three_zones(SINGLE, &[true, true, true])
+        .database(db.clone())
+        .build();
+    assert!(may_take_down(&unhealthy, &zones(&["n1"])).is_err());
+    let capped = three_zones(
+        "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}, maxZonesWithUnavailablePods: 0}",
+        &[true, true, true],
+    )
+    .build();
+    assert!(may_take_down(&capped, &zones(&["n1"])).is_err());
+}
+
+#[test]
 fn the_database_reported_tolerance_caps_the_budget() {
     let mut db = reporting(&["storage-1", "storage-2", "storage-3"]);
     db.cluster

@@ -36,6 +36,9 @@ impl Runner {
     ) -> Result<StepOutcomeSummary, RunError> {
         let before = self.track()?;
         let events_before = self.log.len();
+        if actor == Actor::User {
+            self.disrupted_by_others();
+        }
         self.log.set_actor(match actor {
             Actor::Operator => LogActor::ActAsOperator,
             Actor::User => LogActor::User,

@@ -132,7 +132,9 @@ pub struct Runner {
     last_pass_at: Option<Timestamp>,
     /// The last pass reported Reconciled and nothing woke the operator since.
     last_pass_reconciled: bool,
-    /// Operator actions (unix time, whether a cluster-wide kill), for outage attribution.
+    /// Operator actions (unix time, whether its outage may last a restart plus a recovery:
+    /// a cluster-wide kill, or a storage restart in single redundancy), for outage
+    /// attribution.
     operator_actions: Vec<(i64, bool)>,
     /// The clients connected to the database (scenario and faults).
     clients: Vec<ClientInfo>,

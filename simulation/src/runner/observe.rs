@@ -231,21 +231,52 @@ impl Runner {
             && deleted_pods.is_empty()
             && deleted_pvcs.is_empty()
             && !evictions;
+        let mode_tolerance = self.cluster_object().map_or(1, |cluster| {
+            usize::try_from(fault_tolerance(&cluster.spec.redundancy_mode())).unwrap_or(0)
+        });
+        // In single redundancy a storage restart leaves that zone's data without a live
+        // replica until the process is back: like the bounce's kill, it may last a
+        // restart plus a recovery.
+        let single_zone_restart = mode_tolerance == 0
+            && after
+                .storage_zones_down
+                .difference(&before.service.storage_zones_down)
+                .next()
+                .is_some();
         if as_operator && acted && !only_the_bounce {
-            let tolerance = self.cluster_object().map_or(1, |cluster| {
-                usize::try_from(fault_tolerance(&cluster.spec.redundancy_mode())).unwrap_or(0)
-            });
+            // Single redundancy tolerates no zone failure, but one zone restarted on
+            // purpose leaves its data unavailable until it returns, not lost (the Go
+            // operator rolls such clusters one zone at a time): one zone out of service
+            // is within bounds there, two at once are not.
+            let tolerance = mode_tolerance.max(1);
             self.monitor
                 .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
         }
         if as_operator && acted {
-            self.operator_actions
-                .push((self.now().as_second(), cluster_wide_kill));
+            self.operator_actions.push((
+                self.now().as_second(),
+                cluster_wide_kill || single_zone_restart,
+            ));
         }
         self.monitor
             .check_lost_shards(time, pass, before.lost_shards, lost, by);
         self.check_outages();
         Ok(())
+    }
+
+    /// A fault or the user is about to stop something. While the database is
+    /// available, the operator's actions of the last second have caused no outage: one
+    /// that begins now is the fault's or the user's, so those actions leave the
+    /// attribution window (an outage already open stays with whoever began it).
+    pub(super) fn disrupted_by_others(&mut self) {
+        let open = fdb_bridge::outages(&self.fdb)
+            .last()
+            .is_some_and(|outage| outage.end.is_none());
+        if open {
+            return;
+        }
+        let now = self.now().as_second();
+        self.operator_actions.retain(|(at, _)| now - *at > 1);
     }
 
     /// Judges outages so far against the operator's actions.

@@ -487,6 +487,16 @@ impl Runner {
     }
 
     async fn inject(&mut self, fault: &Fault) -> Result<(), RunError> {
+        if !matches!(
+            fault,
+            Fault::ApiConflicts { .. }
+                | Fault::FdbcliTimeouts { .. }
+                | Fault::ClientConnected { .. }
+                | Fault::ClientDisconnected { .. }
+                | Fault::SlowRecovery { .. }
+        ) {
+            self.disrupted_by_others();
+        }
         match fault {
             Fault::ApiConflicts { rate } => {
                 self.api

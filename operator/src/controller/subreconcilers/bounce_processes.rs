@@ -95,6 +95,15 @@ pub enum BounceDecision {
     WaitForRemovals(String),
     /// Kill these targets with one command.
     Kill(Vec<KillTarget>),
+    /// These groups' processes survived the last cluster-wide restart (they ignore
+    /// kills): delete the pod of the first, within the zone budget, instead of killing
+    /// every process again.
+    RecreatePods {
+        /// The surviving groups, the pod of the first is deleted.
+        groups: Vec<String>,
+        /// The pod to delete.
+        pod: String,
+    },
 }
 
 /// Whether the group is listed in `buggify.ignoreDuringRestart` (process group IDs, as
@@ -202,6 +211,10 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
     if targets.is_empty() {
         return BounceDecision::Nothing;
     }
+    let survived = survivors(snapshot, &targets);
+    if !survived.is_empty() {
+        return plan_recreate(snapshot, survived);
+    }
     if let Some(pinned) = pinned_group(snapshot) {
         return plan_zone_kill(snapshot, targets, &pinned);
     }
@@ -249,6 +262,107 @@ pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> Bounce
         return BounceDecision::Wait(describe_wait(&groups, &refusal));
     }
     BounceDecision::Kill(targets)
+}
+
+/// Slack, in seconds, between a process's start and the recovery its restart caused.
+const RESTART_SLACK_SECONDS: f64 = 10.0;
+
+/// The targets (outdated command line only) whose processes survived the last
+/// cluster-wide restart: they have run since before the last recovery, while every
+/// other reporting process started after it. Killing every process again would not
+/// restart them either (a process that ignores kills); their pods are recreated.
+fn survivors(snapshot: &ClusterSnapshot, targets: &[KillTarget]) -> Vec<String> {
+    if targets
+        .iter()
+        .any(|t| t.reason != KillReason::IncorrectCommandLine)
+    {
+        return Vec::new();
+    }
+    let Ok(db) = safety::database(snapshot) else {
+        return Vec::new();
+    };
+    let Some(since_recovery) = db.cluster.recovery_state.seconds_since_last_recovered else {
+        return Vec::new();
+    };
+    let targeted: BTreeSet<String> = targets
+        .iter()
+        .flat_map(|t| t.addresses.iter().map(ToString::to_string))
+        .collect();
+    let mut restarted_others = 0;
+    let mut old_targets = BTreeSet::new();
+    for process in db.cluster.processes.values() {
+        let (Some(address), Some(uptime)) = (&process.address, process.uptime_seconds) else {
+            continue;
+        };
+        let older = uptime > since_recovery + RESTART_SLACK_SECONDS;
+        match (targeted.contains(&address.to_string()), older) {
+            (false, true) => return Vec::new(),
+            (false, false) => restarted_others += 1,
+            (true, true) => {
+                old_targets.insert(address.to_string());
+            }
+            (true, false) => {}
+        }
+    }
+    if restarted_others == 0 {
+        return Vec::new();
+    }
+    targets
+        .iter()
+        .filter(|t| {
+            t.addresses
+                .iter()
+                .all(|a| old_targets.contains(&a.to_string()))
+        })
+        .map(|t| t.group.clone())
+        .collect()
+}
+
+/// Recreating the pod of the first survivor: gated like any pod deletion (available,
+/// within the zone budget, not a coordinator's pod, no pod terminating).
+fn plan_recreate(snapshot: &ClusterSnapshot, groups: Vec<String>) -> BounceDecision {
+    let Some(group) = groups.first().and_then(|id| snapshot.group(id)) else {
+        return BounceDecision::Nothing;
+    };
+    let why = format!(
+        "{} survived the last restart of every process (they ignore kills); their pods are recreated one at a time",
+        abbreviate(&groups)
+    );
+    if let Some(held) = held_before_any_kill(snapshot, &groups) {
+        return held;
+    }
+    let Some(pod) = group
+        .pod
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    else {
+        return BounceDecision::Wait(format!("{why}; waiting for the pod of {}", group.id()));
+    };
+    if let Some(coordinator) = placement::hosted_coordinator(snapshot, &group) {
+        return BounceDecision::Wait(format!(
+            "{why}; {} hosts coordinator {coordinator}, which must move first",
+            group.id()
+        ));
+    }
+    if let Some(terminating) = snapshot
+        .pods()
+        .find(|p| p.metadata.deletion_timestamp.is_some())
+    {
+        return BounceDecision::Wait(format!(
+            "{why}; waiting for pod {} to finish terminating",
+            kube::ResourceExt::name_any(terminating)
+        ));
+    }
+    let zones = BTreeSet::from([safety::group_zone(&group)]);
+    let gates = safety::available(snapshot)
+        .and_then(|()| safety::may_take_down(snapshot, &zones))
+        .and_then(|()| safety::minimum_uptime(snapshot));
+    if let Err(refusal) = gates {
+        return BounceDecision::Wait(format!("{why}; waiting: {refusal}"));
+    }
+    BounceDecision::RecreatePods {
+        pod: kube::ResourceExt::name_any(pod),
+        groups,
+    }
 }
 
 /// What holds every restart, whole-cluster or zone by zone: kills turned off by the
@@ -397,6 +511,9 @@ pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
             return Verdict::Wait(Wait::independent(WaitOn::Database, reason));
         }
         BounceDecision::Kill(targets) => targets,
+        BounceDecision::RecreatePods { groups, pod } => {
+            return recreate_pod(ctx, snapshot, io, &groups, &pod).await;
+        }
     };
     let addresses: Vec<ProcessAddress> = targets
         .iter()
@@ -434,6 +551,45 @@ pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
             format!("restarted {count} processes; waiting for them to report again"),
         )),
     )
+}
+
+/// Deletes the pod of a process that survived the restart of every process; AddPods
+/// recreates it (on its PVC) with the current configuration.
+async fn recreate_pod(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    groups: &[String],
+    pod: &str,
+) -> Result<StepOutcome, StepError> {
+    if let Some(outcome) =
+        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::DeletePods, |refusal| {
+            format!("waiting to recreate pod {pod}: {refusal}")
+        })
+        .await?
+    {
+        return Ok(outcome);
+    }
+    tracing::info!(%pod, "recreating the pod of a process that survived the restart");
+    io.delete::<k8s_openapi::api::core::v1::Pod>(ctx, pod, format!("delete pod {pod}"))
+        .await?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::ProcessesBounced,
+        "BounceProcesses",
+        format!(
+            "deleted pod {pod}: its processes survived the restart of every process ({} to recreate in all)",
+            groups.len()
+        ),
+    )
+    .await;
+    Ok(StepOutcome::Requeue {
+        delay: ctx.settings.kube_wait,
+        reason: format!(
+            "deleted pod {pod}, whose processes survived the restart of every process; waiting for it to come back"
+        ),
+    })
 }
 
 #[async_trait]

@@ -88,6 +88,10 @@ pub enum Deletion {
         /// The zone to put in maintenance first (storage batches with the maintenance
         /// mode), unless it already is.
         maintenance_zone: Option<String>,
+        /// How the rollout stands after this batch, for the progress line: zones left
+        /// and, with single redundancy, that the batch's data is unavailable until its
+        /// pods return.
+        progress: String,
     },
 }
 
@@ -199,10 +203,17 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     if mode == DeletionMode::None {
         return Deletion::Disabled(candidates.into_iter().map(|(_, p)| p.group).collect());
     }
-    if let Some(terminating) = snapshot
-        .pods()
-        .find(|p| p.metadata.deletion_timestamp.is_some())
-    {
+    // A pod stuck terminating past `ignoreTerminatingPodsSeconds` holds nothing back
+    // any more (issue 25): its group counts as down in the zone budget, which then
+    // decides what else may go.
+    let ignore_after = options.ignore_terminating_pods_seconds();
+    let now = snapshot.now_unix();
+    if let Some(terminating) = snapshot.pods().find(|p| {
+        p.metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_some_and(|since| now - since.0.as_second() <= ignore_after)
+    }) {
         return Deletion::Wait(format!(
             "{} pods need an update; waiting for pod {} to finish terminating",
             candidates.len(),
@@ -254,8 +265,10 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         let zone = zones.remove(position);
         zones.insert(0, zone);
     }
+    let budget = safety::zone_budget(snapshot);
+    let zones_total = zones.len();
     let max_zones = match mode {
-        DeletionMode::All if !maintenance_mode => safety::zone_budget(snapshot).remaining().max(1),
+        DeletionMode::All if !maintenance_mode => budget.remaining().max(1),
         _ => 1,
     };
     let chosen: Vec<String> = zones.into_iter().take(max_zones).collect();
@@ -304,10 +317,19 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         }
         _ => None,
     };
+    let left = zones_total.saturating_sub(chosen.len());
+    let progress = if budget.one_zone_at_a_time {
+        format!(
+            "single redundancy: one zone at a time, its data unavailable until its pods return; {left} more zones to update after this one"
+        )
+    } else {
+        format!("{left} more zones to update after this batch")
+    };
     Deletion::Delete {
         pods,
         zones: chosen,
         maintenance_zone,
+        progress,
     }
 }
 
@@ -333,6 +355,7 @@ fn delete_plan(
     pods: Vec<PodToDelete>,
     zones: Vec<String>,
     maintenance_zone: Option<String>,
+    progress: String,
 ) -> Plan {
     let zone_text = zones.join(", ");
     let recovery = batch_recovery(snapshot, &pods);
@@ -379,7 +402,7 @@ fn delete_plan(
     Plan::new(actions, format!("pods of zone {zone_text} need an update; ")).then(Wait::new(
         WaitOn::Kubernetes,
         format!(
-            "deleted {} pods of zone {zone_text} to update their spec; waiting for them to come back",
+            "deleted {} pods of zone {zone_text} to update their spec ({progress}); waiting for them to come back",
             pods.len()
         ),
     ))
@@ -458,8 +481,9 @@ impl Subreconciler for UpdatePods {
                     pods,
                     zones,
                     maintenance_zone,
+                    progress,
                 } => {
-                    let plan = delete_plan(snapshot, pods, zones, maintenance_zone);
+                    let plan = delete_plan(snapshot, pods, zones, maintenance_zone, progress);
                     let verdict = Verdict::Act(plan);
                     executor::execute(ctx, snapshot, io, facts, "UpdatePods", verdict).await
                 }

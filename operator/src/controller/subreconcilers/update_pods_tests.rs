@@ -128,15 +128,26 @@ fn deletion_modes() {
 
 #[test]
 fn a_terminating_pod_or_a_zone_already_down_blocks_deletions() {
-    let mut terminating = pod("sample-storage-9", "storage-9", "z9", "10.0.0.9");
-    terminating.metadata.deletion_timestamp =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            jiff::Timestamp::from_second(1).unwrap(),
-        ));
-    match decide(&fixture("version: 7.1.57").pods([terminating]).build()).deletion {
+    let terminating_since = |unix: i64| {
+        let mut terminating = pod("sample-storage-9", "storage-9", "z9", "10.0.0.9");
+        terminating.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::from_second(unix).unwrap(),
+            ));
+        terminating
+    };
+    // Terminating for 100 s (the fixture's clock is at 10 000).
+    let fresh = fixture("version: 7.1.57").pods([terminating_since(9_900)]);
+    match decide(&fresh.build()).deletion {
         Deletion::Wait(reason) => assert!(reason.contains("sample-storage-9"), "{reason}"),
         other => panic!("unexpected {other:?}"),
     }
+    // Stuck terminating past ignoreTerminatingPodsSeconds (600 s): it holds nothing back.
+    let stuck = fixture("version: 7.1.57").pods([terminating_since(1)]);
+    assert!(
+        matches!(decide(&stuck.build()).deletion, Deletion::Delete { .. }),
+        "a pod stuck terminating holds every pod update"
+    );
     // storage-2's processes are gone: zone z2 is down, so z1 may not go down too.
     let mut db = reporting(&["storage-1", "log-1", "stateless-1", "storage-3"]);
     db.cluster
