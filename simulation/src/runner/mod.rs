@@ -15,6 +15,7 @@ mod instances;
 mod observe;
 mod resources;
 mod rollout_progress;
+mod snapshot_boot;
 mod steps;
 
 use std::sync::Arc;
@@ -248,8 +249,13 @@ impl Runner {
             move |record: &WriteRecord| record_operator_write(&log, record)
         })));
         let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
+        if scenario.snapshot.is_some() {
+            // The captured nodes are the world's nodes.
+            world_options.nodes = None;
+            world_options.zones = None;
+        }
         world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-        let world = World::new(
+        let mut world = World::new(
             world_options,
             api.clone(),
             Arc::new(fdb.clone()),
@@ -305,7 +311,17 @@ impl Runner {
                 scenario::objects::in_namespace(object, &namespace),
             )?;
         }
-        api.create_as(USER_ACTOR, manifest)?;
+        match &scenario.snapshot {
+            Some(snapshot) => {
+                let line = snapshot_boot::boot(snapshot, &api, &mut world, &fdb).await?;
+                if let Some(progress) = &options.progress {
+                    progress(&line);
+                }
+            }
+            None => {
+                api.create_as(USER_ACTOR, manifest)?;
+            }
+        }
         for backup in &scenario.backups {
             let mut backup = backup.clone();
             if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -357,7 +373,18 @@ impl Runner {
     }
 
     /// Runs every step, then shuts the world down.
-    pub async fn run(mut self) -> Result<SimulationResult, RunError> {
+    pub async fn run(self) -> Result<SimulationResult, RunError> {
+        let (result, ()) = self.run_then(|_, _| async {}).await?;
+        Ok(result)
+    }
+
+    /// Runs every step, then hands the world's API server and database to `at_end`
+    /// (e.g. to capture a snapshot of the cluster as it ended), then shuts the world down.
+    pub async fn run_then<F, Fut, T>(mut self, at_end: F) -> Result<(SimulationResult, T), RunError>
+    where
+        F: FnOnce(FakeApiServer, SimulatedFdb) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
         let mut step_results = Vec::new();
         let specs = self.scenario.steps.clone();
         for (index, spec) in specs.iter().enumerate() {
@@ -402,8 +429,9 @@ impl Runner {
             },
         };
         self.api.set_write_observer(None);
+        let captured = at_end(self.api.clone(), self.fdb.clone()).await;
         self.world.shutdown().await;
-        Ok(result)
+        Ok((result, captured))
     }
 
     fn cluster_key(&self) -> ResourceKey {
