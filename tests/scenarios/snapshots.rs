@@ -4,10 +4,16 @@
 
 use std::path::Path;
 
+use std::sync::Arc;
+
+use fdb_operator::capture::{CaptureOptions, capture};
+use fdb_operator::controller::context::AdminClientProvider;
+use fdb_operator::fdb::{AdminClient, AdminError};
+use fdb_shared::api::FoundationDBCluster;
 use fdb_simulation::fdb::SimulatedFdb;
-use fdb_simulation::kube::FakeApiServer;
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, Runner, run_scenario};
+use fdb_simulation::scenario::snapshot_write::write_dir;
 use fdb_simulation::scenario::{Scenario, ScenarioError};
 use serde_json::Value;
 
@@ -19,46 +25,45 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// What a user's `kubectl get ... -o yaml` and `fdbcli --exec 'status json'` would hold.
-fn capture(api: &FakeApiServer, fdb: &SimulatedFdb) -> (Vec<Value>, Value) {
-    let mut objects = api.list("", "nodes", None);
-    for (group, plural) in [
-        ("", "configmaps"),
-        ("", "secrets"),
-        ("", "services"),
-        ("", "persistentvolumeclaims"),
-        ("apps.foundationdb.org", "foundationdbclusters"),
-        ("", "pods"),
-    ] {
-        objects.extend(api.list(group, plural, Some("default")));
+/// The database of the simulated world, as `fdb-operator snapshot` reaches it.
+struct SimulatedAdmin(SimulatedFdb);
+
+impl AdminClientProvider for SimulatedAdmin {
+    fn admin_for(
+        &self,
+        _cluster: &FoundationDBCluster,
+    ) -> Result<Arc<dyn AdminClient>, AdminError> {
+        Ok(Arc::new(self.0.clone()))
     }
-    (objects, fdb.render_status_json())
 }
 
-/// Runs the quickstart and captures its cluster at the end into `dir` (live.yaml,
-/// status.json).
-fn capture_quickstart(dir: &Path) -> SimulationResult {
+/// Runs the quickstart and, at its end, captures its cluster the way `fdb-operator
+/// snapshot` does (a kube client against the world's API server) into `dir`.
+fn capture_quickstart(dir: &Path, rehearse: Option<&Value>) -> SimulationResult {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/quickstart.yaml");
     let scenario = Scenario::from_file(&path).unwrap();
-    let (result, (objects, status)) = runtime().block_on(async {
+    let (result, captured) = runtime().block_on(async {
         let runner = Runner::new(scenario, RunOptions::default()).await.unwrap();
         runner
-            .run_then(|api, fdb| async move { capture(&api, &fdb) })
+            .run_then(|api, fdb| async move {
+                let options = CaptureOptions {
+                    namespace: "default".into(),
+                    cluster: "sample".into(),
+                    include_secret_values: false,
+                };
+                capture(
+                    &api.client("snapshot"),
+                    &SimulatedAdmin(fdb),
+                    &options,
+                    &|_| {},
+                )
+                .await
+                .unwrap()
+            })
             .await
             .unwrap()
     });
-    let mut stream = String::new();
-    for object in &objects {
-        stream.push_str("---\n");
-        stream.push_str(&serde_json::to_string(object).unwrap());
-        stream.push('\n');
-    }
-    std::fs::write(dir.join("live.yaml"), stream).unwrap();
-    std::fs::write(
-        dir.join("status.json"),
-        serde_json::to_string_pretty(&status).unwrap(),
-    )
-    .unwrap();
+    write_dir(dir, &captured.objects, captured.status.as_ref(), rehearse).unwrap();
     result
 }
 
@@ -101,13 +106,10 @@ fn disruptions(result: &SimulationResult) -> Vec<String> {
 #[test]
 fn a_snapshot_of_our_own_quickstart_is_reconciled_with_no_write_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let original = capture_quickstart(dir.path());
+    let original = capture_quickstart(dir.path(), None);
     assert_eq!(original.steps[1].reconciled, Some(true));
-    let path = write_scenario(
-        dir.path(),
-        "  - reconcile: {}\n  - expect: {reconciled: true, available: true}\n",
-    );
-    let result = run_path(&path);
+    // The scenario `fdb-operator snapshot` wrote, as it is.
+    let result = run_path(&dir.path().join("scenario.yaml"));
     assert!(result.violations.is_empty(), "{:?}", result.violations);
     assert_eq!(
         result.steps[0].reconciled,
@@ -154,7 +156,7 @@ fn invalid(dir: &Path, edit: impl FnOnce(&mut Vec<Value>, &mut Value)) -> String
     let mut objects: Vec<Value> = text
         .split("---\n")
         .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(d).unwrap())
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
         .collect();
     let mut status: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("status.json")).unwrap()).unwrap();
@@ -183,7 +185,7 @@ fn pod_index(objects: &[Value], name: &str) -> usize {
 #[test]
 fn snapshots_that_do_not_hold_together_are_refused_naming_the_object_and_field() {
     let dir = tempfile::tempdir().unwrap();
-    capture_quickstart(dir.path());
+    capture_quickstart(dir.path(), None);
 
     let message = invalid(dir.path(), |objects, _| {
         let index = pod_index(objects, "sample-storage-1");
@@ -233,5 +235,48 @@ fn snapshots_that_do_not_hold_together_are_refused_naming_the_object_and_field()
     assert!(
         message.contains("snapshot.objects") && message.contains("live.yaml"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_rehearsed_upgrade_runs_on_the_captured_cluster_after_a_quiet_take_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = serde_json::json!({
+        "apiVersion": "apps.foundationdb.org/v1beta2",
+        "kind": "FoundationDBCluster",
+        "metadata": {"name": "sample", "namespace": "default"},
+        "spec": {
+            "version": "7.3.43",
+            "databaseConfiguration": {"redundancy_mode": "double"},
+            "processCounts": {"storage": 4, "cluster_controller": 1},
+        },
+    });
+    capture_quickstart(dir.path(), Some(&manifest));
+    let scenario = std::fs::read_to_string(dir.path().join("scenario.yaml")).unwrap();
+    assert!(
+        scenario.contains("apply:") && scenario.contains("7.3.43"),
+        "{scenario}"
+    );
+    let result = run_path(&dir.path().join("scenario.yaml"));
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    // The take-over (steps 0 and 1) wrote nothing; the upgrade then completed.
+    let take_over = SimulationResult {
+        events: result
+            .events
+            .iter()
+            .filter(|e| e.step < 2)
+            .cloned()
+            .collect(),
+        ..result.clone()
+    };
+    assert_eq!(disruptions(&take_over), Vec::<String>::new());
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.fdb["version"], "7.3.43");
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.step >= 2 && e.action == "kill"),
+        "the upgrade restarted the processes"
     );
 }

@@ -15,6 +15,7 @@ pub(crate) mod objects;
 mod references;
 mod resources;
 pub mod snapshot;
+pub mod snapshot_write;
 mod steps;
 mod validate;
 
