@@ -280,3 +280,74 @@ fn a_rehearsed_upgrade_runs_on_the_captured_cluster_after_a_quiet_take_over() {
         "the upgrade restarted the processes"
     );
 }
+
+/// Rewrites the captured `live.yaml` of `dir` with `edit` applied to each pod.
+fn edit_pods(dir: &Path, mut edit: impl FnMut(&mut Value)) {
+    let text = std::fs::read_to_string(dir.join("live.yaml")).unwrap();
+    let stream: String = text
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            let mut object: Value = serde_yaml_ng::from_str(d).unwrap();
+            if object["kind"] == "Pod" {
+                edit(&mut object);
+            }
+            format!("---\n{}\n", serde_json::to_string(&object).unwrap())
+        })
+        .collect();
+    std::fs::write(dir.join("live.yaml"), stream).unwrap();
+}
+
+#[test]
+fn pods_with_another_operators_hash_are_restamped_and_only_a_truly_different_one_rolls() {
+    let dir = tempfile::tempdir().unwrap();
+    capture_quickstart(dir.path(), None);
+    edit_pods(dir.path(), |pod| {
+        pod["metadata"]["annotations"]["foundationdb.org/last-applied-spec"] =
+            Value::from("written-by-another-operator");
+        if pod["metadata"]["name"] == "sample-log-1" {
+            let containers = pod["spec"]["containers"].as_array_mut().unwrap();
+            let main = containers
+                .iter_mut()
+                .find(|c| c["name"] == "foundationdb")
+                .unwrap();
+            main["env"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"name": "ADDED_BY_HAND", "value": "1"}));
+        }
+    });
+    let result = run_path(&dir.path().join("scenario.yaml"));
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let writes: Vec<&fdb_simulation::result::Event> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::K8s)
+        .collect();
+    // Every other pod is re-stamped in place, never deleted.
+    let restamped = writes
+        .iter()
+        .filter(|e| {
+            e.action == "patch"
+                && e.target.starts_with("pod/")
+                && e.detail.contains("last-applied-spec")
+        })
+        .count();
+    assert_eq!(restamped, 16, "{writes:#?}");
+    let deleted: Vec<&str> = writes
+        .iter()
+        .filter(|e| e.action == "delete" && e.target.starts_with("pod/"))
+        .map(|e| e.target.as_str())
+        .collect();
+    assert!(
+        deleted.iter().all(|t| t.starts_with("pod/sample-log-1")),
+        "only the group that truly differs is rolled: {deleted:?}"
+    );
+    let last = result.steps.last().unwrap();
+    let pod = last.pods.iter().find(|p| p.name == "sample-log-1");
+    assert!(
+        pod.is_none(),
+        "the differing log group was replaced: {:?}",
+        last.pods.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+}
