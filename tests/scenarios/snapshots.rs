@@ -343,6 +343,20 @@ fn pods_with_another_operators_hash_are_restamped_and_only_a_truly_different_one
         deleted.iter().all(|t| t.starts_with("pod/sample-log-1")),
         "only the group that truly differs is rolled: {deleted:?}"
     );
+    // The difference is named in the operator's Event.
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.source == EventSource::Operator
+                && e.detail.contains("log-1 containers[foundationdb].env")),
+        "{:#?}",
+        result
+            .events
+            .iter()
+            .filter(|e| e.source == EventSource::Operator)
+            .collect::<Vec<_>>()
+    );
     let last = result.steps.last().unwrap();
     let pod = last.pods.iter().find(|p| p.name == "sample-log-1");
     assert!(
