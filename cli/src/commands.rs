@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use fdb_operator::cli::{crds, explain, run};
 
-use crate::simulate;
+use crate::{simulate, snapshot};
 
 /// The FoundationDB operator for Kubernetes.
 #[derive(Debug, Parser)]
@@ -76,6 +76,22 @@ pub enum Command {
         fdb-operator simulate my-change.yaml --seed 7 --output result.json"
     )]
     Simulate(simulate::SimulateArgs),
+    /// Capture a live cluster into a scenario folder that `simulate` runs.
+    #[command(
+        long_about = "Capture a live cluster: the FoundationDBCluster, its pods, PVCs, services, \
+        ConfigMaps, the Secrets its pods mount (values replaced by placeholders unless \
+        --include-secret-values), the nodes they run on and its backups and restores, read \
+        through the Kubernetes API, and its `status json` (through fdbcli). Writes DIR/\
+        scenario.yaml, live.yaml and status.json; `fdb-operator simulate DIR/scenario.yaml` \
+        then starts the simulated world as the cluster is. With --rehearse MANIFEST the \
+        scenario applies that manifest after the take-over and waits until it is reconciled.\n\n\
+        Exit status: 0 written, 1 the capture failed, 2 unusable input.",
+        after_help = "Examples:\n  \
+        fdb-operator snapshot -n prod my-cluster -o snap\n  \
+        fdb-operator snapshot -n prod my-cluster -o snap --rehearse changed.yaml\n  \
+        fdb-operator simulate snap/scenario.yaml"
+    )]
+    Snapshot(snapshot::SnapshotArgs),
 }
 
 /// Runs a parsed command line.
@@ -85,6 +101,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Run(args) => run::run(*args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Snapshot(args) => snapshot::run(&args),
     }
 }
 

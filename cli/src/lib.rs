@@ -3,5 +3,6 @@
 
 pub mod commands;
 pub mod simulate;
+pub mod snapshot;
 
 pub use commands::{Cli, Command, main, run};

@@ -2,6 +2,7 @@
 //! The simulated world is the `fdb-simulation` crate; the binary is the `cli/` crate.
 
 pub mod backup;
+pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod controller;

@@ -21,6 +21,7 @@ mod removals;
 mod replacements;
 mod restart;
 mod rollouts;
+mod snapshots;
 mod tls;
 mod unified;
 mod upgrades;

@@ -15,7 +15,7 @@ use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    mounted_servers_per_pod, process_group_labels,
+    mounted_servers_per_pod, process_difference, process_group_labels,
 };
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
@@ -149,6 +149,23 @@ fn pod_shape(pod: &Pod) -> PodShape {
     }
 }
 
+/// Whether a pod whose spec hash is not the desired one (another operator's, or this
+/// operator's for another spec) runs its processes as the desired pod would
+/// ([`process_difference`]): it is then re-stamped, not recreated.
+fn runs_as_desired(
+    cluster: &fdb_shared::api::FoundationDBCluster,
+    status: &fdb_shared::api::cluster::ProcessGroupStatus,
+    pod: &Pod,
+) -> Result<bool, StepError> {
+    let desired = super::desired_memo::DesiredObjects::pod(cluster, status).map_err(
+        build_error(format!("desired pod of {}", status.process_group_id)),
+    )?;
+    Ok(match (desired.spec.as_ref(), pod.spec.as_ref()) {
+        (Some(desired), Some(live)) => process_difference(desired, live).is_none(),
+        _ => false,
+    })
+}
+
 /// Observes one process group of `snapshot`.
 fn observe_group(
     snapshot: &ClusterSnapshot,
@@ -176,7 +193,8 @@ fn observe_group(
                 pending: pod_phase(pod) == "Pending",
                 failing: pod_is_failing(pod),
                 spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION)
-                    == Some(&desired.pod_spec_hash),
+                    == Some(&desired.pod_spec_hash)
+                    || runs_as_desired(cluster, status, pod)?,
                 labels_match: process_group_labels(cluster, status)
                     .iter()
                     .all(|(k, v)| labels.get(k) == Some(v)),

@@ -34,6 +34,7 @@ mod processes;
 mod recovery;
 mod render;
 mod roles;
+mod seed;
 mod shards;
 mod snapshot;
 mod state;

@@ -227,6 +227,14 @@ impl FakeApiServer {
         self.execute(actor, &route, Operation::Create(object))
     }
 
+    /// Puts a captured object back as it was ([`store::State::restore`]): the boot of a
+    /// snapshot, before anyone acts. Not an API request: nothing is counted or logged.
+    pub fn restore(&self, object: Value) -> Result<Value, ApiError> {
+        let route = self.route_for_body(&object, false, false)?;
+        let now = self.inner.clock.now();
+        self.lock().store.restore(&route.resource, object, now)
+    }
+
     /// Replaces `object` (or only its status when `status_only`) as `actor`.
     pub fn replace_as(
         &self,

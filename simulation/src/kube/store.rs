@@ -321,6 +321,73 @@ impl State {
         Ok(object)
     }
 
+    /// Puts a captured object back as it was (a snapshot's boot): metadata, spec and
+    /// status as given, uid and creation time kept; only the resource version is the
+    /// store's own (a watch resumes from the store's versions, not another server's).
+    pub fn restore(
+        &mut self,
+        resource: &ResourceType,
+        mut object: Value,
+        now: Timestamp,
+    ) -> Result<Value, ApiError> {
+        let namespace = Self::namespace_for(resource, None, Some(&object))?;
+        let name = meta_str(&object, "name").unwrap_or_default().to_string();
+        validate_object(resource, &name, &object, true)?;
+        let key = ResourceKey::for_type(resource, &namespace, &name);
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(resource, &name));
+        }
+        if is_core(resource, "services") {
+            let in_use = self.cluster_ips_in_use(resource);
+            self.service_ips
+                .admit_service(resource, &name, &mut object, &in_use)?;
+        }
+        let uid = match meta_str(&object, "uid") {
+            Some(uid) if !uid.is_empty() => {
+                // Our own uids carry a counter: keep generating past the restored ones.
+                if let Some(n) = uid
+                    .strip_prefix("00000000-0000-4000-8000-")
+                    .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                {
+                    self.uid_counter = self.uid_counter.max(n);
+                }
+                uid.to_owned()
+            }
+            _ => {
+                self.uid_counter += 1;
+                format!("00000000-0000-4000-8000-{:012x}", self.uid_counter)
+            }
+        };
+        let resource_version = self.next_resource_version();
+        object["apiVersion"] = json!(resource.api_version());
+        object["kind"] = json!(resource.kind);
+        let created = meta_str(&object, "creationTimestamp").map(str::to_owned);
+        let metadata = metadata_mut(&mut object);
+        if resource.namespaced {
+            metadata.insert("namespace".into(), json!(namespace));
+        }
+        metadata.insert("uid".into(), json!(uid));
+        metadata.insert(
+            "creationTimestamp".into(),
+            json!(created.unwrap_or_else(|| rfc3339(now))),
+        );
+        metadata.insert(
+            "resourceVersion".into(),
+            json!(resource_version.to_string()),
+        );
+        metadata.entry("generation").or_insert(json!(1));
+        self.watches.publish(
+            resource_version,
+            EventType::Added,
+            resource,
+            &namespace,
+            &object,
+            None,
+        );
+        self.objects.insert(key, object.clone());
+        Ok(object)
+    }
+
     /// PUT of the object (or of its status when `status_only`).
     pub fn replace(
         &mut self,

@@ -16,6 +16,7 @@ mod live;
 mod observe;
 mod resources;
 mod rollout_progress;
+mod snapshot_boot;
 mod steps;
 
 use std::sync::Arc;
@@ -260,8 +261,13 @@ impl Runner {
             move |record: &WriteRecord| record_operator_write(&log, record)
         })));
         let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
+        if scenario.snapshot.is_some() {
+            // The captured nodes are the world's nodes.
+            world_options.nodes = None;
+            world_options.zones = None;
+        }
         world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-        let world = World::new(
+        let mut world = World::new(
             world_options,
             api.clone(),
             Arc::new(fdb.clone()),
@@ -318,7 +324,17 @@ impl Runner {
                 scenario::objects::in_namespace(object, &namespace),
             )?;
         }
-        api.create_as(USER_ACTOR, manifest)?;
+        match &scenario.snapshot {
+            Some(snapshot) => {
+                let line = snapshot_boot::boot(snapshot, &api, &mut world, &fdb).await?;
+                if let Some(progress) = &options.progress {
+                    progress(&line);
+                }
+            }
+            None => {
+                api.create_as(USER_ACTOR, manifest)?;
+            }
+        }
         for backup in &scenario.backups {
             let mut backup = backup.clone();
             if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -376,6 +392,17 @@ impl Runner {
         Ok(self.finish(step_results).await)
     }
 
+    /// Runs every step, then hands the world's API server and database to `at_end`
+    /// (e.g. to capture a snapshot of the cluster as it ended), then shuts the world down.
+    pub async fn run_then<F, Fut, T>(mut self, at_end: F) -> Result<(SimulationResult, T), RunError>
+    where
+        F: FnOnce(FakeApiServer, SimulatedFdb) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let step_results = self.run_steps().await?;
+        Ok(self.finish_then(step_results, at_end).await)
+    }
+
     /// Runs every step of the scenario; one result per step.
     async fn run_steps(&mut self) -> Result<Vec<result::StepResult>, RunError> {
         let mut step_results = Vec::new();
@@ -395,6 +422,20 @@ impl Runner {
 
     /// The result document of the run, then the world shut down.
     async fn finish(self, step_results: Vec<result::StepResult>) -> SimulationResult {
+        self.finish_then(step_results, |_, _| async {}).await.0
+    }
+
+    /// The result document of the run; `at_end` gets the world's API server and database
+    /// before the world shuts down.
+    async fn finish_then<F, Fut, T>(
+        self,
+        step_results: Vec<result::StepResult>,
+        at_end: F,
+    ) -> (SimulationResult, T)
+    where
+        F: FnOnce(FakeApiServer, SimulatedFdb) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
         let counts = self
             .api
             .request_counts()
@@ -427,8 +468,9 @@ impl Runner {
             },
         };
         self.api.set_write_observer(None);
+        let captured = at_end(self.api.clone(), self.fdb.clone()).await;
         self.world.shutdown().await;
-        result
+        (result, captured)
     }
 
     fn cluster_key(&self) -> ResourceKey {

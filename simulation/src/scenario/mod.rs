@@ -14,6 +14,8 @@ pub mod limits;
 pub(crate) mod objects;
 mod references;
 mod resources;
+pub mod snapshot;
+pub mod snapshot_write;
 mod steps;
 mod validate;
 
@@ -62,8 +64,14 @@ pub struct Scenario {
     /// The simulated world.
     #[serde(default)]
     pub world: WorldSettings,
-    /// The FoundationDBCluster manifest the scenario starts with.
+    /// The FoundationDBCluster manifest the scenario starts with (with `snapshot`: the
+    /// captured cluster's manifest, filled in when the scenario is read).
+    #[serde(default)]
     pub cluster: Value,
+    /// Start the world as a live cluster was captured instead of empty
+    /// ([`snapshot::SnapshotSpec`]); its files are read (made inline) with the scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<snapshot::SnapshotSpec>,
     /// More FoundationDBCluster manifests sharing the first cluster's database, each
     /// with its own operator instance (several Kubernetes clusters, one database). Each
     /// is created once the first cluster's database is configured, with
@@ -209,14 +217,42 @@ impl Scenario {
         // Duplicate keys and `.nan`/`.inf` first: the typed parse below would keep the
         // last of two keys, and read `.nan` in the cluster manifest as null.
         yaml_input::single_document(text).map_err(|error| input_error(origin, &error))?;
-        let scenario: Scenario =
+        let mut scenario: Scenario =
             serde_yaml_ng::from_str(text).map_err(|error| ScenarioError::Yaml {
                 path: origin.to_owned(),
                 line: error.location().map(|location| location.line()),
                 message: error.to_string(),
             })?;
+        scenario.load_snapshot(origin)?;
         scenario.validate(origin, text)?;
         Ok(scenario)
+    }
+
+    /// Reads the snapshot's files (relative to the scenario file), checks the capture and
+    /// takes the captured cluster's manifest as the scenario's cluster.
+    fn load_snapshot(&mut self, origin: &str) -> Result<(), ScenarioError> {
+        let Some(spec) = &self.snapshot else {
+            return Ok(());
+        };
+        let invalid = |(field, message): snapshot::Problem| ScenarioError::Invalid {
+            path: origin.to_owned(),
+            field,
+            message,
+        };
+        if !self.cluster.is_null() {
+            return Err(invalid((
+                "cluster".to_owned(),
+                "a scenario with `snapshot` takes its cluster from the capture".to_owned(),
+            )));
+        }
+        let base = std::path::Path::new(origin)
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new(""));
+        let loaded = spec.load(base).map_err(invalid)?;
+        let captured = loaded.check().map_err(invalid)?;
+        self.cluster = snapshot::manifest_of(&captured.cluster);
+        self.snapshot = Some(loaded);
+        Ok(())
     }
 
     /// The seed of the run (`--seed` overrides it).

@@ -202,6 +202,8 @@ pub struct World {
     history: ConfigMapHistory,
     dns: ClusterDns,
     next_ip: u32,
+    /// Pod IPs handed out before the pods start (a snapshot's pods), by namespace/name.
+    reserved_ips: BTreeMap<(String, String), Ipv4Addr>,
     settle_count: u64,
     events: Vec<WorldEvent>,
     /// Last unschedulable message written, by pod uid.
@@ -252,6 +254,7 @@ impl World {
             history: ConfigMapHistory::default(),
             dns: ClusterDns::new(),
             next_ip: 0,
+            reserved_ips: BTreeMap::new(),
             settle_count: 0,
             events: Vec::new(),
             unschedulable: BTreeMap::new(),
@@ -263,6 +266,23 @@ impl World {
             world.nodes.add(&world.api)?;
         }
         Ok(world)
+    }
+
+    /// Takes a captured Node (already in the API) as one of the world's nodes.
+    pub fn adopt_node(&mut self, name: &str) {
+        self.nodes.adopt(name);
+    }
+
+    /// Hands the pod `namespace/name` its IP before it starts (a snapshot's pods get
+    /// theirs in name order, so every captured address maps to it before the boot).
+    pub fn reserve_ip(&mut self, namespace: &str, name: &str) -> Ipv4Addr {
+        let key = (namespace.to_owned(), name.to_owned());
+        if let Some(ip) = self.reserved_ips.get(&key) {
+            return *ip;
+        }
+        let ip = self.allocate_ip();
+        self.reserved_ips.insert(key, ip);
+        ip
     }
 
     /// Processes everything due at the current virtual time, repeating until nothing

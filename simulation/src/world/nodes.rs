@@ -92,6 +92,13 @@ impl Nodes {
         labels
     }
 
+    /// Takes a node that is already in the API (a snapshot's) as one of the world's.
+    pub fn adopt(&mut self, name: &str) {
+        if !self.contains(name) {
+            self.names.push(name.to_owned());
+        }
+    }
+
     /// Creates the next node (`node-<n+1>`) in the API and returns its name.
     pub fn add(&mut self, api: &FakeApiServer) -> Result<String, WorldError> {
         let index = self.names.len() + 1;

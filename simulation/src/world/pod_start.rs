@@ -109,7 +109,10 @@ impl World {
         let ip = match runtime.ip {
             Some(ip) => ip,
             None => {
-                let ip = self.allocate_ip();
+                let reserved = self
+                    .reserved_ips
+                    .remove(&(runtime.namespace.clone(), runtime.name.clone()));
+                let ip = reserved.unwrap_or_else(|| self.allocate_ip());
                 runtime.ip = Some(ip);
                 ip
             }

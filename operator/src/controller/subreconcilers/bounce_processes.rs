@@ -512,7 +512,7 @@ pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
         }
         BounceDecision::Kill(targets) => targets,
         BounceDecision::RecreatePods { groups, pod } => {
-            return recreate_pod(ctx, snapshot, io, &groups, &pod).await;
+            return Verdict::Act(recreate_pod_plan(&groups, &pod));
         }
     };
     let addresses: Vec<ProcessAddress> = targets
@@ -554,42 +554,33 @@ pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
 }
 
 /// Deletes the pod of a process that survived the restart of every process; AddPods
-/// recreates it (on its PVC) with the current configuration.
-async fn recreate_pod(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    groups: &[String],
-    pod: &str,
-) -> Result<StepOutcome, StepError> {
-    if let Some(outcome) =
-        locks::acquire_or_requeue(ctx, snapshot, io, LockedAction::DeletePods, |refusal| {
-            format!("waiting to recreate pod {pod}: {refusal}")
-        })
-        .await?
-    {
-        return Ok(outcome);
-    }
+/// recreates it (on its PVC) with the current configuration. A pod deletion under the
+/// lock, one disruption, paced as a recovery like the kill it replaces.
+fn recreate_pod_plan(groups: &[String], pod: &str) -> Plan {
     tracing::info!(%pod, "recreating the pod of a process that survived the restart");
-    io.delete::<k8s_openapi::api::core::v1::Pod>(ctx, pod, format!("delete pod {pod}"))
-        .await?;
-    publish(
-        ctx,
-        snapshot.cluster(),
-        EventReason::ProcessesBounced,
-        "BounceProcesses",
-        format!(
-            "deleted pod {pod}: its processes survived the restart of every process ({} to recreate in all)",
-            groups.len()
-        ),
+    let delete = Planned::locked(Action::DeletePod(pod.to_owned()), LockedAction::DeletePods)
+        .disrupting()
+        .recovering(Some(format!("recreation of pod {pod}")));
+    Plan::new(
+        vec![
+            delete,
+            Planned::plain(Action::Event {
+                reason: EventReason::ProcessesBounced,
+                action: "BounceProcesses".to_owned(),
+                note: format!(
+                    "deleted pod {pod}: its processes survived the restart of every process ({} to recreate in all)",
+                    groups.len()
+                ),
+            }),
+        ],
+        format!("waiting to recreate pod {pod}: "),
     )
-    .await;
-    Ok(StepOutcome::Requeue {
-        delay: ctx.settings.kube_wait,
-        reason: format!(
+    .then(Wait::new(
+        WaitOn::Kubernetes,
+        format!(
             "deleted pod {pod}, whose processes survived the restart of every process; waiting for it to come back"
         ),
-    })
+    ))
 }
 
 #[async_trait]

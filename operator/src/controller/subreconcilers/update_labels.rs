@@ -1,5 +1,8 @@
 //! UpdateLabels: puts the operator's labels (cluster, class, process group ID) on the
-//! pods and PVCs of the live process groups where they are missing or different.
+//! pods and PVCs of the live process groups where they are missing or different, and
+//! re-stamps the spec hash of pods that carry another hash (another operator's) but run
+//! their processes as the desired pod would ([`process_difference`]): taking over a pod
+//! must not recreate it.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +14,9 @@ use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_model::process_group_labels;
+use crate::controller::pod_model::{
+    LAST_APPLIED_SPEC_ANNOTATION, process_difference, process_group_labels,
+};
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -48,6 +53,8 @@ pub struct LabelPatch {
     pub name: String,
     /// The labels it lacks.
     pub labels: BTreeMap<String, String>,
+    /// Annotations to set (the desired spec hash of a pod that runs as desired).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The label patches of the live groups' pods and PVCs (not of terminating ones), in
@@ -67,16 +74,55 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
             };
             let live = meta.labels.clone().unwrap_or_default();
             let labels = missing_labels(&live, &desired);
-            if !labels.is_empty() {
+            let annotations = match (kind, group.pod) {
+                (Labelled::Pod, Some(pod)) => restamp(snapshot, group.status, pod),
+                _ => BTreeMap::new(),
+            };
+            if !labels.is_empty() || !annotations.is_empty() {
                 patches.push(LabelPatch {
                     kind,
                     name: meta.name.clone().unwrap_or_default(),
                     labels,
+                    annotations,
                 });
             }
         }
     }
     patches
+}
+
+/// The desired spec hash, when `pod` carries another one but runs its processes as the
+/// desired pod would; else nothing.
+fn restamp(
+    snapshot: &ClusterSnapshot,
+    status: &fdb_shared::api::cluster::ProcessGroupStatus,
+    pod: &Pod,
+) -> BTreeMap<String, String> {
+    let Ok(desired) = snapshot.desired(status) else {
+        return BTreeMap::new();
+    };
+    let live_hash = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LAST_APPLIED_SPEC_ANNOTATION));
+    if live_hash == Some(&desired.pod_spec_hash) {
+        return BTreeMap::new();
+    }
+    let Ok(built) =
+        crate::controller::desired_memo::DesiredObjects::pod(snapshot.cluster(), status)
+    else {
+        return BTreeMap::new();
+    };
+    match (built.spec.as_ref(), pod.spec.as_ref()) {
+        (Some(wanted), Some(live)) if process_difference(wanted, live).is_none() => {
+            BTreeMap::from([(
+                LAST_APPLIED_SPEC_ANNOTATION.to_owned(),
+                desired.pod_spec_hash.clone(),
+            )])
+        }
+        _ => BTreeMap::new(),
+    }
 }
 
 #[async_trait]
@@ -94,7 +140,14 @@ impl Subreconciler for UpdateLabels {
     ) -> Result<StepOutcome, StepError> {
         for patch in decide(snapshot) {
             let name = &patch.name;
-            let body = serde_json::json!({"metadata": {"labels": patch.labels}});
+            let mut metadata = serde_json::Map::new();
+            if !patch.labels.is_empty() {
+                metadata.insert("labels".into(), serde_json::json!(patch.labels));
+            }
+            if !patch.annotations.is_empty() {
+                metadata.insert("annotations".into(), serde_json::json!(patch.annotations));
+            }
+            let body = serde_json::json!({ "metadata": metadata });
             match patch.kind {
                 Labelled::Pod => {
                     io.patch::<Pod>(ctx, name, &body, format!("label pod {name}"))

@@ -40,6 +40,7 @@ use crate::controller::executor;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::pod_model::process_difference;
 use crate::controller::removals::placement;
 use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
@@ -333,6 +334,30 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     }
 }
 
+/// What differs, per group, between its pod and the desired one (the first field that
+/// matters to the processes), as ` (differs: log-1 containers[foundationdb].env, ...)`;
+/// empty when nothing that matters differs (only the spec hash).
+fn differences<'a>(snapshot: &ClusterSnapshot, groups: impl Iterator<Item = &'a str>) -> String {
+    let found: Vec<String> = groups
+        .filter_map(|id| {
+            let group = snapshot.group(id)?;
+            let live = group.pod?.spec.as_ref()?;
+            let desired = crate::controller::desired_memo::DesiredObjects::pod(
+                snapshot.cluster(),
+                group.status,
+            )
+            .ok()?;
+            let field = process_difference(desired.spec.as_ref()?, live)?;
+            Some(format!("{id} {field}"))
+        })
+        .collect();
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(" (differs: {})", found.join(", "))
+    }
+}
+
 fn names(pods: &[PodToDelete]) -> String {
     let names: Vec<&str> = pods.iter().map(|p| p.pod.as_str()).collect();
     names.join(", ")
@@ -395,8 +420,9 @@ fn delete_plan(
         reason: EventReason::PodsUpdated,
         action: "UpdatePods".to_owned(),
         note: format!(
-            "deleted pods of zone {zone_text} to update their spec: {}",
-            names(&pods)
+            "deleted pods of zone {zone_text} to update their spec: {}{}",
+            names(&pods),
+            differences(snapshot, pods.iter().map(|p| p.group.as_str()))
         ),
     }));
     Plan::new(actions, format!("pods of zone {zone_text} need an update; ")).then(Wait::new(
@@ -438,8 +464,9 @@ impl Subreconciler for UpdatePods {
                     EventReason::ProcessGroupsReplaced,
                     "UpdatePods",
                     format!(
-                        "replacing process groups to update their pod spec: {}",
-                        decision.replace.join(", ")
+                        "replacing process groups to update their pod spec: {}{}",
+                        decision.replace.join(", "),
+                        differences(snapshot, decision.replace.iter().map(String::as_str))
                     ),
                 )
                 .await;

@@ -1,0 +1,142 @@
+//! The database of a captured cluster: what `status json` says about it becomes the
+//! simulated database's state once the captured pods' processes run (a snapshot's boot,
+//! `spec/simulation.md`, "starting from a live cluster's snapshot").
+
+use fdb_shared::status_json::DatabaseStatus;
+
+use super::SimulatedFdb;
+use super::recovery;
+use super::shards::GIB;
+use super::timeline::{catch_up, refresh};
+use fdb_operator::fdb::{ClientInfo, ExclusionTarget};
+
+/// Why a captured `status json` cannot seed the database.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    /// The document is not a `status json`.
+    #[error("status: {0}")]
+    Parse(String),
+    /// The captured database has no configuration (it was never configured).
+    #[error("status: cluster.configuration: missing (the captured database is not configured)")]
+    NotConfigured,
+    /// An exclusion the database lists cannot be read.
+    #[error(
+        "status: cluster.configuration.excluded_servers[{index}]: {value:?} is not an address or locality"
+    )]
+    Exclusion {
+        /// Its position.
+        index: usize,
+        /// What it says.
+        value: String,
+    },
+}
+
+/// What the seed took from the captured status (for the run's progress line).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeedReport {
+    /// Exclusions taken over.
+    pub exclusions: usize,
+    /// Clients connected.
+    pub clients: usize,
+    /// Data per storage process, in GiB (the captured average).
+    pub storage_gib: Option<f64>,
+}
+
+impl SimulatedFdb {
+    /// Makes the database the captured one: its configuration, exclusions, maintenance
+    /// zone and clients, and data per storage process from `kvstore_used_bytes`; call
+    /// once the captured processes run, so the data is placed on all of them at once
+    /// (as it was), not moved onto them one by one. The transaction system is recruited
+    /// at once: the captured database was accepting commits, and nothing happened to it.
+    pub fn seed_from_status(&self, status: serde_json::Value) -> Result<SeedReport, SeedError> {
+        let parsed = DatabaseStatus::from_json_value(status)
+            .map_err(|error| SeedError::Parse(error.to_string()))?;
+        let mut configuration = parsed
+            .cluster
+            .configuration
+            .clone()
+            .ok_or(SeedError::NotConfigured)?;
+        let mut exclusions = Vec::new();
+        for (index, server) in configuration.excluded_servers.iter().enumerate() {
+            let text = match (&server.address, &server.locality) {
+                (Some(address), _) => address.clone(),
+                (None, Some(locality)) => locality.clone(),
+                (None, None) => String::new(),
+            };
+            let target = ExclusionTarget::parse(&text).ok_or(SeedError::Exclusion {
+                index,
+                value: text.clone(),
+            })?;
+            exclusions.push(target);
+        }
+        configuration.excluded_servers.clear();
+        let used: Vec<f64> = parsed
+            .cluster
+            .processes
+            .values()
+            .flat_map(|p| p.roles.iter())
+            .filter(|role| role.role == "storage")
+            .filter_map(|role| role.kvstore_used_bytes)
+            .map(|bytes| bytes as f64)
+            .collect();
+        let storage_gib =
+            (!used.is_empty()).then(|| used.iter().sum::<f64>() / used.len() as f64 / GIB);
+        let clients: Vec<ClientInfo> = parsed
+            .cluster
+            .clients
+            .supported_versions
+            .iter()
+            .flat_map(|version| {
+                version.connected_clients.iter().filter_map(move |client| {
+                    Some(ClientInfo {
+                        address: client.address.clone(),
+                        version: version.client_version?,
+                        protocol_version: version.protocol_version.clone(),
+                        log_group: client.log_group.clone(),
+                    })
+                })
+            })
+            .collect();
+        let report = SeedReport {
+            exclusions: exclusions.len(),
+            clients: clients.len(),
+            storage_gib,
+        };
+        let now = self.now();
+        let mut state = self.lock();
+        catch_up(&mut state, now);
+        if let Some(gib) = storage_gib {
+            state.settings.storage_gib = gib;
+        }
+        if let Some(connection) = parsed.cluster.connection_string.clone() {
+            state.connection_string = Some(connection);
+        }
+        state.configuration = Some(configuration);
+        state.exclusions = exclusions;
+        if let Some(zone) = parsed
+            .cluster
+            .maintenance_zone
+            .clone()
+            .filter(|z| !z.is_empty())
+        {
+            let remaining = parsed.cluster.maintenance_seconds_remaining.unwrap_or(0.0);
+            state.maintenance = Some((zone, now.saturating_add(remaining.ceil() as i64)));
+        }
+        for client in clients {
+            if !state.clients.contains(&client) {
+                state.clients.push(client);
+            }
+        }
+        state.clients.sort();
+        // The captured database was recovered: recruit its transaction system now,
+        // without the time a recovery takes.
+        let override_before = state.recovery_override.replace(0);
+        recovery::force(&mut state, now, "snapshot boot");
+        recovery::ensure(&mut state, now);
+        state.recovery_override = override_before;
+        state.ever_available = true;
+        state.dirty = true;
+        refresh(&mut state, now);
+        Ok(report)
+    }
+}

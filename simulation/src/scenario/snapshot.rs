@@ -1,0 +1,323 @@
+//! `snapshot:` of a scenario: the world starts as a live cluster was captured
+//! (`spec/simulation.md`, "Additions (v3): starting from a live cluster's snapshot").
+//!
+//! Loading reads the files (relative to the scenario file) and checks that the capture
+//! holds together before anything runs: every pod on a captured node, every process of
+//! the `status json` at a captured pod's IP, every ConfigMap a pod mounts captured, one
+//! cluster per name. Each failure names the object and the field.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Largest snapshot file read (a 1000-pod capture is a few MiB).
+pub const MAX_SNAPSHOT_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// `snapshot:` as written: each part a path relative to the scenario file, or inline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SnapshotSpec {
+    /// The captured objects: a path to a YAML stream or a `kind: List`, or inline (a
+    /// list of objects, or a `kind: List`).
+    pub objects: Value,
+    /// `status json` of the captured database: a path, or inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+}
+
+/// A problem: the field (`snapshot.objects[3] Pod default/x: spec.nodeName`) and what is
+/// wrong.
+pub type Problem = (String, String);
+
+/// A loaded, checked capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Captured {
+    /// Every captured object, in the order given.
+    pub objects: Vec<Value>,
+    /// The captured `status json`, when given.
+    pub status: Option<Value>,
+    /// The captured FoundationDBCluster the scenario's operator manages (the first).
+    pub cluster: Value,
+}
+
+impl SnapshotSpec {
+    /// Reads the parts given as paths (relative to `base`) and returns the snapshot with
+    /// both parts inline.
+    pub fn load(&self, base: &Path) -> Result<SnapshotSpec, Problem> {
+        let objects = match &self.objects {
+            Value::String(path) => {
+                let text = read(base, path).map_err(|m| ("snapshot.objects".to_owned(), m))?;
+                Value::Array(
+                    parse_objects(&text)
+                        .map_err(|m| ("snapshot.objects".to_owned(), format!("{path}: {m}")))?,
+                )
+            }
+            other => Value::Array(
+                list_items(other.clone()).map_err(|m| ("snapshot.objects".to_owned(), m))?,
+            ),
+        };
+        let status = match &self.status {
+            Some(Value::String(path)) => {
+                let text = read(base, path).map_err(|m| ("snapshot.status".to_owned(), m))?;
+                Some(serde_json::from_str(&text).map_err(|e| {
+                    (
+                        "snapshot.status".to_owned(),
+                        format!("{path}: not JSON: {e}"),
+                    )
+                })?)
+            }
+            other => other.clone(),
+        };
+        Ok(SnapshotSpec { objects, status })
+    }
+
+    /// Checks that the (loaded) capture holds together.
+    pub fn check(&self) -> Result<Captured, Problem> {
+        let objects =
+            list_items(self.objects.clone()).map_err(|m| ("snapshot.objects".to_owned(), m))?;
+        let mut clusters = BTreeSet::new();
+        let mut cluster = None;
+        let mut nodes = BTreeSet::new();
+        let mut config_maps = BTreeSet::new();
+        let mut pod_ips = BTreeMap::new();
+        for (index, object) in objects.iter().enumerate() {
+            let (kind, namespace, name) = identity(object).ok_or_else(|| {
+                (
+                    format!("snapshot.objects[{index}]"),
+                    "needs kind, apiVersion and metadata.name".to_owned(),
+                )
+            })?;
+            match kind.as_str() {
+                "FoundationDBCluster" => {
+                    if !clusters.insert((namespace.clone(), name.clone())) {
+                        return Err((
+                            object_field(index, object, "metadata.name"),
+                            "two clusters with the same name".to_owned(),
+                        ));
+                    }
+                    cluster.get_or_insert_with(|| object.clone());
+                }
+                "Node" => {
+                    nodes.insert(name);
+                }
+                "ConfigMap" => {
+                    config_maps.insert((namespace, name));
+                }
+                _ => {}
+            }
+        }
+        for (index, object) in objects.iter().enumerate() {
+            let Some((kind, namespace, name)) = identity(object) else {
+                continue;
+            };
+            if kind != "Pod" {
+                continue;
+            }
+            let node = object
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if node.is_empty() {
+                return Err((
+                    object_field(index, object, "spec.nodeName"),
+                    "the pod runs on no node".to_owned(),
+                ));
+            }
+            if !nodes.contains(node) {
+                return Err((
+                    object_field(index, object, "spec.nodeName"),
+                    format!("node {node:?} is not among the captured Nodes"),
+                ));
+            }
+            let volumes = object
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for (v, volume) in volumes.iter().enumerate() {
+                let Some(config_map) = volume.pointer("/configMap/name").and_then(Value::as_str)
+                else {
+                    continue;
+                };
+                let optional = volume
+                    .pointer("/configMap/optional")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if !optional && !config_maps.contains(&(namespace.clone(), config_map.to_owned())) {
+                    return Err((
+                        object_field(index, object, &format!("spec.volumes[{v}].configMap.name")),
+                        format!(
+                            "ConfigMap {namespace}/{config_map} (the files the pod holds) is not captured"
+                        ),
+                    ));
+                }
+            }
+            if let Some(ip) = object.pointer("/status/podIP").and_then(Value::as_str) {
+                pod_ips.insert(ip.to_owned(), format!("{namespace}/{name}"));
+            }
+        }
+        let cluster = cluster.ok_or_else(|| {
+            (
+                "snapshot.objects".to_owned(),
+                "no FoundationDBCluster captured".to_owned(),
+            )
+        })?;
+        if let Some(status) = &self.status {
+            let processes = status
+                .pointer("/cluster/processes")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (id, process) in &processes {
+                let address = process
+                    .get("address")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let parsed = fdb_shared::address::ProcessAddress::parse(address).map_err(|e| {
+                    (
+                        format!("snapshot.status: cluster.processes.{id}.address"),
+                        e.to_string(),
+                    )
+                })?;
+                if !pod_ips.contains_key(&parsed.host) {
+                    return Err((
+                        format!("snapshot.status: cluster.processes.{id}.address"),
+                        format!("{address} matches no captured pod's status.podIP"),
+                    ));
+                }
+            }
+        }
+        Ok(Captured {
+            objects,
+            status: self.status.clone(),
+            cluster,
+        })
+    }
+}
+
+/// The manifest a user would apply for a captured cluster: its identity, labels,
+/// annotations and spec (what the operator reads as the desired state).
+pub fn manifest_of(cluster: &Value) -> Value {
+    let mut metadata = serde_json::Map::new();
+    for field in ["name", "namespace", "labels", "annotations"] {
+        if let Some(value) = cluster.pointer(&format!("/metadata/{field}")) {
+            metadata.insert(field.to_owned(), value.clone());
+        }
+    }
+    serde_json::json!({
+        "apiVersion": cluster.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": "FoundationDBCluster",
+        "metadata": metadata,
+        "spec": cluster.get("spec").cloned().unwrap_or_else(|| serde_json::json!({})),
+    })
+}
+
+/// `(kind, namespace, name)` of a captured object.
+fn identity(object: &Value) -> Option<(String, String, String)> {
+    let kind = object.get("kind")?.as_str()?.to_owned();
+    object.get("apiVersion")?.as_str()?;
+    let name = object.pointer("/metadata/name")?.as_str()?.to_owned();
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned();
+    Some((kind, namespace, name))
+}
+
+fn object_field(index: usize, object: &Value, field: &str) -> String {
+    let (kind, namespace, name) = identity(object).unwrap_or_default();
+    format!("snapshot.objects[{index}] {kind} {namespace}/{name}: {field}")
+}
+
+fn read(base: &Path, path: &str) -> Result<String, String> {
+    let full = base.join(path);
+    let size = std::fs::metadata(&full)
+        .map_err(|e| format!("cannot read {}: {e}", full.display()))?
+        .len();
+    if size > MAX_SNAPSHOT_FILE_BYTES {
+        return Err(format!(
+            "{} is {size} bytes, more than {MAX_SNAPSHOT_FILE_BYTES}",
+            full.display()
+        ));
+    }
+    std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+}
+
+/// A YAML stream of objects, any of which may be a `kind: List`.
+fn parse_objects(text: &str) -> Result<Vec<Value>, String> {
+    let mut objects = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
+        let value = Value::deserialize(document).map_err(|e| e.to_string())?;
+        if value.is_null() {
+            continue;
+        }
+        objects.extend(list_items(value)?);
+    }
+    Ok(objects)
+}
+
+/// The objects of a list, of a `kind: List`, or the object itself.
+fn list_items(value: Value) -> Result<Vec<Value>, String> {
+    match value {
+        Value::Array(items) => Ok(items
+            .into_iter()
+            .flat_map(|i| list_items(i).unwrap_or_default())
+            .collect()),
+        Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+            match map.remove("items") {
+                Some(items @ Value::Array(_)) => list_items(items),
+                _ => Ok(Vec::new()),
+            }
+        }
+        Value::Object(map) => Ok(vec![Value::Object(map)]),
+        other => Err(format!("expected objects, found {other}")),
+    }
+}
+
+/// Replaces every occurrence of a mapped IP in every string of `value` (an IP followed or
+/// preceded by a digit or a dot is another IP, left alone).
+pub fn remap_ips(value: &mut Value, map: &BTreeMap<String, String>) {
+    match value {
+        Value::String(text) => {
+            if let Some(new) = remap_text(text, map) {
+                *text = new;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| remap_ips(i, map)),
+        Value::Object(fields) => fields.values_mut().for_each(|v| remap_ips(v, map)),
+        _ => {}
+    }
+}
+
+fn remap_text(text: &str, map: &BTreeMap<String, String>) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut last = 0;
+    let mut i = 0;
+    let boundary = |b: u8| b.is_ascii_digit() || b == b'.';
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() && (i == 0 || !boundary(bytes[i - 1])) {
+            let end = bytes[i..]
+                .iter()
+                .position(|b| !boundary(*b))
+                .map_or(bytes.len(), |p| i + p);
+            // A trailing dot ends a sentence, not an IP.
+            let ip_end = if bytes[end - 1] == b'.' { end - 1 } else { end };
+            if let Some(new) = map.get(&text[i..ip_end]) {
+                out.push_str(&text[last..i]);
+                out.push_str(new);
+                last = ip_end;
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    (last > 0).then(|| {
+        out.push_str(&text[last..]);
+        out
+    })
+}

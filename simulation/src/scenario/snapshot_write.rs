@@ -1,0 +1,160 @@
+//! Writes a captured cluster as a ready-to-run scenario folder: `live.yaml` (the objects,
+//! one YAML document each), `status.json` and `scenario.yaml`, which boots the world from
+//! them and reconciles; with a rehearsed manifest it then applies the change (as a merge
+//! patch of the captured spec) and waits for its end.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// Why the folder could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An object could not be rendered.
+    #[error("cannot render {what}: {message}")]
+    Render {
+        /// Which file.
+        what: &'static str,
+        /// The error.
+        message: String,
+    },
+    /// The rehearsed manifest is not a FoundationDBCluster of the captured name.
+    #[error("--rehearse: {0}")]
+    Rehearse(String),
+}
+
+/// Seconds the rehearsal's `expect` waits for the change to be reconciled.
+pub const REHEARSAL_SECONDS: u64 = 6 * 3600;
+
+/// The JSON merge patch that turns `old` into `new` (RFC 7386: removed keys become null).
+pub fn merge_patch(old: &Value, new: &Value) -> Value {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = Map::new();
+            for (key, value) in new {
+                match old.get(key) {
+                    Some(previous) if previous == value => {}
+                    Some(previous) => {
+                        patch.insert(key.clone(), merge_patch(previous, value));
+                    }
+                    None => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            for key in old.keys() {
+                if !new.contains_key(key) {
+                    patch.insert(key.clone(), Value::Null);
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => new.clone(),
+    }
+}
+
+fn write(path: PathBuf, text: &str) -> Result<(), WriteError> {
+    std::fs::write(&path, text).map_err(|source| WriteError::Io { path, source })
+}
+
+/// Writes the folder; `rehearse` is the changed cluster manifest, if any.
+pub fn write_dir(
+    dir: &Path,
+    objects: &[Value],
+    status: Option<&Value>,
+    rehearse: Option<&Value>,
+) -> Result<(), WriteError> {
+    std::fs::create_dir_all(dir).map_err(|source| WriteError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let cluster = objects
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("FoundationDBCluster"))
+        .ok_or_else(|| WriteError::Render {
+            what: "live.yaml",
+            message: "no FoundationDBCluster captured".to_owned(),
+        })?;
+    let name = cluster
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let namespace = cluster
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let mut live = String::new();
+    for object in objects {
+        let text = serde_yaml_ng::to_string(object).map_err(|e| WriteError::Render {
+            what: "live.yaml",
+            message: e.to_string(),
+        })?;
+        live.push_str("---\n");
+        live.push_str(&text);
+    }
+    write(dir.join("live.yaml"), &live)?;
+    let mut snapshot = json!({"objects": "live.yaml"});
+    if let Some(status) = status {
+        let text = serde_json::to_string_pretty(status).map_err(|e| WriteError::Render {
+            what: "status.json",
+            message: e.to_string(),
+        })?;
+        write(dir.join("status.json"), &text)?;
+        snapshot["status"] = json!("status.json");
+    }
+    // The take-over first: it must end Reconciled (and the result's events show whether
+    // it wrote anything).
+    let mut steps = vec![
+        json!({"reconcile": {}}),
+        json!({"expect": {"reconciled": true, "available": true}}),
+    ];
+    if let Some(manifest) = rehearse {
+        if manifest.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
+            return Err(WriteError::Rehearse(format!(
+                "the manifest's metadata.name is not the captured cluster's ({name:?})"
+            )));
+        }
+        let current = super::snapshot::manifest_of(cluster);
+        let mut desired = super::snapshot::manifest_of(manifest);
+        desired["metadata"]["namespace"] = json!(namespace);
+        let mut patch = merge_patch(&current, &desired);
+        if let Some(patch) = patch.as_object_mut() {
+            patch.remove("apiVersion");
+            patch.remove("kind");
+        }
+        if patch.as_object().is_some_and(Map::is_empty) {
+            return Err(WriteError::Rehearse(
+                "the manifest asks for no change to the captured cluster".to_owned(),
+            ));
+        }
+        steps.push(json!({"apply": patch}));
+        steps.push(json!({"reconcile": {}}));
+        steps.push(
+            json!({"expect": {"within": REHEARSAL_SECONDS, "reconciled": true, "available": true}}),
+        );
+    }
+    let scenario = json!({
+        "name": format!("snapshot of {namespace}/{name}"),
+        "snapshot": snapshot,
+        "steps": steps,
+    });
+    let text = serde_yaml_ng::to_string(&scenario).map_err(|e| WriteError::Render {
+        what: "scenario.yaml",
+        message: e.to_string(),
+    })?;
+    write(
+        dir.join("scenario.yaml"),
+        &format!(
+            "# Captured by `fdb-operator snapshot`; run it with `fdb-operator simulate {}`.\n{text}",
+            dir.join("scenario.yaml").display()
+        ),
+    )
+}
