@@ -2,7 +2,7 @@
 //! their labels, annotations and deletion is read), services and ConfigMaps, each a
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector. A pass reads its cluster's objects from here instead of LISTing them (see
-//! [`super::pass_io::PassIo`]); in steady state a pass makes no LIST at all. Pods,
+//! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning
 //! the other clusters'.
@@ -31,7 +31,7 @@ use kube::{Api, Resource};
 use tokio::sync::watch;
 
 use super::cache_index::LabelIndex;
-use super::pass_io::ObjectKind;
+use super::object_kind::ObjectKind;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
 pub const OWN_WRITE_WAIT: Duration = Duration::from_secs(10);

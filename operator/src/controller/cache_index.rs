@@ -4,7 +4,7 @@
 //! watches: with many clusters a scan per pass would grow with the whole fleet.
 //!
 //! Fed by the same watch events as the store, after the store applied them (see
-//! [`super::cache`]); a lookup then reads the objects from the store by name, so an
+//! `cache.rs`); a lookup then reads the objects from the store by name, so an
 //! object the index names but the store no longer has is simply skipped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

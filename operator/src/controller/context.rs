@@ -55,7 +55,7 @@ pub struct OperatorSettings {
     pub replace_on_security_context_change: bool,
     /// The executor's rules; all on, except in the mutation tests that prove the
     /// scenarios catch an executor without one.
-    pub executor_rules: super::plan::ExecutorRules,
+    pub executor_rules: ExecutorRules,
 }
 
 impl Default for OperatorSettings {
@@ -68,7 +68,26 @@ impl Default for OperatorSettings {
             publish_events: true,
             sidecar_concurrency: 16,
             replace_on_security_context_change: false,
-            executor_rules: super::plan::ExecutorRules::default(),
+            executor_rules: ExecutorRules::default(),
+        }
+    }
+}
+
+/// The executor's rules that can be switched off, only to prove that the scenarios
+/// catch an executor without them (mutation tests; no flag or setting reaches it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutorRules {
+    /// One disruption per pass.
+    pub one_disruption: bool,
+    /// Recovery pacing.
+    pub pacing: bool,
+}
+
+impl Default for ExecutorRules {
+    fn default() -> Self {
+        Self {
+            one_disruption: true,
+            pacing: true,
         }
     }
 }

@@ -57,9 +57,9 @@ pub fn desired_config_hash(
 /// again and stays IncorrectConfigMap until its sidecar has staged the binary. Outside an
 /// upgrade the hash is unchanged.
 pub fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> String {
-    match super::upgrade::pending_upgrade_target(cluster) {
+    match super::version_change::pending_upgrade_target(cluster) {
         Some(target) => {
-            let staged = super::upgrade::staged_fdbserver(&target);
+            let staged = super::version_change::staged_fdbserver(&target);
             super::config_map::sha256_hex(format!("{hash}\0{staged}").as_bytes())
         }
         None => hash,

@@ -12,11 +12,12 @@ use kube::{Api, ResourceExt};
 use tracing::Instrument;
 
 use super::context::Context;
-use super::errors::ReconcileError;
-use super::events::{EventReason, publish};
+use super::errors::{ReconcileError, StepError};
+use super::events::EventReason;
 use super::metrics::{OutcomeLabels, PassLabels, StepLabels};
 use super::outcome::{PassOutcome, PassReport, StepOutcome};
 use super::pass::PassState;
+use super::pass_io::publish;
 use super::plan::PassFacts;
 use super::subreconcilers::ordered_steps;
 
@@ -67,11 +68,13 @@ fn record_groups(
         .record_groups(namespace, &cluster.name_any(), desired, reconciled);
 }
 
-async fn run_pass_inner(
+/// The cluster to reconcile, validated; `None` when `spec.skip` asks to leave it alone.
+/// An invalid spec is reported with an InvalidSpec Event and ends the pass.
+async fn read_cluster(
     ctx: &Context,
     namespace: &str,
     name: &str,
-) -> Result<PassReport, ReconcileError> {
+) -> Result<Option<ValidatedCluster>, ReconcileError> {
     let api: Api<FoundationDBCluster> = Api::namespaced(ctx.kube.clone(), namespace);
     let cluster = api
         .get_opt(name)
@@ -87,13 +90,15 @@ async fn run_pass_inner(
         })?;
     if cluster.spec.skip() {
         tracing::info!("spec.skip is set; not reconciling");
-        return Ok(PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: false,
-        });
+        return Ok(None);
     }
-    let validated = match ValidatedCluster::new(cluster.clone()) {
-        Ok(validated) => validated,
+    match ValidatedCluster::new(cluster.clone()) {
+        Ok(validated) => {
+            for warning in validated.warnings() {
+                tracing::warn!(%warning, "spec warning");
+            }
+            Ok(Some(validated))
+        }
         Err(invalid) => {
             publish(
                 ctx,
@@ -103,16 +108,37 @@ async fn run_pass_inner(
                 invalid.to_string(),
             )
             .await;
-            return Err(invalid.into());
+            Err(invalid.into())
         }
-    };
-    for warning in validated.warnings() {
-        tracing::warn!(%warning, "spec warning");
     }
+}
+
+async fn run_pass_inner(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<PassReport, ReconcileError> {
+    let Some(validated) = read_cluster(ctx, namespace, name).await? else {
+        return Ok(PassReport {
+            outcome: PassOutcome::Completed,
+            reconciled: false,
+        });
+    };
     let mut pass = PassState::new(validated, ctx.clock.now());
+    let outcome = run_steps(ctx, &mut pass, namespace, name).await?;
+    finish(ctx, &mut pass, namespace, outcome).await
+}
+
+/// Runs the ordered steps until one ends the pass; the pass's outcome (the first
+/// delayed requeue when every step went on).
+async fn run_steps(
+    ctx: &Context,
+    pass: &mut PassState,
+    namespace: &str,
+    name: &str,
+) -> Result<PassOutcome, ReconcileError> {
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
-    let mut outcome = PassOutcome::Completed;
     let mut delayed: Option<PassOutcome> = None;
     for step in ordered_steps() {
         let step_name = step.name();
@@ -137,13 +163,11 @@ async fn run_pass_inner(
             Ok(StepOutcome::Continue) => {}
             Ok(StepOutcome::DelayedRequeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "delayed requeue");
-                if delayed.is_none() {
-                    delayed = Some(PassOutcome::Requeue {
-                        delay,
-                        reason,
-                        step: step_name,
-                    });
-                }
+                delayed.get_or_insert(PassOutcome::Requeue {
+                    delay,
+                    reason,
+                    step: step_name,
+                });
             }
             Ok(StepOutcome::Requeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "requeue");
@@ -154,46 +178,59 @@ async fn run_pass_inner(
                         category: "waiting",
                     })
                     .inc();
-                outcome = PassOutcome::Requeue {
+                return Ok(PassOutcome::Requeue {
                     delay,
                     reason,
                     step: step_name,
-                };
-                break;
-            }
-            Err(source) => {
-                tracing::warn!(step = step_name, error = %source, "step failed");
-                // What the steps before observed and decided is still true.
-                if let Err(error) = pass.flush(ctx).await {
-                    tracing::warn!(%error, "cannot write the status after a failed step");
-                }
-                ctx.metrics
-                    .failures
-                    .get_or_create(&OutcomeLabels {
-                        step: step_name,
-                        category: source.category(),
-                    })
-                    .inc();
-                publish(
-                    ctx,
-                    pass.cluster(),
-                    EventReason::StepFailed,
-                    step_name,
-                    source.to_string(),
-                )
-                .await;
-                return Err(ReconcileError::Step {
-                    step: step_name,
-                    source,
                 });
             }
+            Err(source) => return Err(step_failed(ctx, pass, step_name, source).await),
         }
     }
-    if outcome == PassOutcome::Completed
-        && let Some(delayed) = delayed
-    {
-        outcome = delayed;
+    Ok(delayed.unwrap_or(PassOutcome::Completed))
+}
+
+/// Reports a failed step (the status the steps before staged is still written: what
+/// they observed and decided is still true) and ends the pass with its error.
+async fn step_failed(
+    ctx: &Context,
+    pass: &mut PassState,
+    step_name: &'static str,
+    source: StepError,
+) -> ReconcileError {
+    tracing::warn!(step = step_name, error = %source, "step failed");
+    if let Err(error) = pass.flush(ctx).await {
+        tracing::warn!(%error, "cannot write the status after a failed step");
     }
+    ctx.metrics
+        .failures
+        .get_or_create(&OutcomeLabels {
+            step: step_name,
+            category: source.category(),
+        })
+        .inc();
+    publish(
+        ctx,
+        pass.cluster(),
+        EventReason::StepFailed,
+        step_name,
+        source.to_string(),
+    )
+    .await;
+    ReconcileError::Step {
+        step: step_name,
+        source,
+    }
+}
+
+/// Ends the pass: its one status write, the gauges, whether the cluster is reconciled,
+/// and the operator lock given up when it is.
+async fn finish(
+    ctx: &Context,
+    pass: &mut PassState,
+    namespace: &str,
+    outcome: PassOutcome,
+) -> Result<PassReport, ReconcileError> {
     // The pass's one status write (unless a step had to persist earlier).
     pass.flush(ctx)
         .await

@@ -7,10 +7,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Resource;
-use kube::api::{Api, PostParams};
 use sha2::{Digest, Sha256};
-
-use super::context::Context;
 
 /// Reasons of the Events the operator publishes (a fixed, bounded set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,49 +119,43 @@ impl EventReason {
     }
 }
 
-/// Publishes an Event about `cluster`. Failing to publish is logged, never fatal: an
-/// Event is information, not state.
+/// The Event about `cluster` (in the cluster's namespace, `default` when it has none),
+/// reported by `controller`, at `now`. Pure: the pass's I/O posts it
+/// (`pass_io::publish`); an Event is an action of a plan like any write.
 ///
 /// The Event is named `<cluster>.<nanoseconds in hex>` like kube's recorder names it, but
 /// from [`event_name_prefix`], so that a cluster whose name is too long or malformed (the
 /// very cluster an InvalidSpec Event explains) still gets an Event the API server accepts;
 /// `regarding` names the cluster as it is.
-pub async fn publish(
-    ctx: &Context,
+pub fn build_event(
+    controller: &str,
     cluster: &FoundationDBCluster,
     reason: EventReason,
     action: &str,
-    note: String,
-) {
-    if !ctx.settings.publish_events {
-        return;
-    }
+    note: &str,
+    now: Timestamp,
+) -> K8sEvent {
     let reference = cluster.object_ref(&());
     let namespace = reference
         .namespace
         .clone()
         .unwrap_or_else(|| "default".to_owned());
-    let now = Timestamp::now();
     let prefix = event_name_prefix(reference.name.as_deref().unwrap_or_default());
-    let event = K8sEvent {
+    K8sEvent {
         action: Some(action.to_owned()),
         reason: Some(reason.as_str().to_owned()),
         note: Some(note.chars().take(1000).collect()),
         event_time: Some(MicroTime(now)),
         regarding: Some(reference),
-        reporting_controller: Some(ctx.settings.controller_name.clone()),
-        reporting_instance: Some(ctx.settings.controller_name.clone()),
+        reporting_controller: Some(controller.to_owned()),
+        reporting_instance: Some(controller.to_owned()),
         type_: Some(reason.event_type().to_owned()),
         metadata: ObjectMeta {
             name: Some(format!("{prefix}.{:x}", now.as_nanosecond())),
-            namespace: Some(namespace.clone()),
+            namespace: Some(namespace),
             ..ObjectMeta::default()
         },
         ..K8sEvent::default()
-    };
-    let events: Api<K8sEvent> = Api::namespaced(ctx.kube.clone(), &namespace);
-    if let Err(error) = events.create(&PostParams::default(), &event).await {
-        tracing::warn!(reason = reason.as_str(), %error, "cannot publish event");
     }
 }
 
@@ -197,6 +188,30 @@ pub fn event_name_prefix(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_names_its_cluster_reason_and_type() {
+        let cluster = crate::controller::fixtures::cluster("version: 7.1.57");
+        let now = Timestamp::UNIX_EPOCH;
+        let event = build_event(
+            "fdb-operator",
+            &cluster,
+            EventReason::IncompatibleClients,
+            "CheckClientCompatibility",
+            &"x".repeat(2000),
+            now,
+        );
+        assert_eq!(event.reason.as_deref(), Some("IncompatibleClients"));
+        assert_eq!(event.type_.as_deref(), Some("Warning"));
+        assert_eq!(event.note.as_ref().map(String::len), Some(1000));
+        assert_eq!(event.metadata.name.as_deref(), Some("sample.0"));
+        assert_eq!(
+            event.regarding.and_then(|r| r.name).as_deref(),
+            Some("sample")
+        );
+        let normal = build_event("op", &cluster, EventReason::PodsUpdated, "a", "b", now);
+        assert_eq!(normal.type_.as_deref(), Some("Normal"));
+    }
 
     #[test]
     fn event_names_are_valid_whatever_the_cluster_name() {

@@ -15,21 +15,22 @@
 //! A refusal ends the plan where it stands (earlier actions stay done) with a wait whose
 //! reason is the plan's `refused` prefix and the refusal. Waits become requeues: the
 //! pass stops, or goes on when the step is not a barrier
-//! ([`super::subreconcilers::holds_later_steps`]).
+//! ([`super::barriers::holds_later_steps`]).
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 
+use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
-use super::events::publish;
+use super::events::EventReason;
 use super::locks;
+use super::object_kind::{NewObject, ObjectKind};
 use super::outcome::StepOutcome;
-use super::pass_io::PassIo;
+use super::pass_io::{PassIo, publish};
 use super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::safety::{self, LockNeed, Refusal};
 use super::snapshot::ClusterSnapshot;
 use super::status_mutations::StatusMutation;
-use super::subreconcilers::holds_later_steps;
 use crate::fdb::{AdminClient as _, AdminError};
 
 /// What the shared rules say about one action, before the lock.
@@ -92,6 +93,7 @@ pub struct PlanProgress {
 fn delay(ctx: &Context, waits_on: WaitOn) -> std::time::Duration {
     match waits_on {
         WaitOn::Kubernetes => ctx.settings.kube_wait,
+        WaitOn::KubernetesLong => ctx.settings.kube_wait * 6,
         WaitOn::Database => ctx.settings.database_wait,
         WaitOn::After(delay) => delay,
     }
@@ -291,7 +293,7 @@ async fn perform(
             publish(
                 ctx,
                 snapshot.cluster(),
-                super::events::EventReason::CoordinatorsChanged,
+                EventReason::CoordinatorsChanged,
                 "ChangeCoordinators",
                 format!("{reason}; new connection string {text}"),
             )
@@ -327,9 +329,64 @@ async fn perform(
             facts.deleted_pods.push(name.clone());
             Ok(format!("deleted pod {name}"))
         }
+        Action::Create(object) => {
+            let what = format!("created {} {}", object.kind().noun(), object.name());
+            match object {
+                NewObject::Pod(pod) => io.create_all(ctx, vec![*pod], "pod").await?,
+                NewObject::Pvc(pvc) => io.create_all(ctx, vec![*pvc], "PVC").await?,
+                NewObject::Service(service) => {
+                    io.create_all(ctx, vec![*service], "service").await?
+                }
+                NewObject::ConfigMap(map) => io.create_all(ctx, vec![*map], "configmap").await?,
+            };
+            Ok(what)
+        }
+        Action::Patch { kind, name, patch } => {
+            let what = format!("patch {} {name}", kind.noun());
+            tracing::info!(%name, kind = kind.noun(), "patching");
+            match kind {
+                ObjectKind::Pods => io.patch::<Pod>(ctx, &name, &patch, what.clone()).await?,
+                ObjectKind::Pvcs => {
+                    io.patch::<PersistentVolumeClaim>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+                ObjectKind::Services => {
+                    io.patch::<Service>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+                ObjectKind::ConfigMap => {
+                    io.patch::<ConfigMap>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+            }
+            Ok(what)
+        }
+        Action::Delete { kind, name } => {
+            let what = format!("delete {} {name}", kind.noun());
+            tracing::info!(%name, kind = kind.noun(), "deleting");
+            match kind {
+                ObjectKind::Pods => {
+                    io.delete::<Pod>(ctx, &name, what.clone()).await?;
+                    facts.deleted_pods.push(name);
+                }
+                ObjectKind::Pvcs => {
+                    io.delete::<PersistentVolumeClaim>(ctx, &name, what.clone())
+                        .await?;
+                }
+                ObjectKind::Services => io.delete::<Service>(ctx, &name, what.clone()).await?,
+                ObjectKind::ConfigMap => io.delete::<ConfigMap>(ctx, &name, what.clone()).await?,
+            }
+            Ok(what)
+        }
+        Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
         Action::WriteStatus(mutations) => {
             io.apply_status(ctx, snapshot, &mutations).await?;
             Ok("status written".to_owned())
+        }
+        Action::StageStatusDecision(decision) => {
+            io.stage_status_if_changed(snapshot, &decision.status);
+            io.set_judged_reconciled(decision.reconciled);
+            Ok("status decided".to_owned())
         }
         Action::StageStatus(mutations) => {
             io.stage_mutations(snapshot, &mutations)?;
@@ -344,6 +401,49 @@ async fn perform(
             Ok("event".to_owned())
         }
     }
+}
+
+/// Reads the deny list, changes what the spec asks, stages the list as it then is.
+async fn update_deny_list(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    stage: bool,
+) -> Result<String, StepError> {
+    let admin = io.admin(ctx, snapshot)?;
+    let live = admin
+        .deny_list()
+        .await
+        .map_err(StepError::admin("read the operator lock deny list"))?;
+    let (add, remove) = locks::deny_list_changes(snapshot, &live);
+    let mut listed: Vec<String> = live
+        .iter()
+        .filter(|id| !remove.contains(id))
+        .chain(&add)
+        .cloned()
+        .collect();
+    listed.sort();
+    listed.dedup();
+    if stage {
+        io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(listed)])?;
+    }
+    if add.is_empty() && remove.is_empty() {
+        return Ok("deny list unchanged".to_owned());
+    }
+    tracing::info!(?add, ?remove, "updating the operator lock deny list");
+    admin
+        .update_deny_list(&add, &remove)
+        .await
+        .map_err(StepError::admin("update the operator lock deny list"))?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::LockDenyListChanged,
+        "UpdateLockConfiguration",
+        format!("deny list: added {add:?}, removed {remove:?}"),
+    )
+    .await;
+    Ok("deny list updated".to_owned())
 }
 
 #[cfg(test)]

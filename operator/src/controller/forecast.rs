@@ -5,21 +5,18 @@
 //! steps that must act before those deletions (ChangeCoordinators moves the
 //! coordinators off first) see what will really happen.
 
-use std::collections::BTreeSet;
-
+use super::plan::PassFacts;
 use super::replace_only::ReplacePolicy;
 use super::snapshot::ClusterSnapshot;
 use super::subreconcilers::delete_pods_for_buggification;
 use super::subreconcilers::update_pods::{self, Deletion};
 use super::upgrade::decide_incompatible;
 
-/// Groups whose pods are about to be deleted while they host a coordinator, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpcomingDeletions {
-    /// The groups (none of them may keep a coordinator).
-    pub groups: BTreeSet<String>,
-    /// Which step deletes them, and why.
-    pub reason: String,
+pub use super::plan::UpcomingDeletions;
+
+/// The forecast for `snapshot`, built once per snapshot version and kept in `facts`.
+pub fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
+    facts.upcoming_pod_deletions(snapshot, upcoming_pod_deletions)
 }
 
 /// The forecast for `snapshot` under `policy` (`None`: no deletion waits on the
@@ -55,7 +52,6 @@ mod tests {
     use super::*;
     use crate::controller::desired::pod_options;
     use crate::controller::fixtures::{Fixture, cluster, group, reporting};
-    use crate::controller::plan::PassFacts;
     use crate::controller::pod_model::build_pod;
     use crate::controller::subreconcilers::change_coordinators::{CoordinatorAction, decide};
     use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};

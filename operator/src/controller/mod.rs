@@ -3,6 +3,7 @@
 //! bookkeeping, the status and its typed edits, and the desired Kubernetes objects of a
 //! cluster (pod model, ConfigMap).
 
+pub mod barriers;
 pub mod cache;
 pub mod cache_index;
 pub mod config_map;
@@ -23,6 +24,7 @@ pub mod locks;
 pub mod merge_patch;
 pub mod metered;
 pub mod metrics;
+pub mod object_kind;
 pub mod objects;
 pub mod observe;
 pub mod outcome;
@@ -49,6 +51,7 @@ pub mod status_mutations;
 pub mod subreconcilers;
 pub mod upgrade;
 pub mod upgrade_cleanup;
+pub mod version_change;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};
 pub use driver::run_pass;

@@ -1,27 +1,43 @@
 //! What a step decides, as data: a [`Verdict`] (go on, wait, or act on a [`Plan`]) made
 //! from the pass's snapshot and its [`PassFacts`]. The executor
-//! ([`super::executor`]) is the only place a plan becomes I/O, and the only place the
+//! (`executor.rs`) is the only place a plan becomes I/O, and the only place the
 //! shared rules (the global lock, one disruption per pass, recovery pacing) are applied:
 //! each action declares what it needs, no step re-checks them.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::DatabaseConfiguration;
 
+pub use super::context::ExecutorRules;
+use super::errors::StepError;
 use super::events::EventReason;
-use super::forecast::{UpcomingDeletions, upcoming_pod_deletions};
+use super::object_kind::{NewObject, ObjectKind};
 use super::replace_only::ReplacePolicy;
 use super::safety::LockedAction;
 use super::snapshot::ClusterSnapshot;
+use super::status::StatusDecision;
 use super::status_mutations::StatusMutation;
 use crate::fdb::ExclusionTarget;
+
+/// Groups whose pods are about to be deleted while they host a coordinator, and why
+/// (the forecast of `forecast.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpcomingDeletions {
+    /// The groups (none of them may keep a coordinator).
+    pub groups: BTreeSet<String>,
+    /// Which step deletes them, and why.
+    pub reason: String,
+}
 
 /// What the pass learned so far, for the decisions of the steps after.
 #[derive(Debug, Default)]
 pub struct PassFacts {
     /// The forecast of pod deletions, for the snapshot version it was built from.
     upcoming: std::sync::Mutex<Option<(u64, Option<UpcomingDeletions>)>>,
+    /// UpdateStatus's decision, for the snapshot version it was made from.
+    status: std::sync::Mutex<Option<(u64, StatusDecision)>>,
     /// Which changes ReplaceMisconfiguredPods owns (`--replace-on-security-context-change`).
     pub replace_policy: ReplacePolicy,
     /// Pods this pass deleted, in order.
@@ -36,42 +52,50 @@ pub struct PassFacts {
     pub rules: ExecutorRules,
 }
 
-/// The executor's rules that can be switched off, only to prove that the scenarios
-/// catch an executor without them (mutation tests; no flag or setting reaches it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExecutorRules {
-    /// One disruption per pass.
-    pub one_disruption: bool,
-    /// Recovery pacing.
-    pub pacing: bool,
-}
-
-impl Default for ExecutorRules {
-    fn default() -> Self {
-        Self {
-            one_disruption: true,
-            pacing: true,
-        }
-    }
-}
-
 impl PassFacts {
-    /// The forecast of pod deletions to come for `snapshot`, built once per snapshot
-    /// version with the pass's [`ReplacePolicy`].
-    pub fn upcoming_pod_deletions(&self, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
+    /// The forecast of pod deletions to come for `snapshot`: made by `forecast` (see
+    /// `forecast.rs`, which gives it the pass's [`ReplacePolicy`]) once per snapshot
+    /// version.
+    pub fn upcoming_pod_deletions(
+        &self,
+        snapshot: &ClusterSnapshot,
+        forecast: impl FnOnce(&ClusterSnapshot, ReplacePolicy) -> Option<UpcomingDeletions>,
+    ) -> Option<UpcomingDeletions> {
         let version = snapshot.version();
         let mut memo = match self.upcoming.lock() {
             Ok(memo) => memo,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some((built, forecast)) = memo.as_ref()
+        if let Some((built, known)) = memo.as_ref()
             && *built == version
         {
-            return forecast.clone();
+            return known.clone();
         }
-        let forecast = upcoming_pod_deletions(snapshot, self.replace_policy);
-        *memo = Some((version, forecast.clone()));
-        forecast
+        let made = forecast(snapshot, self.replace_policy);
+        *memo = Some((version, made.clone()));
+        made
+    }
+
+    /// UpdateStatus's decision for `snapshot`: made by `decide` once per snapshot
+    /// version (the last UpdateStatus of a pass that changed nothing reuses the first's).
+    pub fn status_decision(
+        &self,
+        snapshot: &ClusterSnapshot,
+        decide: impl FnOnce(&ClusterSnapshot) -> Result<StatusDecision, StepError>,
+    ) -> Result<StatusDecision, StepError> {
+        let version = snapshot.version();
+        let mut memo = match self.status.lock() {
+            Ok(memo) => memo,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((made, decision)) = memo.as_ref()
+            && *made == version
+        {
+            return Ok(decision.clone());
+        }
+        let decision = decide(snapshot)?;
+        *memo = Some((version, decision.clone()));
+        Ok(decision)
     }
 
     /// The facts at the start of a pass under `policy`.
@@ -88,6 +112,9 @@ impl PassFacts {
 pub enum WaitOn {
     /// Kubernetes (pods scheduled, started, terminated).
     Kubernetes,
+    /// Kubernetes, for something that takes longer than a pod starting (nodes in more
+    /// zones): six times the Kubernetes wait.
+    KubernetesLong,
     /// The database (processes reporting, availability, a recovery).
     Database,
     /// A fixed delay.
@@ -102,7 +129,7 @@ pub struct Wait {
     /// What it waits on (when to look again).
     pub waits_on: WaitOn,
     /// It waits on something of its own: the later steps go on even when the step is a
-    /// barrier ([`super::subreconcilers::holds_later_steps`]).
+    /// barrier ([`super::barriers::holds_later_steps`]).
     pub goes_on: bool,
 }
 
@@ -159,10 +186,41 @@ pub enum Action {
     ResetMaintenanceZone,
     /// Deletes a pod of the cluster.
     DeletePod(String),
+    /// Creates an object of the cluster; one already there (a stale list or cache) is
+    /// fine: it exists, which is what the step wanted.
+    Create(NewObject),
+    /// Merge-patches an object of the cluster.
+    Patch {
+        /// Its kind.
+        kind: ObjectKind,
+        /// Its name.
+        name: String,
+        /// The JSON merge patch.
+        patch: serde_json::Value,
+    },
+    /// Deletes an object of the cluster (not a pod: [`Action::DeletePod`] counts as a
+    /// disruption); one already gone is fine.
+    Delete {
+        /// Its kind.
+        kind: ObjectKind,
+        /// Its name.
+        name: String,
+    },
+    /// Brings the database's operator lock deny list to what `spec.lockOptions.denyList`
+    /// asks (`locks::deny_list_changes` on the list as read), publishes
+    /// `LockDenyListChanged` when it changed, and stages the list into
+    /// `status.locks.lockDenyList` when `stage` (the database is configured).
+    UpdateDenyList {
+        /// Whether the list goes into the status.
+        stage: bool,
+    },
     /// Applies status mutations and writes the status now.
     WriteStatus(Vec<StatusMutation>),
     /// Applies status mutations to the status written at the end of the pass.
     StageStatus(Vec<StatusMutation>),
+    /// Stages UpdateStatus's whole new status (when it differs) and records its
+    /// judgement of whether the cluster is Reconciled.
+    StageStatusDecision(Box<StatusDecision>),
     /// Publishes an Event.
     Event {
         /// Its reason.
@@ -261,4 +319,35 @@ pub enum Verdict {
     Wait(Wait),
     /// Run this plan.
     Act(Plan),
+}
+
+impl Verdict {
+    /// A plan of `actions` that need none of the shared rules (creates, patches, status,
+    /// Events) and go on afterwards; `Continue` when there are none.
+    pub fn plain(actions: impl IntoIterator<Item = Action>) -> Self {
+        let actions: Vec<Planned> = actions.into_iter().map(Planned::plain).collect();
+        if actions.is_empty() {
+            Self::Continue
+        } else {
+            Self::Act(Plan::new(actions, ""))
+        }
+    }
+
+    /// This verdict, then `wait`: a plan's `then`, a wait when there was nothing to do.
+    #[must_use]
+    pub fn then(self, wait: Option<Wait>) -> Self {
+        match (self, wait) {
+            (verdict, None) => verdict,
+            (Self::Act(plan), Some(wait)) => Self::Act(plan.then(wait)),
+            (_, Some(wait)) => Self::Wait(wait),
+        }
+    }
+
+    /// The actions this verdict plans (none for `Continue` or `Wait`).
+    pub fn actions(&self) -> Vec<&Action> {
+        match self {
+            Self::Act(plan) => plan.actions.iter().map(|p| &p.action).collect(),
+            _ => Vec::new(),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! functions of the snapshot, each `Ok(())` or a [`Refusal`] that names what blocks (the
 //! group, the zone, the seconds left). Steps apply the gates of their decision; the
 //! rules every plan shares ([`paced`], [`sole_disruption`], the lock) are applied by the
-//! executor ([`super::executor`]) to each action that declares it needs them.
+//! executor (`executor.rs`) to each action that declares it needs them.
 //!
 //! | action | gates in the step's decision | rules of the executor |
 //! |---|---|---|
@@ -293,7 +293,7 @@ pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> 
 /// terminal pod recreated, a buggify change) it would not be one restart of every
 /// process but that and a pod going away at once, which the fault-tolerance budget of
 /// the pass did not count. `deleted_pods`: the pods the pass deleted so far
-/// ([`super::pass_io::PassIo::deleted_pods`]).
+/// (`PassIo::deleted_pods` of `pass_io`).
 pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
     match deleted_pods.first() {
         Some(pod) => Err(Refusal::PodDeletedThisPass { pod: pod.clone() }),
@@ -349,7 +349,7 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// The one pacing rule for every action that causes a recovery (a kill, an exclusion or
 /// inclusion of a transaction process, a coordinators change, `configure`, deleting a
 /// pod that [`causes_recovery`]): nothing earlier in this pass caused one
-/// (`caused_this_pass`, see [`super::plan::PassFacts::recovery_caused`]), the database is
+/// (`caused_this_pass`, see `PassFacts::recovery_caused`), the database is
 /// available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes

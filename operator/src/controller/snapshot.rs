@@ -6,9 +6,9 @@
 //! Steps decide from a `&ClusterSnapshot` alone; it never changes under them.
 //!
 //! # Refresh rule
-//! Steps write only through [`super::pass_io::PassIo`] (Kubernetes objects, the cluster
+//! Steps write only through `pass_io::PassIo` (Kubernetes objects, the cluster
 //! status) and its admin handle (the database); both record what they changed. Before the
-//! next step runs, the pass refreshes exactly those parts (see [`super::pass`]): it reads
+//! next step runs, the pass refreshes exactly those parts (see `pass.rs`): it reads
 //! again the kinds that were written (from the watch caches once they show the writes,
 //! see [`super::cache`], else by LIST), takes the status written or staged, and
 //! reads `status json` again when the database was written or the connection string
@@ -573,6 +573,16 @@ impl ClusterSnapshot {
     /// The process groups not marked for removal, in status order.
     pub fn live_groups(&self) -> impl Iterator<Item = GroupView<'_>> + '_ {
         self.groups().filter(|group| !group.is_marked_for_removal())
+    }
+
+    /// Whether `group` is listed in `buggify.ignoreDuringRestart` (process group IDs, as
+    /// in the Go operator's API): its processes are never killed.
+    pub fn ignored_during_restart(&self, group: &str) -> bool {
+        self.spec()
+            .buggify
+            .ignore_during_restart
+            .iter()
+            .any(|id| id == group)
     }
 
     /// The process group with this ID.

@@ -19,6 +19,15 @@ use fdb_shared::status_json::DatabaseStatus;
 use super::process_groups::{GroupFacts, TaintFacts, merge_conditions, observed_conditions};
 use super::status_mutations::record_addresses;
 
+/// The status to write, and whether it judges the cluster Reconciled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusDecision {
+    /// The whole new status (the write sends only what differs).
+    pub status: FoundationDBClusterStatus,
+    /// Whether this observation judged the cluster Reconciled.
+    pub reconciled: bool,
+}
+
 /// What is known about the database this pass.
 #[derive(Debug, Clone, Copy)]
 pub enum DatabaseView<'a> {
@@ -184,7 +193,6 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
     let generation = cluster.metadata.generation.unwrap_or(0);
     // The groups are rebuilt below: not cloned twice.
     let mut status = inputs.previous.without_process_groups();
-
     status.process_groups = inputs
         .previous
         .process_groups
@@ -202,27 +210,88 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         inputs.observations,
         &inputs.previous.process_groups,
     );
+    let counts = judge_counts(spec, &status.process_groups);
+    let database = judge_database(&mut status, inputs);
+    let groups = judge_groups(&status, inputs);
+    status.desired_process_groups = Some(counts.desired_total);
+    status.reconciled_process_groups = i32::try_from(groups.clean).ok();
+    status.has_incorrect_config_map = !inputs.config_map_in_sync;
+    status.needs_new_coordinators =
+        matches!(inputs.database, DatabaseView::Status(_)) && !database.coordinators_ok;
+    set_generations(&mut status, inputs, generation, &counts, &database, &groups);
+    let reconciled = status.configured
+        && status.connection_string.is_some()
+        && counts.matching
+        && !groups.any_condition
+        && !groups.unfinished_removal
+        && !groups.removals_requested
+        && database.available
+        && database.configuration_matches
+        && database.coordinators_ok
+        && inputs.config_map_in_sync
+        && status.running_version.as_deref() == Some(spec.version.as_str());
+    if reconciled {
+        status.generations.reconciled = Some(generation);
+    }
+    (status, reconciled)
+}
 
-    let desired_counts = desired_process_counts(spec);
-    let live = live_counts(&status.process_groups);
-    let counts_match = desired_counts
-        .positive()
-        .iter()
-        .all(|(class, count)| live.get(class).copied().unwrap_or(0) == *count)
-        && live
+/// How the live process groups compare with the desired counts.
+struct CountJudgement {
+    /// Every class has exactly its desired count.
+    matching: bool,
+    /// A class has fewer than desired.
+    grow: bool,
+    /// A class has more than desired.
+    shrink: bool,
+    /// The desired total.
+    desired_total: i32,
+}
+
+fn judge_counts(spec: &FoundationDBClusterSpec, groups: &[ProcessGroupStatus]) -> CountJudgement {
+    let desired = desired_process_counts(spec);
+    let live = live_counts(groups);
+    let live_of = |class: &ProcessClass| live.get(class).copied().unwrap_or(0);
+    CountJudgement {
+        matching: desired
+            .positive()
             .iter()
-            .all(|(class, count)| desired_counts.count(*class) == *count);
-    let needs_grow = desired_counts
-        .positive()
-        .iter()
-        .any(|(class, count)| live.get(class).copied().unwrap_or(0) < *count);
-    let needs_shrink = live
-        .iter()
-        .any(|(class, count)| desired_counts.count(*class) < *count);
+            .all(|(class, count)| live_of(class) == *count)
+            && live
+                .iter()
+                .all(|(class, count)| desired.count(*class) == *count),
+        grow: desired
+            .positive()
+            .iter()
+            .any(|(class, count)| live_of(class) < *count),
+        shrink: live
+            .iter()
+            .any(|(class, count)| desired.count(*class) < *count),
+        desired_total: desired.total(),
+    }
+}
 
+/// What the database says, once copied into the status.
+struct DatabaseJudgement {
+    available: bool,
+    coordinators_ok: bool,
+    configuration_matches: bool,
+}
+
+/// Copies health, version, configuration and connection string from the database into
+/// `status`, and judges them.
+fn judge_database(
+    status: &mut FoundationDBClusterStatus,
+    inputs: &StatusInputs<'_>,
+) -> DatabaseJudgement {
+    let cluster = inputs.cluster;
+    let spec = &cluster.spec;
     let desired_config = desired_database_configuration(spec);
-    let mut database_available = false;
-    let mut coordinators_ok = false;
+    let mut judgement = DatabaseJudgement {
+        available: false,
+        coordinators_ok: false,
+        configuration_matches: false,
+    };
     let mut live_configuration_matches = None;
     match inputs.database {
         DatabaseView::Status(db) => {
@@ -235,8 +304,8 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
                 .moving_data
                 .highest_priority
                 .and_then(|p| i32::try_from(p).ok());
-            database_available = db.is_available();
-            coordinators_ok = coordinators_healthy(cluster, db);
+            judgement.available = db.is_available();
+            judgement.coordinators_ok = coordinators_healthy(cluster, db);
             if let Some(version) = db.cluster.running_version() {
                 status.running_version = Some(version.to_string());
             }
@@ -268,32 +337,32 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         // Before any process reports, the version is the one being created.
         status.running_version = Some(spec.version.clone());
     }
-    let configuration_matches = live_configuration_matches.unwrap_or_else(|| {
+    judgement.configuration_matches = live_configuration_matches.unwrap_or_else(|| {
         status
             .database_configuration
             .as_ref()
             .is_some_and(|live| configure_change_command(live, &desired_config).is_none())
     });
+    judgement
+}
 
-    let live_groups = status
-        .process_groups
-        .iter()
-        .filter(|g| !g.is_marked_for_removal());
-    let clean_groups = live_groups
-        .clone()
-        .filter(|g| g.process_group_conditions.is_empty())
-        .count();
-    let has_condition = |condition: ProcessGroupConditionType| {
-        status.process_groups.iter().any(|g| {
-            g.process_group_conditions
-                .iter()
-                .any(|c| c.condition_type == condition)
-        })
-    };
-    let pending_removal = status
-        .process_groups
-        .iter()
-        .any(ProcessGroupStatus::is_marked_for_removal);
+/// What the process groups of the new status say.
+struct GroupJudgement {
+    /// Live groups without a condition.
+    clean: usize,
+    /// A group is marked for removal.
+    pending_removal: bool,
+    /// A removal waits for more than its resources terminating.
+    unfinished_removal: bool,
+    /// A group has a condition (other than one only waiting for termination).
+    any_condition: bool,
+    /// The spec asks to remove a group not marked yet.
+    removals_requested: bool,
+}
+
+fn judge_groups(status: &FoundationDBClusterStatus, inputs: &StatusInputs<'_>) -> GroupJudgement {
+    let spec = &inputs.cluster.spec;
+    let groups = &status.process_groups;
     // Removals that wait only for terminating resources do not hold back Reconciled
     // (operator-behavior §7); `hasPendingRemoval` still says they are there.
     let waiting_on_termination = |g: &ProcessGroupStatus| {
@@ -302,55 +371,59 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
             .get(&g.process_group_id)
             .is_some_and(|o| only_terminating_left(g, o))
     };
-    let unfinished_removal = status
-        .process_groups
-        .iter()
-        .any(|g| g.is_marked_for_removal() && !waiting_on_termination(g));
-    let any_condition = status
-        .process_groups
-        .iter()
-        .any(|g| !g.process_group_conditions.is_empty() && !waiting_on_termination(g));
-    let removals_requested = status.process_groups.iter().any(|g| {
-        !g.is_marked_for_removal()
-            && (spec.process_groups_to_remove.contains(&g.process_group_id)
-                || spec
-                    .process_groups_to_remove_without_exclusion
-                    .contains(&g.process_group_id))
-    });
-    status.desired_process_groups = Some(desired_counts.total());
-    status.reconciled_process_groups = i32::try_from(clean_groups).ok();
-    status.has_incorrect_config_map = !inputs.config_map_in_sync;
-    status.needs_new_coordinators =
-        matches!(inputs.database, DatabaseView::Status(_)) && !coordinators_ok;
+    GroupJudgement {
+        clean: groups
+            .iter()
+            .filter(|g| !g.is_marked_for_removal() && g.process_group_conditions.is_empty())
+            .count(),
+        pending_removal: groups.iter().any(ProcessGroupStatus::is_marked_for_removal),
+        unfinished_removal: groups
+            .iter()
+            .any(|g| g.is_marked_for_removal() && !waiting_on_termination(g)),
+        any_condition: groups
+            .iter()
+            .any(|g| !g.process_group_conditions.is_empty() && !waiting_on_termination(g)),
+        removals_requested: groups.iter().any(|g| {
+            !g.is_marked_for_removal()
+                && (spec.process_groups_to_remove.contains(&g.process_group_id)
+                    || spec
+                        .process_groups_to_remove_without_exclusion
+                        .contains(&g.process_group_id))
+        }),
+    }
+}
 
+/// The `needs*` generations: set to the cluster's generation while each holds.
+fn set_generations(
+    status: &mut FoundationDBClusterStatus,
+    inputs: &StatusInputs<'_>,
+    generation: i64,
+    counts: &CountJudgement,
+    database: &DatabaseJudgement,
+    groups: &GroupJudgement,
+) {
+    let has_condition = |condition: ProcessGroupConditionType| {
+        status.process_groups.iter().any(|g| {
+            g.process_group_conditions
+                .iter()
+                .any(|c| c.condition_type == condition)
+        })
+    };
+    let monitor_conf = has_condition(ProcessGroupConditionType::IncorrectConfigMap);
+    let pod_deletion = has_condition(ProcessGroupConditionType::IncorrectPodSpec);
+    let configuration_change = status.configured && !database.configuration_matches;
+    let coordinator_change = status.needs_new_coordinators;
     let flag = |on: bool| on.then_some(generation);
     let g = &mut status.generations;
-    g.needs_grow = flag(needs_grow);
-    g.needs_shrink = flag(needs_shrink);
-    g.needs_configuration_change = flag(status.configured && !configuration_matches);
-    g.needs_coordinator_change = flag(status.needs_new_coordinators);
+    g.needs_grow = flag(counts.grow);
+    g.needs_shrink = flag(counts.shrink);
+    g.needs_configuration_change = flag(configuration_change);
+    g.needs_coordinator_change = flag(coordinator_change);
     g.missing_database_status = flag(!matches!(inputs.database, DatabaseView::Status(_)));
-    g.has_pending_removal = flag(pending_removal);
-    g.has_unhealthy_process = flag(any_condition);
-    g.needs_monitor_conf_update =
-        flag(has_condition(ProcessGroupConditionType::IncorrectConfigMap));
-    g.needs_pod_deletion = flag(has_condition(ProcessGroupConditionType::IncorrectPodSpec));
-
-    let reconciled = status.configured
-        && status.connection_string.is_some()
-        && counts_match
-        && !any_condition
-        && !unfinished_removal
-        && !removals_requested
-        && database_available
-        && configuration_matches
-        && coordinators_ok
-        && inputs.config_map_in_sync
-        && status.running_version.as_deref() == Some(spec.version.as_str());
-    if reconciled {
-        status.generations.reconciled = Some(generation);
-    }
-    (status, reconciled)
+    g.has_pending_removal = flag(groups.pending_removal);
+    g.has_unhealthy_process = flag(groups.any_condition);
+    g.needs_monitor_conf_update = flag(monitor_conf);
+    g.needs_pod_deletion = flag(pod_deletion);
 }
 
 /// `imageTypes`, `storageServersPerDisk` and `logServersPerDisk` from the pods of the

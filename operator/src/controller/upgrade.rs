@@ -22,6 +22,10 @@ use fdb_shared::status_json::DatabaseStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
+pub use super::version_change::{
+    VersionChange, pending_upgrade_target, staged_fdbserver, version_change,
+};
+
 use super::desired::ConfigHashes;
 use super::errors::StepError;
 use super::objects::pod_is_running;
@@ -30,101 +34,7 @@ use super::pod_model::{
 };
 use super::safety::{self, Refusal};
 use super::snapshot::ClusterSnapshot;
-use super::subreconcilers::bounce_processes::ignored;
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
-
-/// What `spec.version` asks of a cluster running `status.runningVersion`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VersionChange {
-    /// The processes run the spec's version.
-    None,
-    /// A protocol-compatible change (patch up- or downgrade): pods roll to the new image
-    /// by the normal update rules, with no staging and no cluster-wide kill.
-    Compatible {
-        /// The running version.
-        from: FdbVersion,
-        /// `spec.version`.
-        to: FdbVersion,
-    },
-    /// An upgrade across a protocol boundary: stage, then one cluster-wide kill.
-    Incompatible {
-        /// The running version.
-        from: FdbVersion,
-        /// `spec.version`.
-        to: FdbVersion,
-    },
-    /// A downgrade across a protocol boundary: refused, nothing changes.
-    Refused {
-        /// The running version.
-        from: FdbVersion,
-        /// `spec.version`.
-        to: FdbVersion,
-    },
-    /// A version that does not parse (validation reports it; nothing is upgraded).
-    Unparsable {
-        /// The text that does not parse.
-        version: String,
-    },
-}
-
-impl VersionChange {
-    /// The message users see for a refused change.
-    pub fn refusal_message(&self) -> Option<String> {
-        match self {
-            Self::Refused { from, to } => Some(format!(
-                "spec.version {to} is a downgrade from the running version {from} across a \
-                 protocol boundary; downgrades are only possible within a protocol-compatible \
-                 pair (same major, minor and release candidate). Nothing was changed; set \
-                 spec.version back to a version compatible with {from} or newer"
-            )),
-            Self::Unparsable { version } => Some(format!(
-                "spec.version {version:?} (or status.runningVersion) is not a FoundationDB version; nothing was changed"
-            )),
-            Self::None | Self::Compatible { .. } | Self::Incompatible { .. } => None,
-        }
-    }
-}
-
-/// The change `cluster`'s spec asks for (operator-behavior §2).
-pub fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
-    let running = running_version(cluster);
-    let wanted = cluster.spec.version.as_str();
-    let (from, to) = match (running.parse::<FdbVersion>(), wanted.parse::<FdbVersion>()) {
-        (Ok(from), Ok(to)) => (from, to),
-        (Err(_), _) => {
-            return VersionChange::Unparsable {
-                version: running.to_owned(),
-            };
-        }
-        (_, Err(_)) => {
-            return VersionChange::Unparsable {
-                version: wanted.to_owned(),
-            };
-        }
-    };
-    if from == to {
-        VersionChange::None
-    } else if from.is_protocol_compatible(&to) {
-        VersionChange::Compatible { from, to }
-    } else if from.can_change_to(&to) {
-        VersionChange::Incompatible { from, to }
-    } else {
-        VersionChange::Refused { from, to }
-    }
-}
-
-/// The target of a pending incompatible upgrade, if one is pending.
-pub fn pending_upgrade_target(cluster: &FoundationDBCluster) -> Option<FdbVersion> {
-    match version_change(cluster) {
-        VersionChange::Incompatible { to, .. } => Some(to),
-        _ => None,
-    }
-}
-
-/// The path, relative to the sidecar's output dir, of the staged `fdbserver` of `target`.
-pub fn staged_fdbserver(target: &FdbVersion) -> String {
-    format!("bin/{target}/fdbserver")
-}
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
 /// (so the sidecar stages its binaries), else the image of the version pods are built
@@ -375,7 +285,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
                 .processes
                 .values()
                 // `buggify.ignoreDuringRestart` holds for the upgrade's kill too.
-                .filter(|p| status_group(p).is_none_or(|id| !ignored(snapshot, id)))
+                .filter(|p| status_group(p).is_none_or(|id| !snapshot.ignored_during_restart(id)))
                 .filter_map(|p| p.address.clone())
                 .collect()
         })

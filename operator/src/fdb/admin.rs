@@ -221,9 +221,9 @@ pub fn clients_without_support_for(
 
 /// The operations the operator performs on a FoundationDB database.
 ///
-/// Implemented over `fdbcli` ([`super::fdbcli::FdbcliAdminClient`]) and by the simulated
+/// Implemented over `fdbcli` (`FdbcliAdminClient`, in `fdbcli.rs`) and by the simulated
 /// database; the operator holds it as `Arc<dyn AdminClient>`, usually wrapped in
-/// [`super::cache::PassScopedAdmin`] so each reconcile pass reads `status json` once.
+/// `PassScopedAdmin` (in `cache.rs`) so each reconcile pass reads `status json` once.
 #[async_trait::async_trait]
 pub trait AdminClient: Send + Sync + fmt::Debug {
     /// The database's `status json`.

@@ -10,12 +10,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::desired::pod_options;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::object_kind::NewObject;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -70,40 +69,33 @@ impl Subreconciler for AddPods {
         "AddPods"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide(snapshot)?;
         let created = decision.create.len();
-        io.create_all(ctx, decision.create, "pod").await?;
-        let cluster = snapshot.cluster();
-        if created > 0 && cluster.spec.image_type() == ImageType::Unified {
+        let mut actions: Vec<Action> = decision
+            .create
+            .into_iter()
+            .map(|pod| Action::Create(NewObject::Pod(Box::new(pod))))
+            .collect();
+        if created > 0 && snapshot.spec().image_type() == ImageType::Unified {
             // Said once per batch of new pods, not every pass: the user asked for a
             // model the pods do not run.
-            tracing::warn!(created, "imageType unified: the pods run the split model");
-            publish(
-                ctx,
-                cluster,
-                EventReason::UnifiedImageRunsSplit,
-                "AddPods",
-                format!(
+            actions.push(Action::Event {
+                reason: EventReason::UnifiedImageRunsSplit,
+                action: "AddPods".to_owned(),
+                note: format!(
                     "spec.imageType is unified, which is not supported yet: created {created} pods with the split image (main container plus sidecar)"
                 ),
-            )
-            .await;
-        }
-        let waiting = decision.waiting_for_service_ip;
-        if waiting > 0 {
-            return Ok(StepOutcome::Requeue {
-                delay: ctx.settings.kube_wait,
-                reason: format!("waiting for {waiting} process group services to get an IP"),
             });
         }
-        Ok(StepOutcome::Continue)
+        let waiting = decision.waiting_for_service_ip;
+        let wait = (waiting > 0).then(|| {
+            Wait::new(
+                WaitOn::Kubernetes,
+                format!("waiting for {waiting} process group services to get an IP"),
+            )
+        });
+        Ok(Verdict::plain(actions).then(wait))
     }
 }
 
@@ -148,6 +140,18 @@ mod tests {
         assert_eq!(
             decision.create[0].annotations().get(PUBLIC_IP_ANNOTATION),
             Some(&"10.96.0.1".to_owned())
+        );
+        let Verdict::Act(plan) = AddPods.decide(&snapshot, &PassFacts::default()).unwrap() else {
+            panic!("one pod to create");
+        };
+        assert!(matches!(
+            plan.actions[..],
+            [ref only] if matches!(&only.action, Action::Create(NewObject::Pod(p)) if p.name_any() == "sample-log-1")
+        ));
+        assert_eq!(
+            plan.then.map(|w| (w.waits_on, w.goes_on)),
+            Some((WaitOn::Kubernetes, false)),
+            "the pass waits for the services' IPs"
         );
     }
 }

@@ -13,10 +13,8 @@ use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{parse_any_process_group_id, process_group_id};
 use crate::controller::process_groups::next_free_numbers;
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
@@ -135,34 +133,18 @@ impl Subreconciler for AddProcessGroups {
         "AddProcessGroups"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        match decide(snapshot) {
-            AddGroupsDecision::Nothing => Ok(StepOutcome::Continue),
-            AddGroupsDecision::WaitForDatabase { missing } => Ok(StepOutcome::Requeue {
-                delay: ctx.settings.database_wait,
-                reason: format!(
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide(snapshot) {
+            AddGroupsDecision::Nothing => Verdict::Continue,
+            AddGroupsDecision::WaitForDatabase { missing } => Verdict::Wait(Wait::new(
+                WaitOn::Database,
+                format!(
                     "{missing} process groups to add, but the database status (which IDs are still excluded) cannot be read"
                 ),
-            }),
-            AddGroupsDecision::Add(mutations) => {
-                let ids: Vec<&str> = mutations
-                    .iter()
-                    .filter_map(|m| match m {
-                        StatusMutation::AddProcessGroup { id, .. } => Some(id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                tracing::info!(groups = ?ids, "adding process groups");
-                io.apply_status(ctx, snapshot, &mutations).await?;
-                Ok(StepOutcome::Continue)
-            }
-        }
+            )),
+            // Written at once: AddServices, AddPVCs and AddPods create the groups' objects.
+            AddGroupsDecision::Add(mutations) => Verdict::plain([Action::WriteStatus(mutations)]),
+        })
     }
 }
 
@@ -193,6 +175,14 @@ mod tests {
             decide(&unreadable),
             AddGroupsDecision::WaitForDatabase { missing: 2 }
         );
+        assert!(matches!(
+            AddProcessGroups.decide(&unreadable, &PassFacts::default()),
+            Ok(Verdict::Wait(Wait {
+                waits_on: WaitOn::Database,
+                goes_on: false,
+                ..
+            }))
+        ));
         let mut db = reporting(&["storage-1"]);
         if let Some(p) = db.cluster.processes.get_mut("p0") {
             p.excluded = true;

@@ -5,10 +5,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::object_kind::NewObject;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{build_pvc, pvc_name};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -40,16 +39,13 @@ impl Subreconciler for AddPvcs {
         "AddPVCs"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let missing = decide(snapshot)?;
-        io.create_all(ctx, missing, "PVC").await?;
-        Ok(StepOutcome::Continue)
+        Ok(Verdict::plain(
+            missing
+                .into_iter()
+                .map(|pvc| Action::Create(NewObject::Pvc(Box::new(pvc)))),
+        ))
     }
 }
 
@@ -72,5 +68,20 @@ mod tests {
             .pvcs(missing)
             .build();
         assert!(decide(&existing).unwrap().is_empty());
+        let facts = PassFacts::default();
+        assert_eq!(
+            AddPvcs.decide(&existing, &facts).unwrap(),
+            Verdict::Continue
+        );
+        let verdict = AddPvcs.decide(&snapshot, &facts).unwrap();
+        let created: Vec<_> = verdict
+            .actions()
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Create(object) => Some(object.name()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(created, ["sample-log-1-data", "sample-storage-1-data"]);
     }
 }

@@ -7,10 +7,9 @@ use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::object_kind::NewObject;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{build_headless_service, build_process_group_service};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -40,16 +39,11 @@ impl Subreconciler for AddServices {
         "AddServices"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let missing = decide(snapshot)?;
-        io.create_all(ctx, missing, "service").await?;
-        Ok(StepOutcome::Continue)
+        Ok(Verdict::plain(missing.into_iter().map(|service| {
+            Action::Create(NewObject::Service(Box::new(service)))
+        })))
     }
 }
 
@@ -86,5 +80,12 @@ mod tests {
             .groups([group("log-1")])
             .build();
         assert_eq!(names(&decide(&by_pod_ip).unwrap()), ["sample"]);
+        let verdict = AddServices
+            .decide(&by_pod_ip, &crate::controller::plan::PassFacts::default())
+            .unwrap();
+        assert!(
+            matches!(verdict.actions()[..], [Action::Create(NewObject::Service(s))] if s.name_any() == "sample"),
+            "{verdict:?}"
+        );
     }
 }

@@ -24,6 +24,7 @@ use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use crate::controller::coordinators::{priority, select_coordinators};
 use crate::controller::errors::StepError;
+use crate::controller::forecast::upcoming;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::placement;
 use crate::controller::safety::{self, LockedAction, Refusal};
@@ -177,7 +178,7 @@ fn new_groups_coming(snapshot: &ClusterSnapshot) -> Vec<String> {
 
 /// Decides from the snapshot (nothing before the database is configured); the pods
 /// about to be deleted come from the pass's one forecast
-/// ([`PassFacts::upcoming_pod_deletions`], under the configured replace policy).
+/// ([`upcoming`], under the configured replace policy).
 pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorAction {
     let status = snapshot.status();
     if !status.configured || status.connection_string.is_none() {
@@ -201,7 +202,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
         .iter()
         .map(ToString::to_string)
         .collect();
-    let pending = facts.upcoming_pod_deletions(snapshot);
+    let pending = upcoming(facts, snapshot);
     let pending_groups = pending.as_ref().map(|p| &p.groups);
     // Never a group whose processes are excluded or under maintenance, nor one whose pod
     // is about to be deleted.

@@ -16,11 +16,9 @@
 use async_trait::async_trait;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
 
@@ -99,31 +97,29 @@ impl Subreconciler for CheckClientCompatibility {
         "CheckClientCompatibility"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        _io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot);
-        let Some(reason) = decision.reason() else {
-            return Ok(StepOutcome::Continue);
-        };
-        let event = match &decision {
-            ClientCheck::Refused(_) => Some(EventReason::UnsupportedVersionChange),
-            ClientCheck::Blocked { .. } => Some(EventReason::IncompatibleClients),
-            ClientCheck::Proceed | ClientCheck::Unknown(_) => None,
-        };
-        tracing::warn!(step = self.name(), %reason, "version change waits");
-        if let Some(event) = event {
-            publish(ctx, snapshot.cluster(), event, self.name(), reason.clone()).await;
-        }
-        Ok(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
-            reason,
-        })
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict(&decide(snapshot)))
     }
+}
+
+/// The plan of `check`: nothing, or a wait that ends the pass, after a Warning Event
+/// when the change is refused or clients block it.
+pub fn verdict(check: &ClientCheck) -> Verdict {
+    let Some(reason) = check.reason() else {
+        return Verdict::Continue;
+    };
+    tracing::warn!(%reason, "version change waits");
+    let event = match check {
+        ClientCheck::Refused(_) => Some(EventReason::UnsupportedVersionChange),
+        ClientCheck::Blocked { .. } => Some(EventReason::IncompatibleClients),
+        ClientCheck::Proceed | ClientCheck::Unknown(_) => None,
+    };
+    let events = event.map(|reason_of_event| Action::Event {
+        reason: reason_of_event,
+        action: "CheckClientCompatibility".to_owned(),
+        note: reason.clone(),
+    });
+    Verdict::plain(events).then(Some(Wait::new(WaitOn::Database, reason)))
 }
 
 #[cfg(test)]
@@ -212,6 +208,17 @@ mod tests {
             message.contains("downgrade from the running version 7.3.43"),
             "{message}"
         );
+        let Verdict::Act(plan) = verdict(&decision) else {
+            panic!("a Warning Event, then the wait");
+        };
+        assert!(matches!(
+            &plan.actions[..],
+            [only] if matches!(&only.action, Action::Event { reason: EventReason::UnsupportedVersionChange, note, .. } if note == message)
+        ));
+        assert_eq!(
+            plan.then,
+            Some(Wait::new(WaitOn::Database, message.clone()))
+        );
         // A compatible downgrade is allowed.
         let patch_down = with_clients("version: 7.3.40", "7.3.43", serde_json::json!([]));
         assert_eq!(decide(&patch_down), ClientCheck::Proceed);
@@ -225,5 +232,17 @@ mod tests {
             .unreadable()
             .build();
         assert!(matches!(decide(&snapshot), ClientCheck::Unknown(_)));
+        assert!(
+            matches!(
+                verdict(&decide(&snapshot)),
+                Verdict::Wait(Wait {
+                    waits_on: WaitOn::Database,
+                    goes_on: false,
+                    ..
+                })
+            ),
+            "no Event when the clients cannot be read"
+        );
+        assert_eq!(verdict(&ClientCheck::Proceed), Verdict::Continue);
     }
 }

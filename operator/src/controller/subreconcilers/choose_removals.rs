@@ -11,11 +11,9 @@ use fdb_shared::api::ProcessClass;
 use fdb_shared::cluster_math::desired_process_counts;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::parse_any_process_group_id;
 use crate::controller::removals::choice::{self, Candidate};
 use crate::controller::removals::placement;
@@ -106,29 +104,21 @@ impl Subreconciler for ChooseRemovals {
         "ChooseRemovals"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide(snapshot);
         if decision.mutations.is_empty() {
-            return Ok(StepOutcome::Continue);
+            return Ok(Verdict::Continue);
         }
-        tracing::info!(step = self.name(), removals = ?decision.reasons, "marking process groups for removal");
-        if io.apply_status(ctx, snapshot, &decision.mutations).await? {
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::RemovalChosen,
-                self.name(),
-                decision.reasons.join("; "),
-            )
-            .await;
-        }
-        Ok(StepOutcome::Continue)
+        // Only live groups are marked, so the write always changes the status: the
+        // Event follows it. The marks are written at once: ExcludeInstances acts on them.
+        Ok(Verdict::plain([
+            Action::WriteStatus(decision.mutations),
+            Action::Event {
+                reason: EventReason::RemovalChosen,
+                action: self.name().to_owned(),
+                note: decision.reasons.join("; "),
+            },
+        ]))
     }
 }
 
@@ -170,6 +160,17 @@ mod tests {
         )
         .build();
         assert_eq!(marked(&decide(&snapshot)), ["storage-2"]);
+        let verdict = ChooseRemovals
+            .decide(&snapshot, &PassFacts::default())
+            .unwrap();
+        assert!(
+            matches!(
+                &verdict.actions()[..],
+                [Action::WriteStatus(marks), Action::Event { reason: EventReason::RemovalChosen, .. }]
+                    if *marks == [StatusMutation::MarkForRemoval { group: "storage-2".into() }]
+            ),
+            "{verdict:?}"
+        );
     }
 
     #[test]

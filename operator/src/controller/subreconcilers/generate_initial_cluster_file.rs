@@ -9,15 +9,13 @@ use fdb_shared::connection_string::ConnectionString;
 use sha2::{Digest, Sha256};
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::coordinators::{
     CoordinatorCandidate, coordinator_address, select_coordinators,
 };
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
+use crate::controller::events::EventReason;
 use crate::controller::objects::public_ip;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::parse_any_process_group_id;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
@@ -171,51 +169,37 @@ impl Subreconciler for GenerateInitialClusterFile {
         "GenerateInitialClusterFile"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let connection_string = match decide(snapshot)? {
-            InitialFileDecision::Nothing => return Ok(StepOutcome::Continue),
-            InitialFileDecision::WaitForPods(reason) => {
-                return Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.kube_wait,
-                    reason,
-                });
-            }
-            InitialFileDecision::NotEnoughZones(reason) => {
-                return Ok(StepOutcome::Requeue {
-                    delay: ctx.settings.kube_wait * 6,
-                    reason,
-                });
-            }
-            InitialFileDecision::Write(connection_string) => connection_string,
-        };
-        tracing::info!(%connection_string, "writing the initial connection string");
-        io.apply_status(
-            ctx,
-            snapshot,
-            &[StatusMutation::SetConnectionString(
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict(decide(snapshot)?))
+    }
+}
+
+/// The plan of `decision`: the connection string written at once (the ConfigMap and the
+/// pods get it next), its Event, and a short wait so that the ConfigMap carries the new
+/// cluster file before the pods are updated.
+pub fn verdict(decision: InitialFileDecision) -> Verdict {
+    match decision {
+        InitialFileDecision::Nothing => Verdict::Continue,
+        InitialFileDecision::WaitForPods(reason) => {
+            Verdict::Wait(Wait::new(WaitOn::Kubernetes, reason))
+        }
+        InitialFileDecision::NotEnoughZones(reason) => {
+            Verdict::Wait(Wait::new(WaitOn::KubernetesLong, reason))
+        }
+        InitialFileDecision::Write(connection_string) => Verdict::plain([
+            Action::WriteStatus(vec![StatusMutation::SetConnectionString(
                 connection_string.clone(),
-            )],
-        )
-        .await?;
-        publish(
-            ctx,
-            snapshot.cluster(),
-            EventReason::ConnectionStringGenerated,
-            "GenerateInitialClusterFile",
-            format!("initial connection string {connection_string}"),
-        )
-        .await;
-        // The ConfigMap must carry the new cluster file before the pods can be updated.
-        Ok(StepOutcome::requeue(
-            1,
+            )]),
+            Action::Event {
+                reason: EventReason::ConnectionStringGenerated,
+                action: "GenerateInitialClusterFile".to_owned(),
+                note: format!("initial connection string {connection_string}"),
+            },
+        ])
+        .then(Some(Wait::new(
+            WaitOn::After(std::time::Duration::from_secs(1)),
             "connection string generated; the ConfigMap is updated next",
-        ))
+        ))),
     }
 }
 
@@ -316,5 +300,32 @@ mod tests {
             decide(&seeded).unwrap(),
             InitialFileDecision::Write("a:b@10.1.1.1:4501".into())
         );
+        let Verdict::Act(plan) = GenerateInitialClusterFile
+            .decide(&seeded, &PassFacts::default())
+            .unwrap()
+        else {
+            panic!("the seed is written");
+        };
+        assert_eq!(
+            plan.actions[0].action,
+            Action::WriteStatus(vec![StatusMutation::SetConnectionString(
+                "a:b@10.1.1.1:4501".into()
+            )])
+        );
+        assert!(matches!(
+            plan.actions[1].action,
+            Action::Event {
+                reason: EventReason::ConnectionStringGenerated,
+                ..
+            }
+        ));
+        assert!(plan.then.is_some(), "the ConfigMap is updated first");
+        assert!(matches!(
+            GenerateInitialClusterFile.decide(&triple, &PassFacts::default()),
+            Ok(Verdict::Wait(Wait {
+                waits_on: WaitOn::KubernetesLong,
+                ..
+            }))
+        ));
     }
 }

@@ -25,10 +25,11 @@ use super::Subreconciler;
 use super::exclude_instances::pending_reason;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
+use crate::controller::events::EventReason;
 use crate::controller::executor;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::pass_io::publish;
 use crate::controller::plan::{Action, Plan, Planned};
 use crate::controller::removals::{
     exclusions, placement, ready_for_deletion, removal_held, skips_exclusion,

@@ -3,15 +3,13 @@
 //! stuck Terminating past `ignoreTerminatingPodsSeconds` no longer holds it back).
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use super::remove_pods::{pod_released, pvc_released};
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::object_kind::ObjectKind;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::removals::ready_for_deletion;
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -37,19 +35,79 @@ impl Subreconciler for RemoveServices {
         "RemoveServices"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let namespace = snapshot.namespace();
-        for name in decide(snapshot) {
-            tracing::info!(step = self.name(), service = %name, "deleting the service of a removed process group");
-            io.delete::<Service>(ctx, &name, format!("delete service {namespace}/{name}"))
-                .await?;
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(Verdict::plain(decide(snapshot).into_iter().map(|name| {
+            Action::Delete {
+                kind: ObjectKind::Services,
+                name,
+            }
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group, pod};
+    use jiff::Timestamp;
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn labelled<K: serde::de::DeserializeOwned>(name: &str, group: &str) -> K {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"foundationdb.org/fdb-process-group-id": group}}
+        }))
+        .unwrap()
+    }
+
+    fn fixture(exclusion_done: bool, pod_left: bool, pvc_left: bool) -> Fixture {
+        let mut marked = group("storage-3");
+        marked.removal_timestamp = Some(Time(Timestamp::from_second(9_000).unwrap()));
+        if exclusion_done {
+            marked.exclusion_timestamp = Some(Time(Timestamp::from_second(9_500).unwrap()));
         }
-        Ok(StepOutcome::Continue)
+        let mut fixture = Fixture::new("{version: 7.1.57, routing: {publicIPSource: service}}")
+            .groups([group("storage-1"), marked])
+            .services([
+                labelled::<Service>("sample-storage-1", "storage-1"),
+                labelled::<Service>("sample-storage-3", "storage-3"),
+            ]);
+        if pod_left {
+            fixture = fixture.pods([pod("sample-storage-3", "storage-3", "n3", "10.0.0.3")]);
+        }
+        if pvc_left {
+            fixture = fixture.pvcs([labelled::<PersistentVolumeClaim>(
+                "sample-storage-3-data",
+                "storage-3",
+            )]);
+        }
+        fixture
+    }
+
+    #[test]
+    fn the_service_of_an_excluded_group_goes_once_its_pod_and_pvc_are_gone() {
+        let facts = PassFacts::default();
+        let verdict = RemoveServices
+            .decide(&fixture(true, false, false).build(), &facts)
+            .unwrap();
+        assert_eq!(
+            verdict.actions(),
+            [&Action::Delete {
+                kind: ObjectKind::Services,
+                name: "sample-storage-3".into()
+            }]
+        );
+        for (exclusion_done, pod_left, pvc_left) in [
+            (false, false, false),
+            (true, true, false),
+            (true, false, true),
+        ] {
+            let held = fixture(exclusion_done, pod_left, pvc_left).build();
+            assert_eq!(
+                RemoveServices.decide(&held, &facts).unwrap(),
+                Verdict::Continue,
+                "exclusion done {exclusion_done}, pod left {pod_left}, pvc left {pvc_left}"
+            );
+        }
     }
 }

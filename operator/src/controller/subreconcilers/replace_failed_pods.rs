@@ -29,11 +29,9 @@ use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::removals::{in_flight, placement};
 use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -237,7 +235,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
 /// When nothing is marked: come back when the next failure falls due, or look again
 /// at the tainted fault domains; no later than an unreconciled cluster is looked at
 /// again anyway. The rest of the pass goes on.
-fn wait_outcome(decision: &ReplaceDecision) -> StepOutcome {
+fn wait_of(decision: &ReplaceDecision) -> Option<Wait> {
     let due = decision.next_due.as_ref().map(|(seconds, group)| {
         (
             Duration::from_secs(seconds.unsigned_abs().max(1)),
@@ -248,17 +246,54 @@ fn wait_outcome(decision: &ReplaceDecision) -> StepOutcome {
         .taints_blocked
         .as_ref()
         .map(|why| (UNRECONCILED_INTERVAL, why.clone()));
-    match [blocked, due]
+    [blocked, due]
         .into_iter()
         .flatten()
         .min_by_key(|(delay, _)| *delay)
-    {
-        Some((delay, reason)) => StepOutcome::DelayedRequeue {
-            delay: delay.min(UNRECONCILED_INTERVAL),
-            reason,
-        },
-        None => StepOutcome::Continue,
+        .map(|(delay, reason)| {
+            Wait::independent(WaitOn::After(delay.min(UNRECONCILED_INTERVAL)), reason)
+        })
+}
+
+/// The plan of `decision`: the blocked Event, the marks (written at once: the next
+/// steps add the replacements) and their Event; when nothing is marked, a wait of its own
+/// until the next failure falls due.
+pub fn verdict(decision: &ReplaceDecision) -> Verdict {
+    for (group, reason) in &decision.waiting {
+        tracing::info!(%group, %reason, "replacement waits");
     }
+    let mut actions = Vec::new();
+    if let Some(why) = &decision.taints_blocked {
+        actions.push(Action::Event {
+            reason: EventReason::ReplacementBlocked,
+            action: "ReplaceFailedPods".to_owned(),
+            note: why.clone(),
+        });
+    }
+    if decision.replace.is_empty() {
+        return Verdict::plain(actions).then(wait_of(decision));
+    }
+    // Only live groups are candidates, so the marks always change the status.
+    actions.push(Action::WriteStatus(
+        decision
+            .replace
+            .iter()
+            .map(|(group, _)| StatusMutation::MarkForRemoval {
+                group: group.clone(),
+            })
+            .collect(),
+    ));
+    let text: Vec<String> = decision
+        .replace
+        .iter()
+        .map(|(group, reason)| format!("{group}: {reason}"))
+        .collect();
+    actions.push(Action::Event {
+        reason: EventReason::ReplacementChosen,
+        action: "ReplaceFailedPods".to_owned(),
+        note: format!("replacing failed process groups: {}", text.join("; ")),
+    });
+    Verdict::plain(actions)
 }
 
 #[async_trait]
@@ -267,54 +302,8 @@ impl Subreconciler for ReplaceFailedPods {
         "ReplaceFailedPods"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot);
-        for (group, reason) in &decision.waiting {
-            tracing::info!(step = self.name(), %group, %reason, "replacement waits");
-        }
-        if let Some(why) = &decision.taints_blocked {
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::ReplacementBlocked,
-                self.name(),
-                why.clone(),
-            )
-            .await;
-        }
-        if decision.replace.is_empty() {
-            return Ok(wait_outcome(&decision));
-        }
-        let mutations: Vec<StatusMutation> = decision
-            .replace
-            .iter()
-            .map(|(group, _)| StatusMutation::MarkForRemoval {
-                group: group.clone(),
-            })
-            .collect();
-        if io.apply_status(ctx, snapshot, &mutations).await? {
-            let text: Vec<String> = decision
-                .replace
-                .iter()
-                .map(|(group, reason)| format!("{group}: {reason}"))
-                .collect();
-            tracing::info!(step = self.name(), replacements = ?text, "replacing failed process groups");
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::ReplacementChosen,
-                self.name(),
-                format!("replacing failed process groups: {}", text.join("; ")),
-            )
-            .await;
-        }
-        Ok(StepOutcome::Continue)
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict(&decide(snapshot)))
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::controller::fixtures::{Fixture, group, reporting};
+use crate::controller::plan::Plan;
 use fdb_shared::api::cluster::{
     ProcessGroupCondition, ProcessGroupConditionType as C, ProcessGroupStatus,
 };
@@ -211,23 +212,46 @@ fn waiting_asks_for_a_pass_when_the_next_failure_falls_due_or_taints_may_have_cl
         ..ReplaceDecision::default()
     };
     assert_eq!(
-        wait_outcome(&decision),
-        StepOutcome::DelayedRequeue {
-            delay: Duration::from_secs(12),
-            reason: "process group storage-2 is replaced in 12s unless it recovers".into()
-        }
+        verdict(&decision),
+        Verdict::Wait(Wait::independent(
+            WaitOn::After(Duration::from_secs(12)),
+            "process group storage-2 is replaced in 12s unless it recovers"
+        ))
     );
     decision.next_due = Some((7_000, "storage-2".into()));
     decision.taints_blocked = Some("too many tainted".into());
-    assert_eq!(
-        wait_outcome(&decision),
-        StepOutcome::DelayedRequeue {
-            delay: UNRECONCILED_INTERVAL,
-            reason: "too many tainted".into()
+    let Verdict::Act(plan) = verdict(&decision) else {
+        panic!("the blocked Event");
+    };
+    assert!(matches!(
+        &plan.actions[..],
+        [only] if only.action == Action::Event {
+            reason: EventReason::ReplacementBlocked,
+            action: "ReplaceFailedPods".into(),
+            note: "too many tainted".into()
         }
-    );
+    ));
     assert_eq!(
-        wait_outcome(&ReplaceDecision::default()),
-        StepOutcome::Continue
+        plan.then,
+        Some(Wait::independent(
+            WaitOn::After(UNRECONCILED_INTERVAL),
+            "too many tainted"
+        ))
     );
+    assert_eq!(verdict(&ReplaceDecision::default()), Verdict::Continue);
+    // A mark goes on: the marks are written, then their Event.
+    decision.replace = vec![("storage-3".into(), "PodFailing for 600s".into())];
+    let actions: Vec<_> = verdict(&decision).actions().into_iter().cloned().collect();
+    assert!(
+        matches!(
+            &actions[..],
+            [Action::Event { reason: EventReason::ReplacementBlocked, .. }, Action::WriteStatus(marks), Action::Event { reason: EventReason::ReplacementChosen, .. }]
+                if *marks == [StatusMutation::MarkForRemoval { group: "storage-3".into() }]
+        ),
+        "{actions:?}"
+    );
+    assert!(matches!(
+        verdict(&decision),
+        Verdict::Act(Plan { then: None, .. })
+    ));
 }

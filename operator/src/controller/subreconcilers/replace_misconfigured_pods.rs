@@ -19,11 +19,9 @@
 use async_trait::async_trait;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::events::EventReason;
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
 use crate::controller::snapshot::ClusterSnapshot;
@@ -106,58 +104,51 @@ fn describe(groups: &[(String, ReplaceOnlyChange)]) -> String {
     text.join("; ")
 }
 
+/// The plan of `decision`: the marks (written at once: the next steps add the
+/// replacements), the Events, and a wait of its own when replacements wait for the budget.
+pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
+    let mut actions = Vec::new();
+    if !decision.replace.is_empty() {
+        // Only live groups are candidates, so the marks always change the status.
+        actions.push(Action::WriteStatus(
+            decision
+                .replace
+                .iter()
+                .map(|(group, _)| StatusMutation::MarkForRemoval {
+                    group: group.clone(),
+                })
+                .collect(),
+        ));
+        actions.push(Action::Event {
+            reason: EventReason::ReplacementChosen,
+            action: "ReplaceMisconfiguredPods".to_owned(),
+            note: format!(
+                "replacing misconfigured process groups: {}",
+                describe(&decision.replace)
+            ),
+        });
+    }
+    let reason = decision.wait_reason();
+    if let Some(reason) = &reason {
+        tracing::info!(%reason, waiting = %describe(&decision.waiting), "replacements wait");
+        actions.push(Action::Event {
+            reason: EventReason::ReplacementBlocked,
+            action: "ReplaceMisconfiguredPods".to_owned(),
+            note: reason.clone(),
+        });
+    }
+    // The removals in flight free the budget, so the later steps must still run.
+    Verdict::plain(actions).then(reason.map(|reason| Wait::independent(WaitOn::Database, reason)))
+}
+
 #[async_trait]
 impl Subreconciler for ReplaceMisconfiguredPods {
     fn name(&self) -> &'static str {
         "ReplaceMisconfiguredPods"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let decision = decide(snapshot, ctx.settings.replace_policy())?;
-        if !decision.replace.is_empty() {
-            let mutations: Vec<StatusMutation> = decision
-                .replace
-                .iter()
-                .map(|(group, _)| StatusMutation::MarkForRemoval {
-                    group: group.clone(),
-                })
-                .collect();
-            if io.apply_status(ctx, snapshot, &mutations).await? {
-                let text = describe(&decision.replace);
-                tracing::info!(step = self.name(), replacements = %text, "replacing misconfigured process groups");
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::ReplacementChosen,
-                    self.name(),
-                    format!("replacing misconfigured process groups: {text}"),
-                )
-                .await;
-            }
-        }
-        let Some(reason) = decision.wait_reason() else {
-            return Ok(StepOutcome::Continue);
-        };
-        tracing::info!(step = self.name(), %reason, waiting = %describe(&decision.waiting), "replacements wait");
-        publish(
-            ctx,
-            snapshot.cluster(),
-            EventReason::ReplacementBlocked,
-            self.name(),
-            reason.clone(),
-        )
-        .await;
-        // The removals in flight free the budget, so the later steps must still run.
-        Ok(StepOutcome::DelayedRequeue {
-            delay: ctx.settings.database_wait,
-            reason,
-        })
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict(&decide(snapshot, facts.replace_policy)?))
     }
 }
 

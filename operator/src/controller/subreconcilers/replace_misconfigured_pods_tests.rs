@@ -95,6 +95,35 @@ fn a_pvc_change_respects_max_concurrent_replacements_and_names_the_blocking_grou
         reason.contains("storage-9") && reason.contains("first storage-1"),
         "{reason}"
     );
+    // Nothing marked: the blocked Event and a wait of its own (the later steps go on).
+    let Verdict::Act(plan) = verdict(&busy) else {
+        panic!("an Event to publish");
+    };
+    assert!(matches!(
+        &plan.actions[..],
+        [only] if matches!(&only.action, Action::Event { reason: EventReason::ReplacementBlocked, .. })
+    ));
+    assert_eq!(
+        plan.then.map(|w| (w.waits_on, w.goes_on)),
+        Some((WaitOn::Database, true))
+    );
+    // Marked: the marks are written, then the Events.
+    let Verdict::Act(plan) = verdict(&free) else {
+        panic!("marks to write");
+    };
+    let actions: Vec<_> = plan.actions.iter().map(|p| &p.action).collect();
+    assert!(
+        matches!(
+            &actions[..],
+            [Action::WriteStatus(marks), Action::Event { reason: EventReason::ReplacementChosen, .. }, Action::Event { reason: EventReason::ReplacementBlocked, .. }]
+                if *marks == [StatusMutation::MarkForRemoval { group: "storage-1".into() }]
+        ),
+        "{actions:?}"
+    );
+    assert_eq!(
+        verdict(&MisconfigurationDecision::default()),
+        Verdict::Continue
+    );
 }
 
 #[test]

@@ -10,12 +10,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::Subreconciler;
 use crate::controller::config_map::config_map_name;
-use crate::controller::context::Context;
 use crate::controller::desired::desired_config_map_for;
 use crate::controller::errors::StepError;
 use crate::controller::merge_patch::merge_diff;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::object_kind::{NewObject, ObjectKind};
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -80,28 +79,18 @@ impl Subreconciler for UpdateConfigMap {
         "UpdateConfigMap"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let name = config_map_name(snapshot.cluster());
-        match decide(snapshot)? {
-            ConfigMapDecision::Nothing => {}
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide(snapshot)? {
+            ConfigMapDecision::Nothing => Verdict::Continue,
             ConfigMapDecision::Create(desired) => {
-                tracing::info!(configmap = %name, "creating the ConfigMap");
-                io.create(ctx, desired.as_ref(), format!("create configmap {name}"))
-                    .await?;
+                Verdict::plain([Action::Create(NewObject::ConfigMap(desired))])
             }
-            ConfigMapDecision::Patch(patch) => {
-                tracing::info!(configmap = %name, "updating the ConfigMap");
-                io.patch::<ConfigMap>(ctx, &name, &patch, format!("patch configmap {name}"))
-                    .await?;
-            }
-        }
-        Ok(StepOutcome::Continue)
+            ConfigMapDecision::Patch(patch) => Verdict::plain([Action::Patch {
+                kind: ObjectKind::ConfigMap,
+                name: config_map_name(snapshot.cluster()),
+                patch,
+            }]),
+        })
     }
 }
 
@@ -138,6 +127,14 @@ mod tests {
             panic!("the cluster file changed");
         };
         assert_eq!(patch["data"]["cluster-file"], "sample:abc@10.0.0.1:4501");
+        let verdict = UpdateConfigMap
+            .decide(&connected, &PassFacts::default())
+            .unwrap();
+        assert!(
+            matches!(&verdict.actions()[..], [Action::Patch { kind: ObjectKind::ConfigMap, name, patch: planned }]
+                if name == "sample-config" && *planned == patch),
+            "{verdict:?}"
+        );
         assert!(
             patch["data"]["fdbmonitor-conf-log"]
                 .as_str()

@@ -7,13 +7,12 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::object_kind::ObjectKind;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{
     LAST_APPLIED_SPEC_ANNOTATION, process_difference, process_group_labels,
 };
@@ -55,6 +54,27 @@ pub struct LabelPatch {
     pub labels: BTreeMap<String, String>,
     /// Annotations to set (the desired spec hash of a pod that runs as desired).
     pub annotations: BTreeMap<String, String>,
+}
+
+impl LabelPatch {
+    /// The merge patch of the object's metadata, as an action.
+    pub fn into_action(self) -> Action {
+        let mut metadata = serde_json::Map::new();
+        if !self.labels.is_empty() {
+            metadata.insert("labels".into(), serde_json::json!(self.labels));
+        }
+        if !self.annotations.is_empty() {
+            metadata.insert("annotations".into(), serde_json::json!(self.annotations));
+        }
+        Action::Patch {
+            kind: match self.kind {
+                Labelled::Pod => ObjectKind::Pods,
+                Labelled::Pvc => ObjectKind::Pvcs,
+            },
+            name: self.name,
+            patch: serde_json::json!({ "metadata": metadata }),
+        }
+    }
 }
 
 /// The label patches of the live groups' pods and PVCs (not of terminating ones), in
@@ -131,40 +151,10 @@ impl Subreconciler for UpdateLabels {
         "UpdateLabels"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        for patch in decide(snapshot) {
-            let name = &patch.name;
-            let mut metadata = serde_json::Map::new();
-            if !patch.labels.is_empty() {
-                metadata.insert("labels".into(), serde_json::json!(patch.labels));
-            }
-            if !patch.annotations.is_empty() {
-                metadata.insert("annotations".into(), serde_json::json!(patch.annotations));
-            }
-            let body = serde_json::json!({ "metadata": metadata });
-            match patch.kind {
-                Labelled::Pod => {
-                    io.patch::<Pod>(ctx, name, &body, format!("label pod {name}"))
-                        .await?;
-                }
-                Labelled::Pvc => {
-                    io.patch::<PersistentVolumeClaim>(
-                        ctx,
-                        name,
-                        &body,
-                        format!("label pvc {name}"),
-                    )
-                    .await?;
-                }
-            }
-        }
-        Ok(StepOutcome::Continue)
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(Verdict::plain(
+            decide(snapshot).into_iter().map(LabelPatch::into_action),
+        ))
     }
 }
 
@@ -196,6 +186,18 @@ mod tests {
                 "foundationdb.org/fdb-process-class"
             ]
         );
+        let verdict = UpdateLabels
+            .decide(&snapshot, &PassFacts::default())
+            .unwrap();
+        let [Action::Patch { kind, name, patch }] = &verdict.actions()[..] else {
+            panic!("one patch: {verdict:?}");
+        };
+        assert_eq!((*kind, name.as_str()), (ObjectKind::Pods, "sample-log-1"));
+        assert_eq!(
+            patch["metadata"]["labels"]["foundationdb.org/fdb-process-class"],
+            "log"
+        );
+        assert!(patch["metadata"].get("annotations").is_none());
     }
 
     #[test]

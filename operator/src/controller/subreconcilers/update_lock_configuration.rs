@@ -12,22 +12,37 @@
 //! has a deny list and the database is configured; empty otherwise.
 
 use async_trait::async_trait;
-use tracing::Instrument;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
 use crate::controller::locks;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
 use crate::controller::status_mutations::StatusMutation;
-use crate::fdb::AdminClient as _;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdateLockConfiguration;
+
+/// Decides from the snapshot: the deny list brought to the spec (read, changed and
+/// staged into the status by the executor: the list lives in the database, not in the
+/// snapshot), or a stale status list cleared when locks or the list are not in use.
+pub fn decide(snapshot: &ClusterSnapshot) -> Verdict {
+    let wanted = locks::locks_in_use(snapshot)
+        && !snapshot.spec().lock_options.deny_list.is_empty()
+        && matches!(snapshot.database(), DatabaseState::Read(_));
+    if wanted {
+        return Verdict::plain([Action::UpdateDenyList {
+            stage: snapshot.status().configured,
+        }]);
+    }
+    if snapshot.status().locks.lock_deny_list.is_empty() {
+        return Verdict::Continue;
+    }
+    Verdict::plain([Action::StageStatus(vec![StatusMutation::SetLockDenyList(
+        Vec::new(),
+    )])])
+}
 
 #[async_trait]
 impl Subreconciler for UpdateLockConfiguration {
@@ -35,59 +50,42 @@ impl Subreconciler for UpdateLockConfiguration {
         "UpdateLockConfiguration"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let wanted = locks::locks_in_use(snapshot)
-            && !snapshot.spec().lock_options.deny_list.is_empty()
-            && matches!(snapshot.database(), DatabaseState::Read(_));
-        if !wanted {
-            if !io.latest_status().locks.lock_deny_list.is_empty() {
-                io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(Vec::new())])?;
-            }
-            return Ok(StepOutcome::Continue);
-        }
-        async {
-            let admin = io.admin(ctx, snapshot)?;
-            let live = admin
-                .deny_list()
-                .await
-                .map_err(StepError::admin("read the operator lock deny list"))?;
-            let (add, remove) = locks::deny_list_changes(snapshot, &live);
-            let mut listed: Vec<String> = live
-                .iter()
-                .filter(|id| !remove.contains(id))
-                .chain(&add)
-                .cloned()
-                .collect();
-            listed.sort();
-            listed.dedup();
-            if snapshot.status().configured {
-                io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(listed)])?;
-            }
-            if add.is_empty() && remove.is_empty() {
-                return Ok(StepOutcome::Continue);
-            }
-            tracing::info!(?add, ?remove, "updating the operator lock deny list");
-            admin
-                .update_deny_list(&add, &remove)
-                .await
-                .map_err(StepError::admin("update the operator lock deny list"))?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::LockDenyListChanged,
-                "UpdateLockConfiguration",
-                format!("deny list: added {add:?}, removed {remove:?}"),
-            )
-            .await;
-            Ok(StepOutcome::Continue)
-        }
-        .instrument(tracing::info_span!("UpdateLockConfiguration"))
-        .await
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(decide(snapshot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, reporting};
+
+    const LOCKED: &str = "{version: 7.1.57, faultDomain: {zoneCount: 3}, lockOptions: {denyList: [{id: a}, {id: b, allow: true}]}}";
+
+    #[test]
+    fn the_deny_list_is_brought_to_the_spec_only_when_locks_are_in_use() {
+        let read = Fixture::new(LOCKED)
+            .connection_string("s:abc@10.0.0.1:4501")
+            .database(reporting(&["storage-1"]))
+            .status(|s| s.configured = true)
+            .build();
+        assert_eq!(
+            decide(&read).actions(),
+            [&Action::UpdateDenyList { stage: true }]
+        );
+        let unreadable = Fixture::new(LOCKED)
+            .connection_string("s:abc@10.0.0.1:4501")
+            .unreadable()
+            .build();
+        assert_eq!(decide(&unreadable), Verdict::Continue);
+        let stale = Fixture::new("version: 7.1.57")
+            .status(|s| s.locks.lock_deny_list = vec!["a".into()])
+            .build();
+        assert_eq!(
+            decide(&stale).actions(),
+            [&Action::StageStatus(vec![StatusMutation::SetLockDenyList(
+                Vec::new()
+            )])]
+        );
     }
 }

@@ -3,29 +3,18 @@
 //! writes it once, at its end, only when something differs.
 
 use async_trait::async_trait;
-use fdb_shared::api::FoundationDBClusterStatus;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::observe::{config_map_in_sync, observe_groups};
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
+pub use crate::controller::status::StatusDecision;
 use crate::controller::status::{StatusInputs, build_status_judged};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdateStatus;
-
-/// The status to write, and whether it judges the cluster Reconciled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StatusDecision {
-    /// The whole new status (the write sends only what differs).
-    pub status: FoundationDBClusterStatus,
-    /// Whether this observation judged the cluster Reconciled.
-    pub reconciled: bool,
-}
 
 /// Decides from the snapshot.
 pub fn decide(snapshot: &ClusterSnapshot) -> Result<StatusDecision, StepError> {
@@ -47,26 +36,15 @@ impl Subreconciler for UpdateStatus {
         "UpdateStatus"
     }
 
-    async fn reconcile(
-        &self,
-        _ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
         // decide the same again: the first decision is reused.
-        let decision = match io.take_status_decision(snapshot.version()) {
-            Some(known) => known,
-            None => decide(snapshot)?,
-        };
+        let decision = facts.status_decision(snapshot, decide)?;
         // Staged: written once at the end of the pass (or by a step that must persist
-        // first), so a pass makes one status write, not one per step. Copied only when
-        // it differs.
-        io.stage_status_if_changed(snapshot, &decision.status);
-        io.set_judged_reconciled(decision.reconciled);
-        io.remember_status_decision(snapshot.version(), decision);
-        Ok(StepOutcome::Continue)
+        // first), so a pass makes one status write, not one per step.
+        Ok(Verdict::plain([Action::StageStatusDecision(Box::new(
+            decision,
+        ))]))
     }
 }
 
