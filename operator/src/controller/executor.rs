@@ -17,21 +17,19 @@
 //! pass stops, or goes on when the step is not a barrier
 //! ([`super::barriers::holds_later_steps`]).
 
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+mod perform;
+
+use perform::perform;
 
 use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
-use super::events::EventReason;
 use super::locks;
-use super::object_kind::{NewObject, ObjectKind};
 use super::outcome::StepOutcome;
-use super::pass_io::{PassIo, publish};
-use super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use super::pass_io::PassIo;
+use super::plan::{PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::safety::{self, LockNeed, Refusal};
 use super::snapshot::ClusterSnapshot;
-use super::status_mutations::StatusMutation;
-use crate::fdb::{AdminClient as _, AdminError};
 
 /// What the shared rules say about one action, before the lock.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,242 +206,6 @@ pub async fn run_plan(
         }
     }
     Ok(plan.then)
-}
-
-fn already_configured(error: &AdminError) -> bool {
-    matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
-}
-
-fn joined(items: &[impl ToString]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Performs one action; returns what it did, in words.
-async fn perform(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    facts: &mut PassFacts,
-    action: Action,
-) -> Result<String, StepError> {
-    match action {
-        Action::Configure {
-            configuration,
-            new: true,
-        } => {
-            match io
-                .admin(ctx, snapshot)?
-                .configure(&configuration, true)
-                .await
-            {
-                Ok(()) => {}
-                Err(error) if already_configured(&error) => {}
-                Err(error) => return Err(StepError::admin("configure the new database")(error)),
-            }
-            Ok("configure new".to_owned())
-        }
-        Action::Configure {
-            configuration,
-            new: false,
-        } => {
-            io.admin(ctx, snapshot)?
-                .configure(&configuration, false)
-                .await
-                .map_err(StepError::admin("change the database configuration"))?;
-            Ok("configure".to_owned())
-        }
-        Action::Exclude(targets) => {
-            let text = joined(&targets);
-            tracing::info!(targets = %text, "excluding");
-            io.admin(ctx, snapshot)?
-                .exclude(&targets, false)
-                .await
-                .map_err(StepError::admin(format!("exclude {text}")))?;
-            Ok(format!("exclude {text}"))
-        }
-        Action::Include(targets) => {
-            let text = joined(&targets);
-            io.admin(ctx, snapshot)?
-                .include(&targets)
-                .await
-                .map_err(StepError::admin(format!("include {text}")))?;
-            Ok(format!("include {text}"))
-        }
-        Action::ChangeCoordinators {
-            coordinators,
-            reason,
-        } => {
-            tracing::info!(%reason, ?coordinators, "changing coordinators");
-            let connection = io
-                .admin(ctx, snapshot)?
-                .change_coordinators(&coordinators)
-                .await
-                .map_err(StepError::admin("change the coordinators"))?;
-            let text = connection.to_string();
-            io.apply_status(
-                ctx,
-                snapshot,
-                &[StatusMutation::SetConnectionString(text.clone())],
-            )
-            .await?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::CoordinatorsChanged,
-                "ChangeCoordinators",
-                format!("{reason}; new connection string {text}"),
-            )
-            .await;
-            Ok("coordinators change".to_owned())
-        }
-        Action::Kill(addresses) => {
-            tracing::info!(processes = addresses.len(), "killing processes");
-            io.admin(ctx, snapshot)?
-                .kill(&addresses)
-                .await
-                .map_err(StepError::admin(format!("kill {}", joined(&addresses))))?;
-            Ok(format!("kill of {} processes", addresses.len()))
-        }
-        Action::SetMaintenanceZone { zone, seconds } => {
-            tracing::info!(%zone, seconds, "setting the maintenance zone");
-            io.admin(ctx, snapshot)?
-                .set_maintenance_zone(&zone, seconds)
-                .await
-                .map_err(StepError::admin(format!("set maintenance zone {zone}")))?;
-            Ok(format!("maintenance zone {zone}"))
-        }
-        Action::ResetMaintenanceZone => {
-            io.admin(ctx, snapshot)?
-                .reset_maintenance_zone()
-                .await
-                .map_err(StepError::admin("reset the maintenance zone"))?;
-            Ok("maintenance off".to_owned())
-        }
-        Action::DeletePod(name) => {
-            io.delete::<Pod>(ctx, &name, format!("delete pod {name}"))
-                .await?;
-            facts.deleted_pods.push(name.clone());
-            Ok(format!("deleted pod {name}"))
-        }
-        Action::Create(object) => {
-            let what = format!("created {} {}", object.kind().noun(), object.name());
-            match object {
-                NewObject::Pod(pod) => io.create_all(ctx, vec![*pod], "pod").await?,
-                NewObject::Pvc(pvc) => io.create_all(ctx, vec![*pvc], "PVC").await?,
-                NewObject::Service(service) => {
-                    io.create_all(ctx, vec![*service], "service").await?
-                }
-                NewObject::ConfigMap(map) => io.create_all(ctx, vec![*map], "configmap").await?,
-            };
-            Ok(what)
-        }
-        Action::Patch { kind, name, patch } => {
-            let what = format!("patch {} {name}", kind.noun());
-            tracing::info!(%name, kind = kind.noun(), "patching");
-            match kind {
-                ObjectKind::Pods => io.patch::<Pod>(ctx, &name, &patch, what.clone()).await?,
-                ObjectKind::Pvcs => {
-                    io.patch::<PersistentVolumeClaim>(ctx, &name, &patch, what.clone())
-                        .await?;
-                }
-                ObjectKind::Services => {
-                    io.patch::<Service>(ctx, &name, &patch, what.clone())
-                        .await?;
-                }
-                ObjectKind::ConfigMap => {
-                    io.patch::<ConfigMap>(ctx, &name, &patch, what.clone())
-                        .await?;
-                }
-            }
-            Ok(what)
-        }
-        Action::Delete { kind, name } => {
-            let what = format!("delete {} {name}", kind.noun());
-            tracing::info!(%name, kind = kind.noun(), "deleting");
-            match kind {
-                ObjectKind::Pods => {
-                    io.delete::<Pod>(ctx, &name, what.clone()).await?;
-                    facts.deleted_pods.push(name);
-                }
-                ObjectKind::Pvcs => {
-                    io.delete::<PersistentVolumeClaim>(ctx, &name, what.clone())
-                        .await?;
-                }
-                ObjectKind::Services => io.delete::<Service>(ctx, &name, what.clone()).await?,
-                ObjectKind::ConfigMap => io.delete::<ConfigMap>(ctx, &name, what.clone()).await?,
-            }
-            Ok(what)
-        }
-        Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
-        Action::WriteStatus(mutations) => {
-            io.apply_status(ctx, snapshot, &mutations).await?;
-            Ok("status written".to_owned())
-        }
-        Action::StageStatusDecision(decision) => {
-            io.stage_status_if_changed(snapshot, &decision.status);
-            io.set_judged_reconciled(decision.reconciled);
-            Ok("status decided".to_owned())
-        }
-        Action::StageStatus(mutations) => {
-            io.stage_mutations(snapshot, &mutations)?;
-            Ok("status staged".to_owned())
-        }
-        Action::Event {
-            reason,
-            action,
-            note,
-        } => {
-            publish(ctx, snapshot.cluster(), reason, &action, note).await;
-            Ok("event".to_owned())
-        }
-    }
-}
-
-/// Reads the deny list, changes what the spec asks, stages the list as it then is.
-async fn update_deny_list(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    stage: bool,
-) -> Result<String, StepError> {
-    let admin = io.admin(ctx, snapshot)?;
-    let live = admin
-        .deny_list()
-        .await
-        .map_err(StepError::admin("read the operator lock deny list"))?;
-    let (add, remove) = locks::deny_list_changes(snapshot, &live);
-    let mut listed: Vec<String> = live
-        .iter()
-        .filter(|id| !remove.contains(id))
-        .chain(&add)
-        .cloned()
-        .collect();
-    listed.sort();
-    listed.dedup();
-    if stage {
-        io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(listed)])?;
-    }
-    if add.is_empty() && remove.is_empty() {
-        return Ok("deny list unchanged".to_owned());
-    }
-    tracing::info!(?add, ?remove, "updating the operator lock deny list");
-    admin
-        .update_deny_list(&add, &remove)
-        .await
-        .map_err(StepError::admin("update the operator lock deny list"))?;
-    publish(
-        ctx,
-        snapshot.cluster(),
-        EventReason::LockDenyListChanged,
-        "UpdateLockConfiguration",
-        format!("deny list: added {add:?}, removed {remove:?}"),
-    )
-    .await;
-    Ok("deny list updated".to_owned())
 }
 
 #[cfg(test)]

@@ -1,0 +1,322 @@
+//! How each action is performed through the pass's [`PassIo`], once the rules admitted
+//! it: database commands, object writes, the status and Events.
+
+use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::DatabaseConfiguration;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+
+use crate::controller::context::Context;
+use crate::controller::errors::StepError;
+use crate::controller::events::EventReason;
+use crate::controller::locks;
+use crate::controller::object_kind::{NewObject, ObjectKind};
+use crate::controller::pass_io::{PassIo, publish};
+use crate::controller::plan::{Action, PassFacts};
+use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::status_mutations::StatusMutation;
+use crate::fdb::{AdminClient as _, AdminError};
+
+fn already_configured(error: &AdminError) -> bool {
+    matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
+}
+
+fn joined(items: &[impl ToString]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Performs one action; returns what it did, in words.
+pub(super) async fn perform(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    facts: &mut PassFacts,
+    action: Action,
+) -> Result<String, StepError> {
+    match action {
+        Action::DeletePod(_) | Action::Create(_) | Action::Patch { .. } | Action::Delete { .. } => {
+            write(ctx, io, facts, action).await
+        }
+        Action::WriteStatus(_)
+        | Action::StageStatus(_)
+        | Action::StageStatusDecision(_)
+        | Action::Event { .. } => record(ctx, snapshot, io, action).await,
+        Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
+        // Listed, not a catch-all: a new action must be routed here or it does not build.
+        command @ (Action::Configure { .. }
+        | Action::Exclude(_)
+        | Action::Include(_)
+        | Action::ChangeCoordinators { .. }
+        | Action::Kill(_)
+        | Action::SetMaintenanceZone { .. }
+        | Action::ResetMaintenanceZone) => run_command(ctx, snapshot, io, command).await,
+    }
+}
+
+/// An action of another group than the function's: never planned so (the match of
+/// [`perform`] routes each action once), reported rather than panicking.
+fn misrouted(action: &Action) -> StepError {
+    StepError::InvalidState(format!("the executor routed {action:?} to the wrong group"))
+}
+
+/// A database command.
+async fn run_command(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    action: Action,
+) -> Result<String, StepError> {
+    match action {
+        Action::Configure { configuration, new } => {
+            configure(ctx, snapshot, io, &configuration, new).await
+        }
+        Action::Exclude(targets) => {
+            let text = joined(&targets);
+            tracing::info!(targets = %text, "excluding");
+            io.admin(ctx, snapshot)?
+                .exclude(&targets, false)
+                .await
+                .map_err(StepError::admin(format!("exclude {text}")))?;
+            Ok(format!("exclude {text}"))
+        }
+        Action::Include(targets) => {
+            let text = joined(&targets);
+            io.admin(ctx, snapshot)?
+                .include(&targets)
+                .await
+                .map_err(StepError::admin(format!("include {text}")))?;
+            Ok(format!("include {text}"))
+        }
+        Action::ChangeCoordinators {
+            coordinators,
+            reason,
+        } => change_coordinators(ctx, snapshot, io, &coordinators, &reason).await,
+        Action::Kill(addresses) => {
+            tracing::info!(processes = addresses.len(), "killing processes");
+            io.admin(ctx, snapshot)?
+                .kill(&addresses)
+                .await
+                .map_err(StepError::admin(format!("kill {}", joined(&addresses))))?;
+            Ok(format!("kill of {} processes", addresses.len()))
+        }
+        Action::SetMaintenanceZone { zone, seconds } => {
+            tracing::info!(%zone, seconds, "setting the maintenance zone");
+            io.admin(ctx, snapshot)?
+                .set_maintenance_zone(&zone, seconds)
+                .await
+                .map_err(StepError::admin(format!("set maintenance zone {zone}")))?;
+            Ok(format!("maintenance zone {zone}"))
+        }
+        Action::ResetMaintenanceZone => {
+            io.admin(ctx, snapshot)?
+                .reset_maintenance_zone()
+                .await
+                .map_err(StepError::admin("reset the maintenance zone"))?;
+            Ok("maintenance off".to_owned())
+        }
+        other => Err(misrouted(&other)),
+    }
+}
+
+/// `configure` (`new` for a new database: "already exists" is then fine).
+async fn configure(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    configuration: &DatabaseConfiguration,
+    new: bool,
+) -> Result<String, StepError> {
+    let admin = io.admin(ctx, snapshot)?;
+    if new {
+        match admin.configure(configuration, true).await {
+            Ok(()) => {}
+            Err(error) if already_configured(&error) => {}
+            Err(error) => return Err(StepError::admin("configure the new database")(error)),
+        }
+        return Ok("configure new".to_owned());
+    }
+    admin
+        .configure(configuration, false)
+        .await
+        .map_err(StepError::admin("change the database configuration"))?;
+    Ok("configure".to_owned())
+}
+
+/// `coordinators`, then the new connection string into the status (written now: the
+/// pods and the ConfigMap follow it) and an Event.
+async fn change_coordinators(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    coordinators: &[ProcessAddress],
+    reason: &str,
+) -> Result<String, StepError> {
+    tracing::info!(%reason, ?coordinators, "changing coordinators");
+    let connection = io
+        .admin(ctx, snapshot)?
+        .change_coordinators(coordinators)
+        .await
+        .map_err(StepError::admin("change the coordinators"))?;
+    let text = connection.to_string();
+    io.apply_status(
+        ctx,
+        snapshot,
+        &[StatusMutation::SetConnectionString(text.clone())],
+    )
+    .await?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::CoordinatorsChanged,
+        "ChangeCoordinators",
+        format!("{reason}; new connection string {text}"),
+    )
+    .await;
+    Ok("coordinators change".to_owned())
+}
+
+/// A write of a Kubernetes object.
+async fn write(
+    ctx: &Context,
+    io: &mut PassIo,
+    facts: &mut PassFacts,
+    action: Action,
+) -> Result<String, StepError> {
+    match action {
+        Action::DeletePod(name) => {
+            io.delete::<Pod>(ctx, &name, format!("delete pod {name}"))
+                .await?;
+            facts.deleted_pods.push(name.clone());
+            Ok(format!("deleted pod {name}"))
+        }
+        Action::Create(object) => {
+            let what = format!("created {} {}", object.kind().noun(), object.name());
+            match object {
+                NewObject::Pod(pod) => io.create_all(ctx, vec![*pod], "pod").await?,
+                NewObject::Pvc(pvc) => io.create_all(ctx, vec![*pvc], "PVC").await?,
+                NewObject::Service(service) => {
+                    io.create_all(ctx, vec![*service], "service").await?
+                }
+                NewObject::ConfigMap(map) => io.create_all(ctx, vec![*map], "configmap").await?,
+            };
+            Ok(what)
+        }
+        Action::Patch { kind, name, patch } => {
+            let what = format!("patch {} {name}", kind.noun());
+            tracing::info!(%name, kind = kind.noun(), "patching");
+            match kind {
+                ObjectKind::Pods => io.patch::<Pod>(ctx, &name, &patch, what.clone()).await?,
+                ObjectKind::Pvcs => {
+                    io.patch::<PersistentVolumeClaim>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+                ObjectKind::Services => {
+                    io.patch::<Service>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+                ObjectKind::ConfigMap => {
+                    io.patch::<ConfigMap>(ctx, &name, &patch, what.clone())
+                        .await?;
+                }
+            }
+            Ok(what)
+        }
+        Action::Delete { kind, name } => {
+            let what = format!("delete {} {name}", kind.noun());
+            tracing::info!(%name, kind = kind.noun(), "deleting");
+            match kind {
+                ObjectKind::Pods => {
+                    io.delete::<Pod>(ctx, &name, what.clone()).await?;
+                    facts.deleted_pods.push(name);
+                }
+                ObjectKind::Pvcs => {
+                    io.delete::<PersistentVolumeClaim>(ctx, &name, what.clone())
+                        .await?;
+                }
+                ObjectKind::Services => io.delete::<Service>(ctx, &name, what.clone()).await?,
+                ObjectKind::ConfigMap => io.delete::<ConfigMap>(ctx, &name, what.clone()).await?,
+            }
+            Ok(what)
+        }
+        other => Err(misrouted(&other)),
+    }
+}
+
+/// A status edit or an Event.
+async fn record(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    action: Action,
+) -> Result<String, StepError> {
+    match action {
+        Action::WriteStatus(mutations) => {
+            io.apply_status(ctx, snapshot, &mutations).await?;
+            Ok("status written".to_owned())
+        }
+        Action::StageStatusDecision(decision) => {
+            io.stage_status_if_changed(snapshot, &decision.status);
+            io.set_judged_reconciled(decision.reconciled);
+            Ok("status decided".to_owned())
+        }
+        Action::StageStatus(mutations) => {
+            io.stage_mutations(snapshot, &mutations)?;
+            Ok("status staged".to_owned())
+        }
+        Action::Event {
+            reason,
+            action,
+            note,
+        } => {
+            publish(ctx, snapshot.cluster(), reason, &action, note).await;
+            Ok("event".to_owned())
+        }
+        other => Err(misrouted(&other)),
+    }
+}
+
+/// Reads the deny list, changes what the spec asks, stages the list as it then is.
+async fn update_deny_list(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    stage: bool,
+) -> Result<String, StepError> {
+    let admin = io.admin(ctx, snapshot)?;
+    let live = admin
+        .deny_list()
+        .await
+        .map_err(StepError::admin("read the operator lock deny list"))?;
+    let (add, remove) = locks::deny_list_changes(snapshot, &live);
+    let mut listed: Vec<String> = live
+        .iter()
+        .filter(|id| !remove.contains(id))
+        .chain(&add)
+        .cloned()
+        .collect();
+    listed.sort();
+    listed.dedup();
+    if stage {
+        io.stage_mutations(snapshot, &[StatusMutation::SetLockDenyList(listed)])?;
+    }
+    if add.is_empty() && remove.is_empty() {
+        return Ok("deny list unchanged".to_owned());
+    }
+    tracing::info!(?add, ?remove, "updating the operator lock deny list");
+    admin
+        .update_deny_list(&add, &remove)
+        .await
+        .map_err(StepError::admin("update the operator lock deny list"))?;
+    publish(
+        ctx,
+        snapshot.cluster(),
+        EventReason::LockDenyListChanged,
+        "UpdateLockConfiguration",
+        format!("deny list: added {add:?}, removed {remove:?}"),
+    )
+    .await;
+    Ok("deny list updated".to_owned())
+}
