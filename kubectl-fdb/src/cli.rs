@@ -64,6 +64,12 @@ pub enum Command {
     /// Read a cluster's configuration or exclusions.
     #[command(subcommand)]
     Get(GetCommand),
+    /// Check clusters for deprecated settings; shows a diff against the normalized spec
+    /// (exit 1 when any cluster has deprecations).
+    Deprecation(DeprecationArgs),
+    /// Change what the operator keeps about a cluster, in an emergency.
+    #[command(subcommand)]
+    Update(UpdateCommand),
 }
 
 /// `version`.
@@ -233,6 +239,54 @@ pub struct FixCoordinatorIpsArgs {
     #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
     pub cluster: String,
     /// Print the new connection string and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `deprecation`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl fdb deprecation\n  kubectl fdb -n fdb deprecation sample\n  kubectl fdb deprecation --only-show-changes=false --show-cluster-spec"
+)]
+pub struct DeprecationArgs {
+    /// The clusters (default: every cluster of the namespace).
+    pub clusters: Vec<String>,
+    /// Pin the settings whose default the Go operator changes in its next major version
+    /// (imageType unified, locality-based exclusions, DNS in the cluster file) where unset.
+    #[arg(long)]
+    pub use_future_defaults: bool,
+    /// Only show what changes between versions (`=false` also pins today's defaults of
+    /// those settings where unset).
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub only_show_changes: bool,
+    /// Print the normalized spec instead of a diff.
+    #[arg(long)]
+    pub show_cluster_spec: bool,
+}
+
+/// `update ...`.
+#[derive(Debug, Subcommand)]
+pub enum UpdateCommand {
+    /// Set the connection string in the cluster's status and in its ConfigMap's
+    /// `cluster-file` (after the coordinators changed behind the operator's back, e.g. a
+    /// restore of the whole cluster). The operator and new pods then use it.
+    #[command(
+        after_help = "Example:\n  kubectl fdb update connection-string -c sample 'sample:abc@10.1.0.1:4501,10.1.0.2:4501,10.1.0.3:4501'"
+    )]
+    ConnectionString(UpdateConnectionStringArgs),
+}
+
+/// `update connection-string`.
+#[derive(Debug, Args)]
+pub struct UpdateConnectionStringArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The new connection string (`description:id@address,...`).
+    #[arg(value_name = "CONNECTION_STRING")]
+    pub connection_string: String,
+    /// Show what would change and change nothing.
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -432,6 +432,107 @@ fn fix_coordinator_ips_dry_run_names_the_change_and_writes_nothing() {
     drop(world);
 }
 
+#[test]
+fn update_connection_string_sets_the_status_and_the_config_map_after_a_dry_run() {
+    // The operator does not run again during the test at this speed: what the test reads
+    // is what the plugin wrote.
+    let world = World::serve(
+        &scenario("connection", "{nodes: 11}", "  - reconcile: {}\n"),
+        0.001,
+    );
+    let connection = world.cluster()["status"]["connectionString"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (ids, coordinators) = connection.split_once('@').unwrap();
+    let mut coordinators: Vec<String> = coordinators.split(',').map(str::to_owned).collect();
+    coordinators[0] = "127.0.9.9:4501".to_owned();
+    let new = format!("{ids}@{}", coordinators.join(","));
+    let config_map = |world: &World| {
+        world.get("/api/v1/namespaces/default/configmaps/sample-config")["data"]["cluster-file"]
+            .as_str()
+            .map(str::to_owned)
+    };
+
+    let dry = world.plugin(&[
+        "update",
+        "connection-string",
+        "-c",
+        "sample",
+        &new,
+        "--dry-run",
+    ]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    assert!(
+        stdout(&dry).contains(&format!("{connection} -> {new}")),
+        "{}",
+        stdout(&dry)
+    );
+    assert_eq!(
+        world.cluster()["status"]["connectionString"].as_str(),
+        Some(connection.as_str())
+    );
+
+    let bad = world.plugin(&[
+        "update",
+        "connection-string",
+        "-c",
+        "sample",
+        "sample@",
+        "--yes",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("not valid"), "{}", stderr(&bad));
+
+    let done = world.plugin(&["update", "connection-string", "-c", "sample", &new, "--yes"]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert_eq!(
+        world.cluster()["status"]["connectionString"].as_str(),
+        Some(new.as_str())
+    );
+    assert_eq!(config_map(&world).as_deref(), Some(new.as_str()));
+
+    let again = world.plugin(&["update", "connection-string", "-c", "sample", &new, "--yes"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(stdout(&again).contains("already has"), "{}", stdout(&again));
+    drop(world);
+}
+
+#[test]
+fn deprecation_shows_a_diff_of_deprecated_settings_and_exits_1() {
+    let world = World::serve(
+        &scenario("deprecation", "{nodes: 11}", "  - reconcile: {}\n"),
+        0.001,
+    );
+    let clean = world.plugin(&["deprecation"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+    assert!(
+        stdout(&clean).contains("1 cluster(s) without deprecations"),
+        "{}",
+        stdout(&clean)
+    );
+    raw_patch(
+        &world,
+        "/apis/apps.foundationdb.org/v1beta2/namespaces/default/foundationdbclusters/sample",
+        &serde_json::json!({"spec": {"buggify": {"crashLoop": ["storage-1"]}}}),
+    );
+    let found = world.plugin(&["deprecation", "sample"]);
+    assert_eq!(found.status.code(), Some(1), "{}", stderr(&found));
+    let out = stdout(&found);
+    assert!(out.contains("Cluster sample has deprecations"), "{out}");
+    assert!(
+        out.contains("spec.buggify.crashLoop: use spec.buggify.crashLoopContainers"),
+        "{out}"
+    );
+    assert!(out.contains("-  crashLoop:"), "{out}");
+    assert!(out.contains("+  crashLoopContainers:"), "{out}");
+    assert!(out.contains("1/1 cluster(s) with deprecations"), "{out}");
+    let missing = world.plugin(&["deprecation", "nope"]);
+    assert_eq!(missing.status.code(), Some(2));
+    drop(world);
+}
+
 fn raw_patch(world: &World, path: &str, patch: &Value) {
     let config = std::fs::read_to_string(&world.kubeconfig).unwrap();
     let server = config

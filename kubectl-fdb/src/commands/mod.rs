@@ -3,12 +3,14 @@
 pub mod analyze;
 pub mod buggify;
 pub mod coordinators;
+pub mod deprecation;
 pub mod get;
 pub mod remove;
 pub mod restart;
+pub mod update;
 pub mod version;
 
-use crate::cli::{Command, GetCommand, RemoveCommand};
+use crate::cli::{Command, GetCommand, RemoveCommand, UpdateCommand};
 use crate::error::PluginError;
 use crate::session::Session;
 
@@ -26,6 +28,10 @@ pub async fn run(session: &Session, command: Command) -> Result<u8, PluginError>
         Command::Get(GetCommand::Configuration(args)) => get::configuration(session, &args).await,
         Command::Get(GetCommand::ExclusionStatus(args)) => {
             get::exclusion_status(session, &args).await
+        }
+        Command::Deprecation(args) => deprecation::run(session, &args).await,
+        Command::Update(UpdateCommand::ConnectionString(args)) => {
+            update::connection_string(session, &args).await
         }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod automation;
 pub mod conditions;
+pub mod config_map;
 pub mod locks;
 pub mod processes;
 pub mod routing;
@@ -15,6 +16,7 @@ pub use automation::{
     PodUpdateStrategy, TaintReplacementOption,
 };
 pub use conditions::{ProcessGroupCondition, ProcessGroupConditionType};
+pub use config_map::{CLUSTER_FILE_KEY, config_map_name};
 pub use locks::{LockDenyListEntry, LockOptions};
 pub use processes::{GENERAL_PROCESS_SETTINGS, ProcessCounts, ProcessSettings, ProcessSettingsMap};
 pub use routing::{PublicIpSource, RoutingConfig};
