@@ -1,47 +1,112 @@
-//! `imageType: unified` manifests: `explain` warns that they run as split, and the
-//! controller does exactly that (issue 12, item 6).
+//! Unified-image clusters (issue 22): `imageType: unified` builds pods whose main
+//! container runs fdb-kubernetes-monitor (simulated by the world as the real one
+//! behaves: it reads the process configuration JSON of the ConfigMap and publishes what
+//! it runs in pod annotations); the operator talks to them only through the Kubernetes
+//! API. Each test states its end with `expect` and asserts that no invariant was
+//! violated.
 
-use fdb_e2e_tests::{run, scenario};
+use fdb_e2e_tests::{run, scenario, violated};
+use fdb_simulation::result::{SimulationResult, StepResult};
 
-#[test]
-fn a_unified_manifest_reaches_reconciled_with_split_pods() {
-    let result = run(
-        &scenario(
-            "{version: 7.1.57, imageType: unified, processCounts: {storage: 4, cluster_controller: 1}}",
-            "  - reconcile: {}\n  - expect: {reconciled: true, available: true, pods: 17, processGroups: {storage: 4, log: 4, stateless: 8, cluster_controller: 1}, images: {main: \"foundationdb/foundationdb:7.1.57\"}}\n",
-        ),
-        None,
-    );
-    assert!(result.violations.is_empty(), "{:?}", result.violations);
-    let step = &result.steps[0];
-    assert_eq!(step.reconciled, Some(true), "{:?}", step.stopped_because);
+const UNIFIED: &str = "{version: 7.1.57, imageType: unified, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
+const KNOB: &str = "knob_disable_posix_kernel_aio";
+const CURRENT: &str = "foundationdb.org/launcher-current-configuration";
+
+fn kills(result: &SimulationResult) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.action == "kill")
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+fn processes(step: &StepResult) -> &Vec<serde_json::Value> {
+    step.fdb["processes"].as_array().unwrap()
+}
+
+fn assert_unified_pods(step: &StepResult, image: &str) {
+    assert_eq!(step.pods.len(), 17);
     for pod in &step.pods {
         assert_eq!(
             pod.annotations
                 .get("foundationdb.org/image-type")
                 .map(String::as_str),
-            Some("split"),
+            Some("unified"),
             "{}",
             pod.name
         );
         let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
-            [
-                "foundationdb-kubernetes-init",
-                "foundationdb",
-                "foundationdb-kubernetes-sidecar"
-            ],
+            ["foundationdb", "foundationdb-kubernetes-sidecar"],
             "{}",
             pod.name
         );
+        assert!(
+            pod.containers.iter().all(|c| c.image == image),
+            "{}: {:?}",
+            pod.name,
+            pod.containers
+        );
+        assert!(pod.annotations.contains_key(CURRENT), "{}", pod.name);
     }
-    // The user is told, once per batch of pods created, not on every pass.
-    let told: Vec<_> = result
-        .events
-        .iter()
-        .filter(|event| event.detail.contains("UnifiedImageRunsSplit"))
-        .collect();
-    assert!(!told.is_empty(), "no UnifiedImageRunsSplit event");
-    assert!(told.len() <= 2, "{told:?}");
+}
+
+#[test]
+fn the_unified_quickstart_reaches_reconciled_with_monitor_pods() {
+    let result = run(
+        &scenario(
+            UNIFIED,
+            "  - reconcile: {}\n  - expect: {reconciled: true, available: true, pods: 17, processGroups: {storage: 4, log: 4, stateless: 8, cluster_controller: 1}, images: {main: \"foundationdb/fdb-kubernetes-monitor:7.1.57\"}}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let step = &result.steps[1];
+    assert_eq!(step.reconciled, Some(true), "{:?}", step.stopped_because);
+    assert_unified_pods(step, "foundationdb/fdb-kubernetes-monitor:7.1.57");
+    // No HTTP sidecar: the operator never called one.
+    assert!(
+        !result
+            .events
+            .iter()
+            .any(|e| e.source == fdb_simulation::result::EventSource::Sidecar),
+        "a sidecar was called"
+    );
+    // Every process runs from the monitor's own data directory and process ID.
+    for process in processes(step) {
+        let line = process["commandLine"].as_str().unwrap();
+        assert!(line.contains("--datadir=/var/fdb/data/1"), "{line}");
+        assert!(line.contains("--locality_process_id="), "{line}");
+    }
+}
+
+#[test]
+fn a_knob_change_on_unified_pods_bounces_every_process_once() {
+    let result = run(
+        &scenario(
+            UNIFIED,
+            "  - reconcile: {}\n  - advance: 600\n  - expect: {within: 600, reconciled: true, available: true}\n  - apply: {spec: {processes: {general: {customParameters: [\"knob_disable_posix_kernel_aio=1\"]}}}}\n  - expect: {within: 600, reconciled: true, available: true}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let kills = kills(&result);
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    let before = &result.steps[2];
+    let after = &result.steps[4];
+    assert_eq!(after.reconciled, Some(true), "{:?}", after.stopped_because);
+    assert_eq!(
+        kills[0].split_whitespace().count() - 1,
+        processes(before).len()
+    );
+    assert!(
+        processes(after)
+            .iter()
+            .all(|p| p["commandLine"].as_str().unwrap().contains(KNOB))
+    );
+    let recoveries =
+        after.fdb["recoveries"].as_u64().unwrap() - before.fdb["recoveries"].as_u64().unwrap();
+    assert!(recoveries <= 3, "{recoveries} recoveries");
 }

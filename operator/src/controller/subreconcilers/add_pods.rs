@@ -5,7 +5,7 @@
 //! carries its Service's IP, so it waits for the Service to have one.
 
 use async_trait::async_trait;
-use fdb_shared::api::cluster::{ImageType, PublicIpSource};
+use fdb_shared::api::cluster::PublicIpSource;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
@@ -13,7 +13,6 @@ use super::Subreconciler;
 use crate::controller::context::Context;
 use crate::controller::desired::pod_options;
 use crate::controller::errors::StepError;
-use crate::controller::events::{EventReason, publish};
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
@@ -78,24 +77,7 @@ impl Subreconciler for AddPods {
         _facts: &mut crate::controller::plan::PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let decision = decide(snapshot)?;
-        let created = decision.create.len();
         io.create_all(ctx, decision.create, "pod").await?;
-        let cluster = snapshot.cluster();
-        if created > 0 && cluster.spec.image_type() == ImageType::Unified {
-            // Said once per batch of new pods, not every pass: the user asked for a
-            // model the pods do not run.
-            tracing::warn!(created, "imageType unified: the pods run the split model");
-            publish(
-                ctx,
-                cluster,
-                EventReason::UnifiedImageRunsSplit,
-                "AddPods",
-                format!(
-                    "spec.imageType is unified, which is not supported yet: created {created} pods with the split image (main container plus sidecar)"
-                ),
-            )
-            .await;
-        }
         let waiting = decision.waiting_for_service_ip;
         if waiting > 0 {
             return Ok(StepOutcome::Requeue {

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use futures::future::BoxFuture;
@@ -30,9 +31,10 @@ use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor};
 use crate::controller::pod_config_memo::PodMemo;
 use crate::controller::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_servers_per_pod,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_image_type, pod_servers_per_pod,
 };
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -193,6 +195,9 @@ async fn check_candidate(
     staged: Option<&str>,
     mut memo: PodMemo,
 ) -> (PodConfigResult, PodMemo) {
+    if PodAgent::of(candidate.pod) == PodAgent::Monitor {
+        return (monitor_result(cluster, candidate), memo);
+    }
     let result = match ctx.sidecars.sidecar_for(cluster, candidate.pod) {
         Ok(sidecar) => {
             check_pod(
@@ -209,6 +214,39 @@ async fn check_candidate(
         Err(error) => classify(error),
     };
     (result, memo)
+}
+
+/// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
+/// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
+/// or malformed annotation is named with its pod).
+pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) -> PodConfigResult {
+    match check_monitor(cluster, candidate.group, candidate.pod) {
+        MonitorCheck::Confirmed => PodConfigResult::Confirmed,
+        MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),
+        MonitorCheck::Unreadable(problem) => PodConfigResult::Incorrect(problem.to_string()),
+    }
+}
+
+/// The unified pods to nudge: their monitor does not run the desired configuration and
+/// they carry no `outdated-config-map-seen` annotation yet (the monitor reads its file
+/// again when it sees one newer than its last load).
+pub fn outdated_monitors<'a>(
+    plan: &'a PodConfigPlan<'a>,
+    results: &[PodConfigResult],
+) -> Vec<&'a Pod> {
+    plan.candidates
+        .iter()
+        .zip(results)
+        .filter(|(c, result)| {
+            matches!(result, PodConfigResult::Incorrect(_))
+                && PodAgent::of(c.pod) == PodAgent::Monitor
+                && !c
+                    .pod
+                    .annotations()
+                    .contains_key(OUTDATED_CONFIG_MAP_ANNOTATION)
+        })
+        .map(|(c, _)| c.pod)
+        .collect()
 }
 
 /// A pod whose configuration the sidecar must confirm.
@@ -254,7 +292,13 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         let Some(pod) = group.pod else {
             continue;
         };
-        let Some(desired_hash) = hashes.of(cluster, group.status, group.servers_per_pod())? else {
+        let Some(desired_hash) = hashes.of(
+            cluster,
+            group.status,
+            group.servers_per_pod(),
+            pod_image_type(pod),
+        )?
+        else {
             continue;
         };
         if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
@@ -510,9 +554,25 @@ impl Subreconciler for UpdatePodConfig {
             }
         }
         let outcome = conclude(&plan, &results);
-        for (name, hash) in &outcome.annotate {
+        for pod in outdated_monitors(&plan, &results) {
+            let name = pod.name_any();
+            let seen = ctx.clock.now_unix().to_string();
             let patch = serde_json::json!({"metadata": {"annotations": {
-                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash
+                OUTDATED_CONFIG_MAP_ANNOTATION: seen
+            }}});
+            io.patch::<Pod>(
+                ctx,
+                &name,
+                &patch,
+                format!("ask the monitor of pod {name} to reload"),
+            )
+            .await?;
+        }
+        for (name, hash) in &outcome.annotate {
+            // A monitor that confirmed needs no nudge any more (null removes it).
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash,
+                OUTDATED_CONFIG_MAP_ANNOTATION: null
             }}});
             io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
                 .await?;
