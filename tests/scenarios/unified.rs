@@ -110,3 +110,46 @@ fn a_knob_change_on_unified_pods_bounces_every_process_once() {
         after.fdb["recoveries"].as_u64().unwrap() - before.fdb["recoveries"].as_u64().unwrap();
     assert!(recoveries <= 3, "{recoveries} recoveries");
 }
+
+#[test]
+fn a_unified_upgrade_copies_the_binaries_kills_once_and_ends_on_the_new_image() {
+    let result = run(
+        &scenario(
+            UNIFIED,
+            "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 7200, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\", images: {main: \"foundationdb/fdb-kubernetes-monitor:7.3.43\", sidecar: \"foundationdb/fdb-kubernetes-monitor:7.3.43\"}}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let kills = kills(&result);
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(kills[0].split_whitespace().count(), 1 + 17, "{}", kills[0]);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+    assert!(
+        processes(last).iter().all(|p| p["version"] == "7.3.43"),
+        "{:?}",
+        processes(last)
+    );
+    assert!(
+        last.fdb["recoveries"].as_u64().unwrap_or(0) <= 3 + 1,
+        "{}",
+        last.fdb["recoveries"]
+    );
+    // The sidecar-mode containers took the new image before the kill.
+    let kill_at = result
+        .events
+        .iter()
+        .position(|e| e.action == "kill")
+        .unwrap();
+    let sidecar_patches = result.events[..kill_at]
+        .iter()
+        .filter(|e| {
+            e.action == "patch"
+                && e.target.starts_with("pod/")
+                && e.detail.contains("spec.containers")
+        })
+        .count();
+    assert!(sidecar_patches >= 17, "{sidecar_patches}");
+    assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.3.43");
+}
