@@ -153,3 +153,76 @@ fn a_unified_upgrade_copies_the_binaries_kills_once_and_ends_on_the_new_image() 
     assert!(sidecar_patches >= 17, "{sidecar_patches}");
     assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.3.43");
 }
+
+fn with_world(world: &str, spec: &str, steps: &str) -> String {
+    scenario(spec, steps).replacen("cluster:\n", &format!("world:\n{world}cluster:\n"), 1)
+}
+
+fn deleted_pods(result: &SimulationResult) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.action == "delete" && e.target.starts_with("pod/"))
+        .map(|e| e.target.clone())
+        .collect()
+}
+
+#[test]
+fn day_two_a_unified_shrink_excludes_then_removes_one_storage_group() {
+    let result = run(
+        &with_world(
+            "  nodes: 8\n  zones: 4\n",
+            UNIFIED,
+            "  - reconcile: {}\n  - apply: {spec: {processCounts: {storage: 3}}}\n  - expect: {within: 3600, reconciled: true, available: true, processGroups: {storage: 3}, excluded: []}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.pods.len(), 16);
+    let deleted = deleted_pods(&result);
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert!(deleted[0].contains("-storage-"), "{deleted:?}");
+}
+
+#[test]
+fn day_two_a_failed_unified_pod_is_replaced() {
+    let result = run(
+        &with_world(
+            "  nodes: 12\n  zones: 4\n",
+            "{version: 7.1.57, imageType: unified, processCounts: {storage: 4, cluster_controller: 1}, automationOptions: {replacements: {failureDetectionTimeSeconds: 600}}}",
+            "  - reconcile: {}\n  - fault: {kind: podFailed, processGroup: stateless-1}\n  - expect: {within: 3600, reconciled: true, available: true, processGroups: {storage: 4, stateless: 8, cluster_controller: 1}, excluded: []}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+    assert!(
+        !last.pods.iter().any(|p| p.name == "sample-stateless-1"),
+        "stateless-1 was not replaced"
+    );
+    assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.1.57");
+}
+
+#[test]
+fn day_two_a_unified_template_change_rolls_every_pod() {
+    let result = run(
+        &with_world(
+            "  nodes: 9\n",
+            UNIFIED,
+            "  - reconcile: {}\n  - apply: {spec: {processes: {general: {podTemplate: {spec: {containers: [{name: foundationdb, env: [{name: ROLLOUT, value: \"1\"}]}]}}}}}}\n  - expect: {within: 7200, reconciled: true, available: true, pods: 17, processGroups: {storage: 4, log: 4, stateless: 8, cluster_controller: 1}}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+    assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.1.57");
+    // Storage pods were recreated on their PVCs, never replaced.
+    let storage_deletions: Vec<String> = deleted_pods(&result)
+        .into_iter()
+        .filter(|p| p.contains("-storage-"))
+        .collect();
+    assert_eq!(storage_deletions.len(), 4, "{storage_deletions:?}");
+}
