@@ -99,10 +99,21 @@ impl Monitor {
         }
     }
 
-    /// The annotations a unified pod's monitor publishes (`None` for fdbmonitor, or
-    /// before it accepted a configuration).
-    pub fn published_annotations(&self) -> Option<BTreeMap<String, String>> {
-        self.unified.as_ref()?.annotations()
+    /// The annotations a unified pod's monitor writes now (`None` for fdbmonitor, before
+    /// it accepted a configuration, or when nothing is to be written), see
+    /// [`UnifiedMonitor::publication`].
+    pub fn publication(
+        &self,
+        pod: &k8s_openapi::api::core::v1::Pod,
+    ) -> Option<BTreeMap<String, String>> {
+        self.unified.as_ref()?.publication(pod)
+    }
+
+    /// Records a publication at `now` (seconds).
+    pub fn mark_published(&mut self, now: i64) {
+        if let Some(unified) = self.unified.as_mut() {
+            unified.mark_published(now);
+        }
     }
 
     /// The processes running, by section number.

@@ -347,11 +347,14 @@ impl World {
                     process.launch.data_identity.clone(),
                 );
             }
-            let published = monitor.published_annotations();
+            let publication = monitor.publication(pod);
+            if publication.is_some() {
+                monitor.mark_published(self.now().as_second());
+            }
             runtime.monitor = Some(monitor);
             self.record_monitor(runtime, changes);
-            if let Some(annotations) = published {
-                self.publish_monitor_annotations(pod, runtime, &annotations)?;
+            if let Some(annotations) = publication {
+                self.publish_monitor_annotations(runtime, &annotations)?;
             }
         }
         Ok(())
@@ -361,13 +364,9 @@ impl World {
     /// the Kubernetes API, as the pod's service account).
     fn publish_monitor_annotations(
         &mut self,
-        pod: &Pod,
         runtime: &PodRuntime,
         annotations: &BTreeMap<String, String>,
     ) -> Result<(), WorldError> {
-        if super::unified_monitor::annotations_current(pod, annotations) {
-            return Ok(());
-        }
         let key = ResourceKey::new("", "v1", "pods", &runtime.namespace, &runtime.name);
         match self.api.patch_as(
             MONITOR_ACTOR,

@@ -14,7 +14,9 @@
 //! - what it runs is published in the pod annotations
 //!   `foundationdb.org/launcher-current-configuration` (the file as read) and
 //!   `foundationdb.org/launcher-environment` (the variables the arguments use, and
-//!   `BINARY_DIR`).
+//!   `BINARY_DIR`) when it accepts a configuration, and again when the operator's
+//!   `foundationdb.org/outdated-config-map-seen` is newer than that (annotations someone
+//!   else overwrote stay as they are until then).
 //!
 //! The sidecar-mode container copies its image's `fdbserver` and `fdbcli` to
 //! `<output-dir>/bin/<version>/` when it starts.
@@ -26,7 +28,7 @@ use fdb_shared::FdbVersion;
 use fdb_shared::monitor_conf::parse::ProcessCommand;
 use fdb_shared::monitor_conf::process_config::{
     CURRENT_CONFIGURATION_ANNOTATION, ENVIRONMENT_ANNOTATION, IMAGE_BINARY_DIR,
-    ProcessConfiguration, SHARED_BINARIES_DIR,
+    OUTDATED_CONFIG_MAP_ANNOTATION, ProcessConfiguration, SHARED_BINARIES_DIR,
 };
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -65,6 +67,8 @@ pub struct UnifiedMonitor {
     active: Option<(ProcessConfiguration, String, String)>,
     /// Why the file on disk was not accepted, when it was not.
     problem: Option<String>,
+    /// The configuration last published in the pod's annotations, and when (seconds).
+    published: Option<(String, i64)>,
 }
 
 impl UnifiedMonitor {
@@ -87,6 +91,36 @@ impl UnifiedMonitor {
             container_version,
             active: None,
             problem: None,
+            published: None,
+        }
+    }
+
+    /// The annotations to write now, if any: after accepting a configuration it has not
+    /// published yet, or when the operator's `outdated-config-map-seen` timestamp is
+    /// newer than its last publication and the pod does not show what it runs (the real
+    /// monitor reloads and rewrites its annotations then).
+    pub fn publication(&self, pod: &Pod) -> Option<BTreeMap<String, String>> {
+        let (_, raw, _) = self.active.as_ref()?;
+        let annotations = self.annotations()?;
+        match &self.published {
+            Some((published, at)) if published == raw => {
+                let nudge = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(OUTDATED_CONFIG_MAP_ANNOTATION))
+                    .and_then(|t| t.parse::<i64>().ok());
+                (nudge.is_some_and(|t| t >= *at) && !annotations_current(pod, &annotations))
+                    .then_some(annotations)
+            }
+            _ => Some(annotations),
+        }
+    }
+
+    /// Records that the annotations of the active configuration were written at `now`.
+    pub fn mark_published(&mut self, now: i64) {
+        if let Some((_, raw, _)) = &self.active {
+            self.published = Some((raw.clone(), now));
         }
     }
 

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
@@ -31,7 +32,7 @@ use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor};
+use crate::controller::pod_agent::PodAgent;
 use crate::controller::pod_config_memo::PodMemo;
 use crate::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_image_type, pod_servers_per_pod,
@@ -55,6 +56,9 @@ pub enum PodConfigResult {
     /// A file still differs after the copy (or the copy was refused), e.g. because the
     /// kubelet has not projected the new ConfigMap yet.
     Incorrect(String),
+    /// A unified pod's monitor annotations are missing or malformed (the message names
+    /// the pod and the annotation): IncorrectConfigMap, and always named in the reason.
+    Unreadable(String),
     /// Not asked this pass: the pod asked before it showed that the kubelet has not
     /// projected the ConfigMap yet, which it does for every pod about the same time.
     NotAsked,
@@ -214,39 +218,6 @@ async fn check_candidate(
         Err(error) => classify(error),
     };
     (result, memo)
-}
-
-/// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
-/// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
-/// or malformed annotation is named with its pod).
-pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) -> PodConfigResult {
-    match check_monitor(cluster, candidate.group, candidate.pod) {
-        MonitorCheck::Confirmed => PodConfigResult::Confirmed,
-        MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),
-        MonitorCheck::Unreadable(problem) => PodConfigResult::Incorrect(problem.to_string()),
-    }
-}
-
-/// The unified pods to nudge: their monitor does not run the desired configuration and
-/// they carry no `outdated-config-map-seen` annotation yet (the monitor reads its file
-/// again when it sees one newer than its last load).
-pub fn outdated_monitors<'a>(
-    plan: &'a PodConfigPlan<'a>,
-    results: &[PodConfigResult],
-) -> Vec<&'a Pod> {
-    plan.candidates
-        .iter()
-        .zip(results)
-        .filter(|(c, result)| {
-            matches!(result, PodConfigResult::Incorrect(_))
-                && PodAgent::of(c.pod) == PodAgent::Monitor
-                && !c
-                    .pod
-                    .annotations()
-                    .contains_key(OUTDATED_CONFIG_MAP_ANNOTATION)
-        })
-        .map(|(c, _)| c.pod)
-        .collect()
 }
 
 /// A pod whose configuration the sidecar must confirm.
@@ -425,8 +396,8 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                 }
             }
             PodConfigResult::NotAsked => {}
-            PodConfigResult::Incorrect(message) => {
-                if plan.staged.is_some() {
+            PodConfigResult::Incorrect(message) | PodConfigResult::Unreadable(message) => {
+                if plan.staged.is_some() || matches!(result, PodConfigResult::Unreadable(_)) {
                     outcome
                         .waiting
                         .push(format!("{} ({message})", candidate.pod.name_any()));
@@ -479,7 +450,10 @@ async fn ask_sidecars(
                 check_candidate(ctx, cluster, candidate, &plan.cluster_file, staged, known).await;
             memo.put(namespace, name, &uid(candidate.pod), learned);
             let decisive = !matches!(result, PodConfigResult::Unreachable(_));
-            projected = !matches!(result, PodConfigResult::Incorrect(_));
+            projected = !matches!(
+                result,
+                PodConfigResult::Incorrect(_) | PodConfigResult::Unreadable(_)
+            );
             if let Some(slot) = results.get_mut(index) {
                 *slot = Some(result);
             }
@@ -550,6 +524,9 @@ impl Subreconciler for UpdatePodConfig {
                 }
                 PodConfigResult::Incorrect(message) => {
                     tracing::debug!(group, %message, "configuration not yet in place");
+                }
+                PodConfigResult::Unreadable(message) => {
+                    tracing::warn!(group, %message, "monitor annotations unreadable");
                 }
             }
         }
