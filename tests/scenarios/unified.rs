@@ -5,7 +5,7 @@
 //! API. Each test states its end with `expect` and asserts that no invariant was
 //! violated.
 
-use fdb_e2e_tests::{run, scenario, violated};
+use fdb_e2e_tests::{run, scenario};
 use fdb_simulation::result::{SimulationResult, StepResult};
 
 const UNIFIED: &str = "{version: 7.1.57, imageType: unified, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60}";
@@ -225,4 +225,20 @@ fn day_two_a_unified_template_change_rolls_every_pod() {
         .filter(|p| p.contains("-storage-"))
         .collect();
     assert_eq!(storage_deletions.len(), 4, "{storage_deletions:?}");
+}
+
+#[test]
+fn migrating_split_to_unified_replaces_every_group_without_losing_data() {
+    let result = run(
+        &with_world(
+            "  nodes: 12\n  zones: 4\n",
+            "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}}",
+            "  - reconcile: {}\n  - apply: {spec: {imageType: unified}}\n  - expect: {within: 14400, reconciled: true, available: true, pods: 17, processGroups: {storage: 4, log: 4, stateless: 8, cluster_controller: 1}, excluded: []}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+    assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.1.57");
 }
