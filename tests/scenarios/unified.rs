@@ -242,3 +242,28 @@ fn migrating_split_to_unified_replaces_every_group_without_losing_data() {
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
     assert_unified_pods(last, "foundationdb/fdb-kubernetes-monitor:7.1.57");
 }
+
+#[test]
+fn migrating_unified_back_to_split_replaces_every_group_without_losing_data() {
+    let result = run(
+        &with_world(
+            "  nodes: 12\n  zones: 4\n",
+            UNIFIED,
+            "  - reconcile: {}\n  - apply: {spec: {imageType: split}}\n  - expect: {within: 14400, reconciled: true, available: true, pods: 17, processGroups: {storage: 4, log: 4, stateless: 8, cluster_controller: 1}, excluded: [], images: {main: \"foundationdb/foundationdb:7.1.57\"}}\n",
+        ),
+        None,
+    );
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+    for pod in &last.pods {
+        assert_eq!(
+            pod.annotations
+                .get("foundationdb.org/image-type")
+                .map(String::as_str),
+            Some("split"),
+            "{}",
+            pod.name
+        );
+    }
+}
