@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod manifests;
+mod monitor_rbac;
 mod rbac;
 
 use std::collections::{BTreeMap, BTreeSet};

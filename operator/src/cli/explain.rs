@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use fdb_shared::api::cluster::FoundationDBCluster;
+use fdb_shared::api::cluster::{FoundationDBCluster, ImageType};
 use fdb_shared::api::{DatabaseConfiguration, ProcessClass};
 use fdb_shared::cluster_math::{
     configure_new_command, desired_coordinator_count, desired_database_configuration,
-    desired_process_counts, fault_tolerance, main_image, sidecar_image, uses_locks,
+    desired_process_counts, fault_tolerance, main_image, sidecar_image, unified_image, uses_locks,
 };
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
 use fdb_shared::validation::{counts_within_limits, validate_cluster};
@@ -64,6 +64,38 @@ pub struct Images {
     pub sidecar: String,
 }
 
+/// The pod model of the cluster's pods (an addition to the `cli.md` shape).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodModel {
+    /// `split` or `unified`.
+    pub image_type: String,
+    /// The operator's containers of a pod, in order (init containers first, marked
+    /// `init:`), with what each runs.
+    pub containers: Vec<String>,
+}
+
+impl PodModel {
+    fn of(spec: &fdb_shared::api::cluster::FoundationDBClusterSpec) -> Self {
+        let image_type = spec.image_type();
+        let containers = match image_type {
+            ImageType::Unified => vec![
+                "foundationdb: fdb-kubernetes-monitor (reads the process configuration JSON, reports through pod annotations)".to_owned(),
+                "foundationdb-kubernetes-sidecar: fdb-kubernetes-monitor --mode sidecar (copies the binaries for upgrades)".to_owned(),
+            ],
+            _ => vec![
+                "init:foundationdb-kubernetes-init: the sidecar in --init-mode (copies the cluster file and monitor conf)".to_owned(),
+                "foundationdb: fdbmonitor".to_owned(),
+                "foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)".to_owned(),
+            ],
+        };
+        Self {
+            image_type: image_type.as_str().to_owned(),
+            containers,
+        }
+    }
+}
+
 /// What `explain` prints, keys in the order of `cli.md`. Derived values are `null` when
 /// the manifest could not be decoded at all.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,6 +119,8 @@ pub struct Explanation {
     pub database_configuration: Option<DatabaseConfiguration>,
     /// Container images.
     pub images: Option<Images>,
+    /// The pod model (an addition to the `cli.md` shape).
+    pub pod_model: Option<PodModel>,
     /// Whether the operator coordinates through the global lock.
     pub locks: Option<bool>,
     /// The command that configures a new database (an addition to the `cli.md` shape).
@@ -105,6 +139,7 @@ impl Explanation {
             coordinators: None,
             database_configuration: None,
             images: None,
+            pod_model: None,
             locks: None,
             configure_command: None,
         }
@@ -143,10 +178,17 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
         )),
         configure_command: Some(configure_new_command(&desired)),
         database_configuration: Some(desired),
-        images: Some(Images {
-            main: main_image(spec, &spec.version),
-            sidecar: sidecar_image(spec, &spec.version),
+        images: Some(match spec.image_type() {
+            ImageType::Unified => Images {
+                main: unified_image(spec, &spec.version),
+                sidecar: unified_image(spec, &spec.version),
+            },
+            _ => Images {
+                main: main_image(spec, &spec.version),
+                sidecar: sidecar_image(spec, &spec.version),
+            },
         }),
+        pod_model: Some(PodModel::of(spec)),
         locks: Some(uses_locks(spec)),
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fdb_shared::api::cluster::ImageType;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::monitor_conf::render::{
@@ -50,6 +51,14 @@ pub enum ConfigMapError {
         #[source]
         source: RenderError,
     },
+    /// A unified pod's process configuration could not be written as JSON.
+    #[error("process configuration of class {class}: {message}")]
+    Json {
+        /// The process class.
+        class: ProcessClass,
+        /// The serializer's message.
+        message: String,
+    },
     /// The ConfigMap would be larger than the API server accepts.
     #[error(
         "the ConfigMap would hold {size} bytes of data, more than the API server's limit of {CONFIG_MAP_SIZE_LIMIT} bytes (its largest parts: {largest}); shrink spec.configMap.data, spec.trustedCAs or the custom parameters"
@@ -74,7 +83,6 @@ fn render_template(
     servers_per_pod: u32,
 ) -> Result<String, ConfigMapError> {
     let spec = &cluster.spec;
-    // Unified manifests run the split model (see `build_pod`): same monitor conf.
     if spec.buggify.empty_monitor_conf.unwrap_or(false) {
         return Ok(String::new());
     }
@@ -185,13 +193,25 @@ pub fn build_config_map(
     if !spec.trusted_cas.is_empty() {
         data.insert(CA_FILE_KEY.to_owned(), spec.trusted_cas.join("\n"));
     }
-    for (key, (class, density)) in monitor_conf_keys(cluster) {
-        let conf = if connection_string.is_empty() {
-            String::new()
-        } else {
-            render_template(cluster, class, density)?
-        };
-        data.insert(key, conf);
+    let image_types = super::process_config::image_types_in_use(cluster);
+    let keys = monitor_conf_keys(cluster);
+    if image_types.contains(&ImageType::Split) {
+        for (key, (class, density)) in &keys {
+            let conf = if connection_string.is_empty() {
+                String::new()
+            } else {
+                render_template(cluster, *class, *density)?
+            };
+            data.insert(key.clone(), conf);
+        }
+    }
+    if image_types.contains(&ImageType::Unified) {
+        let classes: BTreeSet<ProcessClass> = keys.values().map(|(class, _)| *class).collect();
+        data.extend(super::process_config::process_config_entries(
+            cluster,
+            classes,
+            !connection_string.is_empty(),
+        )?);
     }
 
     check_size(&data, user.binary_data.as_ref())?;
@@ -510,22 +530,46 @@ configMap:
     }
 
     #[test]
-    fn unified_image_type_renders_the_split_monitor_conf() {
-        let unified = cluster("imageType: unified");
-        let split = cluster("");
+    fn unified_clusters_get_the_json_process_configuration_per_class() {
+        let unified =
+            cluster("imageType: unified\nprocessCounts: {storage: 4, cluster_controller: 1}");
+        let config_map = build_config_map(&unified, Some(CONNECTION), None).unwrap();
+        let keys: Vec<&str> = data(&config_map)
+            .keys()
+            .filter(|k| k.starts_with("fdbmonitor-conf-"))
+            .map(String::as_str)
+            .collect();
         assert_eq!(
-            monitor_conf_template(
-                &unified,
-                ProcessClass::Storage,
-                servers_per_pod(&unified, ProcessClass::Storage)
-            )
-            .unwrap(),
-            monitor_conf_template(
-                &split,
-                ProcessClass::Storage,
-                servers_per_pod(&split, ProcessClass::Storage)
-            )
-            .unwrap()
+            keys,
+            [
+                "fdbmonitor-conf-cluster_controller-json",
+                "fdbmonitor-conf-log-json",
+                "fdbmonitor-conf-stateless-json",
+                "fdbmonitor-conf-storage-json"
+            ]
         );
+        let storage: fdb_shared::monitor_conf::process_config::ProcessConfiguration =
+            serde_json::from_str(&data(&config_map)["fdbmonitor-conf-storage-json"]).unwrap();
+        assert_eq!(storage.version, "7.1.57");
+        assert!(storage.runs_servers());
+        // Before the connection string is known, the monitors start nothing.
+        let first = build_config_map(&unified, None, None).unwrap();
+        let stopped: fdb_shared::monitor_conf::process_config::ProcessConfiguration =
+            serde_json::from_str(&data(&first)["fdbmonitor-conf-storage-json"]).unwrap();
+        assert!(!stopped.runs_servers());
+    }
+
+    #[test]
+    fn a_migration_serves_both_pod_models() {
+        let mut migrating = cluster("imageType: unified");
+        migrating.status = Some(fdb_shared::api::cluster::FoundationDBClusterStatus {
+            image_types: vec!["split".into()],
+            ..Default::default()
+        });
+        let config_map = build_config_map(&migrating, Some(CONNECTION), None).unwrap();
+        assert!(data(&config_map).contains_key("fdbmonitor-conf-storage"));
+        assert!(data(&config_map).contains_key("fdbmonitor-conf-storage-json"));
+        let split = build_config_map(&cluster(""), Some(CONNECTION), None).unwrap();
+        assert!(!data(&split).keys().any(|k| k.ends_with("-json")));
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::api::cluster::{ImageType, ProcessGroupStatus};
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -29,10 +29,14 @@ pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) ->
 /// [`upgrade_staging_hash`]). `servers`: the servers per pod of the group's pod (see
 /// [`super::pod_model::pod_servers_per_pod`]). `None` before the connection string is
 /// known.
+///
+/// For a unified pod (`image_type`), the monitor conf is the class's process
+/// configuration JSON, whatever the density.
 pub fn desired_config_hash(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
     servers: u32,
+    image_type: &ImageType,
 ) -> Result<Option<String>, StepError> {
     let Some(connection_string) = cluster
         .status
@@ -41,12 +45,22 @@ pub fn desired_config_hash(
     else {
         return Ok(None);
     };
-    let template = monitor_conf_template(cluster, group.process_class, servers).map_err(|e| {
-        StepError::Build {
-            what: format!("monitor conf of {}", group.process_group_id),
-            message: e.to_string(),
+    let build_error = |message: String| StepError::Build {
+        what: format!("monitor conf of {}", group.process_group_id),
+        message,
+    };
+    let template = match image_type {
+        ImageType::Unified => {
+            let config = super::process_config::desired_process_configuration(
+                cluster,
+                group.process_class,
+                true,
+            );
+            serde_json::to_string(&config).map_err(|e| build_error(e.to_string()))?
         }
-    })?;
+        _ => monitor_conf_template(cluster, group.process_class, servers)
+            .map_err(|e| build_error(e.to_string()))?,
+    };
     let hash = dynamic_conf_hash(connection_string, &template);
     Ok(Some(upgrade_staging_hash(cluster, hash)))
 }
@@ -70,22 +84,24 @@ pub fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> Stri
 /// nothing else), for steps that ask for every group.
 #[derive(Debug, Default)]
 pub struct ConfigHashes {
-    by_shape: BTreeMap<(ProcessClass, u32), Option<String>>,
+    by_shape: BTreeMap<(ProcessClass, u32, ImageType), Option<String>>,
 }
 
 impl ConfigHashes {
-    /// The desired hash of the pod of `group` running `servers` processes.
+    /// The desired hash of the pod of `group` running `servers` processes, of the pod
+    /// model `image_type`.
     pub fn of(
         &mut self,
         cluster: &FoundationDBCluster,
         group: &ProcessGroupStatus,
         servers: u32,
+        image_type: ImageType,
     ) -> Result<Option<String>, StepError> {
-        let shape = (group.process_class, servers);
+        let shape = (group.process_class, servers, image_type.clone());
         if let Some(known) = self.by_shape.get(&shape) {
             return Ok(known.clone());
         }
-        let hash = desired_config_hash(cluster, group, servers)?;
+        let hash = desired_config_hash(cluster, group, servers, &image_type)?;
         self.by_shape.insert(shape, hash.clone());
         Ok(hash)
     }

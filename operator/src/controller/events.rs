@@ -64,9 +64,6 @@ pub enum EventReason {
     /// Replacements wait for `maxConcurrentReplacements` (the note names the groups in
     /// flight).
     ReplacementBlocked,
-    /// Pods of a manifest asking for `imageType: unified` were created with the split
-    /// model (main container plus sidecar), the only one this operator builds.
-    UnifiedImageRunsSplit,
     /// Pods need a deletion to take a spec change, but `automationOptions.deletionMode`
     /// is `None` (the Go operator's reason, spelled as it spells it).
     NeedsPodsDeletion,
@@ -101,7 +98,6 @@ impl EventReason {
             Self::ReplacementChosen => "ReplacementChosen",
             Self::TerminalPodDeleted => "TerminalPodDeleted",
             Self::ReplacementBlocked => "ReplacementBlocked",
-            Self::UnifiedImageRunsSplit => "UnifiedImageRunsSplit",
             Self::NeedsPodsDeletion => "NeedsPodsDeletion",
         }
     }
@@ -112,8 +108,7 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
-            | Self::RemovalBlocked
-            | Self::UnifiedImageRunsSplit => "Warning",
+            | Self::RemovalBlocked => "Warning",
             _ => "Normal",
         }
     }

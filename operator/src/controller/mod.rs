@@ -31,8 +31,10 @@ pub mod outcome;
 pub mod pass;
 pub mod pass_io;
 pub mod plan;
+pub mod pod_agent;
 pub mod pod_config_memo;
 pub mod pod_model;
+pub mod process_config;
 /// Buggify is part of the pod model (what it does to a pod); kept at its old path too.
 pub use pod_model::buggify;
 pub mod process_groups;

@@ -13,9 +13,10 @@ use kube::ResourceExt;
 use super::desired::{ConfigHashes, desired_config_map_for};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
+use super::pod_agent::PodAgent;
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    mounted_servers_per_pod, process_difference, process_group_labels,
+    mounted_servers_per_pod, pod_image_type, process_difference, process_group_labels,
 };
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
@@ -48,14 +49,26 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 /// does not restart processes when the conf changes, so a difference means the process
 /// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
 /// when the expected command line cannot be known from the pod and the status.
+///
+/// A unified pod's monitor starts the desired configuration with the environment it
+/// reports (see [`super::pod_agent::monitor_command_lines`]).
 fn command_lines_match(
     snapshot: &ClusterSnapshot,
     group: &ProcessGroupStatus,
+    pod: &Pod,
     servers: u32,
     substitutions: Option<&BTreeMap<String, String>>,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
-    let expected = snapshot.expected_command_lines(group, servers, substitutions?)?;
+    let expected = match PodAgent::of(pod) {
+        PodAgent::Monitor => std::sync::Arc::new(super::pod_agent::monitor_command_lines(
+            snapshot.cluster(),
+            group,
+            pod,
+            servers,
+        )?),
+        PodAgent::Sidecar => snapshot.expected_command_lines(group, servers, substitutions?)?,
+    };
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
     for process in processes {
@@ -122,10 +135,7 @@ impl WantedImages {
         Self {
             sidecar: wanted_sidecar_image(cluster),
             upgrading: pending_upgrade_target(cluster).is_some(),
-            main: fdb_shared::cluster_math::main_image(
-                &cluster.spec,
-                super::pod_model::pod_version(cluster),
-            ),
+            main: super::upgrade::wanted_main_image(cluster),
         }
     }
 }
@@ -187,7 +197,9 @@ fn observe_group(
         Some(pod) => {
             let annotations = pod.annotations();
             let labels = pod.labels();
-            let config_hash = shared.hashes.of(cluster, status, servers)?;
+            let config_hash = shared
+                .hashes
+                .of(cluster, status, servers, pod_image_type(pod))?;
             Some(PodFacts {
                 terminating: pod.metadata.deletion_timestamp.is_some(),
                 pending: pod_phase(pod) == "Pending",
@@ -214,10 +226,11 @@ fn observe_group(
         },
     };
     let command_lines_match = match (pod, &pod_facts) {
-        (Some(_), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+        (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
             command_lines_match(
                 snapshot,
                 status,
+                pod,
                 servers,
                 group.pod_substitutions(),
                 &processes,

@@ -17,7 +17,8 @@ use std::collections::BTreeSet;
 use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
-use fdb_shared::cluster_math::images::sidecar_image;
+use fdb_shared::api::cluster::ImageType;
+use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -30,7 +31,8 @@ use super::desired::ConfigHashes;
 use super::errors::StepError;
 use super::objects::pod_is_running;
 use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_version, running_version,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_image_type, pod_version,
+    running_version,
 };
 use super::safety::{self, Refusal};
 use super::snapshot::ClusterSnapshot;
@@ -39,10 +41,26 @@ use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
 /// (so the sidecar stages its binaries), else the image of the version pods are built
 /// with.
+///
+/// A unified pod's sidecar-mode container runs the monitor image of that version.
 pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
-    match pending_upgrade_target(cluster) {
-        Some(target) => sidecar_image(&cluster.spec, &target.to_string()),
-        None => sidecar_image(&cluster.spec, pod_version(cluster)),
+    let version = match pending_upgrade_target(cluster) {
+        Some(target) => target.to_string(),
+        None => pod_version(cluster).to_owned(),
+    };
+    match cluster.spec.image_type() {
+        ImageType::Unified => unified_image(&cluster.spec, &version),
+        _ => sidecar_image(&cluster.spec, &version),
+    }
+}
+
+/// The main container image pods are built with now (the unified monitor image or the
+/// split main image of [`pod_version`]).
+pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
+    let version = pod_version(cluster);
+    match cluster.spec.image_type() {
+        ImageType::Unified => unified_image(&cluster.spec, version),
+        _ => fdb_shared::cluster_math::main_image(&cluster.spec, version),
     }
 }
 
@@ -251,7 +269,10 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     let mut not_ready = Vec::new();
     let mut missing = Vec::new();
     for group in snapshot.live_groups() {
-        let hash = hashes.of(cluster, group.status, group.servers_per_pod())?;
+        let image_type = group
+            .pod
+            .map_or_else(|| cluster.spec.image_type(), pod_image_type);
+        let hash = hashes.of(cluster, group.status, group.servers_per_pod(), image_type)?;
         if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
         {
             not_ready.push(format!("{} ({why})", group.id()));

@@ -38,7 +38,12 @@ fn desired_hash(fixture: &Fixture, id: &str) -> String {
     let snapshot = fixture.clone().build();
     let group = snapshot.group(id).unwrap();
     ConfigHashes::default()
-        .of(snapshot.cluster(), group.status, group.servers_per_pod())
+        .of(
+            snapshot.cluster(),
+            group.status,
+            group.servers_per_pod(),
+            fdb_shared::api::cluster::ImageType::Split,
+        )
         .unwrap()
         .unwrap()
 }

@@ -5,6 +5,9 @@ use crate::api::image_config::ImageConfig;
 
 /// Base image of the main container when no image config sets one.
 pub const DEFAULT_MAIN_BASE_IMAGE: &str = "foundationdb/foundationdb";
+/// Base image of both containers of a unified-image pod when no image config sets one
+/// (the Go operator's default since v2).
+pub const DEFAULT_UNIFIED_BASE_IMAGE: &str = "foundationdb/fdb-kubernetes-monitor";
 /// Base image of the sidecar container when no image config sets one.
 pub const DEFAULT_SIDECAR_BASE_IMAGE: &str = "foundationdb/foundationdb-kubernetes-sidecar";
 /// Tag suffix of sidecar images when no image config sets one.
@@ -46,6 +49,17 @@ pub fn main_image(spec: &FoundationDBClusterSpec, version: &str) -> String {
         &spec.main_container.image_configs,
         version,
         DEFAULT_MAIN_BASE_IMAGE,
+        "",
+    )
+}
+
+/// Image of a unified-image pod's containers for `version`: the main container's image
+/// configs, with the monitor's image as the default base.
+pub fn unified_image(spec: &FoundationDBClusterSpec, version: &str) -> String {
+    select_image(
+        &spec.main_container.image_configs,
+        version,
+        DEFAULT_UNIFIED_BASE_IMAGE,
         "",
     )
 }

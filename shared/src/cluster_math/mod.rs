@@ -17,5 +17,5 @@ pub use desired_configuration::{
     configuration_string, configure_change_command, configure_new_command,
     desired_database_configuration,
 };
-pub use images::{main_image, select_image, sidecar_image};
+pub use images::{main_image, select_image, sidecar_image, unified_image};
 pub use locks::uses_locks;

@@ -2,6 +2,7 @@
 //! back the command lines it starts.
 
 pub mod parse;
+pub mod process_config;
 pub mod render;
 pub mod safe_text;
 pub mod substitute;

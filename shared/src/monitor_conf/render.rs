@@ -128,9 +128,13 @@ pub fn monitor_conf_key(process_class: ProcessClass, servers_per_pod: u32) -> St
 
 /// The number of servers a pod mounting the monitor conf `key` runs: `N` for
 /// `fdbmonitor-conf-<class>-density-<N>`, 1 for `fdbmonitor-conf-<class>`; `None` for
-/// any other key.
+/// any other key (a unified pod's `fdbmonitor-conf-<class>-json` says nothing of its
+/// density: its monitor's `--process-count` does).
 pub fn servers_per_pod_of_key(key: &str) -> Option<u32> {
     let rest = key.strip_prefix("fdbmonitor-conf-")?;
+    if rest.ends_with("-json") {
+        return None;
+    }
     match rest.rsplit_once("-density-") {
         Some((_, count)) => count.parse().ok().filter(|n| *n > 0),
         None => Some(1),

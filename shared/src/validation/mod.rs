@@ -330,12 +330,6 @@ fn check_enums(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
             report.error(unknown_value(field, value, known));
         }
     }
-    if spec.image_type == Some(ImageType::Unified) {
-        report.warnings.push(
-            "spec.imageType: unified is not supported yet; pods use the split image (main container plus sidecar)"
-                .to_owned(),
-        );
-    }
 }
 
 fn check_replacements(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {

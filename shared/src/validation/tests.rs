@@ -105,7 +105,7 @@ fn process_settings_keys_and_custom_parameters() {
 }
 
 #[test]
-fn unknown_enum_values_are_errors_and_unified_is_a_warning() {
+fn unknown_enum_values_are_errors_and_unified_is_accepted() {
     let report = validate_cluster_spec(&spec(
         "version: 7.1.57\nimageType: unified\nautomationOptions: {deletionMode: Everything}\nrouting: {publicIPSource: node}",
     ));
@@ -116,12 +116,7 @@ fn unknown_enum_values_are_errors_and_unified_is_a_warning() {
             "spec.routing.publicIPSource: \"node\" is not one of pod, service",
         ]
     );
-    assert_eq!(
-        report.warnings,
-        [
-            "spec.imageType: unified is not supported yet; pods use the split image (main container plus sidecar)"
-        ]
-    );
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use fdb_shared::FdbVersion;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::{
     desired_database_configuration, desired_process_counts, fault_tolerance, main_image,
-    sidecar_image,
+    sidecar_image, unified_image,
 };
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
@@ -513,13 +513,26 @@ pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
     DesiredWorld {
         counts: desired_process_counts(spec).positive(),
         version,
-        images: [
-            (MAIN_CONTAINER.to_owned(), main_image(spec, &spec.version)),
-            (
-                SIDECAR_CONTAINER.to_owned(),
-                sidecar_image(spec, &spec.version),
-            ),
-        ]
+        // A unified pod runs the monitor image in both containers.
+        images: match spec.image_type() {
+            fdb_shared::api::cluster::ImageType::Unified => [
+                (
+                    MAIN_CONTAINER.to_owned(),
+                    unified_image(spec, &spec.version),
+                ),
+                (
+                    SIDECAR_CONTAINER.to_owned(),
+                    unified_image(spec, &spec.version),
+                ),
+            ],
+            _ => [
+                (MAIN_CONTAINER.to_owned(), main_image(spec, &spec.version)),
+                (
+                    SIDECAR_CONTAINER.to_owned(),
+                    sidecar_image(spec, &spec.version),
+                ),
+            ],
+        }
         .into(),
         configuration: desired_database_configuration(spec),
         marked_for_removal,

@@ -18,6 +18,7 @@ use fdb_shared::monitor_conf::parse::{MonitorConf, ProcessCommand};
 
 use super::containers::{ContainerFs, binary_version};
 use super::host::{ProcessHost, ProcessLaunch};
+use super::unified_monitor::UnifiedMonitor;
 
 /// Where the main container's volumes come from, for data identities.
 #[derive(Debug, Clone)]
@@ -73,6 +74,9 @@ pub struct Monitor {
     running: BTreeMap<u32, MonitoredProcess>,
     problems: BTreeMap<u32, String>,
     conf_error: Option<String>,
+    /// Set for a unified pod: fdb-kubernetes-monitor reading its JSON configuration
+    /// instead of fdbmonitor reading its conf.
+    unified: Option<UnifiedMonitor>,
 }
 
 impl Monitor {
@@ -83,6 +87,32 @@ impl Monitor {
             running: BTreeMap::new(),
             problems: BTreeMap::new(),
             conf_error: None,
+            unified: None,
+        }
+    }
+
+    /// A unified pod's fdb-kubernetes-monitor that has started nothing yet.
+    pub fn new_unified(context: MonitorContext, unified: UnifiedMonitor) -> Self {
+        Self {
+            unified: Some(unified),
+            ..Self::new(context)
+        }
+    }
+
+    /// The annotations a unified pod's monitor writes now (`None` for fdbmonitor, before
+    /// it accepted a configuration, or when nothing is to be written), see
+    /// [`UnifiedMonitor::publication`].
+    pub fn publication(
+        &self,
+        pod: &k8s_openapi::api::core::v1::Pod,
+    ) -> Option<BTreeMap<String, String>> {
+        self.unified.as_ref()?.publication(pod)
+    }
+
+    /// Records a publication at `now` (seconds).
+    pub fn mark_published(&mut self, now: i64) {
+        if let Some(unified) = self.unified.as_mut() {
+            unified.mark_published(now);
         }
     }
 
@@ -186,6 +216,12 @@ impl Monitor {
     }
 
     fn read_conf(&mut self) -> Option<(Vec<ProcessCommand>, bool)> {
+        if let Some(unified) = self.unified.as_mut() {
+            // The monitor never restarts a process for a new configuration.
+            let commands = unified.load(&self.context.fs);
+            self.conf_error = unified.problem().map(str::to_owned);
+            return Some((commands, false));
+        }
         let text = match std::fs::read_to_string(&self.context.conf_path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -246,7 +282,15 @@ impl Monitor {
         let arg = |key: &str| command.arguments.get(key).map(String::as_str);
         let public = arg("public_address").ok_or("no public_address")?;
         let first = public.split(',').next().unwrap_or(public);
-        let address = ProcessAddress::parse(first).map_err(|e| e.to_string())?;
+        // The unified image brackets every address, IPv4 ones too.
+        let first = match first
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+        {
+            Some((ip, tail)) if ip.parse::<std::net::Ipv4Addr>().is_ok() => format!("{ip}{tail}"),
+            _ => first.to_owned(),
+        };
+        let address = ProcessAddress::parse(&first).map_err(|e| e.to_string())?;
         let class = match arg("class") {
             Some(name) => {
                 ProcessClass::from_str(name).map_err(|_| format!("unknown class {name:?}"))?
@@ -298,7 +342,11 @@ impl Monitor {
         Ok(MonitoredProcess {
             launch: ProcessLaunch {
                 address,
-                command_line: command.command_line(),
+                command_line: self
+                    .unified
+                    .as_ref()
+                    .and_then(|u| u.command_line(command.process_number))
+                    .unwrap_or_else(|| command.command_line()),
                 class,
                 locality,
                 version,

@@ -19,6 +19,7 @@ use super::fdbmonitor::{Monitor, MonitorChanges};
 use super::host::ProcessHost;
 use super::projection::{missing_keys, volume_files, write_volume};
 use super::sidecar::SidecarState;
+use crate::kube::{PatchType, ResourceKey};
 
 /// The init container that runs the sidecar in `--init-mode`.
 pub const INIT_CONTAINER: &str = "foundationdb-kubernetes-init";
@@ -28,6 +29,9 @@ pub const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
 pub const MAIN_CONTAINER: &str = "foundationdb";
 /// The port the sidecar listens on.
 pub const SIDECAR_PORT: u16 = 8080;
+
+/// The actor a unified pod's fdb-kubernetes-monitor writes as (its service account).
+pub const MONITOR_ACTOR: &str = "fdb-kubernetes-monitor";
 
 /// Whether the container runs the sidecar image (the init container or the sidecar).
 pub fn runs_sidecar_image(container: &str) -> bool {
@@ -343,10 +347,50 @@ impl World {
                     process.launch.data_identity.clone(),
                 );
             }
+            let publication = monitor.publication(pod);
+            if publication.is_some() {
+                monitor.mark_published(self.now().as_second());
+            }
             runtime.monitor = Some(monitor);
             self.record_monitor(runtime, changes);
+            if let Some(annotations) = publication {
+                self.publish_monitor_annotations(runtime, &annotations)?;
+            }
         }
         Ok(())
+    }
+
+    /// A unified pod's monitor writes what it runs into its pod's annotations (through
+    /// the Kubernetes API, as the pod's service account).
+    fn publish_monitor_annotations(
+        &mut self,
+        runtime: &PodRuntime,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<(), WorldError> {
+        let key = ResourceKey::new("", "v1", "pods", &runtime.namespace, &runtime.name);
+        match self.api.patch_as(
+            MONITOR_ACTOR,
+            &key,
+            PatchType::Merge,
+            &serde_json::json!({"metadata": {"annotations": annotations}}),
+            false,
+        ) {
+            Ok(_) => {
+                self.record(
+                    "monitor-annotations",
+                    runtime.target(),
+                    "launcher-current-configuration and launcher-environment updated".to_owned(),
+                );
+                Ok(())
+            }
+            Err(e) if e.code == 404 => Ok(()),
+            Err(source) => Err(WorldError::Api {
+                actor: MONITOR_ACTOR,
+                action: "annotate",
+                target: runtime.target(),
+                source,
+            }),
+        }
     }
 
     /// The node is back: the kubelet starts the pod's containers again (the sidecar counts

@@ -76,6 +76,7 @@ mod restarts;
 mod sidecar;
 mod status;
 mod summaries;
+pub mod unified_monitor;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};

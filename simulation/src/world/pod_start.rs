@@ -20,6 +20,7 @@ use super::kubelet::{
 };
 use super::projection::{missing_keys, volume_files, write_volume};
 use super::sidecar::SidecarState;
+use super::unified_monitor::{UnifiedMonitor, copy_shared_binaries, runs_monitor};
 
 impl World {
     /// The FoundationDB version an image contains: `world.images` when it lists the
@@ -177,6 +178,13 @@ impl World {
                 return Ok(());
             }
         }
+        let unified = spec
+            .containers
+            .iter()
+            .any(|c| c.name == MAIN_CONTAINER && runs_monitor(c));
+        if unified {
+            self.copy_unified_binaries(&spec, runtime)?;
+        }
         let now = self.now();
         for name in spec.containers.iter().map(|c| &c.name) {
             if let Some(state) = runtime.containers.get_mut(name) {
@@ -186,13 +194,13 @@ impl World {
         runtime.sidecar = spec
             .containers
             .iter()
-            .find(|c| c.name == SIDECAR_CONTAINER)
+            .find(|c| c.name == SIDECAR_CONTAINER && !unified)
             .map(|c| SidecarState::new(runtime.volume_path(c, &containers::output_dir_path(c))));
         runtime.monitor = spec
             .containers
             .iter()
             .find(|c| c.name == MAIN_CONTAINER)
-            .map(|main| Monitor::new(monitor_context(runtime, main)));
+            .map(|main| self.new_monitor(pod, runtime, main, ip));
         runtime.phase = PodPhase::Running;
         runtime.started_at = Some(now);
         self.record(
@@ -201,6 +209,45 @@ impl World {
             format!("ip {ip} on {}", runtime.node),
         );
         Ok(())
+    }
+
+    /// The main container's monitor: fdb-kubernetes-monitor for a unified pod (with the
+    /// environment the kubelet resolves for it), else fdbmonitor.
+    pub(super) fn new_monitor(
+        &self,
+        pod: &Pod,
+        runtime: &PodRuntime,
+        main: &Container,
+        ip: std::net::Ipv4Addr,
+    ) -> Monitor {
+        let context = monitor_context(runtime, main);
+        if !runs_monitor(main) {
+            return Monitor::new(context);
+        }
+        let facts = containers::PodFacts {
+            pod,
+            pod_ip: ip.to_string(),
+            node: runtime.node.clone(),
+        };
+        let env = containers::container_env(main, &facts);
+        let version = self.image_version(main.image.as_deref().unwrap_or_default());
+        Monitor::new_unified(context, UnifiedMonitor::new(main, env, version))
+    }
+
+    /// The sidecar-mode container of a unified pod copies its image's binaries into the
+    /// shared volume (at start, and again when its image changes).
+    pub(super) fn copy_unified_binaries(
+        &self,
+        spec: &k8s_openapi::api::core::v1::PodSpec,
+        runtime: &PodRuntime,
+    ) -> Result<(), WorldError> {
+        let Some(sidecar) = spec.containers.iter().find(|c| c.name == SIDECAR_CONTAINER) else {
+            return Ok(());
+        };
+        let Some(version) = self.image_version(sidecar.image.as_deref().unwrap_or_default()) else {
+            return Ok(());
+        };
+        copy_shared_binaries(sidecar, &runtime.container_fs(sidecar), &version)
     }
 
     /// Finds and prepares the pod's volumes; returns why the pod must wait, if it must.

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::World;
 use super::error::WorldError;
 use super::kubelet::{ContainerExit, MAIN_CONTAINER, PodRuntime, SIDECAR_CONTAINER};
+use super::unified_monitor::runs_monitor;
 
 impl World {
     /// Restarts the running pod's containers whose spec image differs from the image they
@@ -38,6 +39,11 @@ impl World {
             let previous = state.image.clone();
             self.write_container_image(runtime, &container.name, &image)?;
             match container.name.as_str() {
+                SIDECAR_CONTAINER if runtime.sidecar.is_none() => {
+                    // A unified pod's sidecar-mode container: the new image copies its
+                    // binaries into the shared volume.
+                    self.copy_unified_binaries(spec, runtime)?;
+                }
                 SIDECAR_CONTAINER => {
                     if let Some(sidecar) = runtime.sidecar.as_mut() {
                         sidecar.stop().await;
@@ -53,6 +59,13 @@ impl World {
                     if let Some(monitor) = runtime.monitor.as_mut() {
                         let changes = monitor.stop_all(self.host.as_ref());
                         self.record_monitor(runtime, changes);
+                    }
+                    // The new container's monitor knows its own version and has accepted
+                    // nothing yet.
+                    if runs_monitor(container)
+                        && let Some(ip) = runtime.ip
+                    {
+                        runtime.monitor = Some(self.new_monitor(pod, runtime, container, ip));
                     }
                 }
                 _ => {}

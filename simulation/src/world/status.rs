@@ -69,6 +69,11 @@ impl World {
         let now = self.now();
         let spec = pod.spec.clone().unwrap_or_default();
         let started = runtime.started_at.unwrap_or(now);
+        // A unified pod's sidecar-mode container serves nothing: it runs like any other.
+        let unified = spec
+            .containers
+            .iter()
+            .any(super::unified_monitor::runs_monitor);
         let container_status = |container: &Container| -> (bool, Value) {
             let state = runtime.containers.get(&container.name);
             let image = state
@@ -76,7 +81,7 @@ impl World {
                 .or_else(|| container.image.clone())
                 .unwrap_or_default();
             let restarts = state.map_or(0, |s| s.restarts);
-            let is_sidecar = container.name == SIDECAR_CONTAINER;
+            let is_sidecar = container.name == SIDECAR_CONTAINER && !unified;
             let crash_loops =
                 fdb_operator::controller::buggify::crash_loops(container.command.as_deref());
             let (ready, container_state) = match &runtime.phase {

@@ -151,6 +151,7 @@ fn output_matches_the_documented_shape() {
         r#""processCounts":{"storage":4,"log":4,"stateless":8,"cluster_controller":1},"coordinators":3,"#,
         r#""databaseConfiguration":{"redundancy_mode":"double","storage_engine":"ssd-2","logs":3,"proxies":3,"resolvers":1,"usable_regions":1},"#,
         r#""images":{"main":"foundationdb/foundationdb:7.1.57","sidecar":"foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1"},"#,
+        r#""podModel":{"imageType":"split","containers":["init:foundationdb-kubernetes-init: the sidecar in --init-mode (copies the cluster file and monitor conf)","foundationdb: fdbmonitor","foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)"]},"#,
         r#""locks":false,"configureCommand":"configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1"}"#
     );
     assert_eq!(json, expected);
@@ -368,4 +369,22 @@ fn deep_nesting_and_huge_files_are_unreadable_quickly() {
     let error = explain_file(&big).unwrap_err();
     assert!(error.to_string().contains("4 MiB"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unified_manifests_show_the_monitor_pod_model() {
+    let explanation = explain(&cluster("  imageType: unified\n"));
+    assert!(
+        explanation.warnings.is_empty(),
+        "{:?}",
+        explanation.warnings
+    );
+    let model = explanation.pod_model.unwrap();
+    assert_eq!(model.image_type, "unified");
+    assert_eq!(model.containers.len(), 2);
+    assert!(model.containers[0].starts_with("foundationdb: fdb-kubernetes-monitor"));
+    assert_eq!(
+        explanation.images.unwrap().main,
+        "foundationdb/fdb-kubernetes-monitor:7.1.57"
+    );
 }

@@ -32,12 +32,15 @@ mod tests_objects;
 mod tests_pod;
 #[cfg(test)]
 mod tests_scheduling;
+#[cfg(test)]
+mod tests_unified;
+pub mod unified;
 
 use std::collections::BTreeMap;
 
 use fdb_shared::api::cluster::{ImageType, ProcessGroupStatus};
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use fdb_shared::cluster_math::{main_image, sidecar_image};
+use fdb_shared::cluster_math::{main_image, sidecar_image, unified_image};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -68,6 +71,7 @@ pub use volumes::{
 pub mod volumes;
 
 pub use substitutions::{expected_substitutions, expected_zone, has_sidecar};
+pub use unified::{PROCESS_CONFIG_FILE, SHARED_BINARIES_VOLUME, monitor_process_count};
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
 pub const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";
@@ -79,7 +83,7 @@ pub const PUBLIC_IP_SOURCE_ANNOTATION: &str = "foundationdb.org/public-ip-source
 /// The public IP of a pod whose IP comes from its Service; set by the controller when it
 /// creates the pod (it is not part of the spec hash). `FDB_PUBLIC_IP` reads it.
 pub const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
-/// The pod model (`split`).
+/// The pod model (`split` or `unified`).
 pub const IMAGE_TYPE_ANNOTATION: &str = "foundationdb.org/image-type";
 /// Read by the operator: `true` asks for the group's processes to be stopped while its pod
 /// and other resources are kept (for debugging).
@@ -178,12 +182,29 @@ pub fn pod_servers_per_pod(
         .unwrap_or_else(|| servers_per_pod(cluster, class))
 }
 
-/// The density of the monitor conf key `pod` mounts, if it mounts one of that shape.
+/// The density of the monitor conf key `pod` mounts, if it mounts one of that shape; for a
+/// unified pod, its monitor's `--process-count`.
 pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
     pod.spec
         .as_ref()
         .and_then(volumes::mounted_monitor_conf_key)
         .and_then(fdb_shared::monitor_conf::render::servers_per_pod_of_key)
+        .or_else(|| unified::monitor_process_count(pod))
+}
+
+/// The pod model a pod runs, from its `foundationdb.org/image-type` annotation (pods
+/// without it are split, as every pod this operator made before unified pods existed).
+pub fn pod_image_type(pod: &Pod) -> ImageType {
+    match pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(IMAGE_TYPE_ANNOTATION))
+        .map(String::as_str)
+    {
+        Some("unified") => ImageType::Unified,
+        _ => ImageType::Split,
+    }
 }
 
 /// The version the cluster's processes run now: `status.runningVersion`, else
@@ -231,8 +252,7 @@ pub fn build_pod(
     options: &PodOptions,
 ) -> Result<Pod, PodModelError> {
     let spec = &cluster.spec;
-    // `imageType: unified` is built as split too (what `explain` and the validation
-    // warning promise): the pod's image-type annotation says which model it runs.
+    let image_type = spec.image_type();
     let identity = names::ClusterIdentity::of(cluster)?;
     names::check_group_names(cluster, group)?;
     let default_version = pod_version(cluster);
@@ -243,11 +263,6 @@ pub fn build_pod(
             cluster: identity.name,
         });
     }
-    let images = containers::ContainerImages {
-        main: main_image(spec, main_version),
-        sidecar: sidecar_image(spec, sidecar_version),
-        main_version: main_version.to_owned(),
-    };
 
     let template = spec
         .process_settings(group.process_class)
@@ -260,29 +275,66 @@ pub fn build_pod(
     let mut user_containers = std::mem::take(&mut pod_spec.containers);
     let user_main = take_named(&mut user_containers, MAIN_CONTAINER);
     let user_sidecar = take_named(&mut user_containers, SIDECAR_CONTAINER);
-    let mut pod_containers = vec![
-        containers::main_container(cluster, user_main.as_ref(), &images, &shared_env),
-        containers::sidecar_container(cluster, user_sidecar.as_ref(), &images, &shared_env, false),
-    ];
-    pod_containers.extend(user_containers);
-    pod_spec.containers = pod_containers;
-
     let mut user_inits = pod_spec.init_containers.take().unwrap_or_default();
     let user_init = take_named(&mut user_inits, INIT_CONTAINER);
-    let mut init_containers = vec![containers::sidecar_container(
-        cluster,
-        user_init.as_ref(),
-        &images,
-        &shared_env,
-        true,
-    )];
-    init_containers.extend(user_inits);
+    let (pod_containers, init_containers, volumes) = match image_type {
+        ImageType::Unified => (
+            vec![
+                unified::main_container(
+                    cluster,
+                    group,
+                    user_main.as_ref(),
+                    &unified_image(spec, main_version),
+                    &shared_env,
+                ),
+                // The sidecar-mode container runs the version the processes must move
+                // to, so its binaries are in the shared volume before the kill.
+                unified::sidecar_container(
+                    user_sidecar.as_ref(),
+                    &unified_image(spec, sidecar_version),
+                    sidecar_version,
+                ),
+            ],
+            // The Go operator drops the split model's init container from the template.
+            user_inits,
+            unified::pod_volumes(cluster, group),
+        ),
+        _ => {
+            let images = containers::ContainerImages {
+                main: main_image(spec, main_version),
+                sidecar: sidecar_image(spec, sidecar_version),
+                main_version: main_version.to_owned(),
+            };
+            let mut inits = vec![containers::sidecar_container(
+                cluster,
+                user_init.as_ref(),
+                &images,
+                &shared_env,
+                true,
+            )];
+            inits.extend(user_inits);
+            (
+                vec![
+                    containers::main_container(cluster, user_main.as_ref(), &images, &shared_env),
+                    containers::sidecar_container(
+                        cluster,
+                        user_sidecar.as_ref(),
+                        &images,
+                        &shared_env,
+                        false,
+                    ),
+                ],
+                inits,
+                volumes::pod_volumes(cluster, group),
+            )
+        }
+    };
+    let mut pod_containers = pod_containers;
+    pod_containers.extend(user_containers);
+    pod_spec.containers = pod_containers;
     pod_spec.init_containers = Some(init_containers);
 
-    pod_spec.volumes = Some(volumes::merge_volumes(
-        volumes::pod_volumes(cluster, group),
-        pod_spec.volumes.as_ref(),
-    ));
+    pod_spec.volumes = Some(volumes::merge_volumes(volumes, pod_spec.volumes.as_ref()));
     pod_spec.affinity = affinity::pod_affinity(cluster, group, options, pod_spec.affinity.as_ref());
     buggify::apply(
         &buggify::desired_state(cluster, &group.process_group_id),
@@ -306,7 +358,7 @@ pub fn build_pod(
     );
     annotations.insert(
         IMAGE_TYPE_ANNOTATION.to_owned(),
-        ImageType::Split.as_str().to_owned(),
+        image_type.as_str().to_owned(),
     );
     let mut pod = Pod {
         metadata: ObjectMeta {

@@ -258,7 +258,7 @@ fn user_affinity_terms_are_kept() {
 }
 
 #[test]
-fn versions_images_and_unified_image_type() {
+fn versions_and_images() {
     let mut upgrading = cluster("sidecarContainer: {imageConfigs: [{baseImage: reg/sidecar}]}");
     upgrading.spec.version = "7.3.43".to_owned();
     upgrading.status = Some(serde_json::from_str(r#"{"runningVersion": "7.1.57"}"#).unwrap());
@@ -284,22 +284,6 @@ fn versions_images_and_unified_image_type() {
     assert_eq!(
         container(&pod, MAIN_CONTAINER).image.as_deref(),
         Some("foundationdb/foundationdb:7.1.59")
-    );
-
-    // A unified manifest runs the split model: the same pod as without imageType.
-    let unified = build_pod(
-        &cluster("imageType: unified"),
-        &storage_1(),
-        &PodOptions::default(),
-    )
-    .unwrap();
-    let split = build_pod(&cluster(""), &storage_1(), &PodOptions::default()).unwrap();
-    assert_eq!(unified, split);
-    assert_eq!(
-        kube::ResourceExt::annotations(&unified)
-            .get(IMAGE_TYPE_ANNOTATION)
-            .map(String::as_str),
-        Some("split")
     );
 
     let mut nameless = cluster("");

@@ -5,14 +5,13 @@
 //! carries its Service's IP, so it waits for the Service to have one.
 
 use async_trait::async_trait;
-use fdb_shared::api::cluster::{ImageType, PublicIpSource};
+use fdb_shared::api::cluster::PublicIpSource;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::desired::pod_options;
 use crate::controller::errors::StepError;
-use crate::controller::events::EventReason;
 use crate::controller::object_kind::NewObject;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
@@ -71,23 +70,11 @@ impl Subreconciler for AddPods {
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = decide(snapshot)?;
-        let created = decision.create.len();
-        let mut actions: Vec<Action> = decision
+        let actions: Vec<Action> = decision
             .create
             .into_iter()
             .map(|pod| Action::Create(NewObject::Pod(Box::new(pod))))
             .collect();
-        if created > 0 && snapshot.spec().image_type() == ImageType::Unified {
-            // Said once per batch of new pods, not every pass: the user asked for a
-            // model the pods do not run.
-            actions.push(Action::Event {
-                reason: EventReason::UnifiedImageRunsSplit,
-                action: "AddPods".to_owned(),
-                note: format!(
-                    "spec.imageType is unified, which is not supported yet: created {created} pods with the split image (main container plus sidecar)"
-                ),
-            });
-        }
         let waiting = decision.waiting_for_service_ip;
         let wait = (waiting > 0).then(|| {
             Wait::new(

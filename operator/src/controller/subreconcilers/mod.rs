@@ -23,6 +23,7 @@ pub mod update_database_configuration;
 pub mod update_labels;
 pub mod update_lock_configuration;
 pub mod update_pod_config;
+pub mod update_pod_config_monitor;
 pub mod update_pods;
 pub mod update_sidecar_versions;
 pub mod update_status;

@@ -12,9 +12,11 @@
 
 use std::collections::BTreeMap;
 
+pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use futures::future::BoxFuture;
@@ -30,9 +32,10 @@ use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
+use crate::controller::pod_agent::PodAgent;
 use crate::controller::pod_config_memo::PodMemo;
 use crate::controller::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_servers_per_pod,
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_image_type, pod_servers_per_pod,
 };
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -53,6 +56,9 @@ pub enum PodConfigResult {
     /// A file still differs after the copy (or the copy was refused), e.g. because the
     /// kubelet has not projected the new ConfigMap yet.
     Incorrect(String),
+    /// A unified pod's monitor annotations are missing or malformed (the message names
+    /// the pod and the annotation): IncorrectConfigMap, and always named in the reason.
+    Unreadable(String),
     /// Not asked this pass: the pod asked before it showed that the kubelet has not
     /// projected the ConfigMap yet, which it does for every pod about the same time.
     NotAsked,
@@ -193,6 +199,9 @@ async fn check_candidate(
     staged: Option<&str>,
     mut memo: PodMemo,
 ) -> (PodConfigResult, PodMemo) {
+    if PodAgent::of(candidate.pod) == PodAgent::Monitor {
+        return (monitor_result(cluster, candidate), memo);
+    }
     let result = match ctx.sidecars.sidecar_for(cluster, candidate.pod) {
         Ok(sidecar) => {
             check_pod(
@@ -254,7 +263,13 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         let Some(pod) = group.pod else {
             continue;
         };
-        let Some(desired_hash) = hashes.of(cluster, group.status, group.servers_per_pod())? else {
+        let Some(desired_hash) = hashes.of(
+            cluster,
+            group.status,
+            group.servers_per_pod(),
+            pod_image_type(pod),
+        )?
+        else {
             continue;
         };
         if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
@@ -381,8 +396,8 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                 }
             }
             PodConfigResult::NotAsked => {}
-            PodConfigResult::Incorrect(message) => {
-                if plan.staged.is_some() {
+            PodConfigResult::Incorrect(message) | PodConfigResult::Unreadable(message) => {
+                if plan.staged.is_some() || matches!(result, PodConfigResult::Unreadable(_)) {
                     outcome
                         .waiting
                         .push(format!("{} ({message})", candidate.pod.name_any()));
@@ -435,7 +450,10 @@ async fn ask_sidecars(
                 check_candidate(ctx, cluster, candidate, &plan.cluster_file, staged, known).await;
             memo.put(namespace, name, &uid(candidate.pod), learned);
             let decisive = !matches!(result, PodConfigResult::Unreachable(_));
-            projected = !matches!(result, PodConfigResult::Incorrect(_));
+            projected = !matches!(
+                result,
+                PodConfigResult::Incorrect(_) | PodConfigResult::Unreadable(_)
+            );
             if let Some(slot) = results.get_mut(index) {
                 *slot = Some(result);
             }
@@ -507,12 +525,31 @@ impl Subreconciler for UpdatePodConfig {
                 PodConfigResult::Incorrect(message) => {
                     tracing::debug!(group, %message, "configuration not yet in place");
                 }
+                PodConfigResult::Unreadable(message) => {
+                    tracing::warn!(group, %message, "monitor annotations unreadable");
+                }
             }
         }
         let outcome = conclude(&plan, &results);
-        for (name, hash) in &outcome.annotate {
+        for pod in outdated_monitors(&plan, &results) {
+            let name = pod.name_any();
+            let seen = ctx.clock.now_unix().to_string();
             let patch = serde_json::json!({"metadata": {"annotations": {
-                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash
+                OUTDATED_CONFIG_MAP_ANNOTATION: seen
+            }}});
+            io.patch::<Pod>(
+                ctx,
+                &name,
+                &patch,
+                format!("ask the monitor of pod {name} to reload"),
+            )
+            .await?;
+        }
+        for (name, hash) in &outcome.annotate {
+            // A monitor that confirmed needs no nudge any more (null removes it).
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash,
+                OUTDATED_CONFIG_MAP_ANNOTATION: null
             }}});
             io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
                 .await?;

@@ -28,7 +28,12 @@ fn only_running_pods_without_the_desired_hash_are_asked() {
         let snapshot = connected.clone().build();
         let group = snapshot.group("log-1").unwrap();
         ConfigHashes::default()
-            .of(snapshot.cluster(), group.status, group.servers_per_pod())
+            .of(
+                snapshot.cluster(),
+                group.status,
+                group.servers_per_pod(),
+                fdb_shared::api::cluster::ImageType::Split,
+            )
             .unwrap()
             .unwrap()
     };

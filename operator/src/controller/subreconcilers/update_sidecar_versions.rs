@@ -22,10 +22,10 @@ use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::outcome::StepOutcome;
 use crate::controller::pass_io::PassIo;
-use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER, pod_version};
+use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
-    live_sidecar_image, pending_upgrade_target, wanted_sidecar_image,
+    live_sidecar_image, pending_upgrade_target, wanted_main_image, wanted_sidecar_image,
 };
 
 /// See the module documentation.
@@ -62,7 +62,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     let cluster = snapshot.cluster();
     let upgrading = pending_upgrade_target(cluster).is_some();
     let wanted = wanted_sidecar_image(cluster);
-    let wanted_main = fdb_shared::cluster_math::main_image(&cluster.spec, pod_version(cluster));
+    let wanted_main = wanted_main_image(cluster);
     let mut updates = Vec::new();
     for group in snapshot.live_groups() {
         let Some(pod) = group.pod else { continue };

@@ -26,7 +26,7 @@ open_string_enum! {
     ImageType {
         /// Main container with fdbmonitor plus the HTTP sidecar (the default here).
         Split => "split",
-        /// One container running fdb-kubernetes-monitor (not supported yet).
+        /// The main container runs fdb-kubernetes-monitor, a second one its sidecar mode.
         Unified => "unified",
     }
 }
@@ -124,7 +124,7 @@ pub struct FoundationDBClusterSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_upgradability_checks: Option<bool>,
     /// Pod model: `split` (main container + sidecar, the default here) or `unified`
-    /// (not supported yet).
+    /// (fdb-kubernetes-monitor, configured through the Kubernetes API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_type: Option<ImageType>,
     /// Labels that identify the operator's resources.
