@@ -558,7 +558,9 @@ impl GoV2Cluster {
         ]
         .into_iter();
         let mut logs = 0;
-        for group in groups {
+        // From the last group back: the roles sit where a fresh recruitment (lowest
+        // addresses first) would not put them, as roles of a long-lived cluster do.
+        for group in groups.iter().rev() {
             let address = format!("{}:4501", group.ip);
             let roles: Vec<Value> = match group.class {
                 "storage" => {
