@@ -10,6 +10,7 @@ use clap::Args;
 
 use fdb_operator::capture::{CaptureOptions, capture};
 use fdb_operator::controller::providers::FdbcliAdminProvider;
+use fdb_operator::fdb::TlsFiles;
 use fdb_simulation::scenario::snapshot_write::write_dir;
 
 /// Arguments of `fdb-operator snapshot`.
@@ -41,6 +42,40 @@ pub struct SnapshotArgs {
     /// Directory for the cluster file fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
     pub work_dir: PathBuf,
+    /// Certificate (PEM chain) fdbcli presents to a TLS cluster (as `run`).
+    #[arg(long, env = "FDB_TLS_CERTIFICATE_FILE")]
+    pub tls_certificate_file: Option<PathBuf>,
+    /// Key of --tls-certificate-file.
+    #[arg(long, env = "FDB_TLS_KEY_FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA fdbcli verifies the cluster's processes against.
+    #[arg(long, env = "FDB_TLS_CA_FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// fdbcli's `--tls_verify_peers` rules.
+    #[arg(long, env = "FDB_TLS_VERIFY_PEERS")]
+    pub tls_verify_peers: Option<String>,
+}
+
+/// The files fdbcli uses with a TLS cluster, as `run` takes them: all three of
+/// certificate, key and CA, or none.
+pub fn fdbcli_tls(args: &SnapshotArgs) -> Result<Option<TlsFiles>, String> {
+    match (
+        &args.tls_certificate_file,
+        &args.tls_key_file,
+        &args.tls_ca_file,
+    ) {
+        (None, None, None) => Ok(None),
+        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
+            certificate_file: cert.clone(),
+            key_file: key.clone(),
+            ca_file: ca.clone(),
+            verify_peers: args.tls_verify_peers.clone(),
+        })),
+        _ => Err(
+            "--tls-certificate-file, --tls-key-file and --tls-ca-file (FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE) go together"
+                .to_owned(),
+        ),
+    }
 }
 
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, String> {
@@ -61,6 +96,13 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, Strin
 
 /// Exit 0 when the folder is written, 1 when the capture failed, 2 on unusable input.
 pub fn run(args: &SnapshotArgs) -> ExitCode {
+    let tls = match fdbcli_tls(args) {
+        Ok(tls) => tls,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let rehearse = match &args.rehearse {
         Some(path) => {
             let manifest = fdb_shared::yaml_input::read_file(path)
@@ -93,7 +135,7 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
     let admin = FdbcliAdminProvider {
         fdbcli_path: args.fdbcli.clone(),
         work_dir: args.work_dir.clone(),
-        tls: None,
+        tls,
     };
     let captured = runtime.block_on(async {
         let client = kube_client(args.kubeconfig.as_ref()).await?;
@@ -132,5 +174,44 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SnapshotArgs,
+    }
+
+    fn parse(extra: &[&str]) -> SnapshotArgs {
+        let mut words = vec!["snapshot", "sample"];
+        words.extend(extra);
+        Cli::try_parse_from(words).map(|cli| cli.args).unwrap()
+    }
+
+    #[test]
+    fn tls_files_reach_fdbcli_as_run_takes_them() {
+        let args = parse(&[
+            "--tls-certificate-file",
+            "/tls/cert.pem",
+            "--tls-key-file",
+            "/tls/key.pem",
+            "--tls-ca-file",
+            "/tls/ca.pem",
+            "--tls-verify-peers",
+            "Check.Valid=1",
+        ]);
+        let tls = fdbcli_tls(&args).unwrap().unwrap();
+        assert_eq!(tls.certificate_file, PathBuf::from("/tls/cert.pem"));
+        assert_eq!(tls.key_file, PathBuf::from("/tls/key.pem"));
+        assert_eq!(tls.ca_file, PathBuf::from("/tls/ca.pem"));
+        assert_eq!(tls.verify_peers.as_deref(), Some("Check.Valid=1"));
+        let partial = parse(&["--tls-certificate-file", "/tls/cert.pem"]);
+        assert!(fdbcli_tls(&partial).unwrap_err().contains("go together"));
     }
 }

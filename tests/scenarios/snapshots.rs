@@ -365,3 +365,5 @@ fn pods_with_another_operators_hash_are_restamped_and_only_a_truly_different_one
         last.pods.iter().map(|p| &p.name).collect::<Vec<_>>()
     );
 }
+
+mod go_v2;

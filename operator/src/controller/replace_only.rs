@@ -20,7 +20,7 @@ use super::desired_memo::DesiredObjects;
 use super::pod_model::volumes::mounted_monitor_conf_key;
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PUBLIC_IP_SOURCE_ANNOTATION,
-    PodModelError, parse_any_process_group_id, process_group_id,
+    PodModelError, parse_any_process_group_id, process_group_id, pvc_difference,
 };
 use super::quantity::parse_quantity;
 use super::snapshot::ClusterSnapshot;
@@ -246,10 +246,14 @@ pub fn replace_only_change(
             pvc.annotations().get(LAST_APPLIED_SPEC_ANNOTATION)
         }
         // A PVC without the hash was not made by this operator; its spec is unknown,
-        // and replacing every such group at once would be worse than leaving it.
+        // and replacing every such group at once would be worse than leaving it. One
+        // with another hash (another operator's) is replaced only when it lacks what
+        // the desired claim asks for.
         if let Some(desired) = desired_objects.pvc.as_ref()
             && let Some(live_hash) = annotation(live)
             && annotation(desired).is_some_and(|hash| hash != live_hash)
+            && let (Some(wanted), Some(running)) = (desired.spec.as_ref(), live.spec.as_ref())
+            && pvc_difference(wanted, running).is_some()
         {
             return Ok(Some(ReplaceOnlyChange::PvcSpec));
         }

@@ -6,6 +6,7 @@ use fdb_shared::status_json::DatabaseStatus;
 
 use super::SimulatedFdb;
 use super::recovery;
+use super::roles::{RoleAssignment, TransactionSystem};
 use super::shards::GIB;
 use super::timeline::{catch_up, refresh};
 use fdb_operator::fdb::{ClientInfo, ExclusionTarget};
@@ -40,6 +41,51 @@ pub struct SeedReport {
     pub clients: usize,
     /// Data per storage process, in GiB (the captured average).
     pub storage_gib: Option<f64>,
+    /// Whether the transaction system is the captured one (every captured transaction
+    /// role on a running process of the same address); else it was recruited anew.
+    pub roles_kept: bool,
+}
+
+/// The transaction roles the simulated database recruits, by their `status json` name.
+const TRANSACTION_ROLES: &[&str] = &[
+    "log",
+    "cluster_controller",
+    "master",
+    "commit_proxy",
+    "grv_proxy",
+    "resolver",
+    "ratekeeper",
+    "data_distributor",
+];
+
+/// The captured transaction system: each transaction role of `status json` on the
+/// running process at its address; `None` when a role's process does not run here or
+/// the capture holds no master (the database then recruits its own).
+fn captured_transaction_system(
+    state: &super::state::State,
+    processes: &[(fdb_shared::address::ProcessAddress, Vec<String>)],
+) -> Option<TransactionSystem> {
+    let mut members = Vec::new();
+    for (address, roles) in processes {
+        for role in roles {
+            let Some(role) = TRANSACTION_ROLES.iter().find(|r| **r == role.as_str()) else {
+                continue;
+            };
+            let process = state.processes.values().find(|p| {
+                p.running
+                    && p.launch.address.host == address.host
+                    && p.launch.address.port == address.port
+            })?;
+            members.push(RoleAssignment {
+                role,
+                address: process.launch.address.clone(),
+                started_unix: process.started_unix,
+            });
+        }
+    }
+    let has = |role: &str| members.iter().any(|m| m.role == role);
+    (has("master") && has("log") && has("cluster_controller"))
+        .then_some(TransactionSystem { members })
 }
 
 impl SimulatedFdb {
@@ -97,10 +143,20 @@ impl SimulatedFdb {
                 })
             })
             .collect();
-        let report = SeedReport {
+        let captured_roles: Vec<(fdb_shared::address::ProcessAddress, Vec<String>)> = parsed
+            .cluster
+            .processes
+            .values()
+            .filter_map(|p| {
+                let roles: Vec<String> = p.roles.iter().map(|r| r.role.clone()).collect();
+                Some((p.address.clone()?, roles))
+            })
+            .collect();
+        let mut report = SeedReport {
             exclusions: exclusions.len(),
             clients: clients.len(),
             storage_gib,
+            roles_kept: false,
         };
         let now = self.now();
         let mut state = self.lock();
@@ -134,6 +190,14 @@ impl SimulatedFdb {
         recovery::force(&mut state, now, "snapshot boot");
         recovery::ensure(&mut state, now);
         state.recovery_override = override_before;
+        // The captured roles stay where they were, when their processes run here: the
+        // operator's first pass sees the transaction system it would have seen live.
+        if state.transaction_system.is_some()
+            && let Some(system) = captured_transaction_system(&state, &captured_roles)
+        {
+            state.transaction_system = Some(system);
+            report.roles_kept = true;
+        }
         state.ever_available = true;
         state.dirty = true;
         refresh(&mut state, now);

@@ -77,12 +77,17 @@ pub(super) async fn boot(
     world.settle().await?;
     Ok(format!(
         "snapshot: {} objects, {} pods (IPs mapped into the run's block), {} exclusions, \
-         {} clients, {:.2} GiB per storage process",
+         {} clients, {:.2} GiB per storage process, {}",
         objects.len(),
         pods.len(),
         report.exclusions,
         report.clients,
-        report.storage_gib.unwrap_or(0.0)
+        report.storage_gib.unwrap_or(0.0),
+        if report.roles_kept {
+            "transaction roles as captured"
+        } else {
+            "transaction roles recruited anew"
+        }
     ))
 }
 

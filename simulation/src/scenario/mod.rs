@@ -10,6 +10,7 @@
 //! steps name can exist at that point ([`references`]).
 
 mod faults;
+pub mod go_v2;
 pub mod limits;
 pub(crate) mod objects;
 mod references;

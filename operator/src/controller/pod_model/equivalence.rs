@@ -6,10 +6,22 @@
 //! environment, volume mounts and resources; the pod's volumes (what each is made
 //! from); its scheduling (node selector, affinity, tolerations asked for). What the API
 //! server adds on admission (default modes, pull policies, termination paths, default
-//! tolerations) is not compared: the desired pod does not ask for it.
+//! tolerations) is not compared: the desired pod does not ask for it. Nor is what the
+//! desired pod leaves to the user's defaults (no resources, no security context asked).
+//!
+//! Forms that run the same processes are the same ([`super::invocation`]): fdbmonitor
+//! started directly or through `sh -c "fdbmonitor ... >> log 2>&1"` (the Go operator's
+//! form), the sidecar's flags in any order, a variable set to the empty string or not
+//! set, and, in the main container of a split-image pod, the conf variables only the
+//! sidecar needs (it renders the conf fdbmonitor reads) when the sidecar carries them.
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec, Volume};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, PersistentVolumeClaimSpec, PodSpec, Probe, Volume,
+};
 use serde_json::{Value, json};
+
+use super::containers::{INIT_CONTAINER, MAIN_CONTAINER, SIDECAR_CONTAINER};
+use super::invocation::{fdbmonitor_invocation, flag_set};
 
 /// The first field in which `live` runs its processes differently from `desired`
 /// (`containers[foundationdb].env`, `volumes[config-map]`), or `None` when it runs them
@@ -33,11 +45,18 @@ pub fn process_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
         if desired_list.len() != live_list.len() {
             return Some(format!("{list} (count)"));
         }
+        // The variables the live sidecar carries (it renders the conf fdbmonitor reads).
+        let sidecar_env: Vec<Value> = live
+            .containers
+            .iter()
+            .filter(|c| c.name == SIDECAR_CONTAINER)
+            .flat_map(env)
+            .collect();
         for wanted in desired_list {
             let Some(running) = live_list.iter().find(|c| c.name == wanted.name) else {
                 return Some(format!("{list}[{}]", wanted.name));
             };
-            if let Some(field) = container_difference(wanted, running) {
+            if let Some(field) = container_difference(wanted, running, &sidecar_env) {
                 return Some(format!("{list}[{}].{field}", wanted.name));
             }
         }
@@ -115,17 +134,50 @@ pub fn process_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     None
 }
 
-fn container_difference(desired: &Container, live: &Container) -> Option<&'static str> {
+fn container_difference(
+    desired: &Container,
+    live: &Container,
+    sidecar_env: &[Value],
+) -> Option<&'static str> {
     if desired.image != live.image {
         return Some("image");
     }
-    if desired.command.clone().unwrap_or_default() != live.command.clone().unwrap_or_default() {
-        return Some("command");
+    let command = |c: &Container| c.command.clone().unwrap_or_default();
+    let args = |c: &Container| c.args.clone().unwrap_or_default();
+    let monitors = (
+        fdbmonitor_invocation(&command(desired), &args(desired)),
+        fdbmonitor_invocation(&command(live), &args(live)),
+    );
+    match monitors {
+        (Some(wanted), Some(running)) => {
+            if wanted != running {
+                return Some("command");
+            }
+        }
+        _ => {
+            if command(desired) != command(live) {
+                return Some("command");
+            }
+            let sidecar = [SIDECAR_CONTAINER, INIT_CONTAINER].contains(&desired.name.as_str());
+            let same_args = if sidecar {
+                flag_set(&args(desired)) == flag_set(&args(live))
+            } else {
+                args(desired) == args(live)
+            };
+            if !same_args {
+                return Some("args");
+            }
+        }
     }
-    if desired.args.clone().unwrap_or_default() != live.args.clone().unwrap_or_default() {
-        return Some("args");
+    let mut wanted_env = env(desired);
+    let running_env = env(live);
+    if desired.name == MAIN_CONTAINER {
+        // fdbmonitor does not read the conf variables; the sidecar substitutes them.
+        wanted_env.retain(|entry| {
+            running_env.iter().any(|r| r[0] == entry[0]) || !sidecar_env.contains(entry)
+        });
     }
-    if env(desired) != env(live) {
+    if wanted_env != running_env {
         return Some("env");
     }
     let mounts = |c: &Container| -> Vec<Value> {
@@ -156,18 +208,18 @@ fn container_difference(desired: &Container, live: &Container) -> Option<&'stati
         ),
         (
             "readinessProbe",
-            json!(desired.readiness_probe),
-            json!(live.readiness_probe),
+            probe(desired.readiness_probe.as_ref()),
+            probe(live.readiness_probe.as_ref()),
         ),
         (
             "livenessProbe",
-            json!(desired.liveness_probe),
-            json!(live.liveness_probe),
+            probe(desired.liveness_probe.as_ref()),
+            probe(live.liveness_probe.as_ref()),
         ),
         (
             "startupProbe",
-            json!(desired.startup_probe),
-            json!(live.startup_probe),
+            probe(desired.startup_probe.as_ref()),
+            probe(live.startup_probe.as_ref()),
         ),
         ("ports", json!(desired.ports), json!(live.ports)),
     ];
@@ -180,15 +232,52 @@ fn container_difference(desired: &Container, live: &Container) -> Option<&'stati
         let r = c.resources.clone().unwrap_or_default();
         (r.requests.unwrap_or_default(), r.limits.unwrap_or_default())
     };
-    if resources(desired) != resources(live) {
+    let asked = resources(desired);
+    let asked_any = !asked.0.is_empty() || !asked.1.is_empty();
+    if asked_any && asked != resources(live) {
         return Some("resources");
     }
     None
 }
 
+/// A probe with the API server's defaults filled in (timeout 1 s, period 10 s, success
+/// threshold 1, failure threshold 3), so a probe as asked and as admitted compare equal.
+fn probe(probe: Option<&Probe>) -> Value {
+    let Some(probe) = probe else {
+        return Value::Null;
+    };
+    let mut probe = probe.clone();
+    probe.timeout_seconds.get_or_insert(1);
+    probe.period_seconds.get_or_insert(10);
+    probe.success_threshold.get_or_insert(1);
+    probe.failure_threshold.get_or_insert(3);
+    json!(probe)
+}
+
+/// The first field of a PVC's spec the desired claim asks for that the live claim does
+/// not have as asked (`spec.resources`, `spec.storageClassName`), or `None`: a claim
+/// made by another operator (another spec hash) is kept when it has what ours would ask
+/// for. What the desired claim leaves unset (a default storage class, the volume mode,
+/// the bound volume) is the server's and not judged.
+pub fn pvc_difference(
+    desired: &PersistentVolumeClaimSpec,
+    live: &PersistentVolumeClaimSpec,
+) -> Option<String> {
+    let desired = json!(desired);
+    let live = json!(live);
+    let Value::Object(asked) = desired else {
+        return None;
+    };
+    asked
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .find(|(field, value)| live.get(field.as_str()) != Some(value))
+        .map(|(field, _)| format!("spec.{field}"))
+}
+
 /// A container's environment as the processes see it: names with their values or the
 /// field, ConfigMap or Secret key they come from (the API version the server adds to a
-/// field reference aside).
+/// field reference aside); a variable set to the empty string is as one not set.
 fn env(container: &Container) -> Vec<Value> {
     let entry = |e: &EnvVar| {
         let from = e.value_from.as_ref().map(|from| {
@@ -201,7 +290,15 @@ fn env(container: &Container) -> Vec<Value> {
         });
         json!([e.name, e.value.clone().unwrap_or_default(), from])
     };
-    let mut list: Vec<Value> = container.env.iter().flatten().map(entry).collect();
+    let set =
+        |e: &&EnvVar| e.value_from.is_some() || e.value.as_deref().is_some_and(|v| !v.is_empty());
+    let mut list: Vec<Value> = container
+        .env
+        .iter()
+        .flatten()
+        .filter(set)
+        .map(entry)
+        .collect();
     list.sort_by_key(Value::to_string);
     list
 }

@@ -17,6 +17,7 @@ mod containers;
 mod env;
 mod equivalence;
 mod hash;
+mod invocation;
 mod labels;
 mod names;
 mod pvc;
@@ -49,7 +50,7 @@ pub use containers::{
     INIT_CONTAINER, MAIN_CONTAINER, SIDECAR_CONTAINER, SIDECAR_DEFAULT_CPU, SIDECAR_DEFAULT_MEMORY,
     SIDECAR_PORT,
 };
-pub use equivalence::process_difference;
+pub use equivalence::{process_difference, pvc_difference};
 pub use fdb_shared::api::cluster::settings::{
     CLUSTER_NAME_LABEL, PROCESS_CLASS_LABEL, PROCESS_GROUP_ID_LABEL,
 };

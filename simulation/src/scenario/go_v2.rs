@@ -1,0 +1,681 @@
+//! A snapshot of a cluster as the Go `fdb-kubernetes-operator` v2 (2.33, split image)
+//! leaves it once Reconciled: the objects and the `status json` a capture of such a
+//! cluster holds, for take-over scenarios (issue 21) and benchmarks.
+//!
+//! Built from the Go operator's models, learnt from its source (`internal/pod_models.go`,
+//! `configmap_helper.go`, `monitor_conf.go`, `service_helper.go`, `deprecations.go`) as
+//! facts; this is our own code. What it writes, as the Go operator does with a spec that
+//! sets only the version and `redundancy_mode: double`:
+//! - its default process counts (3 storage, 4 log, 9 stateless), process group IDs
+//!   `<class>-<n>`, pods `<cluster>-<id>`, PVCs `<pod>-data` for storage and log;
+//! - pods of its split-image model: the main container runs `sh -c "fdbmonitor ... >>
+//!   log"` with only `FDB_CLUSTER_FILE` in its environment, the sidecar and init
+//!   containers copy the files and substitute `FDB_POD_IP` (explicit listen address, a v2
+//!   default) and `FDB_DNS_NAME` (DNS names in the cluster file, a v2 default); default
+//!   resources (1 CPU / 8Gi main, 100m / 256Mi sidecars), read-only root file systems, a
+//!   preferred anti-affinity per class on the hostname, `hostname`/`subdomain` for the
+//!   headless service;
+//! - its labels and annotations: its own `last-applied-spec` hash, `public-ip-source`,
+//!   `image-type`, `ip-family`, `last-applied-config-map`, `current-node`;
+//! - its ConfigMap (cluster file, running version, one monitor conf per class as its
+//!   `GetMonitorConf` renders it) and its headless Service;
+//! - the cluster's status as it writes it: process groups with addresses and fault
+//!   domains, `requiredAddresses`, `generations`, `health`, `imageTypes`, the servers per
+//!   disk, `locks`, the desired and reconciled group counts.
+//!
+//! The fault domain is the node (the Go default, `kubernetes.io/hostname`); the pods are
+//! spread over `zones` nodes, each node one zone.
+
+use serde_json::{Value, json};
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoV2Cluster {
+    /// The cluster's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The FoundationDB version it runs.
+    pub version: String,
+    /// Nodes (each a zone) the pods are spread over.
+    pub zones: usize,
+    /// Storage process groups (the Go default for double redundancy is 3).
+    pub storage: usize,
+    /// Bytes each storage process holds (`kvstore_used_bytes` in `status json`).
+    pub storage_bytes: i64,
+}
+
+impl Default for GoV2Cluster {
+    fn default() -> Self {
+        Self {
+            name: "go".to_owned(),
+            namespace: "default".to_owned(),
+            version: "7.1.57".to_owned(),
+            zones: 3,
+            storage: 3,
+            storage_bytes: 1 << 30,
+        }
+    }
+}
+
+/// The capture: the objects (as the API server returns them) and `status json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoV2Snapshot {
+    /// Nodes, the cluster, its ConfigMap, Service, PVCs and pods.
+    pub objects: Vec<Value>,
+    /// The database's `status json`.
+    pub status: Value,
+}
+
+/// One process group of the generated cluster.
+struct Group {
+    id: String,
+    class: &'static str,
+    node: String,
+    ip: String,
+}
+
+const CLUSTER_LABEL: &str = "foundationdb.org/fdb-cluster-name";
+const CLASS_LABEL: &str = "foundationdb.org/fdb-process-class";
+const GROUP_LABEL: &str = "foundationdb.org/fdb-process-group-id";
+/// The Go operator's default log processes for double redundancy (logs 3 + F 1).
+const GO_LOG_COUNT: usize = 4;
+/// The Go operator's default stateless processes for double redundancy.
+const GO_STATELESS_COUNT: usize = 9;
+const UID_PREFIX: &str = "6f1c0000-0000-4000-8000-";
+const CREATED: &str = "2026-01-05T09:00:00Z";
+
+impl GoV2Cluster {
+    fn pod_name(&self, id: &str) -> String {
+        format!("{}-{id}", self.name)
+    }
+
+    fn dns_name(&self, id: &str) -> String {
+        format!(
+            "{}.{}.{}.svc.cluster.local",
+            self.pod_name(id),
+            self.name,
+            self.namespace
+        )
+    }
+
+    fn groups(&self) -> Vec<Group> {
+        let counts = [
+            ("storage", self.storage),
+            ("log", GO_LOG_COUNT),
+            ("stateless", GO_STATELESS_COUNT),
+        ];
+        let mut groups = Vec::new();
+        for (class, count) in counts {
+            for n in 1..=count {
+                let index = groups.len();
+                groups.push(Group {
+                    id: format!("{class}-{n}"),
+                    class,
+                    node: format!("node-{}", index % self.zones.max(1) + 1),
+                    ip: format!("10.7.{}.{}", index / 250, index % 250 + 2),
+                });
+            }
+        }
+        groups
+    }
+
+    fn uid(index: usize) -> String {
+        format!("{UID_PREFIX}{index:012}")
+    }
+
+    /// The cluster file: the first storage process of each of the first three zones,
+    /// by DNS name.
+    fn connection_string(&self, groups: &[Group]) -> String {
+        let mut coordinators: Vec<&Group> = Vec::new();
+        for group in groups {
+            if coordinators.len() < 3 && !coordinators.iter().any(|c| c.node == group.node) {
+                coordinators.push(group);
+            }
+        }
+        let addresses: Vec<String> = coordinators
+            .iter()
+            .map(|g| format!("{}:4501", self.dns_name(&g.id)))
+            .collect();
+        format!("{}:GoV2Gen0@{}", self.name, addresses.join(","))
+    }
+
+    /// Generates the snapshot.
+    pub fn generate(&self) -> GoV2Snapshot {
+        let groups = self.groups();
+        let connection = self.connection_string(&groups);
+        let mut objects = Vec::new();
+        for n in 1..=self.zones.max(1) {
+            objects.push(node(&format!("node-{n}"), n));
+        }
+        objects.push(self.cluster(&groups, &connection));
+        objects.push(self.config_map(&connection));
+        objects.push(self.headless_service());
+        for (index, group) in groups.iter().enumerate() {
+            if group.class != "stateless" {
+                objects.push(self.pvc(group, index));
+            }
+            objects.push(self.pod(group, index));
+        }
+        GoV2Snapshot {
+            objects,
+            status: self.status_json(&groups, &connection),
+        }
+    }
+
+    fn owner(&self) -> Value {
+        json!([{
+            "apiVersion": "apps.foundationdb.org/v1beta2",
+            "kind": "FoundationDBCluster",
+            "name": self.name,
+            "uid": Self::uid(0),
+            "controller": true,
+        }])
+    }
+
+    fn labels(&self, group: Option<&Group>) -> Value {
+        let mut labels = json!({CLUSTER_LABEL: self.name});
+        if let Some(group) = group {
+            labels[CLASS_LABEL] = json!(group.class);
+            labels[GROUP_LABEL] = json!(group.id);
+        }
+        labels
+    }
+
+    fn cluster(&self, groups: &[Group], connection: &str) -> Value {
+        let process_groups: Vec<Value> = groups
+            .iter()
+            .map(|g| {
+                json!({
+                    "processGroupID": g.id,
+                    "processClass": g.class,
+                    "addresses": [g.ip],
+                    "faultDomain": g.node,
+                })
+            })
+            .collect();
+        json!({
+            "apiVersion": "apps.foundationdb.org/v1beta2",
+            "kind": "FoundationDBCluster",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": Self::uid(0),
+                "generation": 1,
+                "creationTimestamp": CREATED,
+            },
+            "spec": {
+                "version": self.version,
+                "databaseConfiguration": {"redundancy_mode": "double"},
+            },
+            "status": {
+                "configured": true,
+                "connectionString": connection,
+                "runningVersion": self.version,
+                "databaseConfiguration": {
+                    "redundancy_mode": "double",
+                    "storage_engine": "ssd-2",
+                    "usable_regions": 1,
+                    "logs": 3,
+                    "proxies": 3,
+                    "resolvers": 1,
+                    "log_routers": -1,
+                    "remote_logs": -1,
+                },
+                "generations": {"reconciled": 1},
+                "health": {
+                    "available": true,
+                    "healthy": true,
+                    "fullReplication": true,
+                },
+                "requiredAddresses": {"nonTLS": true},
+                "hasListenIPsForAllPods": true,
+                "imageTypes": ["split"],
+                "storageServersPerDisk": [1],
+                "logServersPerDisk": [1],
+                "processGroups": process_groups,
+                "locks": {},
+                "maintenanceModeInfo": {},
+                "desiredProcessGroups": groups.len(),
+                "reconciledProcessGroups": groups.len(),
+            },
+        })
+    }
+
+    /// The monitor conf the Go operator's `GetMonitorConf` renders for one class (split
+    /// image, one server per pod, explicit listen address, DNS locality).
+    fn monitor_conf(&self, class: &str) -> String {
+        [
+            "[general]",
+            "kill_on_configuration_change = false",
+            "restart_delay = 60",
+            "[fdbserver.1]",
+            "command = $BINARY_DIR/fdbserver",
+            "cluster_file = /var/fdb/data/fdb.cluster",
+            "seed_cluster_file = /var/dynamic-conf/fdb.cluster",
+            "public_address = $FDB_PUBLIC_IP:4501",
+            &format!("class = {class}"),
+            "logdir = /var/log/fdb-trace-logs",
+            &format!("loggroup = {}", self.name),
+            "datadir = /var/fdb/data",
+            "locality_instance_id = $FDB_INSTANCE_ID",
+            "locality_machineid = $FDB_MACHINE_ID",
+            "locality_zoneid = $FDB_ZONE_ID",
+            "listen_address = $FDB_POD_IP:4501",
+            "locality_dns_name = $FDB_DNS_NAME",
+        ]
+        .join("\n")
+    }
+
+    fn config_map(&self, connection: &str) -> Value {
+        let mut data = json!({
+            "cluster-file": connection,
+            "running-version": self.version,
+        });
+        for class in ["storage", "log", "stateless"] {
+            data[format!("fdbmonitor-conf-{class}")] = json!(self.monitor_conf(class));
+        }
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("{}-config", self.name),
+                "namespace": self.namespace,
+                "uid": Self::uid(1),
+                "creationTimestamp": CREATED,
+                "labels": self.labels(None),
+                "ownerReferences": self.owner(),
+            },
+            "data": data,
+        })
+    }
+
+    fn headless_service(&self) -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": Self::uid(2),
+                "creationTimestamp": CREATED,
+                "labels": self.labels(None),
+                "ownerReferences": self.owner(),
+            },
+            "spec": {
+                "clusterIP": "None",
+                "clusterIPs": ["None"],
+                "type": "ClusterIP",
+                "selector": self.labels(None),
+            },
+        })
+    }
+
+    fn pvc(&self, group: &Group, index: usize) -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": format!("{}-data", self.pod_name(&group.id)),
+                "namespace": self.namespace,
+                "uid": Self::uid(1000 + index),
+                "creationTimestamp": CREATED,
+                "labels": self.labels(Some(group)),
+                "annotations": {
+                    "foundationdb.org/last-applied-spec": "5b0f3e9e2d1c8a7f6e5d4c3b2a190817",
+                },
+                "ownerReferences": self.owner(),
+            },
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "128G"}},
+                "volumeMode": "Filesystem",
+                "volumeName": format!("pv-{}", self.pod_name(&group.id)),
+            },
+            "status": {
+                "phase": "Bound",
+                "accessModes": ["ReadWriteOnce"],
+                "capacity": {"storage": "128G"},
+            },
+        })
+    }
+
+    /// The environment the Go operator gives the sidecar and init containers for the
+    /// monitor conf's variables (`getEnvForMonitorConfigSubstitution` with the v2
+    /// defaults, then the DNS name).
+    fn substitution_env(&self, group: &Group) -> Vec<Value> {
+        let field = |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}});
+        vec![
+            field("FDB_PUBLIC_IP", "status.podIP"),
+            field("FDB_POD_IP", "status.podIP"),
+            field("FDB_MACHINE_ID", "spec.nodeName"),
+            field("FDB_ZONE_ID", "spec.nodeName"),
+            json!({"name": "FDB_INSTANCE_ID", "value": group.id}),
+            json!({"name": "FDB_DNS_NAME", "value": self.dns_name(&group.id)}),
+        ]
+    }
+
+    fn sidecar_args(&self, init: bool) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "--copy-file",
+            "fdb.cluster",
+            "--input-monitor-conf",
+            "fdbmonitor.conf",
+            "--copy-binary",
+            "fdbserver",
+            "--copy-binary",
+            "fdbcli",
+            "--main-container-version",
+            &self.version,
+            "--substitute-variable",
+            "FDB_POD_IP",
+            "--substitute-variable",
+            "FDB_DNS_NAME",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        if init {
+            args.push("--init-mode".to_owned());
+        }
+        args
+    }
+
+    fn sidecar(&self, group: &Group, init: bool) -> Value {
+        let mut env = self.substitution_env(group);
+        if !init {
+            // The Go operator always sets the peer rules, empty without TLS.
+            env.push(json!({"name": "FDB_TLS_VERIFY_PEERS", "value": ""}));
+        }
+        let amounts = json!({"cpu": "100m", "memory": "256Mi"});
+        let mut container = json!({
+            "name": if init { "foundationdb-kubernetes-init" } else { "foundationdb-kubernetes-sidecar" },
+            "image": format!("foundationdb/foundationdb-kubernetes-sidecar:{}-1", self.version),
+            "imagePullPolicy": "IfNotPresent",
+            "args": self.sidecar_args(init),
+            "env": env,
+            "volumeMounts": [
+                {"name": "config-map", "mountPath": "/var/input-files"},
+                {"name": "dynamic-conf", "mountPath": "/var/output-files"},
+            ],
+            "resources": {"requests": amounts, "limits": amounts},
+            "securityContext": {"readOnlyRootFilesystem": true},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+        });
+        if !init {
+            container["livenessProbe"] = json!({
+                "tcpSocket": {"port": 8080},
+                "timeoutSeconds": 1,
+                "periodSeconds": 30,
+                "failureThreshold": 5,
+                "successThreshold": 1,
+            });
+        }
+        container
+    }
+
+    fn main_container(&self) -> Value {
+        let amounts = json!({"cpu": "1", "memory": "8Gi"});
+        json!({
+            "name": "foundationdb",
+            "image": format!("foundationdb/foundationdb:{}", self.version),
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c"],
+            "args": [format!(
+                "fdbmonitor --conffile /var/dynamic-conf/fdbmonitor.conf --lockfile \
+                 /var/dynamic-conf/fdbmonitor.lockfile --loggroup {} >> \
+                 /var/log/fdb-trace-logs/fdbmonitor-$(date '+%Y-%m-%d').log 2>&1",
+                self.name
+            )],
+            "env": [{"name": "FDB_CLUSTER_FILE", "value": "/var/dynamic-conf/fdb.cluster"}],
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/var/fdb/data"},
+                {"name": "dynamic-conf", "mountPath": "/var/dynamic-conf"},
+                {"name": "fdb-trace-logs", "mountPath": "/var/log/fdb-trace-logs"},
+            ],
+            "resources": {"requests": amounts, "limits": amounts},
+            "securityContext": {"readOnlyRootFilesystem": true},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+        })
+    }
+
+    fn pod(&self, group: &Group, index: usize) -> Value {
+        let pod_name = self.pod_name(&group.id);
+        let data = if group.class == "stateless" {
+            json!({"name": "data", "emptyDir": {}})
+        } else {
+            json!({"name": "data", "persistentVolumeClaim": {"claimName": format!("{pod_name}-data")}})
+        };
+        let mut selector = self.labels(None);
+        selector[CLASS_LABEL] = json!(group.class);
+        let containers = ["foundationdb", "foundationdb-kubernetes-sidecar"];
+        let container_status = |name: &str, image: String| {
+            json!({"name": name, "image": image, "ready": true, "restartCount": 0,
+                   "started": true, "state": {"running": {"startedAt": CREATED}}})
+        };
+        let sidecar_image = format!(
+            "foundationdb/foundationdb-kubernetes-sidecar:{}-1",
+            self.version
+        );
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name,
+                "namespace": self.namespace,
+                "uid": Self::uid(2000 + index),
+                "creationTimestamp": CREATED,
+                "labels": self.labels(Some(group)),
+                "annotations": {
+                    // The Go operator's own hash of the spec it built.
+                    "foundationdb.org/last-applied-spec":
+                        format!("{:064x}", 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(index as u64 + 1)),
+                    "foundationdb.org/last-applied-config-map":
+                        "0f9c2d7e5b3a18466c4e2a0d9b8f7e6d5c4b3a29180716253443526170819203",
+                    "foundationdb.org/public-ip-source": "pod",
+                    "foundationdb.org/image-type": "split",
+                    "foundationdb.org/ip-family": "0",
+                    "foundationdb.org/current-node": group.node,
+                },
+                "ownerReferences": self.owner(),
+            },
+            "spec": {
+                "initContainers": [self.sidecar(group, true)],
+                "containers": [self.main_container(), self.sidecar(group, false)],
+                "volumes": [
+                    data,
+                    {"name": "dynamic-conf", "emptyDir": {}},
+                    {"name": "config-map", "configMap": {
+                        "name": format!("{}-config", self.name),
+                        "items": [
+                            {"key": format!("fdbmonitor-conf-{}", group.class), "path": "fdbmonitor.conf"},
+                            {"key": "cluster-file", "path": "fdb.cluster"},
+                        ],
+                        "defaultMode": 420,
+                    }},
+                    {"name": "fdb-trace-logs", "emptyDir": {}},
+                ],
+                "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                    "weight": 1,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": selector},
+                    },
+                }]}},
+                "hostname": pod_name,
+                "subdomain": self.name,
+                "nodeName": group.node,
+                "restartPolicy": "Always",
+                "dnsPolicy": "ClusterFirst",
+                "schedulerName": "default-scheduler",
+                "terminationGracePeriodSeconds": 30,
+                "securityContext": {},
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 300},
+                ],
+            },
+            "status": {
+                "phase": "Running",
+                "podIP": group.ip,
+                "podIPs": [{"ip": group.ip}],
+                "conditions": [
+                    {"type": "Initialized", "status": "True"},
+                    {"type": "Ready", "status": "True"},
+                    {"type": "ContainersReady", "status": "True"},
+                    {"type": "PodScheduled", "status": "True"},
+                ],
+                "initContainerStatuses": [{
+                    "name": "foundationdb-kubernetes-init", "image": sidecar_image.clone(),
+                    "ready": true, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+                }],
+                "containerStatuses": [
+                    container_status(containers[0], format!("foundationdb/foundationdb:{}", self.version)),
+                    container_status(containers[1], sidecar_image),
+                ],
+            },
+        })
+    }
+
+    /// `status json` of the database: its configuration, coordinators, processes (with
+    /// their localities, command lines and roles) and the data of each storage process.
+    fn status_json(&self, groups: &[Group], connection: &str) -> Value {
+        let mut processes = serde_json::Map::new();
+        let mut stateless_roles = [
+            "cluster_controller",
+            "master",
+            "grv_proxy",
+            "commit_proxy",
+            "commit_proxy",
+            "resolver",
+            "ratekeeper",
+            "data_distributor",
+        ]
+        .into_iter();
+        let mut logs = 0;
+        // From the last group back: the roles sit where a fresh recruitment (lowest
+        // addresses first) would not put them, as roles of a long-lived cluster do.
+        for group in groups.iter().rev() {
+            let address = format!("{}:4501", group.ip);
+            let roles: Vec<Value> = match group.class {
+                "storage" => {
+                    vec![json!({"role": "storage", "kvstore_used_bytes": self.storage_bytes})]
+                }
+                "log" if logs < 3 => {
+                    logs += 1;
+                    vec![json!({"role": "log", "kvstore_used_bytes": 1 << 20})]
+                }
+                "stateless" => stateless_roles
+                    .next()
+                    .map(|role| json!({"role": role}))
+                    .into_iter()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let process_id = format!("{:032x}", groups.len() * 7919 + processes.len());
+            processes.insert(
+                process_id,
+                json!({
+                    "address": address,
+                    "class_type": group.class,
+                    "class_source": "command_line",
+                    "version": self.version,
+                    "excluded": false,
+                    "fault_domain": group.node,
+                    "locality": {
+                        "instance_id": group.id,
+                        "machineid": group.node,
+                        "zoneid": group.node,
+                        "dns_name": self.dns_name(&group.id),
+                        "processid": format!("{:032x}", processes.len() + 1),
+                    },
+                    "roles": roles,
+                }),
+            );
+        }
+        let coordinators: Vec<Value> = connection
+            .split('@')
+            .nth(1)
+            .unwrap_or_default()
+            .split(',')
+            .map(|address| json!({"address": address, "reachable": true}))
+            .collect();
+        json!({
+            "client": {
+                "coordinators": {"coordinators": coordinators, "quorum_reachable": true},
+                "database_status": {"available": true, "healthy": true},
+            },
+            "cluster": {
+                "connection_string": connection,
+                "configuration": {
+                    "redundancy_mode": "double",
+                    "storage_engine": "ssd-2",
+                    "usable_regions": 1,
+                    "logs": 3,
+                    "proxies": 3,
+                    "resolvers": 1,
+                    "log_routers": -1,
+                    "remote_logs": -1,
+                    "excluded_servers": [],
+                },
+                "processes": processes,
+                "clients": {"count": 0, "supported_versions": []},
+                "data": {"state": {"healthy": true, "name": "healthy"}},
+                "database_available": true,
+            },
+        })
+    }
+}
+
+fn node(name: &str, index: usize) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": format!("{UID_PREFIX}{:012}", 900 + index),
+            "creationTimestamp": CREATED,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": format!("zone-{index}"),
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::snapshot::SnapshotSpec;
+
+    #[test]
+    fn the_go_v2_snapshot_holds_together() {
+        let snapshot = GoV2Cluster::default().generate();
+        let spec = SnapshotSpec {
+            objects: Value::Array(snapshot.objects.clone()),
+            status: Some(snapshot.status.clone()),
+        };
+        let captured = spec.check().unwrap_or_else(|(f, m)| panic!("{f}: {m}"));
+        let pods = captured
+            .objects
+            .iter()
+            .filter(|o| o["kind"] == "Pod")
+            .count();
+        assert_eq!(pods, 16);
+        let connection = captured.cluster["status"]["connectionString"]
+            .as_str()
+            .unwrap();
+        assert!(connection.contains(".go.default.svc.cluster.local:4501"));
+    }
+}
