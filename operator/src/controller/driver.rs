@@ -15,7 +15,7 @@ use super::context::Context;
 use super::errors::ReconcileError;
 use super::events::{EventReason, publish};
 use super::metrics::{OutcomeLabels, PassLabels, StepLabels};
-use super::outcome::{PassOutcome, PassReport, StepOutcome};
+use super::outcome::{PassOutcome, PassReport, StepOutcome, StepWait};
 use super::pass::PassState;
 use super::plan::PassFacts;
 use super::subreconcilers::ordered_steps;
@@ -87,10 +87,7 @@ async fn run_pass_inner(
         })?;
     if cluster.spec.skip() {
         tracing::info!("spec.skip is set; not reconciling");
-        return Ok(PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: false,
-        });
+        return Ok(PassReport::new(PassOutcome::Completed, false));
     }
     let validated = match ValidatedCluster::new(cluster.clone()) {
         Ok(validated) => validated,
@@ -113,7 +110,8 @@ async fn run_pass_inner(
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
     let mut outcome = PassOutcome::Completed;
-    let mut delayed: Option<PassOutcome> = None;
+    // Every step that waits while the pass goes on, reported all (not only the first).
+    let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {
         let step_name = step.name();
         let started = Instant::now();
@@ -137,13 +135,11 @@ async fn run_pass_inner(
             Ok(StepOutcome::Continue) => {}
             Ok(StepOutcome::DelayedRequeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "delayed requeue");
-                if delayed.is_none() {
-                    delayed = Some(PassOutcome::Requeue {
-                        delay,
-                        reason,
-                        step: step_name,
-                    });
-                }
+                waits.push(StepWait {
+                    step: step_name,
+                    delay,
+                    reason,
+                });
             }
             Ok(StepOutcome::Requeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "requeue");
@@ -190,9 +186,13 @@ async fn run_pass_inner(
         }
     }
     if outcome == PassOutcome::Completed
-        && let Some(delayed) = delayed
+        && let Some(first) = waits.first()
     {
-        outcome = delayed;
+        outcome = PassOutcome::Requeue {
+            delay: first.delay,
+            reason: first.reason.clone(),
+            step: first.step,
+        };
     }
     // The pass's one status write (unless a step had to persist earlier).
     pass.flush(ctx)
@@ -227,5 +227,6 @@ async fn run_pass_inner(
     Ok(PassReport {
         outcome,
         reconciled,
+        waits,
     })
 }
