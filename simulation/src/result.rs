@@ -59,6 +59,10 @@ pub struct StepResult {
     /// For `reconcile` steps that stopped early: why (pass or time budget, last requeue).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
+    /// Every wait of the operator's last pass in this step: the one that ended the pass,
+    /// then every step that waited while the pass went on (`Step: reason (in Ns)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<String>,
     /// The FoundationDBCluster object (metadata, spec, status).
     pub cluster: Value,
     /// The cluster's pods.

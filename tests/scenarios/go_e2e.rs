@@ -479,3 +479,90 @@ fn a_removed_process_group_id_is_not_reused_at_once() {
         .collect();
     assert!(recreated.is_empty(), "{recreated:?}");
 }
+
+// ---- Removals during upgrades -------------------------------------------------------
+
+/// test_operator_upgrades: "one process is marked for removal and is stuck in removal".
+/// A storage group is marked for removal with its removal blocked
+/// (`buggify.blockRemoval`), then the cluster is upgraded 7.1 -> 7.3 across the protocol
+/// boundary: the group is staged with the others, the one cluster-wide kill takes it to
+/// 7.3 too (no process left on the old version), every other group ends without a
+/// condition; once the block is lifted the group is taken apart and the cluster
+/// reconciles.
+#[test]
+fn go_e2e_upgrades_one_process_is_marked_for_removal_and_is_stuck_in_removal() {
+    let spec = format!("{{{SMALL}}}");
+    let steps = "  - reconcile: {}\n  - apply: {spec: {buggify: {blockRemoval: [storage-2]}, processGroupsToRemove: [storage-2]}}\n  - expect: {within: 3600, available: true, excluded: [\"locality_instance_id:storage-2\"], processGroups: {storage: 4}}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, available: true, runningVersion: \"7.3.43\"}\n  - advance: 900\n  - apply: {spec: {buggify: {blockRemoval: []}}}\n  - expect: {within: 3600, reconciled: true, available: true, version: \"7.3.43\", processGroups: {storage: 4}, pods: 17}\n";
+    let result = run_case(
+        "go_e2e_upgrades_one_process_is_marked_for_removal_and_is_stuck_in_removal",
+        &scenario(&spec, steps),
+    );
+    let upgraded = &result.steps[5];
+    // Every process, the held group's included, runs 7.3.43 after the kill.
+    let versions: Vec<(String, String)> = upgraded.fdb["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["locality"]["instance_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+                p["version"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        versions.iter().any(|(group, _)| group == "storage-2"),
+        "the held group still runs: {versions:?}"
+    );
+    for (group, version) in &versions {
+        assert_eq!(version, "7.3.43", "{group} was left on the old version");
+    }
+    // The other groups are done: no condition left on any of them.
+    for group in upgraded.cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+    {
+        let id = group["processGroupID"].as_str().unwrap();
+        if id == "storage-2" {
+            assert!(group["removalTimestamp"].is_string(), "{group}");
+            continue;
+        }
+        assert!(conditions_of(upgraded, id).is_empty(), "{id}: {group}");
+    }
+    assert_eq!(
+        kills_in(&result, 3..5).len(),
+        1,
+        "one cluster-wide kill: {:?}",
+        kills_in(&result, 3..5)
+    );
+    let end = result.steps.last().unwrap();
+    assert!(group_status(end, "storage-2").is_none());
+    assert!(!has_pod(end, "sample-storage-2"));
+    assert_clean(&result);
+}
+
+/// test_operator_upgrades: "upgrading a cluster with a pending pod" (issue 25:
+/// incompatible upgrades deadlocked while a pod could not run). A storage pod is
+/// recreated unschedulable, then the cluster is upgraded 7.1 -> 7.3: after
+/// `ignoreMissingProcessesSeconds` the kill goes on without it (it was waiting for the
+/// group's replacement, two hours later, before); once the pod can be scheduled it joins
+/// on the new version and the cluster reconciles.
+#[test]
+fn go_e2e_upgrades_upgrading_a_cluster_with_a_pending_pod() {
+    let spec = format!("{{{SMALL}}}");
+    let steps = "  - reconcile: {}\n  - fault: {kind: podPending, processGroup: storage-1}\n  - act: {as: user, delete: pod/sample-storage-1}\n  - advance: 120\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 1800, available: true, runningVersion: \"7.3.43\"}\n  - heal: {all: true}\n  - expect: {within: 3600, reconciled: true, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\", processGroups: {storage: 4}}\n";
+    let result = run_case(
+        "go_e2e_upgrades_upgrading_a_cluster_with_a_pending_pod",
+        &scenario(&spec, steps),
+    );
+    assert_eq!(
+        result.steps[5].reconciled,
+        Some(true),
+        "{:?}",
+        result.steps[5].stopped_because
+    );
+    assert_clean(&result);
+}

@@ -17,13 +17,13 @@ use rand_chacha::ChaCha8Rng;
 /// Seeds of a default run. The generator (issue 26) mixes redundancy modes, deletion
 /// modes, update strategies, two faults at once, zones down, rollouts, one upgrade,
 /// evictions, drains and crashes after any action kind; a seed costs one to four minutes
-/// of CPU in debug, so the default (CI) run holds four seeds checked to pass; seeds 1 to
-/// 12 but 6 were checked (`FDB_RANDOMIZED_SEEDS=1,2,3,4,5,7,8,9,10,11,12`).
-/// Seed 6 (single redundancy, failed and stuck-terminating storage pods, storage-2
-/// marked for replacement) stays unavailable after the faults heal, its removal waiting
-/// on the unavailable database (issue 26, open, not yet diagnosed). A sweep (`FDB_RANDOMIZED_SEEDS=200`, in release) covers
-/// many more.
-const DEFAULT_SEEDS: [u64; 4] = [1, 2, 3, 4];
+/// of CPU in debug, so the default (CI) run holds five seeds checked to pass. Seed 6
+/// (single redundancy, a failed and stuck-terminating storage pod replaced before its
+/// data moved off) is in it: its pod went away with the only replica of its data on its
+/// PVC, and a group marked for removal got no pod back, so its exclusion waited forever
+/// on the unavailable database (fixed in AddPods). A sweep (`FDB_RANDOMIZED_SEEDS=200`,
+/// in release) covers many more.
+const DEFAULT_SEEDS: [u64; 5] = [1, 2, 3, 4, 6];
 
 /// Seeds run at once.
 const PARALLEL_RUNS: usize = 2;

@@ -32,21 +32,18 @@ pub const STALL_WAIT: Duration = Duration::from_secs(60);
 const CLUSTER_WAIT: Duration = Duration::from_secs(30);
 
 fn requeue(delay: Duration, step: &'static str, reason: impl Into<String>) -> PassReport {
-    PassReport {
-        outcome: PassOutcome::Requeue {
+    PassReport::new(
+        PassOutcome::Requeue {
             delay,
             reason: reason.into(),
             step,
         },
-        reconciled: false,
-    }
+        false,
+    )
 }
 
 fn completed(reconciled: bool) -> PassReport {
-    PassReport {
-        outcome: PassOutcome::Completed,
-        reconciled,
-    }
+    PassReport::new(PassOutcome::Completed, reconciled)
 }
 
 /// Runs one pass over the backup `namespace/name`.

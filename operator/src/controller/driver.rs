@@ -15,7 +15,7 @@ use super::context::Context;
 use super::errors::{ReconcileError, StepError};
 use super::events::EventReason;
 use super::metrics::{OutcomeLabels, PassLabels, StepLabels};
-use super::outcome::{PassOutcome, PassReport, StepOutcome};
+use super::outcome::{PassOutcome, PassReport, StepOutcome, StepWait};
 use super::pass::PassState;
 use super::pass_io::publish;
 use super::plan::PassFacts;
@@ -119,27 +119,26 @@ async fn run_pass_inner(
     name: &str,
 ) -> Result<PassReport, ReconcileError> {
     let Some(validated) = read_cluster(ctx, namespace, name).await? else {
-        return Ok(PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: false,
-        });
+        return Ok(PassReport::new(PassOutcome::Completed, false));
     };
     let mut pass = PassState::new(validated, ctx.clock.now());
-    let outcome = run_steps(ctx, &mut pass, namespace, name).await?;
-    finish(ctx, &mut pass, namespace, outcome).await
+    let (outcome, waits) = run_steps(ctx, &mut pass, namespace, name).await?;
+    finish(ctx, &mut pass, namespace, outcome, waits).await
 }
 
 /// Runs the ordered steps until one ends the pass; the pass's outcome (the first
-/// delayed requeue when every step went on).
+/// delayed requeue when every step went on) and every wait of the steps that let the
+/// pass go on.
 async fn run_steps(
     ctx: &Context,
     pass: &mut PassState,
     namespace: &str,
     name: &str,
-) -> Result<PassOutcome, ReconcileError> {
+) -> Result<(PassOutcome, Vec<StepWait>), ReconcileError> {
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
-    let mut delayed: Option<PassOutcome> = None;
+    // Every step that waits while the pass goes on, reported all (not only the first).
+    let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {
         let step_name = step.name();
         let started = Instant::now();
@@ -163,10 +162,10 @@ async fn run_steps(
             Ok(StepOutcome::Continue) => {}
             Ok(StepOutcome::DelayedRequeue { delay, reason }) => {
                 tracing::info!(step = step_name, ?delay, %reason, "delayed requeue");
-                delayed.get_or_insert(PassOutcome::Requeue {
+                waits.push(StepWait {
+                    step: step_name,
                     delay,
                     reason,
-                    step: step_name,
                 });
             }
             Ok(StepOutcome::Requeue { delay, reason }) => {
@@ -178,16 +177,24 @@ async fn run_steps(
                         category: "waiting",
                     })
                     .inc();
-                return Ok(PassOutcome::Requeue {
+                let outcome = PassOutcome::Requeue {
                     delay,
                     reason,
                     step: step_name,
-                });
+                };
+                return Ok((outcome, waits));
             }
             Err(source) => return Err(step_failed(ctx, pass, step_name, source).await),
         }
     }
-    Ok(delayed.unwrap_or(PassOutcome::Completed))
+    let outcome = waits
+        .first()
+        .map_or(PassOutcome::Completed, |first| PassOutcome::Requeue {
+            delay: first.delay,
+            reason: first.reason.clone(),
+            step: first.step,
+        });
+    Ok((outcome, waits))
 }
 
 /// Reports a failed step (the status the steps before staged is still written: what
@@ -230,6 +237,7 @@ async fn finish(
     pass: &mut PassState,
     namespace: &str,
     outcome: PassOutcome,
+    waits: Vec<StepWait>,
 ) -> Result<PassReport, ReconcileError> {
     // The pass's one status write (unless a step had to persist earlier).
     pass.flush(ctx)
@@ -264,5 +272,6 @@ async fn finish(
     Ok(PassReport {
         outcome,
         reconciled,
+        waits,
     })
 }

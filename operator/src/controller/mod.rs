@@ -58,4 +58,4 @@ pub mod version_change;
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};
 pub use driver::run_pass;
 pub use errors::{ReconcileError, StepError};
-pub use outcome::{PassOutcome, PassReport, StepOutcome};
+pub use outcome::{PassOutcome, PassReport, StepOutcome, StepWait};

@@ -51,6 +51,29 @@ pub enum PassOutcome {
     },
 }
 
+/// A step that waited while the pass went on (a [`StepOutcome::DelayedRequeue`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepWait {
+    /// The step.
+    pub step: &'static str,
+    /// When it wants to look again.
+    pub delay: Duration,
+    /// Why it waits.
+    pub reason: String,
+}
+
+impl std::fmt::Display for StepWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} (in {}s)",
+            self.step,
+            self.reason,
+            self.delay.as_secs()
+        )
+    }
+}
+
 /// The result of [`super::run_pass`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PassReport {
@@ -59,4 +82,19 @@ pub struct PassReport {
     /// Whether the cluster is reconciled: `status.generations.reconciled` equals
     /// `metadata.generation` and the pass had nothing left to do.
     pub reconciled: bool,
+    /// Every step that waited while the pass went on, in step order (when every step
+    /// continued otherwise, the outcome is the first of them). A step that
+    /// ended the pass is in `outcome`, not here.
+    pub waits: Vec<StepWait>,
+}
+
+impl PassReport {
+    /// A report with no step waiting beside the outcome.
+    pub fn new(outcome: PassOutcome, reconciled: bool) -> Self {
+        Self {
+            outcome,
+            reconciled,
+            waits: Vec::new(),
+        }
+    }
 }

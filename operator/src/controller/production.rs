@@ -440,15 +440,9 @@ mod tests {
     #[test]
     fn a_completed_pass_that_is_not_reconciled_is_looked_at_again_soon() {
         let policy = RequeuePolicy::default();
-        let done = PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: true,
-        };
+        let done = PassReport::new(PassOutcome::Completed, true);
         assert_eq!(policy.after_pass(&done), Action::requeue(RESYNC_INTERVAL));
-        let not_yet = PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: false,
-        };
+        let not_yet = PassReport::new(PassOutcome::Completed, false);
         assert_eq!(
             policy.after_pass(&not_yet),
             Action::requeue(UNRECONCILED_INTERVAL)

@@ -35,7 +35,7 @@ use super::pod_model::{
     running_version,
 };
 use super::safety::{self, Refusal};
-use super::snapshot::ClusterSnapshot;
+use super::snapshot::{ClusterSnapshot, GroupView};
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
@@ -248,6 +248,44 @@ fn pod_not_ready(
     None
 }
 
+/// Whether the upgrade's cluster-wide kill restarts the group's processes, so it must be
+/// staged (sidecar image, staged binary, monitor conf) first: every live group, and every
+/// group marked for removal whose pod still runs (issue 26: its processes stay in the
+/// cluster until its pod goes; killed unstaged they would come back on the old version
+/// beside the new ones). A group being removed whose pod is gone, terminating or not
+/// running is left out of the kill instead of holding it.
+pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
+    if !group.is_marked_for_removal() {
+        return true;
+    }
+    group
+        .pod
+        .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none() && pod_is_running(pod))
+}
+
+/// Whether a live group's processes cannot run for now and have not for longer than
+/// `ignoreMissingProcessesSeconds`, so the kill goes on without them (issue 25, as the Go
+/// operator's `ShouldBeIgnoredBecauseMissing`): its pod does not run (pending,
+/// unschedulable, failed) and the group has had `PodPending` or `MissingProcesses` that
+/// long. Nothing of it runs to be left behind on the old version; once its pod runs it
+/// starts from a spec built for the running version, and a process that still comes up
+/// on the old one is recreated as a straggler (RemoveIncompatibleProcesses).
+fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    use fdb_shared::api::cluster::ProcessGroupConditionType as C;
+    if group.pod.is_some_and(pod_is_running) || group.processes().next().is_some() {
+        return false;
+    }
+    let ignore = snapshot
+        .spec()
+        .automation_options
+        .ignore_missing_processes_seconds();
+    [C::PodPending, C::MissingProcesses, C::MissingPod]
+        .iter()
+        .filter_map(|condition| group.status.condition_since(condition))
+        .min()
+        .is_some_and(|since| snapshot.now_unix() - since > ignore)
+}
+
 /// Decides the cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4):
 /// once every live pod runs the target's sidecar and has confirmed the staged binary and
 /// its monitor conf, every live group's processes report, every process has been up
@@ -268,7 +306,14 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     let mut hashes = ConfigHashes::default();
     let mut not_ready = Vec::new();
     let mut missing = Vec::new();
-    for group in snapshot.live_groups() {
+    // Groups being removed whose pod no longer runs: their processes (if any still
+    // report) are left out of the kill rather than restarted unstaged.
+    let mut left_out: BTreeSet<&str> = BTreeSet::new();
+    for group in snapshot.groups() {
+        if !restarted_by_the_kill(&group) || missing_long_enough(snapshot, &group) {
+            left_out.insert(group.id());
+            continue;
+        }
         let image_type = group
             .pod
             .map_or_else(|| cluster.spec.image_type(), pod_image_type);
@@ -279,7 +324,12 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             continue;
         }
         let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
-        if snapshot.database_status().is_some() && group.processes().count() < expected {
+        // An excluded group being removed may have lost processes already: the kill
+        // restarts those that report.
+        if !group.is_marked_for_removal()
+            && snapshot.database_status().is_some()
+            && group.processes().count() < expected
+        {
             missing.push(group.id().to_owned());
         }
     }
@@ -306,7 +356,11 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
                 .processes
                 .values()
                 // `buggify.ignoreDuringRestart` holds for the upgrade's kill too.
-                .filter(|p| status_group(p).is_none_or(|id| !snapshot.ignored_during_restart(id)))
+                .filter(|p| {
+                    status_group(p).is_none_or(|id| {
+                        !snapshot.ignored_during_restart(id) && !left_out.contains(id)
+                    })
+                })
                 .filter_map(|p| p.address.clone())
                 .collect()
         })
@@ -316,7 +370,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     let agreement = match safety::lock_needed(snapshot, safety::LockedAction::Bounce) {
         safety::LockNeed::Needed { lock_id } => {
             let mut groups: Vec<String> = snapshot
-                .live_groups()
+                .groups()
+                .filter(restarted_by_the_kill)
                 .map(|group| group.id().to_owned())
                 .collect();
             groups.sort();

@@ -371,3 +371,77 @@ fn processes_that_missed_the_kill_get_their_pods_deleted_except_coordinators() {
         .build();
     assert!(decide_incompatible(&pending).delete.is_empty());
 }
+
+/// Issue 25: a group whose pod cannot run (pending) holds the kill only for
+/// `ignoreMissingProcessesSeconds`; then the others are killed without it.
+#[test]
+fn a_pending_pod_holds_the_kill_only_for_ignore_missing_processes_seconds() {
+    use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};
+    let mut pending = group("log-2");
+    pending.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: ProcessGroupConditionType::PodPending,
+        timestamp: 10_000,
+    }];
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), pending]);
+    let hash = desired_hash(&base, "log-1");
+    let fixture = base
+        .pods([staged_pod(
+            "sample-log-1",
+            "log-1",
+            "10.0.0.1",
+            SIDECAR_73,
+            Some(&hash),
+        )])
+        .database(reporting(&["log-1"]));
+    let recent = fixture.clone().at(10_020).build();
+    assert!(matches!(
+        decide_bounce(&recent).unwrap(),
+        UpgradeBounce::Wait(UpgradeWait::PodsNotReady { .. })
+    ));
+    let long = fixture.at(10_031).build();
+    let UpgradeBounce::KillAll { addresses, .. } = decide_bounce(&long).unwrap() else {
+        panic!("must kill without the pending group");
+    };
+    let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["10.0.0.1:4501"]);
+}
+
+/// Issue 26: a group being removed whose pod still runs is staged and killed with the
+/// others; one whose pod is terminating is left out instead of holding the kill.
+#[test]
+fn a_group_being_removed_is_staged_while_its_pod_runs_and_left_out_once_it_goes() {
+    let mut removed = group("log-2");
+    removed.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::from_second(9_000).unwrap(),
+    ));
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), removed]);
+    let hash = desired_hash(&base, "log-1");
+    let unstaged = base
+        .clone()
+        .pods([
+            staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+            staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_71, None),
+        ])
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
+    let UpgradeBounce::Wait(wait) = decide_bounce(&unstaged).unwrap() else {
+        panic!("a running group being removed must be staged first");
+    };
+    assert!(wait.to_string().contains("log-2"), "{wait}");
+    let mut going = staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_71, None);
+    going.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::from_second(9_500).unwrap(),
+    ));
+    let terminating = base
+        .pods([
+            staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+            going,
+        ])
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
+    let UpgradeBounce::KillAll { addresses, .. } = decide_bounce(&terminating).unwrap() else {
+        panic!("a terminating group being removed does not hold the kill");
+    };
+    let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["10.0.0.1:4501"]);
+}

@@ -19,14 +19,14 @@ use crate::fdb::{KeyRange, KeyRangeError, RestoreProgress, RestoreStart, Restore
 pub const RESTORE_POLL: Duration = Duration::from_secs(30);
 
 fn requeue(step: &'static str, reason: impl Into<String>) -> PassReport {
-    PassReport {
-        outcome: PassOutcome::Requeue {
+    PassReport::new(
+        PassOutcome::Requeue {
             delay: RESTORE_POLL,
             reason: reason.into(),
             step,
         },
-        reconciled: false,
-    }
+        false,
+    )
 }
 
 /// The `fdbrestore start` request of a restore; an error when a key range does not
@@ -87,10 +87,7 @@ async fn restore_pass(
             "read foundationdbrestore {namespace}/{name}"
         )))?
     else {
-        return Ok(PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: true,
-        });
+        return Ok(PassReport::new(PassOutcome::Completed, true));
     };
     let done = |state: &str| RestoreState::parse(state).is_some_and(|s| !s.is_running());
     if restore
@@ -99,10 +96,7 @@ async fn restore_pass(
         .and_then(|s| s.state.as_deref())
         .is_some_and(done)
     {
-        return Ok(PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: true,
-        });
+        return Ok(PassReport::new(PassOutcome::Completed, true));
     }
     let report = crate::backup::validate::validate_restore(&restore);
     if !report.errors.is_empty() {
@@ -173,10 +167,7 @@ async fn restore_pass(
             )))?;
     }
     Ok(match status.state.as_deref() {
-        Some(state) if done(state) => PassReport {
-            outcome: PassOutcome::Completed,
-            reconciled: true,
-        },
+        Some(state) if done(state) => PassReport::new(PassOutcome::Completed, true),
         Some(state) => requeue("UpdateRestoreStatus", format!("the restore is {state}")),
         None => requeue(
             "UpdateRestoreStatus",

@@ -242,10 +242,10 @@ impl Runner {
         self.instances[index].last_pass_at = Some(now);
         self.instances[index].next_pass_due = None;
         let result = if self.operator_disabled {
-            Ok(fdb_operator::controller::PassReport {
-                outcome: PassOutcome::Completed,
-                reconciled: false,
-            })
+            Ok(fdb_operator::controller::PassReport::new(
+                PassOutcome::Completed,
+                false,
+            ))
         } else {
             self.sync_cache_of(&context).await?;
             run_pass(&context, &self.namespace, &name).await

@@ -133,6 +133,8 @@ pub struct Runner {
     last_pass_at: Option<Timestamp>,
     /// The last pass reported Reconciled and nothing woke the operator since.
     last_pass_reconciled: bool,
+    /// Every wait the last pass reported (the step result's `waits`).
+    last_pass_waits: Vec<String>,
     /// Operator actions (unix time, whether its outage may last a restart plus a recovery:
     /// a cluster-wide kill, or a storage restart in single redundancy), for outage
     /// attribution.
@@ -357,6 +359,7 @@ impl Runner {
             next_pass_due: Some(start),
             last_pass_at: None,
             last_pass_reconciled: false,
+            last_pass_waits: Vec::new(),
             operator_actions: Vec::new(),
             clients,
             recovery_seconds,

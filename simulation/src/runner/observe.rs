@@ -480,6 +480,7 @@ impl Runner {
             passes: outcome.passes,
             reconciled: outcome.reconciled,
             stopped_because: outcome.stopped_because,
+            waits: self.last_pass_waits.clone(),
             cluster,
             pods: self.world.pod_summaries()?,
             pvcs: self.world.pvc_summaries()?,

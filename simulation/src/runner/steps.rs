@@ -63,6 +63,9 @@ pub(super) struct PassVerdict {
     pub(super) message: String,
     /// Why the pass failed, for the cluster's event.
     pub(super) failure: Option<String>,
+    /// Every wait of the pass (`Step: reason (in Ns)`): the one that ended it first,
+    /// then every step that waited while the pass went on.
+    pub(super) waits: Vec<String>,
 }
 
 /// Judges one pass's result; `label` names the pass in the progress line (`pass 7`,
@@ -71,10 +74,58 @@ pub(super) fn judge_pass<E: std::fmt::Display>(
     result: Result<fdb_operator::controller::PassReport, E>,
     label: &str,
 ) -> PassVerdict {
+    let mut waits: Vec<String> = result
+        .as_ref()
+        .map(|report| report.waits.iter().map(ToString::to_string).collect())
+        .unwrap_or_default();
+    // The waits the outcome does not already say, on the same line: a pass that ends on
+    // one wait says every other one too.
+    let others: Vec<&String> = match &result {
+        Ok(report) => report
+            .waits
+            .iter()
+            .zip(&waits)
+            .filter(|(wait, _)| match &report.outcome {
+                PassOutcome::Requeue { step, reason, .. } => {
+                    wait.step != *step || wait.reason != *reason
+                }
+                PassOutcome::Completed => true,
+            })
+            .map(|(_, text)| text)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; also waiting: {}",
+            others
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    // The wait that ended the pass heads the list when no other step's wait says it.
+    if let Ok(report) = &result
+        && let PassOutcome::Requeue {
+            delay,
+            reason,
+            step,
+        } = &report.outcome
+        && !report
+            .waits
+            .iter()
+            .any(|w| w.step == *step && w.reason == *reason)
+    {
+        waits.insert(0, format!("{step}: {reason} (in {}s)", delay.as_secs()));
+    }
     let verdict = |end, message: String, failure| PassVerdict {
         end,
-        message,
+        message: format!("{message}{also}"),
         failure,
+        waits: waits.clone(),
     };
     match result {
         Ok(report) => match report.outcome {
@@ -368,10 +419,10 @@ impl Runner {
         self.last_pass_at = Some(now);
         self.next_pass_due = None;
         let result = if self.operator_disabled {
-            Ok(fdb_operator::controller::PassReport {
-                outcome: PassOutcome::Completed,
-                reconciled: false,
-            })
+            Ok(fdb_operator::controller::PassReport::new(
+                PassOutcome::Completed,
+                false,
+            ))
         } else {
             self.sync_operator_cache().await?;
             run_pass(&self.context, &self.namespace, &self.name).await
@@ -395,6 +446,7 @@ impl Runner {
             self.record_cluster_event(&self.name, &format!("pass failed: {detail}"));
         }
         let end = verdict.end;
+        self.last_pass_waits = verdict.waits;
         self.last_pass_reconciled = end == PassEnd::Reconciled;
         self.report_rollout()?;
         if let PassEnd::After(delay) = end {
@@ -604,13 +656,10 @@ fn describe(step: &Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fdb_operator::controller::PassReport;
+    use fdb_operator::controller::{PassReport, StepWait};
 
     fn report(outcome: PassOutcome, reconciled: bool) -> Result<PassReport, String> {
-        Ok(PassReport {
-            outcome,
-            reconciled,
-        })
+        Ok(PassReport::new(outcome, reconciled))
     }
 
     #[test]
@@ -641,6 +690,33 @@ mod tests {
             requeue.message,
             "pass 5: UpdatePodConfig: waiting (requeue in 15s)"
         );
+
+        let mut both = PassReport::new(
+            PassOutcome::Requeue {
+                delay: Duration::from_secs(60),
+                reason: "coordinators cannot be placed".into(),
+                step: "ChangeCoordinators",
+            },
+            false,
+        );
+        both.waits = vec![
+            StepWait {
+                step: "ChangeCoordinators",
+                delay: Duration::from_secs(60),
+                reason: "coordinators cannot be placed".into(),
+            },
+            StepWait {
+                step: "RemovePods",
+                delay: Duration::from_secs(60),
+                reason: "the removal of 1 process groups is held".into(),
+            },
+        ];
+        let every = judge_pass(Ok::<_, String>(both), "pass 7");
+        assert_eq!(
+            every.message,
+            "pass 7: ChangeCoordinators: coordinators cannot be placed (requeue in 60s); also waiting: RemovePods: the removal of 1 process groups is held (in 60s)"
+        );
+        assert_eq!(every.waits.len(), 2, "every wait is reported");
 
         let failed = judge_pass(Err::<PassReport, _>("boom"), "pass 6");
         assert_eq!(

@@ -1,4 +1,5 @@
-//! AddPods: creates the pod of every live process group that has none (the split pod
+//! AddPods: creates the pod of every live process group that has none, and of every
+//! group marked for removal whose exclusion has not finished (it still holds data) (the split pod
 //! model of operator-behavior §6, with the `last-applied-spec` hash). With bin-packed
 //! fault domains each group gets a distribution key (balanced over
 //! `spec.faultDomain.zoneCount` by its number). With `publicIPSource: service` the pod
@@ -15,6 +16,7 @@ use crate::controller::errors::StepError;
 use crate::controller::object_kind::NewObject;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
+use crate::controller::removals::ready_for_deletion;
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -24,7 +26,8 @@ pub struct AddPods;
 /// The pods to create, and how many more wait for their Service's IP.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PodsDecision {
-    /// Pods of live groups whose name no pod of the cluster has, in status order.
+    /// Pods of live groups (and of marked groups still holding data) whose name no pod
+    /// of the cluster has, in status order.
     pub create: Vec<Pod>,
     /// Groups whose pod waits for its Service to get an IP.
     pub waiting_for_service_ip: usize,
@@ -35,7 +38,14 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepError> {
     let cluster = snapshot.cluster();
     let by_service = cluster.spec.routing.public_ip_source() == PublicIpSource::Service;
     let mut decision = PodsDecision::default();
-    for group in snapshot.live_groups() {
+    // A group marked for removal whose exclusion has not finished still holds data that
+    // must move off it first (in single redundancy, the only replica): its pod comes
+    // back too, as the Go operator's AddPods does; only a group ready to be taken apart
+    // (excluded, or removed without exclusion) stays without one.
+    let groups = snapshot
+        .groups()
+        .filter(|group| !group.is_marked_for_removal() || !ready_for_deletion(snapshot, group));
+    for group in groups {
         // Only the missing ones are built (the name does not depend on the spec).
         if snapshot.has_pod(&pod_name(cluster, group.status)) {
             continue;
@@ -110,6 +120,29 @@ mod tests {
         let names: Vec<_> = decision.create.iter().map(ResourceExt::name_any).collect();
         assert_eq!(names, ["sample-log-2"]);
         assert_eq!(decision.waiting_for_service_ip, 0);
+    }
+
+    /// Randomized seed 6 (single redundancy): a replaced storage group whose pod
+    /// terminated before its data moved off must get its pod back, else its data (the
+    /// only replica) stays unavailable and its exclusion never finishes.
+    #[test]
+    fn a_marked_group_still_holding_data_gets_its_pod_back_an_excluded_one_does_not() {
+        let at = |seconds| {
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::from_second(seconds).unwrap(),
+            ))
+        };
+        let mut holding = group("storage-1");
+        holding.removal_timestamp = at(9_000);
+        let mut excluded = group("storage-2");
+        excluded.removal_timestamp = at(9_000);
+        excluded.exclusion_timestamp = at(9_500);
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([holding, excluded, group("storage-3")])
+            .build();
+        let decision = decide(&snapshot).unwrap();
+        let names: Vec<_> = decision.create.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names, ["sample-storage-1", "sample-storage-3"]);
     }
 
     #[test]

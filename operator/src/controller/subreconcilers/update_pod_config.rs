@@ -40,7 +40,7 @@ use crate::controller::pod_model::{
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::controller::upgrade::{pending_upgrade_target, staged_fdbserver};
+use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, staged_fdbserver};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -258,8 +258,14 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         staged: pending_upgrade_target(cluster).map(|target| staged_fdbserver(&target)),
         ..PodConfigPlan::default()
     };
-    // Groups whose removal is held keep running: they get the new conf too.
-    for group in snapshot.groups().filter(|g| kept_running(snapshot, g)) {
+    // Groups whose removal is held keep running: they get the new conf too. So do, while
+    // an incompatible upgrade is pending, groups being removed whose pod still runs: the
+    // cluster-wide kill restarts them with the others (issue 26).
+    let staging = plan.staged.is_some();
+    let groups = snapshot
+        .groups()
+        .filter(|g| kept_running(snapshot, g) || (staging && restarted_by_the_kill(g)));
+    for group in groups {
         let Some(pod) = group.pod else {
             continue;
         };

@@ -25,7 +25,8 @@ use crate::controller::pass_io::PassIo;
 use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
-    live_sidecar_image, pending_upgrade_target, wanted_main_image, wanted_sidecar_image,
+    live_sidecar_image, pending_upgrade_target, restarted_by_the_kill, wanted_main_image,
+    wanted_sidecar_image,
 };
 
 /// See the module documentation.
@@ -64,7 +65,12 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     let wanted = wanted_sidecar_image(cluster);
     let wanted_main = wanted_main_image(cluster);
     let mut updates = Vec::new();
-    for group in snapshot.live_groups() {
+    // During an incompatible upgrade, groups being removed whose pod still runs are
+    // staged too: the cluster-wide kill restarts them with the others.
+    let groups = snapshot.groups().filter(|group| {
+        !group.is_marked_for_removal() || (upgrading && restarted_by_the_kill(group))
+    });
+    for group in groups {
         let Some(pod) = group.pod else { continue };
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
