@@ -8,16 +8,16 @@ use fdb_shared::api::cluster::ImageType;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
 use fdb_shared::monitor_conf::render::{
-    MonitorConfParams, RenderError, class_custom_parameters, monitor_conf_key, render_monitor_conf,
+    MonitorConfParams, class_custom_parameters, monitor_conf_key, render_monitor_conf,
 };
-use fdb_shared::monitor_conf::substitute::{SubstitutionError, substitute};
+use fdb_shared::monitor_conf::substitute::substitute;
 use fdb_shared::validation::config_map_size::{CONFIG_MAP_SIZE_LIMIT, config_map_data_size};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use super::pod_model::sha256_hex;
 use super::pod_model::{
-    ClusterIdentity, PodModelError, cluster_labels, merged_labels, running_version, servers_per_pod,
+    ClusterIdentity, cluster_labels, merged_labels, running_version, servers_per_pod,
 };
 
 // The pod model mounts these keys; the ConfigMap is built from the pod model, so they
@@ -26,50 +26,7 @@ pub use super::pod_model::volumes::{
     CA_FILE_KEY, CLUSTER_FILE_KEY, RUNNING_VERSION_KEY, config_map_name,
 };
 
-/// Why the ConfigMap or a monitor conf cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigMapError {
-    /// The cluster's identity or image type is unusable (see [`PodModelError`]).
-    #[error(transparent)]
-    Cluster(#[from] PodModelError),
-    /// The sidecar's substitutions do not cover the template's variables.
-    #[error("expected monitor conf of class {class}: {source}")]
-    Substitution {
-        /// The process class whose conf was rendered.
-        class: ProcessClass,
-        /// What was missing or malformed.
-        #[source]
-        source: SubstitutionError,
-    },
-    /// The spec holds a value that cannot be written into the monitor conf (validation
-    /// refuses such specs; this guards the rendering itself).
-    #[error("monitor conf of class {class}: {source}")]
-    Render {
-        /// The process class whose conf was rendered.
-        class: ProcessClass,
-        /// The refused key or value.
-        #[source]
-        source: RenderError,
-    },
-    /// A unified pod's process configuration could not be written as JSON.
-    #[error("process configuration of class {class}: {message}")]
-    Json {
-        /// The process class.
-        class: ProcessClass,
-        /// The serializer's message.
-        message: String,
-    },
-    /// The ConfigMap would be larger than the API server accepts.
-    #[error(
-        "the ConfigMap would hold {size} bytes of data, more than the API server's limit of {CONFIG_MAP_SIZE_LIMIT} bytes (its largest parts: {largest}); shrink spec.configMap.data, spec.trustedCAs or the custom parameters"
-    )]
-    TooLarge {
-        /// Bytes of data (keys and values).
-        size: usize,
-        /// The largest keys with their sizes, for the message.
-        largest: String,
-    },
-}
+pub use super::config_map_error::ConfigMapError;
 
 /// The custom parameters of a class: `processes.<class>.customParameters` when the class
 /// sets any, else `processes.general.customParameters`.
@@ -511,7 +468,7 @@ configMap:
         let cluster = cluster("logGroup: \"g\\n[fdbserver.9]\\ncommand = /bin/sh\"");
         let err = build_config_map(&cluster, Some(CONNECTION), None).unwrap_err();
         assert!(
-            matches!(&err, ConfigMapError::Render { source: RenderError::UnsafeValue { key, .. }, .. } if key == "loggroup"),
+            matches!(&err, ConfigMapError::Render { source: fdb_shared::monitor_conf::render::RenderError::UnsafeValue { key, .. }, .. } if key == "loggroup"),
             "{err:?}"
         );
     }

@@ -7,6 +7,7 @@ pub mod barriers;
 pub mod cache;
 pub mod cache_index;
 pub mod config_map;
+pub mod config_map_error;
 pub mod context;
 pub mod coordinators;
 pub mod desired;

@@ -15,7 +15,7 @@ use fdb_shared::monitor_conf::process_config::{
 };
 use fdb_shared::monitor_conf::render::MonitorConfParams;
 
-use super::config_map::ConfigMapError;
+use super::config_map_error::ConfigMapError;
 
 /// The pod models the ConfigMap serves: the spec's, and every one the status says pods
 /// still run.

@@ -8,6 +8,8 @@ use kube::runtime::controller::Action;
 
 use super::errors::ReconcileError;
 use super::outcome::{PassOutcome, PassReport};
+use super::safety::{self, Refusal};
+use super::snapshot::ClusterSnapshot;
 
 /// How often a reconciled cluster is looked at again without any change.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(600);
@@ -76,5 +78,26 @@ impl RequeuePolicy {
             error if error.is_transient() => Action::requeue(self.transient_backoff),
             _ => Action::requeue(self.error_backoff),
         }
+    }
+}
+
+/// How long a waiting kill (a bounce or an upgrade's) waits before looking again: when
+/// only the minimum uptime holds it back, until that is met (nothing else can change
+/// sooner), else `usual`. Clamped to a day: a spec value can be anything.
+pub fn kill_wait_delay(
+    usual: std::time::Duration,
+    snapshot: &ClusterSnapshot,
+) -> std::time::Duration {
+    if safety::available(snapshot).is_err() {
+        return usual;
+    }
+    match safety::minimum_uptime(snapshot) {
+        Err(Refusal::UptimeTooShort {
+            uptime, minimum, ..
+        }) => {
+            let left = (minimum - uptime).ceil().max(0.0);
+            Duration::from_secs_f64(left.min(86_400.0)).max(usual)
+        }
+        _ => usual,
     }
 }

@@ -14,6 +14,7 @@ mod harness;
 mod instances;
 mod live;
 mod observe;
+mod pass_judge;
 mod resources;
 mod rollout_progress;
 mod snapshot_boot;

@@ -9,6 +9,8 @@
 //! of [`limits`], the cluster manifest as the operator will read it, and that what the
 //! steps name can exist at that point ([`references`]).
 
+mod act_step;
+mod expect_step;
 mod faults;
 pub mod go_v2;
 pub mod limits;
@@ -18,6 +20,7 @@ mod resources;
 pub mod snapshot;
 pub mod snapshot_write;
 mod steps;
+mod targets;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -289,3 +292,5 @@ fn input_error(origin: &str, error: &InputError) -> ScenarioError {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bounds;

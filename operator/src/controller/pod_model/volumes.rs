@@ -11,20 +11,14 @@ use k8s_openapi::api::core::v1::{
 
 use super::{names, servers_per_pod};
 
-/// ConfigMap key of the cluster file (the connection string).
-pub const CLUSTER_FILE_KEY: &str = "cluster-file";
+// The ConfigMap's name and cluster-file key are shared with the plugin, which repairs
+// the connection string in an emergency.
+pub use fdb_shared::api::cluster::{CLUSTER_FILE_KEY, config_map_name};
+
 /// ConfigMap key of the version the processes run.
 pub const RUNNING_VERSION_KEY: &str = "running-version";
 /// ConfigMap key of the trusted CAs.
 pub const CA_FILE_KEY: &str = "ca-file";
-
-/// The ConfigMap's name: `<cluster>-config`.
-pub fn config_map_name(cluster: &FoundationDBCluster) -> String {
-    format!(
-        "{}-config",
-        cluster.metadata.name.as_deref().unwrap_or_default()
-    )
-}
 
 /// The data volume (PVC or emptyDir).
 pub const DATA_VOLUME: &str = "data";

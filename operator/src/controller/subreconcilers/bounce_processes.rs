@@ -106,20 +106,9 @@ pub enum BounceDecision {
     },
 }
 
-/// Whether the group is listed in `buggify.ignoreDuringRestart` (process group IDs, as
-/// in the Go operator's API): its processes are never killed.
-pub(crate) fn ignored(snapshot: &ClusterSnapshot, group: &str) -> bool {
-    snapshot
-        .spec()
-        .buggify
-        .ignore_during_restart
-        .iter()
-        .any(|id| id == group)
-}
-
 /// The reporting addresses of `group`, none when it is ignored during restarts.
 fn addresses_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<ProcessAddress> {
-    if ignored(snapshot, group.id()) {
+    if snapshot.ignored_during_restart(group.id()) {
         return Vec::new();
     }
     let mut addresses: Vec<ProcessAddress> = group
@@ -391,7 +380,9 @@ fn held_before_any_kill(snapshot: &ClusterSnapshot, groups: &[String]) -> Option
 fn pinned_group(snapshot: &ClusterSnapshot) -> Option<String> {
     snapshot
         .groups()
-        .find(|g| ignored(snapshot, g.id()) && g.processes().any(|p| p.address.is_some()))
+        .find(|g| {
+            snapshot.ignored_during_restart(g.id()) && g.processes().any(|p| p.address.is_some())
+        })
         .map(|g| g.id().to_owned())
 }
 
@@ -471,28 +462,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> BounceDecision {
     decide_with(snapshot, Vec::new())
 }
 
-/// How long to wait before looking again: when only the minimum uptime holds the kill
-/// back, until it is met (nothing else can change that sooner), else the usual wait.
-pub(crate) fn wait_delay(ctx: &Context, snapshot: &ClusterSnapshot) -> Duration {
-    let usual = ctx.settings.database_wait;
-    if safety::available(snapshot).is_err() {
-        return usual;
-    }
-    match safety::minimum_uptime(snapshot) {
-        Err(Refusal::UptimeTooShort {
-            uptime, minimum, ..
-        }) => {
-            let left = (minimum - uptime).ceil().max(0.0);
-            // Clamped to a day: a spec value can be anything.
-            Duration::from_secs_f64(left.min(86_400.0)).max(usual)
-        }
-        _ => usual,
-    }
-}
-
 /// The verdict of `decision`: a kill is one plan (locked, one disruption, paced as a
 /// recovery), after which the pass waits for the processes to report again. `delay`:
-/// when a waiting bounce looks again (`wait_delay`).
+/// when a waiting bounce looks again (`requeue::kill_wait_delay`).
 pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
     let targets = match decision {
         BounceDecision::Nothing => return Verdict::Continue,
@@ -602,7 +574,10 @@ impl Subreconciler for BounceProcesses {
             return Ok(outcome);
         }
         let span = tracing::info_span!("BounceProcesses");
-        let verdict = verdict(decide(snapshot), wait_delay(ctx, snapshot));
+        let verdict = verdict(
+            decide(snapshot),
+            crate::controller::requeue::kill_wait_delay(ctx.settings.database_wait, snapshot),
+        );
         let name = self.name();
         executor::execute(ctx, snapshot, io, facts, name, verdict)
             .instrument(span)

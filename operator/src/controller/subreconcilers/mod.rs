@@ -24,6 +24,7 @@ pub mod update_labels;
 pub mod update_lock_configuration;
 pub mod update_pod_config;
 pub mod update_pod_config_monitor;
+pub mod update_pod_config_plan;
 pub mod update_pods;
 pub mod update_sidecar_versions;
 pub mod update_status;

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
+pub use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
@@ -45,24 +46,6 @@ use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdatePodConfig;
-
-/// What the sidecar protocol found for one pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodConfigResult {
-    /// Both files are as desired.
-    Confirmed,
-    /// The sidecar did not answer.
-    Unreachable(String),
-    /// A file still differs after the copy (or the copy was refused), e.g. because the
-    /// kubelet has not projected the new ConfigMap yet.
-    Incorrect(String),
-    /// A unified pod's monitor annotations are missing or malformed (the message names
-    /// the pod and the annotation): IncorrectConfigMap, and always named in the reason.
-    Unreadable(String),
-    /// Not asked this pass: the pod asked before it showed that the kubelet has not
-    /// projected the ConfigMap yet, which it does for every pod about the same time.
-    NotAsked,
-}
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {
@@ -218,32 +201,6 @@ async fn check_candidate(
         Err(error) => classify(error),
     };
     (result, memo)
-}
-
-/// A pod whose configuration the sidecar must confirm.
-#[derive(Debug, Clone)]
-pub struct Candidate<'a> {
-    /// Its process group.
-    pub group: &'a ProcessGroupStatus,
-    /// The pod.
-    pub pod: &'a Pod,
-    /// The hash its `last-applied-config-map` annotation must get.
-    pub desired_hash: String,
-}
-
-/// Which pods to ask.
-#[derive(Debug, Clone, Default)]
-pub struct PodConfigPlan<'a> {
-    /// The cluster file the pods must have.
-    pub cluster_file: String,
-    /// Running pods of live groups whose annotation is not the desired hash, in status
-    /// order.
-    pub candidates: Vec<Candidate<'a>>,
-    /// Pods that need the configuration but do not run (with an IP) yet.
-    pub not_running: usize,
-    /// During an incompatible upgrade, the staged `fdbserver` every pod must have
-    /// (relative to the sidecar's output dir).
-    pub staged: Option<String>,
 }
 
 /// Decides which pods to ask (`None` before there is a connection string).

@@ -6,7 +6,7 @@ use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::update_pod_config::{Candidate, PodConfigPlan, PodConfigResult};
+use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
 use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor};
 
 /// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed

@@ -146,7 +146,7 @@ async fn clear_after_kill(
 
 fn wait_outcome(ctx: &Context, snapshot: &ClusterSnapshot, wait: &UpgradeWait) -> StepOutcome {
     StepOutcome::Requeue {
-        delay: super::bounce_processes::wait_delay(ctx, snapshot),
+        delay: crate::controller::requeue::kill_wait_delay(ctx.settings.database_wait, snapshot),
         reason: wait.to_string(),
     }
 }

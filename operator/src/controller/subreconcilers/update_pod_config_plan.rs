@@ -1,0 +1,50 @@
+//! What UpdatePodConfig decides and learns, shared by its two branches (the HTTP sidecar
+//! in `update_pod_config.rs`, fdb-kubernetes-monitor annotations in
+//! `update_pod_config_monitor.rs`), so neither imports the other.
+
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use k8s_openapi::api::core::v1::Pod;
+
+/// What the sidecar protocol found for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodConfigResult {
+    /// Both files are as desired.
+    Confirmed,
+    /// The sidecar did not answer.
+    Unreachable(String),
+    /// A file still differs after the copy (or the copy was refused), e.g. because the
+    /// kubelet has not projected the new ConfigMap yet.
+    Incorrect(String),
+    /// A unified pod's monitor annotations are missing or malformed (the message names
+    /// the pod and the annotation): IncorrectConfigMap, and always named in the reason.
+    Unreadable(String),
+    /// Not asked this pass: the pod asked before it showed that the kubelet has not
+    /// projected the ConfigMap yet, which it does for every pod about the same time.
+    NotAsked,
+}
+
+/// A pod whose configuration the sidecar must confirm.
+#[derive(Debug, Clone)]
+pub struct Candidate<'a> {
+    /// Its process group.
+    pub group: &'a ProcessGroupStatus,
+    /// The pod.
+    pub pod: &'a Pod,
+    /// The hash its `last-applied-config-map` annotation must get.
+    pub desired_hash: String,
+}
+
+/// Which pods to ask.
+#[derive(Debug, Clone, Default)]
+pub struct PodConfigPlan<'a> {
+    /// The cluster file the pods must have.
+    pub cluster_file: String,
+    /// Running pods of live groups whose annotation is not the desired hash, in status
+    /// order.
+    pub candidates: Vec<Candidate<'a>>,
+    /// Pods that need the configuration but do not run (with an IP) yet.
+    pub not_running: usize,
+    /// During an incompatible upgrade, the staged `fdbserver` every pod must have
+    /// (relative to the sidecar's output dir).
+    pub staged: Option<String>,
+}

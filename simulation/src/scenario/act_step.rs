@@ -1,0 +1,258 @@
+//! `act` steps: who acts (the operator in a mutation test, or a user) and what they do
+//! to the world.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who performs an `act` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Actor {
+    /// Judged by the invariants as an operator action (a mutation test of the operator).
+    Operator,
+    /// A person or another controller: only `data-lost` judges it.
+    User,
+}
+
+/// An `act` step: one action through the same interfaces the operator uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActStep {
+    /// Who acts.
+    #[serde(rename = "as")]
+    pub actor: Actor,
+    /// With `as: operator`: the operator instance of this cluster (by name) acts, so its
+    /// admin commands are issued under that cluster's lock ID (default: the first
+    /// cluster's instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// Delete one object: `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<String>,
+    /// Delete every object of a kind matching a label selector, in one request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_collection: Option<DeleteCollection>,
+    /// `fdbcli kill` of these process groups' processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill: Option<Vec<String>>,
+    /// `fdbcli exclude` of these process groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+    /// Patch one object (a strategic merge patch for pods, a JSON merge patch otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<ActPatch>,
+    /// Evict one pod (`pod/<name>`) through the eviction subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evict: Option<String>,
+    /// Cordon a node and evict its pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<String>,
+    /// Add this many nodes to the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_nodes: Option<u32>,
+    /// `true`: empty the database (every user key) and stop the user's writes, as before
+    /// a restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_data: Option<bool>,
+}
+
+/// The target of a `deleteCollection` action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteCollection {
+    /// `pod`, `pvc` or `service`.
+    pub kind: ObjectKind,
+    /// A Kubernetes label selector (`a=b,c in (d,e)`).
+    #[serde(default)]
+    pub label_selector: String,
+}
+
+/// The target and body of a `patch` action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActPatch {
+    /// `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    pub target: String,
+    /// The patch body.
+    pub patch: Value,
+}
+
+/// The kinds of object an `act` step can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ObjectKind {
+    /// A pod.
+    Pod,
+    /// A persistent volume claim.
+    Pvc,
+    /// A service.
+    Service,
+}
+
+impl ObjectKind {
+    /// The name used in targets (`pod`, `pvc`, `service`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Pvc => "pvc",
+            Self::Service => "service",
+        }
+    }
+
+    /// The resource's plural in the core API group.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Pod => "pods",
+            Self::Pvc => "persistentvolumeclaims",
+            Self::Service => "services",
+        }
+    }
+}
+
+/// A parsed `kind/name` target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// The kind.
+    pub kind: ObjectKind,
+    /// The object's name (in the cluster's namespace).
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// Parses `pod/<name>`, `pvc/<name>` or `service/<name>`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (kind, name) = text.split_once('/').ok_or_else(|| {
+            format!(
+                "{text:?} is not of the form kind/name (pod/<name>, pvc/<name>, service/<name>)"
+            )
+        })?;
+        let kind = match kind {
+            "pod" => ObjectKind::Pod,
+            "pvc" => ObjectKind::Pvc,
+            "service" => ObjectKind::Service,
+            other => {
+                return Err(format!(
+                    "{other:?} is not a kind an act step can name (pod, pvc, service)"
+                ));
+            }
+        };
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("{text:?} has no valid object name"));
+        }
+        Ok(Self {
+            kind,
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// What an `act` step does, once validated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Delete one object.
+    Delete(ObjectRef),
+    /// Delete every object of a kind matching a label selector.
+    DeleteCollection(DeleteCollection),
+    /// Kill these process groups' processes.
+    Kill(Vec<String>),
+    /// Exclude these process groups.
+    Exclude(Vec<String>),
+    /// Patch one object.
+    Patch(ObjectRef, Value),
+    /// Evict one pod.
+    Evict(String),
+    /// Cordon a node and evict its pods.
+    Drain(String),
+    /// Add nodes.
+    AddNodes(u32),
+    /// Empty the database and stop writing.
+    ClearData,
+}
+
+impl ActStep {
+    fn action_count(&self) -> usize {
+        [
+            self.delete.is_some(),
+            self.delete_collection.is_some(),
+            self.kill.is_some(),
+            self.exclude.is_some(),
+            self.patch.is_some(),
+            self.evict.is_some(),
+            self.drain.is_some(),
+            self.add_nodes.is_some(),
+            self.clear_data.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
+    }
+
+    /// The single action, validated; the error names the field inside `act`.
+    pub fn action(&self) -> Result<Action, (&'static str, String)> {
+        if self.action_count() != 1 {
+            return Err((
+                "",
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData".to_owned(),
+            ));
+        }
+        let groups = |field: &'static str, groups: &[String]| {
+            if groups.is_empty() || groups.iter().any(|g| g.trim().is_empty()) {
+                Err((
+                    field,
+                    "must list at least one process group ID, none empty".to_owned(),
+                ))
+            } else {
+                Ok(groups.to_vec())
+            }
+        };
+        if let Some(target) = &self.delete {
+            return ObjectRef::parse(target)
+                .map(Action::Delete)
+                .map_err(|e| ("delete", e));
+        }
+        if let Some(collection) = &self.delete_collection {
+            return Ok(Action::DeleteCollection(collection.clone()));
+        }
+        if let Some(kill) = &self.kill {
+            return groups("kill", kill).map(Action::Kill);
+        }
+        if let Some(exclude) = &self.exclude {
+            return groups("exclude", exclude).map(Action::Exclude);
+        }
+        if let Some(patch) = &self.patch {
+            let target = ObjectRef::parse(&patch.target).map_err(|e| ("patch.target", e))?;
+            if !patch.patch.is_object() {
+                return Err(("patch.patch", "must be a mapping".to_owned()));
+            }
+            return Ok(Action::Patch(target, patch.patch.clone()));
+        }
+        if let Some(target) = &self.evict {
+            let target = ObjectRef::parse(target).map_err(|e| ("evict", e))?;
+            if target.kind != ObjectKind::Pod {
+                return Err(("evict", "only pods can be evicted (pod/<name>)".to_owned()));
+            }
+            return Ok(Action::Evict(target.name));
+        }
+        if let Some(node) = &self.drain {
+            if node.trim().is_empty() {
+                return Err(("drain", "must name a node".to_owned()));
+            }
+            return Ok(Action::Drain(node.clone()));
+        }
+        match self.clear_data {
+            Some(true) => return Ok(Action::ClearData),
+            Some(false) => {
+                return Err((
+                    "clearData",
+                    "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        match self.add_nodes {
+            Some(0) => Err(("addNodes", "must be at least 1".to_owned())),
+            Some(count) => Ok(Action::AddNodes(count)),
+            None => Err(("", "has no action".to_owned())),
+        }
+    }
+}
