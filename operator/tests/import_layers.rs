@@ -108,10 +108,11 @@ fn import_graph(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
         let mut targets = BTreeSet::new();
         let is_ancestor = |target: &Module| module.starts_with(target);
         for (_, words) in paths_after(&source, "crate::") {
-            if let Some(target) = resolve(&modules, &words) {
-                if &target != module && !is_ancestor(&target) {
-                    targets.insert(target);
-                }
+            if let Some(target) = resolve(&modules, &words)
+                && &target != module
+                && !is_ancestor(&target)
+            {
+                targets.insert(target);
             }
         }
         for (supers, words) in paths_after(&source, "super::") {
@@ -120,10 +121,11 @@ fn import_graph(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
             };
             let mut full: Vec<String> = module[..keep].to_vec();
             full.extend(words);
-            if let Some(target) = resolve(&modules, &full) {
-                if &target != module && !is_ancestor(&target) {
-                    targets.insert(target);
-                }
+            if let Some(target) = resolve(&modules, &full)
+                && &target != module
+                && !is_ancestor(&target)
+            {
+                targets.insert(target);
             }
         }
         graph.insert(module.clone(), targets);
