@@ -249,11 +249,14 @@ pub fn replace_only_change(
         // and replacing every such group at once would be worse than leaving it. One
         // with another hash (another operator's) is replaced only when it lacks what
         // the desired claim asks for.
+        // When the cache holds no spec for the live claim, the hash alone decides.
         if let Some(desired) = desired_objects.pvc.as_ref()
             && let Some(live_hash) = annotation(live)
             && annotation(desired).is_some_and(|hash| hash != live_hash)
-            && let (Some(wanted), Some(running)) = (desired.spec.as_ref(), live.spec.as_ref())
-            && pvc_difference(wanted, running).is_some()
+            && match (desired.spec.as_ref(), live.spec.as_ref()) {
+                (Some(wanted), Some(running)) => pvc_difference(wanted, running).is_some(),
+                _ => true,
+            }
         {
             return Ok(Some(ReplaceOnlyChange::PvcSpec));
         }
