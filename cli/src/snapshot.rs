@@ -59,23 +59,12 @@ pub struct SnapshotArgs {
 /// The files fdbcli uses with a TLS cluster, as `run` takes them: all three of
 /// certificate, key and CA, or none.
 pub fn fdbcli_tls(args: &SnapshotArgs) -> Result<Option<TlsFiles>, String> {
-    match (
-        &args.tls_certificate_file,
-        &args.tls_key_file,
-        &args.tls_ca_file,
-    ) {
-        (None, None, None) => Ok(None),
-        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
-            certificate_file: cert.clone(),
-            key_file: key.clone(),
-            ca_file: ca.clone(),
-            verify_peers: args.tls_verify_peers.clone(),
-        })),
-        _ => Err(
-            "--tls-certificate-file, --tls-key-file and --tls-ca-file (FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE) go together"
-                .to_owned(),
-        ),
-    }
+    TlsFiles::from_options(
+        args.tls_certificate_file.as_ref(),
+        args.tls_key_file.as_ref(),
+        args.tls_ca_file.as_ref(),
+        args.tls_verify_peers.as_ref(),
+    )
 }
 
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, String> {

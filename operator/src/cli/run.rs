@@ -125,23 +125,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The files fdbcli uses with TLS clusters: all three of certificate, key and CA, or
 /// none.
 fn fdbcli_tls(args: &RunArgs) -> Result<Option<TlsFiles>, String> {
-    match (
-        &args.tls_certificate_file,
-        &args.tls_key_file,
-        &args.tls_ca_file,
-    ) {
-        (None, None, None) => Ok(None),
-        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
-            certificate_file: cert.clone(),
-            key_file: key.clone(),
-            ca_file: ca.clone(),
-            verify_peers: args.tls_verify_peers.clone(),
-        })),
-        _ => Err(
-            "--tls-certificate-file, --tls-key-file and --tls-ca-file (FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE) go together"
-                .to_owned(),
-        ),
-    }
+    TlsFiles::from_options(
+        args.tls_certificate_file.as_ref(),
+        args.tls_key_file.as_ref(),
+        args.tls_ca_file.as_ref(),
+        args.tls_verify_peers.as_ref(),
+    )
 }
 
 /// The operator's TLS material for sidecars: the sidecar-specific flags, else the

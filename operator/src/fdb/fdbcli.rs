@@ -40,6 +40,31 @@ pub struct TlsFiles {
     pub verify_peers: Option<String>,
 }
 
+impl TlsFiles {
+    /// The files of the `--tls-*` options of `run` and `snapshot`: all three of
+    /// certificate, key and CA, or none (`None`); any other mix is refused.
+    pub fn from_options(
+        certificate_file: Option<&PathBuf>,
+        key_file: Option<&PathBuf>,
+        ca_file: Option<&PathBuf>,
+        verify_peers: Option<&String>,
+    ) -> Result<Option<Self>, String> {
+        match (certificate_file, key_file, ca_file) {
+            (None, None, None) => Ok(None),
+            (Some(cert), Some(key), Some(ca)) => Ok(Some(Self {
+                certificate_file: cert.clone(),
+                key_file: key.clone(),
+                ca_file: ca.clone(),
+                verify_peers: verify_peers.cloned(),
+            })),
+            _ => Err(
+                "--tls-certificate-file, --tls-key-file and --tls-ca-file (FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE) go together"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
 /// How to run fdbcli.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FdbcliConfig {

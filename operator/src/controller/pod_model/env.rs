@@ -22,7 +22,8 @@ pub const MAIN_CA_FILE: &str = "/var/dynamic-conf/ca.pem";
 /// Where the sidecar finds the trusted CAs in its ConfigMap mount.
 pub const SIDECAR_CA_FILE: &str = "/var/input-files/ca.pem";
 
-fn value(name: &str, value: impl Into<String>) -> EnvVar {
+/// A variable with a literal value.
+pub(super) fn value(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
         value: Some(value.into()),
@@ -30,7 +31,8 @@ fn value(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
-fn field(name: &str, path: &str) -> EnvVar {
+/// A variable taken from a field of the pod (the downward API).
+pub(super) fn field(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
         value: None,

@@ -11,11 +11,11 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::monitor_conf::process_config::process_config_key;
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath,
-    ObjectFieldSelector, PersistentVolumeClaimVolumeSource, SecurityContext, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath,
+    PersistentVolumeClaimVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 
-use super::env::{MAIN_CA_FILE, MAIN_CLUSTER_FILE, USER_OVERRIDABLE_ENV, merge_env};
+use super::env::{MAIN_CA_FILE, MAIN_CLUSTER_FILE, USER_OVERRIDABLE_ENV, field, merge_env, value};
 use super::volumes::{
     CA_FILE, CA_FILE_KEY, CLUSTER_FILE, CLUSTER_FILE_KEY, CONFIG_MAP_VOLUME, DATA_MOUNT,
     DATA_VOLUME, DYNAMIC_CONF_MOUNT, TRACE_LOGS_MOUNT, TRACE_LOGS_VOLUME, config_map_name,
@@ -39,28 +39,6 @@ fn mount(name: &str, path: &str) -> VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
         ..VolumeMount::default()
-    }
-}
-
-fn value(name: &str, value: impl Into<String>) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.into()),
-        value_from: None,
-    }
-}
-
-fn field(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                api_version: None,
-                field_path: path.to_owned(),
-            }),
-            ..EnvVarSource::default()
-        }),
     }
 }
 
