@@ -4,6 +4,7 @@
 
 pub mod address;
 pub mod api;
+pub mod blob_store_url;
 pub mod cluster_math;
 pub mod connection_string;
 pub mod monitor_conf;

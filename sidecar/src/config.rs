@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use clap::Parser;
 use fdb_shared::FdbVersion;
 
-use crate::tls::rules::{PeerRules, RuleParseError};
+use fdb_shared::sidecar::peer_rules::{PeerRules, RuleParseError};
 
 /// Environment variables of the pre-6.3 sidecar; their presence is an error.
 pub const DEPRECATED_ENV_VARS: [&str; 4] =

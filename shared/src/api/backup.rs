@@ -59,9 +59,14 @@ impl BlobStoreConfiguration {
 
     /// The backup URL: `blobstore://<account>/<backup name>?bucket=<bucket>` followed by
     /// the URL parameters, `&`-separated; each part percent-encoded (see
-    /// [`crate::validation::backup_values::backup_url`]).
+    /// [`crate::blob_store_url::backup_url`]).
     pub fn url(&self, resource_name: &str) -> String {
-        crate::validation::backup_values::backup_url(self, resource_name)
+        crate::blob_store_url::backup_url(
+            self.account_name.as_deref().unwrap_or_default(),
+            self.backup_name(resource_name),
+            self.bucket(),
+            &self.url_parameters,
+        )
     }
 }
 

@@ -65,7 +65,7 @@ fn the_url_keeps_valid_parts_and_encodes_the_rest() {
     let mut good = config("backup@s3.example:443");
     good.url_parameters = vec!["secure_connection=0".into()];
     assert_eq!(
-        backup_url(&good, "b"),
+        good.url("b"),
         "blobstore://backup@s3.example:443/b?bucket=fdb-backups&secure_connection=0"
     );
     // Validation skipped: every part stays its part.
@@ -73,7 +73,7 @@ fn the_url_keeps_valid_parts_and_encodes_the_rest() {
     bad.backup_name = Some("n?bucket=evil#".into());
     bad.bucket = Some("b&x=1".into());
     bad.url_parameters = vec!["k=v&bucket=evil".into(), "bucket=evil".into()];
-    let url = backup_url(&bad, "r");
+    let url = bad.url("r");
     assert_eq!(url.matches('?').count(), 1, "{url}");
     assert_eq!(url.matches("bucket=").count(), 1, "{url}");
     assert_eq!(url.matches('&').count(), 1, "{url}");

@@ -1,5 +1,5 @@
-//! No production file of the operator crate imports a file that imports it back (issue
-//! 20): each file's `crate::...` and `super::...` paths are resolved to the module file
+//! No production file of a workspace crate imports a file of the same crate that
+//! imports it back (issue 20): each file's `crate::...` and `super::...` paths are resolved to the module file
 //! they name, and the import graph must have no cycle. A cycle is printed with its edges,
 //! so the message says which import to move (docs/architecture.md, "Import layers").
 //! Test modules (`#[cfg(test)] mod tests`) are left out: tests may look anywhere.
@@ -211,13 +211,34 @@ fn describe(graph: &BTreeMap<Module, BTreeSet<Module>>, cycles: &[Vec<Module>]) 
     text
 }
 
+/// The crates whose production files must not import in a circle, with the least number
+/// of files the walk must find in each (so a moved folder cannot pass by finding nothing).
+/// The simulation crate is not listed yet: its world and FoundationDB model still have
+/// circles (`fdb::state` and the files that render and assess it, `world::kubelet` and
+/// the pod start, `kube::store` and its validation).
+const CRATES: &[(&str, usize)] = &[
+    ("shared", 40),
+    ("operator", 50),
+    ("sidecar", 10),
+    ("kubectl-fdb", 10),
+    ("cli", 4),
+    ("bounded-http", 3),
+];
+
 #[test]
-fn no_production_file_of_the_operator_imports_in_a_circle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = import_graph(&root);
-    assert!(graph.len() > 50, "the walk found the crate's files");
-    let found = cycles(&graph);
-    assert!(found.is_empty(), "{}", describe(&graph, &found));
+fn no_production_file_of_a_crate_imports_in_a_circle() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut report = String::new();
+    for (name, least) in CRATES {
+        let root = workspace.join(name).join("src");
+        let graph = import_graph(&root);
+        assert!(graph.len() >= *least, "the walk found {name}'s files");
+        let found = cycles(&graph);
+        if !found.is_empty() {
+            report.push_str(&format!("crate {name}:\n{}", describe(&graph, &found)));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
 }
 
 #[test]
