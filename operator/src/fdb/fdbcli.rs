@@ -103,6 +103,14 @@ impl FdbcliConfig {
             "--timeout".to_owned(),
             self.timeout.as_secs().max(1).to_string(),
         ];
+        self.push_tls_arguments(&mut args);
+        args.extend(self.extra_args.iter().cloned());
+        args.extend(["--exec".to_owned(), command.to_owned()]);
+        args
+    }
+
+    /// The TLS options every tool of the fdbcli family takes, when TLS is configured.
+    fn push_tls_arguments(&self, args: &mut Vec<String>) {
         if let Some(tls) = &self.tls {
             args.extend([
                 "--tls_certificate_file".to_owned(),
@@ -116,9 +124,6 @@ impl FdbcliConfig {
                 args.extend(["--tls_verify_peers".to_owned(), peers.clone()]);
             }
         }
-        args.extend(self.extra_args.iter().cloned());
-        args.extend(["--exec".to_owned(), command.to_owned()]);
-        args
     }
 
     /// The path of another tool of the fdbcli family (`fdbbackup`, `fdbrestore`): the
@@ -144,19 +149,7 @@ impl FdbcliConfig {
             cluster_file_flag.to_owned(),
             self.cluster_file.display().to_string(),
         ]);
-        if let Some(tls) = &self.tls {
-            args.extend([
-                "--tls_certificate_file".to_owned(),
-                tls.certificate_file.display().to_string(),
-                "--tls_key_file".to_owned(),
-                tls.key_file.display().to_string(),
-                "--tls_ca_file".to_owned(),
-                tls.ca_file.display().to_string(),
-            ]);
-            if let Some(peers) = &tls.verify_peers {
-                args.extend(["--tls_verify_peers".to_owned(), peers.clone()]);
-            }
-        }
+        self.push_tls_arguments(&mut args);
         args
     }
 }

@@ -11,17 +11,16 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::monitor_conf::process_config::process_config_key;
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath,
-    PersistentVolumeClaimVolumeSource, SecurityContext, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, EnvVar, SecurityContext, Volume, VolumeMount,
 };
 
 use super::env::{MAIN_CA_FILE, MAIN_CLUSTER_FILE, USER_OVERRIDABLE_ENV, field, merge_env, value};
 use super::volumes::{
     CA_FILE, CA_FILE_KEY, CLUSTER_FILE, CLUSTER_FILE_KEY, CONFIG_MAP_VOLUME, DATA_MOUNT,
     DATA_VOLUME, DYNAMIC_CONF_MOUNT, TRACE_LOGS_MOUNT, TRACE_LOGS_VOLUME, config_map_name,
-    merge_mounts,
+    data_volume, empty_dir, item, merge_mounts,
 };
-use super::{MAIN_CONTAINER, SIDECAR_CONTAINER, names, servers_per_pod};
+use super::{MAIN_CONTAINER, SIDECAR_CONTAINER, servers_per_pod};
 
 /// The volume the sidecar-mode container copies binaries into.
 pub const SHARED_BINARIES_VOLUME: &str = "shared-binaries";
@@ -153,22 +152,6 @@ pub(crate) fn sidecar_container(user: Option<&Container>, image: &str, version: 
     container
 }
 
-fn empty_dir(name: &str) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        empty_dir: Some(EmptyDirVolumeSource::default()),
-        ..Volume::default()
-    }
-}
-
-fn item(key: impl Into<String>, path: &str) -> KeyToPath {
-    KeyToPath {
-        key: key.into(),
-        path: path.to_owned(),
-        mode: None,
-    }
-}
-
 /// The volumes of a unified pod, in a fixed order: data, shared binaries, the ConfigMap
 /// (the class's process configuration as `config.json`, the cluster file, the CAs),
 /// trace logs.
@@ -177,18 +160,7 @@ pub(crate) fn pod_volumes(
     group: &ProcessGroupStatus,
 ) -> Vec<Volume> {
     let class = group.process_class;
-    let data = if class.is_stateful() {
-        Volume {
-            name: DATA_VOLUME.to_owned(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: names::pvc_name(cluster, group),
-                read_only: None,
-            }),
-            ..Volume::default()
-        }
-    } else {
-        empty_dir(DATA_VOLUME)
-    };
+    let data = data_volume(cluster, group);
     let mut items = vec![
         item(process_config_key(class), PROCESS_CONFIG_FILE),
         item(CLUSTER_FILE_KEY, CLUSTER_FILE),

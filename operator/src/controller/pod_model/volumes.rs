@@ -62,7 +62,8 @@ pub const CLUSTER_FILE: &str = "fdb.cluster";
 /// The trusted CA file name in the sidecar's input and output directories.
 pub const CA_FILE: &str = "ca.pem";
 
-fn empty_dir(name: &str) -> Volume {
+/// An `emptyDir` volume named `name`.
+pub(crate) fn empty_dir(name: &str) -> Volume {
     Volume {
         name: name.to_owned(),
         empty_dir: Some(EmptyDirVolumeSource::default()),
@@ -70,7 +71,8 @@ fn empty_dir(name: &str) -> Volume {
     }
 }
 
-fn item(key: impl Into<String>, path: &str) -> KeyToPath {
+/// A ConfigMap item: `key` projected as `path`.
+pub(crate) fn item(key: impl Into<String>, path: &str) -> KeyToPath {
     KeyToPath {
         key: key.into(),
         path: path.to_owned(),
@@ -78,13 +80,9 @@ fn item(key: impl Into<String>, path: &str) -> KeyToPath {
     }
 }
 
-/// The operator's volumes for a group, in a fixed order.
-pub(crate) fn pod_volumes(
-    cluster: &FoundationDBCluster,
-    group: &ProcessGroupStatus,
-) -> Vec<Volume> {
-    let class = group.process_class;
-    let data = if class.is_stateful() {
+/// The data volume of a group: its PVC for a stateful class, else an `emptyDir`.
+pub(crate) fn data_volume(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> Volume {
+    if group.process_class.is_stateful() {
         Volume {
             name: DATA_VOLUME.to_owned(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
@@ -95,7 +93,16 @@ pub(crate) fn pod_volumes(
         }
     } else {
         empty_dir(DATA_VOLUME)
-    };
+    }
+}
+
+/// The operator's volumes for a group, in a fixed order.
+pub(crate) fn pod_volumes(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+) -> Vec<Volume> {
+    let class = group.process_class;
+    let data = data_volume(cluster, group);
     let mut items = vec![
         item(
             monitor_conf_key(class, servers_per_pod(cluster, class)),
