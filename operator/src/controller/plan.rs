@@ -198,6 +198,16 @@ pub enum Action {
         /// The JSON merge patch.
         patch: serde_json::Value,
     },
+    /// Sets the image of one container of a pod (a strategic merge patch of that
+    /// container alone): the kubelet restarts that container, not the pod.
+    SetContainerImage {
+        /// The pod.
+        pod: String,
+        /// The container's name.
+        container: String,
+        /// The new image.
+        image: String,
+    },
     /// Deletes an object of the cluster (not a pod: [`Action::DeletePod`] counts as a
     /// disruption); one already gone is fine.
     Delete {

@@ -37,9 +37,11 @@ pub(super) async fn perform(
     action: Action,
 ) -> Result<String, StepError> {
     match action {
-        Action::DeletePod(_) | Action::Create(_) | Action::Patch { .. } | Action::Delete { .. } => {
-            write(ctx, io, facts, action).await
-        }
+        Action::DeletePod(_)
+        | Action::Create(_)
+        | Action::Patch { .. }
+        | Action::SetContainerImage { .. }
+        | Action::Delete { .. } => write(ctx, io, facts, action).await,
         Action::WriteStatus(_)
         | Action::StageStatus(_)
         | Action::StageStatusDecision(_)
@@ -222,6 +224,21 @@ async fn write(
                         .await?;
                 }
             }
+            Ok(what)
+        }
+        Action::SetContainerImage {
+            pod,
+            container,
+            image,
+        } => {
+            let what = format!("set the {container} image of pod {pod} to {image}");
+            tracing::info!(%pod, %container, %image, "changing a container image");
+            // Strategic: the containers list merges by name, so only this one changes.
+            let patch = serde_json::json!({"spec": {"containers": [
+                {"name": container, "image": image}
+            ]}});
+            io.patch_strategic::<Pod>(ctx, &pod, &patch, what.clone())
+                .await?;
             Ok(what)
         }
         Action::Delete { kind, name } => {

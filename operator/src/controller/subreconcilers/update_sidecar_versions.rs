@@ -18,10 +18,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
@@ -94,44 +92,29 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     updates
 }
 
+impl SidecarUpdate {
+    /// The patch of the pod's sidecar container, as an action.
+    pub fn into_action(self) -> Action {
+        Action::SetContainerImage {
+            pod: self.pod,
+            container: SIDECAR_CONTAINER.to_owned(),
+            image: self.to,
+        }
+    }
+}
+
 #[async_trait]
 impl Subreconciler for UpdateSidecarVersions {
     fn name(&self) -> &'static str {
         "UpdateSidecarVersions"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let updates = decide(snapshot);
-        for update in &updates {
-            tracing::info!(
-                group = %update.group,
-                pod = %update.pod,
-                from = %update.from,
-                to = %update.to,
-                "changing the sidecar image"
-            );
-            let patch = serde_json::json!({"spec": {"containers": [
-                {"name": SIDECAR_CONTAINER, "image": update.to}
-            ]}});
-            io.patch_strategic::<Pod>(
-                ctx,
-                &update.pod,
-                &patch,
-                format!(
-                    "set the sidecar image of pod {} to {}",
-                    update.pod, update.to
-                ),
-            )
-            .await?;
-        }
-        // The restarted sidecars are confirmed by UpdatePodConfig, which asks them next.
-        Ok(StepOutcome::Continue)
+    /// The sidecar patches; the restarted sidecars are confirmed by UpdatePodConfig,
+    /// which asks them next.
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(Verdict::plain(
+            decide(snapshot).into_iter().map(SidecarUpdate::into_action),
+        ))
     }
 }
 
@@ -173,6 +156,30 @@ mod tests {
                 pod: "sample-log-1".into(),
                 from: SIDECAR_71.into(),
                 to: SIDECAR_73.into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn the_step_plans_one_sidecar_image_change_per_pod_and_no_lock_or_disruption() {
+        let snapshot = Fixture::new("version: 7.3.43")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1")])
+            .pods([with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71)])
+            .build();
+        let verdict = UpdateSidecarVersions
+            .decide(&snapshot, &PassFacts::default())
+            .unwrap();
+        let Verdict::Act(plan) = &verdict else {
+            panic!("{verdict:?}")
+        };
+        assert!(plan.actions.iter().all(|p| p.lock.is_none() && !p.disrupts));
+        assert_eq!(
+            verdict.actions(),
+            [&Action::SetContainerImage {
+                pod: "sample-log-1".into(),
+                container: SIDECAR_CONTAINER.into(),
+                image: SIDECAR_73.into(),
             }]
         );
     }
