@@ -18,6 +18,7 @@
 //! ([`super::barriers::holds_later_steps`]).
 
 mod perform;
+mod pod_agents;
 
 use perform::perform;
 
@@ -93,6 +94,7 @@ fn delay(ctx: &Context, waits_on: WaitOn) -> std::time::Duration {
         WaitOn::Kubernetes => ctx.settings.kube_wait,
         WaitOn::KubernetesLong => ctx.settings.kube_wait * 6,
         WaitOn::Database => ctx.settings.database_wait,
+        WaitOn::ConfigMap => ctx.settings.config_map_wait,
         WaitOn::After(delay) => delay,
     }
 }

@@ -19,6 +19,7 @@ use super::safety::LockedAction;
 use super::snapshot::ClusterSnapshot;
 use super::status::StatusDecision;
 use super::status_mutations::StatusMutation;
+use super::subreconcilers::update_pod_config_plan::{PodConfigQuery, PodConfigResult};
 use crate::fdb::ExclusionTarget;
 
 /// Groups whose pods are about to be deleted while they host a coordinator, and why
@@ -50,6 +51,9 @@ pub struct PassFacts {
     pub recovery_caused: Option<String>,
     /// Which of the executor's rules apply (all of them, but in mutation tests).
     pub rules: ExecutorRules,
+    /// The answers of the last [`Action::AskPodAgents`], one per candidate, until the
+    /// step that asked takes them.
+    pub pod_config_answers: Option<Vec<PodConfigResult>>,
 }
 
 impl PassFacts {
@@ -117,6 +121,8 @@ pub enum WaitOn {
     KubernetesLong,
     /// The database (processes reporting, availability, a recovery).
     Database,
+    /// The kubelet projecting a changed ConfigMap into the pods.
+    ConfigMap,
     /// A fixed delay.
     After(Duration),
 }
@@ -208,6 +214,13 @@ pub enum Action {
         /// The new image.
         image: String,
     },
+    /// Asks the pods' agents (HTTP sidecars, unified pods' monitors) to take the desired
+    /// configuration and confirm it; the answers go into
+    /// [`PassFacts::pod_config_answers`] for the step's conclusion.
+    AskPodAgents(PodConfigQuery),
+    /// Asks a unified pod's monitor to read its configuration again (the
+    /// `outdated-config-map-seen` annotation, stamped with the time it is written).
+    NudgeMonitor(String),
     /// Deletes an object of the cluster (not a pod: [`Action::DeletePod`] counts as a
     /// disruption); one already gone is fine.
     Delete {

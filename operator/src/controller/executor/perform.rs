@@ -14,7 +14,9 @@ use crate::controller::pass_io::{PassIo, publish};
 use crate::controller::plan::{Action, PassFacts};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
+use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
 use crate::fdb::{AdminClient as _, AdminError};
+use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 
 fn already_configured(error: &AdminError) -> bool {
     matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
@@ -47,6 +49,27 @@ pub(super) async fn perform(
         | Action::StageStatusDecision(_)
         | Action::Event { .. } => record(ctx, snapshot, io, action).await,
         Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
+        Action::AskPodAgents(query) => {
+            let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
+            let confirmed = answers
+                .iter()
+                .filter(|a| **a == PodConfigResult::Confirmed)
+                .count();
+            facts.pod_config_answers = Some(answers);
+            Ok(format!(
+                "asked {} pod agents ({confirmed} confirmed)",
+                query.candidates.len()
+            ))
+        }
+        Action::NudgeMonitor(pod) => {
+            let seen = ctx.clock.now_unix().to_string();
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                OUTDATED_CONFIG_MAP_ANNOTATION: seen
+            }}});
+            let what = format!("ask the monitor of pod {pod} to reload");
+            io.patch::<Pod>(ctx, &pod, &patch, what.clone()).await?;
+            Ok(what)
+        }
         // Listed, not a catch-all: a new action must be routed here or it does not build.
         command @ (Action::Configure { .. }
         | Action::Exclude(_)

@@ -47,6 +47,10 @@ use async_trait::async_trait;
 /// ([`super::executor`]) runs under the shared rules. The snapshot is read-only; what the
 /// plan writes, the next step sees (see [`super::snapshot`]). Steps not yet migrated to
 /// plans override `reconcile` and act through the pass's I/O themselves.
+///
+/// A step that must hear from the world before it can decide (UpdatePodConfig asks the
+/// pods' agents) plans a query action; the executor puts the answers into the facts, and
+/// the step's pure [`Subreconciler::conclude`] turns them into a second verdict.
 #[async_trait]
 pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
@@ -61,7 +65,18 @@ pub trait Subreconciler: Send + Sync {
         Ok(Verdict::Continue)
     }
 
-    /// Runs the step: its decision through the executor, unless the step overrides it.
+    /// What the step concludes once its plan ran, from the answers its query actions
+    /// left in `facts` (which it takes): nothing more by default.
+    fn conclude(
+        &self,
+        _snapshot: &ClusterSnapshot,
+        _facts: &mut PassFacts,
+    ) -> Result<Verdict, StepError> {
+        Ok(Verdict::Continue)
+    }
+
+    /// Runs the step: its decision through the executor, then its conclusion, unless the
+    /// step overrides it.
     async fn reconcile(
         &self,
         ctx: &Context,
@@ -70,7 +85,12 @@ pub trait Subreconciler: Send + Sync {
         facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let verdict = self.decide(snapshot, facts)?;
-        executor::execute(ctx, snapshot, io, facts, self.name(), verdict).await
+        let outcome = executor::execute(ctx, snapshot, io, facts, self.name(), verdict).await?;
+        if outcome != StepOutcome::Continue {
+            return Ok(outcome);
+        }
+        let then = self.conclude(snapshot, facts)?;
+        executor::execute(ctx, snapshot, io, facts, self.name(), then).await
     }
 }
 

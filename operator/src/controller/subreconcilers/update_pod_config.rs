@@ -1,8 +1,10 @@
 //! UpdatePodConfig: brings every pod's dynamic configuration (cluster file and
-//! fdbmonitor.conf) up to date through its sidecar (sidecar-api.md "How the operator uses
-//! it"): substitutions -> expected conf; check_hash, copy, check again; then the
-//! `last-applied-config-map` annotation. Unreachable sidecars get SidecarUnreachable,
-//! content the kubelet has not projected yet IncorrectConfigMap; both requeue.
+//! fdbmonitor.conf) up to date through its agent (sidecar-api.md "How the operator uses
+//! it"): it decides which pods to ask and plans the question
+//! ([`Action::AskPodAgents`], which the executor runs: `executor/pod_agents.rs`), then
+//! concludes from the answers: confirmed pods get the `last-applied-config-map`
+//! annotation, unreachable sidecars SidecarUnreachable, content the kubelet has not
+//! projected yet IncorrectConfigMap; both requeue.
 //!
 //! During an incompatible upgrade (operator-behavior §9 step 3) a pod is confirmed only
 //! once its sidecar also answers `is_present/bin/<target>/fdbserver` (after a
@@ -10,34 +12,22 @@
 //! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
-use std::collections::BTreeMap;
-
 pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
-pub use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
+pub use super::update_pod_config_plan::{
+    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate,
+};
 use async_trait::async_trait;
-use fdb_shared::api::FoundationDBCluster;
-use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::cluster::ProcessGroupConditionType;
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
-use fdb_shared::sidecar::protocol::{CLUSTER_FILE, MONITOR_CONF_FILE};
-use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
-use futures::future::BoxFuture;
-use futures::{FutureExt as _, StreamExt as _};
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::config_map::{expected_monitor_conf, sha256_hex};
-use crate::controller::context::Context;
 use crate::controller::desired::ConfigHashes;
 use crate::controller::errors::StepError;
+use crate::controller::object_kind::ObjectKind;
 use crate::controller::objects::pod_is_running;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
-use crate::controller::pod_agent::PodAgent;
-use crate::controller::pod_config_memo::PodMemo;
-use crate::controller::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, expected_substitutions, pod_image_type, pod_servers_per_pod,
-};
+use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type};
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
@@ -46,162 +36,6 @@ use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdatePodConfig;
-
-fn classify(error: SidecarClientError) -> PodConfigResult {
-    if error.is_unreachable() {
-        PodConfigResult::Unreachable(error.to_string())
-    } else {
-        PodConfigResult::Incorrect(error.to_string())
-    }
-}
-
-/// Makes sure the upgrade's binary is staged: `is_present`, else `copy_binaries` and
-/// `is_present` again.
-async fn ensure_staged(sidecar: &dyn SidecarApi, binary: &str) -> Result<bool, SidecarClientError> {
-    if sidecar.is_present(binary).await? {
-        return Ok(true);
-    }
-    sidecar.copy_binaries().await?;
-    sidecar.is_present(binary).await
-}
-
-/// The cluster file: checked first (fdbserver rewrites it itself when coordinators
-/// change, and a copy of a ConfigMap the kubelet has not projected yet would put the
-/// old one back), copied only when it differs, then checked again. A pod whose file was
-/// already seen to differ for this hash is copied at once.
-async fn ensure_cluster_file(
-    sidecar: &dyn SidecarApi,
-    want: &str,
-    memo: &mut PodMemo,
-) -> Result<bool, SidecarClientError> {
-    if !memo.cluster_file_differs
-        && sidecar.check_hash(CLUSTER_FILE).await?.as_deref() == Some(want)
-    {
-        return Ok(true);
-    }
-    sidecar.copy_files().await?;
-    let matches = sidecar.check_hash(CLUSTER_FILE).await?.as_deref() == Some(want);
-    memo.cluster_file_differs = !matches;
-    Ok(matches)
-}
-
-/// The monitor conf: rendered by the sidecar from the projected template and the pod's
-/// own values, so a copy can never put an older conf in place; copied at once, then its
-/// hash compared with the conf expected from the substitutions. These come from the pod
-/// spec when it tells them all, else from `GET /substitutions` (once per pod); a
-/// mismatch with values read from the spec asks the sidecar before concluding.
-async fn ensure_monitor_conf(
-    sidecar: &dyn SidecarApi,
-    cluster: &FoundationDBCluster,
-    group: &ProcessGroupStatus,
-    pod: &Pod,
-    memo: &mut PodMemo,
-) -> Result<Result<bool, String>, SidecarClientError> {
-    let servers = pod_servers_per_pod(cluster, group.process_class, Some(pod));
-    let expected = |substitutions: &BTreeMap<String, String>| {
-        expected_monitor_conf(cluster, group.process_class, servers, substitutions)
-            .map(|conf| sha256_hex(conf.as_bytes()))
-            .map_err(|error| error.to_string())
-    };
-    let (substitutions, asked) = match (&memo.substitutions, expected_substitutions(pod)) {
-        (Some(known), _) => (known.clone(), true),
-        (None, Some(derived)) => (derived, false),
-        (None, None) => {
-            let asked = sidecar.substitutions().await?;
-            memo.substitutions = Some(asked.clone());
-            (asked, true)
-        }
-    };
-    let want = match expected(&substitutions) {
-        Ok(want) => want,
-        Err(error) => return Ok(Err(error)),
-    };
-    sidecar.copy_monitor_conf().await?;
-    let Some(got) = sidecar.check_hash(MONITOR_CONF_FILE).await? else {
-        return Ok(Ok(false));
-    };
-    if got == want {
-        return Ok(Ok(true));
-    }
-    if asked {
-        return Ok(Ok(false));
-    }
-    let asked = sidecar.substitutions().await?;
-    memo.substitutions = Some(asked.clone());
-    Ok(expected(&asked).map(|want| got == want))
-}
-
-/// Runs the protocol against one pod's sidecar, with what earlier tries taught about
-/// it (`memo`, updated).
-pub async fn check_pod(
-    sidecar: &dyn SidecarApi,
-    cluster: &FoundationDBCluster,
-    group: &ProcessGroupStatus,
-    pod: &Pod,
-    cluster_file: &str,
-    staged: Option<&str>,
-    memo: &mut PodMemo,
-) -> PodConfigResult {
-    if let Some(binary) = staged {
-        match ensure_staged(sidecar, binary).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return PodConfigResult::Incorrect(format!("{binary} is not staged yet"));
-            }
-            Err(error) => return classify(error),
-        }
-    }
-    let want = sha256_hex(cluster_file.as_bytes());
-    match ensure_cluster_file(sidecar, &want, memo).await {
-        Ok(true) => {}
-        Ok(false) => {
-            memo.attempts += 1;
-            return PodConfigResult::Incorrect(format!(
-                "{CLUSTER_FILE} still differs after the copy"
-            ));
-        }
-        Err(error) => return classify(error),
-    }
-    match ensure_monitor_conf(sidecar, cluster, group, pod, memo).await {
-        Ok(Ok(true)) => PodConfigResult::Confirmed,
-        Ok(Ok(false)) => {
-            memo.attempts += 1;
-            PodConfigResult::Incorrect(format!("{MONITOR_CONF_FILE} still differs after the copy"))
-        }
-        Ok(Err(error)) => PodConfigResult::Incorrect(error),
-        Err(error) => classify(error),
-    }
-}
-
-/// Runs the protocol against the sidecar of `pod`; returns what to remember.
-async fn check_candidate(
-    ctx: &Context,
-    cluster: &FoundationDBCluster,
-    candidate: &Candidate<'_>,
-    cluster_file: &str,
-    staged: Option<&str>,
-    mut memo: PodMemo,
-) -> (PodConfigResult, PodMemo) {
-    if PodAgent::of(candidate.pod) == PodAgent::Monitor {
-        return (monitor_result(cluster, candidate), memo);
-    }
-    let result = match ctx.sidecars.sidecar_for(cluster, candidate.pod) {
-        Ok(sidecar) => {
-            check_pod(
-                sidecar.as_ref(),
-                cluster,
-                candidate.group,
-                candidate.pod,
-                cluster_file,
-                staged,
-                &mut memo,
-            )
-            .await
-        }
-        Err(error) => classify(error),
-    };
-    (result, memo)
-}
 
 /// Decides which pods to ask (`None` before there is a connection string).
 pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, StepError> {
@@ -376,89 +210,42 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
     outcome
 }
 
-/// How many times a pod may answer "still differs" for one hash before it stops being
-/// the probe (a pod whose copy keeps failing must not hold the others back).
-pub const PROBE_LIMIT: u32 = 8;
-
-/// Asks the candidates' sidecars; the answers are in candidate order.
-///
-/// While the kubelet has not projected a changed ConfigMap no pod can confirm it, and
-/// it projects into all pods about the same time: so one pod is asked first (the first
-/// in status order that has not kept failing, past pods whose sidecar does not answer),
-/// and the others only once it confirmed; until then they are [`PodConfigResult::NotAsked`].
-/// During an incompatible upgrade every pod stages its own binary: all are asked.
-/// Sidecars are asked concurrently (a few unreachable ones must not stall a large
-/// cluster for their timeouts one after the other); the results are in process-group
-/// order, so the writes are the same whatever answered first.
-async fn ask_sidecars(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    plan: &PodConfigPlan<'_>,
-) -> Vec<PodConfigResult> {
-    let cluster = snapshot.cluster();
-    let (namespace, name) = (snapshot.namespace(), snapshot.name());
-    let memo = &ctx.pod_config;
-    let uid = |pod: &Pod| pod.metadata.uid.clone().unwrap_or_else(|| pod.name_any());
-    let memo_of = |c: &Candidate<'_>| memo.get(namespace, name, &uid(c.pod), &c.desired_hash);
-    let staged = plan.staged.as_deref();
-    let mut results: Vec<Option<PodConfigResult>> = vec![None; plan.candidates.len()];
-    let mut projected = true;
-    if staged.is_none() {
-        for (index, candidate) in plan.candidates.iter().enumerate() {
-            let known = memo_of(candidate);
-            if known.attempts >= PROBE_LIMIT {
-                continue;
-            }
-            let (result, learned) =
-                check_candidate(ctx, cluster, candidate, &plan.cluster_file, staged, known).await;
-            memo.put(namespace, name, &uid(candidate.pod), learned);
-            let decisive = !matches!(result, PodConfigResult::Unreachable(_));
-            projected = !matches!(
-                result,
-                PodConfigResult::Incorrect(_) | PodConfigResult::Unreadable(_)
-            );
-            if let Some(slot) = results.get_mut(index) {
-                *slot = Some(result);
-            }
-            if decisive {
-                break;
-            }
-        }
-    }
-    if projected {
-        let mut indices = Vec::new();
-        let mut rest: Vec<BoxFuture<'_, (PodConfigResult, PodMemo)>> = Vec::new();
-        for (index, c) in plan.candidates.iter().enumerate() {
-            if results.get(index).is_some_and(Option::is_none) {
-                indices.push(index);
-                let known = memo_of(c);
-                rest.push(
-                    check_candidate(ctx, cluster, c, &plan.cluster_file, staged, known).boxed(),
-                );
-            }
-        }
-        let answers: Vec<(PodConfigResult, PodMemo)> = futures::stream::iter(rest)
-            .buffered(ctx.settings.sidecar_concurrency.max(1))
-            .collect()
-            .await;
-        for (index, (result, learned)) in indices.into_iter().zip(answers) {
-            if let Some(candidate) = plan.candidates.get(index) {
-                memo.put(namespace, name, &uid(candidate.pod), learned);
-            }
-            if let Some(slot) = results.get_mut(index) {
-                *slot = Some(result);
-            }
-        }
-    }
-    let live: std::collections::BTreeSet<&str> = snapshot
-        .pods()
-        .filter_map(|pod| pod.metadata.uid.as_deref())
-        .collect();
-    memo.retain(namespace, name, &live);
-    results
+/// The verdict once the agents answered (`results`, one per candidate of `plan`):
+/// outdated monitors get a nudge, confirmed pods their annotation (a monitor that
+/// confirmed loses its nudge), conditions are staged; then a wait while any pod did not
+/// confirm: ending the pass while the kubelet has not projected the ConfigMap, letting
+/// the later steps act when pods do not run or their sidecars do not answer (a node
+/// down: the later steps replace and remove such groups).
+pub fn verdict_from(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> Verdict {
+    let outcome = conclude(plan, results);
+    let mut actions: Vec<Action> = outdated_monitors(plan, results)
         .into_iter()
-        .map(|result| result.unwrap_or(PodConfigResult::NotAsked))
-        .collect()
+        .map(|pod| Action::NudgeMonitor(pod.name_any()))
+        .collect();
+    for (name, hash) in &outcome.annotate {
+        // A monitor that confirmed needs no nudge any more (null removes it).
+        actions.push(Action::Patch {
+            kind: ObjectKind::Pods,
+            name: name.clone(),
+            patch: serde_json::json!({"metadata": {"annotations": {
+                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash,
+                OUTDATED_CONFIG_MAP_ANNOTATION: null
+            }}}),
+        });
+    }
+    // Conditions only: nothing later depends on their being stored before the end of
+    // the pass.
+    if !outcome.mutations.is_empty() {
+        actions.push(Action::StageStatus(outcome.mutations.clone()));
+    }
+    let wait = outcome.waiting_reason().map(|reason| {
+        if outcome.incorrect > 0 {
+            Wait::new(WaitOn::ConfigMap, reason)
+        } else {
+            Wait::independent(WaitOn::Kubernetes, reason)
+        }
+    });
+    Verdict::plain(actions).then(wait)
 }
 
 #[async_trait]
@@ -467,75 +254,35 @@ impl Subreconciler for UpdatePodConfig {
         "UpdatePodConfig"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        _facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
+    /// Asks the candidates' agents (the answers come to [`Self::conclude`]); with none to
+    /// ask, waits for the pods that do not run yet.
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
         let Some(plan) = decide(snapshot)? else {
-            return Ok(StepOutcome::Continue);
+            return Ok(Verdict::Continue);
         };
-        let results = ask_sidecars(ctx, snapshot, &plan).await;
-        for (candidate, result) in plan.candidates.iter().zip(&results) {
-            let group = candidate.group.process_group_id.as_str();
-            match result {
-                PodConfigResult::Confirmed | PodConfigResult::NotAsked => {}
-                PodConfigResult::Unreachable(message) => {
-                    tracing::info!(group, %message, "sidecar unreachable");
-                }
-                PodConfigResult::Incorrect(message) => {
-                    tracing::debug!(group, %message, "configuration not yet in place");
-                }
-                PodConfigResult::Unreadable(message) => {
-                    tracing::warn!(group, %message, "monitor annotations unreadable");
-                }
-            }
+        if plan.candidates.is_empty() {
+            return Ok(verdict_from(&plan, &[]));
         }
-        let outcome = conclude(&plan, &results);
-        for pod in outdated_monitors(&plan, &results) {
-            let name = pod.name_any();
-            let seen = ctx.clock.now_unix().to_string();
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                OUTDATED_CONFIG_MAP_ANNOTATION: seen
-            }}});
-            io.patch::<Pod>(
-                ctx,
-                &name,
-                &patch,
-                format!("ask the monitor of pod {name} to reload"),
-            )
-            .await?;
-        }
-        for (name, hash) in &outcome.annotate {
-            // A monitor that confirmed needs no nudge any more (null removes it).
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                LAST_APPLIED_CONFIG_MAP_ANNOTATION: hash,
-                OUTDATED_CONFIG_MAP_ANNOTATION: null
-            }}});
-            io.patch::<Pod>(ctx, name, &patch, format!("annotate pod {name}"))
-                .await?;
-        }
-        // Conditions only: nothing later depends on their being stored before the end
-        // of the pass.
-        io.stage_mutations(snapshot, &outcome.mutations)?;
-        let Some(reason) = outcome.waiting_reason() else {
-            return Ok(StepOutcome::Continue);
+        Ok(Verdict::plain([Action::AskPodAgents(PodConfigQuery::of(
+            &plan,
+        ))]))
+    }
+
+    /// The answers of the agents, as [`verdict_from`] turns them into writes and a wait
+    /// (the plan is decided again from the same snapshot: the query asked its candidates
+    /// in that order).
+    fn conclude(
+        &self,
+        snapshot: &ClusterSnapshot,
+        facts: &mut PassFacts,
+    ) -> Result<Verdict, StepError> {
+        let Some(answers) = facts.pod_config_answers.take() else {
+            return Ok(Verdict::Continue);
         };
-        if outcome.incorrect > 0 {
-            return Ok(StepOutcome::Requeue {
-                delay: ctx.settings.config_map_wait,
-                reason,
-            });
-        }
-        // Pods that do not run or whose sidecar does not answer (a node down) cannot
-        // take the configuration now; they must not hold back the later steps, which
-        // replace and remove such groups.
-        Ok(StepOutcome::DelayedRequeue {
-            delay: ctx.settings.kube_wait,
-            reason,
-        })
+        let Some(plan) = decide(snapshot)? else {
+            return Ok(Verdict::Continue);
+        };
+        Ok(verdict_from(&plan, &answers))
     }
 }
 

@@ -48,3 +48,47 @@ pub struct PodConfigPlan<'a> {
     /// (relative to the sidecar's output dir).
     pub staged: Option<String>,
 }
+
+/// One pod whose agent is asked, by name (a plan's action holds no borrow of the
+/// snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryCandidate {
+    /// Its process group.
+    pub group: String,
+    /// The pod.
+    pub pod: String,
+    /// The hash its `last-applied-config-map` annotation must get.
+    pub desired_hash: String,
+}
+
+/// What UpdatePodConfig asks the pods' agents: take the desired configuration and
+/// confirm it. The answers, one per candidate in order, land in the pass's facts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodConfigQuery {
+    /// The cluster file the pods must have.
+    pub cluster_file: String,
+    /// During an incompatible upgrade, the staged `fdbserver` every pod must have.
+    pub staged: Option<String>,
+    /// The pods, in status order.
+    pub candidates: Vec<QueryCandidate>,
+}
+
+impl PodConfigQuery {
+    /// The query of `plan`'s candidates.
+    pub fn of(plan: &PodConfigPlan<'_>) -> Self {
+        use kube::ResourceExt as _;
+        Self {
+            cluster_file: plan.cluster_file.clone(),
+            staged: plan.staged.clone(),
+            candidates: plan
+                .candidates
+                .iter()
+                .map(|c| QueryCandidate {
+                    group: c.group.process_group_id.clone(),
+                    pod: c.pod.name_any(),
+                    desired_hash: c.desired_hash.clone(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::controller::fixtures::{Fixture, group, pod};
+use k8s_openapi::api::core::v1::Pod;
 
 fn annotated(mut pod: Pod, hash: &str) -> Pod {
     pod.annotations_mut().insert(
@@ -147,4 +148,72 @@ fn pods_not_asked_wait_for_the_kubelet_with_their_conditions_untouched() {
         outcome.waiting_reason().as_deref(),
         Some("waiting for the kubelet to project the ConfigMap into 2 pods")
     );
+}
+
+#[test]
+fn the_step_asks_first_then_concludes_with_writes_and_a_wait_from_the_answers() {
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1"), group("log-2")])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
+        ])
+        .build();
+    let mut facts = PassFacts::default();
+    let asked = UpdatePodConfig.decide(&snapshot, &facts).unwrap();
+    let [Action::AskPodAgents(query)] = &asked.actions()[..] else {
+        panic!("{asked:?}")
+    };
+    let pods: Vec<&str> = query.candidates.iter().map(|c| c.pod.as_str()).collect();
+    assert_eq!(pods, ["sample-log-1", "sample-log-2"]);
+    assert_eq!(
+        UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap(),
+        Verdict::Continue,
+        "no answers, nothing to conclude"
+    );
+    facts.pod_config_answers = Some(vec![
+        PodConfigResult::Confirmed,
+        PodConfigResult::Incorrect("differs".into()),
+    ]);
+    let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();
+    assert!(facts.pod_config_answers.is_none(), "the answers are taken");
+    let actions = verdict.actions();
+    assert!(
+        matches!(actions[0], Action::Patch { kind: ObjectKind::Pods, name, patch }
+            if name == "sample-log-1"
+                && patch.pointer("/metadata/annotations/foundationdb.org~1last-applied-config-map")
+                    == Some(&serde_json::json!(query.candidates[0].desired_hash))),
+        "{actions:?}"
+    );
+    assert!(matches!(actions[1], Action::StageStatus(_)), "{actions:?}");
+    let Verdict::Act(plan) = &verdict else {
+        panic!("{verdict:?}")
+    };
+    let wait = plan.then.as_ref().unwrap();
+    assert_eq!(wait.waits_on, WaitOn::ConfigMap);
+    assert!(
+        !wait.goes_on,
+        "the kubelet projects into every pod: the pass ends"
+    );
+}
+
+#[test]
+fn pods_that_do_not_run_wait_without_holding_the_later_steps() {
+    let mut pending = pod("sample-log-1", "log-1", "n1", "10.0.0.1");
+    pending.status = None;
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1")])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .pods([pending])
+        .build();
+    let verdict = UpdatePodConfig
+        .decide(&snapshot, &PassFacts::default())
+        .unwrap();
+    let Verdict::Wait(wait) = verdict else {
+        panic!("{verdict:?}")
+    };
+    assert_eq!(wait.waits_on, WaitOn::Kubernetes);
+    assert!(wait.goes_on);
+    assert!(wait.reason.contains("1 pods to run"), "{}", wait.reason);
 }
