@@ -17,20 +17,18 @@
 
 use std::collections::BTreeSet;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use super::exclude_instances::pending_reason;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::executor;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
-use crate::controller::pass_io::publish;
-use crate::controller::plan::{Action, Plan, Planned};
+use crate::controller::object_kind::ObjectKind;
+use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::{
     exclusions, placement, ready_for_deletion, removal_held, skips_exclusion,
 };
@@ -210,139 +208,126 @@ pub fn decide(snapshot: &ClusterSnapshot) -> RemovePodsDecision {
     decision
 }
 
-#[async_trait]
-impl Subreconciler for RemovePods {
-    fn name(&self) -> &'static str {
-        "RemovePods"
-    }
+/// The step's name, as its Events carry it.
+const STEP: &str = "RemovePods";
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        facts: &mut crate::controller::plan::PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        if !super::any_marked_for_removal(snapshot) {
-            return Ok(StepOutcome::Continue);
-        }
-        let decision = decide(snapshot);
-        let namespace = snapshot.namespace();
-        for name in &decision.delete_pods {
-            tracing::info!(step = self.name(), pod = %name, "deleting the pod of a removed process group");
-            io.delete::<Pod>(ctx, name, format!("delete pod {namespace}/{name}"))
-                .await?;
-        }
-        for name in &decision.delete_pvcs {
-            tracing::info!(step = self.name(), pvc = %name, "deleting the PVC of a removed process group");
-            io.delete::<PersistentVolumeClaim>(ctx, name, format!("delete pvc {namespace}/{name}"))
-                .await?;
-        }
-        let deleted: Vec<&String> = decision
-            .delete_pods
-            .iter()
-            .chain(&decision.delete_pvcs)
-            .collect();
-        if !deleted.is_empty() {
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::ResourcesDeleted,
-                self.name(),
-                format!(
-                    "deleted {}",
-                    deleted
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-            .await;
-        }
-        if !decision.finished.is_empty() {
-            if !decision.include.is_empty() {
-                let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
-                // Including a transaction process lets it take roles again: a recovery.
-                let recovering: Vec<String> = decision
-                    .finished
-                    .iter()
-                    .filter_map(|id| snapshot.group(id))
-                    .filter(|g| safety::runs_transaction_roles(g.status.process_class))
-                    .map(|g| g.id().to_owned())
-                    .collect();
-                let include = Planned::locked(
+fn event(reason: EventReason, note: String) -> Planned {
+    Planned::plain(Action::Event {
+        reason,
+        action: STEP.to_owned(),
+        note,
+    })
+}
+
+/// The plan of `decision`: the pods and PVCs to delete (an Event naming them), the
+/// `include` of the finished groups (locked; paced when it lets a transaction process
+/// take roles again), their leaving the status (an Event); then the wait, if any: a
+/// group whose removal is blocked (an Event says why), resources still going, removals
+/// the user holds. Only terminating resources left: the pass goes on.
+pub fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> Verdict {
+    let mut actions = Vec::new();
+    for name in &decision.delete_pods {
+        tracing::info!(step = STEP, pod = %name, "deleting the pod of a removed process group");
+        actions.push(Planned::plain(Action::Delete {
+            kind: ObjectKind::Pods,
+            name: name.clone(),
+        }));
+    }
+    for name in &decision.delete_pvcs {
+        actions.push(Planned::plain(Action::Delete {
+            kind: ObjectKind::Pvcs,
+            name: name.clone(),
+        }));
+    }
+    let deleted: Vec<&str> = decision
+        .delete_pods
+        .iter()
+        .chain(&decision.delete_pvcs)
+        .map(String::as_str)
+        .collect();
+    if !deleted.is_empty() {
+        actions.push(event(
+            EventReason::ResourcesDeleted,
+            format!("deleted {}", deleted.join(", ")),
+        ));
+    }
+    let mut refused = String::new();
+    if !decision.finished.is_empty() {
+        if !decision.include.is_empty() {
+            let text: Vec<String> = decision.include.iter().map(ToString::to_string).collect();
+            // Including a transaction process lets it take roles again: a recovery.
+            let recovering: Vec<String> = decision
+                .finished
+                .iter()
+                .filter_map(|id| snapshot.group(id))
+                .filter(|g| safety::runs_transaction_roles(g.status.process_class))
+                .map(|g| g.id().to_owned())
+                .collect();
+            actions.push(
+                Planned::locked(
                     Action::Include(decision.include.clone()),
                     LockedAction::Include,
                 )
                 .recovering(
                     (!recovering.is_empty()).then(|| format!("included {}", recovering.join(", "))),
-                );
-                let plan = Plan::new(
-                    vec![include],
-                    format!("{} wait to be included: ", text.join(" ")),
-                );
-                if let Some(wait) = executor::run_plan(ctx, snapshot, io, facts, plan).await? {
-                    return Ok(executor::requeue(ctx, self.name(), wait));
-                }
-            }
-            let mutations: Vec<StatusMutation> = decision
-                .finished
-                .iter()
-                .map(|group| StatusMutation::RemoveProcessGroup {
-                    group: group.clone(),
-                })
-                .collect();
-            io.apply_status(ctx, snapshot, &mutations).await?;
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::ProcessGroupRemoved,
-                self.name(),
-                format!("removed {}", decision.finished.join(", ")),
-            )
-            .await;
-        }
-        let blocking: Vec<&(String, String)> = decision
-            .waiting
-            .iter()
-            .filter(|(group, _)| !decision.terminating.contains(group))
-            .collect();
-        if let Some((group, reason)) = blocking.first() {
-            let reason = format!("removal of {group} waits: {reason}");
-            publish(
-                ctx,
-                snapshot.cluster(),
-                EventReason::RemovalBlocked,
-                self.name(),
-                reason.clone(),
-            )
-            .await;
-            return Ok(StepOutcome::requeue(15, reason));
-        }
-        if !decision.delete_pods.is_empty() || !decision.delete_pvcs.is_empty() {
-            return Ok(StepOutcome::requeue(
-                5,
-                "waiting for the resources of removed process groups to go",
-            ));
-        }
-        if let Some((group, why)) = decision.held.first() {
-            let reason = format!(
-                "the removal of {} process groups is held ({group}: {why})",
-                decision.held.len()
+                ),
             );
-            tracing::info!(step = self.name(), %reason, "removal held");
-            return Ok(StepOutcome::DelayedRequeue {
-                delay: std::time::Duration::from_secs(60),
-                reason,
-            });
+            refused = format!("{} wait to be included: ", text.join(" "));
         }
-        if let Some((group, reason)) = decision.waiting.first() {
-            // Only terminating resources remain: look again later, without holding the
-            // cluster back from Reconciled.
-            tracing::info!(step = self.name(), %group, %reason, "removal waits for termination");
+        let mutations: Vec<StatusMutation> = decision
+            .finished
+            .iter()
+            .map(|group| StatusMutation::RemoveProcessGroup {
+                group: group.clone(),
+            })
+            .collect();
+        actions.push(Planned::plain(Action::WriteStatus(mutations)));
+        actions.push(event(
+            EventReason::ProcessGroupRemoved,
+            format!("removed {}", decision.finished.join(", ")),
+        ));
+    }
+    let blocking = decision
+        .waiting
+        .iter()
+        .find(|(group, _)| !decision.terminating.contains(group));
+    let wait = if let Some((group, reason)) = blocking {
+        let reason = format!("removal of {group} waits: {reason}");
+        actions.push(event(EventReason::RemovalBlocked, reason.clone()));
+        Some(Wait::new(WaitOn::After(Duration::from_secs(15)), reason))
+    } else if !deleted.is_empty() {
+        Some(Wait::new(
+            WaitOn::After(Duration::from_secs(5)),
+            "waiting for the resources of removed process groups to go",
+        ))
+    } else if let Some((group, why)) = decision.held.first() {
+        let reason = format!(
+            "the removal of {} process groups is held ({group}: {why})",
+            decision.held.len()
+        );
+        Some(Wait::new(WaitOn::After(Duration::from_secs(60)), reason))
+    } else {
+        // Only terminating resources remain (or nothing): look again later, without
+        // holding the cluster back from Reconciled.
+        None
+    };
+    if actions.is_empty() {
+        return Verdict::Continue.then(wait);
+    }
+    Verdict::Act(Plan::new(actions, refused)).then(wait)
+}
+
+#[async_trait]
+impl Subreconciler for RemovePods {
+    fn name(&self) -> &'static str {
+        STEP
+    }
+
+    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
+        if !super::any_marked_for_removal(snapshot) {
+            return Ok(Verdict::Continue);
         }
-        Ok(StepOutcome::Continue)
+        Ok(verdict_of(snapshot, &decide(snapshot)))
     }
 }
 

@@ -173,3 +173,57 @@ fn a_removal_the_user_holds_back_leaves_the_resources_alone() {
         .build();
     assert_eq!(decide(&other).delete_pods, ["sample-storage-3"]);
 }
+
+#[test]
+fn the_plan_deletes_then_includes_under_the_lock_and_drops_the_group() {
+    let db = with_exclusion(reporting(&["storage-1", "storage-2"]));
+    let with_pod = base()
+        .groups([excluded("storage-3")])
+        .pods([pod("sample-storage-3", "storage-3", "n3", "10.0.0.3")])
+        .pvcs([pvc("sample-storage-3-data", "storage-3")])
+        .database(db.clone())
+        .build();
+    let verdict = RemovePods.decide(&with_pod, &PassFacts::default()).unwrap();
+    let Verdict::Act(plan) = &verdict else {
+        panic!("{verdict:?}")
+    };
+    assert!(matches!(&plan.actions[0].action,
+        Action::Delete { kind: ObjectKind::Pods, name } if name == "sample-storage-3"));
+    assert!(matches!(
+        &plan.actions[1].action,
+        Action::Event {
+            reason: EventReason::ResourcesDeleted,
+            ..
+        }
+    ));
+    assert!(
+        plan.actions.iter().all(|p| !p.disrupts),
+        "no process of the database goes"
+    );
+    let wait = plan.then.as_ref().unwrap();
+    assert!(wait.reason.contains("resources of removed process groups"));
+
+    let all_gone = base().groups([excluded("storage-3")]).database(db).build();
+    let verdict = RemovePods.decide(&all_gone, &PassFacts::default()).unwrap();
+    let Verdict::Act(plan) = &verdict else {
+        panic!("{verdict:?}")
+    };
+    let include = &plan.actions[0];
+    assert!(matches!(&include.action, Action::Include(targets) if targets.len() == 1));
+    assert_eq!(include.lock, Some(LockedAction::Include));
+    assert_eq!(
+        include.recovery, None,
+        "a storage process takes no transaction role"
+    );
+    assert!(matches!(&plan.actions[1].action,
+        Action::WriteStatus(m) if m == &[StatusMutation::RemoveProcessGroup { group: "storage-3".into() }]));
+    assert!(matches!(
+        &plan.actions[2].action,
+        Action::Event {
+            reason: EventReason::ProcessGroupRemoved,
+            ..
+        }
+    ));
+    assert!(plan.refused.contains("wait to be included"));
+    assert_eq!(plan.then, None);
+}
