@@ -30,16 +30,10 @@ use async_trait::async_trait;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::api::cluster::{DeletionMode, PodUpdateStrategy, ProcessGroupConditionType};
 use kube::ResourceExt;
-use tracing::Instrument;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::executor;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
-use crate::controller::pass_io::publish;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::process_difference;
 use crate::controller::removals::placement;
@@ -435,90 +429,85 @@ fn delete_plan(
     ))
 }
 
+/// The verdict of `decision`: the groups to replace marked for removal (an Event names
+/// them and what differs), then the deletions, the Event of a needed deletion that
+/// `deletionMode: None` forbids, or the wait.
+pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Verdict {
+    let mut actions = Vec::new();
+    if !decision.replace.is_empty() {
+        let mutations: Vec<StatusMutation> = decision
+            .replace
+            .iter()
+            .map(|group| StatusMutation::MarkForRemoval {
+                group: group.clone(),
+            })
+            .collect();
+        actions.push(Planned::plain(Action::WriteStatus(mutations)));
+        actions.push(Planned::plain(Action::Event {
+            reason: EventReason::ProcessGroupsReplaced,
+            action: "UpdatePods".to_owned(),
+            note: format!(
+                "replacing process groups to update their pod spec: {}{}",
+                decision.replace.join(", "),
+                differences(snapshot, decision.replace.iter().map(String::as_str))
+            ),
+        }));
+    }
+    if decision.replacements_waiting > 0 {
+        tracing::info!(
+            waiting = decision.replacements_waiting,
+            "replacements wait for maxConcurrentReplacements"
+        );
+    }
+    let (refused, wait) = match decision.deletion {
+        Deletion::Nothing => (String::new(), None),
+        Deletion::Disabled(groups) => {
+            tracing::info!(
+                groups = %groups.join(", "),
+                "pods need an update, but automationOptions.deletionMode is None"
+            );
+            // As the Go operator reports it (tools watch for this reason).
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::NeedsPodsDeletion,
+                action: "UpdatePods".to_owned(),
+                note: format!(
+                    "Spec require deleting some pods, but deleting pods is disabled: {}",
+                    groups.join(", ")
+                ),
+            }));
+            (String::new(), None)
+        }
+        Deletion::Wait(reason) | Deletion::MoveCoordinators { reason, .. } => {
+            (String::new(), Some(Wait::new(WaitOn::Kubernetes, reason)))
+        }
+        Deletion::Delete {
+            pods,
+            zones,
+            maintenance_zone,
+            progress,
+        } => {
+            let plan = delete_plan(snapshot, pods, zones, maintenance_zone, progress);
+            actions.extend(plan.actions);
+            (plan.refused, plan.then)
+        }
+    };
+    if actions.is_empty() {
+        return Verdict::Continue.then(wait);
+    }
+    Verdict::Act(Plan::new(actions, refused)).then(wait)
+}
+
 #[async_trait]
 impl Subreconciler for UpdatePods {
     fn name(&self) -> &'static str {
         "UpdatePods"
     }
 
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
-        facts: &mut PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        let decision = decide_with(snapshot, facts.replace_policy);
-        async {
-            if !decision.replace.is_empty() {
-                let mutations: Vec<StatusMutation> = decision
-                    .replace
-                    .iter()
-                    .map(|group| StatusMutation::MarkForRemoval {
-                        group: group.clone(),
-                    })
-                    .collect();
-                io.apply_status(ctx, snapshot, &mutations).await?;
-                publish(
-                    ctx,
-                    snapshot.cluster(),
-                    EventReason::ProcessGroupsReplaced,
-                    "UpdatePods",
-                    format!(
-                        "replacing process groups to update their pod spec: {}{}",
-                        decision.replace.join(", "),
-                        differences(snapshot, decision.replace.iter().map(String::as_str))
-                    ),
-                )
-                .await;
-            }
-            if decision.replacements_waiting > 0 {
-                tracing::info!(
-                    waiting = decision.replacements_waiting,
-                    "replacements wait for maxConcurrentReplacements"
-                );
-            }
-            match decision.deletion {
-                Deletion::Nothing => Ok(StepOutcome::Continue),
-                Deletion::Disabled(groups) => {
-                    tracing::info!(
-                        groups = %groups.join(", "),
-                        "pods need an update, but automationOptions.deletionMode is None"
-                    );
-                    // As the Go operator reports it (tools watch for this reason).
-                    publish(
-                        ctx,
-                        snapshot.cluster(),
-                        EventReason::NeedsPodsDeletion,
-                        "UpdatePods",
-                        format!(
-                            "Spec require deleting some pods, but deleting pods is disabled: {}",
-                            groups.join(", ")
-                        ),
-                    )
-                    .await;
-                    Ok(StepOutcome::Continue)
-                }
-                Deletion::Wait(reason) | Deletion::MoveCoordinators { reason, .. } => {
-                    Ok(StepOutcome::Requeue {
-                        delay: ctx.settings.kube_wait,
-                        reason,
-                    })
-                }
-                Deletion::Delete {
-                    pods,
-                    zones,
-                    maintenance_zone,
-                    progress,
-                } => {
-                    let plan = delete_plan(snapshot, pods, zones, maintenance_zone, progress);
-                    let verdict = Verdict::Act(plan);
-                    executor::execute(ctx, snapshot, io, facts, "UpdatePods", verdict).await
-                }
-            }
-        }
-        .instrument(tracing::info_span!("UpdatePods"))
-        .await
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict_of(
+            snapshot,
+            decide_with(snapshot, facts.replace_policy),
+        ))
     }
 }
 

@@ -246,3 +246,37 @@ fn groups_with_a_replace_only_change_are_left_to_replace_misconfigured_pods() {
     assert!(decision.replace.is_empty());
     assert_eq!(decision.deletion, Deletion::Nothing, "{decision:?}");
 }
+
+#[test]
+fn the_plan_marks_replacements_then_deletes_one_zone_under_the_lock() {
+    let snapshot = fixture("version: 7.1.57").build();
+    let verdict = UpdatePods.decide(&snapshot, &PassFacts::default()).unwrap();
+    let Verdict::Act(plan) = &verdict else {
+        panic!("{verdict:?}")
+    };
+    assert!(matches!(&plan.actions[0].action,
+        Action::WriteStatus(m) if m.len() == 2));
+    assert!(matches!(&plan.actions[1].action,
+        Action::Event { reason: EventReason::ProcessGroupsReplaced, note, .. }
+            if note.contains("log-1, stateless-1")));
+    let deletion = plan
+        .actions
+        .iter()
+        .find(|p| matches!(p.action, Action::DeletePod(_)))
+        .unwrap();
+    assert!(deletion.disrupts);
+    assert_eq!(deletion.lock, Some(LockedAction::DeletePods));
+    assert!(plan.refused.starts_with("pods of zone z1"));
+    assert_eq!(plan.then.as_ref().unwrap().waits_on, WaitOn::Kubernetes);
+}
+
+#[test]
+fn deletion_mode_none_says_so_with_the_go_operator_event_and_deletes_nothing() {
+    let snapshot = fixture("{version: 7.1.57, automationOptions: {deletionMode: None}}").build();
+    let verdict = UpdatePods.decide(&snapshot, &PassFacts::default()).unwrap();
+    let actions = verdict.actions();
+    assert!(actions.iter().all(|a| !matches!(a, Action::DeletePod(_))));
+    assert!(actions.iter().any(|a| matches!(a,
+        Action::Event { reason: EventReason::NeedsPodsDeletion, note, .. }
+            if note.contains("storage-1, storage-2, storage-3"))));
+}
