@@ -137,6 +137,12 @@ async fn run_steps(
 ) -> Result<(PassOutcome, Vec<StepWait>), ReconcileError> {
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
+    facts.database_wait = ctx.settings.database_wait;
+    // What the operator remembers of this cluster between passes (the key is the one
+    // the executor marks it under).
+    facts.upgrade_cleanup_pending = ctx
+        .upgrade_cleanup
+        .is_marked(&format!("{namespace}/{name}"));
     // Every step that waits while the pass goes on, reported all (not only the first).
     let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {

@@ -115,31 +115,6 @@ pub fn requeue(ctx: &Context, step: &'static str, wait: Wait) -> StepOutcome {
     }
 }
 
-/// Takes the global lock for `action` once per pass (nothing to do when this pass holds
-/// it or locks are not in use): for the steps whose I/O is not a plan yet (the upgrade's
-/// pending-upgrade list).
-pub async fn take_lock(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    facts: &mut PassFacts,
-    action: safety::LockedAction,
-) -> Result<Result<(), Refusal>, StepError> {
-    if facts.lock_held {
-        return Ok(Ok(()));
-    }
-    let taken = locks::acquire(ctx, snapshot, io, action).await?;
-    if taken.is_ok()
-        && matches!(
-            safety::lock_needed(snapshot, action),
-            LockNeed::Needed { .. }
-        )
-    {
-        facts.lock_held = true;
-    }
-    Ok(taken)
-}
-
 /// What a refusal waits on.
 fn waits_on(refusal: &Refusal) -> WaitOn {
     match refusal {

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::DatabaseConfiguration;
 
@@ -54,6 +55,15 @@ pub struct PassFacts {
     /// The answers of the last [`Action::AskPodAgents`], one per candidate, until the
     /// step that asked takes them.
     pub pod_config_answers: Option<Vec<PodConfigResult>>,
+    /// The process groups on the pending-upgrade list for the target once
+    /// [`Action::JoinPendingUpgrades`] wrote this instance's, until the step takes them.
+    pub pending_upgrade_agreed: Option<BTreeSet<String>>,
+    /// This instance killed every process for an upgrade and has not cleared the
+    /// pending-upgrade list since (the operator remembers it between passes).
+    pub upgrade_cleanup_pending: bool,
+    /// The operator's wait for the database (`--database-wait`), which waits after a
+    /// kill start from.
+    pub database_wait: Duration,
 }
 
 impl PassFacts {
@@ -214,6 +224,22 @@ pub enum Action {
         /// The new image.
         image: String,
     },
+    /// Adds this instance's process groups to the database's pending-upgrade list for
+    /// `target` (dropping entries of other versions) and leaves the groups listed for it
+    /// in [`PassFacts::pending_upgrade_agreed`].
+    JoinPendingUpgrades {
+        /// The upgrade's version.
+        target: FdbVersion,
+        /// This instance's groups, all ready for the kill.
+        groups: Vec<String>,
+    },
+    /// Clears the pending-upgrade list after this instance's upgrade kill.
+    ClearPendingUpgrades,
+    /// Remembers that this instance killed for an upgrade: the list is cleared once the
+    /// database is available again.
+    RememberUpgradeCleanup,
+    /// Gives the global lock up, so that other instances can take it.
+    ReleaseLock,
     /// Asks the pods' agents (HTTP sidecars, unified pods' monitors) to take the desired
     /// configuration and confirm it; the answers go into
     /// [`PassFacts::pod_config_answers`] for the step's conclusion.
@@ -363,6 +389,23 @@ impl Verdict {
             (verdict, None) => verdict,
             (Self::Act(plan), Some(wait)) => Self::Act(plan.then(wait)),
             (_, Some(wait)) => Self::Wait(wait),
+        }
+    }
+
+    /// This verdict with `first` (an action none of the shared rules refuse) run before
+    /// anything else it plans or waits for.
+    #[must_use]
+    pub fn preceded_by(self, first: Option<Action>) -> Self {
+        let Some(first) = first else {
+            return self;
+        };
+        match self {
+            Self::Continue => Self::plain([first]),
+            Self::Wait(wait) => Self::plain([first]).then(Some(wait)),
+            Self::Act(mut plan) => {
+                plan.actions.insert(0, Planned::plain(first));
+                Self::Act(plan)
+            }
         }
     }
 

@@ -445,3 +445,98 @@ fn a_group_being_removed_is_staged_while_its_pod_runs_and_left_out_once_it_goes(
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
     assert_eq!(listed, ["10.0.0.1:4501"]);
 }
+
+#[test]
+fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_up() {
+    use crate::controller::plan::{Action, PassFacts, Verdict};
+    use crate::controller::safety::LockedAction;
+    use crate::controller::subreconcilers::upgrade_bounce;
+
+    let base =
+        upgrading("{version: 7.3.43, processGroupIDPrefix: kc1, faultDomain: {zoneCount: 3}}")
+            .groups([group("kc1-log-1"), group("kc1-log-2")]);
+    let hash = desired_hash(&base, "kc1-log-1");
+    let snapshot = base
+        .pods([
+            staged_pod(
+                "sample-kc1-log-1",
+                "kc1-log-1",
+                "10.0.0.1",
+                SIDECAR_73,
+                Some(&hash),
+            ),
+            staged_pod(
+                "sample-kc1-log-2",
+                "kc1-log-2",
+                "10.0.0.2",
+                SIDECAR_73,
+                Some(&hash),
+            ),
+        ])
+        .database(reporting(&["kc1-log-1", "kc1-log-2"]))
+        .build();
+    let mut facts = PassFacts::default();
+    let join = upgrade_bounce::decide(&snapshot, &facts).unwrap().unwrap();
+    let Verdict::Act(plan) = &join else {
+        panic!("{join:?}")
+    };
+    assert_eq!(plan.actions.len(), 1, "{plan:?}");
+    assert_eq!(plan.actions[0].lock, Some(LockedAction::Bounce));
+    assert!(matches!(&plan.actions[0].action,
+        Action::JoinPendingUpgrades { target, groups } if *target == v("7.3.43") && groups.len() == 2));
+    assert_eq!(
+        upgrade_bounce::conclude(&snapshot, &mut facts).unwrap(),
+        Verdict::Continue,
+        "nothing joined, nothing to conclude"
+    );
+
+    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
+    let kill = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    assert!(
+        facts.pending_upgrade_agreed.is_none(),
+        "the answer is taken"
+    );
+    let Verdict::Act(plan) = &kill else {
+        panic!("{kill:?}")
+    };
+    assert!(matches!(&plan.actions[0].action, Action::Kill(a) if a.len() == 2));
+    assert!(plan.actions[0].disrupts && plan.actions[0].recovery.is_some());
+    assert!(matches!(
+        plan.actions[2].action,
+        Action::RememberUpgradeCleanup
+    ));
+
+    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
+    let waiting = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    let Verdict::Act(plan) = &waiting else {
+        panic!("{waiting:?}")
+    };
+    assert_eq!(waiting.actions(), [&Action::ReleaseLock]);
+    assert!(plan.then.is_some(), "it waits for the other instances");
+}
+
+#[test]
+fn the_list_left_by_a_kill_is_cleared_only_once_the_database_is_available() {
+    use crate::controller::plan::{Action, PassFacts};
+    use crate::controller::subreconcilers::upgrade_bounce::clear_after_kill;
+
+    let snapshot = upgrading("version: 7.3.43")
+        .groups([group("log-1")])
+        .database(reporting(&["log-1"]))
+        .build();
+    let mut facts = PassFacts::default();
+    assert_eq!(clear_after_kill(&snapshot, &facts), None);
+    facts.upgrade_cleanup_pending = true;
+    assert_eq!(
+        clear_after_kill(&snapshot, &facts),
+        Some(Action::ClearPendingUpgrades)
+    );
+    let down = upgrading("version: 7.3.43")
+        .groups([group("log-1")])
+        .build();
+    assert_eq!(
+        clear_after_kill(&down, &facts),
+        None,
+        "no status: not available"
+    );
+}

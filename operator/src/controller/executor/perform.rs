@@ -15,8 +15,20 @@ use crate::controller::plan::{Action, PassFacts};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
+use crate::controller::upgrade::plan_pending_list;
 use crate::fdb::{AdminClient as _, AdminError};
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
+use kube::ResourceExt as _;
+
+/// The key under which the operator remembers a cluster between passes.
+pub(crate) fn cluster_key(snapshot: &ClusterSnapshot) -> String {
+    let cluster = snapshot.cluster();
+    format!(
+        "{}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}
 
 fn already_configured(error: &AdminError) -> bool {
     matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
@@ -49,6 +61,63 @@ pub(super) async fn perform(
         | Action::StageStatusDecision(_)
         | Action::Event { .. } => record(ctx, snapshot, io, action).await,
         Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
+        Action::JoinPendingUpgrades { target, groups } => {
+            let admin = io.admin(ctx, snapshot)?;
+            let listed = admin
+                .pending_upgrades()
+                .await
+                .map_err(StepError::admin("read the pending-upgrade list"))?;
+            let update = plan_pending_list(&listed, &target, &groups);
+            if !update.add.is_empty() || !update.stale.is_empty() {
+                tracing::info!(
+                    added = update.add.len(),
+                    stale = update.stale.len(),
+                    "adding the ready process groups to the pending-upgrade list"
+                );
+                admin
+                    .update_pending_upgrades(&update.add, &update.stale)
+                    .await
+                    .map_err(StepError::admin(format!(
+                        "add {} process groups to the pending-upgrade list for {target}",
+                        update.add.len()
+                    )))?;
+            }
+            let what = format!(
+                "{} of {} process groups on the pending-upgrade list for {target}",
+                update.agreed.len(),
+                groups.len()
+            );
+            facts.pending_upgrade_agreed = Some(update.agreed);
+            Ok(what)
+        }
+        Action::ClearPendingUpgrades => {
+            // A failure is only logged: it is tried again next pass, and entries left
+            // behind never block a later upgrade (they name the old target).
+            match io.admin(ctx, snapshot)?.clear_pending_upgrades().await {
+                Ok(()) => {
+                    tracing::info!("cleared the pending-upgrade list after the upgrade's kill");
+                    ctx.upgrade_cleanup.done(&cluster_key(snapshot));
+                    facts.upgrade_cleanup_pending = false;
+                    Ok("cleared the pending-upgrade list".to_owned())
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "could not clear the pending-upgrade list yet");
+                    Ok(format!(
+                        "could not clear the pending-upgrade list yet: {error}"
+                    ))
+                }
+            }
+        }
+        Action::RememberUpgradeCleanup => {
+            ctx.upgrade_cleanup.mark(&cluster_key(snapshot));
+            facts.upgrade_cleanup_pending = true;
+            Ok("the pending-upgrade list is cleared once the database is back".to_owned())
+        }
+        Action::ReleaseLock => {
+            locks::release(ctx, snapshot, io).await?;
+            facts.lock_held = false;
+            Ok("gave the lock up".to_owned())
+        }
         Action::AskPodAgents(query) => {
             let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
             let confirmed = answers

@@ -28,15 +28,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
-use tracing::Instrument;
 
 use super::Subreconciler;
-use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::executor;
-use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::{kept_running, placement};
 use crate::controller::safety::{self, LockedAction, Refusal};
@@ -561,27 +556,30 @@ impl Subreconciler for BounceProcesses {
         "BounceProcesses"
     }
 
-    async fn reconcile(
+    /// An incompatible upgrade's cluster-wide kill when one is pending (and nothing
+    /// else of this step then: see upgrade_bounce.rs), else the restarts of the
+    /// processes that need one; first, the clear of a pending-upgrade list this
+    /// instance's last kill left.
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        let clear = super::upgrade_bounce::clear_after_kill(snapshot, facts);
+        let verdict = match super::upgrade_bounce::decide(snapshot, facts)? {
+            Some(upgrade) => upgrade,
+            None => verdict(
+                decide(snapshot),
+                crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
+            ),
+        };
+        Ok(verdict.preceded_by(clear))
+    }
+
+    /// After this instance joined the pending-upgrade list: the kill, or the wait for
+    /// the other instances.
+    fn conclude(
         &self,
-        ctx: &Context,
         snapshot: &ClusterSnapshot,
-        io: &mut PassIo,
         facts: &mut PassFacts,
-    ) -> Result<StepOutcome, StepError> {
-        // Incompatible upgrades: one cluster-wide kill, and nothing else of this step
-        // while one is pending (see upgrade_bounce.rs).
-        if let Some(outcome) = super::upgrade_bounce::reconcile(ctx, snapshot, io, facts).await? {
-            return Ok(outcome);
-        }
-        let span = tracing::info_span!("BounceProcesses");
-        let verdict = verdict(
-            decide(snapshot),
-            crate::controller::requeue::kill_wait_delay(ctx.settings.database_wait, snapshot),
-        );
-        let name = self.name();
-        executor::execute(ctx, snapshot, io, facts, name, verdict)
-            .instrument(span)
-            .await
+    ) -> Result<Verdict, StepError> {
+        super::upgrade_bounce::conclude(snapshot, facts)
     }
 }
 
