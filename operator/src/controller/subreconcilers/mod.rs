@@ -45,8 +45,8 @@ use async_trait::async_trait;
 /// A step is a pure `decide(&ClusterSnapshot, &PassFacts) -> Verdict` (unit-tested from
 /// fixtures): go on, wait, or a plan of typed actions that the one executor
 /// ([`super::executor`]) runs under the shared rules. The snapshot is read-only; what the
-/// plan writes, the next step sees (see [`super::snapshot`]). Steps not yet migrated to
-/// plans override `reconcile` and act through the pass's I/O themselves.
+/// plan writes, the next step sees (see [`super::snapshot`]). No step overrides
+/// `reconcile`: all I/O is the executor's.
 ///
 /// A step that must hear from the world before it can decide (UpdatePodConfig asks the
 /// pods' agents) plans a query action; the executor puts the answers into the facts, and
@@ -75,8 +75,7 @@ pub trait Subreconciler: Send + Sync {
         Ok(Verdict::Continue)
     }
 
-    /// Runs the step: its decision through the executor, then its conclusion, unless the
-    /// step overrides it.
+    /// Runs the step: its decision through the executor, then its conclusion.
     async fn reconcile(
         &self,
         ctx: &Context,
