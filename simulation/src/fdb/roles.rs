@@ -42,6 +42,14 @@ impl TransactionSystem {
     }
 }
 
+/// Log replicas of three_data_hall (FoundationDB's `log_replicas` in that mode).
+const HALL_LOG_REPLICAS: usize = 4;
+
+/// The `data_hall` locality of a process.
+fn hall_of(process: &SimProcess) -> Option<&String> {
+    process.launch.locality.get("data_hall")
+}
+
 /// Stateless role counts from the configuration (FoundationDB's defaults otherwise).
 fn stateless_roles(state: &State) -> Vec<&'static str> {
     let configuration = state.configuration.clone().unwrap_or_default();
@@ -94,24 +102,48 @@ fn fitness(role: &str, class: ProcessClass) -> Option<u8> {
 }
 
 /// Recruits a transaction system from the eligible processes; `None` when not enough
-/// logs in distinct zones or no host for a stateless role.
+/// logs in distinct zones (in three_data_hall: in two zones of each of two data halls,
+/// processes without a `data_hall` locality left out) or no host for a stateless role.
 pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
     let eligible: Vec<&SimProcess> = state.eligible();
     let mut load: BTreeMap<&ProcessAddress, usize> = BTreeMap::new();
     let mut members = Vec::new();
 
-    let wanted_logs = state
+    let by_hall = state.by_data_hall();
+    let configured_logs = state
         .configuration
         .as_ref()
         .and_then(|c| c.logs)
         .filter(|v| *v > 0)
         .map_or(3, |v| usize::try_from(v).unwrap_or(3));
+    // three_data_hall's log policy: 4 replicas, 2 zones in each of 2 data halls.
+    let wanted_logs = if by_hall {
+        configured_logs.max(HALL_LOG_REPLICAS)
+    } else {
+        configured_logs
+    };
     let mut log_candidates: Vec<&SimProcess> = eligible
         .iter()
         .copied()
         .filter(|p| fitness("log", p.launch.class).is_some())
+        // A process without a data hall cannot be part of a three_data_hall log team.
+        .filter(|p| !by_hall || hall_of(p).is_some())
         .collect();
     log_candidates.sort_by_key(|p| (fitness("log", p.launch.class), p.launch.address.clone()));
+    if by_hall {
+        // Halls in turn, so the distinct zones picked first span the halls.
+        let mut rank_in_hall: BTreeMap<Option<&String>, usize> = BTreeMap::new();
+        let mut ranked: Vec<(usize, &SimProcess)> = log_candidates
+            .iter()
+            .map(|p| {
+                let rank = rank_in_hall.entry(hall_of(p)).or_insert(0);
+                *rank += 1;
+                (*rank, *p)
+            })
+            .collect();
+        ranked.sort_by_key(|(rank, p)| (fitness("log", p.launch.class), *rank, hall_of(p).cloned()));
+        log_candidates = ranked.into_iter().map(|(_, p)| p).collect();
+    }
     let mut used_zones = BTreeSet::new();
     let mut chosen: Vec<&SimProcess> = Vec::new();
     // Distinct zones first, then fill up.
@@ -127,7 +159,19 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
             chosen.push(p);
         }
     }
-    if used_zones.len() < state.replicas() {
+    let satisfied = if by_hall {
+        // At least two halls with logs in two distinct zones each.
+        let mut zones_per_hall: BTreeMap<&String, BTreeSet<String>> = BTreeMap::new();
+        for p in &chosen {
+            if let Some(hall) = hall_of(p) {
+                zones_per_hall.entry(hall).or_default().insert(p.zone());
+            }
+        }
+        zones_per_hall.values().filter(|zones| zones.len() >= 2).count() >= 2
+    } else {
+        used_zones.len() >= state.replicas()
+    };
+    if !satisfied {
         return None;
     }
     for p in chosen {

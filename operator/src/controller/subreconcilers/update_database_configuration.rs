@@ -1,9 +1,13 @@
 //! UpdateDatabaseConfiguration: `configure new <desired>` once, when every live process
 //! group reports to the database (then `status.configured`); later `configure` the
 //! differences between the live and the desired configuration, only while the database
-//! is available and healthy.
+//! is available and healthy. A configuration of three_data_hall (new, or a change to it)
+//! waits until every process reports a `data_hall` locality, in three halls.
 
-use fdb_shared::api::DatabaseConfiguration;
+use std::collections::BTreeSet;
+
+use fdb_shared::api::{DatabaseConfiguration, RedundancyMode};
+use fdb_shared::status_json::DatabaseStatus;
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
 };
@@ -78,6 +82,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
                 "waiting for {missing} of {live} process groups to report to the database before configuring it"
             ));
         }
+        if let Some(gap) = hall_gap(db, &desired) {
+            return ConfigurationAction::Wait(gap);
+        }
         return ConfigurationAction::ConfigureNew(desired);
     }
     let Some(live) = &db.cluster.configuration else {
@@ -86,6 +93,13 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     if configure_change_command(live, &desired).is_none() {
         return ConfigurationAction::None;
     }
+    // three_data_hall before every process has its data hall would leave the logs and
+    // the data no policy-conforming team: the database could not recover.
+    if live.redundancy_mode != desired.redundancy_mode
+        && let Some(gap) = hall_gap(db, &desired)
+    {
+        return ConfigurationAction::Wait(gap);
+    }
     // A configuration change causes a recovery itself: not right after another one.
     let safe = available_and_healthy(snapshot)
         .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
@@ -93,6 +107,57 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
         Ok(()) => ConfigurationAction::Change(desired),
         Err(refusal) => wait_for(&refusal),
     }
+}
+
+/// Data halls three_data_hall spreads its storage teams over.
+const DATA_HALLS: usize = 3;
+
+/// Why `desired` (three_data_hall) cannot be configured yet: processes that report no
+/// `data_hall` locality (the localities roll out first, through the pods' process
+/// configuration), or fewer than three halls among them. `None` for other modes, or
+/// when the halls are all there.
+pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
+    if desired.redundancy_mode != Some(RedundancyMode::ThreeDataHall) {
+        return None;
+    }
+    let processes: Vec<_> = db
+        .cluster
+        .processes
+        .values()
+        .filter(|p| !p.excluded)
+        .collect();
+    let without: Vec<String> = processes
+        .iter()
+        .filter(|p| p.locality.data_hall.as_deref().is_none_or(str::is_empty))
+        .map(|p| {
+            p.locality
+                .instance_id
+                .clone()
+                .or_else(|| p.address.as_ref().map(ToString::to_string))
+                .unwrap_or_default()
+        })
+        .collect();
+    if !without.is_empty() {
+        let shown: Vec<&str> = without.iter().take(5).map(String::as_str).collect();
+        return Some(format!(
+            "waiting for {} of {} processes to report a data_hall locality ({}{}) before configuring three_data_hall",
+            without.len(),
+            processes.len(),
+            shown.join(", "),
+            if without.len() > shown.len() { ", ..." } else { "" }
+        ));
+    }
+    let halls: BTreeSet<&str> = processes
+        .iter()
+        .filter_map(|p| p.locality.data_hall.as_deref())
+        .collect();
+    (halls.len() < DATA_HALLS).then(|| {
+        format!(
+            "three_data_hall needs processes in {DATA_HALLS} data halls, but they report {} ({})",
+            halls.len(),
+            halls.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 impl Subreconciler for UpdateDatabaseConfiguration {
@@ -256,5 +321,78 @@ mod tests {
             decide(&snapshot(true, db(&[], Some(desired()), true))),
             ConfigurationAction::None
         );
+    }
+}
+
+#[cfg(test)]
+mod hall_tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group};
+
+    /// A database of four processes whose `data_hall` localities are `halls` ("" for
+    /// none), live configuration `live`.
+    fn db(halls: [&str; 4], live: &str) -> DatabaseStatus {
+        let processes: serde_json::Map<String, serde_json::Value> = halls
+            .iter()
+            .enumerate()
+            .map(|(i, hall)| {
+                let mut locality = serde_json::json!({"instance_id": format!("storage-{}", i + 1)});
+                if !hall.is_empty() {
+                    locality["data_hall"] = serde_json::json!(hall);
+                }
+                (format!("p{i}"), serde_json::json!({"locality": locality}))
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"processes": processes, "recovery_state": {"seconds_since_last_recovered": 600.0},
+                "configuration": {"redundancy_mode": live, "storage_engine": "ssd-2",
+                    "logs": 4, "proxies": 3, "resolvers": 1, "usable_regions": 1}}
+        }))
+        .unwrap()
+    }
+
+    fn decide_with(db: DatabaseStatus) -> ConfigurationAction {
+        let groups = ["storage-1", "storage-2", "storage-3", "storage-4"].map(group);
+        decide(
+            &Fixture::new("{version: 7.1.57, databaseConfiguration: {redundancy_mode: three_data_hall}}")
+                .groups(groups)
+                .connection_string("sample:abc@10.0.0.1:4501")
+                .status(|s| s.configured = true)
+                .database(db)
+                .build(),
+        )
+    }
+
+    #[test]
+    fn three_data_hall_waits_for_every_locality_and_three_halls() {
+        match decide_with(db(["a", "b", "", "c"], "double")) {
+            ConfigurationAction::Wait(reason) => {
+                assert!(reason.contains("1 of 4 processes to report a data_hall"), "{reason}");
+                assert!(reason.contains("storage-3"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decide_with(db(["a", "b", "b", "a"], "double")) {
+            ConfigurationAction::Wait(reason) => {
+                assert!(reason.contains("needs processes in 3 data halls"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decide_with(db(["a", "b", "c", "a"], "double")) {
+            ConfigurationAction::Change(desired) => {
+                assert_eq!(desired.redundancy_mode, Some(RedundancyMode::ThreeDataHall));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_modes_never_wait_for_halls() {
+        let triple = DatabaseConfiguration {
+            redundancy_mode: Some(RedundancyMode::Triple),
+            ..DatabaseConfiguration::default()
+        };
+        assert_eq!(hall_gap(&db(["", "", "", ""], "double"), &triple), None);
     }
 }
