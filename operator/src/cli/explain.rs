@@ -152,7 +152,10 @@ fn data_hall_source(spec: &FoundationDBClusterSpec, class: ProcessClass) -> Opti
         .custom_parameters
         .iter()
         .find(|p| p.split('=').next().map(str::trim) == Some("locality_data_hall"));
-    match (parameter, spec.data_hall.as_deref().filter(|h| !h.is_empty())) {
+    match (
+        parameter,
+        spec.data_hall.as_deref().filter(|h| !h.is_empty()),
+    ) {
         (Some(parameter), _) => Some(format!("customParameters: {parameter}")),
         (None, Some(hall)) => Some(format!("spec.dataHall: {hall}")),
         (None, None) => None,

@@ -157,7 +157,10 @@ pub fn select_coordinators_spread(
         }
     }
     if chosen.len() < count {
-        let halls: BTreeSet<_> = eligible.iter().filter_map(|(_, c)| c.hall.as_ref()).collect();
+        let halls: BTreeSet<_> = eligible
+            .iter()
+            .filter_map(|(_, c)| c.hall.as_ref())
+            .collect();
         return Err(NotEnoughHalls {
             wanted: count,
             per_hall: limit,
@@ -298,7 +301,8 @@ mod tests {
         // Only 2 in hall c: 9 cannot be placed 3 per hall.
         let err = select_coordinators_spread(&candidates, &defaults(), 9, true).unwrap_err();
         assert!(
-            err.to_string().contains("allow only 8 (3 data halls; 1 groups"),
+            err.to_string()
+                .contains("allow only 8 (3 data halls; 1 groups"),
             "halls a, b, c exist but c holds two zones: {err}"
         );
         let mut more = candidates.clone();
@@ -310,15 +314,31 @@ mod tests {
         for c in &chosen {
             *per_hall.entry(c.hall.clone().unwrap()).or_insert(0) += 1;
         }
-        assert_eq!(per_hall, BTreeMap::from([("a".into(), 3), ("b".into(), 3), ("c".into(), 3)]));
+        assert_eq!(
+            per_hall,
+            BTreeMap::from([("a".into(), 3), ("b".into(), 3), ("c".into(), 3)])
+        );
         // Two halls only: named as such.
-        let two: Vec<_> = more.iter().filter(|c| c.hall.as_deref() != Some("c")).cloned().collect();
+        let two: Vec<_> = more
+            .iter()
+            .filter(|c| c.hall.as_deref() != Some("c"))
+            .cloned()
+            .collect();
         let err = select_coordinators_spread(&two, &defaults(), 9, true).unwrap_err();
-        assert!(err.to_string().contains("allow only 6 (2 data halls"), "{err}");
+        assert!(
+            err.to_string().contains("allow only 6 (2 data halls"),
+            "{err}"
+        );
         // Without by_hall, the zones alone decide (the first 9 by number).
         let plain = select_coordinators_spread(&more, &defaults(), 9, false).unwrap();
         assert_eq!(plain.len(), 9);
-        assert_eq!(plain.iter().filter(|c| c.hall.as_deref() == Some("a")).count(), 6);
+        assert_eq!(
+            plain
+                .iter()
+                .filter(|c| c.hall.as_deref() == Some("a"))
+                .count(),
+            6
+        );
     }
 
     #[test]

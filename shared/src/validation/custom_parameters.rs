@@ -239,7 +239,8 @@ mod tests {
 
     #[test]
     fn node_label_variables_only_for_the_unified_monitor() {
-        let parameters = vec!["locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE".to_owned()];
+        let parameters =
+            vec!["locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE".to_owned()];
         assert!(custom_parameter_errors_for("f", &parameters, true).is_empty());
         let split = custom_parameter_errors_for("f", &parameters, false);
         assert!(split[0].contains("does not provide"), "{split:?}");

@@ -10,9 +10,9 @@ mod custom_parameters;
 pub mod names;
 
 pub use custom_parameters::{
-    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS,
-    NODE_LABEL_PREFIX, RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors,
-    custom_parameter_errors_for, parse_custom_parameter,
+    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS, NODE_LABEL_PREFIX,
+    RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, custom_parameter_errors_for,
+    parse_custom_parameter,
 };
 
 use crate::api::backup::FoundationDBBackupSpec;

@@ -130,25 +130,44 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
         .filter(|p| !by_hall || hall_of(p).is_some())
         .collect();
     log_candidates.sort_by_key(|p| (fitness("log", p.launch.class), p.launch.address.clone()));
-    if by_hall {
-        // Halls in turn, so the distinct zones picked first span the halls.
-        let mut rank_in_hall: BTreeMap<Option<&String>, usize> = BTreeMap::new();
-        let mut ranked: Vec<(usize, &SimProcess)> = log_candidates
-            .iter()
-            .map(|p| {
-                let rank = rank_in_hall.entry(hall_of(p)).or_insert(0);
-                *rank += 1;
-                (*rank, *p)
-            })
-            .collect();
-        ranked.sort_by_key(|(rank, p)| (fitness("log", p.launch.class), *rank, hall_of(p).cloned()));
-        log_candidates = ranked.into_iter().map(|(_, p)| p).collect();
-    }
     let mut used_zones = BTreeSet::new();
     let mut chosen: Vec<&SimProcess> = Vec::new();
+    if by_hall {
+        // The policy's core first: two halls (best candidates first) with two zones each.
+        let mut per_hall: BTreeMap<&String, Vec<&SimProcess>> = BTreeMap::new();
+        for p in &log_candidates {
+            if let Some(hall) = hall_of(p) {
+                per_hall.entry(hall).or_default().push(p);
+            }
+        }
+        let mut pairs: Vec<Vec<&SimProcess>> = per_hall
+            .into_values()
+            .filter_map(|members| {
+                let mut zones = BTreeSet::new();
+                let pair: Vec<&SimProcess> = members
+                    .into_iter()
+                    .filter(|p| zones.insert(p.zone()))
+                    .take(2)
+                    .collect();
+                (pair.len() == 2).then_some(pair)
+            })
+            .collect();
+        pairs.sort_by_key(|pair| {
+            pair.iter()
+                .map(|p| fitness("log", p.launch.class).unwrap_or(u8::MAX))
+                .max()
+        });
+        for p in pairs.into_iter().take(2).flatten() {
+            used_zones.insert(p.zone());
+            chosen.push(p);
+        }
+    }
     // Distinct zones first, then fill up.
     for p in &log_candidates {
-        if chosen.len() < wanted_logs && used_zones.insert(p.zone()) {
+        if chosen.len() < wanted_logs
+            && !chosen.iter().any(|c| c.launch.address == p.launch.address)
+            && used_zones.insert(p.zone())
+        {
             chosen.push(p);
         }
     }
@@ -167,7 +186,11 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
                 zones_per_hall.entry(hall).or_default().insert(p.zone());
             }
         }
-        zones_per_hall.values().filter(|zones| zones.len() >= 2).count() >= 2
+        zones_per_hall
+            .values()
+            .filter(|zones| zones.len() >= 2)
+            .count()
+            >= 2
     } else {
         used_zones.len() >= state.replicas()
     };

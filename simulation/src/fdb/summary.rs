@@ -58,7 +58,11 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
                 live += 1;
                 // A replica outside any team domain (a disk without a data hall in
                 // three_data_hall) does not count towards the spread.
-                if let Some(domain) = state.disks.get(disk).and_then(|d| state.team_domain(&d.launch)) {
+                if let Some(domain) = state
+                    .disks
+                    .get(disk)
+                    .and_then(|d| state.team_domain(&d.launch))
+                {
                     zones.insert(domain);
                 }
             }

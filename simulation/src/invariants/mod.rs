@@ -407,7 +407,11 @@ impl InvariantMonitor {
 /// Whether the zones out of service exceed the tolerance: more than `tolerance` zones;
 /// in three_data_hall (`zone_halls` not empty) more than one whole data hall plus
 /// `tolerance - 1` zones elsewhere, which is what that mode survives.
-fn beyond(down: &BTreeSet<String>, tolerance: usize, zone_halls: &BTreeMap<String, String>) -> bool {
+fn beyond(
+    down: &BTreeSet<String>,
+    tolerance: usize,
+    zone_halls: &BTreeMap<String, String>,
+) -> bool {
     if zone_halls.is_empty() {
         return down.len() > tolerance;
     }

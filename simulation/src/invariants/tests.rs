@@ -516,13 +516,23 @@ fn three_data_hall_tolerates_one_hall_and_one_more_zone() {
         2,
     );
     assert_eq!(invariants(&monitor), [FAULT_TOLERANCE_EXCEEDED]);
-    assert!(monitor.violations()[0].detail.contains("one data hall and 1 more"));
+    assert!(
+        monitor.violations()[0]
+            .detail
+            .contains("one data hall and 1 more")
+    );
     // Without halls, three zones are beyond a tolerance of 2.
     let mut plain = InvariantMonitor::new();
     let without = |down: &[&str]| ServiceState {
         zone_halls: std::collections::BTreeMap::new(),
         ..state(down)
     };
-    plain.check_fault_tolerance(1, 1, &without(&["n1", "n2"]), &without(&["n1", "n2", "n3"]), 2);
+    plain.check_fault_tolerance(
+        1,
+        1,
+        &without(&["n1", "n2"]),
+        &without(&["n1", "n2", "n3"]),
+        2,
+    );
     assert_eq!(invariants(&plain), [FAULT_TOLERANCE_EXCEEDED]);
 }

@@ -15,8 +15,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
-use fdb_shared::api::{FoundationDBCluster, RedundancyMode};
 use fdb_shared::api::cluster::ProcessGroupConditionType;
+use fdb_shared::api::{FoundationDBCluster, RedundancyMode};
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;

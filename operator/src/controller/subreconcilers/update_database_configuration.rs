@@ -4,13 +4,13 @@
 //! is available and healthy. A configuration of three_data_hall (new, or a change to it)
 //! waits until every process reports a `data_hall` locality, in three halls.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use fdb_shared::api::{DatabaseConfiguration, RedundancyMode};
-use fdb_shared::status_json::DatabaseStatus;
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
 };
+use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -36,6 +36,9 @@ pub enum ConfigurationAction {
     MarkConfigured,
     /// Wait, for the reason given.
     Wait(String),
+    /// Wait for the processes to report their data halls before three_data_hall: the
+    /// later steps go on (the bounce that rolls the locality out is one of them).
+    WaitForHalls(String),
     /// `configure new` with this configuration.
     ConfigureNew(DatabaseConfiguration),
     /// `configure` this configuration (the live one differs).
@@ -83,7 +86,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
             ));
         }
         if let Some(gap) = hall_gap(db, &desired) {
-            return ConfigurationAction::Wait(gap);
+            return ConfigurationAction::WaitForHalls(gap);
         }
         return ConfigurationAction::ConfigureNew(desired);
     }
@@ -98,7 +101,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     if live.redundancy_mode != desired.redundancy_mode
         && let Some(gap) = hall_gap(db, &desired)
     {
-        return ConfigurationAction::Wait(gap);
+        return ConfigurationAction::WaitForHalls(gap);
     }
     // A configuration change causes a recovery itself: not right after another one.
     let safe = available_and_healthy(snapshot)
@@ -114,8 +117,9 @@ const DATA_HALLS: usize = 3;
 
 /// Why `desired` (three_data_hall) cannot be configured yet: processes that report no
 /// `data_hall` locality (the localities roll out first, through the pods' process
-/// configuration), or fewer than three halls among them. `None` for other modes, or
-/// when the halls are all there.
+/// configuration), fewer than three halls among them, or log processes that cannot hold
+/// the mode's log team (2 zones in each of 2 halls). `None` for other modes, or when all
+/// of that is there.
 pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
     if desired.redundancy_mode != Some(RedundancyMode::ThreeDataHall) {
         return None;
@@ -136,7 +140,9 @@ pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<
                 .or_else(|| p.address.as_ref().map(ToString::to_string))
                 .unwrap_or_default()
         })
-        .collect();
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect::<Vec<String>>();
     if !without.is_empty() {
         let shown: Vec<&str> = without.iter().take(5).map(String::as_str).collect();
         return Some(format!(
@@ -144,18 +150,49 @@ pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<
             without.len(),
             processes.len(),
             shown.join(", "),
-            if without.len() > shown.len() { ", ..." } else { "" }
+            if without.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
         ));
     }
     let halls: BTreeSet<&str> = processes
         .iter()
         .filter_map(|p| p.locality.data_hall.as_deref())
         .collect();
-    (halls.len() < DATA_HALLS).then(|| {
-        format!(
+    if halls.len() < DATA_HALLS {
+        return Some(format!(
             "three_data_hall needs processes in {DATA_HALLS} data halls, but they report {} ({})",
             halls.len(),
             halls.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    // The log policy of three_data_hall: 4 replicas, 2 zones in each of 2 halls. Without
+    // log processes placed so, the database could not recruit its logs after the change.
+    let mut log_zones: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for process in &processes {
+        let log_class = matches!(
+            process.class_type,
+            Some(ProcessClass::Log | ProcessClass::Transaction)
+        );
+        if let (true, Some(hall), Some(zone)) = (
+            log_class,
+            process.locality.data_hall.as_deref(),
+            process.locality.zoneid.as_deref(),
+        ) {
+            log_zones.entry(hall).or_default().insert(zone);
+        }
+    }
+    let log_halls = log_zones.values().filter(|zones| zones.len() >= 2).count();
+    (log_halls < 2).then(|| {
+        let spread: Vec<String> = log_zones
+            .iter()
+            .map(|(hall, zones)| format!("{hall}: {}", zones.len()))
+            .collect();
+        format!(
+            "three_data_hall's logs need log processes in 2 zones of each of 2 data halls; zones with log processes per hall: {}",
+            if spread.is_empty() { "none".to_owned() } else { spread.join(", ") }
         )
     })
 }
@@ -169,6 +206,9 @@ impl Subreconciler for UpdateDatabaseConfiguration {
         Ok(match decide(snapshot) {
             ConfigurationAction::None => Verdict::Continue,
             ConfigurationAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
+            ConfigurationAction::WaitForHalls(reason) => {
+                Verdict::Wait(Wait::independent(WaitOn::Database, reason))
+            }
             ConfigurationAction::MarkConfigured => Verdict::Act(Plan::new(
                 vec![Planned::plain(Action::StageStatus(vec![
                     StatusMutation::MarkConfigured,
@@ -336,11 +376,11 @@ mod hall_tests {
             .iter()
             .enumerate()
             .map(|(i, hall)| {
-                let mut locality = serde_json::json!({"instance_id": format!("storage-{}", i + 1)});
+                let mut locality = serde_json::json!({"instance_id": format!("log-{}", i + 1), "zoneid": format!("z{i}")});
                 if !hall.is_empty() {
                     locality["data_hall"] = serde_json::json!(hall);
                 }
-                (format!("p{i}"), serde_json::json!({"locality": locality}))
+                (format!("p{i}"), serde_json::json!({"locality": locality, "class_type": "log"}))
             })
             .collect();
         serde_json::from_value(serde_json::json!({
@@ -352,34 +392,60 @@ mod hall_tests {
         .unwrap()
     }
 
+    /// Five log processes in zones z0..z4, halls as given, live double.
+    fn db5(halls: [&str; 5]) -> DatabaseStatus {
+        let mut status = db([halls[0], halls[1], halls[2], halls[3]], "double");
+        let mut extra = status.cluster.processes.values().next().unwrap().clone();
+        extra.locality.instance_id = Some("log-5".to_owned());
+        extra.locality.zoneid = Some("z4".to_owned());
+        extra.locality.data_hall = Some(halls[4].to_owned());
+        status.cluster.processes.insert("p4".to_owned(), extra);
+        status
+    }
+
     fn decide_with(db: DatabaseStatus) -> ConfigurationAction {
-        let groups = ["storage-1", "storage-2", "storage-3", "storage-4"].map(group);
+        let groups = ["log-1", "log-2", "log-3", "log-4", "log-5"].map(group);
         decide(
-            &Fixture::new("{version: 7.1.57, databaseConfiguration: {redundancy_mode: three_data_hall}}")
-                .groups(groups)
-                .connection_string("sample:abc@10.0.0.1:4501")
-                .status(|s| s.configured = true)
-                .database(db)
-                .build(),
+            &Fixture::new(
+                "{version: 7.1.57, databaseConfiguration: {redundancy_mode: three_data_hall}}",
+            )
+            .groups(groups)
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .status(|s| s.configured = true)
+            .database(db)
+            .build(),
         )
     }
 
     #[test]
     fn three_data_hall_waits_for_every_locality_and_three_halls() {
         match decide_with(db(["a", "b", "", "c"], "double")) {
-            ConfigurationAction::Wait(reason) => {
-                assert!(reason.contains("1 of 4 processes to report a data_hall"), "{reason}");
-                assert!(reason.contains("storage-3"), "{reason}");
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(
+                    reason.contains("1 of 4 processes to report a data_hall"),
+                    "{reason}"
+                );
+                assert!(reason.contains("log-3"), "{reason}");
             }
             other => panic!("unexpected {other:?}"),
         }
         match decide_with(db(["a", "b", "b", "a"], "double")) {
-            ConfigurationAction::Wait(reason) => {
-                assert!(reason.contains("needs processes in 3 data halls"), "{reason}");
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(
+                    reason.contains("needs processes in 3 data halls"),
+                    "{reason}"
+                );
             }
             other => panic!("unexpected {other:?}"),
         }
+        // Three halls, but only hall a has logs in two zones.
         match decide_with(db(["a", "b", "c", "a"], "double")) {
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(reason.contains("a: 2, b: 1, c: 1"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decide_with(db5(["a", "b", "c", "a", "b"])) {
             ConfigurationAction::Change(desired) => {
                 assert_eq!(desired.redundancy_mode, Some(RedundancyMode::ThreeDataHall));
             }
