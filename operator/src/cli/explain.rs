@@ -128,7 +128,8 @@ pub struct Explanation {
     /// The command that configures a new database (an addition to the `cli.md` shape).
     pub configure_command: Option<String>,
     /// Where the processes get their `data_hall` locality, and how three_data_hall
-    /// spreads over the halls (an addition; `null` when neither applies).
+    /// spreads over the halls (an addition; left out when neither applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data_halls: Option<DataHalls>,
 }
 
