@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use fdb_shared::api::cluster::{FoundationDBCluster, ImageType};
-use fdb_shared::api::{DatabaseConfiguration, ProcessClass};
+use fdb_shared::api::cluster::{
+    FoundationDBCluster, FoundationDBClusterSpec, ImageType, processes::settings_for_class,
+};
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
 use fdb_shared::cluster_math::{
     configure_new_command, desired_coordinator_count, desired_database_configuration,
     desired_process_counts, fault_tolerance, main_image, sidecar_image, unified_image, uses_locks,
@@ -125,6 +127,70 @@ pub struct Explanation {
     pub locks: Option<bool>,
     /// The command that configures a new database (an addition to the `cli.md` shape).
     pub configure_command: Option<String>,
+    /// Where the processes get their `data_hall` locality, and how three_data_hall
+    /// spreads over the halls (an addition; left out when neither applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_halls: Option<DataHalls>,
+}
+
+/// The data halls of a cluster, as `explain` shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataHalls {
+    /// Where each process class gets its `locality_data_hall` (`spec.dataHall`, a
+    /// custom parameter, `null` for none), classes with processes only.
+    pub locality: BTreeMap<ProcessClass, Option<String>>,
+    /// Halls three_data_hall needs (3), `null` in other modes.
+    pub halls_needed: Option<u32>,
+    /// Most coordinators in one hall, `null` outside three_data_hall.
+    pub coordinators_per_hall: Option<i32>,
+}
+
+/// Where the processes of `class` get their data hall, if they get one.
+fn data_hall_source(spec: &FoundationDBClusterSpec, class: ProcessClass) -> Option<String> {
+    let settings = settings_for_class(&spec.processes, class);
+    let parameter = settings
+        .custom_parameters
+        .iter()
+        .find(|p| p.split('=').next().map(str::trim) == Some("locality_data_hall"));
+    match (
+        parameter,
+        spec.data_hall.as_deref().filter(|h| !h.is_empty()),
+    ) {
+        (Some(parameter), _) => Some(format!("customParameters: {parameter}")),
+        (None, Some(hall)) => Some(format!("spec.dataHall: {hall}")),
+        (None, None) => None,
+    }
+}
+
+/// The halls of a cluster, when it has three_data_hall or data hall localities.
+fn data_halls(spec: &FoundationDBClusterSpec, warnings: &mut Vec<String>) -> Option<DataHalls> {
+    let three = spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let locality: BTreeMap<ProcessClass, Option<String>> = desired_process_counts(spec)
+        .positive()
+        .into_keys()
+        .map(|class| (class, data_hall_source(spec, class)))
+        .collect();
+    if !three && locality.values().all(Option::is_none) {
+        return None;
+    }
+    let missing: Vec<&str> = locality
+        .iter()
+        .filter(|(_, source)| source.is_none())
+        .map(|(class, _)| class.as_str())
+        .collect();
+    if three && !missing.is_empty() {
+        warnings.push(format!(
+            "three_data_hall: the {} processes get no data_hall locality (spec.dataHall or a locality_data_hall custom parameter); the operator configures three_data_hall only once every process reports one",
+            missing.join(", ")
+        ));
+    }
+    let coordinators = desired_coordinator_count(&spec.redundancy_mode(), spec.usable_regions());
+    Some(DataHalls {
+        locality,
+        halls_needed: three.then_some(3),
+        coordinators_per_hall: three.then(|| (coordinators + 2) / 3),
+    })
 }
 
 impl Explanation {
@@ -142,6 +208,7 @@ impl Explanation {
             pod_model: None,
             locks: None,
             configure_command: None,
+            data_halls: None,
         }
     }
 
@@ -165,6 +232,7 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
         return Explanation::invalid(report.errors, warnings);
     }
     let desired = desired_database_configuration(spec);
+    let halls = data_halls(spec, &mut warnings);
     Explanation {
         valid: report.errors.is_empty(),
         errors: report.errors,
@@ -190,6 +258,7 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
         }),
         pod_model: Some(PodModel::of(spec)),
         locks: Some(uses_locks(spec)),
+        data_halls: halls,
     }
 }
 

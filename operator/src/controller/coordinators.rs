@@ -3,7 +3,7 @@
 //! distinct zone, never excluded or marked for removal, higher `coordinatorSelection`
 //! priority first.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::cluster::CoordinatorSelectionSetting;
@@ -30,6 +30,9 @@ pub struct CoordinatorCandidate {
     /// Whether it is a coordinator now (kept in preference, to change as little as
     /// possible).
     pub current: bool,
+    /// The `data_hall` locality its processes report (`None` before they report, or
+    /// without one).
+    pub hall: Option<String>,
 }
 
 /// Not enough distinct zones to place the coordinators.
@@ -40,6 +43,42 @@ pub struct NotEnoughZones {
     pub wanted: usize,
     /// Distinct zones among the eligible candidates.
     pub zones: usize,
+}
+
+/// Too few data halls (or zones in them) to spread the coordinators of a
+/// three_data_hall cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{wanted} coordinators need distinct zones and at most {per_hall} per data hall, but the eligible process groups allow only {possible} ({halls} data halls; {without_hall} groups report no data_hall locality)"
+)]
+pub struct NotEnoughHalls {
+    /// Coordinators wanted.
+    pub wanted: usize,
+    /// Most coordinators one hall may hold.
+    pub per_hall: usize,
+    /// How many could be placed.
+    pub possible: usize,
+    /// Distinct halls among the eligible candidates.
+    pub halls: usize,
+    /// Eligible candidates without a data hall.
+    pub without_hall: usize,
+}
+
+/// Why no coordinators could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoordinatorChoiceError {
+    /// Not enough zones.
+    #[error(transparent)]
+    Zones(#[from] NotEnoughZones),
+    /// Not enough data halls.
+    #[error(transparent)]
+    Halls(#[from] NotEnoughHalls),
+}
+
+/// Most coordinators one data hall may hold in three_data_hall: a third of them (3 of
+/// 9, as the Go operator's hard limit), so losing a hall leaves a majority.
+pub fn coordinators_per_hall(count: usize) -> usize {
+    count.div_ceil(3).max(1)
 }
 
 /// The class priority, `None` for classes that may not host coordinators.
@@ -61,17 +100,7 @@ pub fn select_coordinators(
     settings: &[CoordinatorSelectionSetting],
     count: usize,
 ) -> Result<Vec<CoordinatorCandidate>, NotEnoughZones> {
-    let mut eligible: Vec<(i32, &CoordinatorCandidate)> = candidates
-        .iter()
-        .filter_map(|c| priority(settings, c.class).map(|p| (p, c)))
-        .collect();
-    eligible.sort_by(|(pa, a), (pb, b)| {
-        pb.cmp(pa)
-            .then(b.current.cmp(&a.current))
-            .then(a.class.cmp(&b.class))
-            .then(a.number.cmp(&b.number))
-            .then(a.process_group_id.cmp(&b.process_group_id))
-    });
+    let eligible = ranked(candidates, settings);
     let mut zones = BTreeSet::new();
     let mut chosen = Vec::new();
     for (_, candidate) in &eligible {
@@ -90,6 +119,78 @@ pub fn select_coordinators(
         });
     }
     Ok(chosen)
+}
+
+/// Chooses `count` coordinators as [`select_coordinators`] does, and, with
+/// `by_hall` (three_data_hall), only among groups reporting a `data_hall` locality, at
+/// most [`coordinators_per_hall`] in one hall, filled evenly (one per hall in turn, as
+/// the Go operator raises its per-hall limit step by step).
+pub fn select_coordinators_spread(
+    candidates: &[CoordinatorCandidate],
+    settings: &[CoordinatorSelectionSetting],
+    count: usize,
+    by_hall: bool,
+) -> Result<Vec<CoordinatorCandidate>, CoordinatorChoiceError> {
+    if !by_hall {
+        return Ok(select_coordinators(candidates, settings, count)?);
+    }
+    let eligible = ranked(candidates, settings);
+    let limit = coordinators_per_hall(count);
+    let mut zones = BTreeSet::new();
+    let mut per_hall: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut chosen: Vec<CoordinatorCandidate> = Vec::new();
+    for current_limit in 1..=limit {
+        for (_, candidate) in &eligible {
+            if chosen.len() == count {
+                break;
+            }
+            let Some(hall) = candidate.hall.as_deref() else {
+                continue;
+            };
+            let in_hall = per_hall.get(hall).copied().unwrap_or(0);
+            if in_hall >= current_limit || zones.contains(&candidate.zone) {
+                continue;
+            }
+            zones.insert(candidate.zone.clone());
+            per_hall.insert(hall, in_hall + 1);
+            chosen.push((*candidate).clone());
+        }
+    }
+    if chosen.len() < count {
+        let halls: BTreeSet<_> = eligible
+            .iter()
+            .filter_map(|(_, c)| c.hall.as_ref())
+            .collect();
+        return Err(NotEnoughHalls {
+            wanted: count,
+            per_hall: limit,
+            possible: chosen.len(),
+            halls: halls.len(),
+            without_hall: eligible.iter().filter(|(_, c)| c.hall.is_none()).count(),
+        }
+        .into());
+    }
+    Ok(chosen)
+}
+
+/// The candidates of a class that may host coordinators, best first: by class priority
+/// (higher first), then current coordinators, then class and number.
+fn ranked<'a>(
+    candidates: &'a [CoordinatorCandidate],
+    settings: &[CoordinatorSelectionSetting],
+) -> Vec<(i32, &'a CoordinatorCandidate)> {
+    let mut eligible: Vec<(i32, &CoordinatorCandidate)> = candidates
+        .iter()
+        .filter_map(|c| priority(settings, c.class).map(|p| (p, c)))
+        .collect();
+    eligible.sort_by(|(pa, a), (pb, b)| {
+        pb.cmp(pa)
+            .then(b.current.cmp(&a.current))
+            .then(a.class.cmp(&b.class))
+            .then(a.number.cmp(&b.number))
+            .then(a.process_group_id.cmp(&b.process_group_id))
+    });
+    eligible
 }
 
 /// The address a coordinator on `pod_name` is written with: its DNS name through the
@@ -128,6 +229,7 @@ mod tests {
             zone: zone.to_owned(),
             address: ProcessAddress::new(format!("10.0.0.{number}"), 4501),
             current: false,
+            hall: None,
         }
     }
 
@@ -180,6 +282,63 @@ mod tests {
         let chosen = select_coordinators(&candidates, &settings, 2).unwrap();
         let ids: Vec<_> = chosen.iter().map(|c| c.process_group_id.as_str()).collect();
         assert_eq!(ids, ["storage-2", "storage-1"]);
+    }
+
+    #[test]
+    fn three_data_hall_coordinators_three_per_hall_and_only_with_a_hall() {
+        // 12 log groups in 12 zones: 6 in hall a, 3 in b, 2 in c, 1 without a hall.
+        let halls = ["a", "a", "a", "a", "a", "a", "b", "b", "b", "c", "c", ""];
+        let candidates: Vec<_> = halls
+            .iter()
+            .enumerate()
+            .map(|(i, hall)| {
+                let n = u32::try_from(i + 1).unwrap();
+                let mut c = candidate(&format!("log-{n}"), ProcessClass::Log, n, &format!("z{n}"));
+                c.hall = (!hall.is_empty()).then(|| (*hall).to_owned());
+                c
+            })
+            .collect();
+        // Only 2 in hall c: 9 cannot be placed 3 per hall.
+        let err = select_coordinators_spread(&candidates, &defaults(), 9, true).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("allow only 8 (3 data halls; 1 groups"),
+            "halls a, b, c exist but c holds two zones: {err}"
+        );
+        let mut more = candidates.clone();
+        let mut extra = candidate("log-13", ProcessClass::Log, 13, "z13");
+        extra.hall = Some("c".to_owned());
+        more.push(extra);
+        let chosen = select_coordinators_spread(&more, &defaults(), 9, true).unwrap();
+        let mut per_hall = BTreeMap::new();
+        for c in &chosen {
+            *per_hall.entry(c.hall.clone().unwrap()).or_insert(0) += 1;
+        }
+        assert_eq!(
+            per_hall,
+            BTreeMap::from([("a".into(), 3), ("b".into(), 3), ("c".into(), 3)])
+        );
+        // Two halls only: named as such.
+        let two: Vec<_> = more
+            .iter()
+            .filter(|c| c.hall.as_deref() != Some("c"))
+            .cloned()
+            .collect();
+        let err = select_coordinators_spread(&two, &defaults(), 9, true).unwrap_err();
+        assert!(
+            err.to_string().contains("allow only 6 (2 data halls"),
+            "{err}"
+        );
+        // Without by_hall, the zones alone decide (the first 9 by number).
+        let plain = select_coordinators_spread(&more, &defaults(), 9, false).unwrap();
+        assert_eq!(plain.len(), 9);
+        assert_eq!(
+            plain
+                .iter()
+                .filter(|c| c.hall.as_deref() == Some("a"))
+                .count(),
+            6
+        );
     }
 
     #[test]

@@ -223,7 +223,14 @@ fn render_process_section(
     if let Some(dc) = params.data_center {
         line("locality_dcid", dc)?;
     }
-    if let Some(hall) = params.data_hall {
+    // A `locality_data_hall` custom parameter wins over `spec.dataHall` (as in the Go
+    // operator's monitor conf): one line of the key, never two.
+    let custom_hall = params
+        .custom_parameters
+        .iter()
+        .filter_map(|p| split_custom_parameter(p))
+        .any(|(key, _)| key == "locality_data_hall");
+    if let Some(hall) = params.data_hall.filter(|_| !custom_hall) {
         line("locality_data_hall", hall)?;
     }
     if params.dns_locality {

@@ -63,7 +63,9 @@ pub const RESERVED_CUSTOM_PARAMETER_KEYS: &[&str] = &[
     "locality_zoneid",
     "locality_process_id",
     "locality_dcid",
-    "locality_data_hall",
+    // Not `locality_data_hall`: as in the Go operator, a custom parameter may set it
+    // (from a node label, `$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE`), and then
+    // `spec.dataHall` is not added.
     "locality_dns_name",
 ];
 
@@ -160,6 +162,40 @@ fn entry_problem(
 /// entries, invalid keys, values that cannot be written on one conf line, keys set twice
 /// and keys the operator owns. Linear in the size of the list.
 pub fn custom_parameter_errors(field: &str, parameters: &[String]) -> Vec<String> {
+    custom_parameter_errors_for(field, parameters, false)
+}
+
+/// The prefix of the variables fdb-kubernetes-monitor derives from its node's labels
+/// (with `ENABLE_NODE_WATCH`).
+pub const NODE_LABEL_PREFIX: &str = "NODE_LABEL_";
+
+/// The `NODE_LABEL_*` variables `value` references (`$NAME` or `${NAME}`).
+fn node_label_references(value: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let body = rest.strip_prefix('{').unwrap_or(rest);
+        let name: String = body
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.len() > NODE_LABEL_PREFIX.len() && name.starts_with(NODE_LABEL_PREFIX) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// [`custom_parameter_errors`], where `node_labels` (unified-image pods, whose
+/// fdb-kubernetes-monitor offers its node's labels as `$NODE_LABEL_<KEY>` variables with
+/// `ENABLE_NODE_WATCH`) also accepts references to those variables, as in the Go
+/// operator's three_data_hall sample (`locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE`).
+pub fn custom_parameter_errors_for(
+    field: &str,
+    parameters: &[String],
+    node_labels: bool,
+) -> Vec<String> {
     let mut errors = Vec::new();
     if parameters.len() > MAX_CUSTOM_PARAMETERS {
         errors.push(format!(
@@ -167,10 +203,17 @@ pub fn custom_parameter_errors(field: &str, parameters: &[String]) -> Vec<String
             parameters.len()
         ));
     }
-    let variables: BTreeMap<String, String> = SUBSTITUTABLE
+    let mut variables: BTreeMap<String, String> = SUBSTITUTABLE
         .iter()
         .map(|name| ((*name).to_owned(), String::new()))
         .collect();
+    if node_labels {
+        for text in parameters {
+            for name in node_label_references(text) {
+                variables.insert(name, String::new());
+            }
+        }
+    }
     let mut seen = HashSet::with_capacity(parameters.len());
     let (mut reported, mut unreported) = (0usize, 0usize);
     for (index, text) in parameters.iter().enumerate() {
@@ -193,6 +236,22 @@ pub fn custom_parameter_errors(field: &str, parameters: &[String]) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_label_variables_only_for_the_unified_monitor() {
+        let parameters =
+            vec!["locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE".to_owned()];
+        assert!(custom_parameter_errors_for("f", &parameters, true).is_empty());
+        let split = custom_parameter_errors_for("f", &parameters, false);
+        assert!(split[0].contains("does not provide"), "{split:?}");
+        // Only NODE_LABEL_ names: any other variable is still refused.
+        let other = vec!["locality_data_hall=${NODE_LABELS}".to_owned()];
+        assert_eq!(custom_parameter_errors_for("f", &other, true).len(), 1);
+        assert_eq!(
+            node_label_references("a${NODE_LABEL_X}-$NODE_LABEL_Y_Z.$NODE_LABEL_"),
+            ["NODE_LABEL_X", "NODE_LABEL_Y_Z"]
+        );
+    }
 
     fn errors(parameters: &[&str]) -> Vec<String> {
         let parameters: Vec<String> = parameters.iter().map(|p| (*p).to_owned()).collect();

@@ -10,8 +10,9 @@ mod custom_parameters;
 pub mod names;
 
 pub use custom_parameters::{
-    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS,
-    RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, parse_custom_parameter,
+    CustomParameter, MAX_CUSTOM_PARAMETER_LENGTH, MAX_CUSTOM_PARAMETERS, NODE_LABEL_PREFIX,
+    RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, custom_parameter_errors_for,
+    parse_custom_parameter,
 };
 
 use crate::api::backup::FoundationDBBackupSpec;
@@ -259,9 +260,13 @@ fn check_processes(spec: &FoundationDBClusterSpec, report: &mut ValidationReport
             ));
         }
         let field = format!("spec.processes.{key}.customParameters");
-        report
-            .errors
-            .extend(custom_parameter_errors(&field, &settings.custom_parameters));
+        // Unified pods' monitor offers its node's labels as `$NODE_LABEL_*` variables.
+        let unified = spec.image_type() == crate::api::cluster::ImageType::Unified;
+        report.errors.extend(custom_parameter_errors_for(
+            &field,
+            &settings.custom_parameters,
+            unified,
+        ));
     }
 }
 

@@ -2,11 +2,12 @@
 //! replicas held per process group, what is out of service, and why removing a group
 //! would risk data.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::ProcessClass;
 
 use super::SimulatedFdb;
+use super::processes::zone_of;
 use super::render::roles_of;
 use super::state::State;
 use super::timeline::catch_up;
@@ -36,6 +37,9 @@ pub struct ServiceGaps {
     pub coordinators_down: usize,
     /// Coordinators in the connection string.
     pub coordinators: usize,
+    /// In three_data_hall, the data hall of each zone that has one (empty otherwise):
+    /// the tolerance is one whole hall plus one zone.
+    pub zone_halls: BTreeMap<String, String>,
 }
 
 impl SimulatedFdb {
@@ -154,11 +158,26 @@ impl SimulatedFdb {
                 })
                 .count()
         });
+        let zone_halls = if state.by_data_hall() {
+            state
+                .processes
+                .values()
+                .map(|p| &p.launch)
+                .chain(state.disks.values().map(|d| &d.launch))
+                .filter_map(|launch| {
+                    let hall = launch.locality.get("data_hall")?;
+                    Some((zone_of(launch), hall.clone()))
+                })
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         ServiceGaps {
             storage_zones_down,
             log_zones_down,
             coordinators_down: coordinators - serving_coordinators,
             coordinators,
+            zone_halls,
         }
     }
 

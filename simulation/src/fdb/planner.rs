@@ -9,7 +9,9 @@
 //! the leaving replica is dropped. A shard only moves when its whole team can be formed:
 //! with too few eligible zones nothing moves and exclusions stay incomplete. Moves no
 //! longer needed (the failed process came back, the exclusion was lifted) are cancelled.
-//! A storage engine change rewrites each replica in place.
+//! A storage engine change rewrites each replica in place. In three_data_hall the
+//! "zones" of a team are data halls (`State::team_domain`): three replicas in three
+//! halls, and a disk without a `data_hall` locality takes no replica.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -39,12 +41,17 @@ pub(crate) fn plan(state: &mut State, now: i64) {
     let mut eligible = BTreeMap::new();
     let mut zones = BTreeMap::new();
     for (key, disk) in &state.disks {
-        zones.insert(key.clone(), disk.zone());
+        // The team domain: the zone, or the data hall in three_data_hall (a disk without
+        // one takes no new replica and its replicas count for no domain).
+        let domain = state.team_domain(&disk.launch);
+        if let Some(domain) = &domain {
+            zones.insert(key.clone(), domain.clone());
+        }
         let excluded = state.is_disk_excluded(disk);
         if excluded || state.is_failed(disk, now) {
             leaving.insert(key.clone());
-        } else if disk.is_storage() && serving.contains(key) {
-            eligible.insert(key.clone(), disk.zone());
+        } else if let Some(domain) = domain.filter(|_| disk.is_storage() && serving.contains(key)) {
+            eligible.insert(key.clone(), domain);
         }
     }
     let view = View {
@@ -80,7 +87,7 @@ fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
             .keys()
             .filter(|d| !view.leaving.contains(*d))
             .collect();
-        if keep.len() < view.replication {
+        if distinct_domains(&keep, view) < view.replication {
             continue;
         }
         satisfied.insert(index);
@@ -96,7 +103,7 @@ fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
         let mut zones_kept = BTreeSet::new();
         let (first, rest): (Vec<&DiskKey>, Vec<&DiskKey>) = keep
             .into_iter()
-            .partition(|d| zones_kept.insert(view.zones.get(*d)));
+            .partition(|d| view.zones.get(*d).is_some_and(|z| zones_kept.insert(z)));
         drops.extend(
             first
                 .into_iter()
@@ -201,9 +208,11 @@ fn replicate(data: &Data, movement: &mut Movement, view: &View) {
             .filter(|d| !view.leaving.contains(*d))
             .collect();
         let moves = pending.get(&index).map_or(&[][..], Vec::as_slice);
+        // Replicas sharing a domain (after a switch to three_data_hall, two copies in one
+        // hall) count once: the team needs a copy in another domain.
         let missing = view
             .replication
-            .saturating_sub(keep.len())
+            .saturating_sub(distinct_domains(&keep, view))
             .saturating_sub(moves.len());
         if missing == 0 {
             continue;
@@ -304,6 +313,15 @@ fn rewrite(data: &Data, movement: &mut Movement, view: &View) {
     for (index, disk) in planned {
         movement.add(index, disk, MoveKind::Rewrite, data.shard_bytes);
     }
+}
+
+/// Distinct team domains among `disks` (disks without one count for none).
+fn distinct_domains(disks: &[&DiskKey], view: &View) -> usize {
+    disks
+        .iter()
+        .filter_map(|d| view.zones.get(*d))
+        .collect::<BTreeSet<_>>()
+        .len()
 }
 
 fn shard_holders(data: &Data, index: usize) -> Vec<&DiskKey> {

@@ -42,6 +42,14 @@ impl TransactionSystem {
     }
 }
 
+/// Log replicas of three_data_hall (FoundationDB's `log_replicas` in that mode).
+const HALL_LOG_REPLICAS: usize = 4;
+
+/// The `data_hall` locality of a process.
+fn hall_of(process: &SimProcess) -> Option<&String> {
+    process.launch.locality.get("data_hall")
+}
+
 /// Stateless role counts from the configuration (FoundationDB's defaults otherwise).
 fn stateless_roles(state: &State) -> Vec<&'static str> {
     let configuration = state.configuration.clone().unwrap_or_default();
@@ -94,29 +102,72 @@ fn fitness(role: &str, class: ProcessClass) -> Option<u8> {
 }
 
 /// Recruits a transaction system from the eligible processes; `None` when not enough
-/// logs in distinct zones or no host for a stateless role.
+/// logs in distinct zones (in three_data_hall: in two zones of each of two data halls,
+/// processes without a `data_hall` locality left out) or no host for a stateless role.
 pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
     let eligible: Vec<&SimProcess> = state.eligible();
     let mut load: BTreeMap<&ProcessAddress, usize> = BTreeMap::new();
     let mut members = Vec::new();
 
-    let wanted_logs = state
+    let by_hall = state.by_data_hall();
+    let configured_logs = state
         .configuration
         .as_ref()
         .and_then(|c| c.logs)
         .filter(|v| *v > 0)
         .map_or(3, |v| usize::try_from(v).unwrap_or(3));
+    // three_data_hall's log policy: 4 replicas, 2 zones in each of 2 data halls.
+    let wanted_logs = if by_hall {
+        configured_logs.max(HALL_LOG_REPLICAS)
+    } else {
+        configured_logs
+    };
     let mut log_candidates: Vec<&SimProcess> = eligible
         .iter()
         .copied()
         .filter(|p| fitness("log", p.launch.class).is_some())
+        // A process without a data hall cannot be part of a three_data_hall log team.
+        .filter(|p| !by_hall || hall_of(p).is_some())
         .collect();
     log_candidates.sort_by_key(|p| (fitness("log", p.launch.class), p.launch.address.clone()));
     let mut used_zones = BTreeSet::new();
     let mut chosen: Vec<&SimProcess> = Vec::new();
+    if by_hall {
+        // The policy's core first: two halls (best candidates first) with two zones each.
+        let mut per_hall: BTreeMap<&String, Vec<&SimProcess>> = BTreeMap::new();
+        for p in &log_candidates {
+            if let Some(hall) = hall_of(p) {
+                per_hall.entry(hall).or_default().push(p);
+            }
+        }
+        let mut pairs: Vec<Vec<&SimProcess>> = per_hall
+            .into_values()
+            .filter_map(|members| {
+                let mut zones = BTreeSet::new();
+                let pair: Vec<&SimProcess> = members
+                    .into_iter()
+                    .filter(|p| zones.insert(p.zone()))
+                    .take(2)
+                    .collect();
+                (pair.len() == 2).then_some(pair)
+            })
+            .collect();
+        pairs.sort_by_key(|pair| {
+            pair.iter()
+                .map(|p| fitness("log", p.launch.class).unwrap_or(u8::MAX))
+                .max()
+        });
+        for p in pairs.into_iter().take(2).flatten() {
+            used_zones.insert(p.zone());
+            chosen.push(p);
+        }
+    }
     // Distinct zones first, then fill up.
     for p in &log_candidates {
-        if chosen.len() < wanted_logs && used_zones.insert(p.zone()) {
+        if chosen.len() < wanted_logs
+            && !chosen.iter().any(|c| c.launch.address == p.launch.address)
+            && used_zones.insert(p.zone())
+        {
             chosen.push(p);
         }
     }
@@ -127,7 +178,23 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
             chosen.push(p);
         }
     }
-    if used_zones.len() < state.replicas() {
+    let satisfied = if by_hall {
+        // At least two halls with logs in two distinct zones each.
+        let mut zones_per_hall: BTreeMap<&String, BTreeSet<String>> = BTreeMap::new();
+        for p in &chosen {
+            if let Some(hall) = hall_of(p) {
+                zones_per_hall.entry(hall).or_default().insert(p.zone());
+            }
+        }
+        zones_per_hall
+            .values()
+            .filter(|zones| zones.len() >= 2)
+            .count()
+            >= 2
+    } else {
+        used_zones.len() >= state.replicas()
+    };
+    if !satisfied {
         return None;
     }
     for p in chosen {

@@ -14,7 +14,7 @@ use super::backup::Backups;
 use super::disks::{Disk, DiskKey};
 use super::inspect::Outage;
 use super::movement::Movement;
-use super::processes::SimProcess;
+use super::processes::{ProcessLaunch, SimProcess, zone_of};
 use super::recovery::{Recovery, RecoveryRecord};
 use super::roles::TransactionSystem;
 use super::shards::{Data, GIB, MIB};
@@ -132,6 +132,26 @@ impl State {
     /// A random 32-digit hex process ID.
     pub fn random_process_id(&mut self) -> String {
         format!("{:032x}", self.rng.random::<u128>())
+    }
+
+    /// Whether the configuration is `three_data_hall`: storage teams span distinct data
+    /// halls and the logs two halls.
+    pub fn by_data_hall(&self) -> bool {
+        self.configuration
+            .as_ref()
+            .and_then(|c| c.redundancy_mode.as_ref())
+            .is_some_and(|mode| *mode == RedundancyMode::ThreeDataHall)
+    }
+
+    /// The failure domain a storage team spreads over: the `data_hall` locality in
+    /// three_data_hall (`None` for a process without one: FoundationDB's replication
+    /// policy cannot place a replica on it), else the zone.
+    pub fn team_domain(&self, launch: &ProcessLaunch) -> Option<String> {
+        if self.by_data_hall() {
+            launch.locality.get("data_hall").cloned()
+        } else {
+            Some(zone_of(launch))
+        }
     }
 
     /// Copies of the data (and minimum distinct zones) the redundancy mode needs.

@@ -14,7 +14,8 @@ pub(crate) struct DataSummary {
     pub without_live_replica: usize,
     /// Fewest live replicas of any shard, at most the replication factor.
     pub min_live_replicas: usize,
-    /// Fewest distinct zones among any shard's live replicas.
+    /// Fewest distinct team domains (zones; data halls in three_data_hall) among any
+    /// shard's live replicas.
     pub min_live_zones: usize,
     /// Shards with fewer live replicas in distinct zones than the replication factor.
     pub under_replicated: usize,
@@ -55,7 +56,15 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
         for (disk, generation) in &shard.replicas {
             if serving.contains(disk) {
                 live += 1;
-                zones.insert(state.disks.get(disk).map(|d| d.zone()));
+                // A replica outside any team domain (a disk without a data hall in
+                // three_data_hall) does not count towards the spread.
+                if let Some(domain) = state
+                    .disks
+                    .get(disk)
+                    .and_then(|d| state.team_domain(&d.launch))
+                {
+                    zones.insert(domain);
+                }
             }
             if leaving.contains(disk.as_str()) {
                 summary.leaving_replicas += 1;

@@ -121,9 +121,11 @@ fn create_data(state: &mut State) {
         .eligible()
         .into_iter()
         .filter(|p| State::is_storage(p))
-        .map(|p| Candidate {
-            disk: p.disk.clone(),
-            zone: p.zone(),
+        .filter_map(|p| {
+            Some(Candidate {
+                disk: p.disk.clone(),
+                zone: state.team_domain(&p.launch)?,
+            })
         })
         .collect();
     candidates.dedup_by(|a, b| a.disk == b.disk);

@@ -13,7 +13,7 @@ mod observation;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::FdbVersion;
 
@@ -151,6 +151,7 @@ impl InvariantMonitor {
         tolerance: usize,
     ) {
         let mut breaches = Vec::new();
+        let after_halls = &after.zone_halls;
         for (what, before, after) in [
             (
                 "storage",
@@ -160,13 +161,18 @@ impl InvariantMonitor {
             ("log", &before.log_zones_down, &after.log_zones_down),
         ] {
             let added: Vec<&str> = after.difference(before).map(String::as_str).collect();
-            if !added.is_empty() && after.len() > tolerance {
+            if !added.is_empty() && beyond(after, tolerance, &after_halls) {
                 let all: Vec<&str> = after.iter().map(String::as_str).collect();
                 breaches.push(format!(
-                    "{} zones of {what} out of service ({}; the action added {}); the redundancy mode tolerates {tolerance}",
+                    "{} zones of {what} out of service ({}; the action added {}); the redundancy mode tolerates {}",
                     after.len(),
                     all.join(", "),
-                    added.join(", ")
+                    added.join(", "),
+                    if after_halls.is_empty() {
+                        format!("{tolerance}")
+                    } else {
+                        format!("one data hall and {} more", tolerance.saturating_sub(1))
+                    }
                 ));
             }
         }
@@ -180,8 +186,8 @@ impl InvariantMonitor {
             ));
         }
         if breaches.is_empty() {
-            if after.storage_zones_down.len() <= tolerance
-                && after.log_zones_down.len() <= tolerance
+            if !beyond(&after.storage_zones_down, tolerance, &after.zone_halls)
+                && !beyond(&after.log_zones_down, tolerance, &after.zone_halls)
             {
                 self.fault_tolerance_breached = false;
             }
@@ -398,6 +404,28 @@ impl InvariantMonitor {
 }
 
 /// Outages that overlap, or follow each other within `gap` seconds, are one outage.
+/// Whether the zones out of service exceed the tolerance: more than `tolerance` zones;
+/// in three_data_hall (`zone_halls` not empty) more than one whole data hall plus
+/// `tolerance - 1` zones elsewhere, which is what that mode survives.
+fn beyond(
+    down: &BTreeSet<String>,
+    tolerance: usize,
+    zone_halls: &BTreeMap<String, String>,
+) -> bool {
+    if zone_halls.is_empty() {
+        return down.len() > tolerance;
+    }
+    let mut per_hall: BTreeMap<String, usize> = BTreeMap::new();
+    for zone in down {
+        let hall = zone_halls
+            .get(zone)
+            .map_or_else(|| format!("zone:{zone}"), |hall| format!("hall:{hall}"));
+        *per_hall.entry(hall).or_insert(0) += 1;
+    }
+    let largest = per_hall.values().max().copied().unwrap_or(0);
+    down.len() - largest > tolerance.saturating_sub(1)
+}
+
 fn merge_outages(outages: &[Outage], gap: i64) -> Vec<Outage> {
     let mut sorted = outages.to_vec();
     sorted.sort_by_key(|outage| outage.start);

@@ -1,6 +1,6 @@
 //! What the runner observes for the invariants, as plain data.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::ProcessClass;
 
@@ -55,6 +55,9 @@ pub struct ServiceState {
     pub coordinators_down: usize,
     /// Coordinators in the connection string.
     pub coordinators: usize,
+    /// In three_data_hall, each zone's data hall (empty otherwise): a whole hall counts
+    /// as one failure there.
+    pub zone_halls: BTreeMap<String, String>,
 }
 
 /// A period during which the database was unavailable.

@@ -482,3 +482,57 @@ fn an_exclusion_of_no_group_being_removed_is_left_behind() {
     monitor.check_leftover_exclusions(30, 5, &[]);
     assert_eq!(invariants(&monitor), [EXCLUSION_LEFT_BEHIND]);
 }
+
+#[test]
+fn three_data_hall_tolerates_one_hall_and_one_more_zone() {
+    // Nodes n1..n6 in halls a, b, c (two each); tolerance 2 as for triple.
+    let zone_halls: std::collections::BTreeMap<String, String> = [
+        ("n1", "a"),
+        ("n2", "a"),
+        ("n3", "b"),
+        ("n4", "b"),
+        ("n5", "c"),
+        ("n6", "c"),
+    ]
+    .into_iter()
+    .map(|(zone, hall)| (zone.to_owned(), hall.to_owned()))
+    .collect();
+    let state = |down: &[&str]| ServiceState {
+        storage_zones_down: zones(down),
+        coordinators: 9,
+        zone_halls: zone_halls.clone(),
+        ..ServiceState::default()
+    };
+    let mut monitor = InvariantMonitor::new();
+    // Hall a down (a fault), then the operator takes one zone of hall b: within bounds.
+    monitor.check_fault_tolerance(1, 1, &state(&["n1", "n2"]), &state(&["n1", "n2", "n3"]), 2);
+    assert!(monitor.violations().is_empty(), "one hall and one zone");
+    // A zone of hall c as well: three halls touched beyond the one lost.
+    monitor.check_fault_tolerance(
+        2,
+        2,
+        &state(&["n1", "n2", "n3"]),
+        &state(&["n1", "n2", "n3", "n5"]),
+        2,
+    );
+    assert_eq!(invariants(&monitor), [FAULT_TOLERANCE_EXCEEDED]);
+    assert!(
+        monitor.violations()[0]
+            .detail
+            .contains("one data hall and 1 more")
+    );
+    // Without halls, three zones are beyond a tolerance of 2.
+    let mut plain = InvariantMonitor::new();
+    let without = |down: &[&str]| ServiceState {
+        zone_halls: std::collections::BTreeMap::new(),
+        ..state(down)
+    };
+    plain.check_fault_tolerance(
+        1,
+        1,
+        &without(&["n1", "n2"]),
+        &without(&["n1", "n2", "n3"]),
+        2,
+    );
+    assert_eq!(invariants(&plain), [FAULT_TOLERANCE_EXCEEDED]);
+}

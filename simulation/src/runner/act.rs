@@ -195,6 +195,31 @@ impl Runner {
                     "every user key cleared; the user stopped writing",
                 );
             }
+            Action::Configure(configuration) => {
+                self.admin(issuer.as_deref())
+                    .configure(configuration, false)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Coordinators(groups) => {
+                // Each group's first process (the one a coordinator runs on).
+                let mut addresses: Vec<fdb_shared::address::ProcessAddress> = Vec::new();
+                for group in groups {
+                    let mut own = self.group_addresses(std::slice::from_ref(group));
+                    own.sort_by_key(|a| a.port);
+                    let Some(first) = own.into_iter().next() else {
+                        return Err(act_failed(
+                            action,
+                            format!("no running process belongs to process group {group}"),
+                        ));
+                    };
+                    addresses.push(first);
+                }
+                self.admin(issuer.as_deref())
+                    .change_coordinators(&addresses)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
             Action::AddNodes(count) => {
                 let added = self
                     .world

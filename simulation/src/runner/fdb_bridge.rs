@@ -11,6 +11,7 @@ pub(super) fn service_state(fdb: &SimulatedFdb) -> ServiceState {
         log_zones_down: gaps.log_zones_down,
         coordinators_down: gaps.coordinators_down,
         coordinators: gaps.coordinators,
+        zone_halls: gaps.zone_halls,
     }
 }
 

@@ -54,6 +54,13 @@ pub struct ActStep {
     /// a restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear_data: Option<bool>,
+    /// `fdbcli configure` of this database configuration (typed, as the operator sends
+    /// it: `{redundancy_mode: three_data_hall}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configure: Option<fdb_shared::api::DatabaseConfiguration>,
+    /// `fdbcli coordinators` of these process groups' first processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinators: Option<Vec<String>>,
 }
 
 /// The target of a `deleteCollection` action.
@@ -167,6 +174,10 @@ pub enum Action {
     AddNodes(u32),
     /// Empty the database and stop writing.
     ClearData,
+    /// Change the database configuration.
+    Configure(Box<fdb_shared::api::DatabaseConfiguration>),
+    /// Make these process groups' first processes the coordinators.
+    Coordinators(Vec<String>),
 }
 
 impl ActStep {
@@ -181,6 +192,8 @@ impl ActStep {
             self.drain.is_some(),
             self.add_nodes.is_some(),
             self.clear_data.is_some(),
+            self.configure.is_some(),
+            self.coordinators.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -192,7 +205,7 @@ impl ActStep {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators".to_owned(),
             ));
         }
         let groups = |field: &'static str, groups: &[String]| {
@@ -218,6 +231,12 @@ impl ActStep {
         }
         if let Some(exclude) = &self.exclude {
             return groups("exclude", exclude).map(Action::Exclude);
+        }
+        if let Some(coordinators) = &self.coordinators {
+            return groups("coordinators", coordinators).map(Action::Coordinators);
+        }
+        if let Some(configuration) = &self.configure {
+            return Ok(Action::Configure(Box::new(configuration.clone())));
         }
         if let Some(patch) = &self.patch {
             let target = ObjectRef::parse(&patch.target).map_err(|e| ("patch.target", e))?;

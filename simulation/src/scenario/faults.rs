@@ -41,6 +41,13 @@ pub enum Fault {
         /// The node's name (`node-2`).
         node: String,
     },
+    /// Every node labelled `topology.kubernetes.io/zone=<zone>` goes down at once (as
+    /// `nodeDown` for each): a whole data hall of a three_data_hall cluster whose
+    /// processes take their `data_hall` from that label.
+    ZoneDown {
+        /// The value of the nodes' `topology.kubernetes.io/zone` label (`zone-1`).
+        zone: String,
+    },
     /// A node gets a taint.
     NodeTaint {
         /// The node's name.
@@ -175,6 +182,7 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
             }
         }
         Fault::NodeDown { node } => non_empty("node", node),
+        Fault::ZoneDown { zone } => non_empty("zone", zone),
         Fault::NodeTaint { node, key } => {
             non_empty("node", node)?;
             non_empty("key", key)

@@ -82,6 +82,10 @@ pub struct Heal {
     /// Undo the faults on this node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Bring back every node labelled `topology.kubernetes.io/zone=<zone>` (after
+    /// `zoneDown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
     /// Undo every fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<bool>,
@@ -240,11 +244,12 @@ impl StepSpec {
         if let Some(heal) = &self.heal {
             let targets = usize::from(heal.process_group.is_some())
                 + usize::from(heal.node.is_some())
+                + usize::from(heal.zone.is_some())
                 + usize::from(heal.all == Some(true));
             if targets != 1 {
                 return Err((
                     "heal".into(),
-                    "must name exactly one of processGroup, node, or all: true".into(),
+                    "must name exactly one of processGroup, node, zone, or all: true".into(),
                 ));
             }
         }

@@ -299,11 +299,11 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
         && let Ok(action) = act.action()
     {
         match &action {
-            Action::Kill(groups) | Action::Exclude(groups) => {
-                let name = if matches!(action, Action::Kill(_)) {
-                    "kill"
-                } else {
-                    "exclude"
+            Action::Kill(groups) | Action::Exclude(groups) | Action::Coordinators(groups) => {
+                let name = match action {
+                    Action::Kill(_) => "kill",
+                    Action::Exclude(_) => "exclude",
+                    _ => "coordinators",
                 };
                 for (index, group) in groups.iter().enumerate() {
                     references.check_group(&format!("act.{name}[{index}]"), group)?;
@@ -320,7 +320,7 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
                     name: name.clone(),
                 },
             )?,
-            Action::DeleteCollection(_) | Action::ClearData => {}
+            Action::DeleteCollection(_) | Action::ClearData | Action::Configure(_) => {}
         }
     }
     Ok(())

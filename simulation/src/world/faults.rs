@@ -140,6 +140,18 @@ impl World {
                 self.record("fault", format!("node/{node}"), "node down".into());
                 return self.settle().await;
             }
+            Fault::ZoneDown { zone } => {
+                let nodes = self.zone_nodes(zone)?;
+                for node in &nodes {
+                    self.node_down(node)?;
+                }
+                self.record(
+                    "fault",
+                    format!("zone/{zone}"),
+                    format!("nodes down: {}", nodes.join(", ")),
+                );
+                return self.settle().await;
+            }
             Fault::NodeTaint { node, key } => {
                 self.nodes.add_taint(&self.api, node, key)?;
                 self.record(
@@ -220,6 +232,12 @@ impl World {
             self.node_up(node)?;
             self.nodes.remove_fault_taints(&self.api, node)?;
             self.record("heal", format!("node/{node}"), String::new());
+        }
+        if let Some(zone) = &heal.zone {
+            for node in self.zone_nodes(zone)? {
+                self.node_up(&node)?;
+            }
+            self.record("heal", format!("zone/{zone}"), String::new());
         }
         self.settle().await
     }

@@ -85,6 +85,29 @@ impl World {
         Ok(())
     }
 
+    /// The nodes labelled `topology.kubernetes.io/zone=<zone>`, in node order; an error
+    /// when there is none.
+    pub(super) fn zone_nodes(&self, zone: &str) -> Result<Vec<String>, WorldError> {
+        let nodes: Vec<String> = self
+            .nodes
+            .names()
+            .iter()
+            .filter(|node| {
+                super::nodes::current_labels(&self.api, node)
+                    .get(super::nodes::ZONE_LABEL)
+                    .is_some_and(|value| value == zone)
+            })
+            .cloned()
+            .collect();
+        if nodes.is_empty() {
+            return Err(WorldError::InvalidFault {
+                kind: "zoneDown",
+                message: format!("no node is labelled {}={zone}", super::nodes::ZONE_LABEL),
+            });
+        }
+        Ok(nodes)
+    }
+
     /// The node is back: Ready, untainted; its kubelet writes its pods' status afresh.
     pub(super) fn node_up(&mut self, node: &str) -> Result<(), WorldError> {
         if self.nodes.mark_up(&self.api, node)? {

@@ -281,6 +281,34 @@ fn node_key(name: &str) -> ResourceKey {
     ResourceKey::new("", "v1", "nodes", "", name)
 }
 
+/// The node's labels as stored (empty for an unknown node).
+pub fn current_labels(api: &FakeApiServer, name: &str) -> BTreeMap<String, String> {
+    api.get(&node_key(name))
+        .and_then(|node| node.pointer("/metadata/labels").cloned())
+        .and_then(|labels| serde_json::from_value(labels).ok())
+        .unwrap_or_default()
+}
+
+/// The environment variables fdb-kubernetes-monitor derives from its node's labels
+/// when `ENABLE_NODE_WATCH` is `true`: `NODE_LABEL_` and the key upper-cased, with `/`
+/// and `.` as `_` (`topology.kubernetes.io/zone` ->
+/// `NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE`), as the Go operator's manual describes it.
+pub fn node_label_environment(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .map(|(key, value)| {
+            let name: String = key
+                .chars()
+                .map(|c| match c {
+                    '/' | '.' => '_',
+                    c => c.to_ascii_uppercase(),
+                })
+                .collect();
+            (format!("NODE_LABEL_{name}"), value.clone())
+        })
+        .collect()
+}
+
 /// The node's taints as stored.
 pub fn current_taints(api: &FakeApiServer, name: &str) -> Vec<Value> {
     api.get(&node_key(name))

@@ -22,6 +22,9 @@ use super::projection::{missing_keys, volume_files, write_volume};
 use super::sidecar::SidecarState;
 use super::unified_monitor::{UnifiedMonitor, copy_shared_binaries, runs_monitor};
 
+/// The variable that makes fdb-kubernetes-monitor read its node's labels.
+const NODE_WATCH_VARIABLE: &str = "ENABLE_NODE_WATCH";
+
 impl World {
     /// The FoundationDB version an image contains: `world.images` when it lists the
     /// image, else the version in its tag.
@@ -229,7 +232,15 @@ impl World {
             pod_ip: ip.to_string(),
             node: runtime.node.clone(),
         };
-        let env = containers::container_env(main, &facts);
+        let mut env = containers::container_env(main, &facts);
+        // fdb-kubernetes-monitor with ENABLE_NODE_WATCH reads its node's labels (it
+        // watches the Node object) and offers them as `NODE_LABEL_*` variables.
+        if env.get(NODE_WATCH_VARIABLE).is_some_and(|v| v == "true") {
+            let labels = super::nodes::current_labels(&self.api, &runtime.node);
+            for (name, value) in super::nodes::node_label_environment(&labels) {
+                env.entry(name).or_insert(value);
+            }
+        }
         let version = self.image_version(main.image.as_deref().unwrap_or_default());
         Monitor::new_unified(context, UnifiedMonitor::new(main, env, version))
     }

@@ -388,3 +388,42 @@ fn unified_manifests_show_the_monitor_pod_model() {
         "foundationdb/fdb-kubernetes-monitor:7.1.57"
     );
 }
+
+#[test]
+fn three_data_hall_shows_where_the_halls_come_from() {
+    let explanation = explain(&cluster(concat!(
+        "  imageType: unified\n",
+        "  databaseConfiguration: {redundancy_mode: three_data_hall}\n",
+        "  processCounts: {stateless: -1}\n",
+        "  processes:\n",
+        "    general: {customParameters: [\"locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE\"]}\n",
+    )));
+    assert!(explanation.valid, "{:?}", explanation.errors);
+    let halls = explanation.data_halls.unwrap();
+    assert_eq!(halls.halls_needed, Some(3));
+    assert_eq!(halls.coordinators_per_hall, Some(3));
+    assert_eq!(
+        halls.locality.get(&ProcessClass::Storage).cloned().flatten().as_deref(),
+        Some("customParameters: locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE")
+    );
+    assert!(explanation.warnings.is_empty(), "{:?}", explanation.warnings);
+    // Without a source of halls: a warning that says the operator will wait.
+    let bare = explain(&cluster(
+        "  databaseConfiguration: {redundancy_mode: three_data_hall}\n",
+    ));
+    assert!(
+        bare.warnings
+            .iter()
+            .any(|w| w.contains("get no data_hall locality")),
+        "{:?}",
+        bare.warnings
+    );
+    // spec.dataHall, for a split-image cluster in one hall of a multi-cluster database.
+    let one = explain(&cluster("  dataHall: az1\n"));
+    let halls = one.data_halls.unwrap();
+    assert_eq!(halls.halls_needed, None);
+    assert_eq!(
+        halls.locality.get(&ProcessClass::Log).cloned().flatten().as_deref(),
+        Some("spec.dataHall: az1")
+    );
+}

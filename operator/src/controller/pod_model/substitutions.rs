@@ -79,16 +79,31 @@ pub fn has_sidecar(pod: &Pod) -> bool {
 }
 
 /// The zone the pod's processes will report (`locality_zoneid`): the sidecar container's
-/// `FDB_ZONE_ID`, falling back like the sidecar to the machine ID and the hostname. `None`
+/// `FDB_ZONE_ID` (the main container's in a unified pod), falling back like the sidecar to the machine ID and the hostname. `None`
 /// while it resolves to nothing yet (e.g. `spec.nodeName` before scheduling) or cannot be
 /// resolved from the pod.
 pub fn expected_zone(pod: &Pod) -> Option<String> {
-    let sidecar = pod
-        .spec
-        .as_ref()?
-        .containers
+    let containers = &pod.spec.as_ref()?.containers;
+    let declares_zone = |container: &&Container| {
+        container
+            .env
+            .iter()
+            .flatten()
+            .any(|var| var.name == "FDB_ZONE_ID")
+    };
+    // A unified pod's zone variables are on its main container (fdb-kubernetes-monitor
+    // reads them there); the split pod's on its sidecar.
+    let sidecar = containers
         .iter()
-        .find(|container| container.name == SIDECAR_CONTAINER)?;
+        .filter(|container| container.name == SIDECAR_CONTAINER)
+        .find(declares_zone)
+        .or_else(|| {
+            containers
+                .iter()
+                .filter(|container| container.name == super::MAIN_CONTAINER)
+                .find(declares_zone)
+        })
+        .or_else(|| containers.iter().find(|c| c.name == SIDECAR_CONTAINER))?;
     let env = container_env(pod, sidecar)?;
     let declared = |name: &str| sidecar.env.iter().flatten().any(|var| var.name == name);
     for name in ["FDB_ZONE_ID", "FDB_MACHINE_ID"] {

@@ -1,7 +1,8 @@
 //! ChangeCoordinators: when a current coordinator is unreachable, excluded, under
 //! maintenance, marked for removal, not a live stateful process group or of a class
 //! `coordinatorSelection` does not name, when two share a
-//! zone, when their number differs from the desired one, or when one is on a pod about
+//! zone (in three_data_hall: when one reports no data hall, or a hall holds more than a
+//! third of them), when their number differs from the desired one, or when one is on a pod about
 //! to be deleted (the next batch of UpdatePods, a process RemoveIncompatibleProcesses
 //! restarts), chooses new coordinators (same rules as the initial choice) and changes
 //! them; the new connection string goes to `status.connectionString`.
@@ -11,18 +12,20 @@
 //! groups already on the current pod spec: during a rollout the coordinators move once,
 //! not once per zone (each move is a recovery). A failed coordinator moves at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
-use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
+use fdb_shared::api::{FoundationDBCluster, RedundancyMode};
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
-use crate::controller::coordinators::{priority, select_coordinators};
+use crate::controller::coordinators::{
+    coordinators_per_hall, priority, select_coordinators_spread,
+};
 use crate::controller::errors::StepError;
 use crate::controller::forecast::upcoming;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
@@ -65,6 +68,9 @@ fn problem(
         ));
     }
     let mut zones = BTreeSet::new();
+    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let per_hall = coordinators_per_hall(wanted);
+    let mut halls: BTreeMap<String, usize> = BTreeMap::new();
     for coordinator in &current.coordinators {
         let text = coordinator.to_string();
         let unreachable = db.client.coordinators.coordinators.iter().any(|c| {
@@ -94,7 +100,24 @@ fn problem(
         }
         let zone = ours
             .map(|c| c.zone.clone())
-            .or_else(|| reported_zone(db, coordinator));
+            .or_else(|| reported_locality(db, coordinator).and_then(|(zone, _)| zone));
+        if by_hall {
+            let hall = ours
+                .and_then(|c| c.hall.clone())
+                .or_else(|| reported_locality(db, coordinator).and_then(|(_, hall)| hall));
+            let Some(hall) = hall else {
+                return Some(format!(
+                    "coordinator {text} reports no data_hall locality (three_data_hall spreads coordinators across halls)"
+                ));
+            };
+            let in_hall = halls.entry(hall.clone()).or_insert(0);
+            *in_hall += 1;
+            if *in_hall > per_hall {
+                return Some(format!(
+                    "more than {per_hall} coordinators in data hall {hall}: losing it would lose the majority"
+                ));
+            }
+        }
         let Some(zone) = zone else {
             return Some(format!(
                 "coordinator {text} is neither an eligible process group of {} nor a reporting, non-excluded process",
@@ -108,9 +131,13 @@ fn problem(
     None
 }
 
-/// The zone of the reporting, non-excluded process at `address` (matched by its address,
-/// or by its DNS name locality when the connection string uses DNS names).
-fn reported_zone(db: &DatabaseStatus, address: &ProcessAddress) -> Option<String> {
+/// The zone and data hall of the reporting, non-excluded process at `address` (matched
+/// by its address, or by its DNS name locality when the connection string uses DNS
+/// names).
+fn reported_locality(
+    db: &DatabaseStatus,
+    address: &ProcessAddress,
+) -> Option<(Option<String>, Option<String>)> {
     db.cluster.processes.values().find_map(|process| {
         if process.excluded {
             return None;
@@ -119,9 +146,12 @@ fn reported_zone(db: &DatabaseStatus, address: &ProcessAddress) -> Option<String
         let same_address = reported.host == address.host && reported.port == address.port;
         let same_dns_name = process.locality.dns_name.as_deref() == Some(address.host.as_str())
             && reported.port == address.port;
-        (same_address || same_dns_name)
-            .then(|| process.locality.zoneid.clone())
-            .flatten()
+        (same_address || same_dns_name).then(|| {
+            (
+                process.locality.zoneid.clone(),
+                process.locality.data_hall.clone(),
+            )
+        })
     })
 }
 
@@ -251,11 +281,13 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
         .filter(|c| !needs_pod_update(snapshot, &c.process_group_id))
         .cloned()
         .collect();
+    // three_data_hall: among groups reporting a data hall, a third in each hall.
+    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
     let choice = if settled.len() < reachable.len() {
-        select_coordinators(&settled, &settings, wanted)
-            .or_else(|_| select_coordinators(&reachable, &settings, wanted))
+        select_coordinators_spread(&settled, &settings, wanted, by_hall)
+            .or_else(|_| select_coordinators_spread(&reachable, &settings, wanted, by_hall))
     } else {
-        select_coordinators(&reachable, &settings, wanted)
+        select_coordinators_spread(&reachable, &settings, wanted, by_hall)
     };
     match choice {
         Ok(chosen) => {

@@ -95,6 +95,7 @@ pub fn coordinator_candidates(
                 number,
                 zone,
                 address,
+                hall: group.processes().find_map(|p| p.locality.data_hall.clone()),
             }),
             None => waiting.push(group.id().to_owned()),
         }

@@ -1,12 +1,16 @@
 //! UpdateDatabaseConfiguration: `configure new <desired>` once, when every live process
 //! group reports to the database (then `status.configured`); later `configure` the
 //! differences between the live and the desired configuration, only while the database
-//! is available and healthy.
+//! is available and healthy. A configuration of three_data_hall (new, or a change to it)
+//! waits until every process reports a `data_hall` locality, in three halls.
 
-use fdb_shared::api::DatabaseConfiguration;
+use std::collections::{BTreeMap, BTreeSet};
+
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
 };
+use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -32,6 +36,9 @@ pub enum ConfigurationAction {
     MarkConfigured,
     /// Wait, for the reason given.
     Wait(String),
+    /// Wait for the processes to report their data halls before three_data_hall: the
+    /// later steps go on (the bounce that rolls the locality out is one of them).
+    WaitForHalls(String),
     /// `configure new` with this configuration.
     ConfigureNew(DatabaseConfiguration),
     /// `configure` this configuration (the live one differs).
@@ -78,6 +85,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
                 "waiting for {missing} of {live} process groups to report to the database before configuring it"
             ));
         }
+        if let Some(gap) = hall_gap(db, &desired) {
+            return ConfigurationAction::WaitForHalls(gap);
+        }
         return ConfigurationAction::ConfigureNew(desired);
     }
     let Some(live) = &db.cluster.configuration else {
@@ -86,6 +96,13 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     if configure_change_command(live, &desired).is_none() {
         return ConfigurationAction::None;
     }
+    // three_data_hall before every process has its data hall would leave the logs and
+    // the data no policy-conforming team: the database could not recover.
+    if live.redundancy_mode != desired.redundancy_mode
+        && let Some(gap) = hall_gap(db, &desired)
+    {
+        return ConfigurationAction::WaitForHalls(gap);
+    }
     // A configuration change causes a recovery itself: not right after another one.
     let safe = available_and_healthy(snapshot)
         .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
@@ -93,6 +110,91 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
         Ok(()) => ConfigurationAction::Change(desired),
         Err(refusal) => wait_for(&refusal),
     }
+}
+
+/// Data halls three_data_hall spreads its storage teams over.
+const DATA_HALLS: usize = 3;
+
+/// Why `desired` (three_data_hall) cannot be configured yet: processes that report no
+/// `data_hall` locality (the localities roll out first, through the pods' process
+/// configuration), fewer than three halls among them, or log processes that cannot hold
+/// the mode's log team (2 zones in each of 2 halls). `None` for other modes, or when all
+/// of that is there.
+pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
+    if desired.redundancy_mode != Some(RedundancyMode::ThreeDataHall) {
+        return None;
+    }
+    let processes: Vec<_> = db
+        .cluster
+        .processes
+        .values()
+        .filter(|p| !p.excluded)
+        .collect();
+    let without: Vec<String> = processes
+        .iter()
+        .filter(|p| p.locality.data_hall.as_deref().is_none_or(str::is_empty))
+        .map(|p| {
+            p.locality
+                .instance_id
+                .clone()
+                .or_else(|| p.address.as_ref().map(ToString::to_string))
+                .unwrap_or_default()
+        })
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect::<Vec<String>>();
+    if !without.is_empty() {
+        let shown: Vec<&str> = without.iter().take(5).map(String::as_str).collect();
+        return Some(format!(
+            "waiting for {} of {} processes to report a data_hall locality ({}{}) before configuring three_data_hall",
+            without.len(),
+            processes.len(),
+            shown.join(", "),
+            if without.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    let halls: BTreeSet<&str> = processes
+        .iter()
+        .filter_map(|p| p.locality.data_hall.as_deref())
+        .collect();
+    if halls.len() < DATA_HALLS {
+        return Some(format!(
+            "three_data_hall needs processes in {DATA_HALLS} data halls, but they report {} ({})",
+            halls.len(),
+            halls.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    // The log policy of three_data_hall: 4 replicas, 2 zones in each of 2 halls. Without
+    // log processes placed so, the database could not recruit its logs after the change.
+    let mut log_zones: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for process in &processes {
+        let log_class = matches!(
+            process.class_type,
+            Some(ProcessClass::Log | ProcessClass::Transaction)
+        );
+        if let (true, Some(hall), Some(zone)) = (
+            log_class,
+            process.locality.data_hall.as_deref(),
+            process.locality.zoneid.as_deref(),
+        ) {
+            log_zones.entry(hall).or_default().insert(zone);
+        }
+    }
+    let log_halls = log_zones.values().filter(|zones| zones.len() >= 2).count();
+    (log_halls < 2).then(|| {
+        let spread: Vec<String> = log_zones
+            .iter()
+            .map(|(hall, zones)| format!("{hall}: {}", zones.len()))
+            .collect();
+        format!(
+            "three_data_hall's logs need log processes in 2 zones of each of 2 data halls; zones with log processes per hall: {}",
+            if spread.is_empty() { "none".to_owned() } else { spread.join(", ") }
+        )
+    })
 }
 
 impl Subreconciler for UpdateDatabaseConfiguration {
@@ -104,6 +206,9 @@ impl Subreconciler for UpdateDatabaseConfiguration {
         Ok(match decide(snapshot) {
             ConfigurationAction::None => Verdict::Continue,
             ConfigurationAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
+            ConfigurationAction::WaitForHalls(reason) => {
+                Verdict::Wait(Wait::independent(WaitOn::Database, reason))
+            }
             ConfigurationAction::MarkConfigured => Verdict::Act(Plan::new(
                 vec![Planned::plain(Action::StageStatus(vec![
                     StatusMutation::MarkConfigured,
@@ -256,5 +361,104 @@ mod tests {
             decide(&snapshot(true, db(&[], Some(desired()), true))),
             ConfigurationAction::None
         );
+    }
+}
+
+#[cfg(test)]
+mod hall_tests {
+    use super::*;
+    use crate::controller::fixtures::{Fixture, group};
+
+    /// A database of four processes whose `data_hall` localities are `halls` ("" for
+    /// none), live configuration `live`.
+    fn db(halls: [&str; 4], live: &str) -> DatabaseStatus {
+        let processes: serde_json::Map<String, serde_json::Value> = halls
+            .iter()
+            .enumerate()
+            .map(|(i, hall)| {
+                let mut locality = serde_json::json!({"instance_id": format!("log-{}", i + 1), "zoneid": format!("z{i}")});
+                if !hall.is_empty() {
+                    locality["data_hall"] = serde_json::json!(hall);
+                }
+                (format!("p{i}"), serde_json::json!({"locality": locality, "class_type": "log"}))
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"processes": processes, "recovery_state": {"seconds_since_last_recovered": 600.0},
+                "configuration": {"redundancy_mode": live, "storage_engine": "ssd-2",
+                    "logs": 4, "proxies": 3, "resolvers": 1, "usable_regions": 1}}
+        }))
+        .unwrap()
+    }
+
+    /// Five log processes in zones z0..z4, halls as given, live double.
+    fn db5(halls: [&str; 5]) -> DatabaseStatus {
+        let mut status = db([halls[0], halls[1], halls[2], halls[3]], "double");
+        let mut extra = status.cluster.processes.values().next().unwrap().clone();
+        extra.locality.instance_id = Some("log-5".to_owned());
+        extra.locality.zoneid = Some("z4".to_owned());
+        extra.locality.data_hall = Some(halls[4].to_owned());
+        status.cluster.processes.insert("p4".to_owned(), extra);
+        status
+    }
+
+    fn decide_with(db: DatabaseStatus) -> ConfigurationAction {
+        let groups = ["log-1", "log-2", "log-3", "log-4", "log-5"].map(group);
+        decide(
+            &Fixture::new(
+                "{version: 7.1.57, databaseConfiguration: {redundancy_mode: three_data_hall}}",
+            )
+            .groups(groups)
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .status(|s| s.configured = true)
+            .database(db)
+            .build(),
+        )
+    }
+
+    #[test]
+    fn three_data_hall_waits_for_every_locality_and_three_halls() {
+        match decide_with(db(["a", "b", "", "c"], "double")) {
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(
+                    reason.contains("1 of 4 processes to report a data_hall"),
+                    "{reason}"
+                );
+                assert!(reason.contains("log-3"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decide_with(db(["a", "b", "b", "a"], "double")) {
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(
+                    reason.contains("needs processes in 3 data halls"),
+                    "{reason}"
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Three halls, but only hall a has logs in two zones.
+        match decide_with(db(["a", "b", "c", "a"], "double")) {
+            ConfigurationAction::WaitForHalls(reason) => {
+                assert!(reason.contains("a: 2, b: 1, c: 1"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decide_with(db5(["a", "b", "c", "a", "b"])) {
+            ConfigurationAction::Change(desired) => {
+                assert_eq!(desired.redundancy_mode, Some(RedundancyMode::ThreeDataHall));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_modes_never_wait_for_halls() {
+        let triple = DatabaseConfiguration {
+            redundancy_mode: Some(RedundancyMode::Triple),
+            ..DatabaseConfiguration::default()
+        };
+        assert_eq!(hall_gap(&db(["", "", "", ""], "double"), &triple), None);
     }
 }
