@@ -41,6 +41,14 @@ pub enum Fault {
         /// The node's name (`node-2`).
         node: String,
     },
+    /// A whole datacenter goes down: every node running a pod whose processes have that
+    /// `locality_dcid` goes down (as `nodeDown`). Pods created later may land on the
+    /// other nodes. `heal: {all: true}` brings the nodes back.
+    #[serde(rename_all = "camelCase")]
+    DataCenterDown {
+        /// The datacenter ID (`spec.dataCenter`).
+        data_center: String,
+    },
     /// A node gets a taint.
     NodeTaint {
         /// The node's name.
@@ -175,6 +183,7 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
             }
         }
         Fault::NodeDown { node } => non_empty("node", node),
+        Fault::DataCenterDown { data_center } => non_empty("dataCenter", data_center),
         Fault::NodeTaint { node, key } => {
             non_empty("node", node)?;
             non_empty("key", key)

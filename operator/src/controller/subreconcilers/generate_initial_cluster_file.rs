@@ -94,6 +94,7 @@ pub fn coordinator_candidates(
                 class,
                 number,
                 zone,
+                dc: cluster.spec.data_center.clone(),
                 address,
             }),
             None => waiting.push(group.id().to_owned()),

@@ -1,11 +1,15 @@
 //! UpdateDatabaseConfiguration: `configure new <desired>` once, when every live process
 //! group reports to the database (then `status.configured`); later `configure` the
 //! differences between the live and the desired configuration, only while the database
-//! is available and healthy.
+//! is available and healthy. Region changes go one step at a time
+//! (`cluster_math::next_configuration_change`): a new region joins at a negative
+//! priority, `usable_regions` rises, and only then does the region get its priority;
+//! FoundationDB refuses `regions` and `usable_regions` in one command.
 
 use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
+    next_configuration_change,
 };
 
 use super::Subreconciler;
@@ -34,7 +38,8 @@ pub enum ConfigurationAction {
     Wait(String),
     /// `configure new` with this configuration.
     ConfigureNew(DatabaseConfiguration),
-    /// `configure` this configuration (the live one differs).
+    /// `configure` this configuration (the live one differs): the desired one, or the
+    /// next step towards it when the regions change.
     Change(DatabaseConfiguration),
 }
 
@@ -55,8 +60,14 @@ fn wait_for(refusal: &Refusal) -> ConfigurationAction {
     })
 }
 
-/// Decides from the snapshot (nothing before there is a database).
+/// Decides from the snapshot (nothing before there is a database), region changes one
+/// step at a time.
 pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
+    decide_ordered(snapshot, true)
+}
+
+/// [`decide`], with the region order switched off in mutation tests only.
+fn decide_ordered(snapshot: &ClusterSnapshot, region_order: bool) -> ConfigurationAction {
     let db = match safety::database(snapshot) {
         Ok(db) => db,
         Err(Refusal::NoDatabase) => return ConfigurationAction::None,
@@ -90,6 +101,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     let safe = available_and_healthy(snapshot)
         .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
     match safe {
+        Ok(()) if region_order => {
+            ConfigurationAction::Change(next_configuration_change(live, &desired))
+        }
         Ok(()) => ConfigurationAction::Change(desired),
         Err(refusal) => wait_for(&refusal),
     }
@@ -100,8 +114,8 @@ impl Subreconciler for UpdateDatabaseConfiguration {
         "UpdateDatabaseConfiguration"
     }
 
-    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(match decide(snapshot) {
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide_ordered(snapshot, facts.rules.region_order) {
             ConfigurationAction::None => Verdict::Continue,
             ConfigurationAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
             ConfigurationAction::MarkConfigured => Verdict::Act(Plan::new(
@@ -255,6 +269,39 @@ mod tests {
         assert_eq!(
             decide(&snapshot(true, db(&[], Some(desired()), true))),
             ConfigurationAction::None
+        );
+    }
+
+    #[test]
+    fn a_second_region_joins_at_a_negative_priority_before_usable_regions_rises() {
+        let spec = "version: 7.1.57\ndataCenter: dc1\ndatabaseConfiguration: {usable_regions: 2, regions: [{datacenters: [{id: dc1, priority: 1}]}, {datacenters: [{id: dc2, priority: 0}]}]}";
+        let snapshot = |live: serde_json::Value| {
+            Fixture::new(spec)
+                .groups([group("log-1"), group("storage-1")])
+                .connection_string("sample:abc@10.0.0.1:4501")
+                .status(|s| s.configured = true)
+                .database(db(&[], Some(live), true))
+                .build()
+        };
+        let stage_1 = serde_json::json!({"redundancy_mode": "double", "storage_engine": "ssd-2",
+            "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1,
+            "regions": [{"datacenters": [{"id": "dc1", "priority": 1}]}]});
+        let ConfigurationAction::Change(next) = decide(&snapshot(stage_1.clone())) else {
+            panic!("a change is due");
+        };
+        assert_eq!(next.usable_regions, Some(1));
+        assert_eq!(next.regions.len(), 2);
+        assert_eq!(next.regions[1].datacenters[0].priority, Some(-1));
+        // With both regions known, usable_regions rises alone.
+        let mut joined = stage_1;
+        joined["regions"] = serde_json::to_value(&next.regions).unwrap();
+        let ConfigurationAction::Change(next) = decide(&snapshot(joined.clone())) else {
+            panic!("a change is due");
+        };
+        assert_eq!(next.usable_regions, Some(2));
+        assert_eq!(
+            serde_json::to_value(&next.regions).unwrap(),
+            joined["regions"]
         );
     }
 }
