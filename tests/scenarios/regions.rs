@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use fdb_e2e_tests::{run_file, run_with, violated};
+use fdb_e2e_tests::{run_file, run_with};
 use fdb_operator::controller::plan::ExecutorRules;
 use fdb_simulation::result::{Event, EventSource, SimulationResult, StepResult};
 use fdb_simulation::runner::RunOptions;
@@ -108,17 +108,34 @@ fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
     assert!(logs.get("dc2").is_some_and(|n| *n > 0), "{logs:?}");
 }
 
-/// Mutation test of the region order: an operator that configures the final regions at
-/// once is refused by the database (as FoundationDB refuses `regions` and
-/// `usable_regions` in one command) and never reconciles.
+/// Mutation test of the region order: an operator that configures the desired regions
+/// and `usable_regions` at once is refused by the database (as FoundationDB refuses
+/// both in one command) and never gets there; the operator with the order gets there
+/// in two commands, the new region at -1 first.
 #[test]
-fn an_operator_configuring_regions_and_usable_regions_at_once_never_gets_there() {
+fn an_operator_configuring_regions_and_usable_regions_at_once_is_refused() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/regions/migrate.yaml"
+        "/scenarios/regions/at-once.yaml"
     );
     let yaml = std::fs::read_to_string(path).unwrap();
-    let result = run_with(
+    let ordered = run_with(&yaml, RunOptions::default());
+    assert!(ordered.violations.is_empty(), "{:#?}", ordered.violations);
+    assert_eq!(configures(&ordered, false).len(), 0);
+    let done = configures(&ordered, true);
+    let details: Vec<&str> = done.iter().map(|e| e.detail.as_str()).collect();
+    let joined = details.iter().position(|d| {
+        d.contains(r#"{"id":"dc2","priority":-1}"#) && d.contains("usable_regions=1")
+    });
+    let usable = details.iter().position(|d| d.contains("usable_regions=2"));
+    assert!(
+        joined.is_some() && usable.is_some() && joined < usable,
+        "{details:#?}"
+    );
+    let last = ordered.steps.last().unwrap();
+    assert_eq!(last.fdb["configuration"]["usable_regions"], 2);
+
+    let broken = run_with(
         &yaml,
         RunOptions {
             executor_rules: ExecutorRules {
@@ -128,19 +145,18 @@ fn an_operator_configuring_regions_and_usable_regions_at_once_never_gets_there()
             ..RunOptions::default()
         },
     );
-    assert!(!violated(&result).is_empty(), "the migration's expect held");
-    let last = result.steps.last().unwrap();
-    assert_eq!(last.fdb["configuration"]["usable_regions"], 1);
-    assert!(
-        configures(&result, true)
-            .iter()
-            .all(|e| !e.detail.contains("usable_regions=2")),
-        "{:#?}",
-        result.events
-    );
-    let refused = configures(&result, false);
+    let refused = configures(&broken, false);
     assert!(
         refused.iter().any(|e| e.detail.contains("simultaneously")),
         "{refused:#?}"
     );
+    assert!(
+        configures(&broken, true)
+            .iter()
+            .all(|e| !e.detail.contains("usable_regions=2")),
+        "{:#?}",
+        broken.events
+    );
+    let last = broken.steps.last().unwrap();
+    assert_eq!(last.fdb["configuration"]["usable_regions"], 1);
 }
