@@ -18,6 +18,7 @@ mod multi;
 mod mutations;
 mod pacing;
 mod randomized;
+mod regions;
 mod removals;
 mod replacements;
 mod restart;

@@ -81,6 +81,9 @@ pub struct ExecutorRules {
     pub one_disruption: bool,
     /// Recovery pacing.
     pub pacing: bool,
+    /// Region changes one step at a time (`cluster_math::next_configuration_change`);
+    /// off, UpdateDatabaseConfiguration configures the desired regions at once.
+    pub region_order: bool,
 }
 
 impl Default for ExecutorRules {
@@ -88,6 +91,7 @@ impl Default for ExecutorRules {
         Self {
             one_disruption: true,
             pacing: true,
+            region_order: true,
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct CoordinatorCandidate {
     pub number: u32,
     /// Its zone.
     pub zone: String,
+    /// Its datacenter (`locality_dcid`), when it has one.
+    pub dc: Option<String>,
     /// The address the connection string names it by.
     pub address: ProcessAddress,
     /// Whether it is a coordinator now (kept in preference, to change as little as
@@ -92,24 +94,39 @@ pub fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -
         .map(|s| s.priority)
 }
 
-/// Chooses `count` coordinators in distinct zones: by class priority (higher first), then
-/// current coordinators, then class and number. Candidates must already exclude groups
-/// that are excluded, under maintenance or marked for removal.
+/// At most this many of `count` coordinators in one datacenter when the candidates span
+/// several (`count` divided by the datacenters, rounded up: 3 of 9 across 3), so the
+/// loss of one datacenter leaves a majority; `None` within one datacenter.
+pub fn per_dc_limit(candidates: &[CoordinatorCandidate], count: usize) -> Option<usize> {
+    let dcs: BTreeSet<&str> = candidates.iter().filter_map(|c| c.dc.as_deref()).collect();
+    (dcs.len() > 1).then(|| count.div_ceil(dcs.len()))
+}
+
+/// Chooses `count` coordinators in distinct zones (and spread over datacenters,
+/// [`per_dc_limit`]): by class priority (higher first), then current coordinators, then
+/// class and number. Candidates must already exclude groups that are excluded, under
+/// maintenance or marked for removal.
 pub fn select_coordinators(
     candidates: &[CoordinatorCandidate],
     settings: &[CoordinatorSelectionSetting],
     count: usize,
 ) -> Result<Vec<CoordinatorCandidate>, NotEnoughZones> {
     let eligible = ranked(candidates, settings);
+    let limit = per_dc_limit(candidates, count);
     let mut zones = BTreeSet::new();
+    let mut per_dc: std::collections::BTreeMap<Option<&str>, usize> = Default::default();
     let mut chosen = Vec::new();
     for (_, candidate) in &eligible {
         if chosen.len() == count {
             break;
         }
-        if zones.insert(candidate.zone.clone()) {
-            chosen.push((*candidate).clone());
+        let in_dc = per_dc.entry(candidate.dc.as_deref()).or_insert(0);
+        if limit.is_some_and(|limit| *in_dc >= limit) || zones.contains(&candidate.zone) {
+            continue;
         }
+        zones.insert(candidate.zone.clone());
+        *in_dc += 1;
+        chosen.push((*candidate).clone());
     }
     if chosen.len() < count {
         let zones: BTreeSet<_> = eligible.iter().map(|(_, c)| &c.zone).collect();
@@ -193,6 +210,59 @@ fn ranked<'a>(
     eligible
 }
 
+/// The reporting processes of the database that are not this cluster's (`ours` names its
+/// process groups), as coordinator candidates: with several regions the coordinators
+/// spread over every datacenter, so each instance chooses among the whole database, as
+/// the Go operator does. Excluded processes, processes under maintenance and those
+/// without a zone or instance ID are left out. `dns` writes their addresses with their
+/// DNS name locality (`useDNSInClusterFile`).
+pub fn database_candidates(
+    db: &fdb_shared::status_json::DatabaseStatus,
+    ours: &BTreeSet<String>,
+    current: &[String],
+    dns: bool,
+) -> Vec<CoordinatorCandidate> {
+    let mut candidates: Vec<CoordinatorCandidate> = db
+        .cluster
+        .processes
+        .values()
+        .filter(|p| !p.excluded && !p.under_maintenance)
+        .filter_map(|p| {
+            let id = p.locality.instance_id.clone()?;
+            if ours.contains(&id) {
+                return None;
+            }
+            let class = p.class_type?;
+            let (_, number) = crate::controller::pod_model::parse_any_process_group_id(&id)?;
+            let reported = p.address.clone()?;
+            let address = match (&p.locality.dns_name, dns) {
+                (Some(name), true) => {
+                    ProcessAddress::checked(name, reported.port, reported.tls).ok()?
+                }
+                _ => reported,
+            };
+            Some(CoordinatorCandidate {
+                current: current.contains(&address.to_string()),
+                process_group_id: id,
+                class,
+                number,
+                zone: p.locality.zoneid.clone()?,
+                dc: p.locality.dcid.clone(),
+                address,
+                hall: p.locality.data_hall.clone(),
+            })
+        })
+        .collect();
+    // One candidate per process group (its first process).
+    candidates.sort_by(|a, b| {
+        a.process_group_id
+            .cmp(&b.process_group_id)
+            .then(a.address.port.cmp(&b.address.port))
+    });
+    candidates.dedup_by(|a, b| a.process_group_id == b.process_group_id);
+    candidates
+}
+
 /// The address a coordinator on `pod_name` is written with: its DNS name through the
 /// headless Service with `useDNSInClusterFile` (the default), else its pod IP (`None`
 /// while the pod has none).
@@ -227,6 +297,7 @@ mod tests {
             class,
             number,
             zone: zone.to_owned(),
+            dc: None,
             address: ProcessAddress::new(format!("10.0.0.{number}"), 4501),
             current: false,
             hall: None,
@@ -235,6 +306,35 @@ mod tests {
 
     fn defaults() -> Vec<CoordinatorSelectionSetting> {
         fdb_shared::api::FoundationDBClusterSpec::default().coordinator_selection()
+    }
+
+    #[test]
+    fn several_datacenters_get_a_third_of_nine_each() {
+        let mut candidates = Vec::new();
+        for (dc, count) in [("dc1", 5), ("dc2", 5), ("dc3", 3)] {
+            for n in 1..=count {
+                let mut c = candidate(
+                    &format!("{dc}-log-{n}"),
+                    ProcessClass::Log,
+                    n,
+                    &format!("{dc}-z{n}"),
+                );
+                c.dc = Some(dc.to_owned());
+                candidates.push(c);
+            }
+        }
+        assert_eq!(per_dc_limit(&candidates, 9), Some(3));
+        let chosen = select_coordinators(&candidates, &defaults(), 9).unwrap();
+        for dc in ["dc1", "dc2", "dc3"] {
+            let here = chosen
+                .iter()
+                .filter(|c| c.dc.as_deref() == Some(dc))
+                .count();
+            assert_eq!(here, 3, "{dc}: {chosen:?}");
+        }
+        // Without the third datacenter, 9 cannot be spread.
+        candidates.retain(|c| c.dc.as_deref() != Some("dc3"));
+        assert!(select_coordinators(&candidates, &defaults(), 9).is_err());
     }
 
     #[test]

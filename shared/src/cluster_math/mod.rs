@@ -7,6 +7,7 @@ pub mod counts;
 pub mod desired_configuration;
 pub mod images;
 pub mod locks;
+pub mod region_migration;
 
 pub use coordinators::desired_coordinator_count;
 pub use counts::{
@@ -19,3 +20,4 @@ pub use desired_configuration::{
 };
 pub use images::{main_image, select_image, sidecar_image, unified_image};
 pub use locks::uses_locks;
+pub use region_migration::next_configuration_change;

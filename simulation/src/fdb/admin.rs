@@ -12,6 +12,7 @@ use fdb_shared::status_json::DatabaseStatus;
 use rand::Rng;
 
 use super::availability::assess;
+use super::regions;
 use super::state::State;
 use super::timeline::{catch_up, refresh};
 use super::{SimulatedFdb, recovery, render};
@@ -175,6 +176,12 @@ impl AdminClient for SimulatedFdb {
                 (current, _) => current.unwrap_or_default(),
             };
             let merged = merge_configuration(current.clone(), configuration);
+            // A new database takes any valid configuration; changes follow FoundationDB's
+            // rules for regions.
+            if let Some(error) = regions::refusal(&current, &merged).filter(|_| !new_database) {
+                state.configuration = Some(current);
+                return Err(failed(&command, error.to_owned()));
+            }
             if merged.storage_engine != current.storage_engine
                 && let Some(data) = state.data.as_mut()
             {

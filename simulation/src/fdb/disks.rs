@@ -37,6 +37,11 @@ impl Disk {
         zone_of(&self.launch)
     }
 
+    /// Its datacenter (`locality_dcid`).
+    pub fn dc(&self) -> Option<&str> {
+        self.launch.locality.get("dcid").map(String::as_str)
+    }
+
     pub fn is_storage(&self) -> bool {
         self.launch.class == ProcessClass::Storage
     }

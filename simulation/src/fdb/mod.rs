@@ -32,6 +32,7 @@ mod movement;
 mod planner;
 mod processes;
 mod recovery;
+mod regions;
 mod render;
 mod roles;
 mod seed;

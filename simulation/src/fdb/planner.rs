@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::disks::DiskKey;
 use super::movement::{Move, MoveKind, Movement};
+use super::regions;
 use super::shards::{Data, mix};
 use super::state::State;
 
@@ -29,6 +30,27 @@ struct View {
     zones: BTreeMap<DiskKey, String>,
     replication: usize,
     seed: u64,
+    /// With regions, the datacenters that each want `replication` replicas of every
+    /// shard ([`regions::data_dcs`]), and the datacenter of each disk.
+    dcs: Option<Vec<String>>,
+    dc_of: BTreeMap<DiskKey, Option<String>>,
+}
+
+impl View {
+    fn scopes(&self) -> Vec<Option<&str>> {
+        regions::scopes(self.dcs.as_ref())
+    }
+
+    fn in_scope(&self, disk: &DiskKey, scope: Option<&str>) -> bool {
+        regions::in_scope(self.dc_of.get(disk).and_then(Option::as_deref), scope)
+    }
+
+    /// Whether a disk is in a datacenter that holds data (always, without regions).
+    fn holds_data(&self, disk: &DiskKey) -> bool {
+        self.scopes()
+            .into_iter()
+            .any(|scope| self.in_scope(disk, scope))
+    }
 }
 
 /// Replans data movement at `now` (after any change).
@@ -40,6 +62,8 @@ pub(crate) fn plan(state: &mut State, now: i64) {
     let mut leaving = BTreeSet::new();
     let mut eligible = BTreeMap::new();
     let mut zones = BTreeMap::new();
+    let dcs = regions::data_dcs(state.configuration.as_ref());
+    let mut dc_of = BTreeMap::new();
     for (key, disk) in &state.disks {
         // The team domain: the zone, or the data hall in three_data_hall (a disk without
         // one takes no new replica and its replicas count for no domain).
@@ -47,6 +71,7 @@ pub(crate) fn plan(state: &mut State, now: i64) {
         if let Some(domain) = &domain {
             zones.insert(key.clone(), domain.clone());
         }
+        dc_of.insert(key.clone(), disk.dc().map(str::to_owned));
         let excluded = state.is_disk_excluded(disk);
         if excluded || state.is_failed(disk, now) {
             leaving.insert(key.clone());
@@ -54,14 +79,26 @@ pub(crate) fn plan(state: &mut State, now: i64) {
             eligible.insert(key.clone(), domain);
         }
     }
-    let view = View {
+    let mut view = View {
         serving,
         leaving,
         eligible,
         zones,
         replication: state.replicas(),
         seed: state.settings.seed,
+        dcs,
+        dc_of,
     };
+    // Storage outside the datacenters that hold data gets none.
+    let outside: Vec<DiskKey> = view
+        .eligible
+        .keys()
+        .filter(|disk| !view.holds_data(disk))
+        .cloned()
+        .collect();
+    for disk in outside {
+        view.eligible.remove(&disk);
+    }
     let State { data, movement, .. } = state;
     let Some(data) = data.as_mut() else {
         return;
@@ -82,35 +119,51 @@ fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
         if shard.lost {
             continue;
         }
-        let mut keep: Vec<&DiskKey> = shard
+        let good: Vec<&DiskKey> = shard
             .replicas
             .keys()
             .filter(|d| !view.leaving.contains(*d))
             .collect();
-        if distinct_domains(&keep, view) < view.replication {
+        let scopes = view.scopes();
+        if scopes.iter().any(|scope| {
+            let in_scope: Vec<&DiskKey> = good
+                .iter()
+                .copied()
+                .filter(|d| view.in_scope(d, *scope))
+                .collect();
+            distinct_domains(&in_scope, view) < view.replication
+        }) {
             continue;
         }
         satisfied.insert(index);
+        // Leaving replicas, and replicas outside the datacenters that hold data.
         drops.extend(
             shard
                 .replicas
                 .keys()
-                .filter(|d| view.leaving.contains(*d))
+                .filter(|d| view.leaving.contains(*d) || !view.holds_data(d))
                 .map(|d| (index, d.clone())),
         );
-        // Extra good replicas: keep one per zone first, the least loaded first.
-        keep.sort_by_key(|d| (data.held_by(d), (*d).clone()));
-        let mut zones_kept = BTreeSet::new();
-        let (first, rest): (Vec<&DiskKey>, Vec<&DiskKey>) = keep
-            .into_iter()
-            .partition(|d| view.zones.get(*d).is_some_and(|z| zones_kept.insert(z)));
-        drops.extend(
-            first
+        for scope in scopes {
+            // Extra good replicas: keep one per zone first, the least loaded first.
+            let mut keep: Vec<&DiskKey> = good
+                .iter()
+                .copied()
+                .filter(|d| view.in_scope(d, scope))
+                .collect();
+            keep.sort_by_key(|d| (data.held_by(d), (*d).clone()));
+            let mut zones_kept = BTreeSet::new();
+            let (first, rest): (Vec<&DiskKey>, Vec<&DiskKey>) = keep
                 .into_iter()
-                .chain(rest)
-                .skip(view.replication)
-                .map(|d| (index, d.clone())),
-        );
+                .partition(|d| view.zones.get(*d).is_some_and(|z| zones_kept.insert(z)));
+            drops.extend(
+                first
+                    .into_iter()
+                    .chain(rest)
+                    .skip(view.replication)
+                    .map(|d| (index, d.clone())),
+            );
+        }
     }
     for (index, disk) in drops {
         data.drop_replica(index, &disk);
@@ -202,86 +255,101 @@ fn replicate(data: &Data, movement: &mut Movement, view: &View) {
         if shard.lost {
             continue;
         }
-        let keep: Vec<&DiskKey> = shard
-            .replicas
-            .keys()
-            .filter(|d| !view.leaving.contains(*d))
-            .collect();
-        let moves = pending.get(&index).map_or(&[][..], Vec::as_slice);
-        // Replicas sharing a domain (after a switch to three_data_hall, two copies in one
-        // hall) count once: the team needs a copy in another domain.
-        let missing = view
-            .replication
-            .saturating_sub(distinct_domains(&keep, view))
-            .saturating_sub(moves.len());
-        if missing == 0 {
-            continue;
-        }
-        let mut used_zones: BTreeSet<&String> =
-            keep.iter().filter_map(|d| view.zones.get(*d)).collect();
-        let mut dests_taken: BTreeSet<&DiskKey> = BTreeSet::new();
-        for m in moves {
-            if let MoveKind::Replicate { dest, .. } = &m.kind {
-                used_zones.extend(view.zones.get(dest));
-                dests_taken.insert(dest);
+        for scope in view.scopes() {
+            let keep: Vec<&DiskKey> = shard
+                .replicas
+                .keys()
+                .filter(|d| !view.leaving.contains(*d))
+                .collect();
+            let all_moves = pending.get(&index).map_or(&[][..], Vec::as_slice);
+            let moves: Vec<&Move> = all_moves
+                .iter()
+                .copied()
+                .filter(|m| match &m.kind {
+                    MoveKind::Replicate { dest, .. } => view.in_scope(dest, scope),
+                    MoveKind::Rewrite => false,
+                })
+                .collect();
+            let in_scope: Vec<&DiskKey> = keep
+                .iter()
+                .copied()
+                .filter(|d| view.in_scope(d, scope))
+                .collect();
+            // Replicas sharing a domain (after a switch to three_data_hall, two copies in
+            // one hall) count once: the team needs a copy in another domain.
+            let missing = view
+                .replication
+                .saturating_sub(distinct_domains(&in_scope, view))
+                .saturating_sub(moves.len());
+            if missing == 0 {
+                continue;
             }
-        }
-        let mut candidates: Vec<(&DiskKey, &String)> = view
-            .eligible
-            .iter()
-            .filter(|(disk, zone)| {
-                !shard.replicas.contains_key(*disk)
-                    && !dests_taken.contains(disk)
-                    && !used_zones.contains(zone)
-            })
-            .collect();
-        candidates.sort_by_key(|(disk, _)| {
-            (
-                data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
-                mix(view.seed, index, disk),
-            )
-        });
-        let mut chosen: Vec<&DiskKey> = Vec::new();
-        let mut zones_chosen = BTreeSet::new();
-        for (disk, zone) in candidates {
-            if chosen.len() < missing && zones_chosen.insert(zone) {
-                chosen.push(disk);
+            let mut used_zones: BTreeSet<&String> =
+                keep.iter().filter_map(|d| view.zones.get(*d)).collect();
+            let mut dests_taken: BTreeSet<&DiskKey> = BTreeSet::new();
+            for m in all_moves {
+                if let MoveKind::Replicate { dest, .. } = &m.kind {
+                    used_zones.extend(view.zones.get(dest));
+                    dests_taken.insert(dest);
+                }
             }
-        }
-        if chosen.len() < missing {
-            continue;
-        }
-        let covered: BTreeSet<&DiskKey> = moves
-            .iter()
-            .filter_map(|m| match &m.kind {
-                MoveKind::Replicate {
-                    drop: Some(old), ..
-                } => Some(old),
-                _ => None,
-            })
-            .collect();
-        let mut uncovered = shard
-            .replicas
-            .keys()
-            .filter(|d| view.leaving.contains(*d) && !covered.contains(d));
-        for dest in chosen {
-            let drop = uncovered.next().cloned();
-            let own = drop.clone().filter(|d| view.serving.contains(d));
-            let Some(source) =
-                own.or_else(|| pick_source(shard_holders(data, index), view, &queued))
-            else {
-                break;
-            };
-            *queued.entry(source.clone()).or_insert(0) += 1;
-            *incoming.entry(dest.clone()).or_insert(0) += 1;
-            planned.push((
-                index,
-                source,
-                MoveKind::Replicate {
-                    dest: dest.clone(),
-                    drop,
-                },
-            ));
+            let mut candidates: Vec<(&DiskKey, &String)> = view
+                .eligible
+                .iter()
+                .filter(|(disk, zone)| {
+                    view.in_scope(disk, scope)
+                        && !shard.replicas.contains_key(*disk)
+                        && !dests_taken.contains(disk)
+                        && !used_zones.contains(zone)
+                })
+                .collect();
+            candidates.sort_by_key(|(disk, _)| {
+                (
+                    data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
+                    mix(view.seed, index, disk),
+                )
+            });
+            let mut chosen: Vec<&DiskKey> = Vec::new();
+            let mut zones_chosen = BTreeSet::new();
+            for (disk, zone) in candidates {
+                if chosen.len() < missing && zones_chosen.insert(zone) {
+                    chosen.push(disk);
+                }
+            }
+            if chosen.len() < missing {
+                continue;
+            }
+            let covered: BTreeSet<&DiskKey> = moves
+                .iter()
+                .filter_map(|m| match &m.kind {
+                    MoveKind::Replicate {
+                        drop: Some(old), ..
+                    } => Some(old),
+                    _ => None,
+                })
+                .collect();
+            let mut uncovered = shard.replicas.keys().filter(|d| {
+                view.leaving.contains(*d) && !covered.contains(d) && view.in_scope(d, scope)
+            });
+            for dest in chosen {
+                let drop = uncovered.next().cloned();
+                let own = drop.clone().filter(|d| view.serving.contains(d));
+                let Some(source) =
+                    own.or_else(|| pick_source(shard_holders(data, index), view, &queued))
+                else {
+                    break;
+                };
+                *queued.entry(source.clone()).or_insert(0) += 1;
+                *incoming.entry(dest.clone()).or_insert(0) += 1;
+                planned.push((
+                    index,
+                    source,
+                    MoveKind::Replicate {
+                        dest: dest.clone(),
+                        drop,
+                    },
+                ));
+            }
         }
     }
     let bytes = data.shard_bytes;
@@ -315,15 +383,6 @@ fn rewrite(data: &Data, movement: &mut Movement, view: &View) {
     }
 }
 
-/// Distinct team domains among `disks` (disks without one count for none).
-fn distinct_domains(disks: &[&DiskKey], view: &View) -> usize {
-    disks
-        .iter()
-        .filter_map(|d| view.zones.get(*d))
-        .collect::<BTreeSet<_>>()
-        .len()
-}
-
 fn shard_holders(data: &Data, index: usize) -> Vec<&DiskKey> {
     data.shards
         .get(index)
@@ -350,4 +409,13 @@ fn live_source(data: &Data, movement: &Movement, view: &View, index: usize) -> O
         *queued.entry(m.source.clone()).or_insert(0) += 1;
     }
     pick_source(shard_holders(data, index), view, &queued)
+}
+
+/// Distinct team domains among `disks` (disks without one count for none).
+fn distinct_domains(disks: &[&DiskKey], view: &View) -> usize {
+    disks
+        .iter()
+        .filter_map(|d| view.zones.get(*d))
+        .collect::<BTreeSet<_>>()
+        .len()
 }

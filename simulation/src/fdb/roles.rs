@@ -7,6 +7,7 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
 
 use super::processes::SimProcess;
+use super::regions::{self, dc_of};
 use super::state::State;
 
 /// One recruited role.
@@ -105,7 +106,18 @@ fn fitness(role: &str, class: ProcessClass) -> Option<u8> {
 /// logs in distinct zones (in three_data_hall: in two zones of each of two data halls,
 /// processes without a `data_hall` locality left out) or no host for a stateless role.
 pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
-    let eligible: Vec<&SimProcess> = state.eligible();
+    let all: Vec<&SimProcess> = state.eligible();
+    // With regions, the primary datacenter hosts the logs and the stateless roles.
+    let layout = regions::layout(state, |dc| log_zones_in(&all, Some(dc)) >= state.replicas());
+    let eligible: Vec<&SimProcess> = all
+        .iter()
+        .copied()
+        .filter(|p| {
+            layout
+                .as_ref()
+                .is_none_or(|l| dc_of(p) == Some(l.primary.as_str()))
+        })
+        .collect();
     let mut load: BTreeMap<&ProcessAddress, usize> = BTreeMap::new();
     let mut members = Vec::new();
 
@@ -225,5 +237,66 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
             started_unix: host.started_unix,
         });
     }
+    if let Some(layout) = &layout {
+        region_roles(state, &all, layout, wanted_logs, &mut members);
+    }
     Some(TransactionSystem { members })
+}
+
+/// Distinct zones of the eligible log-capable processes (in datacenter `dc`, when set).
+fn log_zones_in(eligible: &[&SimProcess], dc: Option<&str>) -> usize {
+    eligible
+        .iter()
+        .filter(|p| regions::log_capable(p.launch.class) && (dc.is_none() || dc_of(p) == dc))
+        .map(|p| p.zone())
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// The roles outside the primary datacenter: logs in the satellites, and with two usable
+/// regions logs and log routers in the remote datacenter. A datacenter without
+/// processes for them gets none (the database runs degraded rather than stopping).
+fn region_roles(
+    state: &State,
+    eligible: &[&SimProcess],
+    layout: &regions::Layout,
+    wanted_logs: usize,
+    members: &mut Vec<RoleAssignment>,
+) {
+    let configuration = state.configuration.clone().unwrap_or_default();
+    let mut pick = |dcs: &[String], role: &'static str, wanted: usize, logs_only: bool| {
+        let mut hosts: Vec<&SimProcess> = eligible
+            .iter()
+            .copied()
+            .filter(|p| dc_of(p).is_some_and(|dc| dcs.iter().any(|d| d == dc)))
+            .filter(|p| !logs_only || regions::log_capable(p.launch.class))
+            .filter(|p| !members.iter().any(|m| m.address == p.launch.address))
+            .collect();
+        // The preferred datacenter first, then log classes, then distinct zones.
+        hosts.sort_by_key(|p| {
+            (
+                dcs.iter().position(|d| Some(d.as_str()) == dc_of(p)),
+                fitness("log", p.launch.class),
+                p.launch.address.clone(),
+            )
+        });
+        let mut zones = BTreeSet::new();
+        let (first, rest): (Vec<&SimProcess>, Vec<&SimProcess>) =
+            hosts.into_iter().partition(|p| zones.insert(p.zone()));
+        for p in first.into_iter().chain(rest).take(wanted) {
+            members.push(RoleAssignment {
+                role,
+                address: p.launch.address.clone(),
+                started_unix: p.started_unix,
+            });
+        }
+    };
+    pick(&layout.satellites, "log", layout.satellite_logs, true);
+    if let Some(remote) = &layout.remote {
+        let remote_logs = regions::count(configuration.remote_logs, wanted_logs);
+        let routers = regions::count(configuration.log_routers, remote_logs);
+        let remote = std::slice::from_ref(remote);
+        pick(remote, "log", remote_logs, true);
+        pick(remote, "log_router", routers, false);
+    }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::regions;
 use super::state::State;
 
 /// The data's state.
@@ -50,20 +51,28 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
         silent_disks,
         ..DataSummary::default()
     };
+    // With regions, each datacenter holding data counts on its own.
+    let dcs = regions::data_dcs(state.configuration.as_ref());
+    let scopes = regions::scopes(dcs.as_ref());
     for shard in &data.shards {
-        let mut live = 0;
-        let mut zones = BTreeSet::new();
+        let mut live_anywhere = 0;
+        let mut live = vec![0; scopes.len()];
+        let mut zones = vec![BTreeSet::new(); scopes.len()];
         for (disk, generation) in &shard.replicas {
             if serving.contains(disk) {
-                live += 1;
+                live_anywhere += 1;
+                let known = state.disks.get(disk);
+                let dc = known.and_then(|d| d.dc());
                 // A replica outside any team domain (a disk without a data hall in
                 // three_data_hall) does not count towards the spread.
-                if let Some(domain) = state
-                    .disks
-                    .get(disk)
-                    .and_then(|d| state.team_domain(&d.launch))
-                {
-                    zones.insert(domain);
+                let domain = known.and_then(|d| state.team_domain(&d.launch));
+                for (index, scope) in scopes.iter().enumerate() {
+                    if regions::in_scope(dc, *scope) {
+                        live[index] += 1;
+                        if let Some(domain) = &domain {
+                            zones[index].insert(domain.clone());
+                        }
+                    }
                 }
             }
             if leaving.contains(disk.as_str()) {
@@ -73,14 +82,16 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
                 summary.stale_replicas += 1;
             }
         }
-        if live == 0 {
+        if live_anywhere == 0 {
             summary.without_live_replica += 1;
         }
-        if zones.len() < replication {
+        if zones.iter().any(|z| z.len() < replication) {
             summary.under_replicated += 1;
         }
-        summary.min_live_replicas = summary.min_live_replicas.min(live);
-        summary.min_live_zones = summary.min_live_zones.min(zones.len());
+        for (live, zones) in live.iter().zip(&zones) {
+            summary.min_live_replicas = summary.min_live_replicas.min(*live);
+            summary.min_live_zones = summary.min_live_zones.min(zones.len());
+        }
     }
     summary
 }

@@ -9,6 +9,7 @@ use super::inspect::Outage;
 use super::movement::complete;
 use super::planner::plan;
 use super::recovery::{self, recovery_end};
+use super::regions;
 use super::shards::{Candidate, Data, GIB};
 use super::state::State;
 use super::summary::summarize;
@@ -117,10 +118,15 @@ fn move_data(state: &mut State, until: f64) {
 
 /// Creates the shards once the configured database has storage servers.
 fn create_data(state: &mut State) {
+    // With regions the data starts in the preferred datacenter; data distribution copies
+    // it to the other usable region.
+    let first_dc =
+        regions::data_dcs(state.configuration.as_ref()).and_then(|dcs| dcs.into_iter().next());
     let mut candidates: Vec<Candidate> = state
         .eligible()
         .into_iter()
         .filter(|p| State::is_storage(p))
+        .filter(|p| first_dc.is_none() || regions::dc_of(p) == first_dc.as_deref())
         .filter_map(|p| {
             Some(Candidate {
                 disk: p.disk.clone(),

@@ -460,6 +460,18 @@ impl Runner {
                 self.fdb.set_recovery_override(Some(*seconds));
                 self.recovery_seconds = *seconds;
             }
+            Fault::DataCenterDown { data_center } => {
+                // The datacenter's nodes, found through the pods its processes run in.
+                let pods = self.fdb.pods_in_dc(data_center);
+                if pods.is_empty() {
+                    return Err(RunError::Act(format!(
+                        "dataCenterDown: no process runs in datacenter {data_center:?}"
+                    )));
+                }
+                for node in self.world.nodes_of_pods(&pods) {
+                    self.world.apply_fault(&Fault::NodeDown { node }).await?;
+                }
+            }
             world_fault => {
                 self.world.apply_fault(world_fault).await?;
             }

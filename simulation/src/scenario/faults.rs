@@ -48,6 +48,14 @@ pub enum Fault {
         /// The value of the nodes' `topology.kubernetes.io/zone` label (`zone-1`).
         zone: String,
     },
+    /// A whole datacenter goes down: every node running a pod whose processes have that
+    /// `locality_dcid` goes down (as `nodeDown`). Pods created later may land on the
+    /// other nodes. `heal: {all: true}` brings the nodes back.
+    #[serde(rename_all = "camelCase")]
+    DataCenterDown {
+        /// The datacenter ID (`spec.dataCenter`).
+        data_center: String,
+    },
     /// A node gets a taint.
     NodeTaint {
         /// The node's name.
@@ -183,6 +191,7 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
         }
         Fault::NodeDown { node } => non_empty("node", node),
         Fault::ZoneDown { zone } => non_empty("zone", zone),
+        Fault::DataCenterDown { data_center } => non_empty("dataCenter", data_center),
         Fault::NodeTaint { node, key } => {
             non_empty("node", node)?;
             non_empty("key", key)

@@ -161,6 +161,7 @@ impl World {
                 );
                 return self.settle().await;
             }
+            Fault::DataCenterDown { .. } => return not_a_world_fault("dataCenterDown"),
             Fault::ApiConflicts { .. } => return not_a_world_fault("apiConflicts"),
             Fault::FdbcliTimeouts { .. } => return not_a_world_fault("fdbcliTimeouts"),
             Fault::ClientConnected { .. } => return not_a_world_fault("clientConnected"),

@@ -78,6 +78,19 @@ fn bound_to<'a>(pods: &'a [Pod], node: &'a str) -> impl Iterator<Item = &'a Pod>
 }
 
 impl World {
+    /// The nodes running the pods named (in any namespace), each once.
+    pub fn nodes_of_pods(&self, pods: &std::collections::BTreeSet<String>) -> Vec<String> {
+        let nodes: std::collections::BTreeSet<String> = self
+            .pods
+            .values()
+            .filter(|runtime| {
+                pods.contains(&runtime.name) || pods.contains(&runtime.qualified_name())
+            })
+            .map(|runtime| runtime.node.clone())
+            .collect();
+        nodes.into_iter().collect()
+    }
+
     /// The node goes down now (its containers stop at the next round).
     pub(super) fn node_down(&mut self, node: &str) -> Result<(), WorldError> {
         let now = self.now();

@@ -24,7 +24,8 @@ use fdb_shared::status_json::DatabaseStatus;
 use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use crate::controller::coordinators::{
-    coordinators_per_hall, priority, select_coordinators_spread,
+    CoordinatorCandidate, coordinators_per_hall, database_candidates, per_dc_limit, priority,
+    select_coordinators_spread,
 };
 use crate::controller::errors::StepError;
 use crate::controller::forecast::upcoming;
@@ -129,6 +130,34 @@ fn problem(
         }
     }
     None
+}
+
+/// More current coordinators in one datacenter than [`per_dc_limit`] allows (the loss of
+/// that datacenter would take the majority with it), among our candidates and `others`.
+fn crowded_dc(
+    current: &[String],
+    ours: &[CoordinatorCandidate],
+    others: &[CoordinatorCandidate],
+    wanted: usize,
+) -> Option<String> {
+    let all: Vec<CoordinatorCandidate> = ours.iter().chain(others).cloned().collect();
+    let limit = per_dc_limit(&all, wanted)?;
+    let mut per_dc: std::collections::BTreeMap<&str, usize> = Default::default();
+    for coordinator in current {
+        let dc = all
+            .iter()
+            .find(|c| &c.address.to_string() == coordinator)
+            .and_then(|c| c.dc.as_deref());
+        if let Some(dc) = dc {
+            *per_dc.entry(dc).or_insert(0) += 1;
+        }
+    }
+    per_dc
+        .into_iter()
+        .find(|(_, count)| *count > limit)
+        .map(|(dc, count)| {
+            format!("{count} coordinators in datacenter {dc}, at most {limit} wanted")
+        })
 }
 
 /// The zone and data hall of the reporting, non-excluded process at `address` (matched
@@ -245,11 +274,25 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
         cluster.spec.usable_regions(),
     ))
     .unwrap_or(1);
+    // With several usable regions the coordinators spread over every datacenter of the
+    // database: the other clusters' processes are candidates too.
+    let others = if cluster.spec.usable_regions() > 1 {
+        let ours: BTreeSet<String> = snapshot.groups().map(|g| g.id().to_owned()).collect();
+        database_candidates(
+            db,
+            &ours,
+            &current_text,
+            cluster.spec.routing.use_dns_in_cluster_file(),
+        )
+    } else {
+        Vec::new()
+    };
     // A planned move (off a group marked for removal, or a pod about to be deleted) can
     // wait for the new groups of a rollout; a failed coordinator cannot.
     let planned =
         marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
-    let failure = problem(cluster, &current, &candidates, db, wanted);
+    let failure = problem(cluster, &current, &candidates, db, wanted)
+        .or_else(|| crowded_dc(&current_text, &candidates, &others, wanted));
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };
@@ -272,6 +315,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
                 .group(&c.process_group_id)
                 .is_some_and(|g| g.is_reporting())
         })
+        .chain(others)
         .collect();
     // During a rollout, groups already on the new spec are preferred: the coordinators
     // then move once, not once per zone the rollout reaches.

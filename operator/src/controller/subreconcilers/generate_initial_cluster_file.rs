@@ -94,6 +94,7 @@ pub fn coordinator_candidates(
                 class,
                 number,
                 zone,
+                dc: cluster.spec.data_center.clone(),
                 address,
                 hall: group.processes().find_map(|p| p.locality.data_hall.clone()),
             }),

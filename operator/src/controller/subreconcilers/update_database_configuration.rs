@@ -2,13 +2,18 @@
 //! group reports to the database (then `status.configured`); later `configure` the
 //! differences between the live and the desired configuration, only while the database
 //! is available and healthy. A configuration of three_data_hall (new, or a change to it)
-//! waits until every process reports a `data_hall` locality, in three halls.
+//! waits until every process reports a `data_hall` locality, in three halls. Region
+//! changes go one step at a time (`cluster_math::next_configuration_change`): a new
+//! region joins at a negative priority, `usable_regions` rises, and only then does the
+//! region get its priority; FoundationDB refuses `regions` and `usable_regions` in one
+//! command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
 use fdb_shared::cluster_math::{
     configuration_string, configure_change_command, desired_database_configuration,
+    next_configuration_change,
 };
 use fdb_shared::status_json::DatabaseStatus;
 
@@ -41,7 +46,8 @@ pub enum ConfigurationAction {
     WaitForHalls(String),
     /// `configure new` with this configuration.
     ConfigureNew(DatabaseConfiguration),
-    /// `configure` this configuration (the live one differs).
+    /// `configure` this configuration (the live one differs): the desired one, or the
+    /// next step towards it when the regions change.
     Change(DatabaseConfiguration),
 }
 
@@ -62,8 +68,14 @@ fn wait_for(refusal: &Refusal) -> ConfigurationAction {
     })
 }
 
-/// Decides from the snapshot (nothing before there is a database).
+/// Decides from the snapshot (nothing before there is a database), region changes one
+/// step at a time.
 pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
+    decide_ordered(snapshot, true)
+}
+
+/// [`decide`], with the region order switched off in mutation tests only.
+fn decide_ordered(snapshot: &ClusterSnapshot, region_order: bool) -> ConfigurationAction {
     let db = match safety::database(snapshot) {
         Ok(db) => db,
         Err(Refusal::NoDatabase) => return ConfigurationAction::None,
@@ -107,6 +119,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     let safe = available_and_healthy(snapshot)
         .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
     match safe {
+        Ok(()) if region_order => {
+            ConfigurationAction::Change(next_configuration_change(live, &desired))
+        }
         Ok(()) => ConfigurationAction::Change(desired),
         Err(refusal) => wait_for(&refusal),
     }
@@ -202,8 +217,8 @@ impl Subreconciler for UpdateDatabaseConfiguration {
         "UpdateDatabaseConfiguration"
     }
 
-    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(match decide(snapshot) {
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(match decide_ordered(snapshot, facts.rules.region_order) {
             ConfigurationAction::None => Verdict::Continue,
             ConfigurationAction::Wait(reason) => Verdict::Wait(Wait::new(WaitOn::Database, reason)),
             ConfigurationAction::WaitForHalls(reason) => {
@@ -360,6 +375,39 @@ mod tests {
         assert_eq!(
             decide(&snapshot(true, db(&[], Some(desired()), true))),
             ConfigurationAction::None
+        );
+    }
+
+    #[test]
+    fn a_second_region_joins_at_a_negative_priority_before_usable_regions_rises() {
+        let spec = "version: 7.1.57\ndataCenter: dc1\ndatabaseConfiguration: {usable_regions: 2, regions: [{datacenters: [{id: dc1, priority: 1}]}, {datacenters: [{id: dc2, priority: 0}]}]}";
+        let snapshot = |live: serde_json::Value| {
+            Fixture::new(spec)
+                .groups([group("log-1"), group("storage-1")])
+                .connection_string("sample:abc@10.0.0.1:4501")
+                .status(|s| s.configured = true)
+                .database(db(&[], Some(live), true))
+                .build()
+        };
+        let stage_1 = serde_json::json!({"redundancy_mode": "double", "storage_engine": "ssd-2",
+            "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1,
+            "regions": [{"datacenters": [{"id": "dc1", "priority": 1}]}]});
+        let ConfigurationAction::Change(next) = decide(&snapshot(stage_1.clone())) else {
+            panic!("a change is due");
+        };
+        assert_eq!(next.usable_regions, Some(1));
+        assert_eq!(next.regions.len(), 2);
+        assert_eq!(next.regions[1].datacenters[0].priority, Some(-1));
+        // With both regions known, usable_regions rises alone.
+        let mut joined = stage_1;
+        joined["regions"] = serde_json::to_value(&next.regions).unwrap();
+        let ConfigurationAction::Change(next) = decide(&snapshot(joined.clone())) else {
+            panic!("a change is due");
+        };
+        assert_eq!(next.usable_regions, Some(2));
+        assert_eq!(
+            serde_json::to_value(&next.regions).unwrap(),
+            joined["regions"]
         );
     }
 }

@@ -1,0 +1,162 @@
+//! Multi-region clusters (issue 24): three FoundationDBClusters, one per datacenter and
+//! one operator instance each, share one database (the Go operator's `multi_dc`
+//! sample). The world holds the `regions` configuration as FoundationDB does: it refuses
+//! to change `regions` and `usable_regions` in one command, recruits the transaction
+//! system in the primary datacenter, satellite logs in its region's satellites, and
+//! remote logs and log routers in the other region.
+
+use std::collections::BTreeMap;
+
+use fdb_e2e_tests::{run_file, run_with};
+use fdb_operator::controller::plan::ExecutorRules;
+use fdb_simulation::result::{Event, EventSource, SimulationResult, StepResult};
+use fdb_simulation::runner::RunOptions;
+
+/// The `configure` commands the instances issued, in order (`done`: the ones that
+/// succeeded; else the refused ones, whose detail ends with ` -> <category>: <error>`).
+fn configures(result: &SimulationResult, done: bool) -> Vec<&Event> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == "configure")
+        .filter(|e| e.detail.contains(" -> ") != done)
+        .collect()
+}
+
+/// The datacenter of the running process at `address`.
+fn dc_at<'a>(step: &'a StepResult, address: &str) -> Option<&'a str> {
+    step.fdb["processes"]
+        .as_array()?
+        .iter()
+        .find(|p| p["address"] == address)?["locality"]["dcid"]
+        .as_str()
+}
+
+/// Datacenters of the processes playing `role`, with how many each.
+fn role_dcs(step: &StepResult, role: &str) -> BTreeMap<String, usize> {
+    let mut dcs = BTreeMap::new();
+    for process in step.fdb["processes"].as_array().unwrap() {
+        let plays = process["roles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| *r == role)
+            .count();
+        if plays > 0 {
+            let dc = process["locality"]["dcid"].as_str().unwrap_or("none");
+            *dcs.entry(dc.to_owned()).or_insert(0) += plays;
+        }
+    }
+    dcs
+}
+
+#[test]
+fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
+    let result = run_file("regions/migrate.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(
+        configures(&result, false).len(),
+        0,
+        "a configure was refused"
+    );
+    let configures = configures(&result, true);
+    let details: Vec<&str> = configures.iter().map(|e| e.detail.as_str()).collect();
+    // dc2's region joins at -1 while one region is usable, then usable_regions rises
+    // alone, then dc2 gets its priority; no command changes both.
+    let joined = details
+        .iter()
+        .position(|d| d.contains(r#"{"id":"dc2","priority":-1}"#) && d.contains("usable_regions=1"))
+        .unwrap_or_else(|| panic!("{details:#?}"));
+    let usable = details
+        .iter()
+        .position(|d| d.contains("usable_regions=2"))
+        .unwrap_or_else(|| panic!("{details:#?}"));
+    let prioritized = details
+        .iter()
+        .position(|d| d.contains(r#"{"id":"dc2","priority":0}"#))
+        .unwrap_or_else(|| panic!("{details:#?}"));
+    assert!(joined < usable && usable < prioritized, "{details:#?}");
+    let last = result.steps.last().unwrap();
+    let configuration = &last.fdb["configuration"];
+    assert_eq!(configuration["usable_regions"], 2, "{configuration}");
+    assert_eq!(
+        configuration["regions"][1]["datacenters"][0],
+        serde_json::json!({"id": "dc2", "priority": 0})
+    );
+    // Nine coordinators, three per datacenter.
+    let coordinators = last.fdb["coordinators"].as_array().unwrap();
+    assert_eq!(coordinators.len(), 9, "{coordinators:?}");
+    let mut per_dc: BTreeMap<&str, usize> = BTreeMap::new();
+    for coordinator in coordinators {
+        let dc = dc_at(last, coordinator.as_str().unwrap()).unwrap_or("none");
+        *per_dc.entry(dc).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_dc,
+        BTreeMap::from([("dc1", 3), ("dc2", 3), ("dc3", 3)]),
+        "{coordinators:?}"
+    );
+    // The primary (dc1) holds the stateless roles, the satellite (dc3) its logs, the
+    // remote (dc2) its logs and the log routers.
+    assert_eq!(role_dcs(last, "master").keys().collect::<Vec<_>>(), ["dc1"]);
+    assert_eq!(
+        role_dcs(last, "log_router").keys().collect::<Vec<_>>(),
+        ["dc2"]
+    );
+    let logs = role_dcs(last, "log");
+    assert_eq!(logs.get("dc3"), Some(&2), "{logs:?}");
+    assert!(logs.get("dc2").is_some_and(|n| *n > 0), "{logs:?}");
+}
+
+/// Mutation test of the region order: an operator that configures the desired regions
+/// and `usable_regions` at once is refused by the database (as FoundationDB refuses
+/// both in one command) and never gets there; the operator with the order gets there
+/// in two commands, the new region at -1 first.
+#[test]
+fn an_operator_configuring_regions_and_usable_regions_at_once_is_refused() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/regions/at-once.yaml"
+    );
+    let yaml = std::fs::read_to_string(path).unwrap();
+    let ordered = run_with(&yaml, RunOptions::default());
+    assert!(ordered.violations.is_empty(), "{:#?}", ordered.violations);
+    assert_eq!(configures(&ordered, false).len(), 0);
+    let done = configures(&ordered, true);
+    let details: Vec<&str> = done.iter().map(|e| e.detail.as_str()).collect();
+    let joined = details.iter().position(|d| {
+        d.contains(r#"{"id":"dc2","priority":-1}"#) && d.contains("usable_regions=1")
+    });
+    let usable = details.iter().position(|d| d.contains("usable_regions=2"));
+    assert!(
+        joined.is_some() && usable.is_some() && joined < usable,
+        "{details:#?}"
+    );
+    let last = ordered.steps.last().unwrap();
+    assert_eq!(last.fdb["configuration"]["usable_regions"], 2);
+
+    let broken = run_with(
+        &yaml,
+        RunOptions {
+            executor_rules: ExecutorRules {
+                region_order: false,
+                ..ExecutorRules::default()
+            },
+            ..RunOptions::default()
+        },
+    );
+    let refused = configures(&broken, false);
+    assert!(
+        refused.iter().any(|e| e.detail.contains("simultaneously")),
+        "{refused:#?}"
+    );
+    assert!(
+        configures(&broken, true)
+            .iter()
+            .all(|e| !e.detail.contains("usable_regions=2")),
+        "{:#?}",
+        broken.events
+    );
+    let last = broken.steps.last().unwrap();
+    assert_eq!(last.fdb["configuration"]["usable_regions"], 1);
+}
