@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
+pub use super::update_pod_config_monitor::{
+    monitor_report_unreadable, monitor_result, outdated_monitors,
+};
 pub use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
 use async_trait::async_trait;
 use fdb_shared::api::FoundationDBCluster;
@@ -30,9 +32,10 @@ use crate::controller::config_map::{expected_monitor_conf, sha256_hex};
 use crate::controller::context::Context;
 use crate::controller::desired::ConfigHashes;
 use crate::controller::errors::StepError;
+use crate::controller::events::EventReason;
 use crate::controller::objects::pod_is_running;
 use crate::controller::outcome::StepOutcome;
-use crate::controller::pass_io::PassIo;
+use crate::controller::pass_io::{PassIo, publish};
 use crate::controller::pod_agent::PodAgent;
 use crate::controller::pod_config_memo::PodMemo;
 use crate::controller::pod_model::{
@@ -235,7 +238,11 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         else {
             continue;
         };
-        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
+        // A confirmed pod is asked again only when its monitor's report cannot be read
+        // (someone overwrote it): the pod is named, and its monitor asked to report.
+        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash)
+            && !monitor_report_unreadable(pod)
+        {
             continue;
         }
         // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
@@ -494,6 +501,25 @@ impl Subreconciler for UpdatePodConfig {
             }
         }
         let outcome = conclude(&plan, &results);
+        let unreadable: Vec<&str> = results
+            .iter()
+            .filter_map(|result| match result {
+                PodConfigResult::Unreadable(message) => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !unreadable.is_empty() {
+            // Users must see which pod and annotation: the monitor is asked to report
+            // again below, and nothing is deleted because of it.
+            publish(
+                ctx,
+                snapshot.cluster(),
+                EventReason::MonitorAnnotationsUnreadable,
+                self.name(),
+                unreadable.join("; "),
+            )
+            .await;
+        }
         for pod in outdated_monitors(&plan, &results) {
             let name = pod.name_any();
             let seen = ctx.clock.now_unix().to_string();
