@@ -172,7 +172,6 @@ fn a_go_operator_v2_cluster_is_taken_over_without_touching_a_pod() {
 }
 
 #[test]
-#[ignore = "unverified: ran over 12 CPU minutes without ending in session 8 (machine load 14); run with --ignored"]
 fn an_adopted_go_cluster_is_upgraded_and_reknobbed_as_our_own() {
     let dir = tempfile::tempdir().unwrap();
     let snapshot = GoV2Cluster::default().generate();

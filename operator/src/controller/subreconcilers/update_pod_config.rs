@@ -44,7 +44,9 @@ use crate::controller::pod_model::{
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, staged_fdbserver};
+use crate::controller::upgrade::{
+    live_sidecar_image, pending_upgrade_target, restarted_by_the_kill, staged_fdbserver,
+};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -106,12 +108,19 @@ async fn ensure_monitor_conf(
             .map(|conf| sha256_hex(conf.as_bytes()))
             .map_err(|error| error.to_string())
     };
+    // Substitutions a sidecar of another image answered are stale (its version decides
+    // `BINARY_DIR`): an upgrade changes the sidecar's image in place.
+    let image = live_sidecar_image(pod).map(str::to_owned);
+    if memo.substitutions_image != image {
+        memo.substitutions = None;
+    }
     let (substitutions, asked) = match (&memo.substitutions, expected_substitutions(pod)) {
         (Some(known), _) => (known.clone(), true),
         (None, Some(derived)) => (derived, false),
         (None, None) => {
             let asked = sidecar.substitutions().await?;
             memo.substitutions = Some(asked.clone());
+            memo.substitutions_image = image.clone();
             (asked, true)
         }
     };
@@ -131,6 +140,7 @@ async fn ensure_monitor_conf(
     }
     let asked = sidecar.substitutions().await?;
     memo.substitutions = Some(asked.clone());
+    memo.substitutions_image = image;
     Ok(expected(&asked).map(|want| got == want))
 }
 
