@@ -119,6 +119,7 @@ mod tests {
                 attempts: 3,
                 cluster_file_differs: true,
                 substitutions: Some(substitutions.clone()),
+                substitutions_image: Some("sidecar:7.1.57-1".into()),
             },
         );
         assert_eq!(memo.get("ns", "c", "uid-1", "h1").attempts, 3);
