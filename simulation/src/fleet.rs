@@ -293,7 +293,7 @@ impl Fleet {
             pod.metadata.namespace = Some(namespace.to_owned());
             let servers = pod_servers_per_pod(&cluster, group.process_class, Some(&pod));
             if let Some(hash) = hashes
-                .of(&cluster, group, servers, cluster.spec.image_type())
+                .of(&cluster, group, servers, cluster.image_type())
                 .map_err(|e| invalid(e.to_string()))?
             {
                 pod.annotations_mut()

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use fdb_shared::api::cluster::{
-    FoundationDBCluster, FoundationDBClusterSpec, ImageType, processes::settings_for_class,
+    FoundationDBCluster, FoundationDBClusterSpec, ImageType, ImageTypeSource,
+    processes::settings_for_class,
 };
 use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
 use fdb_shared::cluster_math::{
@@ -72,14 +73,17 @@ pub struct Images {
 pub struct PodModel {
     /// `split` or `unified`.
     pub image_type: String,
+    /// Why this model: `spec.imageType`, or, unset, what the cluster's pods run
+    /// (`status.imageTypes`) or this operator's default.
+    pub image_type_source: String,
     /// The operator's containers of a pod, in order (init containers first, marked
     /// `init:`), with what each runs.
     pub containers: Vec<String>,
 }
 
 impl PodModel {
-    fn of(spec: &fdb_shared::api::cluster::FoundationDBClusterSpec) -> Self {
-        let image_type = spec.image_type();
+    fn of(cluster: &FoundationDBCluster) -> Self {
+        let (image_type, source) = cluster.image_type_and_source();
         let containers = match image_type {
             ImageType::Unified => vec![
                 "foundationdb: fdb-kubernetes-monitor (reads the process configuration JSON, reports through pod annotations)".to_owned(),
@@ -91,8 +95,18 @@ impl PodModel {
                 "foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)".to_owned(),
             ],
         };
+        let image_type_source = match source {
+            ImageTypeSource::Spec => "spec.imageType".to_owned(),
+            ImageTypeSource::Status => "imageType unset: kept as the pods run it \
+                (status.imageTypes: unified; the Go operator v2's default)"
+                .to_owned(),
+            ImageTypeSource::Default => "imageType unset: this operator's default, split \
+                (a running cluster whose pods all run unified stays unified)"
+                .to_owned(),
+        };
         Self {
             image_type: image_type.as_str().to_owned(),
+            image_type_source,
             containers,
         }
     }
@@ -246,7 +260,7 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
         )),
         configure_command: Some(configure_new_command(&desired)),
         database_configuration: Some(desired),
-        images: Some(match spec.image_type() {
+        images: Some(match cluster.image_type() {
             ImageType::Unified => Images {
                 main: unified_image(spec, &spec.version),
                 sidecar: unified_image(spec, &spec.version),
@@ -256,7 +270,7 @@ pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>)
                 sidecar: sidecar_image(spec, &spec.version),
             },
         }),
-        pod_model: Some(PodModel::of(spec)),
+        pod_model: Some(PodModel::of(cluster)),
         locks: Some(uses_locks(spec)),
         data_halls: halls,
     }

@@ -1,5 +1,6 @@
-//! Watch caches of the objects the operator owns: pods, PVCs (metadata only: nothing but
-//! their labels, annotations and deletion is read), services and ConfigMaps, each a
+//! Watch caches of the objects the operator owns: pods, PVCs (metadata and spec: the
+//! take-over rule judges another operator's claim by its spec; the status is dropped),
+//! services and ConfigMaps, each a
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector. A pass reads its cluster's objects from here instead of LISTing them (see
 //! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
@@ -24,7 +25,6 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
@@ -142,7 +142,7 @@ impl Tracker {
 pub struct CacheStreams {
     /// Pods.
     pub pods: BoxStream<'static, Result<Pod, watcher::Error>>,
-    /// PVCs (metadata).
+    /// PVCs (metadata and spec).
     pub pvcs: BoxStream<'static, Result<PersistentVolumeClaim, watcher::Error>>,
     /// Services.
     pub services: BoxStream<'static, Result<Service, watcher::Error>>,
@@ -193,7 +193,7 @@ pub struct ObjectCache {
     pvc_index: Arc<LabelIndex>,
     service_index: Arc<LabelIndex>,
     pods: Store<Pod>,
-    /// PVCs as their metadata alone (no spec, no status).
+    /// PVCs as their metadata and spec (no status).
     pvcs: Store<PersistentVolumeClaim>,
     services: Store<Service>,
     config_maps: Store<ConfigMap>,
@@ -307,14 +307,14 @@ impl ObjectCache {
                 Some(pod_index.clone()),
             ),
             pvcs: tracked(
-                // Metadata-only requests: PVCs are read for labels, annotations and
-                // deletion alone.
+                // Full objects, the status dropped before the store: the spec is what
+                // tells whether another operator's claim has what ours asks for.
                 watcher(
-                    api::<PartialObjectMeta<PersistentVolumeClaim>>(client, namespace),
+                    api::<PersistentVolumeClaim>(client, namespace),
                     config.clone(),
                 )
                 .default_backoff()
-                .map_ok(pvc_of_metadata)
+                .map_ok(|event| event.modify(drop_pvc_status))
                 .reflect(pvcs_writer),
                 sender(ObjectKind::Pvcs),
                 Some(pvc_index.clone()),
@@ -475,8 +475,8 @@ impl ObjectCache {
         lookup(&self.pods, &self.pod_index, namespace, labels)
     }
 
-    /// The cached PVCs in `namespace` carrying `labels` (metadata only: no spec, no
-    /// status; shared, not copied).
+    /// The cached PVCs in `namespace` carrying `labels` (metadata and spec, no status;
+    /// shared, not copied).
     pub fn pvcs(
         &self,
         namespace: &str,
@@ -500,22 +500,10 @@ impl ObjectCache {
     }
 }
 
-/// A PVC watch event as PVCs carrying their metadata alone: the store holds what passes
-/// read (labels, annotations, deletion), and a pass shares it without copying.
-fn pvc_of_metadata(
-    event: watcher::Event<PartialObjectMeta<PersistentVolumeClaim>>,
-) -> watcher::Event<PersistentVolumeClaim> {
-    let pvc = |meta: PartialObjectMeta<PersistentVolumeClaim>| PersistentVolumeClaim {
-        metadata: meta.metadata,
-        ..PersistentVolumeClaim::default()
-    };
-    match event {
-        watcher::Event::Apply(meta) => watcher::Event::Apply(pvc(meta)),
-        watcher::Event::Delete(meta) => watcher::Event::Delete(pvc(meta)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(meta) => watcher::Event::InitApply(pvc(meta)),
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
+/// Drops what no pass reads of a PVC (its status: phase, capacity, conditions), so the
+/// store holds the metadata and the spec alone.
+fn drop_pvc_status(pvc: &mut PersistentVolumeClaim) {
+    pvc.status = None;
 }
 
 /// `stream` with each event reported to `index` and `progress` after the store applied

@@ -67,6 +67,9 @@ pub enum EventReason {
     /// Pods need a deletion to take a spec change, but `automationOptions.deletionMode`
     /// is `None` (the Go operator's reason, spelled as it spells it).
     NeedsPodsDeletion,
+    /// A unified pod's monitor annotations are missing or malformed (the note names the
+    /// pod and the annotation); nothing is deleted because of it.
+    MonitorAnnotationsUnreadable,
 }
 
 impl EventReason {
@@ -99,6 +102,7 @@ impl EventReason {
             Self::TerminalPodDeleted => "TerminalPodDeleted",
             Self::ReplacementBlocked => "ReplacementBlocked",
             Self::NeedsPodsDeletion => "NeedsPodsDeletion",
+            Self::MonitorAnnotationsUnreadable => "MonitorAnnotationsUnreadable",
         }
     }
 
@@ -108,7 +112,8 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
-            | Self::RemovalBlocked => "Warning",
+            | Self::RemovalBlocked
+            | Self::MonitorAnnotationsUnreadable => "Warning",
             _ => "Normal",
         }
     }

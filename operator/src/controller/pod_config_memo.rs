@@ -2,7 +2,8 @@
 //! wait for the kubelet costs a few requests instead of the whole protocol against every
 //! pod at every poll:
 //! - the pod's substitutions once asked (`GET /substitutions`; they come from the
-//!   sidecar's environment, fixed for the pod's life);
+//!   sidecar's environment and its image's version, kept while the image is the one
+//!   that answered);
 //! - per desired configuration hash, how often the pod answered that its files still
 //!   differ after a copy, and whether its cluster file was seen to differ (a pod known
 //!   to differ is copied at once instead of checked first).
@@ -25,6 +26,9 @@ pub struct PodMemo {
     pub cluster_file_differs: bool,
     /// The sidecar's own substitutions, once asked.
     pub substitutions: Option<BTreeMap<String, String>>,
+    /// The sidecar image that answered them: its version decides `BINARY_DIR`, and an
+    /// upgrade changes the image in place (same pod UID), which makes them stale.
+    pub substitutions_image: Option<String>,
 }
 
 impl PodMemo {
@@ -115,6 +119,7 @@ mod tests {
                 attempts: 3,
                 cluster_file_differs: true,
                 substitutions: Some(substitutions.clone()),
+                substitutions_image: Some("sidecar:7.1.57-1".into()),
             },
         );
         assert_eq!(memo.get("ns", "c", "uid-1", "h1").attempts, 3);

@@ -20,7 +20,7 @@ use super::config_map_error::ConfigMapError;
 /// The pod models the ConfigMap serves: the spec's, and every one the status says pods
 /// still run.
 pub fn image_types_in_use(cluster: &FoundationDBCluster) -> BTreeSet<ImageType> {
-    let mut types = BTreeSet::from([cluster.spec.image_type()]);
+    let mut types = BTreeSet::from([cluster.image_type()]);
     for name in cluster
         .status
         .as_ref()

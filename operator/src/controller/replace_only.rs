@@ -248,8 +248,8 @@ pub fn replace_only_change(
         // A PVC without the hash was not made by this operator; its spec is unknown,
         // and replacing every such group at once would be worse than leaving it. One
         // with another hash (another operator's) is replaced only when it lacks what
-        // the desired claim asks for.
-        // When the cache holds no spec for the live claim, the hash alone decides.
+        // the desired claim asks for (the cache holds PVC specs for this; a live claim
+        // read without one is judged by its hash alone).
         if let Some(desired) = desired_objects.pvc.as_ref()
             && let Some(live_hash) = annotation(live)
             && annotation(desired).is_some_and(|hash| hash != live_hash)

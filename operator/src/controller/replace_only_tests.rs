@@ -69,6 +69,62 @@ fn a_bigger_volume_replaces_stateful_groups_only() {
     assert_eq!(default_change(BASE, bigger, "stateless-1"), None);
 }
 
+/// A PVC as another operator made it for group `id` of `spec`: our claim's spec with
+/// `storage` requested and what the API server adds, under another spec hash.
+fn foreign_pvc(
+    spec: &str,
+    id: &str,
+    storage: &str,
+) -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    let mut pvc = build_pvc(&cluster(spec), &group(id)).unwrap().unwrap();
+    pvc.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            LAST_APPLIED_SPEC_ANNOTATION.into(),
+            "5b0f3e9e2d1c8a7f".into(),
+        );
+    let claim = pvc.spec.get_or_insert_with(Default::default);
+    claim.volume_mode = Some("Filesystem".into());
+    claim.volume_name = Some(format!("pv-{id}"));
+    claim
+        .resources
+        .get_or_insert_with(Default::default)
+        .requests
+        .get_or_insert_with(Default::default)
+        .insert(
+            "storage".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(storage.into()),
+        );
+    pvc
+}
+
+#[test]
+fn another_operators_pvc_is_kept_when_it_has_what_ours_asks_for_and_replaced_when_not() {
+    let judge = |storage: &str| {
+        let snapshot = Fixture::new(BASE)
+            .groups([group("storage-1")])
+            .pvcs([foreign_pvc(BASE, "storage-1", storage)])
+            .build();
+        change(&snapshot, "storage-1", ReplacePolicy::default())
+    };
+    // The Go operator's default claim: the size, access mode and no class ours asks for.
+    assert_eq!(judge("128G"), None);
+    // A smaller volume lacks what ours asks for.
+    assert_eq!(judge("64G"), Some(ReplaceOnlyChange::PvcSpec));
+    // Read without a spec (never from the cache, which holds PVC specs), the hash decides.
+    let mut bare = foreign_pvc(BASE, "storage-1", "128G");
+    bare.spec = None;
+    let snapshot = Fixture::new(BASE)
+        .groups([group("storage-1")])
+        .pvcs([bare])
+        .build();
+    assert_eq!(
+        change(&snapshot, "storage-1", ReplacePolicy::default()),
+        Some(ReplaceOnlyChange::PvcSpec)
+    );
+}
+
 #[test]
 fn ip_source_servers_per_pod_and_node_selector_need_new_groups() {
     assert!(matches!(

@@ -48,7 +48,7 @@ pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
         Some(target) => target.to_string(),
         None => pod_version(cluster).to_owned(),
     };
-    match cluster.spec.image_type() {
+    match cluster.image_type() {
         ImageType::Unified => unified_image(&cluster.spec, &version),
         _ => sidecar_image(&cluster.spec, &version),
     }
@@ -58,7 +58,7 @@ pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
 /// split main image of [`pod_version`]).
 pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
     let version = pod_version(cluster);
-    match cluster.spec.image_type() {
+    match cluster.image_type() {
         ImageType::Unified => unified_image(&cluster.spec, version),
         _ => fdb_shared::cluster_math::main_image(&cluster.spec, version),
     }
@@ -316,7 +316,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         }
         let image_type = group
             .pod
-            .map_or_else(|| cluster.spec.image_type(), pod_image_type);
+            .map_or_else(|| cluster.image_type(), pod_image_type);
         let hash = hashes.of(cluster, group.status, group.servers_per_pod(), image_type)?;
         if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
         {

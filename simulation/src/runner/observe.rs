@@ -515,7 +515,7 @@ pub(super) fn desired_world(cluster: &FoundationDBCluster) -> DesiredWorld {
         counts: desired_process_counts(spec).positive(),
         version,
         // A unified pod runs the monitor image in both containers.
-        images: match spec.image_type() {
+        images: match cluster.image_type() {
             fdb_shared::api::cluster::ImageType::Unified => [
                 (
                     MAIN_CONTAINER.to_owned(),

@@ -78,7 +78,6 @@ fn pods_of(
 }
 
 #[test]
-#[ignore = "fails since the PVC-resize fix of session 8: the operator caches PVCs as metadata only, so a PVC carrying another operator's spec hash cannot be judged by its spec and is replaced; needs the PVC spec in the cache (issue 21)"]
 fn a_go_operator_v2_cluster_is_taken_over_without_touching_a_pod() {
     let dir = tempfile::tempdir().unwrap();
     let snapshot = GoV2Cluster::default().generate();
@@ -173,7 +172,6 @@ fn a_go_operator_v2_cluster_is_taken_over_without_touching_a_pod() {
 }
 
 #[test]
-#[ignore = "unverified: ran over 12 CPU minutes without ending in session 8 (machine load 14); run with --ignored"]
 fn an_adopted_go_cluster_is_upgraded_and_reknobbed_as_our_own() {
     let dir = tempfile::tempdir().unwrap();
     let snapshot = GoV2Cluster::default().generate();
@@ -216,7 +214,6 @@ fn an_adopted_go_cluster_is_upgraded_and_reknobbed_as_our_own() {
 }
 
 #[test]
-#[ignore = "fails since the PVC-resize fix of session 8: the operator caches PVCs as metadata only, so a PVC carrying another operator's spec hash cannot be judged by its spec and is replaced; needs the PVC spec in the cache (issue 21)"]
 fn a_go_pod_that_truly_differs_is_named_and_only_its_group_rolls() {
     let dir = tempfile::tempdir().unwrap();
     let mut snapshot = GoV2Cluster::default().generate();
@@ -275,4 +272,122 @@ fn a_go_pod_that_truly_differs_is_named_and_only_its_group_rolls() {
             assert!(names.contains(&name), "{name} stays: {names:?}");
         }
     }
+}
+
+/// The Go operator v2's default cluster: `imageType` unset, unified pods.
+fn go_unified() -> GoV2Snapshot {
+    GoV2Cluster {
+        unified: true,
+        ..GoV2Cluster::default()
+    }
+    .generate()
+}
+
+#[test]
+fn a_go_operator_v2_unified_cluster_is_taken_over_without_touching_a_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = go_unified();
+    let path = write_go_scenario(dir.path(), &snapshot, &[]);
+    let result = run_path(&path);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    assert_eq!(
+        result.steps[1].reconciled,
+        Some(true),
+        "{:?}",
+        result.steps[1].stopped_because
+    );
+    assert_eq!(
+        take_over_disruptions(&result, 2),
+        Vec::<String>::new(),
+        "{}",
+        operator_events(&result)
+    );
+    // The same pods, still unified: `imageType` unset keeps what the cluster runs.
+    let mut captured: Vec<String> = snapshot
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == "Pod")
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    captured.sort();
+    let mut after: Vec<String> = result.steps[1]
+        .pods
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    after.sort();
+    assert_eq!(after, captured);
+    for pod in &result.steps[1].pods {
+        assert_eq!(
+            pod.annotations
+                .get("foundationdb.org/image-type")
+                .map(String::as_str),
+            Some("unified"),
+            "{}",
+            pod.name
+        );
+    }
+    // The ConfigMap holds the Go operator's bytes already: the operator wrote none.
+    let config_map_writes: Vec<String> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::K8s && e.target.starts_with("configmap/"))
+        .filter(|e| e.by.as_deref() == Some("operator"))
+        .map(|e| format!("{} {} {}", e.action, e.target, e.detail))
+        .collect();
+    assert_eq!(config_map_writes, Vec::<String>::new());
+    assert_eq!(
+        result.steps[1].cluster["status"]["imageTypes"],
+        json!(["unified"])
+    );
+}
+
+#[test]
+fn a_malformed_monitor_annotation_is_named_and_deletes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = go_unified();
+    // After the take-over, someone overwrites one monitor's report with text that does
+    // not parse; the monitor rewrites it only when asked to (the operator's nudge).
+    let steps = [
+        json!({"act": {"as": "user", "patch": {"target": "pod/go-log-2", "patch": {
+            "metadata": {"annotations": {
+                "foundationdb.org/launcher-current-configuration": "{broken"}}}}}}),
+        json!({"reconcile": {}}),
+    ];
+    let path = write_go_scenario(dir.path(), &snapshot, &steps);
+    let result = run_path(&path);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    // A Warning Event names the pod and the annotation.
+    let named: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "event" && e.detail.starts_with("MonitorAnnotationsUnreadable"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(
+        named.iter().any(|d| d.contains(
+            "pod go-log-2: annotation foundationdb.org/launcher-current-configuration is malformed"
+        )),
+        "{named:#?}"
+    );
+    let deleted: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::K8s && e.action == "delete")
+        .map(|e| e.target.as_str())
+        .collect();
+    assert_eq!(deleted, Vec::<&str>::new());
+    let kills = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == "kill")
+        .count();
+    assert_eq!(kills, 0);
+    // Asked to report again, the monitor did, and the cluster is Reconciled.
+    assert_eq!(
+        result.steps[3].reconciled,
+        Some(true),
+        "{:?}",
+        result.steps[3].stopped_because
+    );
 }

@@ -151,7 +151,7 @@ fn output_matches_the_documented_shape() {
         r#""processCounts":{"storage":4,"log":4,"stateless":8,"cluster_controller":1},"coordinators":3,"#,
         r#""databaseConfiguration":{"redundancy_mode":"double","storage_engine":"ssd-2","logs":3,"proxies":3,"resolvers":1,"usable_regions":1},"#,
         r#""images":{"main":"foundationdb/foundationdb:7.1.57","sidecar":"foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1"},"#,
-        r#""podModel":{"imageType":"split","containers":["init:foundationdb-kubernetes-init: the sidecar in --init-mode (copies the cluster file and monitor conf)","foundationdb: fdbmonitor","foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)"]},"#,
+        r#""podModel":{"imageType":"split","imageTypeSource":"imageType unset: this operator's default, split (a running cluster whose pods all run unified stays unified)","containers":["init:foundationdb-kubernetes-init: the sidecar in --init-mode (copies the cluster file and monitor conf)","foundationdb: fdbmonitor","foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)"]},"#,
         r#""locks":false,"configureCommand":"configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1"}"#
     );
     assert_eq!(json, expected);
@@ -403,10 +403,19 @@ fn three_data_hall_shows_where_the_halls_come_from() {
     assert_eq!(halls.halls_needed, Some(3));
     assert_eq!(halls.coordinators_per_hall, Some(3));
     assert_eq!(
-        halls.locality.get(&ProcessClass::Storage).cloned().flatten().as_deref(),
+        halls
+            .locality
+            .get(&ProcessClass::Storage)
+            .cloned()
+            .flatten()
+            .as_deref(),
         Some("customParameters: locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE")
     );
-    assert!(explanation.warnings.is_empty(), "{:?}", explanation.warnings);
+    assert!(
+        explanation.warnings.is_empty(),
+        "{:?}",
+        explanation.warnings
+    );
     // Without a source of halls: a warning that says the operator will wait.
     let bare = explain(&cluster(
         "  databaseConfiguration: {redundancy_mode: three_data_hall}\n",
@@ -423,7 +432,36 @@ fn three_data_hall_shows_where_the_halls_come_from() {
     let halls = one.data_halls.unwrap();
     assert_eq!(halls.halls_needed, None);
     assert_eq!(
-        halls.locality.get(&ProcessClass::Log).cloned().flatten().as_deref(),
+        halls
+            .locality
+            .get(&ProcessClass::Log)
+            .cloned()
+            .flatten()
+            .as_deref(),
         Some("spec.dataHall: az1")
     );
+}
+
+#[test]
+fn an_unset_image_type_keeps_what_a_running_cluster_runs() {
+    // A cluster the Go operator v2 made: imageType unset (its default is unified), every
+    // pod unified.
+    let go = format!("{}status:\n  imageTypes: [unified]\n", cluster(""));
+    let model = explain(&go).pod_model.unwrap();
+    assert_eq!(model.image_type, "unified");
+    assert!(
+        model.image_type_source.contains("status.imageTypes"),
+        "{model:?}"
+    );
+    // A migration under way (both models) or a new cluster: this operator's default.
+    let mixed = format!("{}status:\n  imageTypes: [split, unified]\n", cluster(""));
+    assert_eq!(explain(&mixed).pod_model.unwrap().image_type, "split");
+    // Set in the spec, the spec decides.
+    let set = format!(
+        "{}status:\n  imageTypes: [unified]\n",
+        cluster("  imageType: split\n")
+    );
+    let model = explain(&set).pod_model.unwrap();
+    assert_eq!(model.image_type, "split");
+    assert_eq!(model.image_type_source, "spec.imageType");
 }

@@ -27,6 +27,7 @@ use crate::controller::subreconcilers::update_pod_config_monitor::monitor_result
 use crate::controller::subreconcilers::update_pod_config_plan::{
     Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult,
 };
+use crate::controller::upgrade::live_sidecar_image;
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {
@@ -84,12 +85,19 @@ async fn ensure_monitor_conf(
             .map(|conf| sha256_hex(conf.as_bytes()))
             .map_err(|error| error.to_string())
     };
+    // Substitutions a sidecar of another image answered are stale (its version decides
+    // `BINARY_DIR`): an upgrade changes the sidecar's image in place.
+    let image = live_sidecar_image(pod).map(str::to_owned);
+    if memo.substitutions_image != image {
+        memo.substitutions = None;
+    }
     let (substitutions, asked) = match (&memo.substitutions, expected_substitutions(pod)) {
         (Some(known), _) => (known.clone(), true),
         (None, Some(derived)) => (derived, false),
         (None, None) => {
             let asked = sidecar.substitutions().await?;
             memo.substitutions = Some(asked.clone());
+            memo.substitutions_image = image.clone();
             (asked, true)
         }
     };
@@ -109,6 +117,7 @@ async fn ensure_monitor_conf(
     }
     let asked = sidecar.substitutions().await?;
     memo.substitutions = Some(asked.clone());
+    memo.substitutions_image = image;
     Ok(expected(&asked).map(|want| got == want))
 }
 

@@ -253,7 +253,7 @@ pub fn build_pod(
     options: &PodOptions,
 ) -> Result<Pod, PodModelError> {
     let spec = &cluster.spec;
-    let image_type = spec.image_type();
+    let image_type = cluster.image_type();
     let identity = names::ClusterIdentity::of(cluster)?;
     names::check_group_names(cluster, group)?;
     let default_version = pod_version(cluster);

@@ -50,6 +50,16 @@ fn the_main_container_runs_the_monitor_and_the_sidecar_copies_binaries() {
     ] {
         assert!(env(main, name).is_some(), "{name}");
     }
+    // The Go operator v2's client trace options, so its unified pods and ours agree.
+    let text = |name: &str| env(main, name).and_then(|e| e.value.clone());
+    assert_eq!(
+        text("FDB_NETWORK_OPTION_TRACE_LOG_GROUP").as_deref(),
+        Some("sample")
+    );
+    assert_eq!(
+        text("FDB_NETWORK_OPTION_TRACE_ENABLE").as_deref(),
+        Some("/var/log/fdb-trace-logs")
+    );
     let sidecar = container(&pod, SIDECAR_CONTAINER);
     assert_eq!(sidecar.image, main.image);
     assert_eq!(

@@ -32,6 +32,10 @@ pub const PROCESS_CONFIG_FILE: &str = "config.json";
 pub const MONITOR_LOG: &str = "/var/log/fdb-trace-logs/monitor.log";
 /// The monitor argument giving the number of processes of the pod.
 pub const PROCESS_COUNT_FLAG: &str = "--process-count";
+/// The client trace log group of the main container's tools.
+pub const TRACE_LOG_GROUP_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP";
+/// The directory the main container's tools write client traces to.
+pub const TRACE_ENABLE_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_ENABLE";
 
 fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
@@ -92,9 +96,17 @@ pub(crate) fn main_container(
     if !cluster.spec.trusted_cas.is_empty() {
         env.push(value("FDB_TLS_CA_FILE", MAIN_CA_FILE));
     }
+    let cluster_name = cluster.metadata.name.as_deref().unwrap_or_default();
     env.extend([
         field("FDB_POD_NAME", "metadata.name"),
         field("FDB_POD_NAMESPACE", "metadata.namespace"),
+        // The client trace options of the tools run in the container (fdbcli), as the
+        // Go operator v2 sets them: its pods and ours then carry the same environment.
+        value(
+            TRACE_LOG_GROUP_VARIABLE,
+            cluster.spec.log_group(cluster_name).to_owned(),
+        ),
+        value(TRACE_ENABLE_VARIABLE, TRACE_LOGS_MOUNT),
         field("FDB_NODE_NAME", "spec.nodeName"),
     ]);
     env.extend(shared_env.iter().cloned());

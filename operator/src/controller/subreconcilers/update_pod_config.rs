@@ -12,7 +12,9 @@
 //! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
-pub use super::update_pod_config_monitor::{monitor_result, outdated_monitors};
+pub use super::update_pod_config_monitor::{
+    monitor_report_unreadable, monitor_result, outdated_monitors,
+};
 pub use super::update_pod_config_plan::{
     Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate,
 };
@@ -24,6 +26,7 @@ use kube::ResourceExt;
 use super::Subreconciler;
 use crate::controller::desired::ConfigHashes;
 use crate::controller::errors::StepError;
+use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
 use crate::controller::objects::pod_is_running;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
@@ -69,7 +72,11 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         else {
             continue;
         };
-        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash) {
+        // A confirmed pod is asked again only when its monitor's report cannot be read
+        // (someone overwrote it): the pod is named, and its monitor asked to report.
+        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash)
+            && !monitor_report_unreadable(pod)
+        {
             continue;
         }
         // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
@@ -218,10 +225,28 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
 /// down: the later steps replace and remove such groups).
 pub fn verdict_from(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> Verdict {
     let outcome = conclude(plan, results);
-    let mut actions: Vec<Action> = outdated_monitors(plan, results)
-        .into_iter()
-        .map(|pod| Action::NudgeMonitor(pod.name_any()))
+    let mut actions: Vec<Action> = Vec::new();
+    let unreadable: Vec<&str> = results
+        .iter()
+        .filter_map(|result| match result {
+            PodConfigResult::Unreadable(message) => Some(message.as_str()),
+            _ => None,
+        })
         .collect();
+    if !unreadable.is_empty() {
+        // Users must see which pod and annotation: the monitor is asked to report again
+        // below, and nothing is deleted because of it.
+        actions.push(Action::Event {
+            reason: EventReason::MonitorAnnotationsUnreadable,
+            action: "UpdatePodConfig".to_owned(),
+            note: unreadable.join("; "),
+        });
+    }
+    actions.extend(
+        outdated_monitors(plan, results)
+            .into_iter()
+            .map(|pod| Action::NudgeMonitor(pod.name_any())),
+    );
     for (name, hash) in &outcome.annotate {
         // A monitor that confirmed needs no nudge any more (null removes it).
         actions.push(Action::Patch {

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
-use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor};
+use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor, monitor_report};
 
 /// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
 /// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
@@ -18,6 +18,13 @@ pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) 
         MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),
         MonitorCheck::Unreadable(problem) => PodConfigResult::Unreadable(problem.to_string()),
     }
+}
+
+/// Whether `pod` is a unified pod whose monitor annotations are missing or do not
+/// parse: even with its configuration confirmed, UpdatePodConfig asks it again, so the
+/// pod is named (IncorrectConfigMap) and its monitor asked to report.
+pub fn monitor_report_unreadable(pod: &Pod) -> bool {
+    PodAgent::of(pod) == PodAgent::Monitor && monitor_report(pod).is_err()
 }
 
 /// The unified pods to nudge: their monitor does not run the desired configuration and
@@ -137,5 +144,48 @@ mod tests {
             .map(|p| p.name_any())
             .collect();
         assert_eq!(nudged, ["sample-log-2", "sample-log-3"]);
+    }
+
+    #[test]
+    fn a_confirmed_monitor_whose_report_breaks_is_asked_again() {
+        let fixture = Fixture::new("version: 7.1.57\nimageType: unified")
+            .groups([group("log-1")])
+            .connection_string("sample:abc@10.0.0.1:4501");
+        let cluster = fixture.clone().build().cluster().clone();
+        let desired = serde_json::to_string(&desired_process_configuration(
+            &cluster,
+            fdb_shared::api::ProcessClass::Log,
+            true,
+        ))
+        .unwrap();
+        let good = unified(
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            Some(&desired),
+        );
+        let hash = {
+            let snapshot = fixture.clone().pods([good.clone()]).build();
+            let plan = decide(&snapshot).unwrap().unwrap();
+            plan.candidates[0].desired_hash.clone()
+        };
+        let mut confirmed = good;
+        confirmed.annotations_mut().insert(
+            crate::controller::pod_model::LAST_APPLIED_CONFIG_MAP_ANNOTATION.into(),
+            hash,
+        );
+        let snapshot = fixture.clone().pods([confirmed.clone()]).build();
+        assert!(decide(&snapshot).unwrap().unwrap().candidates.is_empty());
+        let mut broken = confirmed;
+        broken
+            .annotations_mut()
+            .insert(CURRENT_CONFIGURATION_ANNOTATION.into(), "{broken".into());
+        assert!(monitor_report_unreadable(&broken));
+        let snapshot = fixture.pods([broken]).build();
+        let plan = decide(&snapshot).unwrap().unwrap();
+        assert_eq!(plan.candidates.len(), 1);
+        let result = monitor_result(snapshot.cluster(), &plan.candidates[0]);
+        assert!(
+            matches!(&result, PodConfigResult::Unreadable(m) if m.contains("sample-log-1")),
+            "{result:?}"
+        );
     }
 }

@@ -24,7 +24,7 @@ pub use settings::{
     BuggifyConfig, ConnectionString, CoordinatorSelectionSetting, CrashLoopContainerObject,
     FaultDomain, LabelConfig,
 };
-pub use spec::{FoundationDBCluster, FoundationDBClusterSpec, ImageType};
+pub use spec::{FoundationDBCluster, FoundationDBClusterSpec, ImageType, ImageTypeSource};
 pub use status::{
     ClusterGenerationStatus, ClusterHealth, FoundationDBClusterStatus, LockSystemStatus,
     MaintenanceModeInfo, ProcessGroupStatus, RequiredAddressSet,

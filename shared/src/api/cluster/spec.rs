@@ -220,7 +220,9 @@ impl FoundationDBClusterSpec {
         self.database_configuration.usable_regions.unwrap_or(1)
     }
 
-    /// Image type (default `split` in this project).
+    /// Image type as the spec alone says it (default `split` in this project). What the
+    /// operator builds is [`FoundationDBCluster::image_type`], which also keeps what a
+    /// running cluster runs when the spec sets none.
     pub fn image_type(&self) -> ImageType {
         self.image_type.clone().unwrap_or(ImageType::Split)
     }
@@ -304,5 +306,45 @@ impl FoundationDBClusterSpec {
     /// Whether TLS is enabled on the main container (default false).
     pub fn tls_enabled(&self) -> bool {
         self.main_container.tls_enabled()
+    }
+}
+
+/// Where the pod model of [`FoundationDBCluster::image_type`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageTypeSource {
+    /// `spec.imageType` is set.
+    Spec,
+    /// Unset, and every pod runs unified (`status.imageTypes`): a cluster the Go operator
+    /// v2 made, whose default is unified.
+    Status,
+    /// Unset, and no pod runs unified alone: this operator's default, `split`.
+    Default,
+}
+
+impl FoundationDBCluster {
+    /// The pod model the operator builds, and why: `spec.imageType` when set; unset, the
+    /// model the pods run when `status.imageTypes` names `unified` alone (the Go operator
+    /// v2 defaults to unified, this operator to split: taking over a Go cluster must not
+    /// roll every pod to another model), else `split`. A mixed status (a migration under
+    /// way) keeps the default: set `imageType` to choose.
+    pub fn image_type_and_source(&self) -> (ImageType, ImageTypeSource) {
+        if let Some(image_type) = &self.spec.image_type {
+            return (image_type.clone(), ImageTypeSource::Spec);
+        }
+        let running = self
+            .status
+            .as_ref()
+            .map(|status| status.image_types.as_slice())
+            .unwrap_or_default();
+        if !running.is_empty() && running.iter().all(|t| t == ImageType::Unified.as_str()) {
+            (ImageType::Unified, ImageTypeSource::Status)
+        } else {
+            (ImageType::Split, ImageTypeSource::Default)
+        }
+    }
+
+    /// The pod model the operator builds (see [`Self::image_type_and_source`]).
+    pub fn image_type(&self) -> ImageType {
+        self.image_type_and_source().0
     }
 }

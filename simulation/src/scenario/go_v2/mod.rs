@@ -1,11 +1,13 @@
-//! A snapshot of a cluster as the Go `fdb-kubernetes-operator` v2 (2.33, split image)
-//! leaves it once Reconciled: the objects and the `status json` a capture of such a
-//! cluster holds, for take-over scenarios (issue 21) and benchmarks.
+//! A snapshot of a cluster as the Go `fdb-kubernetes-operator` v2 (2.33) leaves it once
+//! Reconciled, split image or unified (its default): the objects and the `status json` a
+//! capture of such a cluster holds, for take-over scenarios (issues 21 and 22) and
+//! benchmarks.
 //!
 //! Built from the Go operator's models, learnt from its source (`internal/pod_models.go`,
 //! `configmap_helper.go`, `monitor_conf.go`, `service_helper.go`, `deprecations.go`) as
 //! facts; this is our own code. What it writes, as the Go operator does with a spec that
-//! sets only the version and `redundancy_mode: double`:
+//! sets only the version, `redundancy_mode: double` and, for a split cluster,
+//! `imageType: split` (unset, v2 builds unified pods: [`unified`]):
 //! - its default process counts (3 storage, 4 log, 9 stateless), process group IDs
 //!   `<class>-<n>`, pods `<cluster>-<id>`, PVCs `<pod>-data` for storage and log;
 //! - pods of its split-image model: the main container runs `sh -c "fdbmonitor ... >>
@@ -29,6 +31,7 @@
 use serde_json::{Value, json};
 
 mod pods;
+mod unified;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +48,9 @@ pub struct GoV2Cluster {
     pub storage: usize,
     /// Bytes each storage process holds (`kvstore_used_bytes` in `status json`).
     pub storage_bytes: i64,
+    /// Unified-image pods (`imageType` unset, the v2 default) instead of split ones
+    /// (`imageType: split`).
+    pub unified: bool,
 }
 
 impl Default for GoV2Cluster {
@@ -56,6 +62,7 @@ impl Default for GoV2Cluster {
             zones: 3,
             storage: 3,
             storage_bytes: 1 << 30,
+            unified: false,
         }
     }
 }
@@ -184,7 +191,20 @@ impl GoV2Cluster {
         labels
     }
 
+    /// `split` or `unified`.
+    fn image_type(&self) -> &'static str {
+        if self.unified { "unified" } else { "split" }
+    }
+
     fn cluster(&self, groups: &[Group], connection: &str) -> Value {
+        let mut spec = json!({
+            "version": self.version,
+            "databaseConfiguration": {"redundancy_mode": "double"},
+        });
+        if !self.unified {
+            // Unset, the Go operator v2 builds unified pods.
+            spec["imageType"] = json!("split");
+        }
         let process_groups: Vec<Value> = groups
             .iter()
             .map(|g| {
@@ -206,10 +226,7 @@ impl GoV2Cluster {
                 "generation": 1,
                 "creationTimestamp": CREATED,
             },
-            "spec": {
-                "version": self.version,
-                "databaseConfiguration": {"redundancy_mode": "double"},
-            },
+            "spec": spec,
             "status": {
                 "configured": true,
                 "connectionString": connection,
@@ -232,7 +249,7 @@ impl GoV2Cluster {
                 },
                 "requiredAddresses": {"nonTLS": true},
                 "hasListenIPsForAllPods": true,
-                "imageTypes": ["split"],
+                "imageTypes": [self.image_type()],
                 "storageServersPerDisk": [1],
                 "logServersPerDisk": [1],
                 "processGroups": process_groups,
@@ -275,7 +292,12 @@ impl GoV2Cluster {
             "running-version": self.version,
         });
         for class in ["storage", "log", "stateless"] {
-            data[format!("fdbmonitor-conf-{class}")] = json!(self.monitor_conf(class));
+            if self.unified {
+                data[format!("fdbmonitor-conf-{class}-json")] =
+                    json!(self.process_configuration(class));
+            } else {
+                data[format!("fdbmonitor-conf-{class}")] = json!(self.monitor_conf(class));
+            }
         }
         json!({
             "apiVersion": "v1",
@@ -378,6 +400,12 @@ impl GoV2Cluster {
                 _ => Vec::new(),
             };
             let process_id = format!("{:032x}", groups.len() * 7919 + processes.len());
+            // The unified configuration passes `--locality_process_id=<group>-<n>`.
+            let process_id_locality = if self.unified {
+                format!("{}-1", group.id)
+            } else {
+                format!("{:032x}", processes.len() + 1)
+            };
             processes.insert(
                 process_id,
                 json!({
@@ -392,7 +420,7 @@ impl GoV2Cluster {
                         "machineid": group.node,
                         "zoneid": group.node,
                         "dns_name": self.dns_name(&group.id),
-                        "processid": format!("{:032x}", processes.len() + 1),
+                        "processid": process_id_locality,
                     },
                     "roles": roles,
                 }),
@@ -477,5 +505,60 @@ mod tests {
             .as_str()
             .unwrap();
         assert!(connection.contains(".go.default.svc.cluster.local:4501"));
+    }
+
+    #[test]
+    fn the_go_unified_snapshot_holds_together_and_its_json_is_what_we_would_write() {
+        let generator = GoV2Cluster {
+            unified: true,
+            ..GoV2Cluster::default()
+        };
+        let snapshot = generator.generate();
+        let spec = SnapshotSpec {
+            objects: Value::Array(snapshot.objects.clone()),
+            status: Some(snapshot.status.clone()),
+        };
+        let captured = spec.check().unwrap_or_else(|(f, m)| panic!("{f}: {m}"));
+        assert_eq!(captured.cluster["spec"].get("imageType"), None);
+        assert_eq!(captured.cluster["status"]["imageTypes"], json!(["unified"]));
+        let cluster: fdb_shared::api::FoundationDBCluster =
+            serde_json::from_value(captured.cluster.clone()).unwrap();
+        let config_map = captured
+            .objects
+            .iter()
+            .find(|o| o["kind"] == "ConfigMap")
+            .unwrap();
+        // The Go operator's bytes are the ones this operator writes for the same spec:
+        // taking the cluster over rewrites no ConfigMap key.
+        for class in [
+            fdb_shared::api::ProcessClass::Storage,
+            fdb_shared::api::ProcessClass::Log,
+            fdb_shared::api::ProcessClass::Stateless,
+        ] {
+            let ours = fdb_operator::controller::process_config::desired_process_configuration(
+                &cluster, class, true,
+            );
+            let key = format!("fdbmonitor-conf-{class}-json");
+            assert_eq!(
+                config_map["data"][&key].as_str().unwrap(),
+                serde_json::to_string(&ours).unwrap(),
+                "{key}"
+            );
+        }
+        let pod = captured
+            .objects
+            .iter()
+            .find(|o| o["kind"] == "Pod")
+            .unwrap();
+        let annotations = &pod["metadata"]["annotations"];
+        assert_eq!(annotations["foundationdb.org/image-type"], "unified");
+        let environment: std::collections::BTreeMap<String, String> = serde_json::from_str(
+            annotations["foundationdb.org/launcher-environment"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(environment["BINARY_DIR"], "/usr/bin");
+        assert!(pod["spec"].get("initContainers").is_none());
     }
 }

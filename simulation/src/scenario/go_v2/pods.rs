@@ -1,5 +1,6 @@
 //! The pods of the Go operator v2 cluster model: main container, sidecar and init
-//! container as its `pod_models.go` builds them (read as facts, written here).
+//! container as its `pod_models.go` builds them for split images, or the monitor's two
+//! containers for unified ones ([`super::unified`]) (read as facts, written here).
 
 use serde_json::{Value, json};
 
@@ -121,11 +122,18 @@ impl GoV2Cluster {
             json!({"name": name, "image": image, "ready": true, "restartCount": 0,
                    "started": true, "state": {"running": {"startedAt": CREATED}}})
         };
-        let sidecar_image = format!(
-            "foundationdb/foundationdb-kubernetes-sidecar:{}-1",
-            self.version
-        );
-        json!({
+        let (main_image, sidecar_image) = if self.unified {
+            (self.monitor_image(), self.monitor_image())
+        } else {
+            (
+                format!("foundationdb/foundationdb:{}", self.version),
+                format!(
+                    "foundationdb/foundationdb-kubernetes-sidecar:{}-1",
+                    self.version
+                ),
+            )
+        };
+        let mut pod = json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
@@ -201,10 +209,28 @@ impl GoV2Cluster {
                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
                 }],
                 "containerStatuses": [
-                    container_status(containers[0], format!("foundationdb/foundationdb:{}", self.version)),
+                    container_status(containers[0], main_image),
                     container_status(containers[1], sidecar_image),
                 ],
             },
-        })
+        });
+        if self.unified {
+            let volumes = self.monitor_volumes(group, pod["spec"]["volumes"][0].clone());
+            let spec = &mut pod["spec"];
+            if let Some(spec) = spec.as_object_mut() {
+                spec.remove("initContainers");
+            }
+            spec["containers"] = json!([self.monitor_container(group), self.monitor_sidecar()]);
+            spec["volumes"] = volumes;
+            if let Some(status) = pod["status"].as_object_mut() {
+                status.remove("initContainerStatuses");
+            }
+            let annotations = &mut pod["metadata"]["annotations"];
+            annotations["foundationdb.org/image-type"] = json!("unified");
+            for (key, value) in self.monitor_annotations(group) {
+                annotations[key] = json!(value);
+            }
+        }
+        pod
     }
 }
