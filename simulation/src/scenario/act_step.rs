@@ -54,6 +54,33 @@ pub struct ActStep {
     /// a restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear_data: Option<bool>,
+    /// `{zone, seconds}`: `fdbcli maintenance on <zone> <seconds>`; `off`: `maintenance
+    /// off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MaintenanceAct>,
+    /// `true`: `fdbcli include all` (every exclusion the database lists is lifted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_all: Option<bool>,
+}
+
+/// The value of a `maintenance` action: a zone and a duration, or the word `off`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MaintenanceAct {
+    /// Put the zone in maintenance.
+    On(MaintenanceZone),
+    /// Must be `off`: end maintenance.
+    Word(String),
+}
+
+/// A zone put in maintenance, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaintenanceZone {
+    /// The fault domain (FoundationDB's `zoneid`).
+    pub zone: String,
+    /// How long the maintenance lasts unless ended earlier.
+    pub seconds: u64,
 }
 
 /// The target of a `deleteCollection` action.
@@ -167,6 +194,10 @@ pub enum Action {
     AddNodes(u32),
     /// Empty the database and stop writing.
     ClearData,
+    /// Set the maintenance zone (`Some((zone, seconds))`) or end maintenance (`None`).
+    Maintenance(Option<(String, u64)>),
+    /// `include all`.
+    IncludeAll,
 }
 
 impl ActStep {
@@ -181,6 +212,8 @@ impl ActStep {
             self.drain.is_some(),
             self.add_nodes.is_some(),
             self.clear_data.is_some(),
+            self.maintenance.is_some(),
+            self.include_all.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -192,7 +225,7 @@ impl ActStep {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, maintenance, includeAll".to_owned(),
             ));
         }
         let groups = |field: &'static str, groups: &[String]| {
@@ -245,6 +278,37 @@ impl ActStep {
                 return Err((
                     "clearData",
                     "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        match self.include_all {
+            Some(true) => return Ok(Action::IncludeAll),
+            Some(false) => {
+                return Err((
+                    "includeAll",
+                    "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        match &self.maintenance {
+            Some(MaintenanceAct::On(on)) => {
+                if on.zone.trim().is_empty() {
+                    return Err(("maintenance.zone", "must name a zone".to_owned()));
+                }
+                if on.seconds == 0 {
+                    return Err(("maintenance.seconds", "must be at least 1".to_owned()));
+                }
+                return Ok(Action::Maintenance(Some((on.zone.clone(), on.seconds))));
+            }
+            Some(MaintenanceAct::Word(word)) if word == "off" => {
+                return Ok(Action::Maintenance(None));
+            }
+            Some(MaintenanceAct::Word(word)) => {
+                return Err((
+                    "maintenance",
+                    format!("{word:?} is neither {{zone, seconds}} nor off"),
                 ));
             }
             None => {}

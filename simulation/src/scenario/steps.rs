@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::act_step::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, ObjectKind, ObjectRef,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, MaintenanceAct, MaintenanceZone,
+    ObjectKind, ObjectRef,
 };
 pub use super::expect_step::{ExpectStep, ResourceExpectation};
 use super::faults::{Fault, validate_fault};

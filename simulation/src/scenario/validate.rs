@@ -320,7 +320,10 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
                     name: name.clone(),
                 },
             )?,
-            Action::DeleteCollection(_) | Action::ClearData => {}
+            Action::DeleteCollection(_)
+            | Action::ClearData
+            | Action::Maintenance(_)
+            | Action::IncludeAll => {}
         }
     }
     Ok(())
