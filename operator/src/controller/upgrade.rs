@@ -172,6 +172,13 @@ pub enum UpgradeWait {
         /// The groups.
         groups: Vec<String>,
     },
+    /// A zone is in maintenance: someone works on its processes, and a kill of every
+    /// process must not run into that (the Go operator waits too).
+    #[error("zone {zone} is in maintenance; the upgrade's kill waits until it is off")]
+    Maintenance {
+        /// The zone.
+        zone: String,
+    },
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them
     /// ready.
@@ -344,6 +351,13 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     }
     if !missing.is_empty() {
         return wait(UpgradeWait::ProcessesMissing { groups: missing });
+    }
+    if let Some(zone) = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|zone| !zone.is_empty())
+    {
+        return wait(UpgradeWait::Maintenance { zone });
     }
     if let Err(refusal) = safety::minimum_uptime(snapshot) {
         return wait(refusal.into());

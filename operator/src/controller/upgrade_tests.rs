@@ -171,6 +171,16 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         decide_bounce(&snapshot).unwrap(),
         UpgradeBounce::Wait(UpgradeWait::Unsafe(Refusal::UptimeTooShort { .. }))
     ));
+    // A zone in maintenance holds the kill back until it is off.
+    let mut in_maintenance = reporting(&["log-1", "log-2"]);
+    in_maintenance.cluster.maintenance_zone = Some("z-log-1".to_owned());
+    let snapshot = ready.clone().database(in_maintenance).build();
+    assert_eq!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::Wait(UpgradeWait::Maintenance {
+            zone: "z-log-1".to_owned()
+        })
+    );
     // A missing process would be missed by the kill.
     let snapshot = ready.database(reporting(&["log-1"])).build();
     assert!(matches!(
