@@ -65,6 +65,14 @@ fn go_e2e_operator_a_process_is_in_the_maintenance_zone_should_not_replace_the_p
     assert_eq!(reporting(&result.steps[3], "storage-1"), 0);
     assert!(!ever_marked(&result, "storage-1"), "storage-1 was replaced");
     assert!(has_pod(result.steps.last().unwrap(), "sample-storage-1"));
+    // No replacement was even started (a whole replacement fits in one step).
+    let created: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.step >= 1 && e.action == "create" && e.target.starts_with("pod/"))
+        .map(|e| e.target.as_str())
+        .collect();
+    assert!(created.is_empty(), "{created:?}");
     assert_clean(&result);
 }
 
@@ -164,6 +172,18 @@ fn go_e2e_operator_a_pod_has_high_io_latency_should_remove_the_targeted_process(
     let end = result.steps.last().unwrap();
     assert!(!has_pod(end, "sample-storage-1"));
     assert!(group_status(end, "storage-1").is_none());
+    // The slow disk drained slowly: at the usual rate even a full disk drains in 60 s
+    // (the default exclusionSeconds), so its pod would go within about a minute.
+    let at = |action: &str, target: &str| {
+        result
+            .events
+            .iter()
+            .find(|e| e.action == action && e.target == target)
+            .map(|e| e.time)
+            .unwrap()
+    };
+    let drained = at("delete", "pod/sample-storage-1") - at("exclude", "database");
+    assert!(drained >= 120, "drained in {drained} s");
     assert_clean(&result);
 }
 

@@ -124,7 +124,7 @@ pub enum Step {
         patch: Value,
     },
     /// Await conditions.
-    Expect(ExpectStep),
+    Expect(Box<ExpectStep>),
     /// Apply a JSON merge patch to a backup or restore (creating it from the scenario's
     /// manifest when it does not exist).
     ApplyTo {
@@ -190,7 +190,7 @@ impl StepSpec {
             });
         }
         if let Some(expect) = &self.expect {
-            return Some(Step::Expect(expect.clone()));
+            return Some(Step::Expect(Box::new(expect.clone())));
         }
         self.restart_operator
             .as_ref()
