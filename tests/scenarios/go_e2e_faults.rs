@@ -285,3 +285,20 @@ fn go_e2e_upgrades_upgrading_a_cluster_with_a_crash_looping_sidecar_process() {
     assert!(!ever_marked(&result, "storage-1"));
     assert_clean(&result);
 }
+
+/// test_operator_upgrades: "upgrading a cluster and one coordinator is not restarted"
+/// (7.1 -> 7.3, incompatible). One coordinator (log-1) is in
+/// `buggify.ignoreDuringRestart`: the upgrade's kill leaves it on the old version, and the
+/// cluster must still finish the upgrade with every process on the new one. Not passing
+/// yet (docs/simulation.md, "Go e2e cases not yet expressible").
+#[test]
+#[ignore = "fails: the world judges the kill of all but log-1 as fault-tolerance-exceeded, and the operator deletes log-1's pod while it hosts a coordinator (coordinator-deleted); see docs/simulation.md"]
+fn go_e2e_upgrades_upgrading_a_cluster_and_one_coordinator_is_not_restarted() {
+    let spec = format!("{{{SMALL}, buggify: {{ignoreDuringRestart: [log-1]}}}}");
+    let steps = "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n  - expect: {within: 3600, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n";
+    let result = run_case(
+        "go_e2e_upgrades_upgrading_a_cluster_and_one_coordinator_is_not_restarted",
+        &scenario(&spec, steps),
+    );
+    assert_clean(&result);
+}
