@@ -34,6 +34,7 @@ use super::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_image_type, pod_version,
     running_version,
 };
+use super::removals::placement::hosted_coordinator;
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
@@ -570,11 +571,14 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         } else {
             continue;
         };
+        // Coordinators may be named by IP or (with DNS in the cluster file) by the pod's
+        // DNS name: both are checked.
         let in_coordinators = coordinator_ips.contains(&ip)
             || group
                 .processes()
                 .filter_map(|p| p.address.as_ref())
-                .any(|a| coordinator_ips.contains(ip_of(&a.to_string())));
+                .any(|a| coordinator_ips.contains(ip_of(&a.to_string())))
+            || hosted_coordinator(snapshot, &group).is_some();
         if in_coordinators {
             decision.hosting_coordinators.push(group.id().to_owned());
             decision.waiting.push(format!(

@@ -455,3 +455,31 @@ fn a_group_being_removed_is_staged_while_its_pod_runs_and_left_out_once_it_goes(
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
     assert_eq!(listed, ["10.0.0.1:4501"]);
 }
+
+#[test]
+fn a_straggler_hosting_a_coordinator_by_dns_name_keeps_its_pod() {
+    // The connection string names the coordinators by DNS name (DNS in the cluster
+    // file): log-1 hosts one although no IP matches.
+    let dns = "sample-log-1.sample.default.svc.cluster.local:4501";
+    let status = database(serde_json::json!({
+        "client": {
+            "database_status": {"available": true, "healthy": true},
+            "coordinators": {"coordinators": [{"address": dns, "reachable": true}]}
+        },
+        "cluster": {"incompatible_connections": ["10.0.0.1:4501", "10.0.0.2:4501"]}
+    }));
+    let snapshot = Fixture::new("version: 7.3.43")
+        .status(|s| s.running_version = Some("7.3.43".into()))
+        .connection_string(&format!("sample:abc@{dns}"))
+        .groups([group("log-1"), group("stateless-1")])
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-stateless-1", "stateless-1", "n2", "10.0.0.2"),
+        ])
+        .database(status)
+        .build();
+    let decision = decide_incompatible(&snapshot);
+    let deleted: Vec<&str> = decision.delete.iter().map(|d| d.pod.as_str()).collect();
+    assert_eq!(deleted, ["sample-stateless-1"]);
+    assert_eq!(decision.hosting_coordinators, ["log-1"]);
+}
