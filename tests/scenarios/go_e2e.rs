@@ -2,13 +2,14 @@
 //! the case's setup, its action and its assertion (with `expect` where the scenario
 //! language says it, else read from the result). Each test is named after its Go case
 //! (`e2e/test_operator*/...` in FoundationDB/fdb-kubernetes-operator); cases that cannot
-//! be expressed yet are listed in docs/simulation.md.
+//! be expressed yet are listed in docs/simulation.md. The cases that need maintenance,
+//! `include all`, slow disks or a pod cut off from the API are in `go_e2e_faults.rs`.
 
 use fdb_e2e_tests::{conditions_of, run, scenario, violated};
 use fdb_simulation::result::{EventSource, SimulationResult, StepResult};
 
 /// Every violation, as `invariant: detail`.
-fn violations(result: &SimulationResult) -> Vec<String> {
+pub(crate) fn violations(result: &SimulationResult) -> Vec<String> {
     result
         .violations
         .iter()
@@ -16,13 +17,13 @@ fn violations(result: &SimulationResult) -> Vec<String> {
         .collect()
 }
 
-fn assert_clean(result: &SimulationResult) {
+pub(crate) fn assert_clean(result: &SimulationResult) {
     assert!(violated(result).is_empty(), "{:#?}", violations(result));
 }
 
 /// Runs `yaml`; with `GO_E2E_DUMP` set (a directory), writes the result there as
 /// `<case>.json`, to read a failure.
-fn run_case(case: &str, yaml: &str) -> SimulationResult {
+pub(crate) fn run_case(case: &str, yaml: &str) -> SimulationResult {
     let result = run(yaml, None);
     if let Ok(dir) = std::env::var("GO_E2E_DUMP") {
         let path = std::path::Path::new(&dir).join(format!("{case}.json"));
@@ -32,7 +33,7 @@ fn run_case(case: &str, yaml: &str) -> SimulationResult {
 }
 
 /// The `fdbcli kill` commands of a step range, as their details.
-fn kills_in(result: &SimulationResult, steps: std::ops::Range<usize>) -> Vec<String> {
+pub(crate) fn kills_in(result: &SimulationResult, steps: std::ops::Range<usize>) -> Vec<String> {
     result
         .events
         .iter()
@@ -54,7 +55,7 @@ fn addresses_of(step: &StepResult, group: &str) -> Vec<String> {
 }
 
 /// The status entry of a process group in a step, if any.
-fn group_status<'a>(step: &'a StepResult, group: &str) -> Option<&'a serde_json::Value> {
+pub(crate) fn group_status<'a>(step: &'a StepResult, group: &str) -> Option<&'a serde_json::Value> {
     step.cluster["status"]["processGroups"]
         .as_array()
         .unwrap()
@@ -62,11 +63,11 @@ fn group_status<'a>(step: &'a StepResult, group: &str) -> Option<&'a serde_json:
         .find(|g| g["processGroupID"] == group)
 }
 
-fn has_pod(step: &StepResult, name: &str) -> bool {
+pub(crate) fn has_pod(step: &StepResult, name: &str) -> bool {
     step.pods.iter().any(|p| p.name == name)
 }
 
-const SMALL: &str = "version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60";
+pub(crate) const SMALL: &str = "version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, minimumUptimeSecondsForBounce: 60";
 
 // ---- Safety switches --------------------------------------------------------------
 

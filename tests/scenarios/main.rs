@@ -10,6 +10,7 @@ mod determinism;
 mod efficiency;
 mod faults;
 mod go_e2e;
+mod go_e2e_faults;
 mod halls;
 mod idempotence;
 mod kubernetes;

@@ -16,7 +16,9 @@ use fdb_shared::cluster_math::{
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
-use super::process_groups::{GroupFacts, TaintFacts, merge_conditions, observed_conditions};
+use super::process_groups::{
+    GroupFacts, ProcessFacts, TaintFacts, merge_conditions, observed_conditions,
+};
 use super::status_mutations::record_addresses;
 
 /// The status to write, and whether it judges the cluster Reconciled.
@@ -106,7 +108,29 @@ fn update_group(
     if let Some(zone) = &observation.fault_domain {
         updated.fault_domain = Some(zone.clone());
     }
+    if included_again(&updated, &observation.facts) {
+        updated.exclusion_timestamp = None;
+    }
     updated
+}
+
+/// Whether a group recorded as fully excluded runs again with none of its processes
+/// excluded (someone ran `include all`, say): it must be excluded once more before
+/// anything of it is removed, so its exclusion timestamp goes (as the Go operator
+/// resets it). Only from a full report: with processes missing nothing is known.
+fn included_again(group: &ProcessGroupStatus, facts: &GroupFacts) -> bool {
+    let ProcessFacts::Reported {
+        reporting,
+        excluded,
+    } = facts.processes
+    else {
+        return false;
+    };
+    group.exclusion_timestamp.is_some()
+        && !group.exclusion_skipped
+        && !excluded
+        && reporting > 0
+        && reporting >= facts.expected_processes
 }
 
 /// Whether a group marked for removal only waits for resources that are terminating:

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
 use fdb_shared::cluster_math::desired_database_configuration;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
 use crate::controller::process_groups::{
@@ -263,4 +264,40 @@ fn image_types_and_servers_per_disk_are_what_the_pods_run_and_kept_without_pods(
     });
     assert_eq!(again.storage_servers_per_disk, [1, 2]);
     assert_eq!(again.image_types, ["split"]);
+}
+
+/// A group recorded as fully excluded whose processes all report again, none excluded
+/// (a user ran `include all`), loses its exclusion timestamp so it is excluded again;
+/// while excluded, missing, or skipped it keeps it.
+#[test]
+fn an_excluded_group_included_again_loses_its_exclusion_timestamp() {
+    let mut group = new_process_group("stateless-1".into(), ProcessClass::Stateless, 100);
+    group.removal_timestamp = Some(Time(jiff::Timestamp::from_second(150).unwrap()));
+    group.exclusion_timestamp = Some(Time(jiff::Timestamp::from_second(160).unwrap()));
+    let mut observation = healthy("10.0.0.3");
+    observation.facts.marked_for_removal = true;
+    let with = |processes: ProcessFacts, skipped: bool| {
+        let mut group = group.clone();
+        group.exclusion_skipped = skipped;
+        let mut observation = observation.clone();
+        observation.facts.processes = processes;
+        update_group(&group, Some(&observation), 200).exclusion_timestamp
+    };
+    let included = ProcessFacts::Reported {
+        reporting: 1,
+        excluded: false,
+    };
+    assert_eq!(with(included, false), None);
+    assert!(with(included, true).is_some(), "removed without exclusion");
+    let still_excluded = ProcessFacts::Reported {
+        reporting: 1,
+        excluded: true,
+    };
+    assert!(with(still_excluded, false).is_some());
+    let missing = ProcessFacts::Reported {
+        reporting: 0,
+        excluded: false,
+    };
+    assert!(with(missing, false).is_some(), "gone processes say nothing");
+    assert!(with(ProcessFacts::Unknown, false).is_some());
 }

@@ -34,6 +34,7 @@ use super::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_image_type, pod_version,
     running_version,
 };
+use super::removals::placement::hosted_coordinator;
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
@@ -171,6 +172,13 @@ pub enum UpgradeWait {
     ProcessesMissing {
         /// The groups.
         groups: Vec<String>,
+    },
+    /// A zone is in maintenance: someone works on its processes, and a kill of every
+    /// process must not run into that (the Go operator waits too).
+    #[error("zone {zone} is in maintenance; the upgrade's kill waits until it is off")]
+    Maintenance {
+        /// The zone.
+        zone: String,
     },
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them
@@ -344,6 +352,13 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     }
     if !missing.is_empty() {
         return wait(UpgradeWait::ProcessesMissing { groups: missing });
+    }
+    if let Some(zone) = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|zone| !zone.is_empty())
+    {
+        return wait(UpgradeWait::Maintenance { zone });
     }
     if let Err(refusal) = safety::minimum_uptime(snapshot) {
         return wait(refusal.into());
@@ -556,11 +571,14 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         } else {
             continue;
         };
+        // Coordinators may be named by IP or (with DNS in the cluster file) by the pod's
+        // DNS name: both are checked.
         let in_coordinators = coordinator_ips.contains(&ip)
             || group
                 .processes()
                 .filter_map(|p| p.address.as_ref())
-                .any(|a| coordinator_ips.contains(ip_of(&a.to_string())));
+                .any(|a| coordinator_ips.contains(ip_of(&a.to_string())))
+            || hosted_coordinator(snapshot, &group).is_some();
         if in_coordinators {
             decision.hosting_coordinators.push(group.id().to_owned());
             decision.waiting.push(format!(

@@ -171,6 +171,16 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         decide_bounce(&snapshot).unwrap(),
         UpgradeBounce::Wait(UpgradeWait::Unsafe(Refusal::UptimeTooShort { .. }))
     ));
+    // A zone in maintenance holds the kill back until it is off.
+    let mut in_maintenance = reporting(&["log-1", "log-2"]);
+    in_maintenance.cluster.maintenance_zone = Some("z-log-1".to_owned());
+    let snapshot = ready.clone().database(in_maintenance).build();
+    assert_eq!(
+        decide_bounce(&snapshot).unwrap(),
+        UpgradeBounce::Wait(UpgradeWait::Maintenance {
+            zone: "z-log-1".to_owned()
+        })
+    );
     // A missing process would be missed by the kill.
     let snapshot = ready.database(reporting(&["log-1"])).build();
     assert!(matches!(
@@ -539,4 +549,32 @@ fn the_list_left_by_a_kill_is_cleared_only_once_the_database_is_available() {
         None,
         "no status: not available"
     );
+}
+
+#[test]
+fn a_straggler_hosting_a_coordinator_by_dns_name_keeps_its_pod() {
+    // The connection string names the coordinators by DNS name (DNS in the cluster
+    // file): log-1 hosts one although no IP matches.
+    let dns = "sample-log-1.sample.default.svc.cluster.local:4501";
+    let status = database(serde_json::json!({
+        "client": {
+            "database_status": {"available": true, "healthy": true},
+            "coordinators": {"coordinators": [{"address": dns, "reachable": true}]}
+        },
+        "cluster": {"incompatible_connections": ["10.0.0.1:4501", "10.0.0.2:4501"]}
+    }));
+    let snapshot = Fixture::new("version: 7.3.43")
+        .status(|s| s.running_version = Some("7.3.43".into()))
+        .connection_string(&format!("sample:abc@{dns}"))
+        .groups([group("log-1"), group("stateless-1")])
+        .pods([
+            pod("sample-log-1", "log-1", "n1", "10.0.0.1"),
+            pod("sample-stateless-1", "stateless-1", "n2", "10.0.0.2"),
+        ])
+        .database(status)
+        .build();
+    let decision = decide_incompatible(&snapshot);
+    let deleted: Vec<&str> = decision.delete.iter().map(|d| d.pod.as_str()).collect();
+    assert_eq!(deleted, ["sample-stateless-1"]);
+    assert_eq!(decision.hosting_coordinators, ["log-1"]);
 }

@@ -1,5 +1,5 @@
 //! Faults of the database itself: injected admin timeouts, `io_error` messages,
-//! processes that survive kills, slow recoveries; and connected clients.
+//! processes that survive kills, slow disks, slow recoveries; and connected clients.
 
 use super::SimulatedFdb;
 use super::timeline::refresh;
@@ -35,6 +35,20 @@ impl SimulatedFdb {
         }
     }
 
+    /// `ioLatency`: the disks of that group (`locality_instance_id`) take `milliseconds`
+    /// per I/O (data moves off them at a tenth of the rate, and `status json` reports
+    /// their processes degraded), or are fast again with `None`.
+    pub fn set_io_latency(&self, instance_id: &str, milliseconds: Option<u64>) {
+        let now = self.now();
+        // Data moved so far moved at the old rate.
+        let mut state = self.caught_up();
+        match milliseconds {
+            Some(ms) => state.io_latency.insert(instance_id.to_owned(), ms),
+            None => state.io_latency.remove(instance_id),
+        };
+        refresh(&mut state, now);
+    }
+
     /// `slowRecovery`: recoveries take `seconds` (also the one running) until cleared
     /// with `None`.
     pub fn set_recovery_override(&self, seconds: Option<u64>) {
@@ -45,20 +59,24 @@ impl SimulatedFdb {
         refresh(&mut state, now);
     }
 
-    /// Clears the group's `io_error` and `ignoreKill` faults.
+    /// Clears the group's `io_error`, `ignoreKill` and `ioLatency` faults.
     pub fn heal_group(&self, instance_id: &str) {
-        let mut state = self.lock();
+        let now = self.now();
+        let mut state = self.caught_up();
         state.io_errors.remove(instance_id);
         state.ignore_kill.remove(instance_id);
+        state.io_latency.remove(instance_id);
+        refresh(&mut state, now);
     }
 
-    /// Clears every database fault: `io_error`, `ignoreKill`, the recovery override and
-    /// the timeout rate.
+    /// Clears every database fault: `io_error`, `ignoreKill`, `ioLatency`, the recovery
+    /// override and the timeout rate.
     pub fn heal_all(&self) {
         let now = self.now();
         let mut state = self.caught_up();
         state.io_errors.clear();
         state.ignore_kill.clear();
+        state.io_latency.clear();
         state.recovery_override = None;
         state.timeout_rate = 0.0;
         refresh(&mut state, now);

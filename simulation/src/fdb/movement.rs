@@ -66,30 +66,37 @@ impl Movement {
         first
     }
 
-    /// Seconds until the first move in flight completes at `rate` bytes/s.
-    pub fn next_completion(&self, rate: f64) -> Option<f64> {
-        if rate <= 0.0 {
-            return None;
-        }
+    /// Seconds until the first move in flight completes, each source sending at
+    /// `rate_of(source)` bytes/s.
+    pub fn next_completion(&self, rate_of: impl Fn(&DiskKey) -> f64) -> Option<f64> {
         self.in_flight()
-            .values()
-            .filter_map(|id| self.moves.get(id))
-            .map(|m| (m.remaining / rate).max(0.0))
+            .into_iter()
+            .filter_map(|(source, id)| {
+                let rate = rate_of(source);
+                let m = self.moves.get(&id)?;
+                (rate > 0.0).then(|| (m.remaining / rate).max(0.0))
+            })
             .min_by(f64::total_cmp)
     }
 
-    /// Sends `seconds` worth of data at `rate` on every move in flight; returns the moves
-    /// that completed (removed from the plan). The caller never passes a completion
-    /// without stopping there, so only moves in flight at the start can complete.
-    pub fn progress(&mut self, seconds: f64, rate: f64) -> Vec<Move> {
-        if seconds <= 0.0 || rate <= 0.0 {
+    /// Sends `seconds` worth of data on every move in flight, each source at
+    /// `rate_of(source)` bytes/s; returns the moves that completed (removed from the
+    /// plan). The caller never passes a completion without stopping there, so only moves
+    /// in flight at the start can complete.
+    pub fn progress(&mut self, seconds: f64, rate_of: impl Fn(&DiskKey) -> f64) -> Vec<Move> {
+        if seconds <= 0.0 {
             return Vec::new();
         }
-        // Float noise: a move within a microsecond of its end is done.
-        let epsilon = rate * 1e-6 + 1.0;
-        let active: Vec<u64> = self.in_flight().into_values().collect();
+        let active: Vec<(f64, u64)> = self
+            .in_flight()
+            .into_iter()
+            .map(|(source, id)| (rate_of(source), id))
+            .filter(|(rate, _)| *rate > 0.0)
+            .collect();
         let mut done = Vec::new();
-        for id in active {
+        for (rate, id) in active {
+            // Float noise: a move within a microsecond of its end is done.
+            let epsilon = rate * 1e-6 + 1.0;
             if let Some(m) = self.moves.get_mut(&id) {
                 let sent = (rate * seconds).min(m.remaining);
                 m.remaining -= sent;

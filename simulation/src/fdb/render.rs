@@ -42,6 +42,10 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
                 let bytes = (state.held(&process.disk) as f64 * state.shard_bytes()).round() as i64;
                 entry["stored_bytes"] = json!(bytes);
                 entry["kvstore_used_bytes"] = json!(bytes);
+                // A read costs about one I/O: a slow disk shows in the read latencies.
+                let seconds = io_latency_ms(state, process).unwrap_or(1) as f64 / 1000.0;
+                entry["read_latency_statistics"] =
+                    json!({"count": 100, "median": seconds, "p99": seconds * 1.5});
             }
             entry
         })
@@ -70,7 +74,18 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
     if under_maintenance {
         entry["under_maintenance"] = json!(true);
     }
+    // FoundationDB marks a process whose disk is slow as degraded.
+    if io_latency_ms(state, process).is_some() {
+        entry["degraded"] = json!(true);
+    }
     entry
+}
+
+/// The I/O latency of the process's disk under the `ioLatency` fault.
+fn io_latency_ms(state: &State, process: &SimProcess) -> Option<u64> {
+    process
+        .instance_id()
+        .and_then(|id| state.io_latency.get(id).copied())
 }
 
 /// `io_error` for the groups under the `ioError` fault.
@@ -263,6 +278,11 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
         "generation": state.generation,
         "protocol_version": version.as_ref().map(protocol_hex),
         "database_available": health.available,
+        "degraded_processes": state
+            .processes
+            .values()
+            .filter(|p| io_latency_ms(state, p).is_some())
+            .count(),
     });
     let configuration = render_configuration(state);
     if let Value::Object(map) = &mut cluster {

@@ -22,6 +22,9 @@ use super::summary::DataSummary;
 use super::user_data::UserData;
 use fdb_operator::fdb::{ClientInfo, ExclusionTarget, LockValue};
 
+/// How much slower data moves off a disk under `ioLatency`.
+pub(crate) const SLOW_DISK_DIVISOR: f64 = 10.0;
+
 /// Everything the simulated database knows.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -70,6 +73,9 @@ pub(crate) struct State {
     pub io_errors: BTreeSet<String>,
     /// Process groups whose processes survive kills.
     pub ignore_kill: BTreeSet<String>,
+    /// `ioLatency`: process groups whose disks are slow, with the latency of one I/O
+    /// (milliseconds).
+    pub io_latency: BTreeMap<String, u64>,
     /// `slowRecovery`: recoveries take this long instead.
     pub recovery_override: Option<u64>,
     pub outages: Vec<Outage>,
@@ -113,6 +119,7 @@ impl State {
             timeout_rate: 0.0,
             io_errors: BTreeSet::new(),
             ignore_kill: BTreeSet::new(),
+            io_latency: BTreeMap::new(),
             recovery_override: None,
             outages: Vec::new(),
             ever_available: false,
@@ -181,6 +188,28 @@ impl State {
         match self.settings.exclusion_seconds {
             Some(seconds) => self.settings.storage_gib * GIB / seconds.max(1) as f64,
             None => self.settings.move_mib_per_second * MIB,
+        }
+    }
+
+    /// The rate each source disk sends data at: the movement rate, a tenth of it from
+    /// the disks of groups under `ioLatency`.
+    pub fn source_rates(&self) -> impl Fn(&DiskKey) -> f64 + use<> {
+        let rate = self.move_rate();
+        let slow: BTreeSet<DiskKey> = self
+            .disks
+            .iter()
+            .filter(|(_, disk)| {
+                disk.instance_id()
+                    .is_some_and(|id| self.io_latency.contains_key(id))
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        move |key: &DiskKey| {
+            if slow.contains(key) {
+                rate / SLOW_DISK_DIVISOR
+            } else {
+                rate
+            }
         }
     }
 

@@ -91,7 +91,8 @@ fn next_event(state: &State) -> Option<f64> {
             candidates.push(relative(at));
         }
     }
-    if let Some(seconds) = state.movement.next_completion(state.move_rate()) {
+    let rate_of = state.source_rates();
+    if let Some(seconds) = state.movement.next_completion(&rate_of) {
         candidates.push(state.time + seconds);
     }
     candidates
@@ -106,7 +107,8 @@ fn move_data(state: &mut State, until: f64) {
     if seconds <= 0.0 {
         return;
     }
-    let done = state.movement.progress(seconds, state.move_rate());
+    let rate_of = state.source_rates();
+    let done = state.movement.progress(seconds, &rate_of);
     state.time = until;
     if !done.is_empty() {
         if let Some(data) = state.data.as_mut() {

@@ -220,6 +220,42 @@ impl Runner {
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
+            Action::Maintenance(Some((zone, seconds))) => {
+                // The recording admin logs the command like the operator's own.
+                self.admin(issuer.as_deref())
+                    .set_maintenance_zone(zone, *seconds)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Maintenance(None) => {
+                self.admin(issuer.as_deref())
+                    .reset_maintenance_zone()
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::IncludeAll => {
+                // `include all`: every target the database lists, as it lists them.
+                let targets: Vec<ExclusionTarget> = self
+                    .fdb
+                    .snapshot()
+                    .excluded
+                    .iter()
+                    .filter_map(|target| ExclusionTarget::parse(target))
+                    .collect();
+                if targets.is_empty() {
+                    self.log.record(
+                        EventSource::Fdb,
+                        "include",
+                        "database",
+                        "include all: nothing was excluded",
+                    );
+                } else {
+                    self.admin(issuer.as_deref())
+                        .include(&targets)
+                        .await
+                        .map_err(|e| act_failed(action, e))?;
+                }
+            }
             Action::AddNodes(count) => {
                 let added = self
                     .world

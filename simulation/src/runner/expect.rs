@@ -157,6 +157,55 @@ impl Runner {
                 }
             }
         }
+        if let Some(want) = &expect.maintenance_zone
+            && snapshot.maintenance_zone != *want
+        {
+            let show = |zone: &Option<String>| zone.clone().unwrap_or_else(|| "none".to_owned());
+            failed.push(format!(
+                "maintenanceZone: expected {}, found {}",
+                show(want),
+                show(&snapshot.maintenance_zone)
+            ));
+        }
+        for (id, want) in expect.conditions.iter().flatten() {
+            let group = status.and_then(|status| {
+                status
+                    .process_groups
+                    .iter()
+                    .find(|group| group.process_group_id == *id)
+            });
+            let Some(group) = group else {
+                failed.push(format!(
+                    "conditions.{id}: no such process group in the status"
+                ));
+                continue;
+            };
+            let have: Vec<&str> = group
+                .process_group_conditions
+                .iter()
+                .map(|c| c.condition_type.as_str())
+                .collect();
+            let holds = if want.is_empty() {
+                have.is_empty()
+            } else {
+                want.iter().all(|w| have.contains(&w.as_str()))
+            };
+            if !holds {
+                failed.push(format!(
+                    "conditions.{id}: expected {}, found {}",
+                    if want.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        want.join(", ")
+                    },
+                    if have.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        have.join(", ")
+                    }
+                ));
+            }
+        }
         self.unmet_resources(expect, &mut failed);
         Ok(failed)
     }

@@ -456,6 +456,10 @@ impl Runner {
             }
             Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
             Fault::IgnoreKill { process_group } => self.fdb.set_ignore_kill(process_group, true),
+            Fault::IoLatency {
+                process_group,
+                milliseconds,
+            } => self.fdb.set_io_latency(process_group, Some(*milliseconds)),
             Fault::SlowRecovery { seconds } => {
                 self.fdb.set_recovery_override(Some(*seconds));
                 self.recovery_seconds = *seconds;

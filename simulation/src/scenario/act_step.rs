@@ -61,6 +61,33 @@ pub struct ActStep {
     /// `fdbcli coordinators` of these process groups' first processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinators: Option<Vec<String>>,
+    /// `{zone, seconds}`: `fdbcli maintenance on <zone> <seconds>`; `off`: `maintenance
+    /// off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MaintenanceAct>,
+    /// `true`: `fdbcli include all` (every exclusion the database lists is lifted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_all: Option<bool>,
+}
+
+/// The value of a `maintenance` action: a zone and a duration, or the word `off`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MaintenanceAct {
+    /// Put the zone in maintenance.
+    On(MaintenanceZone),
+    /// Must be `off`: end maintenance.
+    Word(String),
+}
+
+/// A zone put in maintenance, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaintenanceZone {
+    /// The fault domain (FoundationDB's `zoneid`).
+    pub zone: String,
+    /// How long the maintenance lasts unless ended earlier.
+    pub seconds: u64,
 }
 
 /// The target of a `deleteCollection` action.
@@ -178,6 +205,10 @@ pub enum Action {
     Configure(Box<fdb_shared::api::DatabaseConfiguration>),
     /// Make these process groups' first processes the coordinators.
     Coordinators(Vec<String>),
+    /// Set the maintenance zone (`Some((zone, seconds))`) or end maintenance (`None`).
+    Maintenance(Option<(String, u64)>),
+    /// `include all`.
+    IncludeAll,
 }
 
 impl ActStep {
@@ -194,6 +225,8 @@ impl ActStep {
             self.clear_data.is_some(),
             self.configure.is_some(),
             self.coordinators.is_some(),
+            self.maintenance.is_some(),
+            self.include_all.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -205,7 +238,7 @@ impl ActStep {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll".to_owned(),
             ));
         }
         let groups = |field: &'static str, groups: &[String]| {
@@ -264,6 +297,37 @@ impl ActStep {
                 return Err((
                     "clearData",
                     "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        match self.include_all {
+            Some(true) => return Ok(Action::IncludeAll),
+            Some(false) => {
+                return Err((
+                    "includeAll",
+                    "must be true (leave it out to do something else)".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        match &self.maintenance {
+            Some(MaintenanceAct::On(on)) => {
+                if on.zone.trim().is_empty() {
+                    return Err(("maintenance.zone", "must name a zone".to_owned()));
+                }
+                if on.seconds == 0 {
+                    return Err(("maintenance.seconds", "must be at least 1".to_owned()));
+                }
+                return Ok(Action::Maintenance(Some((on.zone.clone(), on.seconds))));
+            }
+            Some(MaintenanceAct::Word(word)) if word == "off" => {
+                return Ok(Action::Maintenance(None));
+            }
+            Some(MaintenanceAct::Word(word)) => {
+                return Err((
+                    "maintenance",
+                    format!("{word:?} is neither {{zone, seconds}} nor off"),
                 ));
             }
             None => {}

@@ -51,6 +51,26 @@ pub struct ExpectStep {
     /// restorable version of this FoundationDBBackup's blob store URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_matches_backup: Option<String>,
+    /// The database's maintenance zone: a zone, or `null` for none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub maintenance_zone: Option<Option<String>>,
+    /// Process group conditions, by group ID: each named condition is on that group in
+    /// the cluster's status (an empty list: the group has no condition at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// A field that may be `null` on purpose: present (`Some`) even when null.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// Conditions on one backup or restore resource.
@@ -83,9 +103,11 @@ impl ExpectStep {
             self.backups.is_some(),
             self.restores.is_some(),
             self.data_matches_backup.is_some(),
+            self.maintenance_zone.is_some(),
+            self.conditions.is_some(),
         ];
         if !conditions.contains(&true) {
-            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images, backups, restores, dataMatchesBackup)".to_owned()));
+            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images, backups, restores, dataMatchesBackup, maintenanceZone, conditions)".to_owned()));
         }
         for (field, list) in [("backups", &self.backups), ("restores", &self.restores)] {
             for (name, expectation) in list.iter().flatten() {
@@ -113,6 +135,29 @@ impl ExpectStep {
                 version
                     .parse::<fdb_shared::FdbVersion>()
                     .map_err(|error| (field, error.to_string()))?;
+            }
+        }
+        if let Some(zone) = &self.maintenance_zone
+            && zone.as_deref().is_some_and(|z| z.trim().is_empty())
+        {
+            return Err((
+                "maintenanceZone",
+                "must name a zone, or be null for none".to_owned(),
+            ));
+        }
+        for (group, conditions) in self.conditions.iter().flatten() {
+            if group.trim().is_empty() {
+                return Err(("conditions", "a process group ID is empty".to_owned()));
+            }
+            for condition in conditions {
+                if !fdb_shared::api::cluster::ProcessGroupConditionType::from(condition.as_str())
+                    .is_known()
+                {
+                    return Err((
+                        "conditions",
+                        format!("{group}: {condition:?} is not a process group condition"),
+                    ));
+                }
             }
         }
         if let Some(classes) = &self.process_groups {

@@ -126,6 +126,24 @@ pub enum Fault {
         /// The process group ID as in the status.
         process_group: String,
     },
+    /// The group's disks turn slow: every I/O takes `milliseconds`. FoundationDB reports
+    /// its processes as degraded, with that latency in their storage roles' statistics,
+    /// and data moves off them at a tenth of the usual rate.
+    #[serde(rename_all = "camelCase")]
+    IoLatency {
+        /// The process group ID as in the status.
+        process_group: String,
+        /// The latency of one I/O.
+        milliseconds: u64,
+    },
+    /// The group's pod cannot reach the Kubernetes API: its agent (the unified image's
+    /// fdb-kubernetes-monitor) cannot update the pod's annotations. The database and the
+    /// kubelet are not affected.
+    #[serde(rename_all = "camelCase")]
+    KubeApiUnreachable {
+        /// The process group ID as in the status.
+        process_group: String,
+    },
 }
 
 impl Fault {
@@ -141,7 +159,9 @@ impl Fault {
             | Self::ProcessCrashLoop { process_group }
             | Self::BinaryMissing { process_group, .. }
             | Self::OutputNotWritable { process_group }
-            | Self::IgnoreKill { process_group } => Some(process_group),
+            | Self::IgnoreKill { process_group }
+            | Self::IoLatency { process_group, .. }
+            | Self::KubeApiUnreachable { process_group } => Some(process_group),
             _ => None,
         }
     }
@@ -173,7 +193,19 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
         | Fault::IoError { process_group }
         | Fault::ProcessCrashLoop { process_group }
         | Fault::OutputNotWritable { process_group }
-        | Fault::IgnoreKill { process_group } => non_empty("processGroup", process_group),
+        | Fault::IgnoreKill { process_group }
+        | Fault::KubeApiUnreachable { process_group } => non_empty("processGroup", process_group),
+        Fault::IoLatency {
+            process_group,
+            milliseconds,
+        } => {
+            non_empty("processGroup", process_group)?;
+            if *milliseconds == 0 {
+                Err(("milliseconds", "must be at least 1".to_owned()))
+            } else {
+                Ok(())
+            }
+        }
         Fault::BinaryMissing {
             process_group,
             version,

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::act_step::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, ObjectKind, ObjectRef,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, MaintenanceAct, MaintenanceZone,
+    ObjectKind, ObjectRef,
 };
 pub use super::expect_step::{ExpectStep, ResourceExpectation};
 use super::faults::{Fault, validate_fault};
@@ -127,7 +128,7 @@ pub enum Step {
         patch: Value,
     },
     /// Await conditions.
-    Expect(ExpectStep),
+    Expect(Box<ExpectStep>),
     /// Apply a JSON merge patch to a backup or restore (creating it from the scenario's
     /// manifest when it does not exist).
     ApplyTo {
@@ -193,7 +194,7 @@ impl StepSpec {
             });
         }
         if let Some(expect) = &self.expect {
-            return Some(Step::Expect(expect.clone()));
+            return Some(Step::Expect(Box::new(expect.clone())));
         }
         self.restart_operator
             .as_ref()

@@ -365,3 +365,72 @@ fn objects_are_secrets_and_config_maps_of_the_cluster_namespace() {
         assert!(message.contains(words), "{body}: {message}");
     }
 }
+
+#[test]
+fn parses_the_steps_of_the_go_e2e_cases() {
+    let scenario = parse(concat!(
+        "steps:\n",
+        "  - act: {as: user, maintenance: {zone: node-2, seconds: 600}}\n",
+        "  - act: {as: user, maintenance: off}\n",
+        "  - act: {as: user, includeAll: true}\n",
+        "  - fault: {kind: ioLatency, processGroup: storage-1, milliseconds: 2000}\n",
+        "  - fault: {kind: kubeApiUnreachable, processGroup: storage-1}\n",
+        "  - expect: {maintenanceZone: node-2, conditions: {storage-1: [IncorrectConfigMap], log-1: []}}\n",
+        "  - expect: {maintenanceZone: null}\n",
+    ))
+    .unwrap();
+    let steps = scenario.steps();
+    let action = |step: &Step| match step {
+        Step::Act { action, .. } => action.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        action(&steps[0]),
+        Action::Maintenance(Some(("node-2".into(), 600)))
+    );
+    assert_eq!(action(&steps[1]), Action::Maintenance(None));
+    assert_eq!(action(&steps[2]), Action::IncludeAll);
+    assert_eq!(
+        steps[3],
+        Step::Fault(Fault::IoLatency {
+            process_group: "storage-1".into(),
+            milliseconds: 2000
+        })
+    );
+    let Step::Expect(expect) = &steps[5] else {
+        panic!("{:?}", steps[5])
+    };
+    assert_eq!(expect.maintenance_zone, Some(Some("node-2".into())));
+    let conditions = expect.conditions.as_ref().unwrap();
+    assert_eq!(conditions["storage-1"], ["IncorrectConfigMap"]);
+    assert!(conditions["log-1"].is_empty());
+    let Step::Expect(expect) = &steps[6] else {
+        panic!("{:?}", steps[6])
+    };
+    assert_eq!(expect.maintenance_zone, Some(None), "null: no zone");
+
+    for (body, field) in [
+        (
+            "steps:\n  - act: {as: user, maintenance: on}\n",
+            "steps[0].act.maintenance",
+        ),
+        (
+            "steps:\n  - act: {as: user, maintenance: {zone: a, seconds: 0}}\n",
+            "steps[0].act.maintenance.seconds",
+        ),
+        (
+            "steps:\n  - act: {as: user, includeAll: false}\n",
+            "steps[0].act.includeAll",
+        ),
+        (
+            "steps:\n  - fault: {kind: ioLatency, processGroup: a, milliseconds: 0}\n",
+            "steps[0].fault.milliseconds",
+        ),
+        (
+            "steps:\n  - expect: {conditions: {a: [NotACondition]}}\n",
+            "steps[0].expect.conditions",
+        ),
+    ] {
+        assert_eq!(invalid_field(parse(body)).0, field, "{body}");
+    }
+}

@@ -320,7 +320,11 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
                     name: name.clone(),
                 },
             )?,
-            Action::DeleteCollection(_) | Action::ClearData | Action::Configure(_) => {}
+            Action::DeleteCollection(_)
+            | Action::ClearData
+            | Action::Configure(_)
+            | Action::Maintenance(_)
+            | Action::IncludeAll => {}
         }
     }
     Ok(())

@@ -38,6 +38,9 @@ pub struct FaultState {
     pub binary_missing: BTreeMap<String, BTreeSet<FdbVersion>>,
     /// The groups' sidecars cannot use their output volume.
     pub output_not_writable: BTreeSet<String>,
+    /// The groups' pods cannot reach the Kubernetes API (their monitor cannot annotate
+    /// them).
+    pub kube_api_unreachable: BTreeSet<String>,
 }
 
 impl FaultState {
@@ -49,6 +52,7 @@ impl FaultState {
             &mut self.stuck_terminating,
             &mut self.sidecar_unreachable,
             &mut self.output_not_writable,
+            &mut self.kube_api_unreachable,
         ] {
             set.remove(group);
         }
@@ -92,7 +96,7 @@ pub fn next_monitor_restart(since: Timestamp, now: Timestamp) -> Timestamp {
 impl World {
     /// Applies a world-side fault, then settles so it takes effect at once.
     /// `apiConflicts`, `fdbcliTimeouts`, `clientConnected`, `clientDisconnected`,
-    /// `ioError`, `slowRecovery` and `ignoreKill` are the runner's
+    /// `ioError`, `slowRecovery`, `ignoreKill` and `ioLatency` are the runner's
     /// ([`WorldError::NotAWorldFault`]).
     pub async fn apply_fault(&mut self, fault: &Fault) -> Result<SettleReport, WorldError> {
         let now = self.now();
@@ -110,6 +114,9 @@ impl World {
             }
             Fault::OutputNotWritable { process_group } => {
                 (&mut self.faults.output_not_writable, process_group)
+            }
+            Fault::KubeApiUnreachable { process_group } => {
+                (&mut self.faults.kube_api_unreachable, process_group)
             }
             Fault::ProcessCrashLoop { process_group } => {
                 self.faults.crash_restarts.remove(process_group);
@@ -169,6 +176,7 @@ impl World {
             Fault::IoError { .. } => return not_a_world_fault("ioError"),
             Fault::SlowRecovery { .. } => return not_a_world_fault("slowRecovery"),
             Fault::IgnoreKill { .. } => return not_a_world_fault("ignoreKill"),
+            Fault::IoLatency { .. } => return not_a_world_fault("ioLatency"),
         };
         set.insert(group.clone());
         let group = group.clone();

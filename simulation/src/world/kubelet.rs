@@ -347,7 +347,13 @@ impl World {
                     process.launch.data_identity.clone(),
                 );
             }
-            let publication = monitor.publication(pod);
+            // Cut off from the API, the monitor cannot annotate its pod; it tries again
+            // once it can (nothing is marked published meanwhile).
+            let publication = if self.faults.kube_api_unreachable.contains(&group) {
+                None
+            } else {
+                monitor.publication(pod)
+            };
             if publication.is_some() {
                 monitor.mark_published(self.now().as_second());
             }

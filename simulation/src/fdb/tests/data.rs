@@ -462,3 +462,58 @@ async fn no_re_replication_in_the_maintenance_zone_until_it_expires() {
     advance(&fdb, &clock, 11);
     assert_eq!(held(&fdb)[0], 0);
 }
+
+#[tokio::test]
+async fn a_slow_disk_is_reported_degraded_and_drains_ten_times_slower() {
+    let settings = SimFdbSettings {
+        exclusion_seconds: Some(60),
+        ..even()
+    };
+    let (fdb, clock) = cluster_with(settings).await;
+    fdb.set_io_latency("storage-1", Some(2000));
+    let status = fdb.render_status_json();
+    let processes = status["cluster"]["processes"].as_object().unwrap();
+    let slow: Vec<&serde_json::Value> = processes
+        .values()
+        .filter(|p| p["locality"]["instance_id"] == "storage-1")
+        .collect();
+    assert_eq!(slow.len(), 1);
+    assert_eq!(slow[0]["degraded"], true);
+    let storage = slow[0]["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == "storage")
+        .unwrap();
+    assert_eq!(storage["read_latency_statistics"]["median"], 2.0);
+    assert_eq!(status["cluster"]["degraded_processes"], 1);
+    let fast = processes
+        .values()
+        .find(|p| p["locality"]["instance_id"] == "storage-2")
+        .unwrap();
+    assert!(fast.get("degraded").is_none(), "{fast}");
+
+    // Its data leaves at a tenth of the rate: 60 s of drain take 600 s.
+    let target = ExclusionTarget::instance_id("storage-1").unwrap();
+    fdb.exclude(std::slice::from_ref(&target), false)
+        .await
+        .unwrap();
+    advance(&fdb, &clock, 300);
+    let status = fdb.status().await.unwrap();
+    assert_eq!(stored_bytes(&status, 21), Some(GIB as i64 / 2));
+    // Healed midway: the rest goes at the usual rate.
+    fdb.heal_group("storage-1");
+    advance(&fdb, &clock, 30);
+    let report = fdb
+        .exclusion_status(std::slice::from_ref(&target))
+        .await
+        .unwrap();
+    assert_eq!(report.complete, vec![target]);
+    assert!(
+        fdb.render_status_json()["cluster"]["processes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|p| p.get("degraded").is_none())
+    );
+}
