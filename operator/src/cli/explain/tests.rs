@@ -403,10 +403,19 @@ fn three_data_hall_shows_where_the_halls_come_from() {
     assert_eq!(halls.halls_needed, Some(3));
     assert_eq!(halls.coordinators_per_hall, Some(3));
     assert_eq!(
-        halls.locality.get(&ProcessClass::Storage).cloned().flatten().as_deref(),
+        halls
+            .locality
+            .get(&ProcessClass::Storage)
+            .cloned()
+            .flatten()
+            .as_deref(),
         Some("customParameters: locality_data_hall=$NODE_LABEL_TOPOLOGY_KUBERNETES_IO_ZONE")
     );
-    assert!(explanation.warnings.is_empty(), "{:?}", explanation.warnings);
+    assert!(
+        explanation.warnings.is_empty(),
+        "{:?}",
+        explanation.warnings
+    );
     // Without a source of halls: a warning that says the operator will wait.
     let bare = explain(&cluster(
         "  databaseConfiguration: {redundancy_mode: three_data_hall}\n",
@@ -423,7 +432,12 @@ fn three_data_hall_shows_where_the_halls_come_from() {
     let halls = one.data_halls.unwrap();
     assert_eq!(halls.halls_needed, None);
     assert_eq!(
-        halls.locality.get(&ProcessClass::Log).cloned().flatten().as_deref(),
+        halls
+            .locality
+            .get(&ProcessClass::Log)
+            .cloned()
+            .flatten()
+            .as_deref(),
         Some("spec.dataHall: az1")
     );
 }
