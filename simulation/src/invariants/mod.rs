@@ -161,7 +161,7 @@ impl InvariantMonitor {
             ("log", &before.log_zones_down, &after.log_zones_down),
         ] {
             let added: Vec<&str> = after.difference(before).map(String::as_str).collect();
-            if !added.is_empty() && beyond(after, tolerance, &after_halls) {
+            if !added.is_empty() && beyond(after, tolerance, after_halls) {
                 let all: Vec<&str> = after.iter().map(String::as_str).collect();
                 breaches.push(format!(
                     "{} zones of {what} out of service ({}; the action added {}); the redundancy mode tolerates {}",
