@@ -173,8 +173,7 @@ pub enum UpgradeWait {
         /// The groups.
         groups: Vec<String>,
     },
-    /// A zone is in maintenance: someone works on its processes, and a kill of every
-    /// process must not run into that (the Go operator waits too).
+    /// A zone is in maintenance: someone works on it (the Go operator waits too).
     #[error("zone {zone} is in maintenance; the upgrade's kill waits until it is off")]
     Maintenance {
         /// The zone.
@@ -571,8 +570,7 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         } else {
             continue;
         };
-        // Coordinators may be named by IP or (with DNS in the cluster file) by the pod's
-        // DNS name: both are checked.
+        // Coordinators are named by IP, or by the pod's DNS name (DNS in the cluster file).
         let in_coordinators = coordinator_ips.contains(&ip)
             || group
                 .processes()
