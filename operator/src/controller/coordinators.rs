@@ -105,14 +105,28 @@ pub fn per_dc_limit(candidates: &[CoordinatorCandidate], count: usize) -> Option
 /// Chooses `count` coordinators in distinct zones (and spread over datacenters,
 /// [`per_dc_limit`]): by class priority (higher first), then current coordinators, then
 /// class and number. Candidates must already exclude groups that are excluded, under
-/// maintenance or marked for removal.
+/// maintenance or marked for removal. While a datacenter is lost the spread cannot be
+/// had: distinct zones alone then (coordinators that answer beat a spread that cannot
+/// be made); the spread comes back once the datacenter does.
 pub fn select_coordinators(
     candidates: &[CoordinatorCandidate],
     settings: &[CoordinatorSelectionSetting],
     count: usize,
 ) -> Result<Vec<CoordinatorCandidate>, NotEnoughZones> {
-    let eligible = ranked(candidates, settings);
     let limit = per_dc_limit(candidates, count);
+    select_within(candidates, settings, count, limit).or_else(|error| match limit {
+        Some(_) => select_within(candidates, settings, count, None),
+        None => Err(error),
+    })
+}
+
+fn select_within(
+    candidates: &[CoordinatorCandidate],
+    settings: &[CoordinatorSelectionSetting],
+    count: usize,
+    limit: Option<usize>,
+) -> Result<Vec<CoordinatorCandidate>, NotEnoughZones> {
+    let eligible = ranked(candidates, settings);
     let mut zones = BTreeSet::new();
     let mut per_dc: std::collections::BTreeMap<Option<&str>, usize> = Default::default();
     let mut chosen = Vec::new();
@@ -332,8 +346,11 @@ mod tests {
                 .count();
             assert_eq!(here, 3, "{dc}: {chosen:?}");
         }
-        // Without the third datacenter, 9 cannot be spread.
+        // Without the third datacenter, 9 cannot be spread: distinct zones alone (5 + 4).
         candidates.retain(|c| c.dc.as_deref() != Some("dc3"));
+        let chosen = select_coordinators(&candidates, &defaults(), 9).unwrap();
+        assert_eq!(chosen.len(), 9);
+        candidates.truncate(8);
         assert!(select_coordinators(&candidates, &defaults(), 9).is_err());
     }
 
