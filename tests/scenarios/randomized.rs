@@ -87,6 +87,38 @@ fn group_fault(rng: &mut ChaCha8Rng) -> String {
 /// count, `processGroupsToRemove`, a knob, an env var, at most one upgrade), user
 /// evictions and drains, and operator crashes right after an action of any kind.
 fn scenario(seed: u64) -> (String, u32) {
+    scenario_of_length(seed, Length::Full)
+}
+
+/// How many day-2 actions a seed mixes: the full generator (3 to 5) for the default run
+/// and the on-demand sweep, or a short run of the same generator (1 or 2) for many seeds
+/// at a small cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Length {
+    Full,
+    Short,
+}
+
+impl Length {
+    /// `FDB_RANDOMIZED_LENGTH`: `short` or `full` (the default).
+    fn from_env() -> Self {
+        match std::env::var("FDB_RANDOMIZED_LENGTH").as_deref() {
+            Ok("short") => Self::Short,
+            Ok("full") | Err(_) => Self::Full,
+            Ok(other) => panic!("FDB_RANDOMIZED_LENGTH: short or full, not {other}"),
+        }
+    }
+
+    fn actions(self) -> std::ops::RangeInclusive<u32> {
+        match self {
+            Self::Full => 3..=5,
+            Self::Short => 1..=2,
+        }
+    }
+}
+
+/// The scenario of one seed with `length` actions (see [`scenario`]).
+fn scenario_of_length(seed: u64, length: Length) -> (String, u32) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let redundancy = pick(&mut rng, &REDUNDANCY);
     let deletion_mode = pick(&mut rng, &DELETION_MODES);
@@ -96,7 +128,7 @@ fn scenario(seed: u64) -> (String, u32) {
     let mut knob = 0;
     let mut env = 0;
     let mut upgraded = false;
-    for _ in 0..rng.random_range(3..=5) {
+    for _ in 0..rng.random_range(length.actions()) {
         match rng.random_range(0..13) {
             0 | 1 => steps.push_str(&group_fault(&mut rng)),
             2 => {
@@ -162,8 +194,12 @@ fn scenario(seed: u64) -> (String, u32) {
         }
         let _ = writeln!(steps, "  - advance: {}", rng.random_range(30..=900));
     }
+    let suffix = match length {
+        Length::Full => "",
+        Length::Short => "-short",
+    };
     let yaml = format!(
-        "name: randomized-{seed}
+        "name: randomized-{seed}{suffix}
 seed: {seed}
 world:
   nodes: {NODES}
@@ -192,13 +228,13 @@ steps:
 
 #[test]
 fn random_faults_changes_and_crashes_never_violate_an_invariant_and_converge() {
-    assert_seeds_pass(&seeds());
+    assert_seeds_pass(&seeds(), Length::from_env());
 }
 
 /// Runs the seeds, two at a time (each run is mostly one thread and holds its own
 /// loopback block, so they do not disturb each other), and fails naming every seed that
 /// violated an invariant or did not converge.
-fn assert_seeds_pass(seeds: &[u64]) {
+fn assert_seeds_pass(seeds: &[u64], length: Length) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -209,7 +245,7 @@ fn assert_seeds_pass(seeds: &[u64]) {
                     let Some(&seed) = seeds.get(index) else {
                         return;
                     };
-                    if let Some(failure) = run_seed(seed) {
+                    if let Some(failure) = run_seed(seed, length) {
                         failures
                             .lock()
                             .expect("no run panics holding it")
@@ -225,8 +261,8 @@ fn assert_seeds_pass(seeds: &[u64]) {
 }
 
 /// Runs one seed; `Some` describes its failure.
-fn run_seed(seed: u64) -> Option<String> {
-    let (yaml, _) = scenario(seed);
+fn run_seed(seed: u64, length: Length) -> Option<String> {
+    let (yaml, _) = scenario_of_length(seed, length);
     let result = run(&yaml, None);
     let last = result.steps.last().expect("the scenario has steps");
     (!result.violations.is_empty() || last.reconciled != Some(true)).then(|| {
@@ -243,6 +279,13 @@ fn the_generator_is_deterministic_and_varied() {
     let distinct: std::collections::BTreeSet<String> =
         (1..=8).map(|seed| scenario(seed).0).collect();
     assert_eq!(distinct.len(), 8);
+    // A short run mixes fewer actions than the full one of the same seed.
+    let steps = |yaml: &str| yaml.matches("  - advance:").count();
+    for seed in 1..=8 {
+        let short = steps(&scenario_of_length(seed, Length::Short).0);
+        assert!((1..=2).contains(&short), "seed {seed}: {short} actions");
+        assert!((3..=5).contains(&steps(&scenario(seed).0)));
+    }
 }
 
 /// Writes each seed's scenario to `$FDB_RANDOMIZED_DUMP/randomized-<seed>.yaml`, to run
@@ -254,6 +297,7 @@ fn dump_the_randomized_scenarios() {
     let dir = std::env::var("FDB_RANDOMIZED_DUMP").expect("FDB_RANDOMIZED_DUMP: a directory");
     for seed in seeds() {
         let path = std::path::Path::new(&dir).join(format!("randomized-{seed}.yaml"));
-        std::fs::write(&path, scenario(seed).0).expect("the dump directory is writable");
+        std::fs::write(&path, scenario_of_length(seed, Length::from_env()).0)
+            .expect("the dump directory is writable");
     }
 }

@@ -105,8 +105,15 @@ impl WatchFilter {
 
 /// One `{"type": ..., "object": ...}` line.
 pub fn event_line(event_type: &str, object: &Value) -> Bytes {
-    let mut line = json!({"type": event_type, "object": object}).to_string();
-    line.push('\n');
+    /// The line's shape, borrowing the object: no copy of it before writing it out.
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(rename = "type")]
+        event_type: &'a str,
+        object: &'a Value,
+    }
+    let mut line = serde_json::to_vec(&Line { event_type, object }).unwrap_or_default();
+    line.push(b'\n');
     Bytes::from(line)
 }
 

@@ -74,8 +74,20 @@ fn patch(
 impl World {
     /// The pods, ordered by namespace and name.
     pub(super) fn list_pods(&self) -> Result<Vec<Pod>, WorldError> {
+        // Every write bumps the resourceVersion: the same version means the same pods.
+        let version = self.api.resource_version();
+        let mut listed = self
+            .pods_listed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, pods)) = listed.as_ref()
+            && *at == version
+        {
+            return Ok(pods.clone());
+        }
         let mut pods: Vec<Pod> = self.api.list_typed(None)?;
         pods.sort_by_key(pod_name);
+        *listed = Some((version, pods.clone()));
         Ok(pods)
     }
 

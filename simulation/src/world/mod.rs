@@ -214,6 +214,10 @@ pub struct World {
     faults: faults::FaultState,
     /// Backup agent pods running, as last told to the host.
     backup_agents: usize,
+    /// The pods as last listed, with the API server's resourceVersion before that list:
+    /// a round lists the pods four times, mostly with no write in between, and
+    /// deserializing every pod was the largest share of a run's CPU.
+    pods_listed: std::sync::Mutex<Option<(u64, Vec<k8s_openapi::api::core::v1::Pod>)>>,
 }
 
 impl std::fmt::Debug for World {
@@ -257,6 +261,7 @@ impl World {
             next_ip: 0,
             reserved_ips: BTreeMap::new(),
             settle_count: 0,
+            pods_listed: std::sync::Mutex::default(),
             events: Vec::new(),
             unschedulable: BTreeMap::new(),
             pvc_processes: BTreeMap::new(),
