@@ -69,7 +69,7 @@ fn explain_a_valid_manifest_exits_zero_with_the_documented_json() {
                                       "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1},
             "images": {"main": "foundationdb/foundationdb:7.1.57",
                        "sidecar": "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1"},
-            "podModel": {"imageType": "split", "containers": [
+            "podModel": {"imageType": "split", "imageTypeSource": "imageType unset: this operator's default, split (a running cluster whose pods all run unified stays unified)", "containers": [
                 "init:foundationdb-kubernetes-init: the sidecar in --init-mode (copies the cluster file and monitor conf)",
                 "foundationdb: fdbmonitor",
                 "foundationdb-kubernetes-sidecar: the HTTP sidecar (the operator's agent in the pod)"
