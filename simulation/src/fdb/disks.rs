@@ -5,11 +5,9 @@
 
 use fdb_shared::api::ProcessClass;
 
+pub(crate) use super::processes::DiskKey;
 use super::processes::{ProcessLaunch, matching_stub, zone_of};
 use fdb_operator::fdb::ExclusionTarget;
-
-/// Names a disk: the launch's data identity (or its address when it has none).
-pub(crate) type DiskKey = String;
 
 /// The disk a launch mounts.
 pub(crate) fn disk_key(launch: &ProcessLaunch) -> DiskKey {

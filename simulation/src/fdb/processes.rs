@@ -7,8 +7,11 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::status_json::{ProcessLocality, ProcessStatus};
 
-use super::disks::DiskKey;
 use fdb_operator::fdb::ExclusionTarget;
+
+/// Names a disk (`disks.rs`): the launch's data identity (or its address when it has
+/// none). Here, beside the launch that mounts it, so that disks build on processes.
+pub(crate) type DiskKey = String;
 
 /// What the simulated fdbmonitor starts: one fdbserver process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +38,7 @@ pub struct ProcessLaunch {
 }
 
 /// A process the simulated database knows: running, or stopped with its disk kept.
-/// Its shard replicas belong to its disk ([`super::disks`]), not to the process.
+/// Its shard replicas belong to its disk (`disks.rs`), not to the process.
 #[derive(Debug, Clone)]
 pub(crate) struct SimProcess {
     pub launch: ProcessLaunch,

@@ -12,7 +12,7 @@ use super::admission::{self, ServiceIps};
 use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
 use super::pod_updates::validate_pod_update;
-use super::resources::{ResourceRegistry, ResourceType};
+use super::resources::{ResourceRegistry, ResourceType, is_core};
 use super::validation::validate_object;
 use super::watch::{EventType, WatchHub};
 
@@ -116,11 +116,6 @@ pub(super) fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 /// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
 pub(super) fn rfc3339(time: Timestamp) -> String {
     time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// Whether `resource` is the core group's `plural`.
-pub(super) fn is_core(resource: &ResourceType, plural: &str) -> bool {
-    resource.group.is_empty() && resource.plural == plural
 }
 
 /// The object without `metadata` and `status`: what bumps `generation` when it changes.

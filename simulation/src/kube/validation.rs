@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::errors::ApiError;
 use super::resources::ResourceType;
-use super::store::is_core;
+use super::resources::is_core;
 
 /// Total size of an object's annotations (keys and values), as the real server limits it.
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
