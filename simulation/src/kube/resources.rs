@@ -176,6 +176,11 @@ impl ResourceRegistry {
     }
 }
 
+/// Whether `resource` is the core group's `plural`.
+pub(super) fn is_core(resource: &ResourceType, plural: &str) -> bool {
+    resource.group.is_empty() && resource.plural == plural
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,9 +204,4 @@ mod tests {
         );
         assert!(registry.by_plural("", "v1", "widgets").is_none());
     }
-}
-
-/// Whether `resource` is the core group's `plural`.
-pub(super) fn is_core(resource: &ResourceType, plural: &str) -> bool {
-    resource.group.is_empty() && resource.plural == plural
 }
