@@ -21,8 +21,8 @@ use sha2::{Digest, Sha256};
 
 use super::World;
 use super::error::WorldError;
-use super::kubelet::PodPhase;
 use super::lifecycle::CONTROLLER_MANAGER_ACTOR;
+use super::pod_runtime::PodPhase;
 use crate::kube::{DeleteOptions, PatchType, ResourceKey};
 use fdb_operator::backup::deployment::{AGENT_CONTAINER, AGENT_PROGRAM};
 

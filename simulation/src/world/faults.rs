@@ -7,7 +7,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::error::WorldError;
-use super::kubelet::{runs_sidecar_image, spec_container};
+use super::pod_runtime::{runs_sidecar_image, spec_container};
 use super::{SettleReport, World};
 use crate::scenario::{Fault, Heal};
 

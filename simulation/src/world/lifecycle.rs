@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::World;
 use super::dns::DnsPod;
 use super::error::WorldError;
-use super::kubelet::{PodPhase, PodRuntime};
+use super::pod_runtime::{PodPhase, PodRuntime};
 use super::scheduler::{self, NodeView, PlacedPod};
 use crate::kube::{ApiError, FakeApiServer, PatchType, ResourceKey};
 

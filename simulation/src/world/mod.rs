@@ -71,6 +71,7 @@ mod deployments;
 mod faults;
 mod kubelet;
 mod lifecycle;
+mod pod_runtime;
 mod pod_start;
 mod restarts;
 mod sidecar;
@@ -96,9 +97,9 @@ use crate::scenario;
 use fdb_operator::clock::{Clock, VirtualClock};
 
 use fdb_shared::FdbVersion;
-use kubelet::PodRuntime;
 use network::BlockLease;
 use nodes::Nodes;
+use pod_runtime::PodRuntime;
 use projection::ConfigMapHistory;
 
 /// The label naming a pod's process group.
@@ -420,7 +421,7 @@ impl World {
     pub fn sidecar_restarts(&self, namespace: &str, name: &str) -> Option<u32> {
         Some(
             self.runtime(namespace, name)?
-                .restarts_of(kubelet::SIDECAR_CONTAINER),
+                .restarts_of(pod_runtime::SIDECAR_CONTAINER),
         )
     }
 
@@ -440,7 +441,7 @@ impl World {
         let ip = self.pod_ip(namespace, name)?;
         Some(std::net::SocketAddr::new(
             self.network.host_ip(ip.into()),
-            kubelet::SIDECAR_PORT,
+            pod_runtime::SIDECAR_PORT,
         ))
     }
 

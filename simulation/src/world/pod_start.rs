@@ -14,12 +14,12 @@ use super::containers::{
 };
 use super::error::WorldError;
 use super::fdbmonitor::{Monitor, MonitorContext};
-use super::kubelet::{
+use super::pod_runtime::SidecarState;
+use super::pod_runtime::{
     ConfigVolume, ContainerExit, ContainerRuntime, INIT_CONTAINER, MAIN_CONTAINER, PodPhase,
     PodRuntime, SIDECAR_CONTAINER, runs_sidecar_image, sidecar_invocation,
 };
 use super::projection::{missing_keys, volume_files, write_volume};
-use super::sidecar::SidecarState;
 use super::unified_monitor::{UnifiedMonitor, copy_shared_binaries, runs_monitor};
 
 /// The variable that makes fdb-kubernetes-monitor read its node's labels.
@@ -149,7 +149,7 @@ impl World {
             let fs = runtime.container_fs(init);
             let bind = std::net::SocketAddr::new(
                 self.network.host_ip(ip.into()),
-                super::kubelet::SIDECAR_PORT,
+                super::pod_runtime::SIDECAR_PORT,
             );
             let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);
             let outcome = fdb_sidecar::SidecarConfig::from_args(args, &env)

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::World;
 use super::error::WorldError;
-use super::kubelet::{ContainerExit, MAIN_CONTAINER, PodRuntime, SIDECAR_CONTAINER};
+use super::pod_runtime::{ContainerExit, MAIN_CONTAINER, PodRuntime, SIDECAR_CONTAINER};
 use super::unified_monitor::runs_monitor;
 
 impl World {

@@ -20,21 +20,22 @@
 //!   ([`World::sidecar_input_changed`]), before it reports settled.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fdb_sidecar::metrics::RequestLabels;
 use fdb_sidecar::{RunningSidecar, Sidecar, SidecarConfig, StartError};
 use futures::FutureExt;
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::World;
 use super::containers::container_crash_loops;
 use super::error::WorldError;
-use super::kubelet::{
-    ContainerExit, PodRuntime, SIDECAR_CONTAINER, SIDECAR_PORT, sidecar_invocation, spec_container,
-};
 use super::network::something_answers;
+use super::pod_runtime::{
+    ContainerExit, PodRuntime, SIDECAR_CONTAINER, SIDECAR_PORT, SidecarState, sidecar_invocation,
+    spec_container,
+};
 
 /// First CrashLoopBackOff delay of a container that failed.
 pub const BACKOFF_INITIAL_SECONDS: i64 = 10;
@@ -51,52 +52,6 @@ pub fn backoff(failures: u32) -> SignedDuration {
     let exponent = failures.saturating_sub(1).min(16);
     let seconds = BACKOFF_INITIAL_SECONDS.saturating_mul(1 << exponent);
     SignedDuration::from_secs(seconds.min(BACKOFF_MAX_SECONDS))
-}
-
-/// The sidecar container's runtime.
-#[derive(Debug, Default)]
-pub struct SidecarState {
-    /// The serving sidecar.
-    pub running: Option<RunningSidecar>,
-    /// Why the last start failed.
-    pub error: Option<String>,
-    /// Start attempts so far.
-    pub attempts: u32,
-    /// Consecutive failed starts.
-    pub failures: u32,
-    /// When the next start may be tried (CrashLoopBackOff), if it must wait.
-    pub next_attempt: Option<Timestamp>,
-    /// The host directory of the output volume (for the result's summaries).
-    pub output_dir: Option<PathBuf>,
-    /// The configuration of the serving sidecar when it was started with
-    /// `--watch-input` (the world runs its input copies, see the module documentation).
-    pub watch_input: Option<SidecarConfig>,
-}
-
-impl SidecarState {
-    /// A sidecar not started yet, writing to `output_dir` on the host.
-    pub fn new(output_dir: Option<PathBuf>) -> Self {
-        Self {
-            output_dir,
-            ..Self::default()
-        }
-    }
-
-    /// Stops the serving sidecar, if any.
-    pub async fn stop(&mut self) {
-        self.watch_input = None;
-        if let Some(running) = self.running.take() {
-            running.stop().await;
-        }
-    }
-
-    /// When the next start falls due, if the sidecar waits in CrashLoopBackOff.
-    pub fn due(&self) -> Option<Timestamp> {
-        self.running
-            .is_none()
-            .then_some(self.next_attempt)
-            .flatten()
-    }
 }
 
 /// Why a sidecar start failed.

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::World;
 use super::containers;
 use super::error::WorldError;
-use super::kubelet::{PodPhase, PodRuntime, SIDECAR_CONTAINER};
+use super::pod_runtime::{PodPhase, PodRuntime, SIDECAR_CONTAINER};
 use super::sidecar::backoff;
 use crate::kube::{KUBELET_ACTOR, PatchType, ResourceKey};
 
