@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::ProcessClass;
 
-use super::recovery::{QUORUM_LOST, Recovery};
+use super::records::Recovery;
+use super::recovery::QUORUM_LOST;
 use super::state::State;
 
 /// The database's health at one instant.

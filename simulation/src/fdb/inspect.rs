@@ -8,22 +8,10 @@ use fdb_shared::api::ProcessClass;
 
 use super::SimulatedFdb;
 use super::processes::zone_of;
+use super::records::Outage;
 use super::render::roles_of;
 use super::state::State;
 use super::timeline::catch_up;
-
-/// A period during which the database was unavailable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outage {
-    /// When it began (unix seconds).
-    pub start: i64,
-    /// When it ended (unix seconds); `None` while it lasts.
-    pub end: Option<i64>,
-    /// Why, in words ("recovery after kill of 3 processes", "no quorum of coordinators",
-    /// "shards without a live replica"); later causes of the same outage are appended
-    /// ("...; then ...").
-    pub cause: String,
-}
 
 /// What is out of service right now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

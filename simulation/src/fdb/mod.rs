@@ -31,6 +31,7 @@ mod inspect;
 mod movement;
 mod planner;
 mod processes;
+mod records;
 mod recovery;
 mod regions;
 mod render;
@@ -58,8 +59,9 @@ use self::timeline::{catch_up, refresh};
 use fdb_operator::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
-pub use inspect::{Outage, ServiceGaps};
+pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
+pub use records::Outage;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
 pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 

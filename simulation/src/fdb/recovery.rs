@@ -7,49 +7,12 @@
 //! from the processes there are then. Each recovery that starts is counted once, however
 //! many of its processes went at once (one batch kill = one recovery).
 
+use super::records::{Recovery, RecoveryRecord};
 use super::roles::recruit;
 use super::state::State;
 
 /// The recovery reason when the coordinators lost their quorum by themselves.
 pub(crate) const QUORUM_LOST: &str = "loss of the coordinators' quorum";
-
-/// Where the transaction system is.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) enum Recovery {
-    /// No database yet (not configured).
-    #[default]
-    Down,
-    /// The transaction system is gone and cannot be recruited from the processes there
-    /// are (or the coordinators have no quorum).
-    Waiting { reason: String },
-    /// A recovery runs since `started` (unix seconds).
-    Recovering { started: i64, reason: String },
-    /// Accepting commits.
-    Recovered,
-}
-
-impl Recovery {
-    /// Why the database is recovering, while it is.
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            Self::Waiting { reason } | Self::Recovering { reason, .. } => Some(reason),
-            Self::Down | Self::Recovered => None,
-        }
-    }
-}
-
-/// One recovery, as the world saw it (the result's `fdb.recoveryLog`): what the spacing
-/// of recoveries is judged from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RecoveryRecord {
-    /// When it started recovering (unix seconds).
-    pub started: i64,
-    /// When it completed (unix seconds); `None` while it runs, or when it went back to
-    /// waiting for processes (the next record is its retry).
-    pub recovered: Option<i64>,
-    /// Why it happened.
-    pub reason: String,
-}
 
 /// When the running recovery ends (unix seconds).
 pub(crate) fn recovery_end(state: &State) -> Option<i64> {

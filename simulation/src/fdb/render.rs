@@ -7,7 +7,7 @@ use fdb_shared::api::ProcessClass;
 
 use super::availability::{Health, assess, fault_tolerance};
 use super::processes::{SimProcess, locality_of, protocol_hex};
-use super::recovery::Recovery;
+use super::records::Recovery;
 use super::state::State;
 use fdb_operator::fdb::ExclusionTarget;
 

@@ -1,5 +1,5 @@
 //! Recruitment of the transaction system (master, cluster controller, logs, proxies,
-//! resolvers, ratekeeper, data distributor); [`super::recovery`] decides when.
+//! resolvers, ratekeeper, data distributor); `recovery.rs` decides when.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -7,41 +7,9 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
 
 use super::processes::SimProcess;
+use super::records::{RoleAssignment, TransactionSystem};
 use super::regions::{self, dc_of};
 use super::state::State;
-
-/// One recruited role.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RoleAssignment {
-    pub role: &'static str,
-    pub address: ProcessAddress,
-    /// Start time of the process when recruited: a restart invalidates the role.
-    pub started_unix: i64,
-}
-
-/// The recruited transaction system of the current generation.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct TransactionSystem {
-    pub members: Vec<RoleAssignment>,
-}
-
-impl TransactionSystem {
-    pub fn roles_of(&self, address: &ProcessAddress) -> Vec<&'static str> {
-        self.members
-            .iter()
-            .filter(|m| &m.address == address)
-            .map(|m| m.role)
-            .collect()
-    }
-
-    pub fn logs(&self) -> Vec<&ProcessAddress> {
-        self.members
-            .iter()
-            .filter(|m| m.role == "log")
-            .map(|m| &m.address)
-            .collect()
-    }
-}
 
 /// Log replicas of three_data_hall (FoundationDB's `log_replicas` in that mode).
 const HALL_LOG_REPLICAS: usize = 4;

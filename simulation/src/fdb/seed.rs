@@ -5,8 +5,8 @@
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::SimulatedFdb;
+use super::records::{RoleAssignment, TransactionSystem};
 use super::recovery;
-use super::roles::{RoleAssignment, TransactionSystem};
 use super::shards::GIB;
 use super::timeline::{catch_up, refresh};
 use fdb_operator::fdb::{ClientInfo, ExclusionTarget};

@@ -12,13 +12,13 @@ use rand_chacha::ChaCha8Rng;
 use super::SimFdbSettings;
 use super::backup::Backups;
 use super::disks::{Disk, DiskKey};
-use super::inspect::Outage;
 use super::movement::Movement;
 use super::processes::{ProcessLaunch, SimProcess, zone_of};
-use super::recovery::{Recovery, RecoveryRecord};
-use super::roles::TransactionSystem;
+use super::records::DataSummary;
+use super::records::Outage;
+use super::records::TransactionSystem;
+use super::records::{Recovery, RecoveryRecord};
 use super::shards::{Data, GIB, MIB};
-use super::summary::DataSummary;
 use super::user_data::UserData;
 use fdb_operator::fdb::{ClientInfo, ExclusionTarget, LockValue};
 

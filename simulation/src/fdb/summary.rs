@@ -3,30 +3,9 @@
 
 use std::collections::BTreeSet;
 
+use super::records::DataSummary;
 use super::regions;
 use super::state::State;
-
-/// The data's state.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct DataSummary {
-    /// Whether the shards exist.
-    pub placed: bool,
-    /// Shards no live replica serves (lost ones included).
-    pub without_live_replica: usize,
-    /// Fewest live replicas of any shard, at most the replication factor.
-    pub min_live_replicas: usize,
-    /// Fewest distinct team domains (zones; data halls in three_data_hall) among any
-    /// shard's live replicas.
-    pub min_live_zones: usize,
-    /// Shards with fewer live replicas in distinct zones than the replication factor.
-    pub under_replicated: usize,
-    /// Replicas on excluded or failed disks, waiting to be moved away.
-    pub leaving_replicas: usize,
-    /// Replicas written with an older storage engine.
-    pub stale_replicas: usize,
-    /// Storage disks holding replicas whose process is not serving.
-    pub silent_disks: usize,
-}
 
 pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
     let Some(data) = &state.data else {

@@ -5,9 +5,9 @@
 //! distribution, recoveries, outages) in step.
 
 use super::availability::assess;
-use super::inspect::Outage;
 use super::movement::complete;
 use super::planner::plan;
+use super::records::Outage;
 use super::recovery::{self, recovery_end};
 use super::regions;
 use super::shards::{Candidate, Data, GIB};

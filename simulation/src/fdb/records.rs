@@ -1,0 +1,112 @@
+//! What the simulated database keeps in its `State` (`state.rs`) beside the
+//! processes and the data: where the transaction system is and the recoveries seen, the
+//! recruited roles, the outages, and the data's state at a glance. A leaf: the files
+//! that recover, recruit, assess and render the database all build on it.
+
+use fdb_shared::address::ProcessAddress;
+
+/// Where the transaction system is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Recovery {
+    /// No database yet (not configured).
+    #[default]
+    Down,
+    /// The transaction system is gone and cannot be recruited from the processes there
+    /// are (or the coordinators have no quorum).
+    Waiting { reason: String },
+    /// A recovery runs since `started` (unix seconds).
+    Recovering { started: i64, reason: String },
+    /// Accepting commits.
+    Recovered,
+}
+
+impl Recovery {
+    /// Why the database is recovering, while it is.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Waiting { reason } | Self::Recovering { reason, .. } => Some(reason),
+            Self::Down | Self::Recovered => None,
+        }
+    }
+}
+
+/// One recovery, as the world saw it (the result's `fdb.recoveryLog`): what the spacing
+/// of recoveries is judged from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecoveryRecord {
+    /// When it started recovering (unix seconds).
+    pub started: i64,
+    /// When it completed (unix seconds); `None` while it runs, or when it went back to
+    /// waiting for processes (the next record is its retry).
+    pub recovered: Option<i64>,
+    /// Why it happened.
+    pub reason: String,
+}
+
+/// One recruited role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RoleAssignment {
+    pub role: &'static str,
+    pub address: ProcessAddress,
+    /// Start time of the process when recruited: a restart invalidates the role.
+    pub started_unix: i64,
+}
+
+/// The recruited transaction system of the current generation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct TransactionSystem {
+    pub members: Vec<RoleAssignment>,
+}
+
+impl TransactionSystem {
+    pub fn roles_of(&self, address: &ProcessAddress) -> Vec<&'static str> {
+        self.members
+            .iter()
+            .filter(|m| &m.address == address)
+            .map(|m| m.role)
+            .collect()
+    }
+
+    pub fn logs(&self) -> Vec<&ProcessAddress> {
+        self.members
+            .iter()
+            .filter(|m| m.role == "log")
+            .map(|m| &m.address)
+            .collect()
+    }
+}
+
+/// A period during which the database was unavailable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outage {
+    /// When it began (unix seconds).
+    pub start: i64,
+    /// When it ended (unix seconds); `None` while it lasts.
+    pub end: Option<i64>,
+    /// Why, in words ("recovery after kill of 3 processes", "no quorum of coordinators",
+    /// "shards without a live replica"); later causes of the same outage are appended
+    /// ("...; then ...").
+    pub cause: String,
+}
+
+/// The data's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DataSummary {
+    /// Whether the shards exist.
+    pub placed: bool,
+    /// Shards no live replica serves (lost ones included).
+    pub without_live_replica: usize,
+    /// Fewest live replicas of any shard, at most the replication factor.
+    pub min_live_replicas: usize,
+    /// Fewest distinct team domains (zones; data halls in three_data_hall) among any
+    /// shard's live replicas.
+    pub min_live_zones: usize,
+    /// Shards with fewer live replicas in distinct zones than the replication factor.
+    pub under_replicated: usize,
+    /// Replicas on excluded or failed disks, waiting to be moved away.
+    pub leaving_replicas: usize,
+    /// Replicas written with an older storage engine.
+    pub stale_replicas: usize,
+    /// Storage disks holding replicas whose process is not serving.
+    pub silent_disks: usize,
+}
