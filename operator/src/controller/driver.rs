@@ -138,11 +138,8 @@ async fn run_steps(
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
     facts.database_wait = ctx.settings.database_wait;
-    // What the operator remembers of this cluster between passes (the key is the one
-    // the executor marks it under).
-    facts.upgrade_cleanup_pending = ctx
-        .upgrade_cleanup
-        .is_marked(&format!("{namespace}/{name}"));
+    // What the operator remembers of this cluster between passes.
+    facts.upgrade_cleanup_pending = ctx.upgrade_cleanup.is_marked(namespace, name);
     // Every step that waits while the pass goes on, reported all (not only the first).
     let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {
@@ -151,12 +148,7 @@ async fn run_steps(
         let span = tracing::debug_span!("step", step = step_name, cluster = name, namespace);
         let result = async {
             let (snapshot, io) = pass.prepare(ctx).await?;
-            let outcome = step.reconcile(ctx, snapshot, io, &mut facts).await;
-            // Pods the steps not yet on plans deleted through the I/O count too.
-            for pod in io.deleted_pods().iter().skip(facts.deleted_pods.len()) {
-                facts.deleted_pods.push(pod.clone());
-            }
-            outcome
+            step.reconcile(ctx, snapshot, io, &mut facts).await
         }
         .instrument(span)
         .await;

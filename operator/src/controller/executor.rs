@@ -100,7 +100,7 @@ fn delay(ctx: &Context, waits_on: WaitOn) -> std::time::Duration {
 }
 
 /// The requeue of `step` waiting: it ends the pass when the step is a barrier.
-pub fn requeue(ctx: &Context, step: &'static str, wait: Wait) -> StepOutcome {
+fn requeue(ctx: &Context, step: &'static str, wait: Wait) -> StepOutcome {
     let delay = delay(ctx, wait.waits_on);
     if holds_later_steps(step) && !wait.goes_on {
         StepOutcome::Requeue {
@@ -125,6 +125,28 @@ fn waits_on(refusal: &Refusal) -> WaitOn {
     }
 }
 
+/// The wait of a plan refused by a shared rule: the plan's prefix and the refusal.
+fn refused(prefix: &str, refusal: &Refusal) -> Wait {
+    Wait::new(waits_on(refusal), format!("{prefix}{refusal}"))
+}
+
+/// The wait a shared rule would end `plan` with before any of its actions ran, if one
+/// refuses an action of it: for a step that must know before it commits to something
+/// the plan depends on (the upgrade's pending-upgrade list before its kill).
+pub fn refused_before_start(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    plan: &Plan,
+) -> Option<Wait> {
+    let progress = PlanProgress::default();
+    plan.actions
+        .iter()
+        .find_map(|planned| match admit(snapshot, facts, planned, &progress) {
+            Admission::Refused(refusal) => Some(refused(&plan.refused, &refusal)),
+            Admission::Go { .. } => None,
+        })
+}
+
 /// Runs `verdict` of `step`: see the module documentation.
 pub async fn execute(
     ctx: &Context,
@@ -145,7 +167,7 @@ pub async fn execute(
 }
 
 /// Runs the actions of `plan` under the rules; the wait the step ends with, if any.
-pub async fn run_plan(
+async fn run_plan(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
@@ -156,12 +178,7 @@ pub async fn run_plan(
     for planned in plan.actions {
         let lock = match admit(snapshot, facts, &planned, &progress) {
             Admission::Go { lock } => lock,
-            Admission::Refused(refusal) => {
-                return Ok(Some(Wait::new(
-                    waits_on(&refusal),
-                    format!("{}{refusal}", plan.refused),
-                )));
-            }
+            Admission::Refused(refusal) => return Ok(Some(refused(&plan.refused, &refusal))),
         };
         if let Some(action) = lock {
             if let Err(refusal) = locks::acquire(ctx, snapshot, io, action).await? {

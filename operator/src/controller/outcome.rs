@@ -25,16 +25,6 @@ pub enum StepOutcome {
     },
 }
 
-impl StepOutcome {
-    /// A requeue after `seconds` with `reason`.
-    pub fn requeue(seconds: u64, reason: impl Into<String>) -> Self {
-        Self::Requeue {
-            delay: Duration::from_secs(seconds),
-            reason: reason.into(),
-        }
-    }
-}
-
 /// How a pass ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PassOutcome {

@@ -293,7 +293,7 @@ pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> 
 /// terminal pod recreated, a buggify change) it would not be one restart of every
 /// process but that and a pod going away at once, which the fault-tolerance budget of
 /// the pass did not count. `deleted_pods`: the pods the pass deleted so far
-/// (`PassIo::deleted_pods` of `pass_io`).
+/// (`PassFacts::deleted_pods`).
 pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
     match deleted_pods.first() {
         Some(pod) => Err(Refusal::PodDeletedThisPass { pod: pod.clone() }),

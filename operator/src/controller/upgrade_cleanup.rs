@@ -9,29 +9,30 @@
 use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};
 
-/// Clusters (`namespace/name`) with a pending-upgrade list still to clear.
+/// Clusters (namespace, name) with a pending-upgrade list still to clear.
 #[derive(Debug, Default)]
 pub struct UpgradeCleanup {
-    clusters: Mutex<BTreeSet<String>>,
+    clusters: Mutex<BTreeSet<(String, String)>>,
 }
 
 impl UpgradeCleanup {
-    /// Remembers that `cluster` must clear the list.
-    pub fn mark(&self, cluster: &str) {
-        self.lock().insert(cluster.to_owned());
+    /// Remembers that the cluster `namespace`/`name` must clear the list.
+    pub fn mark(&self, namespace: &str, name: &str) {
+        self.lock().insert((namespace.to_owned(), name.to_owned()));
     }
 
-    /// Whether `cluster` still has to clear the list.
-    pub fn is_marked(&self, cluster: &str) -> bool {
-        self.lock().contains(cluster)
+    /// Whether the cluster still has to clear the list.
+    pub fn is_marked(&self, namespace: &str, name: &str) -> bool {
+        self.lock()
+            .contains(&(namespace.to_owned(), name.to_owned()))
     }
 
-    /// The list of `cluster` is cleared.
-    pub fn done(&self, cluster: &str) {
-        self.lock().remove(cluster);
+    /// The cluster's list is cleared.
+    pub fn done(&self, namespace: &str, name: &str) {
+        self.lock().remove(&(namespace.to_owned(), name.to_owned()));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
         self.clusters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -43,10 +44,11 @@ mod tests {
     #[test]
     fn marks_are_per_cluster_until_done() {
         let cleanup = UpgradeCleanup::default();
-        cleanup.mark("default/a");
-        assert!(cleanup.is_marked("default/a"));
-        assert!(!cleanup.is_marked("default/b"));
-        cleanup.done("default/a");
-        assert!(!cleanup.is_marked("default/a"));
+        cleanup.mark("default", "a");
+        assert!(cleanup.is_marked("default", "a"));
+        assert!(!cleanup.is_marked("default", "b"));
+        assert!(!cleanup.is_marked("other", "a"));
+        cleanup.done("default", "a");
+        assert!(!cleanup.is_marked("default", "a"));
     }
 }

@@ -18,17 +18,6 @@ use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
 use crate::controller::upgrade::plan_pending_list;
 use crate::fdb::{AdminClient as _, AdminError};
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
-use kube::ResourceExt as _;
-
-/// The key under which the operator remembers a cluster between passes.
-pub(crate) fn cluster_key(snapshot: &ClusterSnapshot) -> String {
-    let cluster = snapshot.cluster();
-    format!(
-        "{}/{}",
-        cluster.namespace().unwrap_or_default(),
-        cluster.name_any()
-    )
-}
 
 fn already_configured(error: &AdminError) -> bool {
     matches!(error, AdminError::Failed { stderr, .. } if stderr.contains("already exists"))
@@ -96,7 +85,8 @@ pub(super) async fn perform(
             match io.admin(ctx, snapshot)?.clear_pending_upgrades().await {
                 Ok(()) => {
                     tracing::info!("cleared the pending-upgrade list after the upgrade's kill");
-                    ctx.upgrade_cleanup.done(&cluster_key(snapshot));
+                    ctx.upgrade_cleanup
+                        .done(snapshot.namespace(), snapshot.name());
                     facts.upgrade_cleanup_pending = false;
                     Ok("cleared the pending-upgrade list".to_owned())
                 }
@@ -109,7 +99,8 @@ pub(super) async fn perform(
             }
         }
         Action::RememberUpgradeCleanup => {
-            ctx.upgrade_cleanup.mark(&cluster_key(snapshot));
+            ctx.upgrade_cleanup
+                .mark(snapshot.namespace(), snapshot.name());
             facts.upgrade_cleanup_pending = true;
             Ok("the pending-upgrade list is cleared once the database is back".to_owned())
         }

@@ -61,8 +61,6 @@ pub struct PassIo {
     /// Whether the status changed (written or staged) since the last refresh.
     status_changed: bool,
     judged_reconciled: Option<bool>,
-    /// The pods this pass asked to delete, in order.
-    deleted_pods: Vec<String>,
 }
 
 impl PassIo {
@@ -79,7 +77,6 @@ impl PassIo {
             staged: None,
             status_changed: false,
             judged_reconciled: None,
-            deleted_pods: Vec::new(),
         }
     }
 
@@ -124,11 +121,6 @@ impl PassIo {
         self.staged
             .as_ref()
             .is_some_and(|staged| *staged != self.server_status)
-    }
-
-    /// The pods this pass asked to delete so far (whether or not they were still there).
-    pub fn deleted_pods(&self) -> &[String] {
-        &self.deleted_pods
     }
 
     /// Records UpdateStatus's judgement of this pass's observation.

@@ -4,7 +4,7 @@
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 
-use super::{ObjectKind, PassIo, SnapshotObject, checked_name};
+use super::{PassIo, SnapshotObject, checked_name};
 use crate::controller::cache::Expectation;
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
@@ -151,9 +151,6 @@ impl PassIo {
         checked_name(name, &action)?;
         // Counted before the call: a failed delete may still have been applied.
         self.objects.insert(K::KIND);
-        if K::KIND == ObjectKind::Pods {
-            self.deleted_pods.push(name.to_owned());
-        }
         match self
             .api::<K>(ctx)
             .delete(name, &kube::api::DeleteParams::default())

@@ -28,7 +28,7 @@ use super::super::events::EventReason;
 use super::super::executor;
 use super::super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::super::requeue::kill_wait_delay;
-use super::super::safety::{self, LockedAction, Refusal};
+use super::super::safety::{self, LockedAction};
 use super::super::snapshot::ClusterSnapshot;
 use super::super::upgrade::{UpgradeBounce, check_agreement, decide_bounce};
 
@@ -79,22 +79,8 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     // is touched: joining it is a promise to kill. The executor applies them again when
     // it runs the kill.
     let kill = kill_all(&target, &addresses, agreement.is_some(), facts);
-    let progress = executor::PlanProgress::default();
-    for planned in &kill.actions {
-        if let executor::Admission::Refused(refusal) =
-            executor::admit(snapshot, facts, planned, &progress)
-        {
-            let waits_on = match refusal {
-                Refusal::PodDeletedThisPass { .. } | Refusal::DisruptedThisPass { .. } => {
-                    WaitOn::Kubernetes
-                }
-                _ => WaitOn::Database,
-            };
-            return Ok(Some(Verdict::Wait(Wait::new(
-                waits_on,
-                format!("{}{refusal}", kill.refused),
-            ))));
-        }
+    if let Some(wait) = executor::refused_before_start(snapshot, facts, &kill) {
+        return Ok(Some(Verdict::Wait(wait)));
     }
     let Some(agreement) = agreement else {
         return Ok(Some(Verdict::Act(kill)));
