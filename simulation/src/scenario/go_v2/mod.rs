@@ -231,16 +231,7 @@ impl GoV2Cluster {
                 "configured": true,
                 "connectionString": connection,
                 "runningVersion": self.version,
-                "databaseConfiguration": {
-                    "redundancy_mode": "double",
-                    "storage_engine": "ssd-2",
-                    "usable_regions": 1,
-                    "logs": 3,
-                    "proxies": 3,
-                    "resolvers": 1,
-                    "log_routers": -1,
-                    "remote_logs": -1,
-                },
+                "databaseConfiguration": database_configuration(),
                 "generations": {"reconciled": 1},
                 "health": {
                     "available": true,
@@ -433,6 +424,8 @@ impl GoV2Cluster {
             .split(',')
             .map(|address| json!({"address": address, "reachable": true}))
             .collect();
+        let mut configuration = database_configuration();
+        configuration["excluded_servers"] = json!([]);
         json!({
             "client": {
                 "coordinators": {"coordinators": coordinators, "quorum_reachable": true},
@@ -440,17 +433,7 @@ impl GoV2Cluster {
             },
             "cluster": {
                 "connection_string": connection,
-                "configuration": {
-                    "redundancy_mode": "double",
-                    "storage_engine": "ssd-2",
-                    "usable_regions": 1,
-                    "logs": 3,
-                    "proxies": 3,
-                    "resolvers": 1,
-                    "log_routers": -1,
-                    "remote_logs": -1,
-                    "excluded_servers": [],
-                },
+                "configuration": configuration,
                 "processes": processes,
                 "clients": {"count": 0, "supported_versions": []},
                 "data": {"state": {"healthy": true, "name": "healthy"}},
@@ -458,6 +441,21 @@ impl GoV2Cluster {
             },
         })
     }
+}
+
+/// The database configuration the Go operator's status and the database both show:
+/// double redundancy with the Go operator's default counts.
+fn database_configuration() -> Value {
+    json!({
+        "redundancy_mode": "double",
+        "storage_engine": "ssd-2",
+        "usable_regions": 1,
+        "logs": 3,
+        "proxies": 3,
+        "resolvers": 1,
+        "log_routers": -1,
+        "remote_logs": -1,
+    })
 }
 
 fn node(name: &str, index: usize) -> Value {
