@@ -160,3 +160,90 @@ fn an_operator_configuring_regions_and_usable_regions_at_once_is_refused() {
     let last = broken.steps.last().unwrap();
     assert_eq!(last.fdb["configuration"]["usable_regions"], 1);
 }
+
+/// The step of `result` whose scenario text has this key (`fault`, `heal`), the first.
+fn step_of<'a>(result: &'a SimulationResult, key: &str) -> &'a StepResult {
+    result
+        .steps
+        .iter()
+        .find(|s| s.step.get(key).is_some())
+        .unwrap_or_else(|| panic!("no {key} step"))
+}
+
+/// The instance IDs of the reporting processes of datacenter `dc`.
+fn groups_in(step: &StepResult, dc: &str) -> Vec<String> {
+    let mut ids: Vec<String> = step.fdb["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["locality"]["dcid"] == dc)
+        .filter_map(|p| p["locality"]["instance_id"].as_str().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn a_lost_primary_datacenter_fails_over_and_is_rebuilt_after_the_detection_time() {
+    let result = run_file("regions/lost-primary.yaml", None);
+    // Nothing lost, no invariant violated, every expectation met (Reconciled at the end).
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let fault = step_of(&result, "fault");
+    let lost = groups_in(&result.steps[fault.index - 1], "dc1");
+    assert_eq!(lost.len(), 4, "{lost:?}");
+    // The database failed over: right after the loss, the transaction system is in dc2.
+    let after = &result.steps[fault.index + 1];
+    assert_eq!(
+        role_dcs(after, "master").keys().collect::<Vec<_>>(),
+        ["dc2"]
+    );
+    assert_eq!(after.fdb["available"], true);
+    // The lost groups were replaced, not before the failure detection time (300 s):
+    // none is marked for removal right after the loss, and their exclusion (which
+    // follows the mark) comes after it.
+    let marked = |step: &StepResult| -> Vec<String> {
+        step.cluster["status"]["processGroups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| !g["removalTimestamp"].is_null())
+            .filter_map(|g| g["processGroupID"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(marked(after), Vec::<String>::new());
+    let excluded = result
+        .events
+        .iter()
+        .find(|e| e.source == EventSource::Fdb && e.action == "exclude")
+        .expect("the lost groups were excluded");
+    assert!(excluded.time >= fault.time + 300, "{excluded:?}");
+    for group in &lost {
+        assert!(excluded.detail.contains(group.as_str()), "{excluded:?}");
+    }
+    // Rebuilt: dc1 runs four new groups, the nine coordinators are three per
+    // datacenter again and none is a lost process.
+    let rebuilt = &result.steps[fault.index + 2];
+    let now = groups_in(rebuilt, "dc1");
+    assert_eq!(now.len(), 4, "{now:?}");
+    assert!(now.iter().all(|g| !lost.contains(g)), "{now:?}");
+    let coordinators = rebuilt.fdb["coordinators"].as_array().unwrap();
+    assert_eq!(coordinators.len(), 9);
+    let mut per_dc: BTreeMap<&str, usize> = BTreeMap::new();
+    for coordinator in coordinators {
+        let dc = dc_at(rebuilt, coordinator.as_str().unwrap()).unwrap_or("none");
+        *per_dc.entry(dc).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_dc,
+        BTreeMap::from([("dc1", 3), ("dc2", 3), ("dc3", 3)]),
+        "{coordinators:?}"
+    );
+    // After dc1's nodes came back, the three instances reconciled (the expectations).
+    let healed = step_of(&result, "heal");
+    assert!(
+        result.steps[healed.index..]
+            .iter()
+            .all(|s| s.fdb["available"] == true)
+    );
+}
