@@ -239,6 +239,12 @@ fn a_lost_primary_datacenter_fails_over_and_is_rebuilt_after_the_detection_time(
         BTreeMap::from([("dc1", 3), ("dc2", 3), ("dc3", 3)]),
         "{coordinators:?}"
     );
+    // The recoveries since moved the transaction system back to dc1 (its region has the
+    // higher priority).
+    assert_eq!(
+        role_dcs(rebuilt, "master").keys().collect::<Vec<_>>(),
+        ["dc1"]
+    );
     // After dc1's nodes came back, the three instances reconciled (the expectations).
     let healed = step_of(&result, "heal");
     assert!(
