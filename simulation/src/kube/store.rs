@@ -12,8 +12,10 @@ use super::admission::{self, ServiceIps};
 use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
 use super::resources::{ResourceRegistry, ResourceType, is_core};
-use super::update_rules::{admit_update, check_version, keep_server_metadata, split_status};
-pub(super) use super::update_rules::{finalizers, meta_str, metadata_mut};
+use super::update_rules::{
+    admit_update, check_version, keep_server_metadata, split_status, stamp_created,
+};
+pub(super) use super::update_rules::{finalizers, meta_str, metadata_mut, rfc3339};
 use super::validation::validate_object;
 use super::watch::{EventType, WatchHub};
 
@@ -80,25 +82,6 @@ pub struct State {
     name_rng: ChaCha8Rng,
     service_ips: ServiceIps,
     pub(super) watches: WatchHub,
-}
-
-/// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
-pub(super) fn rfc3339(time: Timestamp) -> String {
-    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// The status an object starts with, as the real server's create strategies set it.
-fn initial_status(resource: &ResourceType, requested: Option<Value>) -> Option<Value> {
-    if !resource.status_subresource {
-        return requested;
-    }
-    match (resource.group.as_str(), resource.plural.as_str()) {
-        // Nodes may be created with their status (the kubelet registers them so).
-        ("", "nodes") => requested,
-        ("", "pods") | ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
-        ("", "namespaces") => Some(json!({"phase": "Active"})),
-        _ => None,
-    }
 }
 
 impl State {
@@ -236,28 +219,15 @@ impl State {
         self.uid_counter += 1;
         let uid = format!("00000000-0000-4000-8000-{:012x}", self.uid_counter);
         let resource_version = self.next_resource_version();
-        object["apiVersion"] = json!(resource.api_version());
-        object["kind"] = json!(resource.kind);
-        let status = object.as_object_mut().and_then(|map| map.remove("status"));
-        if let Some(status) = initial_status(resource, status) {
-            object["status"] = status;
-        }
-        let metadata = metadata_mut(&mut object);
-        metadata.insert("name".into(), json!(name));
-        if resource.namespaced {
-            metadata.insert("namespace".into(), json!(namespace));
-        } else {
-            metadata.remove("namespace");
-        }
-        metadata.insert("uid".into(), json!(uid));
-        metadata.insert("creationTimestamp".into(), json!(rfc3339(now)));
-        metadata.insert(
-            "resourceVersion".into(),
-            json!(resource_version.to_string()),
+        stamp_created(
+            resource,
+            &mut object,
+            &name,
+            &namespace,
+            &uid,
+            now,
+            resource_version,
         );
-        metadata.insert("generation".into(), json!(1));
-        metadata.remove("deletionTimestamp");
-        metadata.remove("deletionGracePeriodSeconds");
         self.watches.publish(
             resource_version,
             EventType::Added,

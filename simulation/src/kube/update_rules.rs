@@ -1,7 +1,8 @@
 //! The rules an update (PUT or PATCH) of a stored object must pass before it is
 //! committed: optimistic concurrency, the status subresource split, admission of pods,
-//! services and finalizers, and the metadata the server owns.
+//! services and finalizers, and the metadata the server owns (on creation too).
 
+use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::admission;
@@ -169,5 +170,59 @@ pub(super) fn keep_server_metadata(resource: &ResourceType, current: &Value, nex
             .and_then(Value::as_i64)
             .unwrap_or(0);
         metadata_mut(next).insert("generation".into(), json!(generation + 1));
+    }
+}
+
+/// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
+pub(super) fn rfc3339(time: Timestamp) -> String {
+    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A created object's server-owned fields: type, initial status, name, namespace (for
+/// namespaced kinds), uid, creation time, version and generation 1, no deletion marks.
+pub(super) fn stamp_created(
+    resource: &ResourceType,
+    object: &mut Value,
+    name: &str,
+    namespace: &str,
+    uid: &str,
+    now: Timestamp,
+    resource_version: u64,
+) {
+    object["apiVersion"] = json!(resource.api_version());
+    object["kind"] = json!(resource.kind);
+    let status = object.as_object_mut().and_then(|map| map.remove("status"));
+    if let Some(status) = initial_status(resource, status) {
+        object["status"] = status;
+    }
+    let metadata = metadata_mut(object);
+    metadata.insert("name".into(), json!(name));
+    if resource.namespaced {
+        metadata.insert("namespace".into(), json!(namespace));
+    } else {
+        metadata.remove("namespace");
+    }
+    metadata.insert("uid".into(), json!(uid));
+    metadata.insert("creationTimestamp".into(), json!(rfc3339(now)));
+    metadata.insert(
+        "resourceVersion".into(),
+        json!(resource_version.to_string()),
+    );
+    metadata.insert("generation".into(), json!(1));
+    metadata.remove("deletionTimestamp");
+    metadata.remove("deletionGracePeriodSeconds");
+}
+
+/// The status an object starts with, as the real server's create strategies set it.
+fn initial_status(resource: &ResourceType, requested: Option<Value>) -> Option<Value> {
+    if !resource.status_subresource {
+        return requested;
+    }
+    match (resource.group.as_str(), resource.plural.as_str()) {
+        // Nodes may be created with their status (the kubelet registers them so).
+        ("", "nodes") => requested,
+        ("", "pods") | ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
+        ("", "namespaces") => Some(json!({"phase": "Active"})),
+        _ => None,
     }
 }
