@@ -205,6 +205,14 @@ fn validate_cluster(manifest: &Value) -> Result<FoundationDBCluster, RunError> {
         .map_err(|invalid| RunError::InvalidCluster(invalid.to_string()))
 }
 
+/// Every API write lands in the run's event log (the operator's own as its actions).
+fn observe_writes(api: &FakeApiServer, log: &EventLog) {
+    let log = log.clone();
+    api.set_write_observer(Some(Arc::new(move |record: &WriteRecord| {
+        record_operator_write(&log, record)
+    })));
+}
+
 /// The cluster manifest in `default` when it names no namespace.
 fn in_default_namespace(mut manifest: Value) -> Value {
     if manifest.pointer("/metadata/namespace").is_none()
@@ -328,16 +336,19 @@ fn connect_clients(clients: &[scenario::ClientSpec], fdb: &SimulatedFdb) -> Vec<
 }
 
 /// `world.tls`: generates the run's PKI, creates the pods' Secret and writes the
-/// operator's own files; returns where they are.
+/// operator's own files; returns where they are (nothing without `world.tls`).
 fn install_world_tls(
     api: &FakeApiServer,
     world: &World,
     cluster: &str,
     namespace: &str,
-    secret_name: &str,
-) -> Result<fdb_shared::sidecar::SidecarClientTls, RunError> {
+    settings: &scenario::WorldSettings,
+) -> Result<Option<fdb_shared::sidecar::SidecarClientTls>, RunError> {
+    let Some(tls) = &settings.tls else {
+        return Ok(None);
+    };
     let pki = crate::tls::SimulatedPki::generate(cluster)?;
-    let secret = pki.pod_secret(namespace, secret_name);
+    let secret = pki.pod_secret(namespace, &tls.secret);
     let mut secret = serde_json::to_value(&secret)
         .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
     if let Some(object) = secret.as_object_mut() {
@@ -345,7 +356,9 @@ fn install_world_tls(
         object.insert("kind".into(), Value::from("Secret"));
     }
     api.create_as(USER_ACTOR, secret)?;
-    Ok(pki.write_operator_files(&world.root().join("operator-tls"))?)
+    Ok(Some(pki.write_operator_files(
+        &world.root().join("operator-tls"),
+    )?))
 }
 
 impl Runner {
@@ -366,21 +379,9 @@ impl Runner {
         let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
         let clients = connect_clients(&scenario.world.clients, &fdb);
         let log = EventLog::new(Arc::new(clock.clone()));
-        api.set_write_observer(Some(Arc::new({
-            let log = log.clone();
-            move |record: &WriteRecord| record_operator_write(&log, record)
-        })));
+        observe_writes(&api, &log);
         let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
-        let sidecar_tls = match &scenario.world.tls {
-            Some(tls) => Some(install_world_tls(
-                &api,
-                &world,
-                &name,
-                &namespace,
-                &tls.secret,
-            )?),
-            None => None,
-        };
+        let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
         let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
             crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
         );
