@@ -230,6 +230,108 @@ pub struct SidecarConfig {
     pub substitutions: BTreeMap<String, String>,
 }
 
+/// Every file argument is a relative path (binaries and libraries as bare names).
+fn check_file_arguments(args: &SidecarArgs) -> Result<(), ConfigError> {
+    for value in args.copy_files.iter().chain(&args.require_not_empty) {
+        check_relative(value, "--copy-file/--require-not-empty", false)?;
+    }
+    if let Some(conf) = &args.input_monitor_conf {
+        check_relative(conf, "--input-monitor-conf", false)?;
+    }
+    for value in &args.copy_binaries {
+        check_relative(value, "--copy-binary", true)?;
+    }
+    for value in &args.copy_libraries {
+        check_relative(value, "--copy-library", true)?;
+    }
+    Ok(())
+}
+
+/// With `--tls`, the three files (each from its flag or its environment variable) and the
+/// peer verification rules.
+fn tls_settings(args: &SidecarArgs) -> Result<Option<TlsSettings>, ConfigError> {
+    if !args.tls {
+        return Ok(None);
+    }
+    let need = |value: &Option<PathBuf>, flag, env| {
+        value
+            .clone()
+            .ok_or(ConfigError::MissingTlsFile { flag, env })
+    };
+    Ok(Some(TlsSettings {
+        certificate_file: need(
+            &args.tls_certificate_file,
+            "--tls-certificate-file",
+            "FDB_TLS_CERTIFICATE_FILE",
+        )?,
+        key_file: need(&args.tls_key_file, "--tls-key-file", "FDB_TLS_KEY_FILE")?,
+        ca_file: need(&args.tls_ca_file, "--tls-ca-file", "FDB_TLS_CA_FILE")?,
+        verify_peers: PeerRules::parse(args.tls_verify_peers.as_deref().unwrap_or(""))?,
+    }))
+}
+
+/// `--bind-address`, else FDB_POD_IP, else FDB_PUBLIC_IP, else the host's own address
+/// (the fallback of the FDB_PUBLIC_IP substitution); None when no address is known.
+fn bind_address(
+    flag: Option<&str>,
+    pod_ip: &str,
+    public_ip: &str,
+) -> Result<Option<SocketAddr>, ConfigError> {
+    if let Some(text) = flag {
+        return parse_bind_address(text).map(Some);
+    }
+    [pod_ip, public_ip]
+        .into_iter()
+        .find(|ip| !ip.is_empty())
+        .map(|ip| {
+            let bare = ip.trim_start_matches('[').trim_end_matches(']');
+            bare.parse::<IpAddr>()
+                .map(|ip| SocketAddr::new(ip, fdb_shared::sidecar::protocol::DEFAULT_PORT))
+                .map_err(|e| ConfigError::BindAddress(format!("{ip:?} from the environment: {e}")))
+        })
+        .transpose()
+}
+
+/// The substitutions every sidecar provides, with their fallbacks (the machine ID from
+/// HOSTNAME, the zone from the machine ID, the binaries staged for another version).
+fn standard_substitutions(
+    args: &SidecarArgs,
+    env: &BTreeMap<String, String>,
+    primary_version: &str,
+    public_ip: String,
+    pod_ip: String,
+) -> BTreeMap<String, String> {
+    let get = |name: &str| env.get(name).map(String::as_str).unwrap_or("");
+    let mut machine_id = get("FDB_MACHINE_ID").to_owned();
+    if machine_id.is_empty() {
+        machine_id = get("HOSTNAME").to_owned();
+    }
+    let mut zone_id = get("FDB_ZONE_ID").to_owned();
+    if zone_id.is_empty() {
+        zone_id = machine_id.clone();
+    }
+    let binary_dir = if versions_differ(args.main_container_version.as_deref(), primary_version) {
+        args.main_container_conf_dir
+            .join("bin")
+            .join(primary_version)
+            .display()
+            .to_string()
+    } else {
+        "/usr/bin".to_owned()
+    };
+    BTreeMap::from([
+        ("FDB_PUBLIC_IP".to_owned(), public_ip),
+        ("FDB_MACHINE_ID".to_owned(), machine_id),
+        ("FDB_ZONE_ID".to_owned(), zone_id),
+        (
+            "FDB_INSTANCE_ID".to_owned(),
+            get("FDB_INSTANCE_ID").to_owned(),
+        ),
+        ("FDB_POD_IP".to_owned(), pod_ip),
+        ("BINARY_DIR".to_owned(), binary_dir),
+    ])
+}
+
 impl SidecarConfig {
     /// Parses `args` (the arguments after the program name) like the binary does, with
     /// environment fallbacks taken from `env`, reads the version file and validates
@@ -271,38 +373,8 @@ impl SidecarConfig {
             }
         }
 
-        for value in args.copy_files.iter().chain(&args.require_not_empty) {
-            check_relative(value, "--copy-file/--require-not-empty", false)?;
-        }
-        if let Some(conf) = &args.input_monitor_conf {
-            check_relative(conf, "--input-monitor-conf", false)?;
-        }
-        for value in &args.copy_binaries {
-            check_relative(value, "--copy-binary", true)?;
-        }
-        for value in &args.copy_libraries {
-            check_relative(value, "--copy-library", true)?;
-        }
-
-        let tls = if args.tls {
-            let need = |value: &Option<PathBuf>, flag, env| {
-                value
-                    .clone()
-                    .ok_or(ConfigError::MissingTlsFile { flag, env })
-            };
-            Some(TlsSettings {
-                certificate_file: need(
-                    &args.tls_certificate_file,
-                    "--tls-certificate-file",
-                    "FDB_TLS_CERTIFICATE_FILE",
-                )?,
-                key_file: need(&args.tls_key_file, "--tls-key-file", "FDB_TLS_KEY_FILE")?,
-                ca_file: need(&args.tls_ca_file, "--tls-ca-file", "FDB_TLS_CA_FILE")?,
-                verify_peers: PeerRules::parse(args.tls_verify_peers.as_deref().unwrap_or(""))?,
-            })
-        } else {
-            None
-        };
+        check_file_arguments(&args)?;
+        let tls = tls_settings(&args)?;
 
         let family = args.public_ip_family.as_deref();
         let pod_ip = select_ip("FDB_POD_IP", get("FDB_POD_IP"), family)?;
@@ -315,53 +387,10 @@ impl SidecarConfig {
         } else {
             host_address(get("HOSTNAME"), family)
         };
-        let bind_address = match &args.bind_address {
-            Some(text) => Some(parse_bind_address(text)?),
-            // FDB_POD_IP, else FDB_PUBLIC_IP, else the host's own address (the fallback
-            // of the FDB_PUBLIC_IP substitution); None when no address is known at all.
-            None => [&pod_ip, &public_ip]
-                .into_iter()
-                .find(|ip| !ip.is_empty())
-                .map(|ip| {
-                    let bare = ip.trim_start_matches('[').trim_end_matches(']');
-                    bare.parse::<IpAddr>()
-                        .map(|ip| SocketAddr::new(ip, fdb_shared::sidecar::protocol::DEFAULT_PORT))
-                        .map_err(|e| {
-                            ConfigError::BindAddress(format!("{ip:?} from the environment: {e}"))
-                        })
-                })
-                .transpose()?,
-        };
+        let bind_address = bind_address(args.bind_address.as_deref(), &pod_ip, &public_ip)?;
 
-        let mut machine_id = get("FDB_MACHINE_ID").to_owned();
-        if machine_id.is_empty() {
-            machine_id = get("HOSTNAME").to_owned();
-        }
-        let mut zone_id = get("FDB_ZONE_ID").to_owned();
-        if zone_id.is_empty() {
-            zone_id = machine_id.clone();
-        }
-        let binary_dir =
-            if versions_differ(args.main_container_version.as_deref(), &primary_version) {
-                args.main_container_conf_dir
-                    .join("bin")
-                    .join(&primary_version)
-                    .display()
-                    .to_string()
-            } else {
-                "/usr/bin".to_owned()
-            };
-        let mut substitutions = BTreeMap::from([
-            ("FDB_PUBLIC_IP".to_owned(), public_ip),
-            ("FDB_MACHINE_ID".to_owned(), machine_id),
-            ("FDB_ZONE_ID".to_owned(), zone_id),
-            (
-                "FDB_INSTANCE_ID".to_owned(),
-                get("FDB_INSTANCE_ID").to_owned(),
-            ),
-            ("FDB_POD_IP".to_owned(), pod_ip),
-            ("BINARY_DIR".to_owned(), binary_dir),
-        ]);
+        let mut substitutions =
+            standard_substitutions(&args, env, &primary_version, public_ip, pod_ip);
         for name in &args.substitute_variables {
             if STANDARD_SUBSTITUTIONS.contains(&name.as_str()) {
                 continue; // already computed, with its fallbacks

@@ -82,35 +82,38 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_FATAL);
         }
     };
-    let code = runtime.block_on(async move {
-        // Install the SIGTERM handler before serving: a signal that arrives as soon as the
-        // "listening" line is out must stop the sidecar gracefully, not kill it.
-        let termination = termination_signal();
-        let mut running = match Sidecar::start(config, bind).await {
-            Ok(running) => running,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot start");
-                return ExitCode::from(EXIT_FATAL);
-            }
-        };
-        let stop = running.stop_token();
-        tokio::spawn(async move {
-            wait_for_signal(termination).await;
-            tracing::info!("termination signal received; shutting down");
-            stop.cancel();
-        });
-        match running.wait().await {
-            ExitReason::Stopped => ExitCode::SUCCESS,
-            ExitReason::RestartRequested => {
-                tracing::warn!("exiting for restart");
-                ExitCode::from(EXIT_RESTART)
-            }
-        }
-    });
+    let code = runtime.block_on(serve(config, bind));
     // Dropping the runtime would wait for every blocking task (a hash of a huge or stuck
     // file, a copy on a hung volume); exiting must not depend on them.
     runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
     code
+}
+
+/// Serves until a termination signal or a restart request; returns the exit code.
+async fn serve(config: SidecarConfig, bind: std::net::SocketAddr) -> ExitCode {
+    // Install the SIGTERM handler before serving: a signal that arrives as soon as the
+    // "listening" line is out must stop the sidecar gracefully, not kill it.
+    let termination = termination_signal();
+    let mut running = match Sidecar::start(config, bind).await {
+        Ok(running) => running,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            return ExitCode::from(EXIT_FATAL);
+        }
+    };
+    let stop = running.stop_token();
+    tokio::spawn(async move {
+        wait_for_signal(termination).await;
+        tracing::info!("termination signal received; shutting down");
+        stop.cancel();
+    });
+    match running.wait().await {
+        ExitReason::Stopped => ExitCode::SUCCESS,
+        ExitReason::RestartRequested => {
+            tracing::warn!("exiting for restart");
+            ExitCode::from(EXIT_RESTART)
+        }
+    }
 }
 
 /// The SIGTERM stream, registered now (or `None` where it cannot be).

@@ -114,21 +114,15 @@ fn agent_container(
     container
 }
 
-/// The desired agent Deployment of `backup` for `cluster`.
-pub fn desired_deployment(
+/// The agent pods' spec: the user's template with the agent container first (built over
+/// the user's own `foundationdb` container), the cluster file and log volumes, and no
+/// init container of ours.
+fn agent_pod_spec(
     backup: &FoundationDBBackup,
     cluster: &FoundationDBCluster,
-) -> Deployment {
-    let name = deployment_name(backup);
-    let namespace = backup.metadata.namespace.clone();
-    let version = agent_version(backup, cluster);
-    let image = select_image(
-        &backup.spec.main_container.image_configs,
-        &version,
-        DEFAULT_MAIN_BASE_IMAGE,
-        "",
-    );
-    let template = backup.spec.pod_template_spec.clone().unwrap_or_default();
+    template: &PodTemplateSpec,
+    image: String,
+) -> PodSpec {
     let mut pod_spec: PodSpec = template.spec.clone().unwrap_or_default();
     let user_main = pod_spec
         .containers
@@ -177,6 +171,25 @@ pub fn desired_deployment(
         },
         |v| &v.name,
     );
+    pod_spec
+}
+
+/// The desired agent Deployment of `backup` for `cluster`.
+pub fn desired_deployment(
+    backup: &FoundationDBBackup,
+    cluster: &FoundationDBCluster,
+) -> Deployment {
+    let name = deployment_name(backup);
+    let namespace = backup.metadata.namespace.clone();
+    let version = agent_version(backup, cluster);
+    let image = select_image(
+        &backup.spec.main_container.image_configs,
+        &version,
+        DEFAULT_MAIN_BASE_IMAGE,
+        "",
+    );
+    let template = backup.spec.pod_template_spec.clone().unwrap_or_default();
+    let pod_spec = agent_pod_spec(backup, cluster, &template, image);
     let mut labels: BTreeMap<String, String> = template
         .metadata
         .as_ref()

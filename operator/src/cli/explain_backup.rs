@@ -220,16 +220,13 @@ pub fn explain_restore(
     }
 }
 
-/// Explains the first manifest of `kind` in `text`; `path` names the file in errors.
-pub fn explain_resource(
+/// The first document of `kind` in `documents` (with its index), and a warning when there
+/// are more.
+fn first_of_kind<'a>(
     path: &Path,
-    text: &str,
+    documents: &'a [yaml_input::Document],
     kind: ResourceKind,
-) -> Result<ResourceExplanation, UnreadableManifest> {
-    let documents = yaml_input::documents(text).map_err(|source| UnreadableManifest::NotYaml {
-        path: path.to_owned(),
-        source,
-    })?;
+) -> Result<(usize, &'a yaml_input::Document, Vec<String>), UnreadableManifest> {
     let kind_of = |doc: &Value| doc.get("kind").and_then(Value::as_str).map(str::to_owned);
     let matching: Vec<(usize, &yaml_input::Document)> = documents
         .iter()
@@ -261,6 +258,43 @@ pub fn explain_resource(
             kind.kind()
         ));
     }
+    Ok((index, document, warnings))
+}
+
+/// An `apiVersion` this operator does not serve makes the explanation invalid.
+fn check_api_version(document: &Value, explanation: &mut ResourceExplanation) {
+    let api_version = document.get("apiVersion").and_then(Value::as_str);
+    if api_version != Some(API_VERSION) {
+        let error = format!(
+            "apiVersion: {:?} is not served by this operator (expected {})",
+            api_version.unwrap_or(""),
+            API_VERSION
+        );
+        match explanation {
+            ResourceExplanation::Backup(b) => {
+                b.errors.insert(0, error);
+                b.valid = false;
+            }
+            ResourceExplanation::Restore(r) => {
+                r.errors.insert(0, error);
+                r.valid = false;
+            }
+            ResourceExplanation::Invalid { errors, .. } => errors.insert(0, error),
+        }
+    }
+}
+
+/// Explains the first manifest of `kind` in `text`; `path` names the file in errors.
+pub fn explain_resource(
+    path: &Path,
+    text: &str,
+    kind: ResourceKind,
+) -> Result<ResourceExplanation, UnreadableManifest> {
+    let documents = yaml_input::documents(text).map_err(|source| UnreadableManifest::NotYaml {
+        path: path.to_owned(),
+        source,
+    })?;
+    let (index, document, mut warnings) = first_of_kind(path, &documents, kind)?;
     let invalid = |errors: Vec<String>, warnings: Vec<String>| ResourceExplanation::Invalid {
         kind: kind.kind(),
         valid: false,
@@ -304,25 +338,7 @@ pub fn explain_resource(
             }
         }
     };
-    let api_version = document.value.get("apiVersion").and_then(Value::as_str);
-    if api_version != Some(API_VERSION) {
-        let error = format!(
-            "apiVersion: {:?} is not served by this operator (expected {})",
-            api_version.unwrap_or(""),
-            API_VERSION
-        );
-        match &mut explanation {
-            ResourceExplanation::Backup(b) => {
-                b.errors.insert(0, error);
-                b.valid = false;
-            }
-            ResourceExplanation::Restore(r) => {
-                r.errors.insert(0, error);
-                r.valid = false;
-            }
-            ResourceExplanation::Invalid { errors, .. } => errors.insert(0, error),
-        }
-    }
+    check_api_version(&document.value, &mut explanation);
     Ok(explanation)
 }
 

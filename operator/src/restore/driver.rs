@@ -13,7 +13,9 @@ use serde_json::json;
 
 use crate::backup::BackupError;
 use crate::controller::{Context, PassOutcome, PassReport};
-use crate::fdb::{KeyRange, KeyRangeError, RestoreProgress, RestoreStart, RestoreState};
+use crate::fdb::{
+    AdminClient, KeyRange, KeyRangeError, RestoreProgress, RestoreStart, RestoreState,
+};
 
 /// How often a running restore's state is read.
 pub const RESTORE_POLL: Duration = Duration::from_secs(30);
@@ -133,38 +135,9 @@ async fn restore_pass(
             ));
         }
     };
-    let mut progress = admin.restore_status().await.map_err(BackupError::admin(
-        "UpdateRestoreStatus: read the restore status",
-    ))?;
-    let started = restore.status.as_ref().is_some_and(|s| s.state.is_some());
-    if !started && status_of(&progress, &request.url).is_none() {
-        // StartRestore
-        admin
-            .start_restore(&request)
-            .await
-            .map_err(BackupError::admin("StartRestore: start the restore"))?;
-        progress = admin.restore_status().await.map_err(BackupError::admin(
-            "UpdateRestoreStatus: read the restore status",
-        ))?;
-    }
-    // UpdateRestoreStatus
-    let status = status_of(&progress, &request.url).unwrap_or(FoundationDBRestoreStatus {
-        running: false,
-        state: None,
-    });
+    let status = start_and_observe(admin.as_ref(), &restore, &request).await?;
     if restore.status.as_ref() != Some(&status) {
-        restores
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(
-                    json!({"status": {"running": status.running, "state": status.state}}),
-                ),
-            )
-            .await
-            .map_err(BackupError::kube(format!(
-                "UpdateRestoreStatus: update the status of foundationdbrestore {name}"
-            )))?;
+        write_status(&restores, name, &status).await?;
     }
     Ok(match status.state.as_deref() {
         Some(state) if done(state) => PassReport::new(PassOutcome::Completed, true),
@@ -174,6 +147,53 @@ async fn restore_pass(
             "the database reports no restore of this backup yet",
         ),
     })
+}
+
+/// StartRestore unless the restore has started (by our status, or by the database's),
+/// then the restore's state as the database reports it.
+async fn start_and_observe(
+    admin: &dyn AdminClient,
+    restore: &FoundationDBRestore,
+    request: &RestoreStart,
+) -> Result<FoundationDBRestoreStatus, BackupError> {
+    let mut progress = admin.restore_status().await.map_err(BackupError::admin(
+        "UpdateRestoreStatus: read the restore status",
+    ))?;
+    let started = restore.status.as_ref().is_some_and(|s| s.state.is_some());
+    if !started && status_of(&progress, &request.url).is_none() {
+        admin
+            .start_restore(request)
+            .await
+            .map_err(BackupError::admin("StartRestore: start the restore"))?;
+        progress = admin.restore_status().await.map_err(BackupError::admin(
+            "UpdateRestoreStatus: read the restore status",
+        ))?;
+    }
+    Ok(
+        status_of(&progress, &request.url).unwrap_or(FoundationDBRestoreStatus {
+            running: false,
+            state: None,
+        }),
+    )
+}
+
+/// UpdateRestoreStatus: the status subresource follows the database.
+async fn write_status(
+    restores: &Api<FoundationDBRestore>,
+    name: &str,
+    status: &FoundationDBRestoreStatus,
+) -> Result<(), BackupError> {
+    restores
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"running": status.running, "state": status.state}})),
+        )
+        .await
+        .map_err(BackupError::kube(format!(
+            "UpdateRestoreStatus: update the status of foundationdbrestore {name}"
+        )))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use super::{MAX_COUNT, ValidationReport};
 use crate::api::backup::FoundationDBBackupSpec;
-use crate::api::cluster::FoundationDBClusterSpec;
+use crate::api::cluster::{AutomationOptions, FoundationDBClusterSpec};
 
 /// The longest duration accepted, in seconds: ten years. Longer means "never", which the
 /// operator has other switches for, and keeps `now + duration` far from overflowing.
@@ -66,13 +66,12 @@ fn check_range(
 /// why the range (empty when obvious).
 type AutomationBound<'a> = (&'a str, Option<i64>, (i64, i64), &'a str);
 
-/// Durations (seconds unless the field says otherwise) and their accepted ranges.
-fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
-    let automation = &spec.automation_options;
+/// The bounded fields of `spec.automationOptions` (seconds unless the field says
+/// otherwise) and their accepted ranges.
+fn automation_bounds(automation: &AutomationOptions) -> [AutomationBound<'_>; 10] {
     let replacements = &automation.replacements;
     let seconds = |min| (min, MAX_DURATION_SECONDS);
-    let field = "spec.automationOptions";
-    let checks: [AutomationBound<'_>; 10] = [
+    [
         (
             "replacements.failureDetectionTimeSeconds",
             replacements.failure_detection_time_seconds,
@@ -135,7 +134,16 @@ fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport
             (0, i64::from(MAX_COUNT)),
             "",
         ),
-    ];
+    ]
+}
+
+/// Durations (seconds unless the field says otherwise) and their accepted ranges.
+fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
+    let automation = &spec.automation_options;
+    let replacements = &automation.replacements;
+    let seconds = |min| (min, MAX_DURATION_SECONDS);
+    let field = "spec.automationOptions";
+    let checks = automation_bounds(automation);
     for (name, value, range, why) in checks {
         check_range(report, &format!("{field}.{name}"), value, range, why);
     }

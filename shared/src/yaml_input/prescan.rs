@@ -118,99 +118,111 @@ impl Scan<'_> {
         loop {
             self.skip_to_token();
             let byte = self.peek(0)?;
-            if self.flow == 0 {
-                while self.indents.last().is_some_and(|top| *top > self.column) {
-                    self.indents.pop();
-                }
-            }
-            if self.pending_key.is_some_and(|(line, _)| line != self.line) {
-                self.pending_key = None;
-            }
-            if self.column == 0 && byte == b'%' {
-                self.skip_to_line_end();
+            if self.line_start_consumed(byte) {
                 continue;
             }
-            if self.at_document_marker() {
-                if self.flow == 0 {
-                    self.indents.clear();
-                }
-                self.pending_key = None;
-                for _ in 0..3 {
-                    self.bump();
-                }
-                continue;
-            }
-            let blank_after = is_blank_or_break(self.peek(1));
-            match byte {
-                b'[' | b'{' => {
-                    self.note_key_candidate();
-                    self.flow += 1;
-                    self.bump();
-                    if let Some(line) = self.too_deep() {
-                        return Some(line);
-                    }
-                }
-                b']' | b'}' => {
-                    self.flow = self.flow.saturating_sub(1);
-                    self.bump();
-                }
-                b',' => self.bump(),
-                b'-' if blank_after => {
-                    if self.flow == 0 {
-                        self.roll(self.column);
-                    }
-                    self.pending_key = None;
-                    self.bump();
-                    if let Some(line) = self.too_deep() {
-                        return Some(line);
-                    }
-                }
-                b'?' | b':' if self.flow > 0 || blank_after => {
-                    if self.flow == 0 {
-                        let key = if byte == b'?' {
-                            Some((self.line, self.column))
-                        } else {
-                            self.pending_key
-                        };
-                        if let Some((_, column)) = key {
-                            self.roll(column);
-                        }
-                    }
-                    self.pending_key = None;
-                    self.bump();
-                    if let Some(line) = self.too_deep() {
-                        return Some(line);
-                    }
-                }
-                b'*' | b'&' => {
-                    self.note_key_candidate();
-                    self.bump();
-                    while self
-                        .peek(0)
-                        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                    {
-                        self.bump();
-                    }
-                }
-                b'!' => {
-                    self.note_key_candidate();
-                    while !is_blank_or_break(self.peek(0))
-                        && self.peek(0).is_some_and(|b| !is_flow_indicator(b))
-                    {
-                        self.bump();
-                    }
-                }
-                b'|' | b'>' if self.flow == 0 => self.block_scalar(),
-                b'\'' | b'"' => {
-                    self.note_key_candidate();
-                    self.quoted(byte);
-                }
-                _ => {
-                    self.note_key_candidate();
-                    self.plain();
-                }
+            if let Some(line) = self.token(byte) {
+                return Some(line);
             }
         }
+    }
+
+    /// Closes indentation levels and stale key candidates at a new token; consumes a
+    /// directive line or a document marker (returns true then).
+    fn line_start_consumed(&mut self, byte: u8) -> bool {
+        if self.flow == 0 {
+            while self.indents.last().is_some_and(|top| *top > self.column) {
+                self.indents.pop();
+            }
+        }
+        if self.pending_key.is_some_and(|(line, _)| line != self.line) {
+            self.pending_key = None;
+        }
+        if self.column == 0 && byte == b'%' {
+            self.skip_to_line_end();
+            return true;
+        }
+        if self.at_document_marker() {
+            if self.flow == 0 {
+                self.indents.clear();
+            }
+            self.pending_key = None;
+            for _ in 0..3 {
+                self.bump();
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Consumes one token starting with `byte`; returns the line where nesting got too
+    /// deep, if it did.
+    fn token(&mut self, byte: u8) -> Option<usize> {
+        let blank_after = is_blank_or_break(self.peek(1));
+        match byte {
+            b'[' | b'{' => {
+                self.note_key_candidate();
+                self.flow += 1;
+                self.bump();
+                return self.too_deep();
+            }
+            b']' | b'}' => {
+                self.flow = self.flow.saturating_sub(1);
+                self.bump();
+            }
+            b',' => self.bump(),
+            b'-' if blank_after => {
+                if self.flow == 0 {
+                    self.roll(self.column);
+                }
+                self.pending_key = None;
+                self.bump();
+                return self.too_deep();
+            }
+            b'?' | b':' if self.flow > 0 || blank_after => {
+                if self.flow == 0 {
+                    let key = if byte == b'?' {
+                        Some((self.line, self.column))
+                    } else {
+                        self.pending_key
+                    };
+                    if let Some((_, column)) = key {
+                        self.roll(column);
+                    }
+                }
+                self.pending_key = None;
+                self.bump();
+                return self.too_deep();
+            }
+            b'*' | b'&' => {
+                self.note_key_candidate();
+                self.bump();
+                while self
+                    .peek(0)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    self.bump();
+                }
+            }
+            b'!' => {
+                self.note_key_candidate();
+                while !is_blank_or_break(self.peek(0))
+                    && self.peek(0).is_some_and(|b| !is_flow_indicator(b))
+                {
+                    self.bump();
+                }
+            }
+            b'|' | b'>' if self.flow == 0 => self.block_scalar(),
+            b'\'' | b'"' => {
+                self.note_key_candidate();
+                self.quoted(byte);
+            }
+            _ => {
+                self.note_key_candidate();
+                self.plain();
+            }
+        }
+        None
     }
 
     /// Skips blanks, comments and line breaks up to the next token.

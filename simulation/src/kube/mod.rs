@@ -35,6 +35,7 @@ pub mod selectors;
 pub mod service;
 pub mod store;
 pub mod subresources;
+pub mod update_rules;
 pub mod validation;
 pub mod watch;
 

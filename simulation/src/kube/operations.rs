@@ -9,6 +9,7 @@ use super::deletion::{DeleteOptions, DeleteOutcome};
 use super::errors::ApiError;
 use super::faults::ConflictFaults;
 use super::patch::PatchType;
+use super::resources::ResourceType;
 use super::routes::{Query, Route};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::store::{State, finalizers, meta_str};
@@ -211,20 +212,7 @@ impl Core {
         let status_only = route.subresource.as_deref() == Some("status");
         let url_namespace = route.namespace.as_deref();
         let subresource = route.subresource.as_deref().filter(|s| *s != "status");
-        match (&operation, subresource) {
-            (Operation::Bind(_), Some("binding")) | (Operation::Evict(_), Some("eviction")) => {}
-            (Operation::Bind(_) | Operation::Evict(_), _) | (_, Some(_)) => {
-                return Err(ApiError::method_not_allowed(
-                    operation.verb().as_str(),
-                    &format!(
-                        "{}/{}",
-                        resource.qualified_name(),
-                        subresource.unwrap_or_default()
-                    ),
-                ));
-            }
-            _ => {}
-        }
+        check_subresource(resource, &operation, subresource)?;
         match (operation, &route.name) {
             (Operation::Bind(body), Some(name)) => {
                 let namespace = State::namespace_for(resource, url_namespace, None)?;
@@ -289,40 +277,51 @@ impl Core {
                 })
             }
             (Operation::DeleteCollection(query, options), None) => {
-                let (labels, fields) = selectors(&query)?;
-                let targets: Vec<(String, String)> = self
-                    .store
-                    .objects_of(resource, url_namespace)
-                    .filter(|(_, object)| labels.matches(object) && fields.matches(object))
-                    .map(|(key, _)| (key.namespace.clone(), key.name.clone()))
-                    .collect();
-                let mut items = Vec::new();
-                for (namespace, name) in &targets {
-                    match self
-                        .store
-                        .delete(resource, namespace, name, &options, now)?
-                    {
-                        DeleteOutcome::Removed { object, .. } | DeleteOutcome::Pending(object) => {
-                            items.push(object)
-                        }
-                    }
-                }
-                record.detail = format!("collection: {} objects", targets.len());
-                Ok((
-                    200,
-                    json!({
-                        "apiVersion": resource.api_version(),
-                        "kind": format!("{}List", resource.kind),
-                        "metadata": {"resourceVersion": self.store.resource_version.to_string()},
-                        "items": items,
-                    }),
-                ))
+                self.delete_collection(resource, url_namespace, &query, &options, now, record)
             }
             (operation, _) => Err(ApiError::method_not_allowed(
                 operation.verb().as_str(),
                 &resource.qualified_name(),
             )),
         }
+    }
+
+    /// DELETE of a collection: every object matching the selectors, each as its own
+    /// deletion.
+    fn delete_collection(
+        &mut self,
+        resource: &ResourceType,
+        url_namespace: Option<&str>,
+        query: &Query,
+        options: &DeleteOptions,
+        now: Timestamp,
+        record: &mut WriteRecord,
+    ) -> Result<Reply, ApiError> {
+        let (labels, fields) = selectors(query)?;
+        let targets: Vec<(String, String)> = self
+            .store
+            .objects_of(resource, url_namespace)
+            .filter(|(_, object)| labels.matches(object) && fields.matches(object))
+            .map(|(key, _)| (key.namespace.clone(), key.name.clone()))
+            .collect();
+        let mut items = Vec::new();
+        for (namespace, name) in &targets {
+            match self.store.delete(resource, namespace, name, options, now)? {
+                DeleteOutcome::Removed { object, .. } | DeleteOutcome::Pending(object) => {
+                    items.push(object)
+                }
+            }
+        }
+        record.detail = format!("collection: {} objects", targets.len());
+        Ok((
+            200,
+            json!({
+                "apiVersion": resource.api_version(),
+                "kind": format!("{}List", resource.kind),
+                "metadata": {"resourceVersion": self.store.resource_version.to_string()},
+                "items": items,
+            }),
+        ))
     }
 
     /// The current object a write is about to change, for describing the change.
@@ -387,4 +386,28 @@ fn describe_created(created: &Value) -> String {
         name => name,
     };
     format!("{}: {note} (about {regarding})", text("/reason"))
+}
+
+/// Only the pod subresources `binding` (with a bind) and `eviction` (with an eviction)
+/// are written through; any other subresource write is refused.
+fn check_subresource(
+    resource: &ResourceType,
+    operation: &Operation,
+    subresource: Option<&str>,
+) -> Result<(), ApiError> {
+    match (operation, subresource) {
+        (Operation::Bind(_), Some("binding")) | (Operation::Evict(_), Some("eviction")) => {}
+        (Operation::Bind(_) | Operation::Evict(_), _) | (_, Some(_)) => {
+            return Err(ApiError::method_not_allowed(
+                operation.verb().as_str(),
+                &format!(
+                    "{}/{}",
+                    resource.qualified_name(),
+                    subresource.unwrap_or_default()
+                ),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
 }

@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::admission::{self, ServiceIps};
 use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
-use super::pod_updates::validate_pod_update;
 use super::resources::{ResourceRegistry, ResourceType, is_core};
+use super::update_rules::{
+    admit_update, check_version, keep_server_metadata, split_status, stamp_created,
+};
+pub(super) use super::update_rules::{finalizers, meta_str, metadata_mut, rfc3339};
 use super::validation::validate_object;
 use super::watch::{EventType, WatchHub};
 
@@ -79,72 +82,6 @@ pub struct State {
     name_rng: ChaCha8Rng,
     service_ips: ServiceIps,
     pub(super) watches: WatchHub,
-}
-
-/// `metadata.<field>` as a string.
-pub(super) fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
-    object.get("metadata")?.get(field)?.as_str()
-}
-
-/// `metadata.finalizers`, empty when absent.
-pub(super) fn finalizers(object: &Value) -> Vec<String> {
-    object
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(super) fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
-    if !object.is_object() {
-        *object = json!({});
-    }
-    if !object.get("metadata").is_some_and(Value::is_object) {
-        object["metadata"] = json!({});
-    }
-    match object.get_mut("metadata") {
-        Some(Value::Object(map)) => map,
-        _ => unreachable!("metadata was set to an object just above"),
-    }
-}
-
-/// RFC 3339 with whole seconds, as Kubernetes writes timestamps.
-pub(super) fn rfc3339(time: Timestamp) -> String {
-    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// The object without `metadata` and `status`: what bumps `generation` when it changes.
-fn spec_like(object: &Value) -> Value {
-    match object {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(key, _)| {
-                    !matches!(key.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// The status an object starts with, as the real server's create strategies set it.
-fn initial_status(resource: &ResourceType, requested: Option<Value>) -> Option<Value> {
-    if !resource.status_subresource {
-        return requested;
-    }
-    match (resource.group.as_str(), resource.plural.as_str()) {
-        // Nodes may be created with their status (the kubelet registers them so).
-        ("", "nodes") => requested,
-        ("", "pods") | ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
-        ("", "namespaces") => Some(json!({"phase": "Active"})),
-        _ => None,
-    }
 }
 
 impl State {
@@ -282,28 +219,15 @@ impl State {
         self.uid_counter += 1;
         let uid = format!("00000000-0000-4000-8000-{:012x}", self.uid_counter);
         let resource_version = self.next_resource_version();
-        object["apiVersion"] = json!(resource.api_version());
-        object["kind"] = json!(resource.kind);
-        let status = object.as_object_mut().and_then(|map| map.remove("status"));
-        if let Some(status) = initial_status(resource, status) {
-            object["status"] = status;
-        }
-        let metadata = metadata_mut(&mut object);
-        metadata.insert("name".into(), json!(name));
-        if resource.namespaced {
-            metadata.insert("namespace".into(), json!(namespace));
-        } else {
-            metadata.remove("namespace");
-        }
-        metadata.insert("uid".into(), json!(uid));
-        metadata.insert("creationTimestamp".into(), json!(rfc3339(now)));
-        metadata.insert(
-            "resourceVersion".into(),
-            json!(resource_version.to_string()),
+        stamp_created(
+            resource,
+            &mut object,
+            &name,
+            &namespace,
+            &uid,
+            now,
+            resource_version,
         );
-        metadata.insert("generation".into(), json!(1));
-        metadata.remove("deletionTimestamp");
-        metadata.remove("deletionGracePeriodSeconds");
         self.watches.publish(
             resource_version,
             EventType::Added,
@@ -456,90 +380,12 @@ impl State {
                 "the new {name} must be a JSON object"
             )));
         }
-        let current_version = meta_str(&current, "resourceVersion").unwrap_or_default();
-        if let Some(requested_version) = meta_str(&requested, "resourceVersion")
-            && !requested_version.is_empty()
-            && requested_version != current_version
-        {
-            return Err(ApiError::conflict(
-                resource,
-                name,
-                "the object has been modified; please apply your changes to the latest \
-                 version and try again",
-            ));
-        }
-        let mut next = if status_only {
-            let mut next = current.clone();
-            match requested.get("status") {
-                Some(status) => next["status"] = status.clone(),
-                None => {
-                    next.as_object_mut().map(|map| map.remove("status"));
-                }
-            }
-            next
-        } else {
-            let mut next = requested;
-            if resource.status_subresource {
-                match current.get("status") {
-                    Some(status) => next["status"] = status.clone(),
-                    None => {
-                        next.as_object_mut().map(|map| map.remove("status"));
-                    }
-                }
-            }
-            next
-        };
-        if !status_only && is_core(resource, "pods") {
-            validate_pod_update(resource, name, &current, &next)?;
-        }
-        if !status_only && is_core(resource, "services") {
-            admission::update_service(resource, name, &current, &mut next)?;
-        }
+        check_version(resource, name, &current, &requested)?;
+        let mut next = split_status(resource, &current, requested, status_only);
         if !status_only {
-            validate_object(resource, name, &next, false)?;
+            admit_update(resource, name, &current, &mut next)?;
         }
-        if !status_only
-            && meta_str(&current, "deletionTimestamp").is_some()
-            && finalizers(&next)
-                .iter()
-                .any(|f| !finalizers(&current).contains(f))
-        {
-            return Err(ApiError::invalid(
-                resource,
-                name,
-                "metadata.finalizers: Forbidden: no new finalizers can be added if the object \
-                 is being deleted",
-            ));
-        }
-        next["apiVersion"] = json!(resource.api_version());
-        next["kind"] = json!(resource.kind);
-        let current_meta = current
-            .get("metadata")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let metadata = metadata_mut(&mut next);
-        for field in [
-            "name",
-            "namespace",
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "resourceVersion",
-        ] {
-            match current_meta.get(field) {
-                Some(value) => metadata.insert(field.to_string(), value.clone()),
-                None => metadata.remove(field),
-            };
-        }
-        if spec_like(&current) != spec_like(&next) {
-            let generation = current
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            metadata_mut(&mut next).insert("generation".into(), json!(generation + 1));
-        }
+        keep_server_metadata(resource, &current, &mut next);
         if next == current {
             // Nothing changed: the real server keeps the resourceVersion and sends no event.
             return Ok(current);

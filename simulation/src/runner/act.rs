@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use crate::event_log::Actor as LogActor;
 use crate::recording_admin::RecordingAdmin;
 use crate::result::EventSource;
-use crate::scenario::{Action, Actor, ObjectKind, ObjectRef};
+use crate::scenario::{Action, Actor, DeleteCollection, ObjectKind, ObjectRef};
 use fdb_operator::fdb::{AdminClient, AdminError, ExclusionTarget};
 
 use super::steps::StepOutcomeSummary;
@@ -63,13 +63,34 @@ impl Runner {
         action: &Action,
         cluster: Option<&str>,
     ) -> Result<(), RunError> {
-        // As the operator, admin commands are issued by an operator instance: the one of
-        // the named cluster, else the first cluster's.
-        let issuer = (actor == Actor::Operator).then(|| cluster.unwrap_or(&self.name).to_owned());
-        let client = self.api.client(match actor {
+        match action {
+            Action::Delete(_)
+            | Action::DeleteCollection(_)
+            | Action::Patch(..)
+            | Action::Evict(_)
+            | Action::Drain(_)
+            | Action::AddNodes(_) => self.perform_on_kubernetes(actor, action).await,
+            _ => {
+                // As the operator, admin commands are issued by an operator instance: the
+                // one of the named cluster, else the first cluster's.
+                let issuer =
+                    (actor == Actor::Operator).then(|| cluster.unwrap_or(&self.name).to_owned());
+                self.perform_on_database(issuer.as_deref(), action).await
+            }
+        }
+    }
+
+    /// The acts on Kubernetes objects and nodes.
+    async fn perform_on_kubernetes(
+        &mut self,
+        actor: Actor,
+        action: &Action,
+    ) -> Result<(), RunError> {
+        let actor_name = match actor {
             Actor::Operator => ACT_AS_OPERATOR_ACTOR,
             Actor::User => super::USER_ACTOR,
-        });
+        };
+        let client = self.api.client(actor_name);
         let namespace = self.namespace.clone();
         match action {
             Action::Delete(target) => {
@@ -84,60 +105,7 @@ impl Runner {
                 );
             }
             Action::DeleteCollection(collection) => {
-                let params = ListParams::default().labels(&collection.label_selector);
-                let names = match collection.kind {
-                    ObjectKind::Pod => delete_collection::<Pod>(&client, &namespace, &params).await,
-                    ObjectKind::Pvc => {
-                        delete_collection::<PersistentVolumeClaim>(&client, &namespace, &params)
-                            .await
-                    }
-                    ObjectKind::Service => {
-                        delete_collection::<Service>(&client, &namespace, &params).await
-                    }
-                }
-                .map_err(|e| act_failed(action, e))?;
-                for name in names {
-                    self.log.record(
-                        EventSource::K8s,
-                        "delete",
-                        &format!("{}/{name}", collection.kind.as_str()),
-                        &format!(
-                            "deletecollection labelSelector={}",
-                            collection.label_selector
-                        ),
-                    );
-                }
-            }
-            Action::Kill(groups) => {
-                let addresses = self.group_addresses(groups);
-                if addresses.is_empty() {
-                    return Err(act_failed(
-                        action,
-                        "no running process belongs to these process groups",
-                    ));
-                }
-                // The recording admin logs the command like the operator's own.
-                self.admin(issuer.as_deref())
-                    .kill(&addresses)
-                    .await
-                    .map_err(|e| act_failed(action, e))?;
-            }
-            Action::Exclude(groups) => {
-                let targets: Vec<ExclusionTarget> = groups
-                    .iter()
-                    .map(|group| ExclusionTarget::instance_id(group))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| {
-                        act_failed(
-                            action,
-                            AdminError::Rejected {
-                                command: "exclude".to_owned(),
-                                reason: e.to_string(),
-                            },
-                        )
-                    })?;
-                self.admin(issuer.as_deref())
-                    .exclude(&targets, false)
+                self.delete_labelled(&client, collection)
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
@@ -160,29 +128,51 @@ impl Runner {
                 self.log
                     .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
             }
-            Action::Drain(node) => {
-                let actor_name = match actor {
-                    Actor::Operator => ACT_AS_OPERATOR_ACTOR,
-                    Actor::User => super::USER_ACTOR,
-                };
-                let report = self
+            Action::Drain(node) => self
+                .drain(actor_name, node)
+                .map_err(|e| act_failed(action, e))?,
+            Action::AddNodes(count) => {
+                let added = self
                     .world
-                    .drain(actor_name, node)
+                    .add_nodes(*count)
                     .map_err(|e| act_failed(action, e))?;
-                self.log
-                    .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
-                for pod in &report.evicted {
+                for node in added {
                     self.log
-                        .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "drain");
+                        .record(EventSource::K8s, "create", &format!("node/{node}"), "");
                 }
-                for (pod, reason) in &report.refused {
-                    self.log.record(
-                        EventSource::K8s,
-                        "evict",
-                        &format!("pod/{pod}"),
-                        &format!("drain: refused: {reason}"),
-                    );
+            }
+            _ => return Err(act_failed(action, "not an act on Kubernetes objects")),
+        }
+        Ok(())
+    }
+
+    /// The acts on the database, through the admin interface the operator uses.
+    async fn perform_on_database(
+        &mut self,
+        issuer: Option<&str>,
+        action: &Action,
+    ) -> Result<(), RunError> {
+        match action {
+            Action::Kill(groups) => {
+                let addresses = self.group_addresses(groups);
+                if addresses.is_empty() {
+                    return Err(act_failed(
+                        action,
+                        "no running process belongs to these process groups",
+                    ));
                 }
+                // The recording admin logs the command like the operator's own.
+                self.admin(issuer)
+                    .kill(&addresses)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+            }
+            Action::Exclude(groups) => {
+                let targets = instance_targets(groups).map_err(|e| act_failed(action, e))?;
+                self.admin(issuer)
+                    .exclude(&targets, false)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
             }
             Action::ClearData => {
                 self.fdb
@@ -196,78 +186,130 @@ impl Runner {
                 );
             }
             Action::Configure(configuration) => {
-                self.admin(issuer.as_deref())
+                self.admin(issuer)
                     .configure(configuration, false)
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
             Action::Coordinators(groups) => {
-                // Each group's first process (the one a coordinator runs on).
-                let mut addresses: Vec<fdb_shared::address::ProcessAddress> = Vec::new();
-                for group in groups {
-                    let mut own = self.group_addresses(std::slice::from_ref(group));
-                    own.sort_by_key(|a| a.port);
-                    let Some(first) = own.into_iter().next() else {
-                        return Err(act_failed(
-                            action,
-                            format!("no running process belongs to process group {group}"),
-                        ));
-                    };
-                    addresses.push(first);
-                }
-                self.admin(issuer.as_deref())
+                let addresses = self
+                    .coordinator_addresses(groups)
+                    .map_err(|e| act_failed(action, e))?;
+                self.admin(issuer)
                     .change_coordinators(&addresses)
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
             Action::Maintenance(Some((zone, seconds))) => {
                 // The recording admin logs the command like the operator's own.
-                self.admin(issuer.as_deref())
+                self.admin(issuer)
                     .set_maintenance_zone(zone, *seconds)
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
             Action::Maintenance(None) => {
-                self.admin(issuer.as_deref())
+                self.admin(issuer)
                     .reset_maintenance_zone()
                     .await
                     .map_err(|e| act_failed(action, e))?;
             }
-            Action::IncludeAll => {
-                // `include all`: every target the database lists, as it lists them.
-                let targets: Vec<ExclusionTarget> = self
-                    .fdb
-                    .snapshot()
-                    .excluded
-                    .iter()
-                    .filter_map(|target| ExclusionTarget::parse(target))
-                    .collect();
-                if targets.is_empty() {
-                    self.log.record(
-                        EventSource::Fdb,
-                        "include",
-                        "database",
-                        "include all: nothing was excluded",
-                    );
-                } else {
-                    self.admin(issuer.as_deref())
-                        .include(&targets)
-                        .await
-                        .map_err(|e| act_failed(action, e))?;
-                }
-            }
-            Action::AddNodes(count) => {
-                let added = self
-                    .world
-                    .add_nodes(*count)
-                    .map_err(|e| act_failed(action, e))?;
-                for node in added {
-                    self.log
-                        .record(EventSource::K8s, "create", &format!("node/{node}"), "");
-                }
-            }
+            Action::IncludeAll => self
+                .include_all(issuer)
+                .await
+                .map_err(|e| act_failed(action, e))?,
+            _ => return Err(act_failed(action, "not an act on the database")),
         }
         Ok(())
+    }
+
+    /// Deletes every object of the collection's kind that its label selector matches,
+    /// one deletion each, as `kubectl delete -l` does.
+    async fn delete_labelled(
+        &self,
+        client: &kube::Client,
+        collection: &DeleteCollection,
+    ) -> Result<(), kube::Error> {
+        let namespace = &self.namespace;
+        let params = ListParams::default().labels(&collection.label_selector);
+        let names = match collection.kind {
+            ObjectKind::Pod => delete_collection::<Pod>(client, namespace, &params).await,
+            ObjectKind::Pvc => {
+                delete_collection::<PersistentVolumeClaim>(client, namespace, &params).await
+            }
+            ObjectKind::Service => delete_collection::<Service>(client, namespace, &params).await,
+        }?;
+        for name in names {
+            self.log.record(
+                EventSource::K8s,
+                "delete",
+                &format!("{}/{name}", collection.kind.as_str()),
+                &format!(
+                    "deletecollection labelSelector={}",
+                    collection.label_selector
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `kubectl drain`: the node cordoned, then each pod evicted (a refusal is logged).
+    fn drain(&mut self, actor_name: &str, node: &str) -> Result<(), crate::world::WorldError> {
+        let report = self.world.drain(actor_name, node)?;
+        self.log
+            .record(EventSource::K8s, "patch", &format!("node/{node}"), "cordon");
+        for pod in &report.evicted {
+            self.log
+                .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "drain");
+        }
+        for (pod, reason) in &report.refused {
+            self.log.record(
+                EventSource::K8s,
+                "evict",
+                &format!("pod/{pod}"),
+                &format!("drain: refused: {reason}"),
+            );
+        }
+        Ok(())
+    }
+
+    /// `include all`: every target the database lists, as it lists them.
+    async fn include_all(&self, issuer: Option<&str>) -> Result<(), AdminError> {
+        let targets: Vec<ExclusionTarget> = self
+            .fdb
+            .snapshot()
+            .excluded
+            .iter()
+            .filter_map(|target| ExclusionTarget::parse(target))
+            .collect();
+        if targets.is_empty() {
+            self.log.record(
+                EventSource::Fdb,
+                "include",
+                "database",
+                "include all: nothing was excluded",
+            );
+            return Ok(());
+        }
+        self.admin(issuer).include(&targets).await
+    }
+
+    /// Each group's first process (the one a coordinator runs on).
+    fn coordinator_addresses(
+        &self,
+        groups: &[String],
+    ) -> Result<Vec<fdb_shared::address::ProcessAddress>, String> {
+        let mut addresses = Vec::new();
+        for group in groups {
+            let mut own = self.group_addresses(std::slice::from_ref(group));
+            own.sort_by_key(|a| a.port);
+            let Some(first) = own.into_iter().next() else {
+                return Err(format!(
+                    "no running process belongs to process group {group}"
+                ));
+            };
+            addresses.push(first);
+        }
+        Ok(addresses)
     }
 
     fn admin(&self, issuer: Option<&str>) -> RecordingAdmin {
@@ -376,4 +418,17 @@ where
                 .collect()
         })
         .unwrap_or_default())
+}
+
+/// The exclusion targets of process groups (by their instance IDs), refused as an admin
+/// command would refuse them.
+fn instance_targets(groups: &[String]) -> Result<Vec<ExclusionTarget>, AdminError> {
+    groups
+        .iter()
+        .map(|group| ExclusionTarget::instance_id(group))
+        .collect::<Result<_, _>>()
+        .map_err(|e| AdminError::Rejected {
+            command: "exclude".to_owned(),
+            reason: e.to_string(),
+        })
 }

@@ -42,6 +42,11 @@ pub(super) struct Instance {
 }
 
 impl Instance {
+    /// One instance per manifest of the scenario's `clusters`.
+    pub fn all(manifests: &[Value], namespace: &str) -> Vec<Self> {
+        manifests.iter().map(|m| Self::new(m, namespace)).collect()
+    }
+
     /// An instance for `manifest`, in `namespace` unless the manifest names one.
     pub fn new(manifest: &Value, namespace: &str) -> Self {
         let mut manifest = manifest.clone();

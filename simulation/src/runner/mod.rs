@@ -205,16 +205,167 @@ fn validate_cluster(manifest: &Value) -> Result<FoundationDBCluster, RunError> {
         .map_err(|invalid| RunError::InvalidCluster(invalid.to_string()))
 }
 
+/// Every API write lands in the run's event log (the operator's own as its actions).
+fn observe_writes(api: &FakeApiServer, log: &EventLog) {
+    let log = log.clone();
+    api.set_write_observer(Some(Arc::new(move |record: &WriteRecord| {
+        record_operator_write(&log, record)
+    })));
+}
+
+/// The cluster manifest in `default` when it names no namespace.
+fn in_default_namespace(mut manifest: Value) -> Value {
+    if manifest.pointer("/metadata/namespace").is_none()
+        && let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        metadata.insert("namespace".into(), Value::from("default"));
+    }
+    manifest
+}
+
+/// The simulated nodes, network and kubelet, reporting the run's IP block.
+fn build_world(
+    scenario: &Scenario,
+    options: &RunOptions,
+    seed: u64,
+    api: &FakeApiServer,
+    fdb: &SimulatedFdb,
+    clock: &VirtualClock,
+) -> Result<World, RunError> {
+    let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
+    if scenario.snapshot.is_some() {
+        // The captured nodes are the world's nodes.
+        world_options.nodes = None;
+        world_options.zones = None;
+    }
+    world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
+    let world = World::new(
+        world_options,
+        api.clone(),
+        Arc::new(fdb.clone()),
+        clock.clone(),
+    )?;
+    if let Some(progress) = &options.progress {
+        let (block, lock) = world.host_block();
+        progress(&format!(
+            "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
+            world.network().pod_block(),
+            lock.display()
+        ));
+    }
+    Ok(world)
+}
+
+/// The scenario's own objects, then the cluster (or the snapshot's objects), then its
+/// backups, all created as the user.
+async fn create_user_objects(
+    scenario: &Scenario,
+    manifest: Value,
+    namespace: &str,
+    api: &FakeApiServer,
+    world: &mut World,
+    fdb: &SimulatedFdb,
+    options: &RunOptions,
+) -> Result<(), RunError> {
+    for object in &scenario.objects {
+        api.create_as(
+            USER_ACTOR,
+            scenario::objects::in_namespace(object, namespace),
+        )?;
+    }
+    match &scenario.snapshot {
+        Some(snapshot) => {
+            let line = snapshot_boot::boot(snapshot, api, world, fdb).await?;
+            if let Some(progress) = &options.progress {
+                progress(&line);
+            }
+        }
+        None => {
+            api.create_as(USER_ACTOR, manifest)?;
+        }
+    }
+    for backup in &scenario.backups {
+        let mut backup = backup.clone();
+        if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.insert("namespace".into(), Value::from(namespace));
+        }
+        api.create_as(USER_ACTOR, backup)?;
+    }
+    Ok(())
+}
+
+/// The simulated database's settings: the scenario's world values, or the defaults.
+fn fdb_settings(world: &scenario::WorldSettings, seed: u64) -> SimFdbSettings {
+    SimFdbSettings {
+        storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
+        shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
+        move_mib_per_second: world
+            .move_mib_per_second
+            .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
+        // Only when the scenario sets it: it then defines the movement rate.
+        exclusion_seconds: world.exclusion_seconds,
+        failure_detection_seconds: world
+            .failure_detection_seconds
+            .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
+        recovery_seconds: world
+            .recovery_seconds
+            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
+        restart_seconds: world
+            .restart_seconds
+            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
+        seed,
+    }
+}
+
+/// Connects the scenario's clients (those with a version that parses) to the database.
+fn connect_clients(clients: &[scenario::ClientSpec], fdb: &SimulatedFdb) -> Vec<ClientInfo> {
+    let mut connected = Vec::new();
+    for client in clients {
+        if let Ok(version) = client.version.parse() {
+            let client = ClientInfo {
+                address: client.address.clone(),
+                version,
+                protocol_version: None,
+                log_group: client.log_group.clone(),
+            };
+            fdb.connect_client(client.clone());
+            connected.push(client);
+        }
+    }
+    connected
+}
+
+/// `world.tls`: generates the run's PKI, creates the pods' Secret and writes the
+/// operator's own files; returns where they are (nothing without `world.tls`).
+fn install_world_tls(
+    api: &FakeApiServer,
+    world: &World,
+    cluster: &str,
+    namespace: &str,
+    settings: &scenario::WorldSettings,
+) -> Result<Option<fdb_shared::sidecar::SidecarClientTls>, RunError> {
+    let Some(tls) = &settings.tls else {
+        return Ok(None);
+    };
+    let pki = crate::tls::SimulatedPki::generate(cluster)?;
+    let secret = pki.pod_secret(namespace, &tls.secret);
+    let mut secret = serde_json::to_value(&secret)
+        .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
+    if let Some(object) = secret.as_object_mut() {
+        object.insert("apiVersion".into(), Value::from("v1"));
+        object.insert("kind".into(), Value::from("Secret"));
+    }
+    api.create_as(USER_ACTOR, secret)?;
+    Ok(Some(pki.write_operator_files(
+        &world.root().join("operator-tls"),
+    )?))
+}
+
 impl Runner {
     /// Builds the world and creates the scenario's cluster object.
     pub async fn new(scenario: Scenario, options: RunOptions) -> Result<Self, RunError> {
         let seed = options.seed.unwrap_or_else(|| scenario.seed());
-        let mut manifest = scenario.cluster.clone();
-        if manifest.pointer("/metadata/namespace").is_none()
-            && let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            metadata.insert("namespace".into(), Value::from("default"));
-        }
+        let manifest = in_default_namespace(scenario.cluster.clone());
         let cluster = validate_cluster(&manifest)?;
         let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
         let name = cluster.metadata.name.clone().unwrap_or_default();
@@ -222,84 +373,15 @@ impl Runner {
         let clock = VirtualClock::fixed_epoch();
         let start = fdb_operator::clock::Clock::now(&clock);
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
-        let world = &scenario.world;
-        let fdb = SimulatedFdb::new(
-            Arc::new(clock.clone()),
-            SimFdbSettings {
-                storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
-                shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
-                move_mib_per_second: world
-                    .move_mib_per_second
-                    .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
-                // Only when the scenario sets it: it then defines the movement rate.
-                exclusion_seconds: world.exclusion_seconds,
-                failure_detection_seconds: world
-                    .failure_detection_seconds
-                    .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
-                recovery_seconds: world
-                    .recovery_seconds
-                    .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
-                restart_seconds: world
-                    .restart_seconds
-                    .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
-                seed,
-            },
-        );
-        let mut clients = Vec::new();
-        for client in &scenario.world.clients {
-            if let Ok(version) = client.version.parse() {
-                let client = ClientInfo {
-                    address: client.address.clone(),
-                    version,
-                    protocol_version: None,
-                    log_group: client.log_group.clone(),
-                };
-                fdb.connect_client(client.clone());
-                clients.push(client);
-            }
-        }
+        let settings = fdb_settings(&scenario.world, seed);
+        let (recovery_seconds, restart_seconds) =
+            (settings.recovery_seconds, settings.restart_seconds);
+        let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
+        let clients = connect_clients(&scenario.world.clients, &fdb);
         let log = EventLog::new(Arc::new(clock.clone()));
-        api.set_write_observer(Some(Arc::new({
-            let log = log.clone();
-            move |record: &WriteRecord| record_operator_write(&log, record)
-        })));
-        let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
-        if scenario.snapshot.is_some() {
-            // The captured nodes are the world's nodes.
-            world_options.nodes = None;
-            world_options.zones = None;
-        }
-        world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-        let mut world = World::new(
-            world_options,
-            api.clone(),
-            Arc::new(fdb.clone()),
-            clock.clone(),
-        )?;
-        if let Some(progress) = &options.progress {
-            let (block, lock) = world.host_block();
-            progress(&format!(
-                "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
-                world.network().pod_block(),
-                lock.display()
-            ));
-        }
-        let sidecar_tls = match &scenario.world.tls {
-            Some(tls) => {
-                let pki = crate::tls::SimulatedPki::generate(&name)?;
-                let secret = pki.pod_secret(&namespace, &tls.secret);
-                let secret = serde_json::to_value(&secret)
-                    .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
-                let mut secret = secret;
-                if let Some(object) = secret.as_object_mut() {
-                    object.insert("apiVersion".into(), Value::from("v1"));
-                    object.insert("kind".into(), Value::from("Secret"));
-                }
-                api.create_as(USER_ACTOR, secret)?;
-                Some(pki.write_operator_files(&world.root().join("operator-tls"))?)
-            }
-            None => None,
-        };
+        observe_writes(&api, &log);
+        let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
+        let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
         let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
             crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
         );
@@ -316,43 +398,11 @@ impl Runner {
             },
         )?;
         context.settings.executor_rules = options.executor_rules;
-        let instances = scenario
-            .clusters
-            .iter()
-            .map(|manifest| instances::Instance::new(manifest, &namespace))
-            .collect();
-        for object in &scenario.objects {
-            api.create_as(
-                USER_ACTOR,
-                scenario::objects::in_namespace(object, &namespace),
-            )?;
-        }
-        match &scenario.snapshot {
-            Some(snapshot) => {
-                let line = snapshot_boot::boot(snapshot, &api, &mut world, &fdb).await?;
-                if let Some(progress) = &options.progress {
-                    progress(&line);
-                }
-            }
-            None => {
-                api.create_as(USER_ACTOR, manifest)?;
-            }
-        }
-        for backup in &scenario.backups {
-            let mut backup = backup.clone();
-            if let Some(metadata) = backup.get_mut("metadata").and_then(Value::as_object_mut) {
-                metadata.insert("namespace".into(), Value::from(namespace.clone()));
-            }
-            api.create_as(USER_ACTOR, backup)?;
-        }
-        let recovery_seconds = scenario
-            .world
-            .recovery_seconds
-            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS);
-        let restart_seconds = scenario
-            .world
-            .restart_seconds
-            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS);
+        let instances = instances::Instance::all(&scenario.clusters, &namespace);
+        create_user_objects(
+            &scenario, manifest, &namespace, &api, &mut world, &fdb, &options,
+        )
+        .await?;
         Ok(Self {
             scenario,
             seed,

@@ -191,31 +191,7 @@ impl Runner {
             || !admin_actions.is_empty()
             || evictions;
         if as_operator {
-            let cluster = self.cluster_object();
-            let removed_without_exclusion: BTreeSet<String> = cluster
-                .as_ref()
-                .map(|cluster| {
-                    cluster
-                        .spec
-                        .process_groups_to_remove_without_exclusion
-                        .iter()
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            let coordinators = self.fdb.snapshot().coordinators;
-            let fdb = self.fdb.clone();
-            let risk = move |group: &str| fdb.removal_risk(group);
-            self.monitor.check_deletions(&ActionWindow {
-                time: self.elapsed(),
-                pass: self.log.position().pass,
-                by,
-                deleted_pods: &deleted_pods,
-                deleted_pvcs: &deleted_pvcs,
-                removal_risk: &risk,
-                removed_without_exclusion: &removed_without_exclusion,
-                coordinators: &coordinators,
-            });
+            self.check_operator_deletions(by, &deleted_pods, &deleted_pvcs);
         }
         // What the action took out of service shows once the world has reacted.
         self.settle().await?;
@@ -262,6 +238,41 @@ impl Runner {
             .check_lost_shards(time, pass, before.lost_shards, lost, by);
         self.check_outages();
         Ok(())
+    }
+
+    /// The deletions an operator action requested, judged against what the database
+    /// still needs (data not yet moved off, coordinators).
+    fn check_operator_deletions(
+        &mut self,
+        by: &str,
+        deleted_pods: &[TrackedObject],
+        deleted_pvcs: &[TrackedObject],
+    ) {
+        let cluster = self.cluster_object();
+        let removed_without_exclusion: BTreeSet<String> = cluster
+            .as_ref()
+            .map(|cluster| {
+                cluster
+                    .spec
+                    .process_groups_to_remove_without_exclusion
+                    .iter()
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let coordinators = self.fdb.snapshot().coordinators;
+        let fdb = self.fdb.clone();
+        let risk = move |group: &str| fdb.removal_risk(group);
+        self.monitor.check_deletions(&ActionWindow {
+            time: self.elapsed(),
+            pass: self.log.position().pass,
+            by,
+            deleted_pods: &deleted_pods,
+            deleted_pvcs: &deleted_pvcs,
+            removal_risk: &risk,
+            removed_without_exclusion: &removed_without_exclusion,
+            coordinators: &coordinators,
+        });
     }
 
     /// A fault or the user is about to stop something. While the database is

@@ -33,52 +33,32 @@ pub(super) struct PassVerdict {
     pub(super) waits: Vec<String>,
 }
 
-/// Judges one pass's result; `label` names the pass in the progress line (`pass 7`,
-/// `pass 7 (kc2)`).
-pub(super) fn judge_pass<E: std::fmt::Display>(
-    result: Result<fdb_operator::controller::PassReport, E>,
-    label: &str,
-) -> PassVerdict {
-    let mut waits: Vec<String> = result
-        .as_ref()
-        .map(|report| report.waits.iter().map(ToString::to_string).collect())
-        .unwrap_or_default();
-    // The waits the outcome does not already say, on the same line: a pass that ends on
-    // one wait says every other one too.
-    let others: Vec<&String> = match &result {
-        Ok(report) => report
-            .waits
-            .iter()
-            .zip(&waits)
-            .filter(|(wait, _)| match &report.outcome {
-                PassOutcome::Requeue { step, reason, .. } => {
-                    wait.step != *step || wait.reason != *reason
-                }
-                PassOutcome::Completed => true,
-            })
-            .map(|(_, text)| text)
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+/// Every wait of a pass, the one that ended it first (unless a step's own wait says
+/// it), and the `; also waiting: ...` suffix naming the waits the outcome does not say.
+fn pass_waits(report: &fdb_operator::controller::PassReport) -> (Vec<String>, String) {
+    let mut waits: Vec<String> = report.waits.iter().map(ToString::to_string).collect();
+    let others: Vec<&str> = report
+        .waits
+        .iter()
+        .zip(&waits)
+        .filter(|(wait, _)| match &report.outcome {
+            PassOutcome::Requeue { step, reason, .. } => {
+                wait.step != *step || wait.reason != *reason
+            }
+            PassOutcome::Completed => true,
+        })
+        .map(|(_, text)| text.as_str())
+        .collect();
     let also = if others.is_empty() {
         String::new()
     } else {
-        format!(
-            "; also waiting: {}",
-            others
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
+        format!("; also waiting: {}", others.join("; "))
     };
-    // The wait that ended the pass heads the list when no other step's wait says it.
-    if let Ok(report) = &result
-        && let PassOutcome::Requeue {
-            delay,
-            reason,
-            step,
-        } = &report.outcome
+    if let PassOutcome::Requeue {
+        delay,
+        reason,
+        step,
+    } = &report.outcome
         && !report
             .waits
             .iter()
@@ -86,6 +66,19 @@ pub(super) fn judge_pass<E: std::fmt::Display>(
     {
         waits.insert(0, format!("{step}: {reason} (in {}s)", delay.as_secs()));
     }
+    (waits, also)
+}
+
+/// Judges one pass's result; `label` names the pass in the progress line (`pass 7`,
+/// `pass 7 (kc2)`).
+pub(super) fn judge_pass<E: std::fmt::Display>(
+    result: Result<fdb_operator::controller::PassReport, E>,
+    label: &str,
+) -> PassVerdict {
+    let (waits, also) = match &result {
+        Ok(report) => pass_waits(report),
+        Err(_) => (Vec::new(), String::new()),
+    };
     let verdict = |end, message: String, failure| PassVerdict {
         end,
         message: format!("{message}{also}"),

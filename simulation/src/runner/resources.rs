@@ -163,19 +163,7 @@ impl Runner {
             return Ok(false);
         }
         self.resource_pass_due = None;
-        let objects: Vec<(ResourceKind, String)> = [ResourceKind::Backup, ResourceKind::Restore]
-            .into_iter()
-            .flat_map(|kind| {
-                self.resource_objects(kind).into_iter().map(move |object| {
-                    let name = object
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    (kind, name)
-                })
-            })
-            .collect();
+        let objects = self.resource_names();
         if objects.is_empty() {
             // Nothing for these controllers: a scenario without backups pays nothing.
             return Ok(false);
@@ -191,58 +179,8 @@ impl Runner {
             next = Some(next.map_or(delay, |current: Duration| current.min(delay)));
         };
         for (kind, name) in objects {
-            self.resource_passes_run += 1;
-            let result = match kind {
-                ResourceKind::Backup => {
-                    run_backup_pass(&self.context, &self.namespace, &name).await
-                }
-                ResourceKind::Restore => {
-                    run_restore_pass(&self.context, &self.namespace, &name).await
-                }
-            };
-            let target = format!("{}/{name}", kind.as_str());
-            if self.log.take_crash() {
-                // `restartOperator: {after}` fired during this pass: what the dead
-                // operator would have sent after its action never reached the world.
-                self.say(&format!(
-                    "{target}: the operator crashed (restartOperator) and restarts"
-                ));
-                self.log.record(
-                    EventSource::Operator,
-                    "event",
-                    &target,
-                    "the operator crashed right after its action and restarted",
-                );
-                self.restart_operator();
-            }
-            match result {
-                Ok(report) => match report.outcome {
-                    PassOutcome::Completed => {
-                        self.say(&format!("{target}: completed"));
-                    }
-                    PassOutcome::Requeue {
-                        delay,
-                        reason,
-                        step,
-                    } => {
-                        self.say(&format!(
-                            "{target}: {step}: {reason} (requeue in {}s)",
-                            delay.as_secs()
-                        ));
-                        later(delay);
-                    }
-                },
-                Err(error) => {
-                    let detail = error.to_string();
-                    self.say(&format!("{target}: failed: {detail}"));
-                    self.log.record(
-                        EventSource::Operator,
-                        "event",
-                        &target,
-                        &format!("pass failed: {detail}"),
-                    );
-                    later(ERROR_BACKOFF);
-                }
+            if let Some(delay) = self.resource_pass(kind, &name).await {
+                later(delay);
             }
         }
         if let Some(delay) = next {
@@ -257,6 +195,77 @@ impl Runner {
                 .await?;
         }
         Ok(true)
+    }
+
+    /// The backups and restores of the run, by kind and name.
+    fn resource_names(&self) -> Vec<(ResourceKind, String)> {
+        [ResourceKind::Backup, ResourceKind::Restore]
+            .into_iter()
+            .flat_map(|kind| {
+                self.resource_objects(kind).into_iter().map(move |object| {
+                    let name = object
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    (kind, name)
+                })
+            })
+            .collect()
+    }
+
+    /// One backup or restore pass; returns when it wants to run again.
+    async fn resource_pass(&mut self, kind: ResourceKind, name: &str) -> Option<Duration> {
+        self.resource_passes_run += 1;
+        let result = match kind {
+            ResourceKind::Backup => run_backup_pass(&self.context, &self.namespace, name).await,
+            ResourceKind::Restore => run_restore_pass(&self.context, &self.namespace, name).await,
+        };
+        let target = format!("{}/{name}", kind.as_str());
+        if self.log.take_crash() {
+            // `restartOperator: {after}` fired during this pass: what the dead
+            // operator would have sent after its action never reached the world.
+            self.say(&format!(
+                "{target}: the operator crashed (restartOperator) and restarts"
+            ));
+            self.log.record(
+                EventSource::Operator,
+                "event",
+                &target,
+                "the operator crashed right after its action and restarted",
+            );
+            self.restart_operator();
+        }
+        match result {
+            Ok(report) => match report.outcome {
+                PassOutcome::Completed => {
+                    self.say(&format!("{target}: completed"));
+                }
+                PassOutcome::Requeue {
+                    delay,
+                    reason,
+                    step,
+                } => {
+                    self.say(&format!(
+                        "{target}: {step}: {reason} (requeue in {}s)",
+                        delay.as_secs()
+                    ));
+                    return Some(delay);
+                }
+            },
+            Err(error) => {
+                let detail = error.to_string();
+                self.say(&format!("{target}: failed: {detail}"));
+                self.log.record(
+                    EventSource::Operator,
+                    "event",
+                    &target,
+                    &format!("pass failed: {detail}"),
+                );
+                return Some(ERROR_BACKOFF);
+            }
+        }
+        None
     }
 
     /// The blob store for the result: per URL, the completed snapshots (version and

@@ -22,6 +22,59 @@ pub(super) fn cluster_namespace(cluster: &Value) -> &str {
         .unwrap_or("default")
 }
 
+/// One object's kind (a kind pods mount) and name, and that it is a v1 mapping in the
+/// cluster's namespace.
+fn kind_and_name<'a>(
+    index: usize,
+    object: &'a Value,
+    namespace: &str,
+) -> Result<(&'a str, &'a str), Problem> {
+    let field = |name: &str| format!("objects[{index}].{name}");
+    if !object.is_object() {
+        return Err((
+            format!("objects[{index}]"),
+            "must be a Kubernetes manifest (a mapping)".into(),
+        ));
+    }
+    let api_version = object.get("apiVersion").and_then(Value::as_str);
+    if api_version != Some("v1") {
+        return Err((
+            field("apiVersion"),
+            format!("must be v1, found {api_version:?}"),
+        ));
+    }
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !KINDS.contains(&kind) {
+        return Err((
+            field("kind"),
+            format!(
+                "must be one of {} (what pods mount), found {kind:?}",
+                KINDS.join(", ")
+            ),
+        ));
+    }
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() {
+        return Err((field("metadata.name"), "is required".into()));
+    }
+    if let Some(own) = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        && own != namespace
+    {
+        return Err((
+            field("metadata.namespace"),
+            format!(
+                "is {own:?}, but the scenario's cluster is in {namespace:?} (the world has one namespace; leave it out)"
+            ),
+        ));
+    }
+    Ok((kind, name))
+}
+
 /// Checks every object of `objects:`; each problem names its field (`objects[1].kind`).
 pub(super) fn check_objects(scenario: &Scenario) -> Result<(), Problem> {
     let namespace = cluster_namespace(&scenario.cluster);
@@ -39,48 +92,7 @@ pub(super) fn check_objects(scenario: &Scenario) -> Result<(), Problem> {
     let mut seen = BTreeSet::new();
     for (index, object) in scenario.objects.iter().enumerate() {
         let field = |name: &str| format!("objects[{index}].{name}");
-        if !object.is_object() {
-            return Err((
-                format!("objects[{index}]"),
-                "must be a Kubernetes manifest (a mapping)".into(),
-            ));
-        }
-        let api_version = object.get("apiVersion").and_then(Value::as_str);
-        if api_version != Some("v1") {
-            return Err((
-                field("apiVersion"),
-                format!("must be v1, found {api_version:?}"),
-            ));
-        }
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !KINDS.contains(&kind) {
-            return Err((
-                field("kind"),
-                format!(
-                    "must be one of {} (what pods mount), found {kind:?}",
-                    KINDS.join(", ")
-                ),
-            ));
-        }
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if name.is_empty() {
-            return Err((field("metadata.name"), "is required".into()));
-        }
-        if let Some(own) = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            && own != namespace
-        {
-            return Err((
-                field("metadata.namespace"),
-                format!(
-                    "is {own:?}, but the scenario's cluster is in {namespace:?} (the world has one namespace; leave it out)"
-                ),
-            ));
-        }
+        let (kind, name) = kind_and_name(index, object, namespace)?;
         let key = (kind.to_owned(), name.to_owned());
         if reserved.contains(&key) {
             return Err((

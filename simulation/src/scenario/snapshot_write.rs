@@ -65,6 +65,53 @@ fn write(path: PathBuf, text: &str) -> Result<(), WriteError> {
     std::fs::write(&path, text).map_err(|source| WriteError::Io { path, source })
 }
 
+/// `live.yaml`: every captured object, one YAML document each.
+fn write_live(dir: &Path, objects: &[Value]) -> Result<(), WriteError> {
+    let mut live = String::new();
+    for object in objects {
+        let text = serde_yaml_ng::to_string(object).map_err(|e| WriteError::Render {
+            what: "live.yaml",
+            message: e.to_string(),
+        })?;
+        live.push_str("---\n");
+        live.push_str(&text);
+    }
+    write(dir.join("live.yaml"), &live)
+}
+
+/// The rehearsal: the changed manifest applied as a merge patch over the captured
+/// cluster, then the end it must reach.
+fn rehearsal_steps(
+    cluster: &Value,
+    manifest: &Value,
+    name: &str,
+    namespace: &str,
+) -> Result<Vec<Value>, WriteError> {
+    if manifest.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
+        return Err(WriteError::Rehearse(format!(
+            "the manifest's metadata.name is not the captured cluster's ({name:?})"
+        )));
+    }
+    let current = super::snapshot::manifest_of(cluster);
+    let mut desired = super::snapshot::manifest_of(manifest);
+    desired["metadata"]["namespace"] = json!(namespace);
+    let mut patch = merge_patch(&current, &desired);
+    if let Some(patch) = patch.as_object_mut() {
+        patch.remove("apiVersion");
+        patch.remove("kind");
+    }
+    if patch.as_object().is_some_and(Map::is_empty) {
+        return Err(WriteError::Rehearse(
+            "the manifest asks for no change to the captured cluster".to_owned(),
+        ));
+    }
+    Ok(vec![
+        json!({"apply": patch}),
+        json!({"reconcile": {}}),
+        json!({"expect": {"within": REHEARSAL_SECONDS, "reconciled": true, "available": true}}),
+    ])
+}
+
 /// Writes the folder; `rehearse` is the changed cluster manifest, if any.
 pub fn write_dir(
     dir: &Path,
@@ -91,16 +138,7 @@ pub fn write_dir(
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("default");
-    let mut live = String::new();
-    for object in objects {
-        let text = serde_yaml_ng::to_string(object).map_err(|e| WriteError::Render {
-            what: "live.yaml",
-            message: e.to_string(),
-        })?;
-        live.push_str("---\n");
-        live.push_str(&text);
-    }
-    write(dir.join("live.yaml"), &live)?;
+    write_live(dir, objects)?;
     let mut snapshot = json!({"objects": "live.yaml"});
     if let Some(status) = status {
         let text = serde_json::to_string_pretty(status).map_err(|e| WriteError::Render {
@@ -117,29 +155,7 @@ pub fn write_dir(
         json!({"expect": {"reconciled": true, "available": true}}),
     ];
     if let Some(manifest) = rehearse {
-        if manifest.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
-            return Err(WriteError::Rehearse(format!(
-                "the manifest's metadata.name is not the captured cluster's ({name:?})"
-            )));
-        }
-        let current = super::snapshot::manifest_of(cluster);
-        let mut desired = super::snapshot::manifest_of(manifest);
-        desired["metadata"]["namespace"] = json!(namespace);
-        let mut patch = merge_patch(&current, &desired);
-        if let Some(patch) = patch.as_object_mut() {
-            patch.remove("apiVersion");
-            patch.remove("kind");
-        }
-        if patch.as_object().is_some_and(Map::is_empty) {
-            return Err(WriteError::Rehearse(
-                "the manifest asks for no change to the captured cluster".to_owned(),
-            ));
-        }
-        steps.push(json!({"apply": patch}));
-        steps.push(json!({"reconcile": {}}));
-        steps.push(
-            json!({"expect": {"within": REHEARSAL_SECONDS, "reconciled": true, "available": true}}),
-        );
+        steps.extend(rehearsal_steps(cluster, manifest, name, namespace)?);
     }
     let scenario = json!({
         "name": format!("snapshot of {namespace}/{name}"),

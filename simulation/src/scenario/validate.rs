@@ -154,30 +154,9 @@ fn in_step(index: usize, (field, message): Problem) -> Problem {
     }
 }
 
-fn check_world(world: &WorldSettings) -> Result<(), Problem> {
+/// The world's sizes, rates, image versions and durations.
+fn check_world_quantities(world: &WorldSettings) -> Result<(), Problem> {
     let problem = |field: &str, message: String| Err((field.to_owned(), message));
-    if world.nodes == Some(0) {
-        return problem("world.nodes", "must be at least 1".into());
-    }
-    if world.zones == Some(0) {
-        return problem("world.zones", "must be at least 1".into());
-    }
-    if let Some(nodes) = world.nodes {
-        check_count(
-            "world.nodes",
-            u64::from(nodes),
-            u64::from(MAX_NODES),
-            "simulated nodes",
-        )?;
-    }
-    if let Some(zones) = world.zones {
-        check_count(
-            "world.zones",
-            u64::from(zones),
-            u64::from(MAX_ZONES),
-            "zones",
-        )?;
-    }
     for (field, value) in [
         ("world.storageGiB", world.storage_gib),
         ("world.moveMiBPerSecond", world.move_mib_per_second),
@@ -224,6 +203,34 @@ fn check_world(world: &WorldSettings) -> Result<(), Problem> {
             check_duration(field, seconds)?;
         }
     }
+    Ok(())
+}
+
+fn check_world(world: &WorldSettings) -> Result<(), Problem> {
+    let problem = |field: &str, message: String| Err((field.to_owned(), message));
+    if world.nodes == Some(0) {
+        return problem("world.nodes", "must be at least 1".into());
+    }
+    if world.zones == Some(0) {
+        return problem("world.zones", "must be at least 1".into());
+    }
+    if let Some(nodes) = world.nodes {
+        check_count(
+            "world.nodes",
+            u64::from(nodes),
+            u64::from(MAX_NODES),
+            "simulated nodes",
+        )?;
+    }
+    if let Some(zones) = world.zones {
+        check_count(
+            "world.zones",
+            u64::from(zones),
+            u64::from(MAX_ZONES),
+            "zones",
+        )?;
+    }
+    check_world_quantities(world)?;
     for (index, client) in world.clients.iter().enumerate() {
         if client.address.trim().is_empty() {
             return problem(

@@ -108,7 +108,6 @@ impl World {
         let Some(uid) = deployment.metadata.uid.clone() else {
             return Ok(());
         };
-        let namespace = deployment.metadata.namespace.clone().unwrap_or_default();
         let name = deployment.metadata.name.clone().unwrap_or_default();
         let hash = template_hash(deployment);
         let replicas = deployment
@@ -156,6 +155,19 @@ impl World {
             };
             self.create_pod(deployment, &uid, &hash, &pod_name)?;
         }
+        self.write_deployment_status(deployment, &current, replicas)
+    }
+
+    /// Writes the Deployment's status (replicas, ready) when it changed, as its
+    /// controller does.
+    fn write_deployment_status(
+        &mut self,
+        deployment: &Deployment,
+        current: &[&Pod],
+        replicas: usize,
+    ) -> Result<(), WorldError> {
+        let namespace = deployment.metadata.namespace.clone().unwrap_or_default();
+        let name = deployment.metadata.name.clone().unwrap_or_default();
         let ready = current
             .iter()
             .take(replicas)

@@ -297,71 +297,84 @@ impl World {
         pvcs.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
         let pods: Vec<Pod> = self.api.list_typed(None)?;
         for pvc in &pvcs {
-            let namespace = pvc.metadata.namespace.clone().unwrap_or_default();
-            let name = pvc.metadata.name.clone().unwrap_or_default();
-            let key = ResourceKey::new("", "v1", "persistentvolumeclaims", &namespace, &name);
-            let finalizers = pvc.metadata.finalizers.clone().unwrap_or_default();
-            let protected = finalizers.iter().any(|f| f == PVC_PROTECTION_FINALIZER);
-            let target = format!("pvc/{namespace}/{name}");
-            if pvc.metadata.deletion_timestamp.is_none() {
-                if !protected {
-                    let mut list = finalizers.clone();
-                    list.push(PVC_PROTECTION_FINALIZER.to_owned());
-                    patch(
-                        &self.api,
-                        CONTROLLER_MANAGER_ACTOR,
-                        &key,
-                        &json!({"metadata": {"finalizers": list}}),
-                        false,
-                    )?;
-                    self.record("protect", target.clone(), PVC_PROTECTION_FINALIZER.into());
-                }
-                let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
-                if phase != Some("Bound") {
-                    let requests = pvc
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.resources.as_ref()?.requests.clone())
-                        .unwrap_or_default();
-                    let modes = pvc
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.access_modes.clone())
-                        .unwrap_or_default();
-                    let status = json!({"status": {"phase": "Bound", "capacity": requests, "accessModes": modes}});
-                    patch(&self.api, CONTROLLER_MANAGER_ACTOR, &key, &status, true)?;
-                    self.record("bind", target, String::new());
-                }
-            } else if protected {
-                let in_use = pods.iter().filter(|p| !is_terminal(p)).any(|p| {
-                    p.metadata.namespace.as_deref() == Some(&namespace)
-                        && p.spec
-                            .iter()
-                            .flat_map(|s| s.volumes.iter().flatten())
-                            .any(|v| {
-                                v.persistent_volume_claim
-                                    .as_ref()
-                                    .is_some_and(|c| c.claim_name == name)
-                            })
-                });
-                if !in_use {
-                    let list: Vec<String> = finalizers
-                        .into_iter()
-                        .filter(|f| f != PVC_PROTECTION_FINALIZER)
-                        .collect();
-                    patch(
-                        &self.api,
-                        CONTROLLER_MANAGER_ACTOR,
-                        &key,
-                        &json!({"metadata": {"finalizers": list}}),
-                        false,
-                    )?;
-                    self.record("unprotect", target, "no pod uses the claim".into());
-                }
-            }
+            self.sync_pvc(pvc, &pods)?;
         }
         // Claims that are gone take their data with them.
         let live: BTreeSet<String> = pvcs.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        self.forget_gone_claims(&live);
+        Ok(())
+    }
+
+    /// One claim: the protection finalizer added (and the claim bound), or, once it is
+    /// deleted and no pod uses it, removed.
+    fn sync_pvc(&mut self, pvc: &PersistentVolumeClaim, pods: &[Pod]) -> Result<(), WorldError> {
+        let namespace = pvc.metadata.namespace.clone().unwrap_or_default();
+        let name = pvc.metadata.name.clone().unwrap_or_default();
+        let key = ResourceKey::new("", "v1", "persistentvolumeclaims", &namespace, &name);
+        let finalizers = pvc.metadata.finalizers.clone().unwrap_or_default();
+        let protected = finalizers.iter().any(|f| f == PVC_PROTECTION_FINALIZER);
+        let target = format!("pvc/{namespace}/{name}");
+        if pvc.metadata.deletion_timestamp.is_none() {
+            if !protected {
+                let mut list = finalizers.clone();
+                list.push(PVC_PROTECTION_FINALIZER.to_owned());
+                patch(
+                    &self.api,
+                    CONTROLLER_MANAGER_ACTOR,
+                    &key,
+                    &json!({"metadata": {"finalizers": list}}),
+                    false,
+                )?;
+                self.record("protect", target.clone(), PVC_PROTECTION_FINALIZER.into());
+            }
+            let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
+            if phase != Some("Bound") {
+                let requests = pvc
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.resources.as_ref()?.requests.clone())
+                    .unwrap_or_default();
+                let modes = pvc
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.access_modes.clone())
+                    .unwrap_or_default();
+                let status = json!({"status": {"phase": "Bound", "capacity": requests, "accessModes": modes}});
+                patch(&self.api, CONTROLLER_MANAGER_ACTOR, &key, &status, true)?;
+                self.record("bind", target, String::new());
+            }
+        } else if protected {
+            let in_use = pods.iter().filter(|p| !is_terminal(p)).any(|p| {
+                p.metadata.namespace.as_deref() == Some(&namespace)
+                    && p.spec
+                        .iter()
+                        .flat_map(|s| s.volumes.iter().flatten())
+                        .any(|v| {
+                            v.persistent_volume_claim
+                                .as_ref()
+                                .is_some_and(|c| c.claim_name == name)
+                        })
+            });
+            if !in_use {
+                let list: Vec<String> = finalizers
+                    .into_iter()
+                    .filter(|f| f != PVC_PROTECTION_FINALIZER)
+                    .collect();
+                patch(
+                    &self.api,
+                    CONTROLLER_MANAGER_ACTOR,
+                    &key,
+                    &json!({"metadata": {"finalizers": list}}),
+                    false,
+                )?;
+                self.record("unprotect", target, "no pod uses the claim".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the processes and files of claims that are no longer in `live` (by UID).
+    fn forget_gone_claims(&mut self, live: &BTreeSet<String>) {
         let gone: Vec<String> = self
             .pvc_processes
             .keys()
@@ -394,7 +407,6 @@ impl World {
                 }
             }
         }
-        Ok(())
     }
 
     /// Restarts the processes the operator killed, from the current conf.

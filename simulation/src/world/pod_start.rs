@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use fdb_shared::FdbVersion;
-use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, Secret};
+use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, PodSpec, Secret};
 
 use super::World;
 use super::containers::{
@@ -121,65 +121,16 @@ impl World {
                 ip
             }
         };
-        let all_containers: Vec<&Container> = spec
+        self.write_images(&spec, runtime)?;
+        if let Some(init) = spec
             .init_containers
             .iter()
             .flatten()
-            .chain(spec.containers.iter())
-            .collect();
-        for container in &all_containers {
-            let image = container.image.clone().unwrap_or_default();
-            self.write_container_image(runtime, &container.name, &image)?;
-            self.link_mounts(runtime, container)?;
-            runtime
-                .containers
-                .entry(container.name.clone())
-                .or_insert_with(|| ContainerRuntime {
-                    image: String::new(),
-                    restarts: 0,
-                    started_at: None,
-                    last_exit: None,
-                })
-                .image = image;
-        }
-        for init in spec.init_containers.iter().flatten() {
-            if init.name != INIT_CONTAINER {
-                continue;
-            }
-            let fs = runtime.container_fs(init);
-            let bind = std::net::SocketAddr::new(
-                self.network.host_ip(ip.into()),
-                super::pod_runtime::SIDECAR_PORT,
-            );
-            let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);
-            let outcome = fdb_sidecar::SidecarConfig::from_args(args, &env)
-                .map_err(|e| e.to_string())
-                .and_then(|config| {
-                    fdb_sidecar::copy::run_startup_copies(&config).map_err(|e| e.to_string())
-                });
-            if let Err(message) = outcome {
-                if let Some(state) = runtime.containers.get_mut(&init.name) {
-                    state.last_exit = Some(ContainerExit {
-                        exit_code: 1,
-                        reason: "Error".into(),
-                        message: message.clone(),
-                        at: self.now(),
-                    });
-                }
-                let phase = PodPhase::Waiting {
-                    reason: "Init:Error".into(),
-                    message,
-                };
-                if runtime.phase != phase {
-                    runtime.phase = phase;
-                    self.record(
-                        "init-failed",
-                        runtime.target(),
-                        format!("{:?}", runtime.phase),
-                    );
-                }
-                return Ok(());
-            }
+            .find(|init| init.name == INIT_CONTAINER)
+            && let Err(message) = self.run_init_copies(pod, runtime, init, ip)
+        {
+            self.init_failed(runtime, &init.name, message);
+            return Ok(());
         }
         let unified = spec
             .containers
@@ -212,6 +163,77 @@ impl World {
             format!("ip {ip} on {}", runtime.node),
         );
         Ok(())
+    }
+
+    /// Every container's image written and its mounts linked.
+    fn write_images(&mut self, spec: &PodSpec, runtime: &mut PodRuntime) -> Result<(), WorldError> {
+        let all_containers: Vec<&Container> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+            .collect();
+        for container in &all_containers {
+            let image = container.image.clone().unwrap_or_default();
+            self.write_container_image(runtime, &container.name, &image)?;
+            self.link_mounts(runtime, container)?;
+            runtime
+                .containers
+                .entry(container.name.clone())
+                .or_insert_with(|| ContainerRuntime {
+                    image: String::new(),
+                    restarts: 0,
+                    started_at: None,
+                    last_exit: None,
+                })
+                .image = image;
+        }
+        Ok(())
+    }
+
+    /// The init container's copies (the sidecar binary in `--init-mode`).
+    fn run_init_copies(
+        &self,
+        pod: &Pod,
+        runtime: &PodRuntime,
+        init: &Container,
+        ip: std::net::Ipv4Addr,
+    ) -> Result<(), String> {
+        let fs = runtime.container_fs(init);
+        let bind = std::net::SocketAddr::new(
+            self.network.host_ip(ip.into()),
+            super::pod_runtime::SIDECAR_PORT,
+        );
+        let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);
+        fdb_sidecar::SidecarConfig::from_args(args, &env)
+            .map_err(|e| e.to_string())
+            .and_then(|config| {
+                fdb_sidecar::copy::run_startup_copies(&config).map_err(|e| e.to_string())
+            })
+    }
+
+    /// The init container failed: its exit recorded, the pod waiting on `Init:Error`.
+    fn init_failed(&mut self, runtime: &mut PodRuntime, init: &str, message: String) {
+        if let Some(state) = runtime.containers.get_mut(init) {
+            state.last_exit = Some(ContainerExit {
+                exit_code: 1,
+                reason: "Error".into(),
+                message: message.clone(),
+                at: self.now(),
+            });
+        }
+        let phase = PodPhase::Waiting {
+            reason: "Init:Error".into(),
+            message,
+        };
+        if runtime.phase != phase {
+            runtime.phase = phase;
+            self.record(
+                "init-failed",
+                runtime.target(),
+                format!("{:?}", runtime.phase),
+            );
+        }
     }
 
     /// The main container's monitor: fdb-kubernetes-monitor for a unified pod (with the
@@ -279,21 +301,8 @@ impl World {
             let pod_dir = runtime.dir.join("volumes").join(&volume.name);
             if let Some(cm) = &volume.config_map {
                 let optional = cm.optional == Some(true);
-                match self.history.latest(&namespace, &cm.name) {
-                    None if !optional => {
-                        waiting = Some(format!("configmap {:?} not found", cm.name));
-                    }
-                    Some(latest) if !optional => {
-                        let missing = missing_keys(&latest.data, cm.items.as_deref());
-                        if !missing.is_empty() {
-                            waiting = Some(format!(
-                                "configmap {:?} references non-existent config key: {}",
-                                cm.name,
-                                missing.join(", ")
-                            ));
-                        }
-                    }
-                    _ => {}
+                if !optional && let Some(why) = self.config_map_missing(&namespace, cm) {
+                    waiting = Some(why);
                 }
                 config_volumes.push(ConfigVolume {
                     volume: volume.name.clone(),
@@ -361,23 +370,38 @@ impl World {
         if waiting.is_some() {
             return Ok(waiting);
         }
-        for dir in volume_dirs.values() {
-            std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
-        }
-        for (dir, files) in secret_files {
-            for (path, content) in files {
-                let file = dir.join(&path);
-                if let Some(parent) = file.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(WorldError::io("create directory", parent))?;
-                }
-                std::fs::write(&file, content).map_err(WorldError::io("write", &file))?;
-            }
-        }
+        prepare_volume_dirs(&volume_dirs, secret_files)?;
         runtime.volume_dirs = volume_dirs;
         runtime.volume_identities = identities;
         runtime.pvc_uids = pvc_uids;
         runtime.config_volumes = config_volumes;
+        self.project_config_volumes(runtime)?;
+        Ok(None)
+    }
+
+    /// Why a (required) ConfigMap volume cannot be mounted: the map or a key it
+    /// projects is missing.
+    fn config_map_missing(
+        &self,
+        namespace: &str,
+        cm: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
+    ) -> Option<String> {
+        let Some(latest) = self.history.latest(namespace, &cm.name) else {
+            return Some(format!("configmap {:?} not found", cm.name));
+        };
+        let missing = missing_keys(&latest.data, cm.items.as_deref());
+        (!missing.is_empty()).then(|| {
+            format!(
+                "configmap {:?} references non-existent config key: {}",
+                cm.name,
+                missing.join(", ")
+            )
+        })
+    }
+
+    /// Projects the ConfigMaps' current versions into the pod's config volumes.
+    fn project_config_volumes(&self, runtime: &mut PodRuntime) -> Result<(), WorldError> {
+        let namespace = runtime.namespace.clone();
         for index in 0..runtime.config_volumes.len() {
             let volume = runtime.config_volumes[index].clone();
             if let Some(version) = self.history.latest(&namespace, &volume.config_map).cloned() {
@@ -390,8 +414,29 @@ impl World {
                 runtime.config_volumes[index].projected = Some(version.sequence);
             }
         }
-        Ok(None)
+        Ok(())
     }
+}
+
+/// Creates the volumes' directories and writes the secrets' files.
+fn prepare_volume_dirs(
+    volume_dirs: &BTreeMap<String, PathBuf>,
+    secret_files: Vec<(PathBuf, BTreeMap<String, Vec<u8>>)>,
+) -> Result<(), WorldError> {
+    for dir in volume_dirs.values() {
+        std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
+    }
+    for (dir, files) in secret_files {
+        for (path, content) in files {
+            let file = dir.join(&path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(WorldError::io("create directory", parent))?;
+            }
+            std::fs::write(&file, content).map_err(WorldError::io("write", &file))?;
+        }
+    }
+    Ok(())
 }
 
 /// What the main container's fdbmonitor reads and where its volumes come from.

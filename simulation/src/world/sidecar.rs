@@ -88,36 +88,7 @@ impl World {
         let wanted = !self.faults.sidecar_unreachable.contains(&group)
             && !container_crash_loops(pod, SIDECAR_CONTAINER);
         let now = self.now();
-        if let Some(running) = sidecar.running.as_mut() {
-            let restart_requested = running
-                .metrics()
-                .requests
-                .get(&RequestLabels {
-                    endpoint: fdb_shared::sidecar::protocol::RESTART.to_owned(),
-                    status: 200,
-                })
-                .is_some_and(|c| c.get() > 0);
-            let exited = running.wait().now_or_never().is_some();
-            if restart_requested || exited || !wanted {
-                sidecar.stop().await;
-                let why = if wanted {
-                    "restart requested"
-                } else {
-                    "sidecar fault"
-                };
-                if wanted && let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER) {
-                    // `POST /restart` makes the sidecar exit non-zero.
-                    state.last_exit = Some(ContainerExit {
-                        exit_code: 1,
-                        reason: "Error".into(),
-                        message: why.into(),
-                        at: now,
-                    });
-                }
-                sidecar.next_attempt = None;
-                self.record("stop-sidecar", runtime.target(), why.to_owned());
-            }
-        }
+        self.stop_sidecar_if_needed(runtime, sidecar, wanted).await;
         let due = sidecar.next_attempt.is_none_or(|at| at <= now);
         if !(wanted && sidecar.running.is_none() && due) {
             return Ok(());
@@ -163,6 +134,49 @@ impl World {
                 Ok(())
             }
             Err(StartFailure::Fatal(error)) => Err(error),
+        }
+    }
+
+    /// Stops the running sidecar when it asked for a restart, exited, or a fault says it
+    /// must not run; a requested restart is an exit with an error, as `POST /restart`
+    /// makes it.
+    async fn stop_sidecar_if_needed(
+        &mut self,
+        runtime: &mut PodRuntime,
+        sidecar: &mut SidecarState,
+        wanted: bool,
+    ) {
+        let now = self.now();
+        let Some(running) = sidecar.running.as_mut() else {
+            return;
+        };
+        let restart_requested = running
+            .metrics()
+            .requests
+            .get(&RequestLabels {
+                endpoint: fdb_shared::sidecar::protocol::RESTART.to_owned(),
+                status: 200,
+            })
+            .is_some_and(|c| c.get() > 0);
+        let exited = running.wait().now_or_never().is_some();
+        if restart_requested || exited || !wanted {
+            sidecar.stop().await;
+            let why = if wanted {
+                "restart requested"
+            } else {
+                "sidecar fault"
+            };
+            if wanted && let Some(state) = runtime.containers.get_mut(SIDECAR_CONTAINER) {
+                // `POST /restart` makes the sidecar exit non-zero.
+                state.last_exit = Some(ContainerExit {
+                    exit_code: 1,
+                    reason: "Error".into(),
+                    message: why.into(),
+                    at: now,
+                });
+            }
+            sidecar.next_attempt = None;
+            self.record("stop-sidecar", runtime.target(), why.to_owned());
         }
     }
 

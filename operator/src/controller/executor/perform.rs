@@ -50,6 +50,52 @@ pub(super) async fn perform(
         | Action::StageStatusDecision(_)
         | Action::Event { .. } => record(ctx, snapshot, io, action).await,
         Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
+        upgrade @ (Action::JoinPendingUpgrades { .. }
+        | Action::ClearPendingUpgrades
+        | Action::RememberUpgradeCleanup
+        | Action::ReleaseLock) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
+        Action::AskPodAgents(query) => {
+            let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
+            let confirmed = answers
+                .iter()
+                .filter(|a| **a == PodConfigResult::Confirmed)
+                .count();
+            facts.pod_config_answers = Some(answers);
+            Ok(format!(
+                "asked {} pod agents ({confirmed} confirmed)",
+                query.candidates.len()
+            ))
+        }
+        Action::NudgeMonitor(pod) => {
+            let seen = ctx.clock.now_unix().to_string();
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                OUTDATED_CONFIG_MAP_ANNOTATION: seen
+            }}});
+            let what = format!("ask the monitor of pod {pod} to reload");
+            io.patch::<Pod>(ctx, &pod, &patch, what.clone()).await?;
+            Ok(what)
+        }
+        // Listed, not a catch-all: a new action must be routed here or it does not build.
+        command @ (Action::Configure { .. }
+        | Action::Exclude(_)
+        | Action::Include(_)
+        | Action::ChangeCoordinators { .. }
+        | Action::Kill(_)
+        | Action::SetMaintenanceZone { .. }
+        | Action::ResetMaintenanceZone) => run_command(ctx, snapshot, io, command).await,
+    }
+}
+
+/// The upgrade's shared bookkeeping: the pending-upgrade list (joined, cleared, its
+/// clearing remembered across passes) and giving the lock up.
+async fn upgrade_bookkeeping(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    facts: &mut PassFacts,
+    action: Action,
+) -> Result<String, StepError> {
+    match action {
         Action::JoinPendingUpgrades { target, groups } => {
             let admin = io.admin(ctx, snapshot)?;
             let listed = admin
@@ -109,35 +155,7 @@ pub(super) async fn perform(
             facts.lock_held = false;
             Ok("gave the lock up".to_owned())
         }
-        Action::AskPodAgents(query) => {
-            let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
-            let confirmed = answers
-                .iter()
-                .filter(|a| **a == PodConfigResult::Confirmed)
-                .count();
-            facts.pod_config_answers = Some(answers);
-            Ok(format!(
-                "asked {} pod agents ({confirmed} confirmed)",
-                query.candidates.len()
-            ))
-        }
-        Action::NudgeMonitor(pod) => {
-            let seen = ctx.clock.now_unix().to_string();
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                OUTDATED_CONFIG_MAP_ANNOTATION: seen
-            }}});
-            let what = format!("ask the monitor of pod {pod} to reload");
-            io.patch::<Pod>(ctx, &pod, &patch, what.clone()).await?;
-            Ok(what)
-        }
-        // Listed, not a catch-all: a new action must be routed here or it does not build.
-        command @ (Action::Configure { .. }
-        | Action::Exclude(_)
-        | Action::Include(_)
-        | Action::ChangeCoordinators { .. }
-        | Action::Kill(_)
-        | Action::SetMaintenanceZone { .. }
-        | Action::ResetMaintenanceZone) => run_command(ctx, snapshot, io, command).await,
+        other => Err(misrouted(&other)),
     }
 }
 

@@ -108,13 +108,9 @@ pub fn condition_rank(condition: &C) -> usize {
         .unwrap_or(ORDER.len())
 }
 
-/// The conditions the observations show. Conditions only other steps can observe keep
-/// their previous state: `SidecarUnreachable` (set by UpdatePodConfig) stays while the
-/// pod has not confirmed its configuration; `MissingProcesses` stays as it was while the
-/// database status is unknown.
-pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition]) -> Vec<C> {
-    let had = |c: C| previous.iter().any(|p| p.condition_type == c);
-    let mut conditions = Vec::new();
+/// What the pod shows: missing, terminating or pending, failing, out of date (spec,
+/// metadata, sidecar image), its configuration unconfirmed.
+fn pod_conditions(facts: &GroupFacts, had: &impl Fn(C) -> bool, conditions: &mut Vec<C>) {
     match &facts.pod {
         None => conditions.push(C::MissingPod),
         Some(pod) => {
@@ -143,16 +139,11 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             }
         }
     }
-    match facts.pvc {
-        Presence::Missing => conditions.push(C::MissingPvc),
-        Presence::Terminating => conditions.push(C::ResourcesTerminating),
-        Presence::NotNeeded | Presence::Present => {}
-    }
-    match facts.service {
-        Presence::Missing => conditions.push(C::MissingService),
-        Presence::Terminating => conditions.push(C::ResourcesTerminating),
-        Presence::NotNeeded | Presence::Present => {}
-    }
+}
+
+/// What the database shows of the group's processes; unknown keeps `MissingProcesses`
+/// as it was.
+fn process_conditions(facts: &GroupFacts, had: &impl Fn(C) -> bool, conditions: &mut Vec<C>) {
     match facts.processes {
         ProcessFacts::Unknown => {
             if had(C::MissingProcesses) {
@@ -177,6 +168,27 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
             }
         }
     }
+}
+
+/// The conditions the observations show. Conditions only other steps can observe keep
+/// their previous state: `SidecarUnreachable` (set by UpdatePodConfig) stays while the
+/// pod has not confirmed its configuration; `MissingProcesses` stays as it was while the
+/// database status is unknown.
+pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition]) -> Vec<C> {
+    let had = |c: C| previous.iter().any(|p| p.condition_type == c);
+    let mut conditions = Vec::new();
+    pod_conditions(facts, &had, &mut conditions);
+    match facts.pvc {
+        Presence::Missing => conditions.push(C::MissingPvc),
+        Presence::Terminating => conditions.push(C::ResourcesTerminating),
+        Presence::NotNeeded | Presence::Present => {}
+    }
+    match facts.service {
+        Presence::Missing => conditions.push(C::MissingService),
+        Presence::Terminating => conditions.push(C::ResourcesTerminating),
+        Presence::NotNeeded | Presence::Present => {}
+    }
+    process_conditions(facts, &had, &mut conditions);
     match facts.taints {
         TaintFacts::Unknown => {
             for condition in [C::NodeTaintDetected, C::NodeTaintReplacing] {

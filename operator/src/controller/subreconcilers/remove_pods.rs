@@ -97,6 +97,69 @@ pub fn pvc_released(group: &GroupView<'_>) -> bool {
         .is_none_or(|pvc: &PersistentVolumeClaim| is_terminating(pvc))
 }
 
+/// A removed group's pod still running: deleted unless it hosts a coordinator or, not
+/// excluded, its zone would take more than the fault tolerance down.
+fn delete_live_pod(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+    pod: &Pod,
+    decision: &mut RemovePodsDecision,
+    zones_taken: &mut BTreeSet<String>,
+) {
+    let id = group.id().to_owned();
+    if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
+        decision.waiting.push((
+            id,
+            format!("it hosts coordinator {coordinator}; coordinators change first"),
+        ));
+        return;
+    }
+    if group.status.exclusion_timestamp.is_none() && skips_exclusion(snapshot, group) {
+        // Not excluded: its processes still hold data and count for fault tolerance.
+        let zone = placement::zone(group);
+        let mut zones = zones_taken.clone();
+        zones.insert(zone.clone());
+        if let Err(refusal) = safety::may_take_down(snapshot, &zones) {
+            decision.waiting.push((id, refusal.to_string()));
+            return;
+        }
+        zones_taken.insert(zone);
+    }
+    decision.delete_pods.push(pod.name_any());
+}
+
+/// Once every resource is gone, the group's excluded addresses are included again (when
+/// the database lists them); false when that must wait.
+fn include_again(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+    decision: &mut RemovePodsDecision,
+) -> bool {
+    let id = group.id().to_owned();
+    if group.status.exclusion_timestamp.is_none() && group.status.excluded_targets.is_empty() {
+        return true;
+    }
+    match (
+        exclusions::targets_to_include(snapshot, group),
+        safety::database(snapshot),
+    ) {
+        (Ok(targets), Ok(db)) => decision
+            .include
+            .extend(targets.into_iter().filter(|t| exclusions::is_listed(db, t))),
+        (Err(error), _) => {
+            decision.waiting.push((id, error.to_string()));
+            return false;
+        }
+        (_, Err(refusal)) => {
+            decision
+                .waiting
+                .push((id, format!("cannot include it again: {refusal}")));
+            return false;
+        }
+    }
+    true
+}
+
 /// Decides for one ready group.
 fn decide_group(
     snapshot: &ClusterSnapshot,
@@ -110,25 +173,7 @@ fn decide_group(
         return;
     }
     if let Some(pod) = group.pod.filter(|pod| !is_terminating(*pod)) {
-        if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
-            decision.waiting.push((
-                id,
-                format!("it hosts coordinator {coordinator}; coordinators change first"),
-            ));
-            return;
-        }
-        if group.status.exclusion_timestamp.is_none() && skips_exclusion(snapshot, group) {
-            // Not excluded: its processes still hold data and count for fault tolerance.
-            let zone = placement::zone(group);
-            let mut zones = zones_taken.clone();
-            zones.insert(zone.clone());
-            if let Err(refusal) = safety::may_take_down(snapshot, &zones) {
-                decision.waiting.push((id, refusal.to_string()));
-                return;
-            }
-            zones_taken.insert(zone);
-        }
-        decision.delete_pods.push(pod.name_any());
+        delete_live_pod(snapshot, group, pod, decision, zones_taken);
         return;
     }
     if !pod_released(snapshot, group) {
@@ -168,27 +213,9 @@ fn decide_group(
             .push((id, "its pod is still terminating".to_owned()));
         return;
     }
-    if group.status.exclusion_timestamp.is_some() || !group.status.excluded_targets.is_empty() {
-        match (
-            exclusions::targets_to_include(snapshot, group),
-            safety::database(snapshot),
-        ) {
-            (Ok(targets), Ok(db)) => decision
-                .include
-                .extend(targets.into_iter().filter(|t| exclusions::is_listed(db, t))),
-            (Err(error), _) => {
-                decision.waiting.push((id, error.to_string()));
-                return;
-            }
-            (_, Err(refusal)) => {
-                decision
-                    .waiting
-                    .push((id, format!("cannot include it again: {refusal}")));
-                return;
-            }
-        }
+    if include_again(snapshot, group, decision) {
+        decision.finished.push(id);
     }
-    decision.finished.push(id);
 }
 
 /// Decides from the snapshot.
@@ -251,6 +278,22 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> 
             format!("deleted {}", deleted.join(", ")),
         ));
     }
+    let refused = finish_removals(snapshot, decision, &mut actions);
+    let wait = removal_wait(decision, !deleted.is_empty(), &mut actions);
+    if actions.is_empty() {
+        return Verdict::Continue.then(wait);
+    }
+    Verdict::Act(Plan::new(actions, refused)).then(wait)
+}
+
+/// The groups whose removal finished: included (locked; a recovery when a transaction
+/// process takes roles again), dropped from the status, announced. Returns the text
+/// naming what waits on the include, for a refused lock.
+fn finish_removals(
+    snapshot: &ClusterSnapshot,
+    decision: &RemovePodsDecision,
+    actions: &mut Vec<Planned>,
+) -> String {
     let mut refused = String::new();
     if !decision.finished.is_empty() {
         if !decision.include.is_empty() {
@@ -287,15 +330,25 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> 
             format!("removed {}", decision.finished.join(", ")),
         ));
     }
+    refused
+}
+
+/// What the step waits on: a blocked removal (announced), resources still going, or
+/// removals the user holds; nothing when only terminating resources remain.
+fn removal_wait(
+    decision: &RemovePodsDecision,
+    deleted_any: bool,
+    actions: &mut Vec<Planned>,
+) -> Option<Wait> {
     let blocking = decision
         .waiting
         .iter()
         .find(|(group, _)| !decision.terminating.contains(group));
-    let wait = if let Some((group, reason)) = blocking {
+    if let Some((group, reason)) = blocking {
         let reason = format!("removal of {group} waits: {reason}");
         actions.push(event(EventReason::RemovalBlocked, reason.clone()));
         Some(Wait::new(WaitOn::After(Duration::from_secs(15)), reason))
-    } else if !deleted.is_empty() {
+    } else if deleted_any {
         Some(Wait::new(
             WaitOn::After(Duration::from_secs(5)),
             "waiting for the resources of removed process groups to go",
@@ -310,11 +363,7 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> 
         // Only terminating resources remain (or nothing): look again later, without
         // holding the cluster back from Reconciled.
         None
-    };
-    if actions.is_empty() {
-        return Verdict::Continue.then(wait);
     }
-    Verdict::Act(Plan::new(actions, refused)).then(wait)
 }
 
 #[async_trait]

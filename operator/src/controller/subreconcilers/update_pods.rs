@@ -199,34 +199,12 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     if mode == DeletionMode::None {
         return Deletion::Disabled(candidates.into_iter().map(|(_, p)| p.group).collect());
     }
-    // A pod stuck terminating past `ignoreTerminatingPodsSeconds` holds nothing back
-    // any more (issue 25): its group counts as down in the zone budget, which then
-    // decides what else may go.
-    let ignore_after = options.ignore_terminating_pods_seconds();
-    let now = snapshot.now_unix();
-    if let Some(terminating) = snapshot.pods().find(|p| {
-        p.metadata
-            .deletion_timestamp
-            .as_ref()
-            .is_some_and(|since| now - since.0.as_second() <= ignore_after)
-    }) {
-        return Deletion::Wait(format!(
-            "{} pods need an update; waiting for pod {} to finish terminating",
-            candidates.len(),
-            terminating.name_any()
-        ));
-    }
-    if let Err(refusal) = safety::available(snapshot) {
-        return Deletion::Wait(format!(
-            "{} pods need an update; {refusal}",
-            candidates.len()
-        ));
+    if let Some(wait) = deletion_blocked(snapshot, candidates.len()) {
+        return wait;
     }
     let maintenance_mode = options
         .maintenance_mode_options
         .use_maintenance_mode_checker();
-    // Zones with a maintenance window already open go first: that is where a deletion
-    // (perhaps interrupted) is under way.
     let current_maintenance = snapshot
         .database_status()
         .and_then(|db| db.cluster.maintenance_zone.clone())
@@ -235,32 +213,8 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
     for (zone, pod) in candidates {
         by_zone.entry(zone).or_default().push(pod);
     }
-    // Zones hosting coordinators go last: by then updated groups can take the
-    // coordinators, so they move once instead of once per zone.
-    let coordinator_of: BTreeMap<String, String> = by_zone
-        .values()
-        .flatten()
-        .filter_map(|p| {
-            let group = snapshot.group(&p.group)?;
-            Some((
-                p.group.clone(),
-                placement::hosted_coordinator(snapshot, &group)?,
-            ))
-        })
-        .collect();
-    let hosts_coordinator = |pod: &PodToDelete| coordinator_of.get(&pod.group);
-    let mut zones: Vec<String> = by_zone.keys().cloned().collect();
-    zones.sort_by_key(|zone| {
-        by_zone
-            .get(zone)
-            .is_some_and(|pods| pods.iter().any(|p| hosts_coordinator(p).is_some()))
-    });
-    if let Some(current) = &current_maintenance
-        && let Some(position) = zones.iter().position(|z| z == current)
-    {
-        let zone = zones.remove(position);
-        zones.insert(0, zone);
-    }
+    let coordinator_of = coordinators_hosted(snapshot, &by_zone);
+    let zones = zones_in_order(&by_zone, &coordinator_of, current_maintenance.as_deref());
     let budget = safety::zone_budget(snapshot);
     let zones_total = zones.len();
     let max_zones = match mode {
@@ -280,28 +234,11 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         .flat_map(|z| by_zone.remove(z).unwrap_or_default())
         .collect();
     if mode == DeletionMode::ProcessGroup {
-        pods.sort_by_key(|p| hosts_coordinator(p).is_some());
+        pods.sort_by_key(|p| coordinator_of.contains_key(&p.group));
         pods.truncate(1);
     }
-    let hosting: Vec<String> = pods
-        .iter()
-        .filter_map(|p| {
-            Some(format!(
-                "{} hosts coordinator {}",
-                p.pod,
-                hosts_coordinator(p)?
-            ))
-        })
-        .collect();
-    if !hosting.is_empty() {
-        return Deletion::MoveCoordinators {
-            groups: pods.iter().map(|p| p.group.clone()).collect(),
-            reason: format!(
-                "pods of zone {} need an update, but {}; the coordinators move first",
-                chosen.join(", "),
-                hosting.join(", ")
-            ),
-        };
+    if let Some(move_first) = coordinators_move_first(&pods, &chosen, &coordinator_of) {
+        return move_first;
     }
     let has_storage = pods.iter().any(|p| p.class == ProcessClass::Storage);
     let maintenance_zone = match chosen.first() {
@@ -327,6 +264,97 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         maintenance_zone,
         progress,
     }
+}
+
+/// The gates that hold every deletion back: a pod still terminating, or a database that
+/// is not available.
+fn deletion_blocked(snapshot: &ClusterSnapshot, candidates: usize) -> Option<Deletion> {
+    // A pod stuck terminating past `ignoreTerminatingPodsSeconds` holds nothing back
+    // any more (issue 25): its group counts as down in the zone budget, which then
+    // decides what else may go.
+    let ignore_after = snapshot
+        .spec()
+        .automation_options
+        .ignore_terminating_pods_seconds();
+    let now = snapshot.now_unix();
+    if let Some(terminating) = snapshot.pods().find(|p| {
+        p.metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_some_and(|since| now - since.0.as_second() <= ignore_after)
+    }) {
+        return Some(Deletion::Wait(format!(
+            "{candidates} pods need an update; waiting for pod {} to finish terminating",
+            terminating.name_any()
+        )));
+    }
+    safety::available(snapshot)
+        .err()
+        .map(|refusal| Deletion::Wait(format!("{candidates} pods need an update; {refusal}")))
+}
+
+/// The coordinator each candidate group hosts, by group ID.
+fn coordinators_hosted(
+    snapshot: &ClusterSnapshot,
+    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
+) -> BTreeMap<String, String> {
+    by_zone
+        .values()
+        .flatten()
+        .filter_map(|p| {
+            let group = snapshot.group(&p.group)?;
+            Some((
+                p.group.clone(),
+                placement::hosted_coordinator(snapshot, &group)?,
+            ))
+        })
+        .collect()
+}
+
+/// The zones in the order they are updated: the zone already in maintenance first
+/// (a deletion there may have been interrupted), zones hosting coordinators last (by
+/// then updated groups can take the coordinators, so they move once, not once per zone).
+fn zones_in_order(
+    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
+    coordinator_of: &BTreeMap<String, String>,
+    current_maintenance: Option<&str>,
+) -> Vec<String> {
+    let mut zones: Vec<String> = by_zone.keys().cloned().collect();
+    zones.sort_by_key(|zone| {
+        by_zone
+            .get(zone)
+            .is_some_and(|pods| pods.iter().any(|p| coordinator_of.contains_key(&p.group)))
+    });
+    if let Some(current) = current_maintenance
+        && let Some(position) = zones.iter().position(|z| z == current)
+    {
+        let zone = zones.remove(position);
+        zones.insert(0, zone);
+    }
+    zones
+}
+
+/// When the batch holds pods hosting coordinators, the coordinators move off them first.
+fn coordinators_move_first(
+    pods: &[PodToDelete],
+    chosen: &[String],
+    coordinator_of: &BTreeMap<String, String>,
+) -> Option<Deletion> {
+    let hosting: Vec<String> = pods
+        .iter()
+        .filter_map(|p| {
+            let coordinator = coordinator_of.get(&p.group)?;
+            Some(format!("{} hosts coordinator {coordinator}", p.pod))
+        })
+        .collect();
+    (!hosting.is_empty()).then(|| Deletion::MoveCoordinators {
+        groups: pods.iter().map(|p| p.group.clone()).collect(),
+        reason: format!(
+            "pods of zone {} need an update, but {}; the coordinators move first",
+            chosen.join(", "),
+            hosting.join(", ")
+        ),
+    })
 }
 
 /// What differs, per group, between its pod and the desired one (the first field that
