@@ -81,20 +81,27 @@ pub async fn exec(
     })
 }
 
-/// A running pod of the cluster to run fdbcli in (the first by name).
-pub fn fdbcli_pod(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<String, PluginError> {
-    pods.iter()
+/// The names of the cluster's running pods (not being deleted), sorted.
+pub fn fdbcli_pods(pods: &[Pod]) -> Vec<String> {
+    let mut names: Vec<String> = pods
+        .iter()
         .filter(|pod| pod.metadata.deletion_timestamp.is_none())
         .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
         .filter_map(|pod| pod.metadata.name.clone())
-        .min()
-        .ok_or_else(|| {
-            PluginError::NotFound(format!(
-                "FoundationDBCluster {}/{} has no running pod to run fdbcli in",
-                cluster.metadata.namespace.as_deref().unwrap_or_default(),
-                cluster.metadata.name.as_deref().unwrap_or_default()
-            ))
-        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A running pod of the cluster to run fdbcli in (the first by name).
+pub fn fdbcli_pod(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<String, PluginError> {
+    fdbcli_pods(pods).into_iter().next().ok_or_else(|| {
+        PluginError::NotFound(format!(
+            "FoundationDBCluster {}/{} has no running pod to run fdbcli in",
+            cluster.metadata.namespace.as_deref().unwrap_or_default(),
+            cluster.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
 }
 
 /// Runs `fdbcli --exec TEXT` in `pod`; a non-zero exit is an error naming the command.

@@ -7,12 +7,19 @@
 //!   `sh -c` / `bash -c` text, with the commands `status json`, `kill` (lists nothing) and
 //!   `kill ADDRESS...`, carried out through the world's admin interface, so they are
 //!   logged and judged like any other admin command;
-//! - `pkill fdbserver`: kills the pod's own fdbserver processes.
+//! - `pkill fdbserver`: kills the pod's own fdbserver processes;
+//! - `cat PATH`, and `printf '%s\n' "$N" > PATH` (the value of a positional argument
+//!   written to a file, as `kubectl fdb fix-coordinator-ips` rewrites the cluster file):
+//!   files written through exec are kept per pod (by uid) and read back by `cat`; the
+//!   simulated fdbserver reads no file, so writing one changes nothing else;
+//! - `sh -c SCRIPT NAME ARG...`: a script of those commands joined by `&&`, with its
+//!   positional arguments (`$1`...) taken from ARG..., never expanded into the text.
 //!
 //! Anything else exits 127, as a shell would for a command it cannot find. SPDY (the
 //! older exec protocol) is not served: the request is refused with 400.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -76,6 +83,8 @@ pub struct SimulatedExec {
     pub status_json: Arc<dyn Fn() -> Value + Send + Sync>,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
+    /// Files written through exec, by pod uid and path.
+    pub files: Arc<Mutex<BTreeMap<(String, String), String>>>,
 }
 
 impl std::fmt::Debug for SimulatedExec {
@@ -220,18 +229,75 @@ impl SimulatedExec {
         if let Some(text) = fdbcli_text(&request.command) {
             return Ok(self.fdbcli(&text).await);
         }
-        if request.command.first().map(String::as_str) == Some("pkill")
-            && request.command.last().map(String::as_str) == Some("fdbserver")
+        if let [shell, flag, script, _name, arguments @ ..] = request.command.as_slice()
+            && shell.ends_with("sh")
+            && flag == "-c"
         {
-            return Ok(self.pkill(&pod).await);
+            return Ok(self.script(&pod, script, arguments).await);
         }
-        Ok(ExecOutput::failed(
-            127,
-            format!(
-                "{}: command not found in the simulated container (it runs fdbcli --exec and pkill fdbserver)\n",
-                request.command[0]
+        let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
+        Ok(self.simple(&pod, &words, &[]).await)
+    }
+
+    /// A `&&` chain of simple commands; `$N` words are positional arguments.
+    async fn script(&self, pod: &Value, script: &str, arguments: &[String]) -> ExecOutput {
+        let mut output = ExecOutput::default();
+        for command in script.split("&&").map(str::trim) {
+            let Some(words) = split_shell(command) else {
+                return fail(output, &format!("sh: unterminated quote in `{command}`"));
+            };
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let step = self.simple(pod, &words, arguments).await;
+            output.stdout.push_str(&step.stdout);
+            output.stderr.push_str(&step.stderr);
+            output.exit_code = step.exit_code;
+            if step.exit_code != 0 {
+                break;
+            }
+        }
+        output
+    }
+
+    /// One simple command (`pkill fdbserver`, `cat PATH`, `printf '%s\n' "$N" > PATH`).
+    async fn simple(&self, pod: &Value, words: &[&str], arguments: &[String]) -> ExecOutput {
+        let uid = pod
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let files = || self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        match words {
+            ["pkill", .., "fdbserver"] => self.pkill(pod).await,
+            ["cat", path] => match files().get(&(uid, (*path).to_owned())) {
+                Some(text) => ExecOutput {
+                    stdout: text.clone(),
+                    ..ExecOutput::default()
+                },
+                None => ExecOutput::failed(1, format!("cat: {path}: No such file or directory\n")),
+            },
+            ["printf", "%s\\n", argument, ">", path] if path.starts_with('/') => {
+                let value = argument
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| n.checked_sub(1))
+                    .and_then(|n| arguments.get(n));
+                let Some(value) = value else {
+                    return ExecOutput::failed(
+                        1,
+                        format!("sh: {argument}: not a positional argument\n"),
+                    );
+                };
+                files().insert((uid, (*path).to_owned()), format!("{value}\n"));
+                ExecOutput::default()
+            }
+            _ => ExecOutput::failed(
+                127,
+                format!(
+                    "{}: command not found in the simulated container (it runs fdbcli --exec, pkill fdbserver, cat and printf to a file)\n",
+                    words.first().copied().unwrap_or_default()
+                ),
             ),
-        ))
+        }
     }
 
     /// fdbcli's `--exec` commands, one after the other; the first failure stops it.
