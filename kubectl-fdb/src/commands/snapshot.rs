@@ -195,7 +195,7 @@ pub fn summarize(result: &SimulationResult) -> Summary {
     for (what, step) in [("take-over", take_over), ("change", change)] {
         let line = match step {
             Some(step) if step.reconciled == Some(true) => {
-                format!("{what}: reconciled after {} s simulated", step.time)
+                format!("{what}: reconciled at {} s simulated", step.time)
             }
             Some(step) => {
                 ok = false;
@@ -215,6 +215,10 @@ pub fn summarize(result: &SimulationResult) -> Summary {
     let apply_at = result.steps.get(2).map_or(0, |s| s.index);
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for event in &result.events {
+        // What the operator did, not the scenario's own steps.
+        if event.by.as_deref() == Some("user") {
+            continue;
+        }
         let counted = match event.source {
             EventSource::K8s => {
                 matches!(event.action.as_str(), "delete" | "create")
@@ -242,12 +246,19 @@ pub fn summarize(result: &SimulationResult) -> Summary {
             *counts.entry(what).or_default() += 1;
         }
     }
-    if counts.is_empty() {
-        lines
-            .push("the operator deleted, created, killed, excluded or reconfigured nothing".into());
-    }
-    for (what, count) in counts {
-        lines.push(format!("{what} x{count}"));
+    for phase in ["take-over", "change"] {
+        let prefix = format!("{phase}: ");
+        let found: Vec<String> = counts
+            .iter()
+            .filter(|(what, _)| what.starts_with(&prefix))
+            .map(|(what, count)| format!("{what} x{count}"))
+            .collect();
+        if found.is_empty() {
+            lines.push(format!(
+                "{phase}: the operator deleted, created, killed, excluded or reconfigured nothing"
+            ));
+        }
+        lines.extend(found);
     }
     for violation in &result.violations {
         lines.push(format!(
@@ -256,4 +267,84 @@ pub fn summarize(result: &SimulationResult) -> Summary {
         ));
     }
     Summary { lines, ok }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fdb_simulation::result::{Event, StepResult, Violation};
+
+    fn step(index: usize, reconciled: Option<bool>) -> StepResult {
+        StepResult {
+            index,
+            time: 60 * index as u64,
+            reconciled,
+            stopped_because: Some("waiting".into()),
+            ..StepResult::default()
+        }
+    }
+
+    fn event(step: usize, source: EventSource, action: &str, target: &str) -> Event {
+        Event {
+            step,
+            time: 0,
+            pass: 1,
+            source,
+            action: action.into(),
+            target: target.into(),
+            detail: String::new(),
+            by: None,
+            issuer: None,
+        }
+    }
+
+    #[test]
+    fn a_rehearsal_says_what_each_phase_did_and_whether_it_ended_reconciled() {
+        let mut result = SimulationResult {
+            steps: vec![
+                step(0, Some(true)),
+                step(1, None),
+                step(2, None),
+                step(3, Some(true)),
+                step(4, None),
+            ],
+            events: vec![
+                event(3, EventSource::K8s, "delete", "pod/sample-log-1"),
+                event(3, EventSource::K8s, "delete", "pod/sample-log-2"),
+                event(3, EventSource::Fdb, "exclude", "10.0.0.1:4501"),
+                event(3, EventSource::K8s, "patch", "foundationdbcluster/sample"),
+            ],
+            ..SimulationResult::default()
+        };
+        let summary = summarize(&result);
+        assert!(summary.ok);
+        assert_eq!(
+            summary.lines,
+            [
+                "take-over: reconciled at 0 s simulated",
+                "change: reconciled at 180 s simulated",
+                "take-over: the operator deleted, created, killed, excluded or reconfigured nothing",
+                "change: delete pod x2",
+                "change: fdb exclude x1",
+            ]
+        );
+        result.steps[3].reconciled = Some(false);
+        result.violations.push(Violation {
+            invariant: "expect".into(),
+            time: 7,
+            pass: 2,
+            detail: "not reconciled".into(),
+        });
+        let summary = summarize(&result);
+        assert!(!summary.ok);
+        assert!(
+            summary
+                .lines
+                .contains(&"change: NOT reconciled (waiting)".to_owned())
+        );
+        assert_eq!(
+            summary.lines.last().map(String::as_str),
+            Some("VIOLATION expect at 7 s: not reconciled")
+        );
+    }
 }
