@@ -53,7 +53,8 @@ pub enum Command {
     Cordon(CordonArgs),
     /// Restart the fdbserver processes of process groups, all with one `fdbcli kill`.
     Restart(RestartArgs),
-    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli.
+    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli, with
+    /// standard input attached (no terminal): `echo status | kubectl fdb exec -c C -- fdbcli`.
     Exec(ExecArgs),
     /// Inject faults through the cluster's `spec.buggify`.
     #[command(subcommand)]

@@ -49,6 +49,8 @@ pub struct ExecRequest {
     pub container: Option<String>,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// The client sends standard input (`stdin=true`): read until it closes, then run.
+    pub stdin: bool,
 }
 
 /// What a command printed and how it ended.
@@ -101,11 +103,13 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
     };
     let mut command = Vec::new();
     let mut container = None;
+    let mut stdin = false;
     for pair in query.unwrap_or_default().split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "command" => command.push(decode(value)),
             "container" => container = Some(decode(value)).filter(|c| !c.is_empty()),
+            "stdin" => stdin = matches!(value, "true" | "1"),
             _ => {}
         }
     }
@@ -114,6 +118,7 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
         pod: decode(pod),
         container,
         command,
+        stdin,
     })
 }
 
@@ -188,8 +193,15 @@ fn split_shell(script: &str) -> Option<Vec<String>> {
 }
 
 impl SimulatedExec {
-    /// Runs one command in a pod's container.
+    /// Runs one command in a pod's container, with no standard input.
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, (u16, String)> {
+        let pod = self.check(request)?;
+        Ok(self.execute(&pod, request, "").await)
+    }
+
+    /// The pod of a request that can run (it exists, runs, has the container, and a
+    /// command is given), or the error the API server answers with.
+    fn check(&self, request: &ExecRequest) -> Result<Value, (u16, String)> {
         let key = ResourceKey::new("", "v1", "pods", &request.namespace, &request.pod);
         let Some(pod) = self.api.get(&key) else {
             return Err((404, format!("pods \"{}\" not found", request.pod)));
@@ -226,17 +238,31 @@ impl SimulatedExec {
         if request.command.is_empty() {
             return Err((400, "you must specify at least one command".into()));
         }
+        Ok(pod)
+    }
+
+    /// Runs a checked request's command; `stdin` is what the client sent (fdbcli without
+    /// `--exec` runs each of its lines, as it does reading commands from a pipe).
+    async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
         if let Some(text) = fdbcli_text(&request.command) {
-            return Ok(self.fdbcli(&text).await);
+            return self.fdbcli(&text).await;
         }
         if let [shell, flag, script, _name, arguments @ ..] = request.command.as_slice()
             && shell.ends_with("sh")
             && flag == "-c"
         {
-            return Ok(self.script(&pod, script, arguments).await);
+            return self.script(pod, script, arguments).await;
+        }
+        if request
+            .command
+            .first()
+            .is_some_and(|p| p.ends_with("fdbcli"))
+        {
+            let text: Vec<&str> = stdin.lines().map(str::trim).collect();
+            return self.fdbcli(&text.join(";")).await;
         }
         let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
-        Ok(self.simple(&pod, &words, &[]).await)
+        self.simple(pod, &words, &[]).await
     }
 
     /// A `&&` chain of simple commands; `$N` words are positional arguments.
@@ -428,16 +454,23 @@ pub async fn serve(
             "exec is served over websockets with the v5.channel.k8s.io or v4.channel.k8s.io subprotocol only (no SPDY)",
         );
     };
-    let output = match exec.run(&request).await {
-        Ok(output) => output,
+    let pod = match exec.check(&request) {
+        Ok(pod) => pod,
         Err((code, message)) => return status_response(code, &message),
     };
     let accept = derive_accept_key(key.as_bytes());
+    let exec = exec.clone();
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let io = hyper_util::rt::TokioIo::new(upgraded);
         let mut socket =
             tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+        let stdin = if request.stdin {
+            read_stdin(&mut socket).await
+        } else {
+            String::new()
+        };
+        let output = exec.execute(&pod, &request, &stdin).await;
         let frame = |channel: u8, data: &[u8]| {
             let mut bytes = Vec::with_capacity(data.len() + 1);
             bytes.push(channel);
@@ -481,6 +514,28 @@ pub async fn serve(
         headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
     }
     response
+}
+
+/// What the client sends on channel 0 until it closes standard input (v5: the message
+/// `[255, 0]`), closes the socket (v4 has no other way), or the socket ends.
+async fn read_stdin<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>) -> String
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::StreamExt as _;
+    let mut input = Vec::new();
+    while let Some(Ok(message)) = socket.next().await {
+        match message {
+            Message::Binary(bytes) => match bytes.split_first() {
+                Some((0, data)) => input.extend_from_slice(data),
+                Some((255, [0])) => break,
+                _ => {}
+            },
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+    String::from_utf8_lossy(&input).into_owned()
 }
 
 #[cfg(test)]
