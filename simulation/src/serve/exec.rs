@@ -539,46 +539,5 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exec_paths_and_repeated_commands_are_parsed() {
-        let request = parse_request(
-            "/api/v1/namespaces/db/pods/sample-log-1/exec",
-            Some("command=fdbcli&command=--exec&command=kill%3B+kill+127.0.0.1%3A4501&container=foundationdb&stdout=true"),
-        )
-        .unwrap();
-        assert_eq!(request.namespace, "db");
-        assert_eq!(request.pod, "sample-log-1");
-        assert_eq!(request.container.as_deref(), Some("foundationdb"));
-        assert_eq!(
-            request.command,
-            ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
-        );
-        assert!(parse_request("/api/v1/namespaces/db/pods/p/log", None).is_none());
-    }
-
-    #[test]
-    fn fdbcli_is_found_directly_or_in_a_shell() {
-        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-        assert_eq!(
-            fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])).as_deref(),
-            Some("status json")
-        );
-        assert_eq!(
-            fdbcli_text(&argv(&[
-                "bash",
-                "-c",
-                "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
-            ]))
-            .as_deref(),
-            Some("kill; kill 1.2.3.4:4501")
-        );
-        assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
-        assert_eq!(
-            fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
-            None
-        );
-    }
-}
+#[path = "exec_tests.rs"]
+mod tests;
