@@ -85,6 +85,28 @@ fn snapshot_writes_a_runnable_folder_and_rehearse_tells_what_a_change_would_do()
     assert_eq!(world.cluster()["metadata"]["generation"], generation);
     assert!(world.cluster()["spec"]["processes"]["general"]["customParameters"].is_null());
 
+    // A manifest that asks for nothing new is refused before anything is simulated.
+    std::fs::write(&manifest_path, world.cluster().to_string()).unwrap();
+    let same = world.plugin(&[
+        "rehearse",
+        "-c",
+        "sample",
+        "-f",
+        manifest_path.to_str().unwrap(),
+        "-o",
+        dir.path().join("same").to_str().unwrap(),
+    ]);
+    assert_eq!(same.status.code(), Some(2), "{}", stdout(&same));
+    assert!(
+        stderr(&same).ends_with("asks for no change to the captured cluster\n"),
+        "{}",
+        stderr(&same)
+    );
+    assert!(
+        stderr(&same).contains("error: --file "),
+        "{}",
+        stderr(&same)
+    );
     let bad = world.plugin(&["rehearse", "-c", "sample", "-f", "/nonexistent.yaml"]);
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));

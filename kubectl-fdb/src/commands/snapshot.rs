@@ -12,7 +12,7 @@ use fdb_operator::capture::{CaptureOptions, capture_objects, status_line};
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
-use fdb_simulation::scenario::snapshot_write::write_dir;
+use fdb_simulation::scenario::snapshot_write::{WriteError, write_dir};
 use serde_json::Value;
 
 use crate::cli::{RehearseArgs, SnapshotArgs};
@@ -123,7 +123,12 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
         captured.status.as_ref(),
         Some(&manifest),
     )
-    .map_err(|error| PluginError::Usage(error.to_string()))?;
+    .map_err(|error| match error {
+        WriteError::Rehearse(message) => {
+            PluginError::Usage(format!("--file {}: {message}", args.file.display()))
+        }
+        other => PluginError::Usage(other.to_string()),
+    })?;
     let path = dir.join("scenario.yaml");
     let scenario = Scenario::from_file(&path).map_err(|error| {
         PluginError::Usage(format!(
