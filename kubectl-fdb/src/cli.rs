@@ -53,13 +53,15 @@ pub enum Command {
     Cordon(CordonArgs),
     /// Restart the fdbserver processes of process groups, all with one `fdbcli kill`.
     Restart(RestartArgs),
-    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli.
+    /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli, with
+    /// standard input attached (no terminal): `echo status | kubectl fdb exec -c C -- fdbcli`.
     Exec(ExecArgs),
     /// Inject faults through the cluster's `spec.buggify`.
     #[command(subcommand)]
     Buggify(BuggifyCommand),
-    /// Show the connection string with the coordinators' addresses updated to their pods'
-    /// current IPs (applying it is not supported yet: use --dry-run).
+    /// Update the coordinators' addresses in the connection string to their pods' current
+    /// IPs: rewrite the cluster file and restart fdbserver in every running pod, then set
+    /// it in the cluster's status and ConfigMap (asks first unless --yes).
     FixCoordinatorIps(FixCoordinatorIpsArgs),
     /// Read a cluster's configuration or exclusions.
     #[command(subcommand)]
@@ -70,6 +72,45 @@ pub enum Command {
     /// Change what the operator keeps about a cluster, in an emergency.
     #[command(subcommand)]
     Update(UpdateCommand),
+    /// Capture the cluster (its objects, and `status json` through fdbcli in a pod) into a
+    /// scenario folder that `fdb-operator simulate` runs; writes nothing to the cluster.
+    #[command(after_help = "Example:\n  kubectl fdb snapshot -c sample -o sample-snapshot")]
+    Snapshot(SnapshotArgs),
+    /// Capture the cluster and simulate applying a changed manifest on it, on this machine:
+    /// tells what the operator would do (pods deleted, processes killed, exclusions...)
+    /// and whether the change ends reconciled; writes nothing to the cluster. Exit 1 when
+    /// it does not.
+    #[command(after_help = "Example:\n  kubectl fdb rehearse -c sample -f sample-7.3.yaml")]
+    Rehearse(RehearseArgs),
+}
+
+/// `snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The folder to write `scenario.yaml`, `live.yaml` and `status.json` to (default:
+    /// `<cluster>-snapshot`).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Keep the values of the Secrets the pods mount (default: placeholders).
+    #[arg(long)]
+    pub include_secret_values: bool,
+}
+
+/// `rehearse`.
+#[derive(Debug, Args)]
+pub struct RehearseArgs {
+    /// The cluster.
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The changed FoundationDBCluster manifest to rehearse.
+    #[arg(long, short = 'f', value_name = "MANIFEST")]
+    pub file: PathBuf,
+    /// The folder for the scenario and its `result.json` (default: `<cluster>-rehearsal`).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 /// `version`.
@@ -238,7 +279,7 @@ pub struct FixCoordinatorIpsArgs {
     /// The cluster.
     #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
     pub cluster: String,
-    /// Print the new connection string and change nothing.
+    /// Print the new connection string and what would be done, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
 }

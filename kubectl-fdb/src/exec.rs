@@ -4,7 +4,7 @@ use fdb_shared::api::FoundationDBCluster;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::AttachParams;
-use tokio::io::AsyncReadExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::error::PluginError;
 use crate::session::Session;
@@ -61,7 +61,87 @@ pub async fn exec(
         None => None,
     };
     let _ = attached.join().await;
-    let code = match status {
+    let code = exit_code(status);
+    Ok(ExecResult {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        code,
+    })
+}
+
+/// Runs `command` in `container` of `pod` with this process's standard input, output and
+/// error attached (no terminal), as the Go plugin's `exec` does: output is streamed as it
+/// comes, input is forwarded until it ends (then the remote standard input is closed).
+/// Returns the command's exit status.
+pub async fn exec_attached(
+    session: &Session,
+    pod: &str,
+    container: &str,
+    command: Vec<String>,
+) -> Result<i32, PluginError> {
+    let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
+    let params = AttachParams::default()
+        .container(container)
+        .stdin(true)
+        .stdout(true)
+        .stderr(true);
+    let action = format!("exec in pod {pod}");
+    let mut attached = pods
+        .exec(pod, command, &params)
+        .await
+        .map_err(|error| session.error(error, &action))?;
+    // Standard input is read on a thread of its own: a blocking read of a terminal
+    // cannot be cancelled, and the command may end without reading it.
+    let (send, mut receive) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut input = std::io::stdin().lock();
+        let mut buffer = vec![0u8; 8192];
+        while let Ok(read) = input.read(&mut buffer) {
+            if read == 0 || send.blocking_send(buffer[..read].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut remote_stdin = attached.stdin();
+    let forward = tokio::spawn(async move {
+        if let Some(writer) = remote_stdin.as_mut() {
+            while let Some(chunk) = receive.recv().await {
+                if writer.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            let _ = writer.shutdown().await;
+        }
+        // Dropping the writer closes the remote standard input.
+        drop(remote_stdin);
+    });
+    let mut stdout = attached.stdout();
+    let mut stderr = attached.stderr();
+    let status = attached.take_status();
+    let copy_out = async {
+        if let Some(reader) = stdout.as_mut() {
+            let _ = tokio::io::copy(reader, &mut tokio::io::stdout()).await;
+        }
+    };
+    let copy_err = async {
+        if let Some(reader) = stderr.as_mut() {
+            let _ = tokio::io::copy(reader, &mut tokio::io::stderr()).await;
+        }
+    };
+    tokio::join!(copy_out, copy_err);
+    let status = match status {
+        Some(status) => status.await,
+        None => None,
+    };
+    forward.abort();
+    let _ = attached.join().await;
+    Ok(exit_code(status))
+}
+
+/// The exit status a final `Status` reports (0 on success, 1 when it names none).
+fn exit_code(status: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>) -> i32 {
+    match status {
         Some(status) if status.status.as_deref() == Some("Success") => 0,
         Some(status) => status
             .details
@@ -73,28 +153,30 @@ pub async fn exec(
             .and_then(|m| m.parse().ok())
             .unwrap_or(1),
         None => 0,
-    };
-    Ok(ExecResult {
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        code,
-    })
+    }
+}
+
+/// The names of the cluster's running pods (not being deleted), sorted.
+pub fn fdbcli_pods(pods: &[Pod]) -> Vec<String> {
+    let mut names: Vec<String> = pods
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|pod| pod.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
 }
 
 /// A running pod of the cluster to run fdbcli in (the first by name).
 pub fn fdbcli_pod(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<String, PluginError> {
-    pods.iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-        .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .filter_map(|pod| pod.metadata.name.clone())
-        .min()
-        .ok_or_else(|| {
-            PluginError::NotFound(format!(
-                "FoundationDBCluster {}/{} has no running pod to run fdbcli in",
-                cluster.metadata.namespace.as_deref().unwrap_or_default(),
-                cluster.metadata.name.as_deref().unwrap_or_default()
-            ))
-        })
+    fdbcli_pods(pods).into_iter().next().ok_or_else(|| {
+        PluginError::NotFound(format!(
+            "FoundationDBCluster {}/{} has no running pod to run fdbcli in",
+            cluster.metadata.namespace.as_deref().unwrap_or_default(),
+            cluster.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
 }
 
 /// Runs `fdbcli --exec TEXT` in `pod`; a non-zero exit is an error naming the command.

@@ -230,6 +230,28 @@ fn restart_all_processes_is_one_kill_and_exec_runs_fdbcli() {
     assert_eq!(processes, 11);
     let unknown = world.plugin(&["exec", "-c", "sample", "--", "ls"]);
     assert_eq!(unknown.status.code(), Some(127));
+    // Standard input reaches the command: fdbcli reads its commands from it.
+    let mut piped = Command::new(env!("CARGO_BIN_EXE_kubectl-fdb"))
+        .arg("--kubeconfig")
+        .arg(&world.kubeconfig)
+        .args(["exec", "-c", "sample", "--", "fdbcli"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut input = piped.stdin.take().unwrap();
+        input.write_all(b"status json\n").unwrap();
+    }
+    let piped = piped.wait_with_output().unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    let status: Value = serde_json::from_str(&stdout(&piped)).unwrap();
+    assert_eq!(
+        status["cluster"]["processes"].as_object().unwrap().len(),
+        11
+    );
 
     let declined = world.plugin(&["restart", "-c", "sample", "--all-processes"]);
     assert_eq!(declined.status.code(), Some(1));

@@ -85,11 +85,131 @@ fn fix_coordinator_ips_dry_run_names_the_change_and_writes_nothing() {
         after["status"]["connectionString"].as_str(),
         Some(connection.as_str())
     );
-    // Without --dry-run it refuses (it would need pods/exec), in one line.
-    let refused = world.plugin(&["fix-coordinator-ips", "-c", "sample"]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert_eq!(stderr(&refused).lines().count(), 1);
+    // Asked without --yes, with no one to answer: nothing changes.
+    let declined = world.plugin(&["fix-coordinator-ips", "-c", "sample"]);
+    assert_eq!(declined.status.code(), Some(1), "{}", stderr(&declined));
+    assert_eq!(
+        world.cluster()["metadata"]["resourceVersion"],
+        before,
+        "declined, yet written"
+    );
     drop(world);
+}
+
+#[test]
+fn fix_coordinator_ips_rewrites_every_pod_s_cluster_file_then_the_status() {
+    let world = World::serve(
+        &scenario("coordinators-apply", "{nodes: 11}", "  - reconcile: {}\n"),
+        0.001,
+    );
+    let connection = world.cluster()["status"]["connectionString"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, first, owner) = first_coordinator(&world);
+    let pod_name = format!("sample-{owner}");
+    raw_patch(
+        &world,
+        &format!("/api/v1/namespaces/default/pods/{pod_name}/status"),
+        &serde_json::json!({"status": {"podIP": "127.0.9.9", "podIPs": [{"ip": "127.0.9.9"}]}}),
+    );
+    let new = connection.replacen(
+        &first,
+        &format!("127.0.9.9:{}", first.rsplit_once(':').unwrap().1),
+        1,
+    );
+    let running: Vec<String> = world
+        .pods()
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Running")
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    let applied = world.plugin(&["fix-coordinator-ips", "-c", "sample", "--yes"]);
+    assert_eq!(applied.status.code(), Some(0), "{}", stderr(&applied));
+    let out = stdout(&applied);
+    assert!(
+        out.contains(&format!("New connection string: {new}")),
+        "{out}"
+    );
+    // Every running pod holds the new cluster file, written through pods/exec.
+    for pod in &running {
+        assert!(
+            out.contains(&format!("{pod}: cluster file written, ")),
+            "{out}"
+        );
+        let file = world.plugin(&[
+            "exec",
+            "-c",
+            "sample",
+            "-p",
+            pod,
+            "--",
+            "cat",
+            "/var/fdb/data/fdb.cluster",
+        ]);
+        assert_eq!(
+            stdout(&file),
+            format!("{new}\n"),
+            "{pod}: {}",
+            stderr(&file)
+        );
+    }
+    let cluster = world.cluster();
+    assert_eq!(
+        cluster["status"]["connectionString"].as_str(),
+        Some(new.as_str())
+    );
+    let config_map = world.get("/api/v1/namespaces/default/configmaps/sample-config");
+    assert_eq!(
+        config_map["data"]["cluster-file"].as_str(),
+        Some(new.as_str())
+    );
+    // Once applied, nothing is left to change.
+    let again = world.plugin(&["fix-coordinator-ips", "-c", "sample", "--dry-run"]);
+    assert!(
+        stdout(&again).contains("Nothing to change"),
+        "{}",
+        stdout(&again)
+    );
+    let restarted = out.matches("fdbserver restarted").count();
+    let result = world.stop();
+    // Each restart is a kill of the pod's processes in the world. (The simulated pkill
+    // finds a pod's processes through `status json`: once the first kills took the
+    // database down, the later pods find none, as the output says.)
+    let kills = result.events.iter().filter(|e| e.action == "kill").count();
+    assert!(restarted >= 1, "{out}");
+    assert_eq!(kills, restarted, "{out}");
+}
+
+/// The first coordinator's IP, address, and the process group that has that IP.
+fn first_coordinator(world: &World) -> (String, String, String) {
+    let cluster = world.cluster();
+    let connection = cluster["status"]["connectionString"].as_str().unwrap();
+    let first = connection
+        .split('@')
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ip = first.rsplit_once(':').unwrap().0.to_owned();
+    let owner = cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| {
+            g["addresses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a == ip.as_str())
+        })
+        .unwrap()["processGroupID"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (ip, first, owner)
 }
 
 #[test]

@@ -181,6 +181,42 @@ pub async fn capture(
     options: &CaptureOptions,
     progress: &dyn Fn(&str),
 ) -> Result<Capture, CaptureError> {
+    let (objects, typed) = capture_objects(client, options, progress).await?;
+    let status = match admin.admin_for(&typed) {
+        Ok(client) => match client.status().await {
+            Ok(status) => serde_json::to_value(&status).ok(),
+            Err(error) => {
+                progress(&format!("status json: {error} (captured without it)"));
+                None
+            }
+        },
+        Err(error) => {
+            progress(&format!("status json: {error} (captured without it)"));
+            None
+        }
+    };
+    if let Some(status) = &status {
+        progress(&status_line(status));
+    }
+    Ok(Capture { objects, status })
+}
+
+/// The progress line of a captured `status json`.
+pub fn status_line(status: &Value) -> String {
+    let processes = status
+        .pointer("/cluster/processes")
+        .and_then(Value::as_object)
+        .map_or(0, serde_json::Map::len);
+    format!("captured status json ({processes} processes)")
+}
+
+/// Captures the cluster's objects only (the `status json` is read by the caller, as
+/// `kubectl fdb snapshot` does through `pods/exec`); returns them with the cluster, typed.
+pub async fn capture_objects(
+    client: &kube::Client,
+    options: &CaptureOptions,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<Value>, FoundationDBCluster), CaptureError> {
     let namespace = options.namespace.as_str();
     let name = options.cluster.as_str();
     let cluster = get::<FoundationDBCluster>(client, Some(namespace), name, "the cluster")
@@ -291,25 +327,5 @@ pub async fn capture(
             name: name.to_owned(),
             message: error.to_string(),
         })?;
-    let status = match admin.admin_for(&typed) {
-        Ok(client) => match client.status().await {
-            Ok(status) => serde_json::to_value(&status).ok(),
-            Err(error) => {
-                progress(&format!("status json: {error} (captured without it)"));
-                None
-            }
-        },
-        Err(error) => {
-            progress(&format!("status json: {error} (captured without it)"));
-            None
-        }
-    };
-    if let Some(status) = &status {
-        let processes = status
-            .pointer("/cluster/processes")
-            .and_then(Value::as_object)
-            .map_or(0, serde_json::Map::len);
-        progress(&format!("captured status json ({processes} processes)"));
-    }
-    Ok(Capture { objects, status })
+    Ok((objects, typed))
 }

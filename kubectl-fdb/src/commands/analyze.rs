@@ -10,6 +10,9 @@ use fdb_shared::cluster_math::counts::minimum_fault_domains;
 use fdb_shared::connection_string::ConnectionString;
 use k8s_openapi::api::core::v1::Pod;
 
+use fdb_operator::controller::desired_memo::DesiredObjects;
+use fdb_operator::controller::pod_model::process_difference;
+
 use crate::cli::AnalyzeArgs;
 use crate::error::PluginError;
 use crate::session::{Session, process_group_of};
@@ -103,8 +106,15 @@ pub fn analyze(
                 continue;
             }
             group_issue = true;
+            let why = if condition.condition_type == ProcessGroupConditionType::IncorrectPodSpec {
+                spec_difference(cluster, group, pods)
+                    .map(|field| format!(" ({field} differs from the pod the operator builds)"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
             say(Finding::Problem(format!(
-                "ProcessGroup: {} has the condition {} since {}",
+                "ProcessGroup: {} has the condition {} since {}{why}",
                 group.process_group_id,
                 condition.condition_type,
                 since(condition.timestamp)
@@ -286,6 +296,22 @@ fn coordinators(cluster: &FoundationDBCluster, pods: &[Pod], say: &mut impl FnMu
     }
 }
 
+/// The first field in which the group's pod runs its processes differently from the pod
+/// this operator's model builds for it (as the operator judges a pod it takes over): the
+/// field a process group condition cannot hold, since the Go CRD's conditions carry a type
+/// and a time only.
+fn spec_difference(
+    cluster: &FoundationDBCluster,
+    group: &fdb_shared::api::cluster::ProcessGroupStatus,
+    pods: &[Pod],
+) -> Option<String> {
+    let pod = pods.iter().find(|pod| {
+        process_group_of(cluster, pod).as_deref() == Some(group.process_group_id.as_str())
+    })?;
+    let desired = DesiredObjects::pod(cluster, group).ok()?;
+    process_difference(desired.spec.as_ref()?, pod.spec.as_ref()?)
+}
+
 fn since(timestamp: i64) -> String {
     jiff::Timestamp::from_second(timestamp)
         .map_or_else(|_| timestamp.to_string(), |t| t.to_string())
@@ -427,6 +453,49 @@ mod tests {
                 .findings
                 .contains(&Finding::Warning("Ignored 1 conditions".into()))
         );
+    }
+
+    #[test]
+    fn an_incorrect_pod_spec_names_the_field_that_differs() {
+        let mut status = healthy_status();
+        status["processGroups"][1]["processGroupConditions"] =
+            json!([{"type": "IncorrectPodSpec", "timestamp": 1767225600}]);
+        let mut cluster = cluster(status);
+        cluster.metadata.uid = Some("uid-1".into());
+        let group = &cluster.status.as_ref().unwrap().process_groups[1];
+        let mut live = DesiredObjects::pod(&cluster, group).unwrap();
+        let spec = live.spec.as_mut().unwrap();
+        let sidecar = spec
+            .containers
+            .iter_mut()
+            .find(|c| c.name == "foundationdb-kubernetes-sidecar")
+            .unwrap();
+        sidecar.image = Some("foundationdb/foundationdb-kubernetes-sidecar:7.1.0-1".into());
+        let pods = [
+            pod("sample-storage-1", "storage-1", "Running"),
+            live.clone(),
+        ];
+        let analysis = analyze(&cluster, &pods, &[], true);
+        let line = analysis
+            .findings
+            .iter()
+            .find_map(|f| match f {
+                Finding::Problem(t) if t.contains("IncorrectPodSpec") => Some(t.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            line.ends_with(
+                "(containers[foundationdb-kubernetes-sidecar].image differs from the pod the operator builds)"
+            ),
+            "{line}"
+        );
+        // A pod that runs as the model would gets the condition's line alone.
+        let desired = DesiredObjects::pod(&cluster, group).unwrap();
+        let analysis = analyze(&cluster, &[desired], &[], true);
+        assert!(analysis.findings.iter().any(
+            |f| matches!(f, Finding::Problem(t) if t.starts_with("ProcessGroup: storage-2 has the condition IncorrectPodSpec since") && !t.contains("differs"))
+        ));
     }
 
     #[test]

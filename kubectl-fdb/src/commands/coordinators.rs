@@ -3,8 +3,14 @@
 //! coordinators. The new connection string maps each coordinator to the process group
 //! that had its IP and that group's pod's current IP.
 //!
-//! Applying it means writing the cluster file in every pod and restarting fdbserver
-//! there, through `pods/exec`, which this plugin does not have yet: only `--dry-run` runs.
+//! Applying it does what the Go plugin does, through the Kubernetes API: in every running
+//! pod of the cluster it writes the new connection string to the cluster file fdbserver
+//! keeps (`/var/fdb/data/fdb.cluster`) and restarts fdbserver (`pkill fdbserver`; fdbmonitor
+//! starts it again), through `pods/exec`; then it sets the connection string in the
+//! cluster's status and its ConfigMap, as `update connection-string` does. The pods come
+//! first: if one of them fails, the status keeps the old string, so running the command
+//! again redoes every pod (each step is idempotent). The connection string reaches the
+//! shell as a positional argument (`"$1"`), never spliced into the script.
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
@@ -12,8 +18,13 @@ use fdb_shared::api::cluster::PublicIpSource;
 use fdb_shared::connection_string::ConnectionString;
 use k8s_openapi::api::core::v1::Pod;
 
+use fdb_shared::api::cluster::config_map_name;
+use fdb_shared::monitor_conf::render::CLUSTER_FILE_PATH;
+
 use crate::cli::FixCoordinatorIpsArgs;
+use crate::commands::update::{ConnectionStringChange, write_connection_string};
 use crate::error::PluginError;
+use crate::exec::{MAIN_CONTAINER, exec, fdbcli_pods};
 use crate::session::{Session, process_group_of};
 
 /// The annotation holding a pod's service IP with `routing.publicIPSource: service`.
@@ -130,13 +141,91 @@ pub async fn run(session: &Session, args: &FixCoordinatorIpsArgs) -> Result<u8, 
         println!("Nothing to change");
         return Ok(0);
     }
+    let targets = fdbcli_pods(&pods);
+    let description = format!(
+        "Will write the new connection string to {CLUSTER_FILE_PATH} and restart fdbserver in {} running pod(s) ({}), then set it in the status of FoundationDBCluster {}/{} and in ConfigMap {}",
+        targets.len(),
+        targets.join(", "),
+        session.namespace,
+        args.cluster,
+        config_map_name(&cluster),
+    );
     if args.dry_run {
-        println!("Dry run: nothing was changed");
+        println!("{description}\nDry run: nothing was changed");
         return Ok(0);
     }
-    Err(PluginError::Unsupported(
-        "fix-coordinator-ips: applying the new connection string needs pods/exec (write the cluster file and restart fdbserver in every pod), which kubectl-fdb does not support yet; use --dry-run".into(),
-    ))
+    session.confirm(&description)?;
+    let mut failed = Vec::new();
+    for pod in &targets {
+        match rewrite_cluster_file(session, pod, &plan.new).await {
+            Ok(true) => println!("  {pod}: cluster file written, fdbserver restarted"),
+            Ok(false) => println!("  {pod}: cluster file written, no fdbserver was running"),
+            Err(error) => {
+                println!("  {pod}: {error}");
+                failed.push(pod.clone());
+            }
+        }
+    }
+    if !failed.is_empty() {
+        // The status keeps the old string: running the command again redoes every pod.
+        return Err(PluginError::Refused {
+            action: format!("rewrite the cluster file in pod(s) {}", failed.join(", ")),
+            message: "the connection string in the status and ConfigMap was left unchanged; run the command again once they run".to_owned(),
+            code: 500,
+        });
+    }
+    let change = ConnectionStringChange {
+        current: Some(plan.current.clone()),
+        new: plan.new.clone(),
+        config_map: config_map_name(&cluster),
+    };
+    write_connection_string(session, &args.cluster, &change).await?;
+    println!(
+        "Updated the connection string of {} to {}",
+        args.cluster, plan.new
+    );
+    Ok(0)
+}
+
+/// The script that writes its first argument to the cluster file; the connection string
+/// is that argument, never part of the script's text.
+fn write_script() -> String {
+    format!("printf '%s\\n' \"$1\" > {CLUSTER_FILE_PATH}")
+}
+
+/// Writes `connection_string` to the cluster file of `pod` and restarts its fdbserver
+/// processes (`pkill` finding none is no failure: fdbmonitor was restarting them);
+/// returns whether a process was killed.
+async fn rewrite_cluster_file(
+    session: &Session,
+    pod: &str,
+    connection_string: &str,
+) -> Result<bool, PluginError> {
+    let command = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        write_script(),
+        "fix-coordinator-ips".to_owned(),
+        connection_string.to_owned(),
+    ];
+    let written = exec(session, pod, MAIN_CONTAINER, command).await?;
+    if written.code != 0 {
+        return Err(PluginError::Refused {
+            action: format!("write {CLUSTER_FILE_PATH} in pod {pod}"),
+            message: crate::error::one_line(&written.stderr),
+            code: 500,
+        });
+    }
+    let command = vec!["pkill".to_owned(), "fdbserver".to_owned()];
+    let killed = exec(session, pod, MAIN_CONTAINER, command).await?;
+    if killed.code > 1 {
+        return Err(PluginError::Refused {
+            action: format!("restart fdbserver in pod {pod}"),
+            message: crate::error::one_line(&killed.stderr),
+            code: 500,
+        });
+    }
+    Ok(killed.code == 0)
 }
 
 #[cfg(test)]
@@ -184,5 +273,13 @@ mod tests {
         assert!(plan.notes[2].contains("no process group has this IP"));
         let unchanged = super::plan(&cluster(), &[pod("storage-2", "127.0.0.2")]).unwrap();
         assert!(!unchanged.changes());
+    }
+
+    #[test]
+    fn the_connection_string_is_an_argument_of_the_script_not_its_text() {
+        assert_eq!(
+            write_script(),
+            r#"printf '%s\n' "$1" > /var/fdb/data/fdb.cluster"#
+        );
     }
 }

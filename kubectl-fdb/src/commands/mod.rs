@@ -7,6 +7,7 @@ pub mod deprecation;
 pub mod get;
 pub mod remove;
 pub mod restart;
+pub mod snapshot;
 pub mod update;
 pub mod version;
 
@@ -33,6 +34,8 @@ pub async fn run(session: &Session, command: Command) -> Result<u8, PluginError>
         Command::Update(UpdateCommand::ConnectionString(args)) => {
             update::connection_string(session, &args).await
         }
+        Command::Snapshot(args) => snapshot::snapshot(session, &args).await,
+        Command::Rehearse(args) => snapshot::rehearse(session, &args).await,
     }
 }
 

@@ -135,10 +135,8 @@ pub async fn exec_command(session: &Session, args: ExecArgs) -> Result<u8, Plugi
     } else {
         args.command.clone()
     };
-    let result = exec::exec(session, &pod, MAIN_CONTAINER, command).await?;
-    print!("{}", result.stdout);
-    eprint!("{}", result.stderr);
-    Ok(u8::try_from(result.code).unwrap_or(1))
+    let code = exec::exec_attached(session, &pod, MAIN_CONTAINER, command).await?;
+    Ok(u8::try_from(code).unwrap_or(1))
 }
 
 #[cfg(test)]

@@ -85,11 +85,23 @@ pub async fn connection_string(
         return Ok(0);
     }
     session.confirm(&description)?;
+    write_connection_string(session, &args.cluster, &change).await?;
+    println!("Updated the connection string of {}", args.cluster);
+    Ok(0)
+}
+
+/// Writes `change` through the Kubernetes API: the cluster's status, then its ConfigMap's
+/// `cluster-file` key (shared with `fix-coordinator-ips`).
+pub async fn write_connection_string(
+    session: &Session,
+    cluster: &str,
+    change: &ConnectionStringChange,
+) -> Result<(), PluginError> {
     let clusters: Api<FoundationDBCluster> =
         Api::namespaced(session.client.clone(), &session.namespace);
     clusters
         .patch_status(
-            &args.cluster,
+            cluster,
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"connectionString": change.new}})),
         )
@@ -97,7 +109,7 @@ pub async fn connection_string(
         .map_err(|error| {
             session.error(
                 error,
-                &format!("update the status of FoundationDBCluster {}", args.cluster),
+                &format!("update the status of FoundationDBCluster {cluster}"),
             )
         })?;
     let config_maps: Api<ConfigMap> = Api::namespaced(session.client.clone(), &session.namespace);
@@ -111,8 +123,7 @@ pub async fn connection_string(
         .map_err(|error| {
             session.error(error, &format!("update ConfigMap {}", change.config_map))
         })?;
-    println!("Updated the connection string of {}", args.cluster);
-    Ok(0)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -85,6 +85,7 @@ impl Runner {
                     execs.fetch_add(1, Ordering::Relaxed);
                 }
             }),
+            files: Arc::default(),
         };
         let server = http::start(&self.api, clock, serve.address, Some(exec)).await?;
         let address = server.address;

@@ -7,12 +7,19 @@
 //!   `sh -c` / `bash -c` text, with the commands `status json`, `kill` (lists nothing) and
 //!   `kill ADDRESS...`, carried out through the world's admin interface, so they are
 //!   logged and judged like any other admin command;
-//! - `pkill fdbserver`: kills the pod's own fdbserver processes.
+//! - `pkill fdbserver`: kills the pod's own fdbserver processes;
+//! - `cat PATH`, and `printf '%s\n' "$N" > PATH` (the value of a positional argument
+//!   written to a file, as `kubectl fdb fix-coordinator-ips` rewrites the cluster file):
+//!   files written through exec are kept per pod (by uid) and read back by `cat`; the
+//!   simulated fdbserver reads no file, so writing one changes nothing else;
+//! - `sh -c SCRIPT NAME ARG...`: a script of those commands joined by `&&`, with its
+//!   positional arguments (`$1`...) taken from ARG..., never expanded into the text.
 //!
 //! Anything else exits 127, as a shell would for a command it cannot find. SPDY (the
 //! older exec protocol) is not served: the request is refused with 400.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -42,6 +49,8 @@ pub struct ExecRequest {
     pub container: Option<String>,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// The client sends standard input (`stdin=true`): read until it closes, then run.
+    pub stdin: bool,
 }
 
 /// What a command printed and how it ended.
@@ -76,6 +85,8 @@ pub struct SimulatedExec {
     pub status_json: Arc<dyn Fn() -> Value + Send + Sync>,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
+    /// Files written through exec, by pod uid and path.
+    pub files: Arc<Mutex<BTreeMap<(String, String), String>>>,
 }
 
 impl std::fmt::Debug for SimulatedExec {
@@ -92,11 +103,13 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
     };
     let mut command = Vec::new();
     let mut container = None;
+    let mut stdin = false;
     for pair in query.unwrap_or_default().split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "command" => command.push(decode(value)),
             "container" => container = Some(decode(value)).filter(|c| !c.is_empty()),
+            "stdin" => stdin = matches!(value, "true" | "1"),
             _ => {}
         }
     }
@@ -105,6 +118,7 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
         pod: decode(pod),
         container,
         command,
+        stdin,
     })
 }
 
@@ -179,8 +193,15 @@ fn split_shell(script: &str) -> Option<Vec<String>> {
 }
 
 impl SimulatedExec {
-    /// Runs one command in a pod's container.
+    /// Runs one command in a pod's container, with no standard input.
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, (u16, String)> {
+        let pod = self.check(request)?;
+        Ok(self.execute(&pod, request, "").await)
+    }
+
+    /// The pod of a request that can run (it exists, runs, has the container, and a
+    /// command is given), or the error the API server answers with.
+    fn check(&self, request: &ExecRequest) -> Result<Value, (u16, String)> {
         let key = ResourceKey::new("", "v1", "pods", &request.namespace, &request.pod);
         let Some(pod) = self.api.get(&key) else {
             return Err((404, format!("pods \"{}\" not found", request.pod)));
@@ -217,21 +238,92 @@ impl SimulatedExec {
         if request.command.is_empty() {
             return Err((400, "you must specify at least one command".into()));
         }
+        Ok(pod)
+    }
+
+    /// Runs a checked request's command; `stdin` is what the client sent (fdbcli without
+    /// `--exec` runs each of its lines, as it does reading commands from a pipe).
+    async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
         if let Some(text) = fdbcli_text(&request.command) {
-            return Ok(self.fdbcli(&text).await);
+            return self.fdbcli(&text).await;
         }
-        if request.command.first().map(String::as_str) == Some("pkill")
-            && request.command.last().map(String::as_str) == Some("fdbserver")
+        if let [shell, flag, script, _name, arguments @ ..] = request.command.as_slice()
+            && shell.ends_with("sh")
+            && flag == "-c"
         {
-            return Ok(self.pkill(&pod).await);
+            return self.script(pod, script, arguments).await;
         }
-        Ok(ExecOutput::failed(
-            127,
-            format!(
-                "{}: command not found in the simulated container (it runs fdbcli --exec and pkill fdbserver)\n",
-                request.command[0]
+        if request
+            .command
+            .first()
+            .is_some_and(|p| p.ends_with("fdbcli"))
+        {
+            let text: Vec<&str> = stdin.lines().map(str::trim).collect();
+            return self.fdbcli(&text.join(";")).await;
+        }
+        let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
+        self.simple(pod, &words, &[]).await
+    }
+
+    /// A `&&` chain of simple commands; `$N` words are positional arguments.
+    async fn script(&self, pod: &Value, script: &str, arguments: &[String]) -> ExecOutput {
+        let mut output = ExecOutput::default();
+        for command in script.split("&&").map(str::trim) {
+            let Some(words) = split_shell(command) else {
+                return fail(output, &format!("sh: unterminated quote in `{command}`"));
+            };
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let step = self.simple(pod, &words, arguments).await;
+            output.stdout.push_str(&step.stdout);
+            output.stderr.push_str(&step.stderr);
+            output.exit_code = step.exit_code;
+            if step.exit_code != 0 {
+                break;
+            }
+        }
+        output
+    }
+
+    /// One simple command (`pkill fdbserver`, `cat PATH`, `printf '%s\n' "$N" > PATH`).
+    async fn simple(&self, pod: &Value, words: &[&str], arguments: &[String]) -> ExecOutput {
+        let uid = pod
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let files = || self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        match words {
+            ["pkill", .., "fdbserver"] => self.pkill(pod).await,
+            ["cat", path] => match files().get(&(uid, (*path).to_owned())) {
+                Some(text) => ExecOutput {
+                    stdout: text.clone(),
+                    ..ExecOutput::default()
+                },
+                None => ExecOutput::failed(1, format!("cat: {path}: No such file or directory\n")),
+            },
+            ["printf", "%s\\n", argument, ">", path] if path.starts_with('/') => {
+                let value = argument
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| n.checked_sub(1))
+                    .and_then(|n| arguments.get(n));
+                let Some(value) = value else {
+                    return ExecOutput::failed(
+                        1,
+                        format!("sh: {argument}: not a positional argument\n"),
+                    );
+                };
+                files().insert((uid, (*path).to_owned()), format!("{value}\n"));
+                ExecOutput::default()
+            }
+            _ => ExecOutput::failed(
+                127,
+                format!(
+                    "{}: command not found in the simulated container (it runs fdbcli --exec, pkill fdbserver, cat and printf to a file)\n",
+                    words.first().copied().unwrap_or_default()
+                ),
             ),
-        ))
+        }
     }
 
     /// fdbcli's `--exec` commands, one after the other; the first failure stops it.
@@ -362,16 +454,23 @@ pub async fn serve(
             "exec is served over websockets with the v5.channel.k8s.io or v4.channel.k8s.io subprotocol only (no SPDY)",
         );
     };
-    let output = match exec.run(&request).await {
-        Ok(output) => output,
+    let pod = match exec.check(&request) {
+        Ok(pod) => pod,
         Err((code, message)) => return status_response(code, &message),
     };
     let accept = derive_accept_key(key.as_bytes());
+    let exec = exec.clone();
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let io = hyper_util::rt::TokioIo::new(upgraded);
         let mut socket =
             tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+        let stdin = if request.stdin {
+            read_stdin(&mut socket).await
+        } else {
+            String::new()
+        };
+        let output = exec.execute(&pod, &request, &stdin).await;
         let frame = |channel: u8, data: &[u8]| {
             let mut bytes = Vec::with_capacity(data.len() + 1);
             bytes.push(channel);
@@ -417,47 +516,28 @@ pub async fn serve(
     response
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exec_paths_and_repeated_commands_are_parsed() {
-        let request = parse_request(
-            "/api/v1/namespaces/db/pods/sample-log-1/exec",
-            Some("command=fdbcli&command=--exec&command=kill%3B+kill+127.0.0.1%3A4501&container=foundationdb&stdout=true"),
-        )
-        .unwrap();
-        assert_eq!(request.namespace, "db");
-        assert_eq!(request.pod, "sample-log-1");
-        assert_eq!(request.container.as_deref(), Some("foundationdb"));
-        assert_eq!(
-            request.command,
-            ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
-        );
-        assert!(parse_request("/api/v1/namespaces/db/pods/p/log", None).is_none());
+/// What the client sends on channel 0 until it closes standard input (v5: the message
+/// `[255, 0]`), closes the socket (v4 has no other way), or the socket ends.
+async fn read_stdin<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>) -> String
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::StreamExt as _;
+    let mut input = Vec::new();
+    while let Some(Ok(message)) = socket.next().await {
+        match message {
+            Message::Binary(bytes) => match bytes.split_first() {
+                Some((0, data)) => input.extend_from_slice(data),
+                Some((255, [0])) => break,
+                _ => {}
+            },
+            Message::Close(_) => break,
+            _ => {}
+        }
     }
-
-    #[test]
-    fn fdbcli_is_found_directly_or_in_a_shell() {
-        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-        assert_eq!(
-            fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])).as_deref(),
-            Some("status json")
-        );
-        assert_eq!(
-            fdbcli_text(&argv(&[
-                "bash",
-                "-c",
-                "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
-            ]))
-            .as_deref(),
-            Some("kill; kill 1.2.3.4:4501")
-        );
-        assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
-        assert_eq!(
-            fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
-            None
-        );
-    }
+    String::from_utf8_lossy(&input).into_owned()
 }
+
+#[cfg(test)]
+#[path = "exec_tests.rs"]
+mod tests;

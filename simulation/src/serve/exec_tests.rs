@@ -1,0 +1,101 @@
+//! Tests of the served world's `pods/exec`: request parsing, and what a simulated
+//! container runs.
+
+use super::*;
+
+#[test]
+fn exec_paths_and_repeated_commands_are_parsed() {
+    let request = parse_request(
+        "/api/v1/namespaces/db/pods/sample-log-1/exec",
+        Some("command=fdbcli&command=--exec&command=kill%3B+kill+127.0.0.1%3A4501&container=foundationdb&stdout=true"),
+    )
+    .unwrap();
+    assert_eq!(request.namespace, "db");
+    assert_eq!(request.pod, "sample-log-1");
+    assert_eq!(request.container.as_deref(), Some("foundationdb"));
+    assert_eq!(
+        request.command,
+        ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
+    );
+    assert!(!request.stdin);
+    let piped = parse_request(
+        "/api/v1/namespaces/db/pods/p/exec",
+        Some("command=fdbcli&stdin=true&stdout=true"),
+    )
+    .unwrap();
+    assert!(piped.stdin);
+    assert!(parse_request("/api/v1/namespaces/db/pods/p/log", None).is_none());
+}
+
+#[test]
+fn fdbcli_is_found_directly_or_in_a_shell() {
+    let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])).as_deref(),
+        Some("status json")
+    );
+    assert_eq!(
+        fdbcli_text(&argv(&[
+            "bash",
+            "-c",
+            "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
+        ]))
+        .as_deref(),
+        Some("kill; kill 1.2.3.4:4501")
+    );
+    assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
+    assert_eq!(
+        fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
+        None
+    );
+}
+
+#[tokio::test]
+async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
+    let clock: Arc<dyn fdb_operator::clock::Clock> =
+        Arc::new(fdb_operator::clock::VirtualClock::fixed_epoch());
+    let fdb = crate::fdb::SimulatedFdb::new(clock.clone(), Default::default());
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(clock, 1),
+        admin: Arc::new(fdb),
+        status_json: Arc::new(|| json!({})),
+        on_change: Arc::new(|| {}),
+        files: Arc::default(),
+    };
+    let pod = |uid: &str| json!({"metadata": {"name": "p", "uid": uid}});
+    let request = |command: &[&str]| ExecRequest {
+        namespace: "db".into(),
+        pod: "p".into(),
+        container: None,
+        command: command.iter().map(|w| (*w).to_owned()).collect(),
+        stdin: false,
+    };
+    // The value is an argument: quotes and separators in it stay in the file.
+    let value = "a:b@1.2.3.4:4501 && rm -rf / ; '$2'";
+    let write = request(&[
+        "sh",
+        "-c",
+        "printf '%s\\n' \"$1\" > /var/fdb/data/fdb.cluster",
+        "name",
+        value,
+    ]);
+    let written = exec.execute(&pod("u1"), &write, "").await;
+    assert_eq!(written, ExecOutput::default());
+    let read = request(&["cat", "/var/fdb/data/fdb.cluster"]);
+    let out = exec.execute(&pod("u1"), &read, "").await;
+    assert_eq!(out.stdout, format!("{value}\n"));
+    // Another pod (or the same name recreated) has no such file.
+    let other = exec.execute(&pod("u2"), &read, "").await;
+    assert_eq!(other.exit_code, 1);
+    // A positional argument that was not given fails, as does an unknown command.
+    let missing = request(&["sh", "-c", "printf '%s\\n' \"$2\" > /f", "name", "x"]);
+    assert_eq!(exec.execute(&pod("u1"), &missing, "").await.exit_code, 1);
+    let unknown = request(&["sh", "-c", "cat /var/fdb/data/fdb.cluster && ls", "name"]);
+    let chained = exec.execute(&pod("u1"), &unknown, "").await;
+    assert_eq!(chained.stdout, format!("{value}\n"));
+    assert_eq!(chained.exit_code, 127);
+    // fdbcli without --exec runs the lines of its standard input.
+    let fdbcli = request(&["fdbcli"]);
+    let out = exec.execute(&pod("u1"), &fdbcli, "status json\n").await;
+    assert_eq!(out.stdout, "{}\n");
+}
