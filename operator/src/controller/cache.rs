@@ -2,7 +2,8 @@
 //! take-over rule judges another operator's claim by its spec; the status is dropped),
 //! services and ConfigMaps, each a
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
-//! selector. A pass reads its cluster's objects from here instead of LISTing them (see
+//! selector, holding what a pass reads of each object ([`super::cache_slim`]: no
+//! managed fields, only the pod status a pass reads). A pass reads its cluster's objects from here instead of LISTing them (see
 //! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning
@@ -31,6 +32,7 @@ use kube::{Api, Resource};
 use tokio::sync::watch;
 
 use super::cache_index::LabelIndex;
+use super::cache_slim::{slim_config_map, slim_pod, slim_pvc, slim_service};
 use super::object_kind::ObjectKind;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
@@ -302,6 +304,7 @@ impl ObjectCache {
             pods: tracked(
                 watcher(api::<Pod>(client, namespace), config.clone())
                     .default_backoff()
+                    .map_ok(|event| event.modify(slim_pod))
                     .reflect(pods_writer),
                 sender(ObjectKind::Pods),
                 Some(pod_index.clone()),
@@ -314,7 +317,7 @@ impl ObjectCache {
                     config.clone(),
                 )
                 .default_backoff()
-                .map_ok(|event| event.modify(drop_pvc_status))
+                .map_ok(|event| event.modify(slim_pvc))
                 .reflect(pvcs_writer),
                 sender(ObjectKind::Pvcs),
                 Some(pvc_index.clone()),
@@ -322,6 +325,7 @@ impl ObjectCache {
             services: tracked(
                 watcher(api::<Service>(client, namespace), config.clone())
                     .default_backoff()
+                    .map_ok(|event| event.modify(slim_service))
                     .reflect(services_writer),
                 sender(ObjectKind::Services),
                 Some(service_index.clone()),
@@ -329,6 +333,7 @@ impl ObjectCache {
             config_maps: tracked(
                 watcher(api::<ConfigMap>(client, namespace), config)
                     .default_backoff()
+                    .map_ok(|event| event.modify(slim_config_map))
                     .reflect(config_maps_writer),
                 sender(ObjectKind::ConfigMap),
                 None,
@@ -498,12 +503,6 @@ impl ObjectCache {
     pub fn config_map(&self, namespace: &str, name: &str) -> Option<ConfigMap> {
         named(&self.config_maps, namespace, name).map(|o| ConfigMap::clone(&o))
     }
-}
-
-/// Drops what no pass reads of a PVC (its status: phase, capacity, conditions), so the
-/// store holds the metadata and the spec alone.
-fn drop_pvc_status(pvc: &mut PersistentVolumeClaim) {
-    pvc.status = None;
 }
 
 /// `stream` with each event reported to `index` and `progress` after the store applied

@@ -14,14 +14,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod};
 
 use fdb_shared::monitor_conf::parse::command_lines;
 
 use super::config_map::expected_monitor_conf;
 use super::desired::pod_options;
 use super::pod_model::{
-    PodModelError, build_pod, build_process_group_service, build_pvc, pod_spec_hash,
+    LAST_APPLIED_SPEC_ANNOTATION, PodModelError, build_pod, build_process_group_service, build_pvc,
+    pod_spec_hash,
 };
 
 /// The desired objects of one process group. The pod itself is not kept (it is most
@@ -33,10 +34,33 @@ pub struct DesiredObjects {
     pub pod_annotations: std::collections::BTreeMap<String, String>,
     /// [`pod_spec_hash`] of the pod.
     pub pod_spec_hash: String,
-    /// Its PVC, when its class has one.
-    pub pvc: Option<PersistentVolumeClaim>,
+    /// What is read of its PVC, when its class has one.
+    pub pvc: Option<DesiredPvc>,
     /// Whether it has a Service of its own.
     pub service_needed: bool,
+}
+
+/// What a pass reads of a group's desired PVC (kept instead of the whole claim: its
+/// metadata is rebuilt when the claim is made).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredPvc {
+    /// Its `foundationdb.org/last-applied-spec` annotation.
+    pub spec_hash: Option<String>,
+    /// Its spec.
+    pub spec: Option<PersistentVolumeClaimSpec>,
+}
+
+impl DesiredPvc {
+    /// What is kept of `pvc`.
+    pub fn of(pvc: PersistentVolumeClaim) -> Self {
+        Self {
+            spec_hash: pvc
+                .metadata
+                .annotations
+                .and_then(|mut annotations| annotations.remove(LAST_APPLIED_SPEC_ANNOTATION)),
+            spec: pvc.spec,
+        }
+    }
 }
 
 impl DesiredObjects {
@@ -49,7 +73,7 @@ impl DesiredObjects {
         Ok(Self {
             pod_spec_hash: pod_spec_hash(&pod),
             pod_annotations: pod.metadata.annotations.unwrap_or_default(),
-            pvc: build_pvc(cluster, group)?,
+            pvc: build_pvc(cluster, group)?.map(DesiredPvc::of),
             service_needed: build_process_group_service(cluster, group)?.is_some(),
         })
     }

@@ -252,7 +252,10 @@ pub fn replace_only_change(
         // read without one is judged by its hash alone).
         if let Some(desired) = desired_objects.pvc.as_ref()
             && let Some(live_hash) = annotation(live)
-            && annotation(desired).is_some_and(|hash| hash != live_hash)
+            && desired
+                .spec_hash
+                .as_ref()
+                .is_some_and(|hash| hash != live_hash)
             && match (desired.spec.as_ref(), live.spec.as_ref()) {
                 (Some(wanted), Some(running)) => pvc_difference(wanted, running).is_some(),
                 _ => true,
