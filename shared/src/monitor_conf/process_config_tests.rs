@@ -8,6 +8,7 @@ fn params(custom: &[String]) -> MonitorConfParams<'_> {
         servers_per_pod: 1,
         log_group: "sample",
         tls: false,
+        dual_listen: false,
         peer_verification_rules: None,
         explicit_listen_address: true,
         dns_locality: false,

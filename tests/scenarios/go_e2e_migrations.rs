@@ -1,0 +1,87 @@
+//! The Go operator's `test_operator_migrations` cases that change how processes are
+//! reached (issue 25): turning TLS on and off on a running cluster. The operator migrates
+//! as the Go one does: the processes first listen on both kinds of address (TLS first),
+//! then the coordinators move to the new kind, then the old address is dropped; the
+//! world's processes answer on every address their `public_address` lists, and a
+//! coordinator only on the kind it was named by, so a switch of every process at once
+//! would lose the coordinators' quorum (`database_is_lost_when_every_process_switches_at_once`).
+
+use fdb_e2e_tests::scenario;
+
+use crate::go_e2e::{assert_clean, run_case, violations};
+
+/// The smallest cluster the case needs: the default database (double redundancy, three
+/// coordinators) and 1 + 4 + 3 + 8 groups.
+const SMALL: &str = crate::go_e2e::SMALL;
+
+/// The coordinators of a step's connection string, as written.
+fn coordinators(step: &fdb_simulation::result::StepResult) -> Vec<String> {
+    let text = step.fdb["connectionString"].as_str().unwrap();
+    let (_, list) = text.split_once('@').unwrap();
+    list.split(',').map(str::to_owned).collect()
+}
+
+/// Turns TLS to `to` on a reconciled cluster that has it the other way, and checks the
+/// Go case's assertion: Reconciled and available at the end, every coordinator of the
+/// new kind, no invariant violated (the database never unavailable beyond what the
+/// bounces of the migration cost).
+fn change_tls(case: &str, from: bool, to: bool) {
+    let spec = format!("{{{SMALL}, mainContainer: {{enableTls: {from}}}}}");
+    let steps = format!(
+        "  - reconcile: {{}}\n  - apply: {{spec: {{mainContainer: {{enableTls: {to}}}}}}}\n  - expect: {{within: 3600, reconciled: true, available: true}}\n"
+    );
+    let result = run_case(case, &scenario(&spec, &steps));
+    let before = &result.steps[0];
+    assert!(
+        coordinators(before)
+            .iter()
+            .all(|c| c.ends_with(":tls") == from),
+        "{:?}",
+        coordinators(before)
+    );
+    let after = result.steps.last().unwrap();
+    assert!(
+        coordinators(after)
+            .iter()
+            .all(|c| c.ends_with(":tls") == to),
+        "the coordinators moved to the new kind: {:?}",
+        coordinators(after)
+    );
+    // The old address is dropped in the end: one address per process, of the new kind.
+    for process in after.fdb["processes"].as_array().unwrap() {
+        let address = process["address"].as_str().unwrap();
+        assert_eq!(address.ends_with(":tls"), to, "{address}");
+        let command_line = process["commandLine"].as_str().unwrap();
+        assert!(!command_line.contains(','), "{command_line}");
+    }
+    let required = &after.cluster["status"]["requiredAddresses"];
+    assert_eq!(required["tls"].as_bool().unwrap_or(false), to, "{required}");
+    assert_eq!(
+        required["nonTLS"].as_bool().unwrap_or(false),
+        !to,
+        "{required}"
+    );
+    assert_clean(&result);
+    let _ = violations;
+}
+
+/// test_operator_migrations: "Changing the TLS setting" / "the pod spec stays the same" /
+/// "should update the TLS setting and keep the cluster available", from TLS off to on.
+#[test]
+fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_on_and_keep_the_cluster_available() {
+    change_tls(
+        "go_e2e_migrations_changing_the_tls_setting_should_turn_tls_on_and_keep_the_cluster_available",
+        false,
+        true,
+    );
+}
+
+/// The same case the other way: from TLS on to off.
+#[test]
+fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_cluster_available() {
+    change_tls(
+        "go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_cluster_available",
+        true,
+        false,
+    );
+}
