@@ -6,7 +6,9 @@
 //! coordinator only on the kind it was named by, so a switch of every process at once
 //! would lose the coordinators' quorum (`database_is_lost_when_every_process_switches_at_once`).
 
-use fdb_e2e_tests::scenario;
+use fdb_e2e_tests::{run_with, scenario, violated};
+use fdb_operator::controller::plan::ExecutorRules;
+use fdb_simulation::runner::RunOptions;
 
 use crate::go_e2e::{assert_clean, run_case, violations};
 
@@ -62,7 +64,6 @@ fn change_tls(case: &str, from: bool, to: bool) {
         "{required}"
     );
     assert_clean(&result);
-    let _ = violations;
 }
 
 /// test_operator_migrations: "Changing the TLS setting" / "the pod spec stays the same" /
@@ -84,4 +85,32 @@ fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_c
         true,
         false,
     );
+}
+
+/// Mutation test: an operator that switches every process to TLS at once (no
+/// `requiredAddresses` migration: the monitor conf gets the TLS address only) is caught
+/// by the world. The coordinators are still named by their non-TLS addresses, which no
+/// process listens on any longer: the quorum is lost for good, far beyond one recovery.
+#[test]
+fn database_is_lost_when_every_process_switches_at_once() {
+    let spec = format!("{{{SMALL}, mainContainer: {{enableTls: false}}}}");
+    let steps = "  - reconcile: {}\n  - apply: {spec: {mainContainer: {enableTls: true}}}\n  - expect: {within: 900, reconciled: true, available: true}\n";
+    let result = run_with(
+        &scenario(&spec, steps),
+        RunOptions {
+            executor_rules: ExecutorRules {
+                tls_migration: false,
+                ..ExecutorRules::default()
+            },
+            ..RunOptions::default()
+        },
+    );
+    let found = violated(&result);
+    assert!(
+        found.iter().any(|name| name == "unavailable-by-operator"),
+        "{:#?}",
+        violations(&result)
+    );
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.fdb["available"], false, "the quorum stays lost");
 }

@@ -372,6 +372,26 @@ listen_address = $FDB_POD_IP:4501
     }
 
     #[test]
+    fn while_tls_changes_processes_listen_on_both_addresses_tls_first() {
+        for tls in [false, true] {
+            let params = MonitorConfParams {
+                tls,
+                dual_listen: true,
+                servers_per_pod: 2,
+                ..storage_params()
+            };
+            let conf = render_monitor_conf(&params).unwrap();
+            for line in [
+                "public_address = $FDB_PUBLIC_IP:4500:tls,$FDB_PUBLIC_IP:4501\n",
+                "listen_address = $FDB_POD_IP:4500:tls,$FDB_POD_IP:4501\n",
+                "public_address = $FDB_PUBLIC_IP:4502:tls,$FDB_PUBLIC_IP:4503\n",
+            ] {
+                assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+            }
+        }
+    }
+
+    #[test]
     fn values_and_keys_that_could_add_lines_are_refused() {
         let hostile = "g\n[fdbserver.9]\ncommand = /bin/sh";
         let params = MonitorConfParams {

@@ -300,3 +300,30 @@ impl ProcessGroupStatus {
             .map(|c| c.timestamp)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RequiredAddressSet;
+
+    #[test]
+    fn the_coordinators_kind_stays_required_until_they_move() {
+        let both = RequiredAddressSet {
+            tls: true,
+            non_tls: true,
+        };
+        // Turning TLS on: the coordinators still use plain addresses.
+        assert_eq!(
+            RequiredAddressSet::needed(true, [false, false, false]),
+            both
+        );
+        // Turning TLS off: one coordinator left on TLS is enough to keep both.
+        assert_eq!(
+            RequiredAddressSet::needed(false, [false, true, false]),
+            both
+        );
+        assert!(RequiredAddressSet::needed(true, [true, true, true]).tls);
+        assert!(!RequiredAddressSet::needed(true, [true, true, true]).both());
+        assert!(!RequiredAddressSet::needed(false, []).both());
+        assert!(RequiredAddressSet::needed(false, []).non_tls);
+    }
+}
