@@ -114,3 +114,40 @@ fn database_is_lost_when_every_process_switches_at_once() {
     let last = result.steps.last().unwrap();
     assert_eq!(last.fdb["available"], false, "the quorum stays lost");
 }
+
+/// test_operator_migrations: "migrating a cluster to make use of DNS in the cluster file"
+/// / "should migrate the cluster": `routing.useDNSInClusterFile` turned on for a running
+/// cluster written with IPs; the connection string ends up with the DNS names of the
+/// pods (the Go case's assertion) and the cluster Reconciled; then, as its AfterEach
+/// does, turned off again, back to IPs and Reconciled.
+#[test]
+fn go_e2e_migrations_migrating_a_cluster_to_make_use_of_dns_in_the_cluster_file() {
+    let spec = format!("{{{SMALL}, routing: {{useDNSInClusterFile: false}}}}");
+    let steps = "  - reconcile: {}\n  - apply: {spec: {routing: {useDNSInClusterFile: true}}}\n  - expect: {within: 3600, reconciled: true, available: true}\n  - apply: {spec: {routing: {useDNSInClusterFile: false}}}\n  - expect: {within: 3600, reconciled: true, available: true}\n";
+    let result = run_case(
+        "go_e2e_migrations_migrating_a_cluster_to_make_use_of_dns_in_the_cluster_file",
+        &scenario(&spec, steps),
+    );
+    let dns = |step: &fdb_simulation::result::StepResult| {
+        coordinators(step)
+            .iter()
+            .all(|c| c.contains(".sample.default.svc.cluster.local:"))
+    };
+    assert!(
+        !dns(&result.steps[0]),
+        "{:?}",
+        coordinators(&result.steps[0])
+    );
+    assert!(
+        dns(&result.steps[2]),
+        "{:?}",
+        coordinators(&result.steps[2])
+    );
+    let last = result.steps.last().unwrap();
+    assert!(
+        coordinators(last).iter().all(|c| c.starts_with("127.")),
+        "{:?}",
+        coordinators(last)
+    );
+    assert_clean(&result);
+}
