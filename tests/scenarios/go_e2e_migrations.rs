@@ -151,3 +151,31 @@ fn go_e2e_migrations_migrating_a_cluster_to_make_use_of_dns_in_the_cluster_file(
     );
     assert_clean(&result);
 }
+
+/// The Go operator's customization manual, "Customizing labels": a cluster whose
+/// `labels.processClassLabels` and `processGroupIDLabels` replace the defaults
+/// (`my-class`, `my-instance`) is created and reconciled with its pods found by those
+/// labels (the world's `reconciled-but-diverged` judges a Reconciled that does not
+/// match the pods), and every pod carries them.
+#[test]
+fn go_e2e_operator_custom_process_class_and_process_group_id_labels() {
+    let spec = format!(
+        "{{{SMALL}, labels: {{processClassLabels: [my-class], processGroupIDLabels: [my-instance]}}}}"
+    );
+    let steps = "  - reconcile: {}\n  - expect: {within: 600, reconciled: true, available: true, pods: 17}\n";
+    let result = run_case(
+        "go_e2e_operator_custom_process_class_and_process_group_id_labels",
+        &scenario(&spec, steps),
+    );
+    let last = result.steps.last().unwrap();
+    for pod in &last.pods {
+        let labels = &pod.labels;
+        assert!(labels.contains_key("my-class"), "{}: {labels:?}", pod.name);
+        assert!(
+            labels.contains_key("my-instance"),
+            "{}: {labels:?}",
+            pod.name
+        );
+    }
+    assert_clean(&result);
+}
