@@ -124,6 +124,20 @@ fn tls_ports_and_ip_lists() {
 }
 
 #[test]
+fn while_tls_changes_unified_processes_listen_on_both_addresses_tls_first() {
+    let mut both = params(&[]);
+    both.dual_listen = true;
+    let config = build_process_configuration(&both, "7.1.57", true);
+    let args = config.generate_arguments(2, &env()).unwrap();
+    for wanted in [
+        "--public_address=[10.1.2.3]:4502:tls,[10.1.2.3]:4503",
+        "--listen_address=[10.1.2.3]:4502:tls,[10.1.2.3]:4503",
+    ] {
+        assert!(args.contains(&wanted.to_owned()), "{wanted} in {args:?}");
+    }
+}
+
+#[test]
 fn keys_name_their_class() {
     let key = process_config_key(ProcessClass::Log);
     assert_eq!(key, "fdbmonitor-conf-log-json");
