@@ -201,6 +201,7 @@ fn the_renderer_and_the_substitution_alone_keep_the_structure() {
             servers_per_pod: SERVERS,
             log_group: &group,
             tls: false,
+            dual_listen: false,
             peer_verification_rules: None,
             explicit_listen_address: true,
             dns_locality: false,

@@ -347,12 +347,16 @@ impl Fleet {
                 .and_then(|conf| conf.processes())
                 .map_err(|e| invalid(e.to_string()))?;
             for command in commands {
-                let address = command
+                let mut addresses = command
                     .arguments
                     .get("public_address")
-                    .and_then(|a| a.split(',').next())
-                    .and_then(|a| ProcessAddress::parse(a).ok())
+                    .map(|a| a.split(',').filter_map(|a| ProcessAddress::parse(a).ok()))
+                    .into_iter()
+                    .flatten();
+                let address = addresses
+                    .next()
                     .ok_or_else(|| invalid(format!("no public address for {pod_name}")))?;
+                let other_addresses = addresses.collect();
                 let locality = command
                     .arguments
                     .iter()
@@ -360,6 +364,7 @@ impl Fleet {
                     .collect();
                 fdb.start_process(ProcessLaunch {
                     address,
+                    other_addresses,
                     command_line: command.command_line(),
                     class: group.process_class,
                     locality,

@@ -44,8 +44,19 @@ fn render_template(
         return Ok(String::new());
     }
     let cluster_name = cluster.metadata.name.as_deref().unwrap_or_default();
-    let params = MonitorConfParams::for_spec(spec, cluster_name, class, servers_per_pod);
+    let mut params = MonitorConfParams::for_spec(spec, cluster_name, class, servers_per_pod);
+    params.dual_listen = listens_on_both(cluster);
     render_monitor_conf(&params).map_err(|source| ConfigMapError::Render { class, source })
+}
+
+/// Whether the processes must listen on a TLS and a non-TLS address at once: TLS is
+/// being turned on or off and the coordinators have not all moved to the spec's kind
+/// (`status.requiredAddresses` holds both).
+pub fn listens_on_both(cluster: &FoundationDBCluster) -> bool {
+    cluster
+        .status
+        .as_ref()
+        .is_some_and(|status| status.required_addresses.both())
 }
 
 /// The monitor conf template of a class at `servers` per pod (the ConfigMap key a pod of

@@ -84,6 +84,10 @@ pub struct ExecutorRules {
     /// Region changes one step at a time (`cluster_math::next_configuration_change`);
     /// off, UpdateDatabaseConfiguration configures the desired regions at once.
     pub region_order: bool,
+    /// TLS turned on or off through processes listening on both kinds of address
+    /// (`status.requiredAddresses`); off, UpdateStatus requires only the spec's kind, so
+    /// every process switches at once while the coordinators keep the old kind.
+    pub tls_migration: bool,
 }
 
 impl Default for ExecutorRules {
@@ -92,6 +96,7 @@ impl Default for ExecutorRules {
             one_disruption: true,
             pacing: true,
             region_order: true,
+            tls_migration: true,
         }
     }
 }

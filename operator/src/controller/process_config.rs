@@ -45,7 +45,8 @@ pub fn desired_process_configuration(
 ) -> ProcessConfiguration {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
     // The density does not shape the JSON: the monitor's `--process-count` does.
-    let params = MonitorConfParams::for_spec(&cluster.spec, name, class, 1);
+    let mut params = MonitorConfParams::for_spec(&cluster.spec, name, class, 1);
+    params.dual_listen = super::config_map::listens_on_both(cluster);
     build_process_configuration(&params, &cluster.spec.version, has_connection_string)
 }
 

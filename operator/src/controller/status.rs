@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus};
+use fdb_shared::api::cluster::{ProcessGroupConditionType, ProcessGroupStatus, RequiredAddressSet};
 use fdb_shared::api::{
     DatabaseConfiguration, FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus,
     ProcessClass,
@@ -253,6 +253,7 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
         && database.configuration_matches
         && database.coordinators_ok
         && inputs.config_map_in_sync
+        && !status.required_addresses.both()
         && status.running_version.as_deref() == Some(spec.version.as_str());
     if reconciled {
         status.generations.reconciled = Some(generation);
@@ -357,6 +358,7 @@ fn judge_database(
         }
         DatabaseView::NotCreated => {}
     }
+    status.required_addresses = required_addresses(spec.tls_enabled(), status);
     if status.running_version.is_none() {
         // Before any process reports, the version is the one being created.
         status.running_version = Some(spec.version.clone());
@@ -368,6 +370,18 @@ fn judge_database(
             .is_some_and(|live| configure_change_command(live, &desired_config).is_none())
     });
     judgement
+}
+
+/// The address kinds the processes must listen on: the spec's, and the current
+/// coordinators' until they move (turning TLS on or off goes through both).
+fn required_addresses(spec_tls: bool, status: &FoundationDBClusterStatus) -> RequiredAddressSet {
+    let coordinators = status
+        .connection_string
+        .as_deref()
+        .and_then(|text| ConnectionString::parse(text).ok())
+        .map(|connection| connection.coordinators)
+        .unwrap_or_default();
+    RequiredAddressSet::needed(spec_tls, coordinators.iter().map(|c| c.tls))
 }
 
 /// What the process groups of the new status say.
@@ -448,6 +462,7 @@ fn set_generations(
     g.has_unhealthy_process = flag(groups.any_condition);
     g.needs_monitor_conf_update = flag(monitor_conf);
     g.needs_pod_deletion = flag(pod_deletion);
+    g.has_extra_listeners = flag(status.required_addresses.both());
 }
 
 /// `imageTypes`, `storageServersPerDisk` and `logServersPerDisk` from the pods of the

@@ -276,17 +276,27 @@ pub fn class_of_process_config_key(key: &str) -> Option<ProcessClass> {
 }
 
 /// `--<name>=[$<variable>]:<port of the process>[:tls]`: the address of each process,
-/// bracketed as the unified image writes it.
+/// bracketed as the unified image writes it; with [`MonitorConfParams::dual_listen`],
+/// its TLS and its non-TLS address, TLS first, separated by a comma.
 fn address_argument(name: &str, variable: &str, params: &MonitorConfParams<'_>) -> Argument {
-    let first_port = i64::from(process_port(1, params.tls));
-    let mut parts = vec![
-        Argument::literal(format!("--{name}=[")),
-        Argument::environment(variable),
-        Argument::literal("]:"),
-        Argument::process_number(2, first_port - 2),
-    ];
-    if params.tls {
-        parts.push(Argument::literal(":tls"));
+    // `prefix` opens the bracket; without dual_listen the parts are exactly those the Go
+    // operator writes (a change would bounce every unified pod after a take-over).
+    let one = |prefix: String, tls: bool| {
+        let first_port = i64::from(process_port(1, tls));
+        let mut parts = vec![
+            Argument::literal(prefix),
+            Argument::environment(variable),
+            Argument::literal("]:"),
+            Argument::process_number(2, first_port - 2),
+        ];
+        if tls {
+            parts.push(Argument::literal(":tls"));
+        }
+        parts
+    };
+    let mut parts = one(format!("--{name}=["), params.tls || params.dual_listen);
+    if params.dual_listen {
+        parts.extend(one(",[".to_owned(), false));
     }
     Argument::concatenate(parts)
 }

@@ -8,6 +8,7 @@ fn params(custom: &[String]) -> MonitorConfParams<'_> {
         servers_per_pod: 1,
         log_group: "sample",
         tls: false,
+        dual_listen: false,
         peer_verification_rules: None,
         explicit_listen_address: true,
         dns_locality: false,
@@ -120,6 +121,20 @@ fn tls_ports_and_ip_lists() {
     };
     let ips: BTreeMap<String, String> = [("IPS".to_owned(), "10.0.0.1,fd00::1".to_owned())].into();
     assert_eq!(list.generate(1, &ips).unwrap(), "fd00::1");
+}
+
+#[test]
+fn while_tls_changes_unified_processes_listen_on_both_addresses_tls_first() {
+    let mut both = params(&[]);
+    both.dual_listen = true;
+    let config = build_process_configuration(&both, "7.1.57", true);
+    let args = config.generate_arguments(2, &env()).unwrap();
+    for wanted in [
+        "--public_address=[10.1.2.3]:4502:tls,[10.1.2.3]:4503",
+        "--listen_address=[10.1.2.3]:4502:tls,[10.1.2.3]:4503",
+    ] {
+        assert!(args.contains(&wanted.to_owned()), "{wanted} in {args:?}");
+    }
 }
 
 #[test]

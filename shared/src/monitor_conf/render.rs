@@ -53,6 +53,11 @@ pub struct MonitorConfParams<'a> {
     pub log_group: &'a str,
     /// Whether processes listen with TLS.
     pub tls: bool,
+    /// Whether the processes listen on both a TLS and a non-TLS address, the TLS one
+    /// first (FoundationDB makes it the public one): while TLS is turned on or off, when
+    /// the cluster's `status.requiredAddresses` holds both, so the coordinators stay
+    /// reachable on their old addresses until they move to the new ones.
+    pub dual_listen: bool,
     /// `tls_verify_peers` rules, when TLS is on and rules are set.
     pub peer_verification_rules: Option<&'a str>,
     /// Whether to set `listen_address` to the pod IP explicitly (the default).
@@ -81,6 +86,7 @@ impl<'a> MonitorConfParams<'a> {
             servers_per_pod,
             log_group: spec.log_group(cluster_name),
             tls: spec.tls_enabled(),
+            dual_listen: false,
             peer_verification_rules: spec.main_container.peer_verification_rules.as_deref(),
             explicit_listen_address: spec.use_explicit_listen_address(),
             dns_locality: spec.routing.define_dns_locality_fields(),
@@ -148,6 +154,18 @@ pub fn process_port(index: u32, tls: bool) -> u32 {
     base + 2 * index.max(1)
 }
 
+/// The address list of the `index`-th process at `host` (a `$VARIABLE`): its TLS or
+/// non-TLS address, or both, TLS first, while [`MonitorConfParams::dual_listen`].
+fn listen_addresses(host: &str, index: u32, params: &MonitorConfParams<'_>) -> String {
+    let tls = format!("{host}:{}:tls", process_port(index, true));
+    let plain = format!("{host}:{}", process_port(index, false));
+    match (params.dual_listen, params.tls) {
+        (true, _) => format!("{tls},{plain}"),
+        (false, true) => tls,
+        (false, false) => plain,
+    }
+}
+
 /// Splits a custom parameter `key=value` (spaces around `=` allowed) into its parts.
 pub fn split_custom_parameter(parameter: &str) -> Option<(&str, &str)> {
     let (key, value) = parameter.split_once('=')?;
@@ -189,8 +207,7 @@ fn render_process_section(
     params: &MonitorConfParams<'_>,
     index: u32,
 ) -> Result<(), RenderError> {
-    let port = process_port(index, params.tls);
-    let tls_suffix = if params.tls { ":tls" } else { "" };
+    let addresses = |variable: &str| listen_addresses(variable, index, params);
     let several = params.servers_per_pod > 1;
     let data_dir = if several {
         format!("{DATA_DIR}/{index}")
@@ -203,10 +220,7 @@ fn render_process_section(
     line("command", "$BINARY_DIR/fdbserver")?;
     line("cluster_file", CLUSTER_FILE_PATH)?;
     line("seed_cluster_file", SEED_CLUSTER_FILE_PATH)?;
-    line(
-        "public_address",
-        &format!("$FDB_PUBLIC_IP:{port}{tls_suffix}"),
-    )?;
+    line("public_address", &addresses("$FDB_PUBLIC_IP"))?;
     line("class", params.process_class.as_str())?;
     line("logdir", LOG_DIR)?;
     line("loggroup", params.log_group)?;
@@ -218,7 +232,7 @@ fn render_process_section(
         line("locality_process_id", &format!("$FDB_INSTANCE_ID-{index}"))?;
     }
     if params.explicit_listen_address {
-        line("listen_address", &format!("$FDB_POD_IP:{port}{tls_suffix}"))?;
+        line("listen_address", &addresses("$FDB_POD_IP"))?;
     }
     if let Some(dc) = params.data_center {
         line("locality_dcid", dc)?;
@@ -277,6 +291,7 @@ mod tests {
             servers_per_pod: 1,
             log_group: "sample",
             tls: false,
+            dual_listen: false,
             peer_verification_rules: None,
             explicit_listen_address: true,
             dns_locality: false,
@@ -353,6 +368,26 @@ listen_address = $FDB_POD_IP:4501
             "knob_disable_posix_kernel_aio = 1\n",
         ] {
             assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+        }
+    }
+
+    #[test]
+    fn while_tls_changes_processes_listen_on_both_addresses_tls_first() {
+        for tls in [false, true] {
+            let params = MonitorConfParams {
+                tls,
+                dual_listen: true,
+                servers_per_pod: 2,
+                ..storage_params()
+            };
+            let conf = render_monitor_conf(&params).unwrap();
+            for line in [
+                "public_address = $FDB_PUBLIC_IP:4500:tls,$FDB_PUBLIC_IP:4501\n",
+                "listen_address = $FDB_POD_IP:4500:tls,$FDB_POD_IP:4501\n",
+                "public_address = $FDB_PUBLIC_IP:4502:tls,$FDB_PUBLIC_IP:4503\n",
+            ] {
+                assert!(conf.contains(line), "missing {line:?} in\n{conf}");
+            }
         }
     }
 

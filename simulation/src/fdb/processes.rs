@@ -18,6 +18,9 @@ pub(crate) type DiskKey = String;
 pub struct ProcessLaunch {
     /// The public address.
     pub address: ProcessAddress,
+    /// The other addresses it listens on (`public_address` lists them after the first,
+    /// as while TLS is turned on or off): coordinators and clients reach it there too.
+    pub other_addresses: Vec<ProcessAddress>,
     /// The command line (as [`fdb_shared::monitor_conf::parse`] derives it).
     pub command_line: String,
     /// The process class.
@@ -65,14 +68,18 @@ impl SimProcess {
         target.matches(&matching_stub(&self.launch, &self.process_id))
     }
 
-    /// Whether this process answers to `address`: its own address, or its DNS name with
-    /// the same port (connection strings may use DNS names).
+    /// Whether this process answers to `address`: one of its addresses (the public one or
+    /// another it listens on), or its DNS name, with the same port and TLS flag
+    /// (connection strings may use DNS names; a TLS peer cannot talk to a plain listener).
     pub fn answers_to(&self, address: &ProcessAddress) -> bool {
-        let own = &self.launch.address;
-        if own.port != address.port {
-            return false;
-        }
-        own.host == address.host || self.launch.locality.get("dns_name") == Some(&address.host)
+        let dns_name = self.launch.locality.get("dns_name");
+        std::iter::once(&self.launch.address)
+            .chain(&self.launch.other_addresses)
+            .any(|own| {
+                own.port == address.port
+                    && own.tls == address.tls
+                    && (own.host == address.host || dns_name == Some(&address.host))
+            })
     }
 }
 

@@ -43,10 +43,34 @@ pub(super) struct Tracked {
     running_processes: usize,
 }
 
-fn group_of(labels: &BTreeMap<String, String>) -> Option<(String, ProcessClass)> {
-    let group = labels.get(PROCESS_GROUP_LABEL)?.clone();
-    let class = labels.get(PROCESS_CLASS_LABEL)?.parse().ok()?;
-    Some((group, class))
+/// The label keys naming a pod's process group and class: the cluster's
+/// `labels.processGroupIDLabels` / `processClassLabels` (the defaults without a cluster).
+struct GroupLabels {
+    group: Vec<String>,
+    class: Vec<String>,
+}
+
+impl GroupLabels {
+    fn of(cluster: Option<&FoundationDBCluster>) -> Self {
+        match cluster {
+            Some(cluster) => Self {
+                group: cluster.spec.labels.process_group_id_labels(),
+                class: cluster.spec.labels.process_class_labels(),
+            },
+            None => Self {
+                group: vec![PROCESS_GROUP_LABEL.to_owned()],
+                class: vec![PROCESS_CLASS_LABEL.to_owned()],
+            },
+        }
+    }
+
+    /// The process group and class the labels name, by the first key present.
+    fn group_of(&self, labels: &BTreeMap<String, String>) -> Option<(String, ProcessClass)> {
+        let first = |keys: &[String]| keys.iter().find_map(|key| labels.get(key));
+        let group = first(&self.group)?.clone();
+        let class = first(&self.class)?.parse().ok()?;
+        Some((group, class))
+    }
 }
 
 /// Objects whose deletion was requested between `before` and `after`: not terminating
@@ -109,8 +133,9 @@ impl Runner {
                     .push(host.to_owned());
             }
         }
+        let keys = GroupLabels::of(self.cluster_object().as_ref());
         let track = |meta: &kube::api::ObjectMeta, pod_ip: Option<String>| {
-            let (group, class) = group_of(meta.labels.as_ref()?)?;
+            let (group, class) = keys.group_of(meta.labels.as_ref()?)?;
             let mut seen: Vec<String> = pod_ip.into_iter().collect();
             seen.extend(addresses.get(group.as_str()).cloned().unwrap_or_default());
             Some((
@@ -419,6 +444,10 @@ impl Runner {
             .filter(|prefix| !prefix.is_empty())
             .map(|prefix| format!("{prefix}-"));
         let own_group = |group: &String| prefix.as_ref().is_none_or(|p| group.starts_with(p));
+        let keys = match only {
+            Some(cluster) => GroupLabels::of(Some(cluster)),
+            None => GroupLabels::of(self.cluster_object().as_ref()),
+        };
         let snapshot = self.fdb.snapshot();
         let pods = self
             .pods()?
@@ -426,7 +455,7 @@ impl Runner {
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
             .filter(|pod| owned(pod.labels()))
             .filter_map(|pod| {
-                let (group, class) = group_of(pod.labels())?;
+                let (group, class) = keys.group_of(pod.labels())?;
                 let spec = pod.spec.as_ref()?;
                 Some(LivePod {
                     name: pod.name_any(),

@@ -281,16 +281,20 @@ impl Monitor {
     fn launch(&self, command: &ProcessCommand) -> Result<MonitoredProcess, String> {
         let arg = |key: &str| command.arguments.get(key).map(String::as_str);
         let public = arg("public_address").ok_or("no public_address")?;
-        let first = public.split(',').next().unwrap_or(public);
-        // The unified image brackets every address, IPv4 ones too.
-        let first = match first
-            .strip_prefix('[')
-            .and_then(|rest| rest.split_once(']'))
-        {
-            Some((ip, tail)) if ip.parse::<std::net::Ipv4Addr>().is_ok() => format!("{ip}{tail}"),
-            _ => first.to_owned(),
-        };
-        let address = ProcessAddress::parse(&first).map_err(|e| e.to_string())?;
+        // The first address is the public one; the others (a TLS migration's second
+        // address) are listened on too, and coordinators may be named by them.
+        let mut addresses = public.split(',').map(|one| {
+            // The unified image brackets every address, IPv4 ones too.
+            let one = match one.strip_prefix('[').and_then(|rest| rest.split_once(']')) {
+                Some((ip, tail)) if ip.parse::<std::net::Ipv4Addr>().is_ok() => {
+                    format!("{ip}{tail}")
+                }
+                _ => one.to_owned(),
+            };
+            ProcessAddress::parse(&one).map_err(|e| e.to_string())
+        });
+        let address = addresses.next().ok_or("no public_address")??;
+        let other_addresses = addresses.collect::<Result<Vec<_>, _>>()?;
         let class = match arg("class") {
             Some(name) => {
                 ProcessClass::from_str(name).map_err(|_| format!("unknown class {name:?}"))?
@@ -342,6 +346,7 @@ impl Monitor {
         Ok(MonitoredProcess {
             launch: ProcessLaunch {
                 address,
+                other_addresses,
                 command_line: self
                     .unified
                     .as_ref()

@@ -158,7 +158,7 @@ async fn check_pod(
             memo.attempts += 1;
             PodConfigResult::Incorrect(format!("{MONITOR_CONF_FILE} still differs after the copy"))
         }
-        Ok(Err(error)) => PodConfigResult::Incorrect(error),
+        Ok(Err(error)) => PodConfigResult::NeedsPodUpdate(error),
         Err(error) => classify(error),
     }
 }
@@ -330,6 +330,9 @@ pub(super) async fn ask(
             }
             PodConfigResult::Incorrect(message) => {
                 tracing::debug!(group, %message, "configuration not yet in place");
+            }
+            PodConfigResult::NeedsPodUpdate(message) => {
+                tracing::info!(group, %message, "configuration waits for the pod update");
             }
             PodConfigResult::Unreadable(message) => {
                 tracing::warn!(group, %message, "monitor annotations unreadable");

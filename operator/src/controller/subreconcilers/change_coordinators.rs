@@ -72,8 +72,12 @@ fn problem(
     let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
     let per_hall = coordinators_per_hall(wanted);
     let mut halls: BTreeMap<String, usize> = BTreeMap::new();
+    let tls = cluster.spec.tls_enabled();
     for coordinator in &current.coordinators {
         let text = coordinator.to_string();
+        if coordinator.tls != tls {
+            return Some(tls_mismatch(&text, tls));
+        }
         let unreachable = db.client.coordinators.coordinators.iter().any(|c| {
             c.address.as_ref().map(ToString::to_string).as_deref() == Some(text.as_str())
                 && c.reachable == Some(false)
@@ -130,6 +134,51 @@ fn problem(
         }
     }
     None
+}
+
+/// Why a coordinator of the other kind (TLS or not) than `mainContainer.enableTls` asks
+/// for must move.
+fn tls_mismatch(coordinator: &str, tls: bool) -> String {
+    if tls {
+        format!(
+            "coordinator {coordinator} does not use TLS, which mainContainer.enableTls asks for"
+        )
+    } else {
+        format!("coordinator {coordinator} uses TLS, which mainContainer.enableTls turns off")
+    }
+}
+
+/// The reporting processes that do not listen yet on an address of the kind (TLS or not)
+/// `tls` says, read from their command lines (`--public_address=A[,B]`): the coordinators
+/// can move to that kind only once every process listens on it (the Go operator's
+/// CheckCoordinatorValidity), or the new coordinators could not reach each other.
+pub(crate) fn not_listening_on(db: &DatabaseStatus, tls: bool) -> Vec<String> {
+    db.cluster
+        .processes
+        .values()
+        .filter(|process| !process.excluded)
+        .filter_map(|process| {
+            let command_line = process.command_line.as_deref()?;
+            let listens = command_line
+                .split_whitespace()
+                .filter_map(|argument| argument.strip_prefix("--public_address="))
+                .flat_map(|list| list.split(','))
+                .filter_map(|address| {
+                    // The unified image brackets IPv4 addresses too.
+                    ProcessAddress::parse(address).ok().or_else(|| {
+                        let (host, tail) = address.strip_prefix('[')?.split_once(']')?;
+                        ProcessAddress::parse(&format!("{host}{tail}")).ok()
+                    })
+                })
+                .any(|address| address.tls == tls);
+            (!listens).then(|| {
+                process
+                    .address
+                    .as_ref()
+                    .map_or_else(|| "a process".to_owned(), ToString::to_string)
+            })
+        })
+        .collect()
 }
 
 /// More current coordinators in one datacenter than [`per_dc_limit`] allows (the loss of
@@ -307,6 +356,16 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     }
     if let Err(refusal) = safety::available(snapshot) {
         return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
+    }
+    let kind = cluster.spec.tls_enabled();
+    if current.coordinators.iter().any(|c| c.tls != kind) {
+        let behind = not_listening_on(db, kind);
+        if let Some(first) = behind.first() {
+            return CoordinatorAction::Wait(format!(
+                "{reason}; deferring the change until every process listens on that kind of address ({} do not yet, {first} first)",
+                behind.len()
+            ));
+        }
     }
     let reachable: Vec<_> = candidates
         .into_iter()

@@ -221,3 +221,84 @@ fn a_coordinator_on_a_pod_about_to_be_updated_moves_to_groups_on_the_new_spec() 
     // The current coordinators elsewhere are kept.
     assert!(chosen.contains(&"10.0.0.1:4501".to_owned()), "{chosen:?}");
 }
+
+/// Turning TLS on: the plain coordinators must move to TLS addresses, but only once every
+/// process listens on one (before, the new coordinators could not reach each other).
+#[test]
+fn coordinators_move_to_tls_once_every_process_listens_on_it() {
+    let ids = ["log-1", "log-2", "log-3"];
+    let pods: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let n = i + 1;
+            pod(
+                &format!("s-{id}"),
+                id,
+                &format!("node-{n}"),
+                &format!("10.0.0.{n}"),
+            )
+        })
+        .collect();
+    let fixture = Fixture::new(
+        "{version: 7.1.57, routing: {useDNSInClusterFile: false}, mainContainer: {enableTls: true}}",
+    )
+    .groups(ids.map(group))
+    .pods(pods)
+    .connection_string("s:abc@10.0.0.1:4501,10.0.0.2:4501,10.0.0.3:4501")
+    .status(|s| s.configured = true);
+    let with_listeners = |lists: [&str; 3]| -> DatabaseStatus {
+        let processes: serde_json::Map<String, serde_json::Value> = ids
+            .iter()
+            .zip(lists)
+            .enumerate()
+            .map(|(i, (id, list))| {
+                let n = i + 1;
+                (
+                    (*id).to_owned(),
+                    serde_json::json!({
+                        "address": format!("10.0.0.{n}:4501"),
+                        "command_line": format!("/usr/bin/fdbserver --public_address={list}"),
+                        "locality": {"instance_id": id},
+                    }),
+                )
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"processes": processes}
+        }))
+        .unwrap()
+    };
+    let behind = with_listeners([
+        "10.0.0.1:4500:tls,10.0.0.1:4501",
+        "10.0.0.2:4501",
+        "[10.0.0.3]:4500:tls,[10.0.0.3]:4501",
+    ]);
+    match decide_with(fixture.clone(), behind) {
+        CoordinatorAction::Wait(reason) => assert!(
+            reason.contains("does not use TLS") && reason.contains("1 do not yet, 10.0.0.2:4501"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let all = with_listeners([
+        "10.0.0.1:4500:tls,10.0.0.1:4501",
+        "10.0.0.2:4500:tls,10.0.0.2:4501",
+        "10.0.0.3:4500:tls,10.0.0.3:4501",
+    ]);
+    match decide_with(fixture, all) {
+        CoordinatorAction::Change { coordinators, .. } => {
+            let text: Vec<_> = coordinators.iter().map(ToString::to_string).collect();
+            assert_eq!(
+                text,
+                [
+                    "10.0.0.1:4500:tls",
+                    "10.0.0.2:4500:tls",
+                    "10.0.0.3:4500:tls"
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -4,7 +4,10 @@
 //! ([`Action::AskPodAgents`], which the executor runs: `executor/pod_agents.rs`), then
 //! concludes from the answers: confirmed pods get the `last-applied-config-map`
 //! annotation, unreachable sidecars SidecarUnreachable, content the kubelet has not
-//! projected yet IncorrectConfigMap; both requeue.
+//! projected yet IncorrectConfigMap; both requeue. A pod whose new conf needs a variable
+//! its spec does not give yet (`$FDB_DNS_NAME` once `useDNSInClusterFile` is turned on)
+//! gets IncorrectConfigMap too, but its wait does not end the pass: UpdatePods, later in
+//! it, gives the pod that variable.
 //!
 //! During an incompatible upgrade (operator-behavior §9 step 3) a pod is confirmed only
 //! once its sidecar also answers `is_present/bin/<target>/fdbserver` (after a
@@ -115,6 +118,9 @@ pub struct PodConfigOutcome {
     pub unreachable_groups: Vec<String>,
     /// The pods that did not confirm, with why, in status order.
     pub waiting: Vec<String>,
+    /// The pods whose new conf needs their pod update first, with why: UpdatePods must
+    /// still run in this pass, so they do not end it.
+    pub awaiting_pod_update: Vec<String>,
 }
 
 impl PodConfigOutcome {
@@ -153,6 +159,12 @@ impl PodConfigOutcome {
         }
         if !self.waiting.is_empty() {
             reasons.push(format!("pods not confirmed: {}", self.waiting.join("; ")));
+        }
+        if let Some(first) = self.awaiting_pod_update.first() {
+            reasons.push(format!(
+                "{} pods need their pod update before their new conf, {first} first",
+                self.awaiting_pod_update.len()
+            ));
         }
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
@@ -200,6 +212,15 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
                 }
             }
             PodConfigResult::NotAsked => {}
+            PodConfigResult::NeedsPodUpdate(message) => {
+                outcome.mutations.push(StatusMutation::SetCondition {
+                    group: candidate.group.process_group_id.clone(),
+                    condition: ProcessGroupConditionType::IncorrectConfigMap,
+                });
+                outcome
+                    .awaiting_pod_update
+                    .push(format!("{} ({message})", candidate.pod.name_any()));
+            }
             PodConfigResult::Incorrect(message) | PodConfigResult::Unreadable(message) => {
                 if plan.staged.is_some() || matches!(result, PodConfigResult::Unreadable(_)) {
                     outcome

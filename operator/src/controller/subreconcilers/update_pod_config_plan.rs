@@ -18,6 +18,11 @@ pub enum PodConfigResult {
     /// A unified pod's monitor annotations are missing or malformed (the message names
     /// the pod and the annotation): IncorrectConfigMap, and always named in the reason.
     Unreadable(String),
+    /// The new monitor conf cannot be rendered from what the pod offers (a substitution
+    /// its spec does not give yet, as `$FDB_DNS_NAME` once `useDNSInClusterFile` is
+    /// turned on): IncorrectConfigMap until UpdatePods gives the pod the new spec, which
+    /// the pass must reach (the wait does not end it).
+    NeedsPodUpdate(String),
     /// Not asked this pass: the pod asked before it showed that the kubelet has not
     /// projected the ConfigMap yet, which it does for every pod about the same time.
     NotAsked,

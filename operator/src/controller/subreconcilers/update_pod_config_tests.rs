@@ -217,3 +217,31 @@ fn pods_that_do_not_run_wait_without_holding_the_later_steps() {
     assert!(wait.goes_on);
     assert!(wait.reason.contains("1 pods to run"), "{}", wait.reason);
 }
+
+/// A conf the pod cannot render yet (its spec lacks a variable the new conf substitutes,
+/// as `$FDB_DNS_NAME` after `useDNSInClusterFile` is turned on) does not end the pass:
+/// UpdatePods, later in it, gives the pod that variable.
+#[test]
+fn pods_that_need_their_pod_update_first_do_not_hold_the_later_steps() {
+    let snapshot = Fixture::new("version: 7.1.57")
+        .groups([group("log-1")])
+        .connection_string("sample:abc@10.0.0.1:4501")
+        .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1")])
+        .build();
+    let mut facts = PassFacts::default();
+    facts.pod_config_answers = Some(vec![PodConfigResult::NeedsPodUpdate(
+        "FDB_DNS_NAME is not substituted".into(),
+    )]);
+    let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();
+    let Verdict::Act(plan) = &verdict else {
+        panic!("{verdict:?}")
+    };
+    let wait = plan.then.as_ref().unwrap();
+    assert!(wait.goes_on, "{wait:?}");
+    assert!(
+        wait.reason
+            .contains("1 pods need their pod update before their new conf, sample-log-1"),
+        "{}",
+        wait.reason
+    );
+}

@@ -3,6 +3,7 @@
 //! writes it once, at its end, only when something differs.
 
 use async_trait::async_trait;
+use fdb_shared::api::cluster::RequiredAddressSet;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -39,7 +40,12 @@ impl Subreconciler for UpdateStatus {
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
         // decide the same again: the first decision is reused.
-        let decision = facts.status_decision(snapshot, decide)?;
+        let mut decision = facts.status_decision(snapshot, decide)?;
+        if !facts.rules.tls_migration {
+            // The mutation test's operator: no migration through both kinds of address.
+            decision.status.required_addresses =
+                RequiredAddressSet::needed(snapshot.cluster().spec.tls_enabled(), []);
+        }
         // Staged: written once at the end of the pass (or by a step that must persist
         // first), so a pass makes one status write, not one per step.
         Ok(Verdict::plain([Action::StageStatusDecision(Box::new(

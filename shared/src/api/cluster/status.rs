@@ -202,6 +202,32 @@ pub struct RequiredAddressSet {
     pub non_tls: bool,
 }
 
+impl RequiredAddressSet {
+    /// The set a cluster needs: the kind the spec asks for (`mainContainer.enableTls`),
+    /// plus the kind of each current coordinator, which must stay reachable until the
+    /// coordinators move (as the Go operator's UpdateStatus does).
+    pub fn needed(spec_tls: bool, coordinators_tls: impl IntoIterator<Item = bool>) -> Self {
+        let mut set = Self {
+            tls: spec_tls,
+            non_tls: !spec_tls,
+        };
+        for tls in coordinators_tls {
+            if tls {
+                set.tls = true;
+            } else {
+                set.non_tls = true;
+            }
+        }
+        set
+    }
+
+    /// Whether both kinds are needed: TLS is being turned on or off, and the processes
+    /// listen on both addresses.
+    pub fn both(&self) -> bool {
+        self.tls && self.non_tls
+    }
+}
+
 /// State of the lock system.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -272,5 +298,32 @@ impl ProcessGroupStatus {
             .iter()
             .find(|c| &c.condition_type == condition)
             .map(|c| c.timestamp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequiredAddressSet;
+
+    #[test]
+    fn the_coordinators_kind_stays_required_until_they_move() {
+        let both = RequiredAddressSet {
+            tls: true,
+            non_tls: true,
+        };
+        // Turning TLS on: the coordinators still use plain addresses.
+        assert_eq!(
+            RequiredAddressSet::needed(true, [false, false, false]),
+            both
+        );
+        // Turning TLS off: one coordinator left on TLS is enough to keep both.
+        assert_eq!(
+            RequiredAddressSet::needed(false, [false, true, false]),
+            both
+        );
+        assert!(RequiredAddressSet::needed(true, [true, true, true]).tls);
+        assert!(!RequiredAddressSet::needed(true, [true, true, true]).both());
+        assert!(!RequiredAddressSet::needed(false, []).both());
+        assert!(RequiredAddressSet::needed(false, []).non_tls);
     }
 }

@@ -276,3 +276,41 @@ async fn locks_deny_list_and_injected_timeouts() {
     }
     assert!(outcomes.contains(&true) && outcomes.contains(&false));
 }
+
+/// Turning TLS on: processes that listen on their TLS address and still on their plain
+/// one keep the plain coordinators reachable; a switch to the TLS address alone loses
+/// them (the connection string names each coordinator by port and kind).
+#[tokio::test]
+async fn coordinators_are_reached_on_any_address_of_their_kind_a_process_listens_on() {
+    let (fdb, clock) = configured_cluster().await;
+    let restart_logs = |fdb: &SimulatedFdb, keep_plain: bool| {
+        for n in 1..=3 {
+            let mut launch = launch(ProcessClass::Log, n, "7.1.57");
+            let plain = launch.address.clone();
+            launch.address = ProcessAddress::new(plain.host.clone(), 4500).with_tls(true);
+            if keep_plain {
+                launch.other_addresses = vec![plain];
+            }
+            fdb.start_process(launch);
+        }
+    };
+    let plain: Vec<ProcessAddress> = (11..=13).map(address).collect();
+    fdb.kill(&plain).await.unwrap();
+    restart_logs(&fdb, true);
+    advance(&fdb, &clock, 120);
+    assert!(
+        fdb.snapshot().available,
+        "both addresses: the quorum is kept"
+    );
+    let tls: Vec<ProcessAddress> = plain
+        .iter()
+        .map(|a| ProcessAddress::new(a.host.clone(), 4500).with_tls(true))
+        .collect();
+    fdb.kill(&tls).await.unwrap();
+    restart_logs(&fdb, false);
+    advance(&fdb, &clock, 600);
+    assert!(
+        !fdb.snapshot().available,
+        "TLS only: no process answers the plain coordinators"
+    );
+}

@@ -46,6 +46,7 @@ pub(super) fn launch(class: ProcessClass, n: u8, version: &str) -> ProcessLaunch
     ]);
     ProcessLaunch {
         address: address(host),
+        other_addresses: Vec::new(),
         command_line: format!(
             "/usr/bin/fdbserver --class={} --locality_instance_id={instance} --public_address=127.0.0.{host}:4501",
             class.as_str()
