@@ -77,20 +77,12 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         progress,
         ..RunOptions::default()
     };
-    let serve = match (&args.serve, &args.kubeconfig) {
-        (Some(address), Some(kubeconfig)) => {
-            let serve = ServeOptions {
-                address: *address,
-                kubeconfig: kubeconfig.clone(),
-                speed: args.speed,
-            };
-            if let Err(error) = serve.validate() {
-                eprintln!("error: --serve: {error}");
-                return ExitCode::from(2);
-            }
-            Some(serve)
+    let serve = match serve_options(args) {
+        Ok(serve) => serve,
+        Err(error) => {
+            eprintln!("error: --serve: {error}");
+            return ExitCode::from(2);
         }
-        _ => None,
     };
     let run = async {
         match serve {
@@ -110,27 +102,13 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json = match serde_json::to_string_pretty(&result) {
-        Ok(json) => json,
+    let output = match write_result(args, &result) {
+        Ok(output) => output,
         Err(error) => {
-            eprintln!("error: cannot render the result: {error}");
+            eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
-    let output = args.output.clone().or_else(|| {
-        std::io::stdout()
-            .is_terminal()
-            .then(|| PathBuf::from(result_file_name(&result.name)))
-    });
-    let written = match &output {
-        Some(path) => std::fs::write(path, format!("{json}\n"))
-            .map_err(|error| format!("cannot write {}: {error}", path.display())),
-        None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| error.to_string()),
-    };
-    if let Err(error) = written {
-        eprintln!("error: {error}");
-        return ExitCode::from(2);
-    }
     if !args.quiet {
         summarize(&result);
     }
@@ -142,6 +120,41 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `--serve` with `--kubeconfig` (and `--speed`), checked.
+fn serve_options(args: &SimulateArgs) -> Result<Option<ServeOptions>, String> {
+    let (Some(address), Some(kubeconfig)) = (&args.serve, &args.kubeconfig) else {
+        return Ok(None);
+    };
+    let serve = ServeOptions {
+        address: *address,
+        kubeconfig: kubeconfig.clone(),
+        speed: args.speed,
+    };
+    serve.validate().map_err(|error| error.to_string())?;
+    Ok(Some(serve))
+}
+
+/// Writes the result JSON to `--output`, else to a file named after the scenario when
+/// stdout is a terminal, else to stdout; returns the file written, if any.
+fn write_result(
+    args: &SimulateArgs,
+    result: &fdb_simulation::result::SimulationResult,
+) -> Result<Option<PathBuf>, String> {
+    let json = serde_json::to_string_pretty(result)
+        .map_err(|error| format!("cannot render the result: {error}"))?;
+    let output = args.output.clone().or_else(|| {
+        std::io::stdout()
+            .is_terminal()
+            .then(|| PathBuf::from(result_file_name(&result.name)))
+    });
+    match &output {
+        Some(path) => std::fs::write(path, format!("{json}\n"))
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
+        None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| error.to_string())?,
+    }
+    Ok(output)
 }
 
 /// Completes at the first SIGINT or SIGTERM (never, if neither can be listened for).

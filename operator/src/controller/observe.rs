@@ -176,6 +176,68 @@ fn runs_as_desired(
     })
 }
 
+/// What the group's pod shows against the desired one.
+fn pod_facts(
+    cluster: &FoundationDBCluster,
+    status: &ProcessGroupStatus,
+    pod: &Pod,
+    servers: u32,
+    desired: &super::desired_memo::DesiredObjects,
+    shared: &mut Shared,
+) -> Result<PodFacts, StepError> {
+    let annotations = pod.annotations();
+    let labels = pod.labels();
+    let config_hash = shared
+        .hashes
+        .of(cluster, status, servers, pod_image_type(pod))?;
+    Ok(PodFacts {
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        pending: pod_phase(pod) == "Pending",
+        failing: pod_is_failing(pod),
+        spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION) == Some(&desired.pod_spec_hash)
+            || runs_as_desired(cluster, status, pod)?,
+        labels_match: process_group_labels(cluster, status)
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v)),
+        config_confirmed: config_hash.is_some()
+            && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
+        sidecar_image_matches: sidecar_image_matches(&shared.images, pod),
+    })
+}
+
+/// The taints of the node the group's pod runs on.
+fn group_taints(
+    snapshot: &ClusterSnapshot,
+    status: &ProcessGroupStatus,
+    pod: Option<&Pod>,
+) -> TaintFacts {
+    let cluster = snapshot.cluster();
+    match snapshot.nodes() {
+        None => TaintFacts::Clear,
+        Some(nodes) => {
+            let options = &cluster
+                .spec
+                .automation_options
+                .replacements
+                .taint_replacement_options;
+            let node_name = pod
+                .and_then(|p| p.spec.as_ref())
+                .and_then(|s| s.node_name.as_deref());
+            match node_name {
+                None => TaintFacts::Clear,
+                // Scheduled after the nodes were read: judged next pass.
+                Some(name) if !nodes.contains_key(name) => TaintFacts::Unknown,
+                Some(name) => taint_facts(
+                    options,
+                    nodes.get(name),
+                    status.condition_since(&ProcessGroupConditionType::NodeTaintDetected),
+                    snapshot.now_unix(),
+                ),
+            }
+        }
+    }
+}
+
 /// Observes one process group of `snapshot`.
 fn observe_group(
     snapshot: &ClusterSnapshot,
@@ -194,27 +256,7 @@ fn observe_group(
         .map_err(build_error(format!("desired objects of {id}")))?;
     let pod_facts = match pod {
         None => None,
-        Some(pod) => {
-            let annotations = pod.annotations();
-            let labels = pod.labels();
-            let config_hash = shared
-                .hashes
-                .of(cluster, status, servers, pod_image_type(pod))?;
-            Some(PodFacts {
-                terminating: pod.metadata.deletion_timestamp.is_some(),
-                pending: pod_phase(pod) == "Pending",
-                failing: pod_is_failing(pod),
-                spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION)
-                    == Some(&desired.pod_spec_hash)
-                    || runs_as_desired(cluster, status, pod)?,
-                labels_match: process_group_labels(cluster, status)
-                    .iter()
-                    .all(|(k, v)| labels.get(k) == Some(v)),
-                config_confirmed: config_hash.is_some()
-                    && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
-                sidecar_image_matches: sidecar_image_matches(&shared.images, pod),
-            })
-        }
+        Some(pod) => Some(pod_facts(cluster, status, pod, servers, &desired, shared)?),
     };
     let (pvc_needed, service_needed) = (desired.pvc.is_some(), desired.service_needed);
     let processes: Vec<&ProcessStatus> = group.processes().collect();
@@ -238,30 +280,7 @@ fn observe_group(
         }
         _ => None,
     };
-    let taints = match snapshot.nodes() {
-        None => TaintFacts::Clear,
-        Some(nodes) => {
-            let options = &cluster
-                .spec
-                .automation_options
-                .replacements
-                .taint_replacement_options;
-            let node_name = pod
-                .and_then(|p| p.spec.as_ref())
-                .and_then(|s| s.node_name.as_deref());
-            match node_name {
-                None => TaintFacts::Clear,
-                // Scheduled after the nodes were read: judged next pass.
-                Some(name) if !nodes.contains_key(name) => TaintFacts::Unknown,
-                Some(name) => taint_facts(
-                    options,
-                    nodes.get(name),
-                    status.condition_since(&ProcessGroupConditionType::NodeTaintDetected),
-                    snapshot.now_unix(),
-                ),
-            }
-        }
-    };
+    let taints = group_taints(snapshot, status, pod);
     let fault_domain = processes
         .iter()
         .find_map(|p| p.locality.zoneid.clone())

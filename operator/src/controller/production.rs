@@ -199,6 +199,17 @@ fn on_signal() -> BoxFuture<'static, ()> {
     .boxed()
 }
 
+/// The API of a namespaced kind: in `namespace`, or in every namespace.
+fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
 /// The kube-runtime controller over the FoundationDBClusters and what they own, run
 /// until it stops on `shutdown`; `/readyz` turns ready once its caches synced. The
 /// watches of the owned objects fill the passes' caches ([`ObjectCache`]) and trigger
@@ -222,15 +233,6 @@ async fn run_controller(
             requeue: shared.requeue.clone(),
         })
     };
-    fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-    {
-        match namespace {
-            Some(namespace) => Api::namespaced(client.clone(), namespace),
-            None => Api::all(client.clone()),
-        }
-    }
     let namespace = namespace.as_deref();
     let config = watcher::Config::default();
     let controller = Controller::new(

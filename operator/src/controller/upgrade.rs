@@ -293,6 +293,47 @@ fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
         .is_some_and(|since| snapshot.now_unix() - since > ignore)
 }
 
+/// Every process of the database the upgrade's kill restarts: not ignored during
+/// restarts (`buggify.ignoreDuringRestart`), not left out.
+fn kill_addresses(snapshot: &ClusterSnapshot, left_out: &BTreeSet<&str>) -> Vec<ProcessAddress> {
+    let mut addresses: Vec<ProcessAddress> = snapshot
+        .database_status()
+        .map(|status| {
+            status
+                .cluster
+                .processes
+                .values()
+                // `buggify.ignoreDuringRestart` holds for the upgrade's kill too.
+                .filter(|p| {
+                    status_group(p).is_none_or(|id| {
+                        !snapshot.ignored_during_restart(id) && !left_out.contains(id)
+                    })
+                })
+                .filter_map(|p| p.address.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    addresses.sort_by_key(ToString::to_string);
+    addresses.dedup();
+    addresses
+}
+
+/// With locks in use, the agreement the instance reaches with the others first.
+fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
+    match safety::lock_needed(snapshot, safety::LockedAction::Bounce) {
+        safety::LockNeed::Needed { lock_id } => {
+            let mut groups: Vec<String> = snapshot
+                .groups()
+                .filter(restarted_by_the_kill)
+                .map(|group| group.id().to_owned())
+                .collect();
+            groups.sort();
+            Some(Agreement { lock_id, groups })
+        }
+        safety::LockNeed::NotNeeded => None,
+    }
+}
+
 /// Decides the cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4):
 /// once every live pod runs the target's sidecar and has confirmed the staged binary and
 /// its monitor conf, every live group's processes report, every process has been up
@@ -362,37 +403,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     if let Err(refusal) = safety::minimum_uptime(snapshot) {
         return wait(refusal.into());
     }
-    let mut addresses: Vec<ProcessAddress> = snapshot
-        .database_status()
-        .map(|status| {
-            status
-                .cluster
-                .processes
-                .values()
-                // `buggify.ignoreDuringRestart` holds for the upgrade's kill too.
-                .filter(|p| {
-                    status_group(p).is_none_or(|id| {
-                        !snapshot.ignored_during_restart(id) && !left_out.contains(id)
-                    })
-                })
-                .filter_map(|p| p.address.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    addresses.sort_by_key(ToString::to_string);
-    addresses.dedup();
-    let agreement = match safety::lock_needed(snapshot, safety::LockedAction::Bounce) {
-        safety::LockNeed::Needed { lock_id } => {
-            let mut groups: Vec<String> = snapshot
-                .groups()
-                .filter(restarted_by_the_kill)
-                .map(|group| group.id().to_owned())
-                .collect();
-            groups.sort();
-            Some(Agreement { lock_id, groups })
-        }
-        safety::LockNeed::NotNeeded => None,
-    };
+    let addresses = kill_addresses(snapshot, &left_out);
+    let agreement = kill_agreement(snapshot);
     Ok(UpgradeBounce::KillAll {
         target,
         addresses,

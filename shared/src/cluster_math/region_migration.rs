@@ -57,9 +57,31 @@ pub fn next_configuration_change(
         return next;
     }
 
-    // 3. Remove a region the desired configuration does not have (unless the regions go
-    //    altogether): lower its priority below zero first (giving another region a
-    //    positive one if none has), then `usable_regions`, then drop it.
+    if let Some(step) = removal_step(live, desired, &desired_priorities, &next) {
+        return step;
+    }
+    if let Some(step) = priority_step(live, live_priorities, desired_priorities, &next) {
+        return step;
+    }
+    // 5. The desired number of usable regions, then 6. the desired regions as written.
+    if live.usable_regions != desired.usable_regions {
+        next.usable_regions = desired.usable_regions;
+        return next;
+    }
+    next.regions = desired.regions.clone();
+    next
+}
+
+/// Step 3: remove a region the desired configuration does not have (unless the regions
+/// go altogether): lower its priority below zero first (giving another region a positive
+/// one if none has), then `usable_regions`, then drop it.
+fn removal_step(
+    live: &DatabaseConfiguration,
+    desired: &DatabaseConfiguration,
+    desired_priorities: &BTreeMap<String, i32>,
+    next: &DatabaseConfiguration,
+) -> Option<DatabaseConfiguration> {
+    let mut next = next.clone();
     let leaving: Vec<(String, i32)> = live
         .regions
         .iter()
@@ -79,7 +101,7 @@ pub fn next_configuration_change(
             next.regions
                 .retain(|region| main_dc(region).is_none_or(|dc| &dc.id != id));
         }
-        return next;
+        return Some(next);
     }
     let usable = live.usable_regions.unwrap_or(1);
     if let Some((id, _)) = leaving
@@ -87,12 +109,22 @@ pub fn next_configuration_change(
         .find(|(_, priority)| !(*priority > 0 && usable < 2))
     {
         demote(&mut next, id);
-        return next;
+        return Some(next);
     }
 
-    // 4. Give the regions their desired priorities, once every region is usable (a
-    //    region's priority only rises once it holds a copy of the data). At least one
-    //    region keeps a positive priority.
+    None
+}
+
+/// Step 4: give the regions their desired priorities, once every region is usable (a
+/// region's priority only rises once it holds a copy of the data). At least one region
+/// keeps a positive priority.
+fn priority_step(
+    live: &DatabaseConfiguration,
+    live_priorities: BTreeMap<String, i32>,
+    desired_priorities: BTreeMap<String, i32>,
+    next: &DatabaseConfiguration,
+) -> Option<DatabaseConfiguration> {
+    let mut next = next.clone();
     let mut current = live_priorities;
     let mut wanted = desired_priorities;
     for id in current.keys() {
@@ -122,16 +154,10 @@ pub fn next_configuration_change(
                 }
             }
         }
-        return next;
+        return Some(next);
     }
 
-    // 5. The desired number of usable regions, then 6. the desired regions as written.
-    if live.usable_regions != desired.usable_regions {
-        next.usable_regions = desired.usable_regions;
-        return next;
-    }
-    next.regions = desired.regions.clone();
-    next
+    None
 }
 
 /// Lowers the priority of the region of `id` below zero; when no other region then has a

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::disks::DiskKey;
 use super::movement::{Move, MoveKind, Movement};
 use super::regions;
-use super::shards::{Data, mix};
+use super::shards::{Data, Shard, mix};
 use super::state::State;
 
 /// What data distribution knows about the disks at one instant.
@@ -236,21 +236,120 @@ fn validate(data: &Data, movement: &mut Movement, view: &View) {
     }
 }
 
-/// Plans the copies each shard needs, when its whole team can be formed.
-fn replicate(data: &Data, movement: &mut Movement, view: &View) {
+/// Where one shard's copy goes: what it keeps, the moves already under way, and the
+/// copies already headed to each disk.
+struct Placement<'a> {
+    index: usize,
+    shard: &'a Shard,
+    scope: Option<&'a str>,
+    keep: &'a [&'a DiskKey],
+    all_moves: &'a [&'a Move],
+    incoming: &'a BTreeMap<DiskKey, usize>,
+}
+
+/// Up to `missing` destinations in distinct zones no replica or move uses, the least
+/// loaded first (ties broken by the run's seed).
+fn choose_destinations<'v>(
+    data: &Data,
+    view: &'v View,
+    placement: Placement<'_>,
+    missing: usize,
+) -> Vec<&'v DiskKey> {
+    let Placement {
+        index,
+        shard,
+        scope,
+        keep,
+        all_moves,
+        incoming,
+    } = placement;
+    let mut used_zones: BTreeSet<&String> =
+        keep.iter().filter_map(|d| view.zones.get(*d)).collect();
+    let mut dests_taken: BTreeSet<&DiskKey> = BTreeSet::new();
+    for m in all_moves {
+        if let MoveKind::Replicate { dest, .. } = &m.kind {
+            used_zones.extend(view.zones.get(dest));
+            dests_taken.insert(dest);
+        }
+    }
+    let mut candidates: Vec<(&DiskKey, &String)> = view
+        .eligible
+        .iter()
+        .filter(|(disk, zone)| {
+            view.in_scope(disk, scope)
+                && !shard.replicas.contains_key(*disk)
+                && !dests_taken.contains(disk)
+                && !used_zones.contains(zone)
+        })
+        .collect();
+    candidates.sort_by_key(|(disk, _)| {
+        (
+            data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
+            mix(view.seed, index, disk),
+        )
+    });
+    let mut chosen: Vec<&DiskKey> = Vec::new();
+    let mut zones_chosen = BTreeSet::new();
+    for (disk, zone) in candidates {
+        if chosen.len() < missing && zones_chosen.insert(zone) {
+            chosen.push(disk);
+        }
+    }
+    chosen
+}
+
+/// The moves under way: the copies of each shard, how many copies head to each disk,
+/// and how many moves read from each disk.
+#[allow(clippy::type_complexity)]
+fn in_flight(
+    movement: &Movement,
+) -> (
+    BTreeMap<usize, Vec<&Move>>,
+    BTreeMap<DiskKey, usize>,
+    BTreeMap<DiskKey, usize>,
+) {
     let mut pending: BTreeMap<usize, Vec<&Move>> = BTreeMap::new();
     let mut incoming: BTreeMap<DiskKey, usize> = BTreeMap::new();
+    let mut queued: BTreeMap<DiskKey, usize> = BTreeMap::new();
     for m in movement.moves.values() {
         if let MoveKind::Replicate { dest, .. } = &m.kind {
             pending.entry(m.shard).or_default().push(m);
             *incoming.entry(dest.clone()).or_insert(0) += 1;
         }
-    }
-    let mut planned: Vec<(usize, DiskKey, MoveKind)> = Vec::new();
-    let mut queued: BTreeMap<DiskKey, usize> = BTreeMap::new();
-    for m in movement.moves.values() {
         *queued.entry(m.source.clone()).or_insert(0) += 1;
     }
+    (pending, incoming, queued)
+}
+
+/// The replicas the moves will drop once their copies land.
+fn dropped_by<'a>(moves: &[&'a Move]) -> BTreeSet<&'a DiskKey> {
+    moves
+        .iter()
+        .filter_map(|m| match &m.kind {
+            MoveKind::Replicate {
+                drop: Some(old), ..
+            } => Some(old),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The copies under way whose destination is in `scope`.
+fn moves_in_scope<'a>(all_moves: &[&'a Move], view: &View, scope: Option<&str>) -> Vec<&'a Move> {
+    all_moves
+        .iter()
+        .copied()
+        .filter(|m| match &m.kind {
+            MoveKind::Replicate { dest, .. } => view.in_scope(dest, scope),
+            MoveKind::Rewrite => false,
+        })
+        .collect()
+}
+
+/// Plans the copies each shard needs, when its whole team can be formed.
+fn replicate(data: &Data, movement: &mut Movement, view: &View) {
+    let (pending, mut incoming, mut queued) = in_flight(movement);
+    let mut planned: Vec<(usize, DiskKey, MoveKind)> = Vec::new();
     for (index, shard) in data.shards.iter().enumerate() {
         if shard.lost {
             continue;
@@ -262,14 +361,7 @@ fn replicate(data: &Data, movement: &mut Movement, view: &View) {
                 .filter(|d| !view.leaving.contains(*d))
                 .collect();
             let all_moves = pending.get(&index).map_or(&[][..], Vec::as_slice);
-            let moves: Vec<&Move> = all_moves
-                .iter()
-                .copied()
-                .filter(|m| match &m.kind {
-                    MoveKind::Replicate { dest, .. } => view.in_scope(dest, scope),
-                    MoveKind::Rewrite => false,
-                })
-                .collect();
+            let moves = moves_in_scope(all_moves, view, scope);
             let in_scope: Vec<&DiskKey> = keep
                 .iter()
                 .copied()
@@ -284,50 +376,23 @@ fn replicate(data: &Data, movement: &mut Movement, view: &View) {
             if missing == 0 {
                 continue;
             }
-            let mut used_zones: BTreeSet<&String> =
-                keep.iter().filter_map(|d| view.zones.get(*d)).collect();
-            let mut dests_taken: BTreeSet<&DiskKey> = BTreeSet::new();
-            for m in all_moves {
-                if let MoveKind::Replicate { dest, .. } = &m.kind {
-                    used_zones.extend(view.zones.get(dest));
-                    dests_taken.insert(dest);
-                }
-            }
-            let mut candidates: Vec<(&DiskKey, &String)> = view
-                .eligible
-                .iter()
-                .filter(|(disk, zone)| {
-                    view.in_scope(disk, scope)
-                        && !shard.replicas.contains_key(*disk)
-                        && !dests_taken.contains(disk)
-                        && !used_zones.contains(zone)
-                })
-                .collect();
-            candidates.sort_by_key(|(disk, _)| {
-                (
-                    data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
-                    mix(view.seed, index, disk),
-                )
-            });
-            let mut chosen: Vec<&DiskKey> = Vec::new();
-            let mut zones_chosen = BTreeSet::new();
-            for (disk, zone) in candidates {
-                if chosen.len() < missing && zones_chosen.insert(zone) {
-                    chosen.push(disk);
-                }
-            }
+            let chosen = choose_destinations(
+                data,
+                view,
+                Placement {
+                    index,
+                    shard,
+                    scope,
+                    keep: &keep,
+                    all_moves,
+                    incoming: &incoming,
+                },
+                missing,
+            );
             if chosen.len() < missing {
                 continue;
             }
-            let covered: BTreeSet<&DiskKey> = moves
-                .iter()
-                .filter_map(|m| match &m.kind {
-                    MoveKind::Replicate {
-                        drop: Some(old), ..
-                    } => Some(old),
-                    _ => None,
-                })
-                .collect();
+            let covered = dropped_by(&moves);
             let mut uncovered = shard.replicas.keys().filter(|d| {
                 view.leaving.contains(*d) && !covered.contains(d) && view.in_scope(d, scope)
             });

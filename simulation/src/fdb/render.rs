@@ -201,6 +201,46 @@ fn render_client_section(state: &State, health: &Health, now: i64) -> Value {
     })
 }
 
+/// `cluster.logs`: the current log generation and its interfaces.
+fn render_logs(state: &State) -> Vec<Value> {
+    let replicas = state.replicas();
+    state
+        .transaction_system
+        .iter()
+        .map(|system| {
+            let interfaces: Vec<Value> = system
+                .logs()
+                .iter()
+                .map(|address| json!({"address": address.to_string(), "healthy": true, "id": format!("{:016x}", fxhash(&address.to_string(), 7))}))
+                .collect();
+            json!({
+                "current": true,
+                "epoch": state.generation,
+                "begin_version": 0,
+                "log_fault_tolerance": replicas.saturating_sub(1),
+                "log_replication_factor": replicas,
+                "log_write_anti_quorum": 0,
+                "possibly_losing_data": false,
+                "log_interfaces": interfaces,
+            })
+        })
+        .collect()
+}
+
+/// `cluster.qos`: an unsaturated database.
+fn render_qos() -> Value {
+    json!({
+        "worst_queue_bytes_log_server": 0,
+        "worst_queue_bytes_storage_server": 0,
+        "limiting_queue_bytes_storage_server": 0,
+        "worst_data_lag_storage_server": {"seconds": 0.0, "versions": 0},
+        "limiting_data_lag_storage_server": {"seconds": 0.0, "versions": 0},
+        "worst_durability_lag_storage_server": {"seconds": 5.0, "versions": 5_000_000},
+        "limiting_durability_lag_storage_server": {"seconds": 5.0, "versions": 5_000_000},
+        "performance_limited_by": {"name": "workload", "description": "The database is not being saturated by the workload."},
+    })
+}
+
 /// Renders the whole document.
 pub(crate) fn render(state: &State, now: i64) -> Value {
     let health = assess(state);
@@ -221,49 +261,19 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
             incompatible.push(json!(process.launch.address.to_string()));
         }
     }
-    let replicas = state.replicas();
     let (tolerance_data, tolerance_availability) = fault_tolerance(state, &health);
     let mut messages = Vec::new();
     if !health.configured {
         messages.push(json!({"name": "unreadable_configuration", "description": "Unable to read database configuration."}));
     }
-    let logs: Vec<Value> = state
-        .transaction_system
-        .iter()
-        .map(|system| {
-            let interfaces: Vec<Value> = system
-                .logs()
-                .iter()
-                .map(|address| json!({"address": address.to_string(), "healthy": true, "id": format!("{:016x}", fxhash(&address.to_string(), 7))}))
-                .collect();
-            json!({
-                "current": true,
-                "epoch": state.generation,
-                "begin_version": 0,
-                "log_fault_tolerance": replicas.saturating_sub(1),
-                "log_replication_factor": replicas,
-                "log_write_anti_quorum": 0,
-                "possibly_losing_data": false,
-                "log_interfaces": interfaces,
-            })
-        })
-        .collect();
+    let logs = render_logs(state);
     let data = render_data(state, &health);
     let mut cluster = json!({
         "processes": processes,
         "data": data,
         "full_replication": health.full_replication,
         "logs": logs,
-        "qos": {
-            "worst_queue_bytes_log_server": 0,
-            "worst_queue_bytes_storage_server": 0,
-            "limiting_queue_bytes_storage_server": 0,
-            "worst_data_lag_storage_server": {"seconds": 0.0, "versions": 0},
-            "limiting_data_lag_storage_server": {"seconds": 0.0, "versions": 0},
-            "worst_durability_lag_storage_server": {"seconds": 5.0, "versions": 5_000_000},
-            "limiting_durability_lag_storage_server": {"seconds": 5.0, "versions": 5_000_000},
-            "performance_limited_by": {"name": "workload", "description": "The database is not being saturated by the workload."},
-        },
+        "qos": render_qos(),
         "fault_tolerance": {
             "max_zone_failures_without_losing_availability": tolerance_availability,
             "max_zone_failures_without_losing_data": tolerance_data,

@@ -102,6 +102,49 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
     } else {
         configured_logs
     };
+    let chosen = choose_logs(state, &eligible, by_hall, wanted_logs)?;
+    for p in chosen {
+        *load.entry(&p.launch.address).or_insert(0) += 1;
+        members.push(RoleAssignment {
+            role: "log",
+            address: p.launch.address.clone(),
+            started_unix: p.started_unix,
+        });
+    }
+
+    for role in stateless_roles(state) {
+        let host = eligible
+            .iter()
+            .filter_map(|p| fitness(role, p.launch.class).map(|f| (f, p)))
+            .min_by_key(|(f, p)| {
+                (
+                    *f,
+                    load.get(&p.launch.address).copied().unwrap_or(0),
+                    p.launch.address.clone(),
+                )
+            })
+            .map(|(_, p)| *p)?;
+        *load.entry(&host.launch.address).or_insert(0) += 1;
+        members.push(RoleAssignment {
+            role,
+            address: host.launch.address.clone(),
+            started_unix: host.started_unix,
+        });
+    }
+    if let Some(layout) = &layout {
+        region_roles(state, &all, layout, wanted_logs, &mut members);
+    }
+    Some(TransactionSystem { members })
+}
+
+/// The logs: distinct zones first (in three_data_hall, two zones in each of two halls
+/// first), then filled up; `None` when the policy cannot be met.
+fn choose_logs<'a>(
+    state: &State,
+    eligible: &[&'a SimProcess],
+    by_hall: bool,
+    wanted_logs: usize,
+) -> Option<Vec<&'a SimProcess>> {
     let mut log_candidates: Vec<&SimProcess> = eligible
         .iter()
         .copied()
@@ -113,31 +156,7 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
     let mut used_zones = BTreeSet::new();
     let mut chosen: Vec<&SimProcess> = Vec::new();
     if by_hall {
-        // The policy's core first: two halls (best candidates first) with two zones each.
-        let mut per_hall: BTreeMap<&String, Vec<&SimProcess>> = BTreeMap::new();
-        for p in &log_candidates {
-            if let Some(hall) = hall_of(p) {
-                per_hall.entry(hall).or_default().push(p);
-            }
-        }
-        let mut pairs: Vec<Vec<&SimProcess>> = per_hall
-            .into_values()
-            .filter_map(|members| {
-                let mut zones = BTreeSet::new();
-                let pair: Vec<&SimProcess> = members
-                    .into_iter()
-                    .filter(|p| zones.insert(p.zone()))
-                    .take(2)
-                    .collect();
-                (pair.len() == 2).then_some(pair)
-            })
-            .collect();
-        pairs.sort_by_key(|pair| {
-            pair.iter()
-                .map(|p| fitness("log", p.launch.class).unwrap_or(u8::MAX))
-                .max()
-        });
-        for p in pairs.into_iter().take(2).flatten() {
+        for p in hall_pairs(&log_candidates) {
             used_zones.insert(p.zone());
             chosen.push(p);
         }
@@ -174,41 +193,35 @@ pub(crate) fn recruit(state: &State) -> Option<TransactionSystem> {
     } else {
         used_zones.len() >= state.replicas()
     };
-    if !satisfied {
-        return None;
-    }
-    for p in chosen {
-        *load.entry(&p.launch.address).or_insert(0) += 1;
-        members.push(RoleAssignment {
-            role: "log",
-            address: p.launch.address.clone(),
-            started_unix: p.started_unix,
-        });
-    }
+    satisfied.then_some(chosen)
+}
 
-    for role in stateless_roles(state) {
-        let host = eligible
-            .iter()
-            .filter_map(|p| fitness(role, p.launch.class).map(|f| (f, p)))
-            .min_by_key(|(f, p)| {
-                (
-                    *f,
-                    load.get(&p.launch.address).copied().unwrap_or(0),
-                    p.launch.address.clone(),
-                )
-            })
-            .map(|(_, p)| *p)?;
-        *load.entry(&host.launch.address).or_insert(0) += 1;
-        members.push(RoleAssignment {
-            role,
-            address: host.launch.address.clone(),
-            started_unix: host.started_unix,
-        });
+/// three_data_hall's core: the two best halls with logs in two zones each.
+fn hall_pairs<'a>(log_candidates: &[&'a SimProcess]) -> Vec<&'a SimProcess> {
+    let mut per_hall: BTreeMap<&String, Vec<&SimProcess>> = BTreeMap::new();
+    for p in log_candidates {
+        if let Some(hall) = hall_of(p) {
+            per_hall.entry(hall).or_default().push(p);
+        }
     }
-    if let Some(layout) = &layout {
-        region_roles(state, &all, layout, wanted_logs, &mut members);
-    }
-    Some(TransactionSystem { members })
+    let mut pairs: Vec<Vec<&SimProcess>> = per_hall
+        .into_values()
+        .filter_map(|members| {
+            let mut zones = BTreeSet::new();
+            let pair: Vec<&SimProcess> = members
+                .into_iter()
+                .filter(|p| zones.insert(p.zone()))
+                .take(2)
+                .collect();
+            (pair.len() == 2).then_some(pair)
+        })
+        .collect();
+    pairs.sort_by_key(|pair| {
+        pair.iter()
+            .map(|p| fitness("log", p.launch.class).unwrap_or(u8::MAX))
+            .max()
+    });
+    pairs.into_iter().take(2).flatten().collect()
 }
 
 /// Distinct zones of the eligible log-capable processes (in datacenter `dc`, when set).

@@ -2,6 +2,7 @@
 //! simulated database's state once the captured pods' processes run (a snapshot's boot,
 //! `spec/simulation.md`, "starting from a live cluster's snapshot").
 
+use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::status_json::DatabaseStatus;
 
 use super::SimulatedFdb;
@@ -88,6 +89,75 @@ fn captured_transaction_system(
         .then_some(TransactionSystem { members })
 }
 
+/// The captured exclusions, as targets (an address or a locality each).
+fn captured_exclusions(
+    configuration: &DatabaseConfiguration,
+) -> Result<Vec<ExclusionTarget>, SeedError> {
+    let mut exclusions = Vec::new();
+    for (index, server) in configuration.excluded_servers.iter().enumerate() {
+        let text = match (&server.address, &server.locality) {
+            (Some(address), _) => address.clone(),
+            (None, Some(locality)) => locality.clone(),
+            (None, None) => String::new(),
+        };
+        let target = ExclusionTarget::parse(&text).ok_or(SeedError::Exclusion {
+            index,
+            value: text.clone(),
+        })?;
+        exclusions.push(target);
+    }
+    Ok(exclusions)
+}
+
+/// The mean data of the captured storage processes, in GiB (none reported: `None`).
+fn mean_storage_gib(parsed: &DatabaseStatus) -> Option<f64> {
+    let used: Vec<f64> = parsed
+        .cluster
+        .processes
+        .values()
+        .flat_map(|p| p.roles.iter())
+        .filter(|role| role.role == "storage")
+        .filter_map(|role| role.kvstore_used_bytes)
+        .map(|bytes| bytes as f64)
+        .collect();
+    (!used.is_empty()).then(|| used.iter().sum::<f64>() / used.len() as f64 / GIB)
+}
+
+/// The clients `status json` lists, with their versions and log groups.
+fn captured_clients(parsed: &DatabaseStatus) -> Vec<ClientInfo> {
+    parsed
+        .cluster
+        .clients
+        .supported_versions
+        .iter()
+        .flat_map(|version| {
+            version.connected_clients.iter().filter_map(move |client| {
+                Some(ClientInfo {
+                    address: client.address.clone(),
+                    version: version.client_version?,
+                    protocol_version: version.protocol_version.clone(),
+                    log_group: client.log_group.clone(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// Each captured process's address and roles.
+fn captured_roles(
+    parsed: &DatabaseStatus,
+) -> Vec<(fdb_shared::address::ProcessAddress, Vec<String>)> {
+    parsed
+        .cluster
+        .processes
+        .values()
+        .filter_map(|p| {
+            let roles: Vec<String> = p.roles.iter().map(|r| r.role.clone()).collect();
+            Some((p.address.clone()?, roles))
+        })
+        .collect()
+}
+
 impl SimulatedFdb {
     /// Makes the database the captured one: its configuration, exclusions, maintenance
     /// zone and clients, and data per storage process from `kvstore_used_bytes`; call
@@ -102,56 +172,11 @@ impl SimulatedFdb {
             .configuration
             .clone()
             .ok_or(SeedError::NotConfigured)?;
-        let mut exclusions = Vec::new();
-        for (index, server) in configuration.excluded_servers.iter().enumerate() {
-            let text = match (&server.address, &server.locality) {
-                (Some(address), _) => address.clone(),
-                (None, Some(locality)) => locality.clone(),
-                (None, None) => String::new(),
-            };
-            let target = ExclusionTarget::parse(&text).ok_or(SeedError::Exclusion {
-                index,
-                value: text.clone(),
-            })?;
-            exclusions.push(target);
-        }
+        let exclusions = captured_exclusions(&configuration)?;
         configuration.excluded_servers.clear();
-        let used: Vec<f64> = parsed
-            .cluster
-            .processes
-            .values()
-            .flat_map(|p| p.roles.iter())
-            .filter(|role| role.role == "storage")
-            .filter_map(|role| role.kvstore_used_bytes)
-            .map(|bytes| bytes as f64)
-            .collect();
-        let storage_gib =
-            (!used.is_empty()).then(|| used.iter().sum::<f64>() / used.len() as f64 / GIB);
-        let clients: Vec<ClientInfo> = parsed
-            .cluster
-            .clients
-            .supported_versions
-            .iter()
-            .flat_map(|version| {
-                version.connected_clients.iter().filter_map(move |client| {
-                    Some(ClientInfo {
-                        address: client.address.clone(),
-                        version: version.client_version?,
-                        protocol_version: version.protocol_version.clone(),
-                        log_group: client.log_group.clone(),
-                    })
-                })
-            })
-            .collect();
-        let captured_roles: Vec<(fdb_shared::address::ProcessAddress, Vec<String>)> = parsed
-            .cluster
-            .processes
-            .values()
-            .filter_map(|p| {
-                let roles: Vec<String> = p.roles.iter().map(|r| r.role.clone()).collect();
-                Some((p.address.clone()?, roles))
-            })
-            .collect();
+        let storage_gib = mean_storage_gib(&parsed);
+        let clients = captured_clients(&parsed);
+        let captured_roles = captured_roles(&parsed);
         let mut report = SeedReport {
             exclusions: exclusions.len(),
             clients: clients.len(),

@@ -63,8 +63,54 @@ pub fn divergences(desired: &DesiredWorld, actual: &ActualWorld) -> Vec<String> 
         .iter()
         .filter(|pod| !desired.marked_for_removal.contains(&pod.group))
         .collect();
+    class_count_divergences(desired, &live, &mut found);
+    let without_claim: Vec<&str> = live
+        .iter()
+        .filter(|pod| {
+            pod.claim
+                .as_ref()
+                .is_some_and(|claim| !actual.pvcs.contains(claim))
+        })
+        .map(|pod| pod.name.as_str())
+        .collect();
+    if !without_claim.is_empty() {
+        found.push(format!(
+            "pods without their PVC: {}",
+            without_claim.join(", ")
+        ));
+    }
+    version_and_image_divergences(desired, actual, &mut found);
+    match &actual.configuration {
+        Some(configuration) => {
+            if let Some(command) = configure_change_command(configuration, &desired.configuration) {
+                found.push(format!(
+                    "the database configuration differs from the spec (would need `{command}`)"
+                ));
+            }
+        }
+        None => found.push("the database is not configured".to_owned()),
+    }
+    let stray: Vec<&str> = actual
+        .excluded_groups
+        .iter()
+        .filter(|group| {
+            desired.ever_marked.contains(*group) && !desired.marked_for_removal.contains(*group)
+        })
+        .map(String::as_str)
+        .collect();
+    if !stray.is_empty() {
+        found.push(format!(
+            "exclusions of groups no longer marked for removal: {}",
+            stray.join(", ")
+        ));
+    }
+    found
+}
+
+/// Live groups with a pod per class against the spec's counts.
+fn class_count_divergences(desired: &DesiredWorld, live: &[&LivePod], found: &mut Vec<String>) {
     let mut counts: BTreeMap<ProcessClass, i32> = BTreeMap::new();
-    for pod in &live {
+    for pod in live {
         *counts.entry(pod.class).or_insert(0) += 1;
     }
     let classes: BTreeSet<ProcessClass> = desired
@@ -82,21 +128,14 @@ pub fn divergences(desired: &DesiredWorld, actual: &ActualWorld) -> Vec<String> 
             ));
         }
     }
-    let without_claim: Vec<&str> = live
-        .iter()
-        .filter(|pod| {
-            pod.claim
-                .as_ref()
-                .is_some_and(|claim| !actual.pvcs.contains(claim))
-        })
-        .map(|pod| pod.name.as_str())
-        .collect();
-    if !without_claim.is_empty() {
-        found.push(format!(
-            "pods without their PVC: {}",
-            without_claim.join(", ")
-        ));
-    }
+}
+
+/// Processes on another version than the spec's, pods on other images.
+fn version_and_image_divergences(
+    desired: &DesiredWorld,
+    actual: &ActualWorld,
+    found: &mut Vec<String>,
+) {
     let other_versions: BTreeSet<String> = actual
         .process_versions
         .values()
@@ -133,29 +172,4 @@ pub fn divergences(desired: &DesiredWorld, actual: &ActualWorld) -> Vec<String> 
             ));
         }
     }
-    match &actual.configuration {
-        Some(configuration) => {
-            if let Some(command) = configure_change_command(configuration, &desired.configuration) {
-                found.push(format!(
-                    "the database configuration differs from the spec (would need `{command}`)"
-                ));
-            }
-        }
-        None => found.push("the database is not configured".to_owned()),
-    }
-    let stray: Vec<&str> = actual
-        .excluded_groups
-        .iter()
-        .filter(|group| {
-            desired.ever_marked.contains(*group) && !desired.marked_for_removal.contains(*group)
-        })
-        .map(String::as_str)
-        .collect();
-    if !stray.is_empty() {
-        found.push(format!(
-            "exclusions of groups no longer marked for removal: {}",
-            stray.join(", ")
-        ));
-    }
-    found
 }

@@ -73,6 +73,27 @@ impl GroupLabels {
     }
 }
 
+/// The details of the admin commands among `events` (`kill 10.0.0.1:4501 ...`).
+fn admin_actions_of(events: &[crate::result::Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|event| {
+            event.source == EventSource::Fdb && ADMIN_ACTIONS.contains(&event.action.as_str())
+        })
+        .map(|event| event.detail.as_str())
+        .collect()
+}
+
+/// A kill naming as many addresses as processes ran is the cluster-wide kill of a
+/// bounce, whose outage may last a restart plus a recovery.
+fn is_cluster_wide_kill(admin_actions: &[&str], running_processes: usize) -> bool {
+    admin_actions.iter().any(|detail| {
+        detail.strip_prefix("kill ").is_some_and(|addresses| {
+            addresses.split_whitespace().count() >= running_processes.max(1)
+        })
+    })
+}
+
 /// Objects whose deletion was requested between `before` and `after`: not terminating
 /// before, and gone or terminating after (by uid, so a recreated object is another one).
 fn requested(
@@ -194,23 +215,11 @@ impl Runner {
         let deleted_pods = requested(&before.pods, &pods);
         let deleted_pvcs = requested(&before.pvcs, &pvcs);
         let events = self.log.events_since(events_before);
-        let admin_actions: Vec<&str> = events
-            .iter()
-            .filter(|event| {
-                event.source == EventSource::Fdb && ADMIN_ACTIONS.contains(&event.action.as_str())
-            })
-            .map(|event| event.detail.as_str())
-            .collect();
+        let admin_actions = admin_actions_of(&events);
         let evictions = events
             .iter()
             .any(|event| event.source == EventSource::K8s && event.action == "evict");
-        // A kill naming as many addresses as processes ran is the cluster-wide kill of a
-        // bounce, whose outage may last a restart plus a recovery.
-        let cluster_wide_kill = admin_actions.iter().any(|detail| {
-            detail.strip_prefix("kill ").is_some_and(|addresses| {
-                addresses.split_whitespace().count() >= before.running_processes.max(1)
-            })
-        });
+        let cluster_wide_kill = is_cluster_wide_kill(&admin_actions, before.running_processes);
         let acted = !deleted_pods.is_empty()
             || !deleted_pvcs.is_empty()
             || !admin_actions.is_empty()

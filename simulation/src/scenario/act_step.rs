@@ -233,14 +233,52 @@ impl ActStep {
         .count()
     }
 
-    /// The single action, validated; the error names the field inside `act`.
-    pub fn action(&self) -> Result<Action, (&'static str, String)> {
-        if self.action_count() != 1 {
-            return Err((
-                "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll".to_owned(),
-            ));
+    /// The acts on Kubernetes objects and nodes, when one is set.
+    fn object_action(&self) -> Option<Result<Action, (&'static str, String)>> {
+        if let Some(target) = &self.delete {
+            return Some(
+                ObjectRef::parse(target)
+                    .map(Action::Delete)
+                    .map_err(|e| ("delete", e)),
+            );
         }
+        if let Some(collection) = &self.delete_collection {
+            return Some(Ok(Action::DeleteCollection(collection.clone())));
+        }
+        if let Some(patch) = &self.patch {
+            let target = match ObjectRef::parse(&patch.target) {
+                Ok(target) => target,
+                Err(e) => return Some(Err(("patch.target", e))),
+            };
+            if !patch.patch.is_object() {
+                return Some(Err(("patch.patch", "must be a mapping".to_owned())));
+            }
+            return Some(Ok(Action::Patch(target, patch.patch.clone())));
+        }
+        if let Some(target) = &self.evict {
+            let target = match ObjectRef::parse(target) {
+                Ok(target) => target,
+                Err(e) => return Some(Err(("evict", e))),
+            };
+            if target.kind != ObjectKind::Pod {
+                return Some(Err((
+                    "evict",
+                    "only pods can be evicted (pod/<name>)".to_owned(),
+                )));
+            }
+            return Some(Ok(Action::Evict(target.name)));
+        }
+        if let Some(node) = &self.drain {
+            if node.trim().is_empty() {
+                return Some(Err(("drain", "must name a node".to_owned())));
+            }
+            return Some(Ok(Action::Drain(node.clone())));
+        }
+        None
+    }
+
+    /// The acts on the database, when one is set.
+    fn database_action(&self) -> Option<Result<Action, (&'static str, String)>> {
         let groups = |field: &'static str, groups: &[String]| {
             if groups.is_empty() || groups.iter().any(|g| g.trim().is_empty()) {
                 Err((
@@ -251,86 +289,78 @@ impl ActStep {
                 Ok(groups.to_vec())
             }
         };
-        if let Some(target) = &self.delete {
-            return ObjectRef::parse(target)
-                .map(Action::Delete)
-                .map_err(|e| ("delete", e));
-        }
-        if let Some(collection) = &self.delete_collection {
-            return Ok(Action::DeleteCollection(collection.clone()));
-        }
         if let Some(kill) = &self.kill {
-            return groups("kill", kill).map(Action::Kill);
+            return Some(groups("kill", kill).map(Action::Kill));
         }
         if let Some(exclude) = &self.exclude {
-            return groups("exclude", exclude).map(Action::Exclude);
+            return Some(groups("exclude", exclude).map(Action::Exclude));
         }
         if let Some(coordinators) = &self.coordinators {
-            return groups("coordinators", coordinators).map(Action::Coordinators);
+            return Some(groups("coordinators", coordinators).map(Action::Coordinators));
         }
         if let Some(configuration) = &self.configure {
-            return Ok(Action::Configure(Box::new(configuration.clone())));
-        }
-        if let Some(patch) = &self.patch {
-            let target = ObjectRef::parse(&patch.target).map_err(|e| ("patch.target", e))?;
-            if !patch.patch.is_object() {
-                return Err(("patch.patch", "must be a mapping".to_owned()));
-            }
-            return Ok(Action::Patch(target, patch.patch.clone()));
-        }
-        if let Some(target) = &self.evict {
-            let target = ObjectRef::parse(target).map_err(|e| ("evict", e))?;
-            if target.kind != ObjectKind::Pod {
-                return Err(("evict", "only pods can be evicted (pod/<name>)".to_owned()));
-            }
-            return Ok(Action::Evict(target.name));
-        }
-        if let Some(node) = &self.drain {
-            if node.trim().is_empty() {
-                return Err(("drain", "must name a node".to_owned()));
-            }
-            return Ok(Action::Drain(node.clone()));
+            return Some(Ok(Action::Configure(Box::new(configuration.clone()))));
         }
         match self.clear_data {
-            Some(true) => return Ok(Action::ClearData),
+            Some(true) => return Some(Ok(Action::ClearData)),
             Some(false) => {
-                return Err((
+                return Some(Err((
                     "clearData",
                     "must be true (leave it out to do something else)".to_owned(),
-                ));
+                )));
             }
             None => {}
         }
         match self.include_all {
-            Some(true) => return Ok(Action::IncludeAll),
+            Some(true) => return Some(Ok(Action::IncludeAll)),
             Some(false) => {
-                return Err((
+                return Some(Err((
                     "includeAll",
                     "must be true (leave it out to do something else)".to_owned(),
-                ));
+                )));
             }
             None => {}
         }
         match &self.maintenance {
             Some(MaintenanceAct::On(on)) => {
                 if on.zone.trim().is_empty() {
-                    return Err(("maintenance.zone", "must name a zone".to_owned()));
+                    return Some(Err(("maintenance.zone", "must name a zone".to_owned())));
                 }
                 if on.seconds == 0 {
-                    return Err(("maintenance.seconds", "must be at least 1".to_owned()));
+                    return Some(Err((
+                        "maintenance.seconds",
+                        "must be at least 1".to_owned(),
+                    )));
                 }
-                return Ok(Action::Maintenance(Some((on.zone.clone(), on.seconds))));
+                return Some(Ok(Action::Maintenance(Some((on.zone.clone(), on.seconds)))));
             }
             Some(MaintenanceAct::Word(word)) if word == "off" => {
-                return Ok(Action::Maintenance(None));
+                return Some(Ok(Action::Maintenance(None)));
             }
             Some(MaintenanceAct::Word(word)) => {
-                return Err((
+                return Some(Err((
                     "maintenance",
                     format!("{word:?} is neither {{zone, seconds}} nor off"),
-                ));
+                )));
             }
             None => {}
+        }
+        None
+    }
+
+    /// The single action, validated; the error names the field inside `act`.
+    pub fn action(&self) -> Result<Action, (&'static str, String)> {
+        if self.action_count() != 1 {
+            return Err((
+                "",
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll".to_owned(),
+            ));
+        }
+        if let Some(action) = self.object_action() {
+            return action;
+        }
+        if let Some(action) = self.database_action() {
+            return action;
         }
         match self.add_nodes {
             Some(0) => Err(("addNodes", "must be at least 1".to_owned())),

@@ -115,45 +115,7 @@ impl SnapshotSpec {
             if kind != "Pod" {
                 continue;
             }
-            let node = object
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if node.is_empty() {
-                return Err((
-                    object_field(index, object, "spec.nodeName"),
-                    "the pod runs on no node".to_owned(),
-                ));
-            }
-            if !nodes.contains(node) {
-                return Err((
-                    object_field(index, object, "spec.nodeName"),
-                    format!("node {node:?} is not among the captured Nodes"),
-                ));
-            }
-            let volumes = object
-                .pointer("/spec/volumes")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for (v, volume) in volumes.iter().enumerate() {
-                let Some(config_map) = volume.pointer("/configMap/name").and_then(Value::as_str)
-                else {
-                    continue;
-                };
-                let optional = volume
-                    .pointer("/configMap/optional")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                if !optional && !config_maps.contains(&(namespace.clone(), config_map.to_owned())) {
-                    return Err((
-                        object_field(index, object, &format!("spec.volumes[{v}].configMap.name")),
-                        format!(
-                            "ConfigMap {namespace}/{config_map} (the files the pod holds) is not captured"
-                        ),
-                    ));
-                }
-            }
+            check_pod(index, object, &namespace, &nodes, &config_maps)?;
             if let Some(ip) = object.pointer("/status/podIP").and_then(Value::as_str) {
                 pod_ips.insert(ip.to_owned(), format!("{namespace}/{name}"));
             }
@@ -165,29 +127,7 @@ impl SnapshotSpec {
             )
         })?;
         if let Some(status) = &self.status {
-            let processes = status
-                .pointer("/cluster/processes")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            for (id, process) in &processes {
-                let address = process
-                    .get("address")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let parsed = fdb_shared::address::ProcessAddress::parse(address).map_err(|e| {
-                    (
-                        format!("snapshot.status: cluster.processes.{id}.address"),
-                        e.to_string(),
-                    )
-                })?;
-                if !pod_ips.contains_key(&parsed.host) {
-                    return Err((
-                        format!("snapshot.status: cluster.processes.{id}.address"),
-                        format!("{address} matches no captured pod's status.podIP"),
-                    ));
-                }
-            }
+            check_process_addresses(status, &pod_ips)?;
         }
         Ok(Captured {
             objects,
@@ -195,6 +135,86 @@ impl SnapshotSpec {
             cluster,
         })
     }
+}
+
+/// A captured pod runs on a captured node and every ConfigMap it needs is captured.
+fn check_pod(
+    index: usize,
+    object: &Value,
+    namespace: &str,
+    nodes: &BTreeSet<String>,
+    config_maps: &BTreeSet<(String, String)>,
+) -> Result<(), Problem> {
+    let node = object
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if node.is_empty() {
+        return Err((
+            object_field(index, object, "spec.nodeName"),
+            "the pod runs on no node".to_owned(),
+        ));
+    }
+    if !nodes.contains(node) {
+        return Err((
+            object_field(index, object, "spec.nodeName"),
+            format!("node {node:?} is not among the captured Nodes"),
+        ));
+    }
+    let volumes = object
+        .pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (v, volume) in volumes.iter().enumerate() {
+        let Some(config_map) = volume.pointer("/configMap/name").and_then(Value::as_str) else {
+            continue;
+        };
+        let optional = volume
+            .pointer("/configMap/optional")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !optional && !config_maps.contains(&(namespace.to_owned(), config_map.to_owned())) {
+            return Err((
+                object_field(index, object, &format!("spec.volumes[{v}].configMap.name")),
+                format!(
+                    "ConfigMap {namespace}/{config_map} (the files the pod holds) is not captured"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every process of `status json` is at the address of a captured pod.
+fn check_process_addresses(
+    status: &Value,
+    pod_ips: &BTreeMap<String, String>,
+) -> Result<(), Problem> {
+    let processes = status
+        .pointer("/cluster/processes")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (id, process) in &processes {
+        let address = process
+            .get("address")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let parsed = fdb_shared::address::ProcessAddress::parse(address).map_err(|e| {
+            (
+                format!("snapshot.status: cluster.processes.{id}.address"),
+                e.to_string(),
+            )
+        })?;
+        if !pod_ips.contains_key(&parsed.host) {
+            return Err((
+                format!("snapshot.status: cluster.processes.{id}.address"),
+                format!("{address} matches no captured pod's status.podIP"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The manifest a user would apply for a captured cluster: its identity, labels,

@@ -179,21 +179,9 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
             None => json_response(StatusCode::NOT_FOUND, &not_found(&path)),
         };
     }
-    if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
-        return text(StatusCode::OK, "ok");
-    }
-    if path == "/openapi/v2" {
-        return openapi::v2_response(&parts.headers);
-    }
-    if path.starts_with("/openapi") || path.starts_with("/swagger") {
-        // No OpenAPI v3: clients fall back to v2, then to their built-in schemas.
-        return json_response(StatusCode::NOT_FOUND, &not_found(&path));
-    }
     let types = served.api.resource_types();
-    if parts.method == Method::GET
-        && let Some(document) = discovery::document(&path, &types)
-    {
-        return json_response(StatusCode::OK, &document);
+    if let Some(response) = fixed_response(&path, &parts, &types) {
+        return response;
     }
     let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(body) => body,
@@ -236,31 +224,7 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let clock = served.clock.clone();
     let resource = route.resource;
     if query.flag("watch") {
-        // Each watch line is one event; its object becomes a one-row table.
-        let events = body.into_data_stream().map(move |chunk| {
-            let Ok(chunk) = chunk;
-            let mut out = Vec::new();
-            for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let mut event: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
-                let is_object = event
-                    .pointer("/object/kind")
-                    .and_then(Value::as_str)
-                    .is_some_and(|kind| kind != "Status");
-                if is_object && let Some(object) = event.get_mut("object") {
-                    *object = table::to_table(
-                        &resource,
-                        object,
-                        clock.now(),
-                        version,
-                        include.as_deref(),
-                        &columns,
-                    );
-                }
-                out.extend_from_slice(event.to_string().as_bytes());
-                out.push(b'\n');
-            }
-            Ok::<_, std::convert::Infallible>(Bytes::from(out))
-        });
+        let events = watch_tables(body, resource, clock, version, include, columns);
         return Response::from_parts(head, Body::from_stream(events));
     }
     let Ok(collected) = body.collect().await;
@@ -277,6 +241,68 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     );
     head.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(head, Body::from(table.to_string()))
+}
+
+/// The routes answered without the API server: health, OpenAPI, discovery.
+fn fixed_response(
+    path: &str,
+    parts: &http::request::Parts,
+    types: &[ResourceType],
+) -> Option<Response> {
+    if matches!(path, "/healthz" | "/readyz" | "/livez") {
+        return Some(text(StatusCode::OK, "ok"));
+    }
+    if path == "/openapi/v2" {
+        return Some(openapi::v2_response(&parts.headers));
+    }
+    if path.starts_with("/openapi") || path.starts_with("/swagger") {
+        // No OpenAPI v3: clients fall back to v2, then to their built-in schemas.
+        return Some(json_response(StatusCode::NOT_FOUND, &not_found(path)));
+    }
+    if parts.method == Method::GET
+        && let Some(document) = discovery::document(path, types)
+    {
+        return Some(json_response(StatusCode::OK, &document));
+    }
+    None
+}
+
+/// A watch as tables: each watch line is one event, its object a one-row table.
+fn watch_tables<B>(
+    body: B,
+    resource: ResourceType,
+    clock: Arc<dyn Clock>,
+    version: &'static str,
+    include: Option<String>,
+    columns: Vec<Value>,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static
+where
+    B: axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
+{
+    body.into_data_stream().map(move |chunk| {
+        let Ok(chunk) = chunk;
+        let mut out = Vec::new();
+        for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let mut event: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+            let is_object = event
+                .pointer("/object/kind")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind != "Status");
+            if is_object && let Some(object) = event.get_mut("object") {
+                *object = table::to_table(
+                    &resource,
+                    object,
+                    clock.now(),
+                    version,
+                    include.as_deref(),
+                    &columns,
+                );
+            }
+            out.extend_from_slice(event.to_string().as_bytes());
+            out.push(b'\n');
+        }
+        Ok::<_, std::convert::Infallible>(Bytes::from(out))
+    })
 }
 
 fn not_found(path: &str) -> Value {

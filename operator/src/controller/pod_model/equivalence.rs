@@ -27,6 +27,13 @@ use super::invocation::{fdbmonitor_invocation, flag_set};
 /// (`containers[foundationdb].env`, `volumes[config-map]`), or `None` when it runs them
 /// as desired.
 pub fn process_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
+    containers_difference(desired, live)
+        .or_else(|| volumes_difference(desired, live))
+        .or_else(|| scheduling_difference(desired, live))
+}
+
+/// The first container (init or main list) that runs differently.
+fn containers_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     let lists = [
         (
             "initContainers",
@@ -61,6 +68,11 @@ pub fn process_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
             }
         }
     }
+    None
+}
+
+/// The first volume whose source differs (or a different number of volumes).
+fn volumes_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     let desired_volumes = desired.volumes.as_deref().unwrap_or_default();
     let live_volumes = live.volumes.as_deref().unwrap_or_default();
     if desired_volumes.len() != live_volumes.len() {
@@ -75,6 +87,12 @@ pub fn process_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
             return Some(format!("volumes[{}]", wanted.name));
         }
     }
+    None
+}
+
+/// Node selection, affinity, what the desired pod asks of the pod's security and
+/// scheduling, and its tolerations.
+fn scheduling_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     if desired.node_selector.clone().unwrap_or_default()
         != live.node_selector.clone().unwrap_or_default()
     {
@@ -142,6 +160,14 @@ fn container_difference(
     if desired.image != live.image {
         return Some("image");
     }
+    command_difference(desired, live)
+        .or_else(|| env_difference(desired, live, sidecar_env))
+        .or_else(|| container_settings_difference(desired, live))
+}
+
+/// The command and arguments (fdbmonitor's invocation compared as such, the sidecar's
+/// flags as a set).
+fn command_difference(desired: &Container, live: &Container) -> Option<&'static str> {
     let command = |c: &Container| c.command.clone().unwrap_or_default();
     let args = |c: &Container| c.args.clone().unwrap_or_default();
     let monitors = (
@@ -169,6 +195,15 @@ fn container_difference(
             }
         }
     }
+    None
+}
+
+/// The environment; the main container's may leave out what the sidecar substitutes.
+fn env_difference(
+    desired: &Container,
+    live: &Container,
+    sidecar_env: &[Value],
+) -> Option<&'static str> {
     let mut wanted_env = env(desired);
     let running_env = env(live);
     if desired.name == MAIN_CONTAINER {
@@ -180,6 +215,11 @@ fn container_difference(
     if wanted_env != running_env {
         return Some("env");
     }
+    None
+}
+
+/// Mounts, what the container asks of security, probes and ports, and its resources.
+fn container_settings_difference(desired: &Container, live: &Container) -> Option<&'static str> {
     let mounts = |c: &Container| -> Vec<Value> {
         let mut mounts: Vec<Value> = c
             .volume_mounts

@@ -148,6 +148,36 @@ fn crash_looping(snapshot: &ClusterSnapshot, id: &str) -> bool {
             .any(|c| c.targets.iter().any(|g| g == id || g == "*"))
 }
 
+/// Marks the failed groups, oldest failure first, within the replacement budget (the
+/// replacements in flight count against it); the rest wait.
+fn spend_budget(
+    snapshot: &ClusterSnapshot,
+    failed: Vec<(i64, String, String)>,
+    decision: &mut ReplaceDecision,
+) {
+    let options = &snapshot.spec().automation_options.replacements;
+    let busy = in_flight(snapshot);
+    let mut budget = usize::try_from(options.max_concurrent_replacements())
+        .unwrap_or(0)
+        .saturating_sub(busy.len());
+    for (_, id, reason) in failed {
+        if budget == 0 {
+            decision.waiting.push((
+                id,
+                format!(
+                    "{} replacements in flight ({}), at most {} at a time",
+                    busy.len(),
+                    busy.join(", "),
+                    options.max_concurrent_replacements()
+                ),
+            ));
+            continue;
+        }
+        budget -= 1;
+        decision.replace.push((id, reason));
+    }
+}
+
 /// Decides from the snapshot.
 pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
     let mut decision = ReplaceDecision::default();
@@ -209,26 +239,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         ));
     }
     failed.sort();
-    let busy = in_flight(snapshot);
-    let mut budget = usize::try_from(options.max_concurrent_replacements())
-        .unwrap_or(0)
-        .saturating_sub(busy.len());
-    for (_, id, reason) in failed {
-        if budget == 0 {
-            decision.waiting.push((
-                id,
-                format!(
-                    "{} replacements in flight ({}), at most {} at a time",
-                    busy.len(),
-                    busy.join(", "),
-                    options.max_concurrent_replacements()
-                ),
-            ));
-            continue;
-        }
-        budget -= 1;
-        decision.replace.push((id, reason));
-    }
+    spend_budget(snapshot, failed, &mut decision);
     decision
 }
 

@@ -117,11 +117,6 @@ impl GoV2Cluster {
         };
         let mut selector = self.labels(None);
         selector[CLASS_LABEL] = json!(group.class);
-        let containers = ["foundationdb", "foundationdb-kubernetes-sidecar"];
-        let container_status = |name: &str, image: String| {
-            json!({"name": name, "image": image, "ready": true, "restartCount": 0,
-                   "started": true, "state": {"running": {"startedAt": CREATED}}})
-        };
         let (main_image, sidecar_image) = if self.unified {
             (self.monitor_image(), self.monitor_image())
         } else {
@@ -142,17 +137,7 @@ impl GoV2Cluster {
                 "uid": Self::uid(2000 + index),
                 "creationTimestamp": CREATED,
                 "labels": self.labels(Some(group)),
-                "annotations": {
-                    // The Go operator's own hash of the spec it built.
-                    "foundationdb.org/last-applied-spec":
-                        format!("{:064x}", 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(index as u64 + 1)),
-                    "foundationdb.org/last-applied-config-map":
-                        "0f9c2d7e5b3a18466c4e2a0d9b8f7e6d5c4b3a29180716253443526170819203",
-                    "foundationdb.org/public-ip-source": "pod",
-                    "foundationdb.org/image-type": "split",
-                    "foundationdb.org/ip-family": "0",
-                    "foundationdb.org/current-node": group.node,
-                },
+                "annotations": Self::split_annotations(group, index),
                 "ownerReferences": self.owner(),
             },
             "spec": {
@@ -193,44 +178,75 @@ impl GoV2Cluster {
                      "effect": "NoExecute", "tolerationSeconds": 300},
                 ],
             },
-            "status": {
-                "phase": "Running",
-                "podIP": group.ip,
-                "podIPs": [{"ip": group.ip}],
-                "conditions": [
-                    {"type": "Initialized", "status": "True"},
-                    {"type": "Ready", "status": "True"},
-                    {"type": "ContainersReady", "status": "True"},
-                    {"type": "PodScheduled", "status": "True"},
-                ],
-                "initContainerStatuses": [{
-                    "name": "foundationdb-kubernetes-init", "image": sidecar_image.clone(),
-                    "ready": true, "restartCount": 0,
-                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
-                }],
-                "containerStatuses": [
-                    container_status(containers[0], main_image),
-                    container_status(containers[1], sidecar_image),
-                ],
-            },
+            "status": Self::pod_status(group, main_image, sidecar_image),
         });
         if self.unified {
-            let volumes = self.monitor_volumes(group, pod["spec"]["volumes"][0].clone());
-            let spec = &mut pod["spec"];
-            if let Some(spec) = spec.as_object_mut() {
-                spec.remove("initContainers");
-            }
-            spec["containers"] = json!([self.monitor_container(group), self.monitor_sidecar()]);
-            spec["volumes"] = volumes;
-            if let Some(status) = pod["status"].as_object_mut() {
-                status.remove("initContainerStatuses");
-            }
-            let annotations = &mut pod["metadata"]["annotations"];
-            annotations["foundationdb.org/image-type"] = json!("unified");
-            for (key, value) in self.monitor_annotations(group) {
-                annotations[key] = json!(value);
-            }
+            self.make_unified(&mut pod, group);
         }
         pod
+    }
+
+    /// The annotations the Go operator writes on a split pod.
+    fn split_annotations(group: &Group, index: usize) -> Value {
+        json!({
+            // The Go operator's own hash of the spec it built.
+            "foundationdb.org/last-applied-spec":
+                format!("{:064x}", 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(index as u64 + 1)),
+            "foundationdb.org/last-applied-config-map":
+                "0f9c2d7e5b3a18466c4e2a0d9b8f7e6d5c4b3a29180716253443526170819203",
+            "foundationdb.org/public-ip-source": "pod",
+            "foundationdb.org/image-type": "split",
+            "foundationdb.org/ip-family": "0",
+            "foundationdb.org/current-node": group.node,
+        })
+    }
+
+    /// A running pod's status as the kubelet reported it.
+    fn pod_status(group: &Group, main_image: String, sidecar_image: String) -> Value {
+        let container_status = |name: &str, image: String| {
+            json!({"name": name, "image": image, "ready": true, "restartCount": 0,
+                   "started": true, "state": {"running": {"startedAt": CREATED}}})
+        };
+        let containers = ["foundationdb", "foundationdb-kubernetes-sidecar"];
+        json!({
+            "phase": "Running",
+            "podIP": group.ip,
+            "podIPs": [{"ip": group.ip}],
+            "conditions": [
+                {"type": "Initialized", "status": "True"},
+                {"type": "Ready", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+                {"type": "PodScheduled", "status": "True"},
+            ],
+            "initContainerStatuses": [{
+                "name": "foundationdb-kubernetes-init", "image": sidecar_image.clone(),
+                "ready": true, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+            }],
+            "containerStatuses": [
+                container_status(containers[0], main_image),
+                container_status(containers[1], sidecar_image),
+            ],
+        })
+    }
+
+    /// The unified image's pod: fdb-kubernetes-monitor and its sidecar, no init
+    /// container, its volumes and annotations.
+    fn make_unified(&self, pod: &mut Value, group: &Group) {
+        let volumes = self.monitor_volumes(group, pod["spec"]["volumes"][0].clone());
+        let spec = &mut pod["spec"];
+        if let Some(spec) = spec.as_object_mut() {
+            spec.remove("initContainers");
+        }
+        spec["containers"] = json!([self.monitor_container(group), self.monitor_sidecar()]);
+        spec["volumes"] = volumes;
+        if let Some(status) = pod["status"].as_object_mut() {
+            status.remove("initContainerStatuses");
+        }
+        let annotations = &mut pod["metadata"]["annotations"];
+        annotations["foundationdb.org/image-type"] = json!("unified");
+        for (key, value) in self.monitor_annotations(group) {
+            annotations[key] = json!(value);
+        }
     }
 }
