@@ -299,7 +299,7 @@ impl Runner {
         let (time, pass) = (self.elapsed(), self.total_passes);
         let name = self.instances[index].name.clone();
         let cluster = self.cluster_named(&name);
-        super::observe::note_marked_groups(
+        super::world_views::note_marked_groups(
             &mut self.instances[index].ever_marked,
             cluster.as_ref(),
         );
@@ -309,7 +309,7 @@ impl Runner {
         if reconciled {
             let found = match &cluster {
                 Some(cluster) => {
-                    let mut desired = super::observe::desired_world(cluster);
+                    let mut desired = super::world_views::desired_world(cluster);
                     desired.ever_marked = self.instances[index].ever_marked.clone();
                     let actual = self.actual_world_of(cluster)?;
                     crate::invariants::divergences(&desired, &actual)

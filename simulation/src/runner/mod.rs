@@ -19,6 +19,7 @@ mod resources;
 mod rollout_progress;
 mod snapshot_boot;
 mod steps;
+mod world_views;
 
 use std::sync::Arc;
 use std::time::Instant;
