@@ -49,15 +49,7 @@ fn render_template(
     render_monitor_conf(&params).map_err(|source| ConfigMapError::Render { class, source })
 }
 
-/// Whether the processes must listen on a TLS and a non-TLS address at once: TLS is
-/// being turned on or off and the coordinators have not all moved to the spec's kind
-/// (`status.requiredAddresses` holds both).
-pub fn listens_on_both(cluster: &FoundationDBCluster) -> bool {
-    cluster
-        .status
-        .as_ref()
-        .is_some_and(|status| status.required_addresses.both())
-}
+pub use super::process_config::listens_on_both;
 
 /// The monitor conf template of a class at `servers` per pod (the ConfigMap key a pod of
 /// that density mounts), whether or not the connection string is known yet — the

@@ -5,12 +5,12 @@
 //! steps that must act before those deletions (ChangeCoordinators moves the
 //! coordinators off first) see what will really happen.
 
+use super::incompatible_processes::decide_incompatible;
 use super::plan::PassFacts;
 use super::replace_only::ReplacePolicy;
 use super::snapshot::ClusterSnapshot;
 use super::subreconcilers::delete_pods_for_buggification;
 use super::subreconcilers::update_pods::{self, Deletion};
-use super::upgrade::decide_incompatible;
 
 pub use super::plan::UpcomingDeletions;
 

@@ -46,7 +46,7 @@ pub fn desired_process_configuration(
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
     // The density does not shape the JSON: the monitor's `--process-count` does.
     let mut params = MonitorConfParams::for_spec(&cluster.spec, name, class, 1);
-    params.dual_listen = super::config_map::listens_on_both(cluster);
+    params.dual_listen = listens_on_both(cluster);
     build_process_configuration(&params, &cluster.spec.version, has_connection_string)
 }
 
@@ -66,4 +66,14 @@ pub fn process_config_entries(
         entries.insert(process_config_key(class), json);
     }
     Ok(entries)
+}
+
+/// Whether the processes must listen on a TLS and a non-TLS address at once: TLS is
+/// being turned on or off and the coordinators have not all moved to the spec's kind
+/// (`status.requiredAddresses` holds both).
+pub fn listens_on_both(cluster: &FoundationDBCluster) -> bool {
+    cluster
+        .status
+        .as_ref()
+        .is_some_and(|status| status.required_addresses.both())
 }

@@ -4,14 +4,14 @@
 //! report the old version. Their pods are deleted, so AddPods recreates them on the
 //! running version's image and they come back on the binary of their own image. Pods
 //! hosting a coordinator wait for ChangeCoordinators (a coordinator's pod is never
-//! deleted). The decision is [`crate::controller::upgrade::decide_incompatible`].
+//! deleted). The decision is [`crate::controller::incompatible_processes::decide_incompatible`].
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
+use crate::controller::incompatible_processes::decide_incompatible;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::upgrade::decide_incompatible;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
