@@ -63,6 +63,68 @@ pub enum FleetError {
     },
 }
 
+/// What every group of one fleet cluster is built with.
+struct GroupBuild<'a> {
+    cluster: &'a FoundationDBCluster,
+    namespace: &'a str,
+    ordinal: usize,
+    connection: &'a str,
+    version: fdb_shared::version::FdbVersion,
+    fdb: &'a SimulatedFdb,
+}
+
+impl GroupBuild<'_> {
+    /// The pod's processes, as fdbmonitor starts them from the rendered conf.
+    fn start_processes(&self, group: &ProcessGroupStatus, live: &Pod) -> Result<(), FleetError> {
+        let (cluster, namespace, fdb, version) =
+            (self.cluster, self.namespace, self.fdb, self.version);
+        let invalid = cluster_error(cluster.metadata.name.as_deref().unwrap_or_default());
+        let pod_name = live.name_any();
+        let substitutions = expected_substitutions(live)
+            .ok_or_else(|| invalid(format!("no substitutions for {pod_name}")))?;
+        let servers = pod_servers_per_pod(cluster, group.process_class, Some(live));
+        let conf = expected_monitor_conf(cluster, group.process_class, servers, &substitutions)
+            .map_err(|e| invalid(e.to_string()))?;
+        let commands = MonitorConf::parse(&conf)
+            .and_then(|conf| conf.processes())
+            .map_err(|e| invalid(e.to_string()))?;
+        for command in commands {
+            let mut addresses = command
+                .arguments
+                .get("public_address")
+                .map(|a| a.split(',').filter_map(|a| ProcessAddress::parse(a).ok()))
+                .into_iter()
+                .flatten();
+            let address = addresses
+                .next()
+                .ok_or_else(|| invalid(format!("no public address for {pod_name}")))?;
+            let other_addresses = addresses.collect();
+            let locality = command
+                .arguments
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("locality_")?.to_owned(), v.clone())))
+                .collect();
+            fdb.start_process(ProcessLaunch {
+                address,
+                other_addresses,
+                command_line: command.command_line(),
+                class: group.process_class,
+                locality,
+                version,
+                cluster_file_contents: self.connection.to_owned(),
+                pod: pod_name.clone(),
+                data_identity: format!("pvc:{namespace}/{pod_name}/{}", command.process_number),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Turns an API refusal into the fleet's error, naming the object.
+fn api_error(what: String) -> impl FnOnce(crate::kube::ApiError) -> FleetError {
+    move |source| FleetError::Api { what, source }
+}
+
 fn cluster_error(name: &str) -> impl Fn(String) -> FleetError + '_ {
     move |message| FleetError::Cluster {
         name: name.to_owned(),
@@ -217,7 +279,63 @@ impl Fleet {
         groups: usize,
     ) -> Result<(), FleetError> {
         let invalid = cluster_error(name);
-        let api_error = |what: String| move |source| FleetError::Api { what, source };
+        let ordinal = self.clusters.len();
+        let (cluster, connection) = self.create_cluster(clock, namespace, name, groups, ordinal)?;
+        let groups: Vec<ProcessGroupStatus> = cluster
+            .status
+            .as_ref()
+            .map(|status| status.process_groups.clone())
+            .unwrap_or_default();
+        let fdb = SimulatedFdb::new(
+            clock.clone(),
+            SimFdbSettings {
+                recovery_seconds: 1,
+                seed: u64::try_from(ordinal).unwrap_or(0) + 1,
+                ..SimFdbSettings::default()
+            },
+        );
+        let version: fdb_shared::version::FdbVersion = "7.1.57"
+            .parse()
+            .map_err(|_| invalid("version 7.1.57".to_owned()))?;
+        let build = GroupBuild {
+            cluster: &cluster,
+            namespace,
+            ordinal,
+            connection: &connection,
+            version,
+            fdb: &fdb,
+        };
+        let mut hashes = ConfigHashes::default();
+        for (index, group) in groups.iter().enumerate() {
+            let live = self.add_group_objects(&build, group, index, &mut hashes)?;
+            build.start_processes(group, &live)?;
+        }
+        let config_map = desired_config_map(&cluster).map_err(|e| invalid(e.to_string()))?;
+        let mut value = serde_json::to_value(&config_map).map_err(|e| invalid(e.to_string()))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("apiVersion".into(), json!("v1"));
+            object.insert("kind".into(), json!("ConfigMap"));
+        }
+        self.api
+            .create_as(FLEET_ACTOR, value)
+            .map_err(api_error(format!("ConfigMap of {name}")))?;
+        self.databases.by_cluster.insert(name.to_owned(), fdb);
+        self.clusters.push((namespace.to_owned(), name.to_owned()));
+        Ok(())
+    }
+
+    /// Creates the cluster object with its process groups (as AddProcessGroups decides
+    /// them) and a connection string naming its first three log groups; returns the
+    /// cluster and its connection string.
+    fn create_cluster(
+        &self,
+        clock: &Arc<dyn Clock>,
+        namespace: &str,
+        name: &str,
+        groups: usize,
+        ordinal: usize,
+    ) -> Result<(FoundationDBCluster, String), FleetError> {
+        let invalid = cluster_error(name);
         let manifest = json!({
             "apiVersion": "apps.foundationdb.org/v1beta2",
             "kind": "FoundationDBCluster",
@@ -247,10 +365,9 @@ impl Fleet {
         };
         let mut status = cluster.status.clone().unwrap_or_default();
         apply(&mut status, &mutations, clock.now()).map_err(|e| invalid(e.to_string()))?;
-        let ordinal = self.clusters.len();
-        let groups: Vec<ProcessGroupStatus> = status.process_groups.clone();
         // Coordinators: the first three log groups (each pod on its own node).
-        let coordinators: Vec<String> = groups
+        let coordinators: Vec<String> = status
+            .process_groups
             .iter()
             .enumerate()
             .filter(|(_, g)| g.process_class == fdb_shared::api::ProcessClass::Log)
@@ -272,121 +389,71 @@ impl Fleet {
         self.api
             .patch_as(FLEET_ACTOR, &key, PatchType::Merge, &patch, true)
             .map_err(api_error(format!("status of {name}")))?;
+        Ok((cluster, connection))
+    }
 
-        let fdb = SimulatedFdb::new(
-            clock.clone(),
-            SimFdbSettings {
-                recovery_seconds: 1,
-                seed: u64::try_from(ordinal).unwrap_or(0) + 1,
-                ..SimFdbSettings::default()
-            },
-        );
-        let version: fdb_shared::version::FdbVersion = "7.1.57"
-            .parse()
-            .map_err(|_| invalid("version 7.1.57".to_owned()))?;
-        let mut hashes = ConfigHashes::default();
-        for (index, group) in groups.iter().enumerate() {
-            let ip = pod_ip(ordinal, index);
-            let node = format!("{name}-node-{index}");
-            let mut pod = build_pod(&cluster, group, &pod_options(&cluster, group))
-                .map_err(|e| invalid(e.to_string()))?;
-            pod.metadata.namespace = Some(namespace.to_owned());
-            let servers = pod_servers_per_pod(&cluster, group.process_class, Some(&pod));
-            if let Some(hash) = hashes
-                .of(&cluster, group, servers, cluster.image_type())
-                .map_err(|e| invalid(e.to_string()))?
-            {
-                pod.annotations_mut()
-                    .insert(LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(), hash);
-            }
-            let pod_name = pod.name_any();
-            let mut value = serde_json::to_value(&pod).map_err(|e| invalid(e.to_string()))?;
-            if let Some(object) = value.as_object_mut() {
-                object.insert("apiVersion".into(), json!("v1"));
-                object.insert("kind".into(), json!("Pod"));
-            }
-            self.api
-                .create_as(FLEET_ACTOR, value)
-                .map_err(api_error(format!("pod {pod_name}")))?;
-            self.api
-                .bind_pod_as(FLEET_ACTOR, namespace, &pod_name, &node)
-                .map_err(api_error(format!("binding of {pod_name}")))?;
-            let running = json!({"status": {
-                "phase": "Running",
-                "podIP": ip,
-                "podIPs": [{"ip": ip}],
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }});
-            let pod_key = ResourceKey::new("", "v1", "pods", namespace, &pod_name);
-            let live = self
-                .api
-                .patch_as(FLEET_ACTOR, &pod_key, PatchType::Merge, &running, true)
-                .map_err(api_error(format!("status of pod {pod_name}")))?;
-            if let Some(pvc) = build_pvc(&cluster, group).map_err(|e| invalid(e.to_string()))? {
-                let mut value = serde_json::to_value(&pvc).map_err(|e| invalid(e.to_string()))?;
-                if let Some(object) = value.as_object_mut() {
-                    object.insert("apiVersion".into(), json!("v1"));
-                    object.insert("kind".into(), json!("PersistentVolumeClaim"));
-                    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                        meta.insert("namespace".into(), json!(namespace));
-                    }
-                }
-                self.api
-                    .create_as(FLEET_ACTOR, value)
-                    .map_err(api_error(format!("PVC of {pod_name}")))?;
-            }
-            // The pod's process, as fdbmonitor starts it from the rendered conf.
-            let live: Pod = serde_json::from_value(live).map_err(|e| invalid(e.to_string()))?;
-            let substitutions = expected_substitutions(&live)
-                .ok_or_else(|| invalid(format!("no substitutions for {pod_name}")))?;
-            let servers = pod_servers_per_pod(&cluster, group.process_class, Some(&live));
-            let conf =
-                expected_monitor_conf(&cluster, group.process_class, servers, &substitutions)
-                    .map_err(|e| invalid(e.to_string()))?;
-            let commands = MonitorConf::parse(&conf)
-                .and_then(|conf| conf.processes())
-                .map_err(|e| invalid(e.to_string()))?;
-            for command in commands {
-                let mut addresses = command
-                    .arguments
-                    .get("public_address")
-                    .map(|a| a.split(',').filter_map(|a| ProcessAddress::parse(a).ok()))
-                    .into_iter()
-                    .flatten();
-                let address = addresses
-                    .next()
-                    .ok_or_else(|| invalid(format!("no public address for {pod_name}")))?;
-                let other_addresses = addresses.collect();
-                let locality = command
-                    .arguments
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("locality_")?.to_owned(), v.clone())))
-                    .collect();
-                fdb.start_process(ProcessLaunch {
-                    address,
-                    other_addresses,
-                    command_line: command.command_line(),
-                    class: group.process_class,
-                    locality,
-                    version,
-                    cluster_file_contents: connection.clone(),
-                    pod: pod_name.clone(),
-                    data_identity: format!("pvc:{namespace}/{pod_name}/{}", command.process_number),
-                });
-            }
+    /// A group's pod (bound to its own node, Running with its IP) and PVC; returns the
+    /// live pod.
+    fn add_group_objects(
+        &self,
+        build: &GroupBuild<'_>,
+        group: &ProcessGroupStatus,
+        index: usize,
+        hashes: &mut ConfigHashes,
+    ) -> Result<Pod, FleetError> {
+        let (cluster, namespace) = (build.cluster, build.namespace);
+        let invalid = cluster_error(cluster.metadata.name.as_deref().unwrap_or_default());
+        let name = cluster.metadata.name.as_deref().unwrap_or_default();
+        let ip = pod_ip(build.ordinal, index);
+        let node = format!("{name}-node-{index}");
+        let mut pod = build_pod(cluster, group, &pod_options(cluster, group))
+            .map_err(|e| invalid(e.to_string()))?;
+        pod.metadata.namespace = Some(namespace.to_owned());
+        let servers = pod_servers_per_pod(cluster, group.process_class, Some(&pod));
+        if let Some(hash) = hashes
+            .of(cluster, group, servers, cluster.image_type())
+            .map_err(|e| invalid(e.to_string()))?
+        {
+            pod.annotations_mut()
+                .insert(LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(), hash);
         }
-        let config_map = desired_config_map(&cluster).map_err(|e| invalid(e.to_string()))?;
-        let mut value = serde_json::to_value(&config_map).map_err(|e| invalid(e.to_string()))?;
+        let pod_name = pod.name_any();
+        let mut value = serde_json::to_value(&pod).map_err(|e| invalid(e.to_string()))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("apiVersion".into(), json!("v1"));
-            object.insert("kind".into(), json!("ConfigMap"));
+            object.insert("kind".into(), json!("Pod"));
         }
         self.api
             .create_as(FLEET_ACTOR, value)
-            .map_err(api_error(format!("ConfigMap of {name}")))?;
-        self.databases.by_cluster.insert(name.to_owned(), fdb);
-        self.clusters.push((namespace.to_owned(), name.to_owned()));
-        Ok(())
+            .map_err(api_error(format!("pod {pod_name}")))?;
+        self.api
+            .bind_pod_as(FLEET_ACTOR, namespace, &pod_name, &node)
+            .map_err(api_error(format!("binding of {pod_name}")))?;
+        let running = json!({"status": {
+            "phase": "Running",
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }});
+        let pod_key = ResourceKey::new("", "v1", "pods", namespace, &pod_name);
+        let live = self
+            .api
+            .patch_as(FLEET_ACTOR, &pod_key, PatchType::Merge, &running, true)
+            .map_err(api_error(format!("status of pod {pod_name}")))?;
+        if let Some(pvc) = build_pvc(cluster, group).map_err(|e| invalid(e.to_string()))? {
+            let mut value = serde_json::to_value(&pvc).map_err(|e| invalid(e.to_string()))?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("apiVersion".into(), json!("v1"));
+                object.insert("kind".into(), json!("PersistentVolumeClaim"));
+                if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("namespace".into(), json!(namespace));
+                }
+            }
+            self.api
+                .create_as(FLEET_ACTOR, value)
+                .map_err(api_error(format!("PVC of {pod_name}")))?;
+        }
+        serde_json::from_value(live).map_err(|e| invalid(e.to_string()))
     }
 
     /// Whether every cluster's status says its current generation is reconciled.
