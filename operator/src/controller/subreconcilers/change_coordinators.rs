@@ -284,6 +284,103 @@ fn new_groups_coming(snapshot: &ClusterSnapshot) -> Vec<String> {
         .collect()
 }
 
+/// With several usable regions the coordinators spread over every datacenter of the
+/// database: the other clusters' processes are candidates too.
+fn other_datacenters(
+    snapshot: &ClusterSnapshot,
+    db: &DatabaseStatus,
+    current_text: &[String],
+) -> Vec<CoordinatorCandidate> {
+    let cluster = snapshot.cluster();
+    if cluster.spec.usable_regions() <= 1 {
+        return Vec::new();
+    }
+    let ours: BTreeSet<String> = snapshot.groups().map(|g| g.id().to_owned()).collect();
+    database_candidates(
+        db,
+        &ours,
+        current_text,
+        cluster.spec.routing.use_dns_in_cluster_file(),
+    )
+}
+
+/// Why the change waits: a planned move waits for the new groups of a rollout, every
+/// move for an available database and, when the coordinators change kind (TLS), for
+/// every process to listen on the new kind.
+fn deferral(
+    snapshot: &ClusterSnapshot,
+    db: &DatabaseStatus,
+    current: &ConnectionString,
+    reason: &str,
+    planned_only: bool,
+) -> Option<String> {
+    if planned_only {
+        let coming = new_groups_coming(snapshot);
+        if !coming.is_empty() {
+            return Some(format!(
+                "{reason}; waiting for the new process groups {} to report, so the coordinators move once",
+                coming.join(", ")
+            ));
+        }
+    }
+    if let Err(refusal) = safety::available(snapshot) {
+        return Some(format!("{reason}, but {refusal}"));
+    }
+    let kind = snapshot.cluster().spec.tls_enabled();
+    if current.coordinators.iter().any(|c| c.tls != kind) {
+        let behind = not_listening_on(db, kind);
+        if let Some(first) = behind.first() {
+            return Some(format!(
+                "{reason}; deferring the change until every process listens on that kind of address ({} do not yet, {first} first)",
+                behind.len()
+            ));
+        }
+    }
+    None
+}
+
+/// The coordinators chosen among the reachable candidates (during a rollout, groups
+/// already on the new spec first; in three_data_hall, a third per hall).
+fn choose(
+    snapshot: &ClusterSnapshot,
+    reachable: &[CoordinatorCandidate],
+    wanted: usize,
+    current: &ConnectionString,
+    reason: String,
+) -> CoordinatorAction {
+    // During a rollout, groups already on the new spec are preferred: the coordinators
+    // then move once, not once per zone the rollout reaches.
+    let cluster = snapshot.cluster();
+    let settings = cluster.spec.coordinator_selection();
+    let settled: Vec<_> = reachable
+        .iter()
+        .filter(|c| !needs_pod_update(snapshot, &c.process_group_id))
+        .cloned()
+        .collect();
+    // three_data_hall: among groups reporting a data hall, a third in each hall.
+    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let choice = if settled.len() < reachable.len() {
+        select_coordinators_spread(&settled, &settings, wanted, by_hall)
+            .or_else(|_| select_coordinators_spread(reachable, &settings, wanted, by_hall))
+    } else {
+        select_coordinators_spread(reachable, &settings, wanted, by_hall)
+    };
+    match choice {
+        Ok(chosen) => {
+            let coordinators: Vec<ProcessAddress> = chosen.into_iter().map(|c| c.address).collect();
+            if coordinators == current.coordinators {
+                CoordinatorAction::Wait(format!("{reason}, and no better choice exists"))
+            } else {
+                CoordinatorAction::Change {
+                    coordinators,
+                    reason,
+                }
+            }
+        }
+        Err(error) => CoordinatorAction::Wait(format!("{reason}, but {error}")),
+    }
+}
+
 /// Decides from the snapshot (nothing before the database is configured); the pods
 /// about to be deleted come from the pass's one forecast
 /// ([`upcoming`], under the configured replace policy).
@@ -325,17 +422,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     .unwrap_or(1);
     // With several usable regions the coordinators spread over every datacenter of the
     // database: the other clusters' processes are candidates too.
-    let others = if cluster.spec.usable_regions() > 1 {
-        let ours: BTreeSet<String> = snapshot.groups().map(|g| g.id().to_owned()).collect();
-        database_candidates(
-            db,
-            &ours,
-            &current_text,
-            cluster.spec.routing.use_dns_in_cluster_file(),
-        )
-    } else {
-        Vec::new()
-    };
+    let others = other_datacenters(snapshot, db, &current_text);
     // A planned move (off a group marked for removal, or a pod about to be deleted) can
     // wait for the new groups of a rollout; a failed coordinator cannot.
     let planned =
@@ -345,27 +432,8 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };
-    if failure.is_none() {
-        let coming = new_groups_coming(snapshot);
-        if !coming.is_empty() {
-            return CoordinatorAction::Wait(format!(
-                "{reason}; waiting for the new process groups {} to report, so the coordinators move once",
-                coming.join(", ")
-            ));
-        }
-    }
-    if let Err(refusal) = safety::available(snapshot) {
-        return CoordinatorAction::Wait(format!("{reason}, but {refusal}"));
-    }
-    let kind = cluster.spec.tls_enabled();
-    if current.coordinators.iter().any(|c| c.tls != kind) {
-        let behind = not_listening_on(db, kind);
-        if let Some(first) = behind.first() {
-            return CoordinatorAction::Wait(format!(
-                "{reason}; deferring the change until every process listens on that kind of address ({} do not yet, {first} first)",
-                behind.len()
-            ));
-        }
+    if let Some(wait) = deferral(snapshot, db, &current, &reason, failure.is_none()) {
+        return CoordinatorAction::Wait(wait);
     }
     let reachable: Vec<_> = candidates
         .into_iter()
@@ -376,36 +444,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
         })
         .chain(others)
         .collect();
-    // During a rollout, groups already on the new spec are preferred: the coordinators
-    // then move once, not once per zone the rollout reaches.
-    let settings = cluster.spec.coordinator_selection();
-    let settled: Vec<_> = reachable
-        .iter()
-        .filter(|c| !needs_pod_update(snapshot, &c.process_group_id))
-        .cloned()
-        .collect();
-    // three_data_hall: among groups reporting a data hall, a third in each hall.
-    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
-    let choice = if settled.len() < reachable.len() {
-        select_coordinators_spread(&settled, &settings, wanted, by_hall)
-            .or_else(|_| select_coordinators_spread(&reachable, &settings, wanted, by_hall))
-    } else {
-        select_coordinators_spread(&reachable, &settings, wanted, by_hall)
-    };
-    match choice {
-        Ok(chosen) => {
-            let coordinators: Vec<ProcessAddress> = chosen.into_iter().map(|c| c.address).collect();
-            if coordinators == current.coordinators {
-                CoordinatorAction::Wait(format!("{reason}, and no better choice exists"))
-            } else {
-                CoordinatorAction::Change {
-                    coordinators,
-                    reason,
-                }
-            }
-        }
-        Err(error) => CoordinatorAction::Wait(format!("{reason}, but {error}")),
-    }
+    choose(snapshot, &reachable, wanted, &current, reason)
 }
 
 impl Subreconciler for ChangeCoordinators {
