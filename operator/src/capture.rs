@@ -210,34 +210,21 @@ pub fn status_line(status: &Value) -> String {
     format!("captured status json ({processes} processes)")
 }
 
-/// Captures the cluster's objects only (the `status json` is read by the caller, as
-/// `kubectl fdb snapshot` does through `pods/exec`); returns them with the cluster, typed.
-pub async fn capture_objects(
+/// The nodes the pods run on, and the ConfigMaps (those the pods mount and those
+/// labelled for the cluster) and Secrets the pods mount (values redacted unless asked).
+async fn capture_what_pods_use(
     client: &kube::Client,
     options: &CaptureOptions,
+    selector: &str,
+    pods: &[Value],
+    objects: &mut Vec<Value>,
     progress: &dyn Fn(&str),
-) -> Result<(Vec<Value>, FoundationDBCluster), CaptureError> {
+) -> Result<(), CaptureError> {
     let namespace = options.namespace.as_str();
-    let name = options.cluster.as_str();
-    let cluster = get::<FoundationDBCluster>(client, Some(namespace), name, "the cluster")
-        .await?
-        .ok_or_else(|| CaptureError::Cluster {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            message: "not found".to_owned(),
-        })?;
-    let cluster = to_value(&cluster, "the cluster")?;
-    let selector = format!("{CLUSTER_NAME_LABEL}={name}");
-    let mut objects = Vec::new();
-    let pods = list::<Pod>(client, namespace, &selector, "pods").await?;
-    let pods: Vec<Value> = pods
-        .iter()
-        .map(|p| to_value(p, "a pod"))
-        .collect::<Result<_, _>>()?;
     let mut nodes = BTreeSet::new();
     let mut config_map_names = BTreeSet::new();
     let mut secret_names = BTreeSet::new();
-    for pod in &pods {
+    for pod in pods {
         if let Some(node) = pod.pointer("/spec/nodeName").and_then(Value::as_str) {
             nodes.insert(node.to_owned());
         }
@@ -255,8 +242,7 @@ pub async fn capture_objects(
         pods.len(),
         nodes.len()
     ));
-    let labelled_config_maps =
-        list::<ConfigMap>(client, namespace, &selector, "ConfigMaps").await?;
+    let labelled_config_maps = list::<ConfigMap>(client, namespace, selector, "ConfigMaps").await?;
     for config_map in &labelled_config_maps {
         if let Some(name) = &config_map.metadata.name {
             config_map_names.insert(name.clone());
@@ -288,18 +274,17 @@ pub async fn capture_objects(
             " (values replaced by placeholders)"
         }
     ));
-    let pvcs = list::<PersistentVolumeClaim>(client, namespace, &selector, "PVCs").await?;
-    let services = list::<Service>(client, namespace, &selector, "services").await?;
-    progress(&format!(
-        "captured {} PVCs, {} services",
-        pvcs.len(),
-        services.len()
-    ));
-    for object in pvcs.iter().chain(services.iter()) {
-        objects.push(to_value(object, "a PVC or service")?);
-    }
-    objects.push(cluster.clone());
-    objects.extend(pods);
+    Ok(())
+}
+
+/// The backups and restores that name the cluster.
+async fn capture_backups_and_restores(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    objects: &mut Vec<Value>,
+    progress: &dyn Fn(&str),
+) -> Result<(), CaptureError> {
     for (what, field) in [
         ("backups", "/spec/clusterName"),
         ("restores", "/spec/destinationClusterName"),
@@ -321,6 +306,47 @@ pub async fn capture_objects(
             progress(&format!("captured {count} {what}"));
         }
     }
+    Ok(())
+}
+
+/// Captures the cluster's objects only (the `status json` is read by the caller, as
+/// `kubectl fdb snapshot` does through `pods/exec`); returns them with the cluster, typed.
+pub async fn capture_objects(
+    client: &kube::Client,
+    options: &CaptureOptions,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<Value>, FoundationDBCluster), CaptureError> {
+    let namespace = options.namespace.as_str();
+    let name = options.cluster.as_str();
+    let cluster = get::<FoundationDBCluster>(client, Some(namespace), name, "the cluster")
+        .await?
+        .ok_or_else(|| CaptureError::Cluster {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            message: "not found".to_owned(),
+        })?;
+    let cluster = to_value(&cluster, "the cluster")?;
+    let selector = format!("{CLUSTER_NAME_LABEL}={name}");
+    let mut objects = Vec::new();
+    let pods = list::<Pod>(client, namespace, &selector, "pods").await?;
+    let pods: Vec<Value> = pods
+        .iter()
+        .map(|p| to_value(p, "a pod"))
+        .collect::<Result<_, _>>()?;
+    capture_what_pods_use(client, options, &selector, &pods, &mut objects, progress).await?;
+    let pvcs = list::<PersistentVolumeClaim>(client, namespace, &selector, "PVCs").await?;
+    let services = list::<Service>(client, namespace, &selector, "services").await?;
+    progress(&format!(
+        "captured {} PVCs, {} services",
+        pvcs.len(),
+        services.len()
+    ));
+    for object in pvcs.iter().chain(services.iter()) {
+        objects.push(to_value(object, "a PVC or service")?);
+    }
+    objects.push(cluster.clone());
+    objects.extend(pods);
+    capture_backups_and_restores(client, namespace, name, &mut objects, progress).await?;
     let typed: FoundationDBCluster =
         serde_json::from_value(cluster).map_err(|error| CaptureError::Cluster {
             namespace: namespace.to_owned(),
