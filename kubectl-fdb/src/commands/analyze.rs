@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::cluster::conditions::ProcessGroupConditionType;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterStatus};
 use fdb_shared::cluster_math::counts::minimum_fault_domains;
 use fdb_shared::connection_string::ConnectionString;
 use k8s_openapi::api::core::v1::Pod;
@@ -46,16 +47,12 @@ impl Analysis {
     }
 }
 
-/// Analyzes one cluster from its object and pods (pure: the decision behind the report).
-pub fn analyze(
+/// The cluster's availability, replication and reconciliation.
+fn cluster_health(
     cluster: &FoundationDBCluster,
-    pods: &[Pod],
-    ignore_conditions: &[ProcessGroupConditionType],
-    ignore_removals: bool,
-) -> Analysis {
-    let mut out = Analysis::default();
-    let mut say = |finding: Finding| out.findings.push(finding);
-    let status = cluster.status.clone().unwrap_or_default();
+    status: &FoundationDBClusterStatus,
+    say: &mut impl FnMut(Finding),
+) {
     if status.health.available {
         say(Finding::Good("Cluster is available".into()));
     } else {
@@ -78,7 +75,55 @@ pub fn analyze(
                 .map_or("none".to_owned(), |g| g.to_string())
         )));
     }
+}
 
+/// The findings of one group's conditions (those not ignored); returns how many were
+/// ignored and whether any was reported.
+fn condition_findings(
+    cluster: &FoundationDBCluster,
+    pods: &[Pod],
+    group: &ProcessGroupStatus,
+    ignore_conditions: &[ProcessGroupConditionType],
+    say: &mut impl FnMut(Finding),
+) -> (usize, bool) {
+    let (mut ignored, mut issue) = (0, false);
+    for condition in &group.process_group_conditions {
+        if condition.condition_type == ProcessGroupConditionType::Ready {
+            continue;
+        }
+        if ignore_conditions.contains(&condition.condition_type) {
+            ignored += 1;
+            continue;
+        }
+        issue = true;
+        let why = if condition.condition_type == ProcessGroupConditionType::IncorrectPodSpec {
+            spec_difference(cluster, group, pods)
+                .map(|field| format!(" ({field} differs from the pod the operator builds)"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        say(Finding::Problem(format!(
+            "ProcessGroup: {} has the condition {} since {}{why}",
+            group.process_group_id,
+            condition.condition_type,
+            since(condition.timestamp)
+        )));
+    }
+    (ignored, issue)
+}
+
+/// Analyzes one cluster from its object and pods (pure: the decision behind the report).
+pub fn analyze(
+    cluster: &FoundationDBCluster,
+    pods: &[Pod],
+    ignore_conditions: &[ProcessGroupConditionType],
+    ignore_removals: bool,
+) -> Analysis {
+    let mut out = Analysis::default();
+    let mut say = |finding: Finding| out.findings.push(finding);
+    let status = cluster.status.clone().unwrap_or_default();
+    cluster_health(cluster, &status, &mut say);
     let mut removed = BTreeSet::new();
     let mut known = BTreeSet::new();
     let mut ignored = 0;
@@ -97,29 +142,10 @@ pub fn analyze(
             }
             continue;
         }
-        for condition in &group.process_group_conditions {
-            if condition.condition_type == ProcessGroupConditionType::Ready {
-                continue;
-            }
-            if ignore_conditions.contains(&condition.condition_type) {
-                ignored += 1;
-                continue;
-            }
-            group_issue = true;
-            let why = if condition.condition_type == ProcessGroupConditionType::IncorrectPodSpec {
-                spec_difference(cluster, group, pods)
-                    .map(|field| format!(" ({field} differs from the pod the operator builds)"))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            say(Finding::Problem(format!(
-                "ProcessGroup: {} has the condition {} since {}{why}",
-                group.process_group_id,
-                condition.condition_type,
-                since(condition.timestamp)
-            )));
-        }
+        let (skipped, issue) =
+            condition_findings(cluster, pods, group, ignore_conditions, &mut say);
+        ignored += skipped;
+        group_issue |= issue;
         if group
             .condition_since(&ProcessGroupConditionType::PodFailing)
             .is_some()

@@ -189,34 +189,9 @@ pub struct Summary {
     pub ok: bool,
 }
 
-/// Summarizes a rehearsal's result (pure): the take-over, the change, and what the
-/// operator did to the cluster to carry it out.
-pub fn summarize(result: &SimulationResult) -> Summary {
-    let mut lines = Vec::new();
-    let mut ok = result.violations.is_empty();
-    // The scenario is: reconcile, expect (the take-over), apply, reconcile, expect.
-    let take_over = result.steps.first();
-    let change = result.steps.get(3);
-    for (what, step) in [("take-over", take_over), ("change", change)] {
-        let line = match step {
-            Some(step) if step.reconciled == Some(true) => {
-                format!("{what}: reconciled at {} s simulated", step.time)
-            }
-            Some(step) => {
-                ok = false;
-                format!(
-                    "{what}: NOT reconciled ({})",
-                    step.stopped_because.as_deref().unwrap_or("stopped")
-                )
-            }
-            None => {
-                ok = false;
-                format!("{what}: not reached")
-            }
-        };
-        lines.push(line);
-    }
-    // Expect failures are violations of the scenario; they are listed with the rest.
+/// What the operator did, by phase (take-over or change) and kind: object deletions and
+/// creations, admin commands.
+fn operator_actions(result: &SimulationResult) -> std::collections::BTreeMap<String, usize> {
     let apply_at = result.steps.get(2).map_or(0, |s| s.index);
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for event in &result.events {
@@ -251,6 +226,38 @@ pub fn summarize(result: &SimulationResult) -> Summary {
             *counts.entry(what).or_default() += 1;
         }
     }
+    counts
+}
+
+/// Summarizes a rehearsal's result (pure): the take-over, the change, and what the
+/// operator did to the cluster to carry it out.
+pub fn summarize(result: &SimulationResult) -> Summary {
+    let mut lines = Vec::new();
+    let mut ok = result.violations.is_empty();
+    // The scenario is: reconcile, expect (the take-over), apply, reconcile, expect.
+    let take_over = result.steps.first();
+    let change = result.steps.get(3);
+    for (what, step) in [("take-over", take_over), ("change", change)] {
+        let line = match step {
+            Some(step) if step.reconciled == Some(true) => {
+                format!("{what}: reconciled at {} s simulated", step.time)
+            }
+            Some(step) => {
+                ok = false;
+                format!(
+                    "{what}: NOT reconciled ({})",
+                    step.stopped_because.as_deref().unwrap_or("stopped")
+                )
+            }
+            None => {
+                ok = false;
+                format!("{what}: not reached")
+            }
+        };
+        lines.push(line);
+    }
+    // Expect failures are violations of the scenario; they are listed with the rest.
+    let counts = operator_actions(result);
     for phase in ["take-over", "change"] {
         let prefix = format!("{phase}: ");
         let found: Vec<String> = counts
