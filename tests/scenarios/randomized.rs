@@ -307,7 +307,21 @@ fn assert_seeds_pass(runs: &[(u64, Length)]) {
 /// Runs one seed; `Some` describes its failure.
 fn run_seed(seed: u64, length: Length) -> Option<String> {
     let (yaml, _) = scenario_of_length(seed, length);
-    let result = run(&yaml, None);
+    // A run that cannot go on (an act the API refuses, such as evicting a pod that is
+    // gone by then) fails its seed, not the whole sweep: the other seeds still run.
+    let result = match std::panic::catch_unwind(|| run(&yaml, None)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            return Some(format!(
+                "seed {seed} ({length:?}): the run stopped: {message}\n--- scenario ---\n{yaml}"
+            ));
+        }
+    };
     let last = result.steps.last().expect("the scenario has steps");
     (!result.violations.is_empty() || last.reconciled != Some(true)).then(|| {
         format!(
