@@ -8,3 +8,4 @@ pub mod clock;
 pub mod controller;
 pub mod fdb;
 pub mod restore;
+mod scoped_api;

@@ -8,30 +8,21 @@ use fdb_shared::api::{FoundationDBBackup, FoundationDBRestore};
 use futures::StreamExt;
 use futures::future::{self, BoxFuture, Shared};
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller, Error as ControllerError};
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 
 use super::driver::run_backup_pass;
 use super::errors::BackupError;
 use crate::controller::Context;
 use crate::controller::requeue::RequeuePolicy;
 use crate::restore::run_restore_pass;
+use crate::scoped_api::api;
 
 /// What each reconcile gets.
 struct State {
     ctx: Context,
     requeue: RequeuePolicy,
-}
-
-fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
 }
 
 async fn reconcile_backup(

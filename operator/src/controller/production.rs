@@ -13,11 +13,11 @@ use fdb_bounded_http::limited::Slots;
 use fdb_shared::api::FoundationDBCluster;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, StreamExt};
+use kube::ResourceExt;
 use kube::runtime::controller::{
     Action, Config as ControllerConfig, Controller, Error as ControllerError,
 };
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 
 use super::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use super::context::Context;
@@ -28,6 +28,7 @@ use super::leader::{LeaderElectionConfig, LeaderError, LeaseLock};
 use super::metered::{MeteredAdminProvider, MeteredSidecarProvider};
 use super::outcome::PassOutcome;
 use super::requeue::RequeuePolicy;
+use crate::scoped_api::api;
 
 /// Default `--max-concurrent-reconciles`: clusters reconciled at once (one reconcile
 /// per cluster at a time, whatever the setting).
@@ -197,17 +198,6 @@ fn on_signal() -> BoxFuture<'static, ()> {
         }
     }
     .boxed()
-}
-
-/// The API of a namespaced kind: in `namespace`, or in every namespace.
-fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
 }
 
 /// The kube-runtime controller over the FoundationDBClusters and what they own, run
