@@ -17,7 +17,8 @@ use fdb_shared::status_json::BackupStatus;
 use fdb_operator::fdb::fdbcli::backup_commands::{self, display};
 use fdb_operator::fdb::{
     AdminClient, AdminError, BackupModify, BackupStart, ClientInfo, ExclusionReport,
-    ExclusionTarget, LockValue, PendingUpgrade, RestoreProgress, RestoreStart,
+    ExclusionTarget, LockValue, PendingUpgrade, RestartEntry, RestartList, RestoreProgress,
+    RestoreStart,
 };
 
 use super::event_log::EventLog;
@@ -311,6 +312,36 @@ impl AdminClient for RecordingAdmin {
             "pending-upgrades",
             "database",
             "clearrange upgrades/".to_owned(),
+            &result,
+        );
+        result
+    }
+
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        self.alive("restart_list")?;
+        self.log.count_admin_command();
+        self.inner.restart_list(list).await
+    }
+
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        self.alive("update_restart_list")?;
+        let result = self.inner.update_restart_list(list, add, remove).await;
+        let groups = |entries: &[RestartEntry]| {
+            entries
+                .iter()
+                .map(|e| e.group.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        self.write(
+            "restart-list",
+            "database",
+            format!("{list} +[{}] -[{}]", groups(add), groups(remove)),
             &result,
         );
         result

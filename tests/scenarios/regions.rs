@@ -253,3 +253,76 @@ fn a_lost_primary_datacenter_fails_over_and_is_rebuilt_after_the_detection_time(
             .all(|s| s.fdb["available"] == true)
     );
 }
+
+/// The index of the first step whose scenario text mentions `needle`.
+fn step_mentioning(result: &SimulationResult, needle: &str) -> usize {
+    result
+        .steps
+        .iter()
+        .position(|s| s.step.to_string().contains(needle))
+        .unwrap_or_else(|| panic!("no step mentions {needle}"))
+}
+
+/// The kills the instances issued from `time` on that the database took (not refused).
+fn kills_since(result: &SimulationResult, time: u64) -> Vec<&Event> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == "kill" && e.time >= time)
+        .filter(|e| !e.detail.contains(" -> "))
+        .collect()
+}
+
+/// Issue 24: a knob added to the three clusters of one database restarts every process
+/// of the database once (one kill, one recovery), not once per instance: the instances
+/// agree through the restart lists in the database. Mutation test: with each instance
+/// killing its own processes alone (the rule off), there are several kills and the
+/// world flags dc2's kill of its two storage zones at once.
+#[test]
+fn a_knob_rollout_across_three_instances_bounces_once() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/regions/knob.yaml");
+    let yaml = std::fs::read_to_string(path).unwrap();
+    let result = run_with(&yaml, RunOptions::default());
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let knob = step_mentioning(&result, "knob_max_trace_lines");
+    let before = &result.steps[knob - 1];
+    let last = result.steps.last().unwrap();
+    let kills = kills_since(&result, result.steps[knob].time);
+    assert_eq!(kills.len(), 1, "{kills:#?}");
+    let processes = last.fdb["processes"].as_array().unwrap().len();
+    assert_eq!(
+        kills[0].detail.matches(':').count(),
+        processes,
+        "one kill of every process: {kills:#?}"
+    );
+    let recoveries = last.fdb["recoveries"].as_i64().unwrap()
+        - before.fdb["recoveries"].as_i64().unwrap();
+    assert_eq!(recoveries, 1, "{}", last.fdb["recoveryLog"]);
+    // Every process runs the knob.
+    for process in last.fdb["processes"].as_array().unwrap() {
+        let line = process["command_line"].as_str().unwrap_or_default();
+        assert!(line.contains("max_trace_lines"), "{line}");
+    }
+
+    let broken = run_with(
+        &yaml,
+        RunOptions {
+            executor_rules: ExecutorRules {
+                shared_restarts: false,
+                ..ExecutorRules::default()
+            },
+            ..RunOptions::default()
+        },
+    );
+    let knob = step_mentioning(&broken, "knob_max_trace_lines");
+    let kills = kills_since(&broken, broken.steps[knob].time);
+    assert!(kills.len() > 1, "{kills:#?}");
+    assert!(
+        broken
+            .violations
+            .iter()
+            .any(|v| format!("{v:?}").contains("fault-tolerance-exceeded")),
+        "{:#?}",
+        broken.violations
+    );
+}

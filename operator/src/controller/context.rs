@@ -88,6 +88,9 @@ pub struct ExecutorRules {
     /// (`status.requiredAddresses`); off, UpdateStatus requires only the spec's kind, so
     /// every process switches at once while the coordinators keep the old kind.
     pub tls_migration: bool,
+    /// One restart for a database shared by several instances (the restart lists,
+    /// `restart_sync`); off, each instance kills its own processes alone.
+    pub shared_restarts: bool,
 }
 
 impl Default for ExecutorRules {
@@ -97,6 +100,7 @@ impl Default for ExecutorRules {
             pacing: true,
             region_order: true,
             tls_migration: true,
+            shared_restarts: true,
         }
     }
 }

@@ -66,6 +66,21 @@ pub struct NotEnoughHalls {
     pub without_hall: usize,
 }
 
+/// Too few datacenters (or zones in them) to spread the coordinators of a database
+/// with several usable regions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{wanted} coordinators need distinct zones and at most {per_dc} per datacenter ({datacenters} datacenters in the regions), but the eligible process groups do not allow it"
+)]
+pub struct NotEnoughDatacenters {
+    /// Coordinators wanted.
+    pub wanted: usize,
+    /// Most coordinators one datacenter may hold.
+    pub per_dc: usize,
+    /// The datacenters the spread counts.
+    pub datacenters: usize,
+}
+
 /// Why no coordinators could be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CoordinatorChoiceError {
@@ -75,6 +90,36 @@ pub enum CoordinatorChoiceError {
     /// Not enough data halls.
     #[error(transparent)]
     Halls(#[from] NotEnoughHalls),
+    /// Not enough datacenters.
+    #[error(transparent)]
+    Datacenters(#[from] NotEnoughDatacenters),
+}
+
+/// The distinct datacenters of the `regions` of a database with several usable
+/// regions (main datacenters and satellites), 0 with one usable region: then the
+/// coordinators are spread over the datacenters the candidates span, as far as they can
+/// be (the Go operator's hard limit per `dcid` also applies only with two regions).
+pub fn configured_datacenters(spec: &fdb_shared::api::FoundationDBClusterSpec) -> usize {
+    if spec.usable_regions() <= 1 {
+        return 0;
+    }
+    let ids: BTreeSet<&str> = spec
+        .database_configuration
+        .regions
+        .iter()
+        .flat_map(|r| r.datacenters.iter().map(|dc| dc.id.as_str()))
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.len()
+}
+
+/// The most coordinators of `count` one datacenter may hold with `configured`
+/// datacenters in the regions ([`configured_datacenters`]) and the candidates': `count`
+/// divided by the larger number, rounded up; `None` within one datacenter.
+pub fn dc_limit(candidates: &[CoordinatorCandidate], count: usize, configured: usize) -> Option<usize> {
+    let dcs: BTreeSet<&str> = candidates.iter().filter_map(|c| c.dc.as_deref()).collect();
+    let spread = dcs.len().max(configured);
+    (spread > 1).then(|| count.div_ceil(spread))
 }
 
 /// Most coordinators one data hall may hold in three_data_hall: a third of them (3 of
@@ -156,12 +201,32 @@ fn select_within(
 /// `by_hall` (three_data_hall), only among groups reporting a `data_hall` locality, at
 /// most [`coordinators_per_hall`] in one hall, filled evenly (one per hall in turn, as
 /// the Go operator raises its per-hall limit step by step).
+///
+/// With `configured` datacenters (a database with several usable regions,
+/// [`configured_datacenters`]), at most [`dc_limit`] in one datacenter, a hard limit:
+/// when the datacenters up cannot hold their share (one lost, or its groups marked for
+/// removal) no coordinators are chosen rather than a majority in one datacenter, whose
+/// loss would then take the database down.
 pub fn select_coordinators_spread(
     candidates: &[CoordinatorCandidate],
     settings: &[CoordinatorSelectionSetting],
     count: usize,
     by_hall: bool,
+    configured: usize,
 ) -> Result<Vec<CoordinatorCandidate>, CoordinatorChoiceError> {
+    if !by_hall && configured > 1 {
+        let spanned: BTreeSet<&str> = candidates.iter().filter_map(|c| c.dc.as_deref()).collect();
+        let datacenters = spanned.len().max(configured);
+        let per_dc = count.div_ceil(datacenters);
+        return select_within(candidates, settings, count, Some(per_dc)).map_err(|_| {
+            NotEnoughDatacenters {
+                wanted: count,
+                per_dc,
+                datacenters,
+            }
+            .into()
+        });
+    }
     if !by_hall {
         return Ok(select_coordinators(candidates, settings, count)?);
     }
@@ -302,6 +367,10 @@ pub fn coordinator_address(
 }
 
 #[cfg(test)]
+#[path = "coordinators_dc_tests.rs"]
+mod dc_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -416,7 +485,7 @@ mod tests {
             })
             .collect();
         // Only 2 in hall c: 9 cannot be placed 3 per hall.
-        let err = select_coordinators_spread(&candidates, &defaults(), 9, true).unwrap_err();
+        let err = select_coordinators_spread(&candidates, &defaults(), 9, true, 0).unwrap_err();
         assert!(
             err.to_string()
                 .contains("allow only 8 (3 data halls; 1 groups"),
@@ -426,7 +495,7 @@ mod tests {
         let mut extra = candidate("log-13", ProcessClass::Log, 13, "z13");
         extra.hall = Some("c".to_owned());
         more.push(extra);
-        let chosen = select_coordinators_spread(&more, &defaults(), 9, true).unwrap();
+        let chosen = select_coordinators_spread(&more, &defaults(), 9, true, 0).unwrap();
         let mut per_hall = BTreeMap::new();
         for c in &chosen {
             *per_hall.entry(c.hall.clone().unwrap()).or_insert(0) += 1;
@@ -441,13 +510,13 @@ mod tests {
             .filter(|c| c.hall.as_deref() != Some("c"))
             .cloned()
             .collect();
-        let err = select_coordinators_spread(&two, &defaults(), 9, true).unwrap_err();
+        let err = select_coordinators_spread(&two, &defaults(), 9, true, 0).unwrap_err();
         assert!(
             err.to_string().contains("allow only 6 (2 data halls"),
             "{err}"
         );
         // Without by_hall, the zones alone decide (the first 9 by number).
-        let plain = select_coordinators_spread(&more, &defaults(), 9, false).unwrap();
+        let plain = select_coordinators_spread(&more, &defaults(), 9, false, 0).unwrap();
         assert_eq!(plain.len(), 9);
         assert_eq!(
             plain

@@ -20,7 +20,7 @@ use super::context::{AdminClientProvider, SidecarProvider};
 use super::metrics::{AdminCommandLabels, OperatorMetrics, SidecarErrorLabels};
 use crate::fdb::{
     AdminClient, AdminError, ClientInfo, ExclusionReport, ExclusionTarget, LockValue,
-    PendingUpgrade,
+    PendingUpgrade, RestartEntry, RestartList,
 };
 
 /// Wraps an [`AdminClientProvider`]; its clients time each command.
@@ -166,6 +166,24 @@ impl AdminClient for MeteredAdmin {
         self.timed(
             "update_pending_upgrades",
             self.inner.update_pending_upgrades(add, remove),
+        )
+        .await
+    }
+
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        self.timed("restart_list", self.inner.restart_list(list))
+            .await
+    }
+
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        self.timed(
+            "update_restart_list",
+            self.inner.update_restart_list(list, add, remove),
         )
         .await
     }

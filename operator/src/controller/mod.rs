@@ -47,6 +47,7 @@ pub mod quantity;
 pub mod removals;
 pub mod replace_only;
 pub mod requeue;
+pub mod restart_sync;
 pub mod safety;
 #[cfg(test)]
 mod scale_tests;

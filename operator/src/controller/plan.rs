@@ -61,6 +61,9 @@ pub struct PassFacts {
     /// This instance killed every process for an upgrade and has not cleared the
     /// pending-upgrade list since (the operator remembers it between passes).
     pub upgrade_cleanup_pending: bool,
+    /// The database's restart lists as [`Action::SyncRestartLists`] left them, until
+    /// the step takes them.
+    pub restart_lists: Option<crate::controller::restart_sync::RestartLists>,
     /// The operator's wait for the database (`--database-wait`), which waits after a
     /// kill start from.
     pub database_wait: Duration,
@@ -235,6 +238,19 @@ pub enum Action {
     },
     /// Clears the pending-upgrade list after this instance's upgrade kill.
     ClearPendingUpgrades,
+    /// Brings this instance's entries of the database's restart lists to `pending` and
+    /// `ready` (process group IDs; entries of other groups of this instance are
+    /// removed), then reads both lists, every instance's entries, into
+    /// [`PassFacts::restart_lists`].
+    SyncRestartLists {
+        /// This instance's groups that need a restart.
+        pending: Vec<String>,
+        /// Those ready for it.
+        ready: Vec<String>,
+    },
+    /// Removes these entries (of any instance) from the ready list: the processes were
+    /// just killed, their instances must confirm them again before another kill.
+    ClearReadyForRestart(Vec<crate::fdb::RestartEntry>),
     /// Remembers that this instance killed for an upgrade: the list is cleared once the
     /// database is available again.
     RememberUpgradeCleanup,

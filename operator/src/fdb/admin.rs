@@ -16,6 +16,7 @@ use super::error::AdminError;
 use super::locality_filter::{LocalityFilter, LocalityFilterError};
 use super::locks::LockValue;
 use super::pending_upgrades::PendingUpgrade;
+use super::restart_lists::{RestartEntry, RestartList};
 
 /// What to exclude or include.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -295,6 +296,30 @@ pub trait AdminClient: Send + Sync + fmt::Debug {
 
     /// Clears the whole pending-upgrade list (the `upgrades/` range).
     async fn clear_pending_upgrades(&self) -> Result<(), AdminError>;
+
+    /// Every entry of a restart list shared by the instances of the database (all
+    /// instances' entries).
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        let _ = list;
+        Err(AdminError::Unsupported {
+            command: format!("getrange {list}"),
+            reason: "this admin client does not keep the restart lists".to_owned(),
+        })
+    }
+
+    /// Adds and removes entries of a restart list in one transaction.
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        let _ = (add, remove);
+        Err(AdminError::Unsupported {
+            command: format!("update {list}"),
+            reason: "this admin client does not keep the restart lists".to_owned(),
+        })
+    }
 
     /// The connected clients, with the versions they support.
     async fn connected_clients(&self) -> Result<Vec<ClientInfo>, AdminError> {

@@ -18,6 +18,7 @@ use super::backup::{BackupModify, BackupStart, RestoreProgress, RestoreStart};
 use super::error::AdminError;
 use super::locks::LockValue;
 use super::pending_upgrades::PendingUpgrade;
+use super::restart_lists::{RestartEntry, RestartList};
 
 /// What the memo holds: the status, or why it could not be read.
 type Memo = Result<Arc<DatabaseStatus>, Arc<AdminError>>;
@@ -182,6 +183,19 @@ impl AdminClient for PassScopedAdmin {
         remove: &[PendingUpgrade],
     ) -> Result<(), AdminError> {
         self.inner.update_pending_upgrades(add, remove).await
+    }
+
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        self.inner.restart_list(list).await
+    }
+
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        self.inner.update_restart_list(list, add, remove).await
     }
 
     async fn clear_pending_upgrades(&self) -> Result<(), AdminError> {

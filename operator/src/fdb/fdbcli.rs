@@ -26,6 +26,7 @@ use super::locks::{
     DENY_LIST_PREFIX, GLOBAL_LOCK_KEY, LockValue, deny_list_id, deny_list_key, deny_list_range_end,
 };
 use super::pending_upgrades::{PendingUpgrade, UPGRADES_PREFIX, upgrades_range_end};
+use super::restart_lists::{RestartEntry, RestartList};
 
 /// TLS files passed to fdbcli.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,6 +405,31 @@ impl AdminClient for FdbcliAdminClient {
         }
         let set: Vec<_> = add.iter().map(|e| (e.key(), e.value())).collect();
         let clear: Vec<_> = remove.iter().map(PendingUpgrade::key).collect();
+        self.run(&commands::write_keys(&set, &clear))
+            .await
+            .map(drop)
+    }
+
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        let command = commands::get_range(&list.prefix(), &list.range_end());
+        let pairs = self.read_keys(&command).await?;
+        Ok(pairs
+            .iter()
+            .filter_map(|(key, value)| list.entry(key, value))
+            .collect())
+    }
+
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        if add.is_empty() && remove.is_empty() {
+            return Ok(());
+        }
+        let set: Vec<_> = add.iter().map(|e| (e.key(list), e.value())).collect();
+        let clear: Vec<_> = remove.iter().map(|e| e.key(list)).collect();
         self.run(&commands::write_keys(&set, &clear))
             .await
             .map(drop)

@@ -11,6 +11,7 @@ pub mod locks;
 #[cfg(feature = "native-client")]
 pub mod native;
 pub mod pending_upgrades;
+pub mod restart_lists;
 
 pub use admin::{
     AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
@@ -23,3 +24,4 @@ pub use error::AdminError;
 pub use fdbcli::{FdbcliAdminClient, FdbcliConfig, TlsFiles};
 pub use locks::LockValue;
 pub use pending_upgrades::PendingUpgrade;
+pub use restart_lists::{RestartEntry, RestartList};

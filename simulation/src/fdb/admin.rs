@@ -25,7 +25,7 @@ use fdb_operator::fdb::fdbcli::refused;
 use fdb_operator::fdb::pending_upgrades::{UPGRADES_PREFIX, upgrades_range_end};
 use fdb_operator::fdb::{
     AdminClient, AdminError, BackupModify, BackupStart, ExclusionTarget, LockValue, PendingUpgrade,
-    RestoreProgress, RestoreStart,
+    RestartEntry, RestartList, RestoreProgress, RestoreStart,
 };
 
 /// How long fdbcli waits before it reports a timeout.
@@ -402,6 +402,37 @@ impl AdminClient for SimulatedFdb {
             state.system_keys.retain(|key, _| {
                 key.as_slice() < UPGRADES_PREFIX || key.as_slice() >= end.as_slice()
             });
+            Ok(())
+        })
+    }
+
+    async fn restart_list(&self, list: RestartList) -> Result<Vec<RestartEntry>, AdminError> {
+        let (begin, end) = (list.prefix(), list.range_end());
+        let command = commands::get_range(&begin, &end);
+        self.read(&command, |state| {
+            state
+                .system_keys
+                .range(begin..end)
+                .filter_map(|(key, value)| list.entry(key, value))
+                .collect()
+        })
+    }
+
+    async fn update_restart_list(
+        &self,
+        list: RestartList,
+        add: &[RestartEntry],
+        remove: &[RestartEntry],
+    ) -> Result<(), AdminError> {
+        let set: Vec<_> = add.iter().map(|e| (e.key(list), e.value())).collect();
+        let clear: Vec<_> = remove.iter().map(|e| e.key(list)).collect();
+        let command = commands::write_keys(&set, &clear);
+        self.mutate(&command, |state, _| {
+            require_available(state, &command)?;
+            for key in clear {
+                state.system_keys.remove(&key);
+            }
+            state.system_keys.extend(set);
             Ok(())
         })
     }

@@ -54,6 +54,12 @@ pub(super) async fn perform(
         | Action::ClearPendingUpgrades
         | Action::RememberUpgradeCleanup
         | Action::ReleaseLock) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
+        Action::SyncRestartLists { pending, ready } => {
+            super::restart_lists::sync(ctx, snapshot, io, facts, &pending, &ready).await
+        }
+        Action::ClearReadyForRestart(entries) => {
+            super::restart_lists::clear_ready(ctx, snapshot, io, &entries).await
+        }
         Action::AskPodAgents(query) => {
             let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
             let confirmed = answers

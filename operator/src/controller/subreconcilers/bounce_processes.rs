@@ -564,22 +564,26 @@ impl Subreconciler for BounceProcesses {
         let clear = super::upgrade_bounce::clear_after_kill(snapshot, facts);
         let verdict = match super::upgrade_bounce::decide(snapshot, facts)? {
             Some(upgrade) => upgrade,
-            None => verdict(
-                decide(snapshot),
+            None => super::global_bounce::decide(
+                snapshot,
+                facts,
                 crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
             ),
         };
         Ok(verdict.preceded_by(clear))
     }
 
-    /// After this instance joined the pending-upgrade list: the kill, or the wait for
-    /// the other instances.
+    /// After this instance joined the pending-upgrade list or the restart lists: the
+    /// kill, or the wait for the other instances.
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
         facts: &mut PassFacts,
     ) -> Result<Verdict, StepError> {
-        super::upgrade_bounce::conclude(snapshot, facts)
+        match super::upgrade_bounce::conclude(snapshot, facts)? {
+            Verdict::Continue => super::global_bounce::conclude(snapshot, facts),
+            upgrade => Ok(upgrade),
+        }
     }
 }
 

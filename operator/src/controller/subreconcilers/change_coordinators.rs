@@ -24,7 +24,8 @@ use fdb_shared::status_json::DatabaseStatus;
 use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use crate::controller::coordinators::{
-    CoordinatorCandidate, coordinators_per_hall, database_candidates, per_dc_limit, priority,
+    CoordinatorCandidate, configured_datacenters, coordinators_per_hall, database_candidates,
+    dc_limit, priority,
     select_coordinators_spread,
 };
 use crate::controller::errors::StepError;
@@ -181,16 +182,17 @@ pub(crate) fn not_listening_on(db: &DatabaseStatus, tls: bool) -> Vec<String> {
         .collect()
 }
 
-/// More current coordinators in one datacenter than [`per_dc_limit`] allows (the loss of
+/// More current coordinators in one datacenter than [`dc_limit`] allows (the loss of
 /// that datacenter would take the majority with it), among our candidates and `others`.
 fn crowded_dc(
     current: &[String],
     ours: &[CoordinatorCandidate],
     others: &[CoordinatorCandidate],
     wanted: usize,
+    configured: usize,
 ) -> Option<String> {
     let all: Vec<CoordinatorCandidate> = ours.iter().chain(others).cloned().collect();
-    let limit = per_dc_limit(&all, wanted)?;
+    let limit = dc_limit(&all, wanted, configured)?;
     let mut per_dc: std::collections::BTreeMap<&str, usize> = Default::default();
     for coordinator in current {
         let dc = all
@@ -359,11 +361,13 @@ fn choose(
         .collect();
     // three_data_hall: among groups reporting a data hall, a third in each hall.
     let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    // Several usable regions: at most a share per datacenter of the regions.
+    let dcs = configured_datacenters(&cluster.spec);
     let choice = if settled.len() < reachable.len() {
-        select_coordinators_spread(&settled, &settings, wanted, by_hall)
-            .or_else(|_| select_coordinators_spread(reachable, &settings, wanted, by_hall))
+        select_coordinators_spread(&settled, &settings, wanted, by_hall, dcs)
+            .or_else(|_| select_coordinators_spread(reachable, &settings, wanted, by_hall, dcs))
     } else {
-        select_coordinators_spread(reachable, &settings, wanted, by_hall)
+        select_coordinators_spread(reachable, &settings, wanted, by_hall, dcs)
     };
     match choice {
         Ok(chosen) => {
@@ -428,7 +432,10 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     let planned =
         marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
     let failure = problem(cluster, &current, &candidates, db, wanted)
-        .or_else(|| crowded_dc(&current_text, &candidates, &others, wanted));
+        .or_else(|| {
+            let configured = configured_datacenters(&cluster.spec);
+            crowded_dc(&current_text, &candidates, &others, wanted, configured)
+        });
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };

@@ -12,6 +12,7 @@ pub mod delete_pods_for_buggification;
 pub mod delete_terminal_pods;
 pub mod exclude_instances;
 pub mod generate_initial_cluster_file;
+pub mod global_bounce;
 pub mod maintenance_mode_checker;
 pub mod remove_incompatible_processes;
 pub mod remove_pods;
