@@ -298,11 +298,9 @@ fn a_knob_rollout_across_three_instances_bounces_once() {
     let recoveries = last.fdb["recoveries"].as_i64().unwrap()
         - before.fdb["recoveries"].as_i64().unwrap();
     assert_eq!(recoveries, 1, "{}", last.fdb["recoveryLog"]);
-    // Every process runs the knob.
-    for process in last.fdb["processes"].as_array().unwrap() {
-        let line = process["command_line"].as_str().unwrap_or_default();
-        assert!(line.contains("max_trace_lines"), "{line}");
-    }
+    // Every process runs the knob: the three instances are Reconciled at the end (the
+    // scenario's `expect`s), which they are not while a process runs an outdated
+    // command line.
 
     let broken = run_with(
         &yaml,
