@@ -50,10 +50,32 @@ fn role_dcs(step: &StepResult, role: &str) -> BTreeMap<String, usize> {
     dcs
 }
 
+/// The steps whose coordinators put more than a third of them in one datacenter (the
+/// coordinators of reporting processes, by their `dcid`), with the count per datacenter.
+fn crowded_coordinators(result: &SimulationResult) -> Vec<(usize, BTreeMap<String, usize>)> {
+    result
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let coordinators = step.fdb["coordinators"].as_array()?;
+            let mut per_dc: BTreeMap<String, usize> = BTreeMap::new();
+            for coordinator in coordinators {
+                if let Some(dc) = dc_at(step, coordinator.as_str()?) {
+                    *per_dc.entry(dc.to_owned()).or_insert(0) += 1;
+                }
+            }
+            let share = coordinators.len().div_ceil(3);
+            (per_dc.len() > 1 && per_dc.values().any(|n| *n > share))
+                .then_some((step.index, per_dc))
+        })
+        .collect()
+}
+
 #[test]
 fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
     let result = run_file("regions/migrate.yaml", None);
     assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(crowded_coordinators(&result), []);
     assert_eq!(
         configures(&result, false).len(),
         0,
@@ -189,6 +211,9 @@ fn a_lost_primary_datacenter_fails_over_and_is_rebuilt_after_the_detection_time(
     let result = run_file("regions/lost-primary.yaml", None);
     // Nothing lost, no invariant violated, every expectation met (Reconciled at the end).
     assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    // While dc1 is lost, the coordinators are not moved into dc2 and dc3 alone (a
+    // majority in one of them): they wait for dc1's replacements.
+    assert_eq!(crowded_coordinators(&result), []);
     let fault = step_of(&result, "fault");
     let lost = groups_in(&result.steps[fault.index - 1], "dc1");
     assert_eq!(lost.len(), 4, "{lost:?}");
@@ -295,8 +320,8 @@ fn a_knob_rollout_across_three_instances_bounces_once() {
         processes,
         "one kill of every process: {kills:#?}"
     );
-    let recoveries = last.fdb["recoveries"].as_i64().unwrap()
-        - before.fdb["recoveries"].as_i64().unwrap();
+    let recoveries =
+        last.fdb["recoveries"].as_i64().unwrap() - before.fdb["recoveries"].as_i64().unwrap();
     assert_eq!(recoveries, 1, "{}", last.fdb["recoveryLog"]);
     // Every process runs the knob: the three instances are Reconciled at the end (the
     // scenario's `expect`s), which they are not while a process runs an outdated

@@ -116,7 +116,11 @@ pub fn configured_datacenters(spec: &fdb_shared::api::FoundationDBClusterSpec) -
 /// The most coordinators of `count` one datacenter may hold with `configured`
 /// datacenters in the regions ([`configured_datacenters`]) and the candidates': `count`
 /// divided by the larger number, rounded up; `None` within one datacenter.
-pub fn dc_limit(candidates: &[CoordinatorCandidate], count: usize, configured: usize) -> Option<usize> {
+pub fn dc_limit(
+    candidates: &[CoordinatorCandidate],
+    count: usize,
+    configured: usize,
+) -> Option<usize> {
     let dcs: BTreeSet<&str> = candidates.iter().filter_map(|c| c.dc.as_deref()).collect();
     let spread = dcs.len().max(configured);
     (spread > 1).then(|| count.div_ceil(spread))

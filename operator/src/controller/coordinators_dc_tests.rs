@@ -45,7 +45,10 @@ fn two_usable_regions_never_put_a_majority_in_one_datacenter() {
     assert!(in_dc3(&loose) > 3, "{loose:?}");
     // Two usable regions over 3 datacenters: at most 3 in one, or none chosen.
     let error = select_coordinators_spread(&candidates, &defaults(), 9, false, 3).unwrap_err();
-    assert!(error.to_string().contains("at most 3 per datacenter"), "{error}");
+    assert!(
+        error.to_string().contains("at most 3 per datacenter"),
+        "{error}"
+    );
     // dc3 alone up (dc1 and dc2 lost): still at most 3 there, so none chosen.
     let lone: Vec<_> = candidates
         .iter()

@@ -140,7 +140,10 @@ pub fn decide_shared_kill(
     let mut reporting: BTreeMap<&str, Vec<ProcessAddress>> = BTreeMap::new();
     for process in status.cluster.processes.values() {
         if let (Some(id), Some(address)) = (&process.locality.instance_id, &process.address) {
-            reporting.entry(id.as_str()).or_default().push(address.clone());
+            reporting
+                .entry(id.as_str())
+                .or_default()
+                .push(address.clone());
         }
     }
     let ready: BTreeSet<&str> = lists.ready.iter().map(|e| e.group.as_str()).collect();

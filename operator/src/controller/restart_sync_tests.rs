@@ -45,9 +45,10 @@ fn a_database_with_processes_of_other_instances_is_synchronized() {
         .groups([group("dc1-log-1")])
         .database(reporting(&["dc1-log-1"]));
     assert!(!synchronized(&alone.clone().build()));
-    let global = Fixture::new("{version: 7.1.57, automationOptions: {synchronizationMode: global}}")
-        .groups([group("dc1-log-1")])
-        .database(reporting(&["dc1-log-1"]));
+    let global =
+        Fixture::new("{version: 7.1.57, automationOptions: {synchronizationMode: global}}")
+            .groups([group("dc1-log-1")])
+            .database(reporting(&["dc1-log-1"]));
     assert!(synchronized(&global.build()));
 }
 

@@ -79,5 +79,8 @@ pub(super) async fn clear_ready(
             "clear {} entries of readyForRestart",
             entries.len()
         )))?;
-    Ok(format!("cleared {} entries of readyForRestart", entries.len()))
+    Ok(format!(
+        "cleared {} entries of readyForRestart",
+        entries.len()
+    ))
 }

@@ -25,8 +25,7 @@ use super::Subreconciler;
 use super::generate_initial_cluster_file::coordinator_candidates;
 use crate::controller::coordinators::{
     CoordinatorCandidate, configured_datacenters, coordinators_per_hall, database_candidates,
-    dc_limit, priority,
-    select_coordinators_spread,
+    dc_limit, priority, select_coordinators_spread,
 };
 use crate::controller::errors::StepError;
 use crate::controller::forecast::upcoming;
@@ -431,11 +430,10 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     // wait for the new groups of a rollout; a failed coordinator cannot.
     let planned =
         marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
-    let failure = problem(cluster, &current, &candidates, db, wanted)
-        .or_else(|| {
-            let configured = configured_datacenters(&cluster.spec);
-            crowded_dc(&current_text, &candidates, &others, wanted, configured)
-        });
+    let failure = problem(cluster, &current, &candidates, db, wanted).or_else(|| {
+        let configured = configured_datacenters(&cluster.spec);
+        crowded_dc(&current_text, &candidates, &others, wanted, configured)
+    });
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };
