@@ -341,11 +341,13 @@ fn deferral(
 }
 
 /// The coordinators chosen among the reachable candidates (during a rollout, groups
-/// already on the new spec first; in three_data_hall, a third per hall).
+/// already on the new spec first; in three_data_hall, a third per hall; with `dcs`
+/// datacenters in the regions of two usable regions, a third per datacenter).
 fn choose(
     snapshot: &ClusterSnapshot,
     reachable: &[CoordinatorCandidate],
     wanted: usize,
+    dcs: usize,
     current: &ConnectionString,
     reason: String,
 ) -> CoordinatorAction {
@@ -360,8 +362,6 @@ fn choose(
         .collect();
     // three_data_hall: among groups reporting a data hall, a third in each hall.
     let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
-    // Several usable regions: at most a share per datacenter of the regions.
-    let dcs = configured_datacenters(&cluster.spec);
     let choice = if settled.len() < reachable.len() {
         select_coordinators_spread(&settled, &settings, wanted, by_hall, dcs)
             .or_else(|_| select_coordinators_spread(reachable, &settings, wanted, by_hall, dcs))
@@ -430,10 +430,15 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     // wait for the new groups of a rollout; a failed coordinator cannot.
     let planned =
         marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
-    let failure = problem(cluster, &current, &candidates, db, wanted).or_else(|| {
-        let configured = configured_datacenters(&cluster.spec);
-        crowded_dc(&current_text, &candidates, &others, wanted, configured)
-    });
+    // Several usable regions: at most a third per datacenter of the regions (the rule
+    // is off only in its mutation test).
+    let dcs = if facts.rules.coordinator_spread {
+        configured_datacenters(&cluster.spec)
+    } else {
+        0
+    };
+    let failure = problem(cluster, &current, &candidates, db, wanted)
+        .or_else(|| crowded_dc(&current_text, &candidates, &others, wanted, dcs));
     let Some(reason) = failure.clone().or(planned) else {
         return CoordinatorAction::None;
     };
@@ -449,7 +454,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
         })
         .chain(others)
         .collect();
-    choose(snapshot, &reachable, wanted, &current, reason)
+    choose(snapshot, &reachable, wanted, dcs, &current, reason)
 }
 
 impl Subreconciler for ChangeCoordinators {

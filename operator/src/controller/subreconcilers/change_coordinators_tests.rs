@@ -302,3 +302,56 @@ fn coordinators_move_to_tls_once_every_process_listens_on_it() {
         other => panic!("{other:?}"),
     }
 }
+
+/// dc1 (this instance: three zones) of a database with two usable regions over dc1, dc2
+/// and dc3; dc2 reports two log processes, dc3 six. Nine coordinators are wanted.
+fn two_regions() -> (Fixture, DatabaseStatus) {
+    let fixture = setup("s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.4:4501").cluster(|c| {
+        let spec = "{version: 7.1.57, dataCenter: dc1, routing: {useDNSInClusterFile: false}, databaseConfiguration: {redundancy_mode: double, usable_regions: 2, regions: [{datacenters: [{id: dc1, priority: 1}, {id: dc3, satellite: 1}]}, {datacenters: [{id: dc2}, {id: dc3, satellite: 1}]}]}}";
+        c.spec = serde_yaml_ng::from_str(spec).unwrap();
+    });
+    let mut db = db();
+    let others = [("dc2", 2), ("dc3", 6)];
+    for (dc, count) in others {
+        for n in 1..=count {
+            let id = format!("{dc}-log-{n}");
+            let process = serde_json::json!({
+                "address": format!("10.1.{}.{n}:4501", &dc[2..]),
+                "class_type": "log",
+                "locality": {"instance_id": id, "zoneid": format!("{dc}-z{n}"), "dcid": dc}
+            });
+            db.cluster
+                .processes
+                .insert(id, serde_json::from_value(process).unwrap());
+        }
+    }
+    (fixture, db)
+}
+
+/// Mutation test of the per-datacenter limit: with two usable regions the choice never
+/// puts more than three of nine coordinators in one datacenter, and waits when the
+/// datacenters cannot hold their share; an operator without the limit (its fallback to
+/// distinct zones alone) is caught putting a majority in dc3.
+#[test]
+fn two_usable_regions_wait_rather_than_crowd_one_datacenter() {
+    let (fixture, db) = two_regions();
+    let snapshot = fixture.database(db).build();
+    match decide(&snapshot, &PassFacts::default()) {
+        CoordinatorAction::Wait(reason) => {
+            assert!(reason.contains("at most 3 per datacenter"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut broken = PassFacts::default();
+    broken.rules.coordinator_spread = false;
+    match decide(&snapshot, &broken) {
+        CoordinatorAction::Change { coordinators, .. } => {
+            let in_dc3 = coordinators
+                .iter()
+                .filter(|c| c.host.starts_with("10.1.3."))
+                .count();
+            assert!(in_dc3 > 3, "{coordinators:?}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
