@@ -59,7 +59,11 @@ fn reporting(step: &StepResult, group: &str) -> usize {
 /// What every case checks besides its `expect`s: storage-1 was away while its zone was
 /// in maintenance, the operator sent no maintenance command, and nothing was violated.
 fn check_common(result: &SimulationResult) {
-    assert_eq!(reporting(&result.steps[4], "storage-1"), 0, "the pod is away");
+    assert_eq!(
+        reporting(&result.steps[4], "storage-1"),
+        0,
+        "the pod is away"
+    );
     assert!(
         operator_maintenance(result).is_empty(),
         "{:?}",
@@ -173,7 +177,12 @@ fn go_e2e_maintenance_mode_the_number_of_storage_pods_is_changed() {
         .iter()
         .filter(|p| p.name.starts_with("sample-storage-"))
         .count();
-    assert_eq!(storage_pods, 7, "{:?}", added.pods.iter().map(|p| &p.name).collect::<Vec<_>>());
+    assert_eq!(
+        storage_pods,
+        7,
+        "{:?}",
+        added.pods.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
     let end = result.steps.last().unwrap();
     let storage_pods = end
         .pods

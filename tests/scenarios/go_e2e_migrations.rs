@@ -106,8 +106,7 @@ fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_c
 /// UpdatePods), and the migration's bounce does not wait for them: the migration
 /// finishes, then the log pods are updated, and the cluster reconciles available.
 #[test]
-fn go_e2e_migrations_changing_the_tls_setting_and_the_pod_spec_should_keep_the_cluster_available()
-{
+fn go_e2e_migrations_changing_the_tls_setting_and_the_pod_spec_should_keep_the_cluster_available() {
     let result = change_tls_and(
         "go_e2e_migrations_changing_the_tls_setting_and_the_pod_spec_should_keep_the_cluster_available",
         false,

@@ -161,11 +161,7 @@ fn data_state(
         name,
         description,
         healthy,
-        min_replicas_remaining: if summary.placed {
-            min_replicas
-        } else {
-            0
-        },
+        min_replicas_remaining: if summary.placed { min_replicas } else { 0 },
         highest_priority,
     }
 }

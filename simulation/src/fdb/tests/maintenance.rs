@@ -6,7 +6,9 @@ use super::*;
 
 fn team_state(fdb: &SimulatedFdb) -> (bool, String) {
     let status = fdb.render_status_json();
-    let trackers = status["cluster"]["data"]["team_trackers"].as_array().unwrap();
+    let trackers = status["cluster"]["data"]["team_trackers"]
+        .as_array()
+        .unwrap();
     assert_eq!(trackers.len(), 1);
     let state = &trackers[0]["state"];
     (
@@ -63,7 +65,11 @@ async fn a_failure_outside_the_maintenance_zone_clears_it() {
     assert_eq!(fdb.snapshot().maintenance_zone.as_deref(), Some("zone-1"));
     assert!(team_state(&fdb).0, "storage-2 is not failed yet");
     advance(&fdb, &clock, 1);
-    assert_eq!(fdb.snapshot().maintenance_zone, None, "cleared by the failure");
+    assert_eq!(
+        fdb.snapshot().maintenance_zone,
+        None,
+        "cleared by the failure"
+    );
     let (healthy, name) = team_state(&fdb);
     assert!(!healthy, "{name}");
 }
