@@ -191,3 +191,27 @@ fn go_e2e_maintenance_mode_the_number_of_storage_pods_is_changed() {
         .count();
     assert_eq!(storage_pods, 4);
 }
+
+/// `expect` with `throughout` fails at the first moment a condition stops holding: a
+/// zone set for 60 s does not stay in maintenance for 120.
+#[test]
+fn an_expect_throughout_fails_when_a_condition_stops_holding() {
+    let steps = "  - reconcile: {}\n  - act: {as: user, maintenance: {zone: storage-1, seconds: 60}}\n  - expect: {throughout: 120, maintenanceZone: storage-1}\n";
+    let result = run_case(
+        "an_expect_throughout_fails_when_a_condition_stops_holding",
+        &scenario(&spec(""), steps),
+    );
+    let failed: Vec<&str> = result
+        .violations
+        .iter()
+        .filter(|v| v.invariant == "expectation-failed")
+        .map(|v| v.detail.as_str())
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0].starts_with("held, then not 60 s before the end of its 120 s throughout"),
+        "{}",
+        failed[0]
+    );
+    assert_eq!(result.steps[2].time - result.steps[1].time, 60);
+}
