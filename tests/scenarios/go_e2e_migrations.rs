@@ -27,10 +27,21 @@ fn coordinators(step: &fdb_simulation::result::StepResult) -> Vec<String> {
 /// Go case's assertion: Reconciled and available at the end, every coordinator of the
 /// new kind, no invariant violated (the database never unavailable beyond what the
 /// bounces of the migration cost).
-fn change_tls(case: &str, from: bool, to: bool) {
+fn change_tls(case: &str, from: bool, to: bool) -> fdb_simulation::result::SimulationResult {
+    change_tls_and(case, from, to, "")
+}
+
+/// [`change_tls`], with `also` (more fields of the spec, after a comma) in the same
+/// change.
+fn change_tls_and(
+    case: &str,
+    from: bool,
+    to: bool,
+    also: &str,
+) -> fdb_simulation::result::SimulationResult {
     let spec = format!("{{{SMALL}, mainContainer: {{enableTls: {from}}}}}");
     let steps = format!(
-        "  - reconcile: {{}}\n  - apply: {{spec: {{mainContainer: {{enableTls: {to}}}}}}}\n  - expect: {{within: 3600, reconciled: true, available: true}}\n"
+        "  - reconcile: {{}}\n  - apply: {{spec: {{mainContainer: {{enableTls: {to}}}{also}}}}}\n  - expect: {{within: 3600, reconciled: true, available: true}}\n"
     );
     let result = run_case(case, &scenario(&spec, &steps));
     let before = &result.steps[0];
@@ -64,13 +75,14 @@ fn change_tls(case: &str, from: bool, to: bool) {
         "{required}"
     );
     assert_clean(&result);
+    result
 }
 
 /// test_operator_migrations: "Changing the TLS setting" / "the pod spec stays the same" /
 /// "should update the TLS setting and keep the cluster available", from TLS off to on.
 #[test]
 fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_on_and_keep_the_cluster_available() {
-    change_tls(
+    let _ = change_tls(
         "go_e2e_migrations_changing_the_tls_setting_should_turn_tls_on_and_keep_the_cluster_available",
         false,
         true,
@@ -80,11 +92,52 @@ fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_on_and_keep_the_cl
 /// The same case the other way: from TLS on to off.
 #[test]
 fn go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_cluster_available() {
-    change_tls(
+    let _ = change_tls(
         "go_e2e_migrations_changing_the_tls_setting_should_turn_tls_off_and_keep_the_cluster_available",
         true,
         false,
     );
+}
+
+/// test_operator_migrations: "Changing the TLS setting" / "the pod spec is changed" /
+/// "should update the TLS setting and keep the cluster available": TLS turned on and an
+/// environment variable added to the log pods' main container in one change. Pod
+/// updates wait while `requiredAddresses` holds both kinds (as the Go operator's
+/// UpdatePods), and the migration's bounce does not wait for them: the migration
+/// finishes, then the log pods are updated, and the cluster reconciles available.
+#[test]
+fn go_e2e_migrations_changing_the_tls_setting_and_the_pod_spec_should_keep_the_cluster_available() {
+    let result = change_tls_and(
+        "go_e2e_migrations_changing_the_tls_setting_and_the_pod_spec_should_keep_the_cluster_available",
+        false,
+        true,
+        ", processes: {log: {podTemplate: {spec: {containers: [{name: foundationdb, env: [{name: TESTING_TLS_CHANGE, value: EMPTY}]}]}}}}",
+    );
+    let end = result.steps.last().unwrap();
+    let logs = |step: &fdb_simulation::result::StepResult| -> Vec<String> {
+        step.pods
+            .iter()
+            .filter(|p| p.name.starts_with("sample-log-"))
+            .map(|p| p.name.clone())
+            .collect()
+    };
+    // The log groups were replaced (the default ReplaceTransactionSystem) for the new
+    // pod spec: none of the first log pods is left.
+    let first = logs(&result.steps[0]);
+    assert!(!first.is_empty());
+    assert!(
+        logs(end).iter().all(|pod| !first.contains(pod)),
+        "{first:?} then {:?}",
+        logs(end)
+    );
+    for group in end.cluster["status"]["processGroups"].as_array().unwrap() {
+        assert!(
+            group["processGroupConditions"]
+                .as_array()
+                .is_none_or(Vec::is_empty),
+            "{group}"
+        );
+    }
 }
 
 /// Mutation test: an operator that switches every process to TLS at once (no

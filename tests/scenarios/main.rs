@@ -11,6 +11,7 @@ mod efficiency;
 mod faults;
 mod go_e2e;
 mod go_e2e_faults;
+mod go_e2e_maintenance;
 mod go_e2e_migrations;
 mod halls;
 mod idempotence;

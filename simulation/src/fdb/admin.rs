@@ -315,6 +315,7 @@ impl AdminClient for SimulatedFdb {
             require_available(state, &command)?;
             let until = now.saturating_add(i64::try_from(duration_seconds).unwrap_or(i64::MAX));
             state.maintenance = Some((zone.to_owned(), until));
+            state.maintenance_since = now;
             Ok(())
         })
     }

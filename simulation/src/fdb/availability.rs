@@ -26,8 +26,12 @@ pub(crate) struct Health {
     pub full_replication: bool,
     /// Why the database is unavailable.
     pub cause: Option<String>,
-    /// `cluster.data.state`.
+    /// `cluster.data.state`: every replica counted only while its server serves.
     pub data: DataState,
+    /// The team trackers' state (`cluster.data.team_trackers[].state`): data
+    /// distribution's view, where a replica counts until its server is declared failed
+    /// ([`super::records::DataSummary::teams`]).
+    pub teams: DataState,
     /// Bytes of moves in flight and queued.
     pub in_flight_bytes: f64,
     pub in_queue_bytes: f64,
@@ -75,7 +79,20 @@ pub(crate) fn assess(state: &State) -> Health {
     } else {
         Some("shards without a live replica".to_owned())
     };
-    let data = data_state(state);
+    let summary_counts = &state.summary;
+    let data = data_state(
+        state,
+        summary_counts.without_live_replica,
+        summary_counts.min_live_replicas,
+        summary_counts.under_replicated,
+    );
+    let teams = &summary_counts.teams;
+    let teams = data_state(
+        state,
+        teams.without_replica,
+        teams.min_replicas,
+        teams.under_replicated,
+    );
     let (in_flight_bytes, in_queue_bytes) = state.movement.in_flight_and_queued();
     let full_replication =
         summary.placed && summary.without_live_replica == 0 && summary.under_replicated == 0;
@@ -88,31 +105,40 @@ pub(crate) fn assess(state: &State) -> Health {
         full_replication,
         cause,
         data,
+        teams,
         in_flight_bytes,
         in_queue_bytes,
     }
 }
 
-fn data_state(state: &State) -> DataState {
+/// The state FoundationDB reports for shards of which `without` have no replica left,
+/// the worst has `min_replicas` and `under_replicated` lack distinct zones (the leaving
+/// and stale replicas come from the summary).
+fn data_state(
+    state: &State,
+    without: usize,
+    min_replicas: usize,
+    under_replicated: usize,
+) -> DataState {
     let summary = &state.summary;
     let replication = state.replicas();
     let (name, description, healthy, highest_priority) = if !summary.placed {
         ("initializing", "Initializing data distribution.", false, 0)
-    } else if summary.without_live_replica > 0 {
+    } else if without > 0 {
         (
             "missing_data",
             "No replicas remain of some data.",
             false,
             809,
         )
-    } else if summary.min_live_replicas <= 1 && replication > 1 {
+    } else if min_replicas <= 1 && replication > 1 {
         (
             "healing",
             "Only one replica remains of some data.",
             false,
             800,
         )
-    } else if summary.under_replicated > 0 || summary.min_live_replicas < replication {
+    } else if under_replicated > 0 || min_replicas < replication {
         ("healing", "Restoring replication factor.", false, 700)
     } else if summary.leaving_replicas > 0 {
         (
@@ -135,11 +161,7 @@ fn data_state(state: &State) -> DataState {
         name,
         description,
         healthy,
-        min_replicas_remaining: if summary.placed {
-            summary.min_live_replicas
-        } else {
-            0
-        },
+        min_replicas_remaining: if summary.placed { min_replicas } else { 0 },
         highest_priority,
     }
 }

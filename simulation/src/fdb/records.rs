@@ -109,4 +109,20 @@ pub(crate) struct DataSummary {
     pub stale_replicas: usize,
     /// Storage disks holding replicas whose process is not serving.
     pub silent_disks: usize,
+    /// Data distribution's view, which team trackers report: a replica counts until its
+    /// server is declared failed (silent for `failureDetectionSeconds`, never while its
+    /// zone is in maintenance), where the counts above want it served now.
+    pub teams: TeamCounts,
+}
+
+/// Replica counts as data distribution's team trackers see them (see
+/// [`DataSummary::teams`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TeamCounts {
+    /// Shards without a replica on a server that is not failed.
+    pub without_replica: usize,
+    /// Fewest such replicas of any shard, at most the replication factor.
+    pub min_replicas: usize,
+    /// Shards with fewer such replicas in distinct zones than the replication factor.
+    pub under_replicated: usize,
 }

@@ -325,12 +325,17 @@ fn render_data(state: &State, health: &Health) -> Value {
     });
     let in_flight = health.in_flight_bytes.round() as i64;
     json!({
-        "state": data_state.clone(),
+        "state": data_state,
         "team_trackers": [{
             "primary": true,
             "in_flight_bytes": in_flight,
             "unhealthy_servers": state.summary.silent_disks,
-            "state": data_state,
+            "state": {
+                "healthy": health.teams.healthy,
+                "name": health.teams.name,
+                "description": health.teams.description,
+                "min_replicas_remaining": health.teams.min_replicas_remaining,
+            },
         }],
         "moving_data": {
             "in_flight_bytes": in_flight,

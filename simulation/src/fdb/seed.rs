@@ -202,6 +202,7 @@ impl SimulatedFdb {
         {
             let remaining = parsed.cluster.maintenance_seconds_remaining.unwrap_or(0.0);
             state.maintenance = Some((zone, now.saturating_add(remaining.ceil() as i64)));
+            state.maintenance_since = now;
         }
         for client in clients {
             if !state.clients.contains(&client) {

@@ -32,6 +32,10 @@ pub struct SimFdbSnapshot {
     pub excluded: Vec<String>,
     /// The zone under maintenance.
     pub maintenance_zone: Option<String>,
+    /// Whether `status json`'s team trackers (`cluster.data.team_trackers[].state`) all
+    /// report healthy: data distribution's view, where a silent server's replicas count
+    /// until it is declared failed, and never fail inside the maintenance zone.
+    pub teams_healthy: bool,
     /// Recoveries so far.
     pub recoveries: u64,
     /// Every recovery so far, in order: when it started and completed (seconds since the
@@ -143,6 +147,7 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
             .collect(),
         excluded: state.exclusions.iter().map(ToString::to_string).collect(),
         maintenance_zone: state.maintenance.as_ref().map(|(zone, _)| zone.clone()),
+        teams_healthy: health.teams.healthy,
         recoveries: state.recoveries,
         recovery_log: state
             .recovery_log

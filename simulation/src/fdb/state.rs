@@ -43,6 +43,9 @@ pub(crate) struct State {
     pub exclusions: Vec<ExclusionTarget>,
     /// Zone under maintenance and when the maintenance ends (unix seconds).
     pub maintenance: Option<(String, i64)>,
+    /// When the maintenance zone was last set (unix seconds): data distribution clears
+    /// the zone when a storage server outside it is declared failed after that.
+    pub maintenance_since: i64,
     pub lock: Option<LockValue>,
     pub deny_list: BTreeSet<String>,
     /// Other keys of the system key space the operator writes (the pending-upgrade
@@ -101,6 +104,7 @@ impl State {
             configuration: None,
             exclusions: Vec::new(),
             maintenance: None,
+            maintenance_since: now,
             lock: None,
             deny_list: BTreeSet::new(),
             system_keys: BTreeMap::new(),

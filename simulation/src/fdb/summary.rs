@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::records::DataSummary;
+use super::records::{DataSummary, TeamCounts};
 use super::regions;
 use super::state::State;
 
@@ -28,31 +28,30 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
         min_live_replicas: replication,
         min_live_zones: replication,
         silent_disks,
+        teams: TeamCounts {
+            min_replicas: replication,
+            ..TeamCounts::default()
+        },
         ..DataSummary::default()
     };
     // With regions, each datacenter holding data counts on its own.
     let dcs = regions::data_dcs(state.configuration.as_ref());
     let scopes = regions::scopes(dcs.as_ref());
     for shard in &data.shards {
-        let mut live_anywhere = 0;
-        let mut live = vec![0; scopes.len()];
-        let mut zones = vec![BTreeSet::new(); scopes.len()];
+        let mut live = Spread::new(scopes.len());
+        let mut counted = Spread::new(scopes.len());
         for (disk, generation) in &shard.replicas {
+            let known = state.disks.get(disk);
+            let dc = known.and_then(|d| d.dc());
+            // A replica outside any team domain (a disk without a data hall in
+            // three_data_hall) does not count towards the spread.
+            let domain = known.and_then(|d| state.team_domain(&d.launch));
             if serving.contains(disk) {
-                live_anywhere += 1;
-                let known = state.disks.get(disk);
-                let dc = known.and_then(|d| d.dc());
-                // A replica outside any team domain (a disk without a data hall in
-                // three_data_hall) does not count towards the spread.
-                let domain = known.and_then(|d| state.team_domain(&d.launch));
-                for (index, scope) in scopes.iter().enumerate() {
-                    if regions::in_scope(dc, *scope) {
-                        live[index] += 1;
-                        if let Some(domain) = &domain {
-                            zones[index].insert(domain.clone());
-                        }
-                    }
-                }
+                live.add(&scopes, dc, domain.as_ref());
+            }
+            // Data distribution counts a replica until its server is declared failed.
+            if known.is_some_and(|d| !state.is_failed(d, now)) {
+                counted.add(&scopes, dc, domain.as_ref());
             }
             if leaving.contains(disk.as_str()) {
                 summary.leaving_replicas += 1;
@@ -61,16 +60,64 @@ pub(crate) fn summarize(state: &State, now: i64) -> DataSummary {
                 summary.stale_replicas += 1;
             }
         }
-        if live_anywhere == 0 {
+        if live.anywhere == 0 {
             summary.without_live_replica += 1;
         }
-        if zones.iter().any(|z| z.len() < replication) {
+        if live.under(replication) {
             summary.under_replicated += 1;
         }
-        for (live, zones) in live.iter().zip(&zones) {
-            summary.min_live_replicas = summary.min_live_replicas.min(*live);
-            summary.min_live_zones = summary.min_live_zones.min(zones.len());
+        summary.min_live_replicas = summary.min_live_replicas.min(live.fewest());
+        summary.min_live_zones = summary.min_live_zones.min(live.fewest_zones());
+        let teams = &mut summary.teams;
+        if counted.anywhere == 0 {
+            teams.without_replica += 1;
         }
+        if counted.under(replication) {
+            teams.under_replicated += 1;
+        }
+        teams.min_replicas = teams.min_replicas.min(counted.fewest());
     }
     summary
+}
+
+/// One shard's replicas of one kind (live, or counted by data distribution): how many,
+/// and in how many team domains, per datacenter scope.
+struct Spread {
+    anywhere: usize,
+    replicas: Vec<usize>,
+    zones: Vec<BTreeSet<String>>,
+}
+
+impl Spread {
+    fn new(scopes: usize) -> Self {
+        Self {
+            anywhere: 0,
+            replicas: vec![0; scopes],
+            zones: vec![BTreeSet::new(); scopes],
+        }
+    }
+
+    fn add(&mut self, scopes: &[Option<&str>], dc: Option<&str>, domain: Option<&String>) {
+        self.anywhere += 1;
+        for (index, scope) in scopes.iter().enumerate() {
+            if regions::in_scope(dc, *scope) {
+                self.replicas[index] += 1;
+                if let Some(domain) = domain {
+                    self.zones[index].insert(domain.clone());
+                }
+            }
+        }
+    }
+
+    fn under(&self, replication: usize) -> bool {
+        self.zones.iter().any(|z| z.len() < replication)
+    }
+
+    fn fewest(&self) -> usize {
+        self.replicas.iter().copied().min().unwrap_or(0)
+    }
+
+    fn fewest_zones(&self) -> usize {
+        self.zones.iter().map(BTreeSet::len).min().unwrap_or(0)
+    }
 }

@@ -52,6 +52,10 @@ pub(crate) fn refresh(state: &mut State, now: i64) {
         state.maintenance = None;
         state.dirty = true;
     }
+    if failure_outside_maintenance(state, now) {
+        state.maintenance = None;
+        state.dirty = true;
+    }
     if state.configuration.is_some() && state.data.is_none() {
         create_data(state);
     }
@@ -64,6 +68,24 @@ pub(crate) fn refresh(state: &mut State, now: i64) {
     recovery::ensure(state, now);
     state.recovery_reason = None;
     track_outages(state, now);
+}
+
+/// Whether data distribution declared a storage server outside the maintenance zone
+/// failed since the zone was set: FoundationDB's data distributor then clears the zone
+/// (it logs `MaintenanceZoneCleared`), so the zone's own silent servers count as failed
+/// too and their data is re-replicated. A server already failed when the zone was set
+/// does not clear it: only a failure that happens during maintenance does.
+fn failure_outside_maintenance(state: &State, now: i64) -> bool {
+    let Some((zone, _)) = &state.maintenance else {
+        return false;
+    };
+    state.disks.iter().any(|(key, disk)| {
+        state.held(key) > 0
+            && disk.zone() != *zone
+            && state
+                .failure_time(disk)
+                .is_some_and(|at| at >= state.maintenance_since && at <= now)
+    })
 }
 
 /// The next timed transition (unix seconds, rounded up), including kill restarts.

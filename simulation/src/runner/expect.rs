@@ -137,7 +137,8 @@ fn status_unmet(
     }
 }
 
-/// The database's exclusions, the pods' images and the maintenance zone.
+/// The database's exclusions, the pods' images, the team trackers and the maintenance
+/// zone.
 fn pods_and_exclusions_unmet(
     expect: &ExpectStep,
     snapshot: &SimFdbSnapshot,
@@ -186,6 +187,14 @@ fn pods_and_exclusions_unmet(
                 ));
             }
         }
+    }
+    if let Some(want) = expect.teams_healthy
+        && snapshot.teams_healthy != want
+    {
+        failed.push(format!(
+            "teamsHealthy: expected {want}, found {}",
+            snapshot.teams_healthy
+        ));
     }
     if let Some(want) = &expect.maintenance_zone
         && snapshot.maintenance_zone != *want

@@ -44,6 +44,31 @@ fn admin_actions_of(events: &[crate::result::Event]) -> Vec<&str> {
 
 /// A kill naming as many addresses as processes ran is the cluster-wide kill of a
 /// bounce, whose outage may last a restart plus a recovery.
+/// The process groups the user's `buggify.ignoreDuringRestart` keeps out of every
+/// restart: the operator must leave their processes running, so a bounce of every other
+/// process is the cluster-wide bounce, and a version they keep is the user's choice.
+fn ignored_during_restart(cluster: Option<&FoundationDBCluster>) -> BTreeSet<String> {
+    cluster
+        .map(|cluster| {
+            cluster
+                .spec
+                .buggify
+                .ignore_during_restart
+                .iter()
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the process belongs to one of `ignored`.
+fn in_groups(process: &crate::fdb::SimProcessSnapshot, ignored: &BTreeSet<String>) -> bool {
+    process
+        .locality
+        .get("instance_id")
+        .is_some_and(|id| ignored.contains(id))
+}
+
 fn is_cluster_wide_kill(admin_actions: &[&str], running_processes: usize) -> bool {
     admin_actions.iter().any(|detail| {
         detail.strip_prefix("kill ").is_some_and(|addresses| {
@@ -155,7 +180,16 @@ impl Runner {
             pvcs,
             service: fdb_bridge::service_state(&self.fdb),
             lost_shards: fdb_bridge::lost_shards(&self.fdb),
-            running_processes: self.fdb.snapshot().processes.len(),
+            // The processes the operator may restart (the cluster-wide bounce's scope).
+            running_processes: {
+                let ignored = ignored_during_restart(self.cluster_object().as_ref());
+                let snapshot = self.fdb.snapshot();
+                snapshot
+                    .processes
+                    .iter()
+                    .filter(|p| !in_groups(p, &ignored))
+                    .count()
+            },
         })
     }
 
@@ -305,7 +339,15 @@ impl Runner {
         let cluster = self.cluster_object();
         note_marked_groups(&mut self.ever_marked, cluster.as_ref());
         let snapshot = self.fdb.snapshot();
-        let versions: Vec<FdbVersion> = snapshot.processes.iter().map(|p| p.version).collect();
+        // Groups the user keeps out of restarts stay on their version by the user's
+        // choice: the operator answers for the others.
+        let kept = ignored_during_restart(cluster.as_ref());
+        let versions: Vec<FdbVersion> = snapshot
+            .processes
+            .iter()
+            .filter(|p| !in_groups(p, &kept))
+            .map(|p| p.version)
+            .collect();
         self.monitor.check_versions(time, pass, &versions);
         let ignored: BTreeSet<String> = cluster
             .as_ref()

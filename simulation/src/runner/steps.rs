@@ -220,13 +220,17 @@ impl Runner {
     }
 
     /// Runs the world and the operator until every condition of `expect` holds, or its
-    /// `within` seconds have passed (then an `expectation-failed` violation).
+    /// `within` seconds have passed (then an `expectation-failed` violation); with
+    /// `throughout`, the conditions must then keep holding at every moment for that long
+    /// (the first moment they do not is the violation).
     async fn expect(
         &mut self,
         index: usize,
         expect: &ExpectStep,
     ) -> Result<StepOutcomeSummary, RunError> {
-        let deadline = self.now() + SignedDuration::from_secs(clamp_seconds(expect.within));
+        let mut deadline = self.now() + SignedDuration::from_secs(clamp_seconds(expect.within));
+        // Set once the conditions held: from then on they must hold until this moment.
+        let mut holding_until: Option<Timestamp> = None;
         let mut summary = StepOutcomeSummary::default();
         loop {
             self.settle().await?;
@@ -234,13 +238,28 @@ impl Runner {
                 continue;
             }
             let failed = self.unmet(expect)?;
-            if failed.is_empty() {
-                summary.reconciled = Some(true);
-                break;
-            }
             let now = self.now();
-            if now >= deadline || summary.passes >= ADVANCE_PASS_LIMIT {
-                let detail = format!("after {} s: {}", expect.within, failed.join("; "));
+            if failed.is_empty() {
+                let until = *holding_until.get_or_insert_with(|| {
+                    now + SignedDuration::from_secs(clamp_seconds(expect.throughout))
+                });
+                if now >= until {
+                    summary.reconciled = Some(true);
+                    break;
+                }
+                deadline = until;
+            }
+            let broken = holding_until.is_some() && !failed.is_empty();
+            if broken || now >= deadline || summary.passes >= ADVANCE_PASS_LIMIT {
+                let detail = match holding_until {
+                    Some(until) if broken => format!(
+                        "held, then not {} s before the end of its {} s throughout: {}",
+                        until.as_second() - now.as_second(),
+                        expect.throughout,
+                        failed.join("; ")
+                    ),
+                    _ => format!("after {} s: {}", expect.within, failed.join("; ")),
+                };
                 self.say(&format!("expectation failed {detail}"));
                 self.monitor.violate(
                     crate::invariants::EXPECTATION_FAILED,

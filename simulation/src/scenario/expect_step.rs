@@ -12,6 +12,11 @@ pub struct ExpectStep {
     /// Seconds of simulated time to wait for the conditions (default 0: check now).
     #[serde(default)]
     pub within: u64,
+    /// Once the conditions hold, they must keep holding at every moment of the next
+    /// `throughout` seconds, while the world and the operator run (default 0: only once;
+    /// Gomega's `Consistently`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub throughout: u64,
     /// The cluster (by name) whose operator and object `reconciled`, `runningVersion`
     /// and `processGroups` are about, and whose pods `pods` and `images` count (default:
     /// the first cluster's, and every pod).
@@ -58,10 +63,18 @@ pub struct ExpectStep {
         deserialize_with = "present"
     )]
     pub maintenance_zone: Option<Option<String>>,
+    /// Every team tracker of `status json` (`cluster.data.team_trackers[].state.healthy`)
+    /// reports healthy (`true`), or every one reports unhealthy (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teams_healthy: Option<bool>,
     /// Process group conditions, by group ID: each named condition is on that group in
     /// the cluster's status (an empty list: the group has no condition at all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<BTreeMap<String, Vec<String>>>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A field that may be `null` on purpose: present (`Some`) even when null.
@@ -104,10 +117,11 @@ impl ExpectStep {
             self.restores.is_some(),
             self.data_matches_backup.is_some(),
             self.maintenance_zone.is_some(),
+            self.teams_healthy.is_some(),
             self.conditions.is_some(),
         ];
         if !conditions.contains(&true) {
-            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images, backups, restores, dataMatchesBackup, maintenanceZone, conditions)".to_owned()));
+            return Err(("", "must state at least one condition (reconciled, available, version, runningVersion, processGroups, pods, excluded, images, backups, restores, dataMatchesBackup, maintenanceZone, teamsHealthy, conditions)".to_owned()));
         }
         for (field, list) in [("backups", &self.backups), ("restores", &self.restores)] {
             for (name, expectation) in list.iter().flatten() {

@@ -377,6 +377,7 @@ fn parses_the_steps_of_the_go_e2e_cases() {
         "  - fault: {kind: kubeApiUnreachable, processGroup: storage-1}\n",
         "  - expect: {maintenanceZone: node-2, conditions: {storage-1: [IncorrectConfigMap], log-1: []}}\n",
         "  - expect: {maintenanceZone: null}\n",
+        "  - expect: {within: 60, throughout: 120, teamsHealthy: false}\n",
     ))
     .unwrap();
     let steps = scenario.steps();
@@ -408,6 +409,13 @@ fn parses_the_steps_of_the_go_e2e_cases() {
         panic!("{:?}", steps[6])
     };
     assert_eq!(expect.maintenance_zone, Some(None), "null: no zone");
+    let Step::Expect(expect) = &steps[7] else {
+        panic!("{:?}", steps[7])
+    };
+    assert_eq!(
+        (expect.within, expect.throughout, expect.teams_healthy),
+        (60, 120, Some(false))
+    );
 
     for (body, field) in [
         (

@@ -257,7 +257,8 @@ fn check_step(step: &StepSpec) -> Result<u64, Problem> {
     }
     if let Some(expect) = &step.expect {
         check_duration("expect.within", expect.within)?;
-        return Ok(expect.within);
+        check_duration("expect.throughout", expect.throughout)?;
+        return Ok(expect.within.saturating_add(expect.throughout));
     }
     if let Some(Fault::SlowRecovery { seconds }) = &step.fault {
         check_duration("fault.seconds", *seconds)?;

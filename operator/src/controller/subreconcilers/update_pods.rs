@@ -11,6 +11,9 @@
 //! they wait for `maxConcurrentReplacements`: deleting their pods would not apply the
 //! change, and would roll the pods twice.
 //!
+//! While TLS is turned on or off (`status.requiredAddresses` holds both kinds), no pod is
+//! updated: the migration goes first, as in the Go operator.
+//!
 //! Deletions follow `automationOptions.deletionMode`: `Zone` (default) the pods of one
 //! zone, `ProcessGroup` one pod, `All` as many zones as the fault-tolerance budget allows,
 //! `None` nothing (logged; the groups keep IncorrectPodSpec and the cluster is not
@@ -36,6 +39,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::process_difference;
+use crate::controller::process_config::listens_on_both;
 use crate::controller::removals::placement;
 use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
@@ -174,6 +178,20 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
                 },
             ));
         }
+    }
+    // While TLS is turned on or off (the processes listen on both kinds of address), pod
+    // updates wait, as the Go operator's: a pod recreated or replaced in the middle of the
+    // migration is one more change at once, and the migration's bounce does not wait
+    // for pod updates, so the two would not both finish.
+    let pending = to_replace.len() + to_delete.len();
+    if pending > 0 && listens_on_both(snapshot.cluster()) {
+        return PodUpdateDecision {
+            replace: Vec::new(),
+            replacements_waiting: 0,
+            deletion: Deletion::Wait(format!(
+                "{pending} pods need an update; they wait for the TLS migration (status.requiredAddresses holds both kinds)"
+            )),
+        };
     }
     let (replace, replacements_waiting) = match replacement_slots(snapshot) {
         None => (to_replace, 0),

@@ -280,3 +280,23 @@ fn deletion_mode_none_says_so_with_the_go_operator_event_and_deletes_nothing() {
         Action::Event { reason: EventReason::NeedsPodsDeletion, note, .. }
             if note.contains("storage-1, storage-2, storage-3"))));
 }
+
+#[test]
+fn pod_updates_wait_while_tls_is_turned_on_or_off() {
+    let migrating = fixture("{version: 7.1.57, mainContainer: {enableTls: true}}").status(|s| {
+        s.required_addresses.tls = true;
+        s.required_addresses.non_tls = true;
+    });
+    let decision = decide(&migrating.build());
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    match &decision.deletion {
+        Deletion::Wait(reason) => assert!(reason.contains("TLS migration"), "{reason}"),
+        other => panic!("expected a wait, got {other:?}"),
+    }
+    // Once the coordinators moved, only the new kind is required: the updates go on.
+    let migrated = fixture("{version: 7.1.57, mainContainer: {enableTls: true}}").status(|s| {
+        s.required_addresses.tls = true;
+    });
+    let decision = decide(&migrated.build());
+    assert_eq!(decision.replace, ["log-1", "stateless-1"]);
+}

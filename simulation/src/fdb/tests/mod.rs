@@ -4,6 +4,7 @@
 mod basics;
 mod data;
 mod faults;
+mod maintenance;
 mod recovery;
 
 use std::collections::BTreeMap;
