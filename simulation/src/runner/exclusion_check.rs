@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::invariants::{GroupBeingRemoved, leftover_exclusions};
-use crate::world::PROCESS_GROUP_LABEL;
 
+use super::world_views::GroupLabels;
 use super::{RunError, Runner};
 
 /// An IP address from a status address (`10.0.0.1`, `10.0.0.1:4501:tls`, `[::1]:4501`).
@@ -34,6 +34,9 @@ impl Runner {
             .api
             .list_typed(Some(&self.namespace))
             .map_err(|error| RunError::World(error.into()))?;
+        // The cluster's own label keys (`labels.processGroupIDLabels`), as the operator
+        // finds its pods.
+        let labels = GroupLabels::of(Some(cluster));
         let being_removed: Vec<GroupBeingRemoved> = cluster
             .status
             .iter()
@@ -45,7 +48,8 @@ impl Runner {
                 ips.extend(
                     pods.iter()
                         .filter(|pod| {
-                            pod.labels().get(PROCESS_GROUP_LABEL) == Some(&group.process_group_id)
+                            labels.group_of(pod.labels()).map(|(id, _)| id).as_ref()
+                                == Some(&group.process_group_id)
                         })
                         .filter_map(|pod| pod.status.as_ref()?.pod_ip.as_deref())
                         .filter_map(ip_of),

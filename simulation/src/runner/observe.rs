@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::FdbVersion;
+use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::fault_tolerance;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -127,14 +128,10 @@ impl Runner {
         let mut addresses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for process in &snapshot.processes {
             if let Some(group) = process.locality.get("instance_id") {
-                let host = process
-                    .address
-                    .rsplit_once(':')
-                    .map_or(process.address.as_str(), |(host, _)| host);
-                addresses
-                    .entry(group.as_str())
-                    .or_default()
-                    .push(host.to_owned());
+                // `IP:port:tls` and `[v6]:port` too: the host, as a coordinator's is kept.
+                let host = ProcessAddress::parse(&process.address)
+                    .map_or_else(|_| process.address.clone(), |address| address.host);
+                addresses.entry(group.as_str()).or_default().push(host);
             }
         }
         let keys = GroupLabels::of(self.cluster_object().as_ref());
