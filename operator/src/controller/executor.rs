@@ -64,7 +64,12 @@ pub fn admit(
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
         let caused = facts.recovery_caused.as_deref();
-        if let Err(refusal) = safety::paced(snapshot, caused) {
+        let pacing = if planned.while_unavailable {
+            safety::paced_while_unavailable(snapshot, caused)
+        } else {
+            safety::paced(snapshot, caused)
+        };
+        if let Err(refusal) = pacing {
             return Admission::Refused(refusal);
         }
     }

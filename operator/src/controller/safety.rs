@@ -355,12 +355,32 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
 pub fn paced(snapshot: &ClusterSnapshot, caused_this_pass: Option<&str>) -> Result<(), Refusal> {
+    paced_with(snapshot, caused_this_pass, true)
+}
+
+/// [`paced`] for the one action that brings an unavailable database back (the upgrade's
+/// kill while processes already run the target, `Planned::while_unavailable`): every
+/// rule but availability.
+pub fn paced_while_unavailable(
+    snapshot: &ClusterSnapshot,
+    caused_this_pass: Option<&str>,
+) -> Result<(), Refusal> {
+    paced_with(snapshot, caused_this_pass, false)
+}
+
+fn paced_with(
+    snapshot: &ClusterSnapshot,
+    caused_this_pass: Option<&str>,
+    needs_available: bool,
+) -> Result<(), Refusal> {
     if let Some(action) = caused_this_pass {
         return Err(Refusal::RecoveryCausedThisPass {
             action: action.to_owned(),
         });
     }
-    available(snapshot)?;
+    if needs_available {
+        available(snapshot)?;
+    }
     recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
     let pending = snapshot.groups().find_map(|group| {
         let pod = group.pod?;

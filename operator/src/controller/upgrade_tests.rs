@@ -153,6 +153,7 @@ fn every_process_is_killed_at_once_when_all_pods_are_ready() {
         target,
         addresses,
         agreement,
+        ..
     } = decide_bounce(&snapshot).unwrap()
     else {
         panic!("must kill");
