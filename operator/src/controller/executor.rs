@@ -64,12 +64,7 @@ pub fn admit(
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
         let caused = facts.recovery_caused.as_deref();
-        let pacing = if planned.while_unavailable {
-            safety::paced_while_unavailable(snapshot, caused)
-        } else {
-            safety::paced(snapshot, caused)
-        };
-        if let Err(refusal) = pacing {
+        if let Err(refusal) = safety::paced(snapshot, caused, !planned.while_unavailable) {
             return Admission::Refused(refusal);
         }
     }

@@ -354,21 +354,9 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
-pub fn paced(snapshot: &ClusterSnapshot, caused_this_pass: Option<&str>) -> Result<(), Refusal> {
-    paced_with(snapshot, caused_this_pass, true)
-}
-
-/// [`paced`] for the one action that brings an unavailable database back (the upgrade's
-/// kill while processes already run the target, `Planned::while_unavailable`): every
-/// rule but availability.
-pub fn paced_while_unavailable(
-    snapshot: &ClusterSnapshot,
-    caused_this_pass: Option<&str>,
-) -> Result<(), Refusal> {
-    paced_with(snapshot, caused_this_pass, false)
-}
-
-fn paced_with(
+/// `needs_available: false` (`Planned::while_unavailable`, the upgrade's kill while
+/// processes already run the target, which brings the database back): all but availability.
+pub fn paced(
     snapshot: &ClusterSnapshot,
     caused_this_pass: Option<&str>,
     needs_available: bool,
