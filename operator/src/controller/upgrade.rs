@@ -431,10 +431,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     // database is unavailable then (their data is out of reach, issue 26 seed 18),
     // waiting for it would wait forever, and the kill is what brings it back.
     let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
-    if !while_unavailable {
-        if let Err(refusal) = safety::available(snapshot) {
-            return wait(refusal.into());
-        }
+    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
+        return wait(refusal.into());
     }
     if !missing.is_empty() {
         return wait(UpgradeWait::ProcessesMissing { groups: missing });
