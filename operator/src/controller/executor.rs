@@ -65,7 +65,7 @@ pub fn admit(
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
         let caused = facts.recovery_caused.as_deref();
-        if let Err(refusal) = safety::paced(snapshot, caused) {
+        if let Err(refusal) = safety::paced(snapshot, caused, !planned.while_unavailable) {
             return Admission::Refused(refusal);
         }
     }

@@ -308,6 +308,9 @@ pub struct Planned {
     pub disrupts: bool,
     /// What of it causes a recovery, if it does: paced.
     pub recovery: Option<String>,
+    /// It is what brings an unavailable database back (the upgrade's kill while
+    /// processes already run the target): pacing does not wait for availability.
+    pub while_unavailable: bool,
 }
 
 impl Planned {
@@ -318,6 +321,7 @@ impl Planned {
             lock: None,
             disrupts: false,
             recovery: None,
+            while_unavailable: false,
         }
     }
 
@@ -340,6 +344,14 @@ impl Planned {
     #[must_use]
     pub fn recovering(mut self, what: Option<String>) -> Self {
         self.recovery = what;
+        self
+    }
+
+    /// This action, paced without waiting for availability when `restores` is set: it
+    /// is what brings the unavailable database back.
+    #[must_use]
+    pub fn while_unavailable(mut self, restores: bool) -> Self {
+        self.while_unavailable = restores;
         self
     }
 }

@@ -354,13 +354,21 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
-pub fn paced(snapshot: &ClusterSnapshot, caused_this_pass: Option<&str>) -> Result<(), Refusal> {
+/// `needs_available: false` (`Planned::while_unavailable`, the upgrade's kill while
+/// processes already run the target, which brings the database back): all but availability.
+pub fn paced(
+    snapshot: &ClusterSnapshot,
+    caused_this_pass: Option<&str>,
+    needs_available: bool,
+) -> Result<(), Refusal> {
     if let Some(action) = caused_this_pass {
         return Err(Refusal::RecoveryCausedThisPass {
             action: action.to_owned(),
         });
     }
-    available(snapshot)?;
+    if needs_available {
+        available(snapshot)?;
+    }
     recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
     let pending = snapshot.groups().find_map(|group| {
         let pod = group.pod?;

@@ -396,9 +396,9 @@ fn what_causes_a_recovery_is_a_transaction_process_or_a_coordinator() {
 #[test]
 fn pacing_waits_for_this_pass_the_last_recovery_and_recoveries_still_coming() {
     let quiet = pacing_fixture(reporting(&["log-1", "storage-1"]), None).build();
-    assert_eq!(paced(&quiet, None), Ok(()));
+    assert_eq!(paced(&quiet, None, true), Ok(()));
     assert_eq!(
-        paced(&quiet, Some("changed the coordinators"))
+        paced(&quiet, Some("changed the coordinators"), true)
             .unwrap_err()
             .to_string(),
         "this pass already caused a recovery (changed the coordinators); the next recovery-causing action waits for it"
@@ -406,13 +406,13 @@ fn pacing_waits_for_this_pass_the_last_recovery_and_recoveries_still_coming() {
     let mut down = reporting(&["log-1", "storage-1"]);
     down.client.database_status.available = Some(false);
     assert_eq!(
-        paced(&pacing_fixture(down, None).build(), None),
+        paced(&pacing_fixture(down, None).build(), None, true),
         Err(Refusal::Unavailable)
     );
     let mut recent = reporting(&["log-1", "storage-1"]);
     recent.cluster.recovery_state.seconds_since_last_recovered = Some(30.0);
     assert_eq!(
-        paced(&pacing_fixture(recent, None).build(), None)
+        paced(&pacing_fixture(recent, None).build(), None, true)
             .unwrap_err()
             .to_string(),
         "the last recovery was 30s ago; 90s left of the 120s wait"
@@ -424,11 +424,11 @@ fn pacing_waits_for_this_pass_the_last_recovery_and_recoveries_still_coming() {
             .build()
     };
     assert_eq!(
-        paced(&terminating("s-log-1"), None)
+        paced(&terminating("s-log-1"), None, true)
             .unwrap_err()
             .to_string(),
         "pod s-log-1 is terminating while it hosts log process group log-1; the recovery that causes comes first"
     );
     // A terminating storage pod hosting no coordinator causes none.
-    assert_eq!(paced(&terminating("s-storage-1"), None), Ok(()));
+    assert_eq!(paced(&terminating("s-storage-1"), None, true), Ok(()));
 }

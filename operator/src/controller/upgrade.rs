@@ -206,6 +206,10 @@ pub enum UpgradeBounce {
         /// With locks in use: the instance must first agree with the others through
         /// the pending-upgrade list.
         agreement: Option<Agreement>,
+        /// Processes of the cluster already run the target (see [`on_target`]) and the
+        /// database is unavailable: the kill is what brings it back, so it does not
+        /// wait for availability.
+        while_unavailable: bool,
     },
 }
 
@@ -286,6 +290,45 @@ fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
         .is_some_and(|since| snapshot.now_unix() - since > ignore)
 }
 
+/// The processes of this cluster that already run the upgrade's target while the
+/// database runs the old version, by group: a process that restarted after its pod was
+/// staged (a crash, a fault healed) starts from the conf that names the staged binary.
+/// They cannot join the database, which lists them in `incompatible_connections` (the
+/// only other binary their pod has is the target), not in its processes. Groups in
+/// status order, with the incompatible addresses on their pod's IP.
+pub fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>)> {
+    let Some(status) = snapshot.database_status() else {
+        return Vec::new();
+    };
+    if status.cluster.incompatible_connections.is_empty() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for group in snapshot.groups() {
+        let Some(ip) = group
+            .pod
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .and_then(|pod| pod.status.as_ref()?.pod_ip.as_deref())
+        else {
+            continue;
+        };
+        let mut addresses: Vec<ProcessAddress> = status
+            .cluster
+            .incompatible_connections
+            .iter()
+            .filter(|address| ip_of(&address.to_string()) == ip)
+            .cloned()
+            .collect();
+        if addresses.is_empty() {
+            continue;
+        }
+        addresses.sort_by_key(ToString::to_string);
+        addresses.dedup();
+        found.push((group.id().to_owned(), addresses));
+    }
+    found
+}
+
 /// Every process of the database the upgrade's kill restarts: not ignored during
 /// restarts (`buggify.ignoreDuringRestart`), not left out.
 fn kill_addresses(snapshot: &ClusterSnapshot, left_out: &BTreeSet<&str>) -> Vec<ProcessAddress> {
@@ -350,6 +393,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     // Groups being removed whose pod no longer runs: their processes (if any still
     // report) are left out of the kill rather than restarted unstaged.
     let mut left_out: BTreeSet<&str> = BTreeSet::new();
+    let on_target = on_target(snapshot);
     for group in snapshot.groups() {
         if !restarted_by_the_kill(&group) || missing_long_enough(snapshot, &group) {
             left_out.insert(group.id());
@@ -367,9 +411,12 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
         // An excluded group being removed may have lost processes already: the kill
         // restarts those that report.
+        // A group whose processes already run the target is not missing: they run,
+        // outside the database until the others join them.
         if !group.is_marked_for_removal()
             && snapshot.database_status().is_some()
             && group.processes().count() < expected
+            && !on_target.iter().any(|(id, _)| id == group.id())
         {
             missing.push(group.id().to_owned());
         }
@@ -380,7 +427,11 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    if let Err(refusal) = safety::available(snapshot) {
+    // Processes already on the target cannot rejoin before the others move: when the
+    // database is unavailable then (their data is out of reach, issue 26 seed 18),
+    // waiting for it would wait forever, and the kill is what brings it back.
+    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
+    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
         return wait(refusal.into());
     }
     if !missing.is_empty() {
@@ -396,12 +447,23 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     if let Err(refusal) = safety::minimum_uptime(snapshot) {
         return wait(refusal.into());
     }
-    let addresses = kill_addresses(snapshot, &left_out);
+    // The processes already on the target are killed too: the kill restarts every
+    // process of the cluster at once, and theirs come back on the same binary.
+    let mut addresses = kill_addresses(snapshot, &left_out);
+    addresses.extend(
+        on_target
+            .into_iter()
+            .filter(|(id, _)| !left_out.contains(id.as_str()))
+            .flat_map(|(_, addresses)| addresses),
+    );
+    addresses.sort_by_key(ToString::to_string);
+    addresses.dedup();
     let agreement = kill_agreement(snapshot);
     Ok(UpgradeBounce::KillAll {
         target,
         addresses,
         agreement,
+        while_unavailable,
     })
 }
 

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::api::cluster::{DeletionMode, PodUpdateStrategy, ProcessGroupConditionType};
+use fdb_shared::cluster_math::fault_tolerance;
 use kube::ResourceExt;
 
 use super::Subreconciler;
@@ -404,17 +405,33 @@ fn names(pods: &[PodToDelete]) -> String {
     names.join(", ")
 }
 
-/// Whether deleting the pods causes a recovery ([`safety::causes_recovery`]), and of what.
+/// Whether deleting the pods causes a recovery ([`safety::causes_recovery`]), and of
+/// what. In single redundancy a storage pod counts as one: its data has no other
+/// replica, so the database is unavailable until the pod is back, as in a recovery.
+/// Paced like one, it is never deleted seconds after a recovery ended (issue 26, seed
+/// 19: a log pod's recovery, then a storage pod deleted 7 s later, was one outage).
 fn batch_recovery(snapshot: &ClusterSnapshot, pods: &[PodToDelete]) -> Option<String> {
+    let single = fault_tolerance(&snapshot.spec().redundancy_mode()) == 0;
     let what: Vec<String> = pods
         .iter()
-        .filter_map(|p| safety::causes_recovery(snapshot, &snapshot.group(&p.group)?))
+        .filter_map(|p| {
+            let group = snapshot.group(&p.group)?;
+            safety::causes_recovery(snapshot, &group).or_else(|| {
+                (single && p.class == ProcessClass::Storage).then(|| {
+                    format!(
+                        "storage process group {} (single redundancy: its data has no other replica)",
+                        p.group
+                    )
+                })
+            })
+        })
         .collect();
     (!what.is_empty()).then(|| format!("deleted pods hosting {}", what.join(", ")))
 }
 
 /// The plan of one batch: the maintenance zone first (storage), then the pods (one
-/// disruption, locked, paced when a pod hosts a transaction process or coordinator),
+/// disruption, locked, paced when a pod hosts a transaction process or coordinator, or
+/// storage in single redundancy),
 /// then the pass waits for them to come back.
 fn delete_plan(
     snapshot: &ClusterSnapshot,

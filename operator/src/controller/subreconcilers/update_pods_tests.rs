@@ -300,3 +300,32 @@ fn pod_updates_wait_while_tls_is_turned_on_or_off() {
     let decision = decide(&migrated.build());
     assert_eq!(decision.replace, ["log-1", "stateless-1"]);
 }
+
+/// Issue 26, seed 19: in single redundancy a storage pod's deletion leaves its data
+/// without a replica until the pod is back, so it is paced like a recovery (never
+/// seconds after one ended); with a replica elsewhere it is not.
+#[test]
+fn a_storage_pod_deletion_is_paced_in_single_redundancy_only() {
+    let recovery_of_storage_deletion = |spec: &str| {
+        let snapshot = fixture(spec).build();
+        let verdict = UpdatePods.decide(&snapshot, &PassFacts::default()).unwrap();
+        let Verdict::Act(plan) = verdict else {
+            panic!("{verdict:?}")
+        };
+        plan.actions
+            .into_iter()
+            .find(|p| matches!(&p.action, Action::DeletePod(name) if name == "sample-storage-1"))
+            .unwrap()
+            .recovery
+    };
+    let single = recovery_of_storage_deletion(
+        "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}}",
+    );
+    assert!(
+        single
+            .as_deref()
+            .is_some_and(|what| what.contains("storage-1")),
+        "{single:?}"
+    );
+    assert_eq!(recovery_of_storage_deletion("version: 7.1.57"), None);
+}

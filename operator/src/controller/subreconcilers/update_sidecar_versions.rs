@@ -1,5 +1,6 @@
 //! UpdateSidecarVersions (operator-behavior §9 step 2): during an incompatible upgrade,
-//! patches only the sidecar container's image of every live pod to the target's. The
+//! patches only the sidecar container's image of every live pod that runs to the
+//! target's (a pod not running yet starts on the running version first). The
 //! kubelet restarts that container alone; the new sidecar sees that the main container
 //! runs another version, stages `bin/<target>/fdbserver` and `fdbcli` on the shared
 //! volume and renders the monitor conf with that binary directory. fdbmonitor restarts
@@ -19,6 +20,7 @@ use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
+use crate::controller::objects::pod_is_running;
 use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
 use crate::controller::snapshot::ClusterSnapshot;
@@ -56,7 +58,8 @@ fn main_image(pod: &Pod) -> Option<&str> {
 
 /// Decides which pods get a new sidecar image, in status order: live groups' pods that
 /// are not being deleted and have a sidecar container whose image is not the wanted one
-/// (see the module documentation for the case outside an upgrade).
+/// (see the module documentation for the case outside an upgrade); during an upgrade,
+/// only pods that run.
 pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     let cluster = snapshot.cluster();
     let upgrading = pending_upgrade_target(cluster).is_some();
@@ -71,6 +74,14 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     for group in groups {
         let Some(pod) = group.pod else { continue };
         if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        // A pod that does not run yet keeps its sidecar until it does (issue 26, seed
+        // 18): its processes start from the conf its sidecar renders, and a target
+        // sidecar renders the staged binary, so a pod created during the upgrade would
+        // start on the target beside processes on the old version. Started from the
+        // running version's sidecar, it joins the cluster and moves at the kill.
+        if upgrading && !pod_is_running(pod) {
             continue;
         }
         let Some(live) = live_sidecar_image(pod) else {
@@ -158,6 +169,21 @@ mod tests {
                 to: SIDECAR_73.into(),
             }]
         );
+    }
+
+    #[test]
+    fn a_pod_not_running_yet_keeps_the_running_versions_sidecar_until_it_runs() {
+        // Issue 26, seed 18: a pod created during the upgrade and patched before it
+        // started ran its process on the staged target beside the old version.
+        let mut pending = with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71);
+        pending.status =
+            Some(serde_json::from_value(serde_json::json!({"phase": "Pending"})).unwrap());
+        let snapshot = Fixture::new("version: 7.3.43")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1")])
+            .pods([pending])
+            .build();
+        assert!(decide(&snapshot).is_empty());
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option
 /// pending-upgrade list (concluded by [`conclude`]) or why it waits. It always ends the
 /// pass but when the user turned restarts off.
 pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Verdict>, StepError> {
-    let (target, addresses, agreement) = match decide_bounce(snapshot)? {
+    let (target, addresses, agreement, while_unavailable) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
             return Ok(Some(Verdict::Wait(Wait::new(
@@ -59,7 +59,8 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
             target,
             addresses,
             agreement,
-        } => (target, addresses, agreement),
+            while_unavailable,
+        } => (target, addresses, agreement, while_unavailable),
     };
     if !snapshot.spec().automation_options.kill_processes() {
         // The user turned the operator's restarts off: the upgrade stays staged (every
@@ -78,7 +79,13 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     // The shared rules first (one disruption, pacing), before the pending-upgrade list
     // is touched: joining it is a promise to kill. The executor applies them again when
     // it runs the kill.
-    let kill = kill_all(&target, &addresses, agreement.is_some(), facts);
+    let kill = kill_all(
+        &target,
+        &addresses,
+        agreement.is_some(),
+        while_unavailable,
+        facts,
+    );
     if let Some(wait) = executor::refused_before_start(snapshot, facts, &kill) {
         return Ok(Some(Verdict::Wait(wait)));
     }
@@ -106,7 +113,10 @@ pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Ver
         return Ok(Verdict::Continue);
     };
     let UpgradeBounce::KillAll {
-        target, addresses, ..
+        target,
+        addresses,
+        while_unavailable,
+        ..
     } = decide_bounce(snapshot)?
     else {
         return Ok(Verdict::Continue);
@@ -118,7 +128,13 @@ pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Ver
         )));
     };
     match check_agreement(status, &target, &agreed) {
-        Ok(()) => Ok(Verdict::Act(kill_all(&target, &addresses, true, facts))),
+        Ok(()) => Ok(Verdict::Act(kill_all(
+            &target,
+            &addresses,
+            true,
+            while_unavailable,
+            facts,
+        ))),
         Err(wait) => Ok(Verdict::Act(
             Plan::new(vec![Planned::plain(Action::ReleaseLock)], "").then(Wait::new(
                 WaitOn::After(kill_wait_delay(facts.database_wait, snapshot)),
@@ -128,13 +144,15 @@ pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Ver
     }
 }
 
-/// The plan of the cluster-wide kill: locked, one disruption, a recovery; an Event;
-/// with `listed`, the list to clear once the database is back; then the wait for the
-/// processes to restart.
+/// The plan of the cluster-wide kill: locked, one disruption, a recovery (paced without
+/// availability when `while_unavailable`: processes already run the target and only the
+/// kill brings the database back); an Event; with `listed`, the list to clear once the
+/// database is back; then the wait for the processes to restart.
 fn kill_all(
     target: &FdbVersion,
     addresses: &[ProcessAddress],
     listed: bool,
+    while_unavailable: bool,
     facts: &PassFacts,
 ) -> Plan {
     let texts: Vec<String> = addresses.iter().map(ToString::to_string).collect();
@@ -147,7 +165,8 @@ fn kill_all(
         .disrupting()
         .recovering(Some(format!(
             "killed every process for the upgrade to {target}"
-        )));
+        )))
+        .while_unavailable(while_unavailable);
     let mut actions = vec![
         kill,
         Planned::plain(Action::Event {
