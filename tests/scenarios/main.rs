@@ -26,6 +26,7 @@ mod replacements;
 mod restart;
 mod rollouts;
 mod snapshots;
+mod sweep;
 mod tls;
 mod unified;
 mod upgrades;
