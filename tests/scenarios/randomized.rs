@@ -3,6 +3,8 @@
 //! down), spec changes (storage count, `processGroupsToRemove`, a knob) and operator
 //! crashes right after one of its actions, then heals everything. The world's invariants
 //! must hold throughout, and the cluster must converge to Reconciled once faults heal.
+//! A user eviction names the Nth live pod of a class, chosen when it runs (issue 26: a
+//! pod named when the scenario is written may be gone by then, replaced by the operator).
 //!
 //! The default run (CI) holds thirty short seeds and two full ones.
 //! `FDB_RANDOMIZED_SEEDS` picks the seeds instead: a count (`20`: seeds 1..=20) or a list
@@ -19,12 +21,12 @@ use rand_chacha::ChaCha8Rng;
 /// short seed mixes one or two actions drawn by the same generator and costs about half
 /// a full one, so thirty of them cover the redundancy modes, deletion modes, update
 /// strategies, faults, rollouts and crashes within CI's budget; see docs/simulation.md
-/// for the measured costs. Seed 26 (short) is left out while it fails: a rollout in
-/// triple redundancy stalls on its last pod, which hosts a coordinator that
-/// ChangeCoordinators cannot move (docs/simulation.md, "Randomized scenarios").
+/// for the measured costs. Seed 26 (short: a rollout in triple redundancy whose last pod
+/// hosts a coordinator that could not move anywhere) is back since UpdatePods replaces
+/// such a group; seed 31 made room for it.
 const DEFAULT_SHORT_SEEDS: [u64; 30] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27,
-    28, 29, 30, 31,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+    27, 28, 29, 30,
 ];
 
 /// Seeds of a default run at full length (three to five actions at once), for the
@@ -227,8 +229,14 @@ fn scenario_of_length(seed: u64, length: Length) -> (String, u32) {
                 steps.push_str("  - apply: {spec: {version: 7.3.43}}\n");
             }
             10 => {
+                // The pod is chosen when the act runs (the Nth live pod of the class): a
+                // name picked now may be gone by then, replaced by the operator.
                 let group = pick(&mut rng, &GROUPS);
-                let _ = writeln!(steps, "  - act: {{as: user, evict: pod/sample-{group}}}");
+                let (class, nth) = group.rsplit_once('-').expect("GROUPS are class-number");
+                let _ = writeln!(
+                    steps,
+                    "  - act: {{as: user, evict: {{processClass: {class}, nth: {nth}}}}}"
+                );
             }
             11 => {
                 let node = rng.random_range(1..=NODES);

@@ -2,8 +2,8 @@
 //! class of failure, cut down from the dumped seed; each file name starts with the seed
 //! it came from.
 
-use fdb_e2e_tests::run_file;
-use fdb_simulation::result::EventSource;
+use fdb_e2e_tests::{run_file, violated};
+use fdb_simulation::result::{EventSource, SimulationResult};
 
 /// Seed 18 (`mixed-version-bounce`, then never Reconciled): an upgrade staged while a
 /// single-redundancy database is unavailable. The replacement pod created meanwhile
@@ -29,4 +29,58 @@ fn an_upgrade_staged_while_the_database_is_unavailable_finishes_with_one_kill() 
             .any(|e| e.action == "create" && e.target == "pod/sample-storage-4"),
         "the scenario must replace storage-3 during the upgrade"
     );
+}
+
+/// The run ended Reconciled with no invariant violated.
+fn assert_clean(result: &SimulationResult) {
+    assert_eq!(violated(result), Vec::<String>::new());
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+}
+
+// ---- H2: not Reconciled after healing; evictions that name a gone pod ----
+
+/// Short seed 26: a coordinator on the only stateful pod of its zone, in a rollout that
+/// must update that pod. Before the fix UpdatePods waited for ChangeCoordinators, which
+/// could never place the coordinator elsewhere ("5 coordinators need 5 zones, but
+/// eligible process groups span only 4"); now the group is replaced and the rollout ends.
+#[test]
+fn not_reconciled_coordinator_that_cannot_move_no_longer_holds_the_rollout() {
+    let result = run_file("sweep/not-reconciled-coordinator-cannot-move.yaml", None);
+    assert_clean(&result);
+    let replaced: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.detail.contains("they cannot move"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(
+        !replaced.is_empty(),
+        "the group hosting the coordinator is replaced"
+    );
+    // Its replacement took a new number and the rollout finished: every log group that is
+    // left runs the new spec (Reconciled says so), one of them the replacement.
+    let logs: Vec<String> = result.steps.last().unwrap().cluster["status"]["processGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["processClass"] == "log")
+        .map(|g| g["processGroupID"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(logs.iter().any(|id| id == "log-6"), "{logs:?}");
+}
+
+/// The chunks without a verdict: a user eviction named a pod the operator had replaced
+/// by then. The pod is now chosen when the act runs, among the live pods of its class.
+#[test]
+fn eviction_names_a_live_pod_after_the_operator_replaced_the_named_one() {
+    let result = run_file("sweep/eviction-of-a-replaced-pod.yaml", None);
+    assert_clean(&result);
+    let evicted: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "evict" && e.by.as_deref() == Some("user"))
+        .map(|e| e.target.as_str())
+        .collect();
+    // storage-1 is gone (replaced by storage-4): the first live storage pod is storage-2.
+    assert_eq!(evicted, ["pod/sample-storage-2"]);
 }

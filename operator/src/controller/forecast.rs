@@ -57,7 +57,9 @@ mod tests {
     use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};
 
     /// A single-redundancy cluster whose storage-1 hosts the only coordinator; its pod was built before the spec set
-    /// `fsGroup` (a file ownership change), so it has IncorrectPodSpec.
+    /// `fsGroup` (a file ownership change), so it has IncorrectPodSpec. storage-2 (zone
+    /// z2) can take the coordinator (without it the coordinator could not move at all,
+    /// and UpdatePods would replace storage-1 instead).
     fn ownership_change() -> ClusterSnapshot {
         let old = cluster("version: 7.1.57");
         let mut status = group("storage-1");
@@ -66,7 +68,7 @@ mod tests {
             timestamp: 1,
         });
         let pod = build_pod(&old, &status, &pod_options(&old, &status)).unwrap();
-        let mut db = reporting(&["storage-1"]);
+        let mut db = reporting(&["storage-1", "storage-2"]);
         db.cluster
             .fault_tolerance
             .max_zone_failures_without_losing_availability = Some(1);
@@ -76,8 +78,11 @@ mod tests {
         Fixture::new(
             "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}, processes: {general: {podTemplate: {spec: {securityContext: {fsGroup: 4059}}}}}}",
         )
-        .groups([status])
-        .pods([pod])
+        .groups([status, group("storage-2")])
+        .pods([
+            pod,
+            crate::controller::fixtures::pod("sample-storage-2", "storage-2", "z2", "10.0.0.2"),
+        ])
         .connection_string("a:b@10.0.0.1:4501")
         .status(|s| s.configured = true)
         .database(db)

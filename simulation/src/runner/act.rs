@@ -9,8 +9,9 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use crate::event_log::Actor as LogActor;
 use crate::recording_admin::RecordingAdmin;
 use crate::result::EventSource;
-use crate::scenario::{Action, Actor, DeleteCollection, ObjectKind, ObjectRef};
+use crate::scenario::{Action, Actor, DeleteCollection, ObjectKind, ObjectRef, PodChoice};
 use fdb_operator::fdb::{AdminClient, AdminError, ExclusionTarget};
+use fdb_shared::api::cluster::settings::{CLUSTER_NAME_LABEL, PROCESS_CLASS_LABEL};
 
 use super::steps::StepOutcomeSummary;
 use super::{RunError, Runner};
@@ -68,6 +69,7 @@ impl Runner {
             | Action::DeleteCollection(_)
             | Action::Patch(..)
             | Action::Evict(_)
+            | Action::EvictChosen(_)
             | Action::Drain(_)
             | Action::AddNodes(_) => self.perform_on_kubernetes(actor, action).await,
             _ => {
@@ -127,6 +129,25 @@ impl Runner {
                     .map_err(|e| act_failed(action, e))?;
                 self.log
                     .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
+            }
+            Action::EvictChosen(choice) => {
+                let pods: Api<Pod> = Api::namespaced(client, &namespace);
+                let pod = self
+                    .chosen_pod(&pods, *choice)
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                pods.evict(&pod, &EvictParams::default())
+                    .await
+                    .map_err(|e| act_failed(action, e))?;
+                self.log.record(
+                    EventSource::K8s,
+                    "evict",
+                    &format!("pod/{pod}"),
+                    &format!(
+                        "chosen as live {} pod number {}",
+                        choice.process_class, choice.nth
+                    ),
+                );
             }
             Action::Drain(node) => self
                 .drain(actor_name, node)
@@ -270,6 +291,30 @@ impl Runner {
             );
         }
         Ok(())
+    }
+
+    /// The pod an `evict: {processClass, nth}` step names now: among the first
+    /// cluster's pods of that class that are not terminating.
+    async fn chosen_pod(&self, pods: &Api<Pod>, choice: PodChoice) -> Result<String, String> {
+        let selector = format!(
+            "{CLUSTER_NAME_LABEL}={},{PROCESS_CLASS_LABEL}={}",
+            self.name, choice.process_class
+        );
+        let alive: Vec<String> = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter_map(|pod| pod.metadata.name)
+            .collect();
+        choice.choose(&alive).map(str::to_owned).ok_or_else(|| {
+            format!(
+                "no {} pod of cluster {} is alive to evict",
+                choice.process_class, self.name
+            )
+        })
     }
 
     /// `include all`: every target the database lists, as it lists them.

@@ -41,9 +41,10 @@ pub struct ActStep {
     /// Patch one object (a strategic merge patch for pods, a JSON merge patch otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<ActPatch>,
-    /// Evict one pod (`pod/<name>`) through the eviction subresource.
+    /// Evict one pod through the eviction subresource: `pod/<name>`, or
+    /// `{processClass, nth}`, a pod chosen when the step runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evict: Option<String>,
+    pub evict: Option<EvictTarget>,
     /// Cordon a node and evict its pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain: Option<String>,
@@ -68,6 +69,52 @@ pub struct ActStep {
     /// `true`: `fdbcli include all` (every exclusion the database lists is lifted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_all: Option<bool>,
+}
+
+/// The pod an `evict` action names: by name, or chosen among the pods alive when the
+/// step runs (so a scenario written ahead never names a pod the operator has replaced by
+/// then).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EvictTarget {
+    /// `pod/<name>`.
+    Named(String),
+    /// The `nth` pod of a process class.
+    Chosen(PodChoice),
+}
+
+/// A pod chosen when the step runs: among the cluster's pods of `processClass` that are
+/// not terminating, in the order of their names (numbers compared as numbers), the
+/// `nth` (from 1), counting round again when fewer are alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodChoice {
+    /// The process class (`storage`, `log`, `stateless`, ...).
+    pub process_class: fdb_shared::api::ProcessClass,
+    /// Which of them, from 1.
+    pub nth: u32,
+}
+
+impl PodChoice {
+    /// The chosen pod among `alive` (the names of the live pods of the class, in any
+    /// order); `None` when there is none.
+    pub fn choose<'a>(&self, alive: &'a [String]) -> Option<&'a str> {
+        let mut ordered: Vec<&String> = alive.iter().collect();
+        ordered.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        let count = ordered.len();
+        if count == 0 {
+            return None;
+        }
+        let index = usize::try_from(self.nth.saturating_sub(1)).unwrap_or(0) % count;
+        ordered.get(index).map(|name| name.as_str())
+    }
+}
+
+/// A name split at its trailing number, so `storage-10` comes after `storage-9`.
+fn natural_key(name: &str) -> (&str, u64, &str) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, number) = name.split_at(name.len() - digits);
+    (stem, number.parse().unwrap_or(0), name)
 }
 
 /// The value of a `maintenance` action: a zone and a duration, or the word `off`.
@@ -195,6 +242,8 @@ pub enum Action {
     Patch(ObjectRef, Value),
     /// Evict one pod.
     Evict(String),
+    /// Evict the pod chosen, when the step runs, among the live pods of a class.
+    EvictChosen(PodChoice),
     /// Cordon a node and evict its pods.
     Drain(String),
     /// Add nodes.
@@ -255,7 +304,13 @@ impl ActStep {
             }
             return Some(Ok(Action::Patch(target, patch.patch.clone())));
         }
-        if let Some(target) = &self.evict {
+        if let Some(EvictTarget::Chosen(choice)) = &self.evict {
+            if choice.nth == 0 {
+                return Some(Err(("evict.nth", "must be at least 1".to_owned())));
+            }
+            return Some(Ok(Action::EvictChosen(*choice)));
+        }
+        if let Some(EvictTarget::Named(target)) = &self.evict {
             let target = match ObjectRef::parse(target) {
                 Ok(target) => target,
                 Err(e) => return Some(Err(("evict", e))),

@@ -31,10 +31,10 @@ use serde_json::Value;
 
 pub use faults::Fault;
 pub use steps::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, ExpectStep, Heal,
-    MaintenanceAct, MaintenanceZone, ObjectKind, ObjectRef, ReconcileStep, ResourceExpectation,
-    ResourceKind, ResourceTarget, RestartOperatorStep, Step, StepSpec, apply_cluster_target,
-    apply_target,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, EvictTarget, ExpectStep, Heal,
+    MaintenanceAct, MaintenanceZone, ObjectKind, ObjectRef, PodChoice, ReconcileStep,
+    ResourceExpectation, ResourceKind, ResourceTarget, RestartOperatorStep, Step, StepSpec,
+    apply_cluster_target, apply_target,
 };
 
 /// The scenario's seed when it does not set one.

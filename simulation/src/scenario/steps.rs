@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::act_step::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, MaintenanceAct, MaintenanceZone,
-    ObjectKind, ObjectRef,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, EvictTarget, MaintenanceAct,
+    MaintenanceZone, ObjectKind, ObjectRef, PodChoice,
 };
 pub use super::expect_step::{ExpectStep, ResourceExpectation};
 use super::faults::{Fault, validate_fault};

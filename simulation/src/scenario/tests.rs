@@ -186,6 +186,10 @@ fn v2_semantic_errors_name_the_field() {
             "steps[0].act.evict",
         ),
         (
+            "steps:\n  - act: {as: user, evict: {processClass: storage, nth: 0}}\n",
+            "steps[0].act.evict.nth",
+        ),
+        (
             "steps:\n  - act: {as: user, patch: {target: pod/a, patch: 3}}\n",
             "steps[0].act.patch.patch",
         ),
@@ -441,4 +445,25 @@ fn parses_the_steps_of_the_go_e2e_cases() {
     ] {
         assert_eq!(invalid_field(parse(body)).0, field, "{body}");
     }
+}
+
+#[test]
+fn evict_chooses_the_nth_live_pod_of_a_class_when_it_runs() {
+    let scenario =
+        parse("steps:\n  - act: {as: user, evict: {processClass: storage, nth: 2}}\n").unwrap();
+    let choice = PodChoice {
+        process_class: fdb_shared::api::ProcessClass::Storage,
+        nth: 2,
+    };
+    assert!(matches!(
+        &scenario.steps()[0],
+        Step::Act { action: Action::EvictChosen(c), .. } if *c == choice
+    ));
+    let alive = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    // Numbers compare as numbers; the count goes round when fewer pods are alive.
+    let pods = alive(&["sample-storage-10", "sample-storage-9", "sample-storage-2"]);
+    assert_eq!(choice.choose(&pods), Some("sample-storage-9"));
+    let fifth = PodChoice { nth: 5, ..choice };
+    assert_eq!(fifth.choose(&pods), Some("sample-storage-9"));
+    assert_eq!(choice.choose(&[]), None);
 }

@@ -328,7 +328,9 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
                     name: name.clone(),
                 },
             )?,
-            Action::DeleteCollection(_)
+            // Chosen among the pods alive when the step runs: nothing to check ahead.
+            Action::EvictChosen(_)
+            | Action::DeleteCollection(_)
             | Action::ClearData
             | Action::Configure(_)
             | Action::Maintenance(_)

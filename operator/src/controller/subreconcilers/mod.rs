@@ -27,6 +27,7 @@ pub mod update_pod_config;
 pub mod update_pod_config_monitor;
 pub mod update_pod_config_plan;
 pub mod update_pods;
+pub mod update_pods_coordinators;
 pub mod update_sidecar_versions;
 pub mod update_status;
 pub mod upgrade_bounce;

@@ -25,7 +25,10 @@
 //! and the MaintenanceModeChecker resets it once its processes report again. With locks
 //! in use the global lock is taken first. A coordinator's pod is never deleted: zones
 //! hosting coordinators go last, and a batch that includes one waits
-//! ([`Deletion::MoveCoordinators`]) until ChangeCoordinators has moved them.
+//! ([`Deletion::MoveCoordinators`]) until ChangeCoordinators has moved them. When the
+//! other groups cannot hold the coordinators at all (too few zones among them), the
+//! groups hosting them are replaced instead ([`Deletion::ReplaceCoordinatorHosts`],
+//! [`super::update_pods_coordinators`]): waiting would never end.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +39,7 @@ use fdb_shared::cluster_math::fault_tolerance;
 use kube::ResourceExt;
 
 use super::Subreconciler;
+use super::update_pods_coordinators::unplaceable_without;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
@@ -77,6 +81,15 @@ pub enum Deletion {
         /// Every group of the next batch (none of them may host a coordinator).
         groups: BTreeSet<String>,
         /// Which coordinators are on which pods.
+        reason: String,
+    },
+    /// The next batch includes pods hosting coordinators that cannot move anywhere else
+    /// (the other eligible groups span too few zones): these groups are replaced, so a
+    /// new group gives the coordinators a place, instead of waiting forever.
+    ReplaceCoordinatorHosts {
+        /// The groups hosting the coordinators.
+        groups: Vec<String>,
+        /// Why.
         reason: String,
     },
     /// Delete these pods (of `zones`), first putting `maintenance_zone` in maintenance
@@ -194,7 +207,18 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
             )),
         };
     }
-    let (replace, replacements_waiting) = match replacement_slots(snapshot) {
+    let mut deletion = decide_deletion(snapshot, to_delete);
+    let slots = replacement_slots(snapshot);
+    if let Deletion::ReplaceCoordinatorHosts { groups, reason } = &deletion {
+        // The coordinators' hosts are replaced within maxConcurrentReplacements too.
+        let free = slots.map_or(usize::MAX, |slots| slots.saturating_sub(to_replace.len()));
+        if free < groups.len() {
+            deletion = Deletion::Wait(format!(
+                "{reason}; waiting for automationOptions.maxConcurrentReplacements"
+            ));
+        }
+    }
+    let (replace, replacements_waiting) = match slots {
         None => (to_replace, 0),
         Some(slots) => {
             let waiting = to_replace.len().saturating_sub(slots);
@@ -205,7 +229,7 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
     PodUpdateDecision {
         replace,
         replacements_waiting,
-        deletion: decide_deletion(snapshot, to_delete),
+        deletion,
     }
 }
 
@@ -257,7 +281,7 @@ fn decide_deletion(snapshot: &ClusterSnapshot, candidates: Vec<(String, PodToDel
         pods.truncate(1);
     }
     if let Some(move_first) = coordinators_move_first(&pods, &chosen, &coordinator_of) {
-        return move_first;
+        return unless_immovable(snapshot, move_first, &coordinator_of);
     }
     let has_storage = pods.iter().any(|p| p.class == ProcessClass::Storage);
     let maintenance_zone = match chosen.first() {
@@ -374,6 +398,33 @@ fn coordinators_move_first(
             hosting.join(", ")
         ),
     })
+}
+
+/// A wait for the coordinators to move, unless they cannot move at all: then the groups
+/// hosting them are replaced ([`Deletion::ReplaceCoordinatorHosts`]).
+fn unless_immovable(
+    snapshot: &ClusterSnapshot,
+    move_first: Deletion,
+    coordinator_of: &BTreeMap<String, String>,
+) -> Deletion {
+    let Deletion::MoveCoordinators { groups, reason } = &move_first else {
+        return move_first;
+    };
+    let Some(error) = unplaceable_without(snapshot, groups) else {
+        return move_first;
+    };
+    let hosts: Vec<String> = groups
+        .iter()
+        .filter(|group| coordinator_of.contains_key(*group))
+        .cloned()
+        .collect();
+    Deletion::ReplaceCoordinatorHosts {
+        reason: format!(
+            "{reason}, but they cannot move: {error}; replacing {} instead",
+            hosts.join(", ")
+        ),
+        groups: hosts,
+    }
 }
 
 /// What differs, per group, between its pod and the desired one (the first field that
@@ -541,6 +592,22 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Ve
             (String::new(), None)
         }
         Deletion::Wait(reason) | Deletion::MoveCoordinators { reason, .. } => {
+            (String::new(), Some(Wait::new(WaitOn::Kubernetes, reason)))
+        }
+        Deletion::ReplaceCoordinatorHosts { groups, reason } => {
+            tracing::info!(groups = %groups.join(", "), %reason, "replacing coordinator hosts");
+            let mutations = groups
+                .iter()
+                .map(|group| StatusMutation::MarkForRemoval {
+                    group: group.clone(),
+                })
+                .collect();
+            actions.push(Planned::plain(Action::WriteStatus(mutations)));
+            actions.push(Planned::plain(Action::Event {
+                reason: EventReason::ProcessGroupsReplaced,
+                action: "UpdatePods".to_owned(),
+                note: reason.clone(),
+            }));
             (String::new(), Some(Wait::new(WaitOn::Kubernetes, reason)))
         }
         Deletion::Delete {

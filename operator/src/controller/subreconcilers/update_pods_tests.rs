@@ -329,3 +329,66 @@ fn a_storage_pod_deletion_is_paced_in_single_redundancy_only() {
     );
     assert_eq!(recovery_of_storage_deletion("version: 7.1.57"), None);
 }
+
+#[test]
+fn a_coordinator_that_cannot_move_anywhere_has_its_group_replaced_instead_of_waiting() {
+    // Every zone hosts a coordinator (double redundancy: three), and log-1, the only other
+    // stateful group of z1, is excluded: without storage-1 the coordinators would span
+    // two zones. Waiting for them to move off storage-1 would never end (short seed 26
+    // of the sweep): storage-1 is replaced, its replacement gives them a zone.
+    let mut db = reporting(&[
+        "storage-1",
+        "log-1",
+        "storage-2",
+        "stateless-1",
+        "storage-3",
+    ]);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_availability = Some(1);
+    db.cluster
+        .fault_tolerance
+        .max_zone_failures_without_losing_data = Some(1);
+    let spec = "{version: 7.1.57, routing: {useDNSInClusterFile: false}}";
+    let coordinators = "s:abc@10.0.0.1:4501,10.0.0.3:4501,10.0.0.5:4501";
+    let movable = fixture(spec)
+        .connection_string(coordinators)
+        .database(db.clone())
+        .build();
+    assert!(matches!(
+        decide(&movable).deletion,
+        Deletion::MoveCoordinators { .. }
+    ));
+    for process in db.cluster.processes.values_mut() {
+        if process.locality.instance_id.as_deref() == Some("log-1") {
+            process.excluded = true;
+        }
+    }
+    let stuck = fixture(spec)
+        .connection_string(coordinators)
+        .database(db)
+        .build();
+    let decision = decide(&stuck);
+    match &decision.deletion {
+        Deletion::ReplaceCoordinatorHosts { groups, reason } => {
+            assert_eq!(groups, &["storage-1"]);
+            assert!(reason.contains("cannot move"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let verdict = verdict_of(&stuck, decision);
+    assert!(verdict.actions().iter().any(|a| matches!(a,
+        Action::WriteStatus(m) if m.contains(&StatusMutation::MarkForRemoval { group: "storage-1".into() }))));
+    assert!(
+        !verdict
+            .actions()
+            .iter()
+            .any(|a| matches!(a, Action::DeletePod(_)))
+    );
+    // ChangeCoordinators is told of no pod about to go: the coordinators stay until the
+    // replacement reports.
+    assert_eq!(
+        crate::controller::forecast::upcoming_pod_deletions(&stuck, ReplacePolicy::default()),
+        None
+    );
+}

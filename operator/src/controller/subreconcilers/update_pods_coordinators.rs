@@ -1,0 +1,79 @@
+//! Whether UpdatePods's coordinators can move at all (issue 26, short seed 26).
+//!
+//! A coordinator's pod is never deleted: the coordinators move off a batch first. When
+//! the other eligible groups cannot hold them (five coordinators need five zones, and the
+//! pods of the other stateful groups were rescheduled onto four nodes), ChangeCoordinators
+//! can never move them and the batch would wait forever. The Go operator deletes such a
+//! pod anyway and lets ChangeCoordinators repair the coordinators afterwards; we keep the
+//! coordinator up instead and replace its process group: the replacement is scheduled
+//! where no pod of its class runs (a zone the coordinators can use), the coordinator
+//! moves to it as off any group marked for removal, and the old group is excluded and
+//! removed.
+
+use std::collections::BTreeSet;
+
+use fdb_shared::api::RedundancyMode;
+use fdb_shared::cluster_math::desired_coordinator_count;
+use fdb_shared::connection_string::ConnectionString;
+
+use super::generate_initial_cluster_file::coordinator_candidates;
+use crate::controller::coordinators::{
+    CoordinatorChoiceError, database_candidates, select_coordinators_spread,
+};
+use crate::controller::snapshot::ClusterSnapshot;
+
+/// Why the coordinators could not be placed on any group but `leaving` (the groups of
+/// the next batch), once every stateful group's pod is placed and its processes report;
+/// `None` when they could, or when that cannot be told yet (a pod not placed, a group
+/// not reporting: it may give the zone that is missing once it is back).
+pub fn unplaceable_without(
+    snapshot: &ClusterSnapshot,
+    leaving: &BTreeSet<String>,
+) -> Option<CoordinatorChoiceError> {
+    let cluster = snapshot.cluster();
+    let current: Vec<String> = snapshot
+        .status()
+        .connection_string
+        .as_deref()
+        .and_then(|text| ConnectionString::parse(text).ok())
+        .map(|cs| cs.coordinators.iter().map(ToString::to_string).collect())
+        .unwrap_or_default();
+    let (ours, gaps) = coordinator_candidates(snapshot, &current, &|group| {
+        leaving.contains(group.id()) || group.processes().any(|p| p.excluded || p.under_maintenance)
+    });
+    let all_back = gaps.waiting.is_empty()
+        && ours.iter().all(|c| {
+            snapshot
+                .group(&c.process_group_id)
+                .is_some_and(|g| g.is_reporting())
+        });
+    if !all_back {
+        return None;
+    }
+    let mut candidates = ours;
+    // With several usable regions the coordinators spread over every datacenter of the
+    // database, as ChangeCoordinators chooses them.
+    if cluster.spec.usable_regions() > 1 {
+        let db = snapshot.database_status()?;
+        let own: BTreeSet<String> = snapshot.groups().map(|g| g.id().to_owned()).collect();
+        candidates.extend(database_candidates(
+            db,
+            &own,
+            &current,
+            cluster.spec.routing.use_dns_in_cluster_file(),
+        ));
+    }
+    let wanted = usize::try_from(desired_coordinator_count(
+        &cluster.spec.redundancy_mode(),
+        cluster.spec.usable_regions(),
+    ))
+    .unwrap_or(1);
+    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    select_coordinators_spread(
+        &candidates,
+        &cluster.spec.coordinator_selection(),
+        wanted,
+        by_hall,
+    )
+    .err()
+}
