@@ -30,3 +30,22 @@ fn an_upgrade_staged_while_the_database_is_unavailable_finishes_with_one_kill() 
         "the scenario must replace storage-3 during the upgrade"
     );
 }
+
+/// Seed 75 (`unavailable-by-operator`, wrongly): a single-redundancy storage pod fails
+/// and the operator deletes the Failed pod in the same second. The fault stopped the
+/// process; the deletion stopped nothing, so the outage is not the operator's. The
+/// operator did delete the pod then (the scenario shows the case it must).
+#[test]
+fn deleting_a_pod_the_fault_already_stopped_is_not_blamed_for_its_outage() {
+    let result = run_file("sweep/75-failed-pod-deleted-at-the-fault.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.source == EventSource::K8s
+                && e.action == "delete"
+                && e.target == "pod/sample-storage-2"),
+        "the operator must delete the failed pod"
+    );
+}
