@@ -84,3 +84,22 @@ fn eviction_names_a_live_pod_after_the_operator_replaced_the_named_one() {
     // storage-1 is gone (replaced by storage-4): the first live storage pod is storage-2.
     assert_eq!(evicted, ["pod/sample-storage-2"]);
 }
+
+/// Seed 75 (`unavailable-by-operator`, wrongly): a single-redundancy storage pod fails
+/// and the operator deletes the Failed pod in the same second. The fault stopped the
+/// process; the deletion stopped nothing, so the outage is not the operator's. The
+/// operator did delete the pod then (the scenario shows the case it must).
+#[test]
+fn deleting_a_pod_the_fault_already_stopped_is_not_blamed_for_its_outage() {
+    let result = run_file("sweep/75-failed-pod-deleted-at-the-fault.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.source == EventSource::K8s
+                && e.action == "delete"
+                && e.target == "pod/sample-storage-2"),
+        "the operator must delete the failed pod"
+    );
+}

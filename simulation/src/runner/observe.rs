@@ -30,6 +30,8 @@ pub(super) struct Tracked {
     service: ServiceState,
     lost_shards: u64,
     running_processes: usize,
+    /// The process groups with a process running (the snapshot lists running ones).
+    running_groups: BTreeSet<String>,
 }
 
 /// The details of the admin commands among `events` (`kill 10.0.0.1:4501 ...`).
@@ -172,6 +174,7 @@ impl Runner {
     /// What an action is judged against: the objects and the database's service.
     pub(super) fn track(&self) -> Result<Tracked, RunError> {
         let (pods, pvcs) = self.tracked_objects()?;
+        let snapshot = self.fdb.snapshot();
         Ok(Tracked {
             pods,
             pvcs,
@@ -180,13 +183,17 @@ impl Runner {
             // The processes the operator may restart (the cluster-wide bounce's scope).
             running_processes: {
                 let ignored = ignored_during_restart(self.cluster_object().as_ref());
-                let snapshot = self.fdb.snapshot();
                 snapshot
                     .processes
                     .iter()
                     .filter(|p| !in_groups(p, &ignored))
                     .count()
             },
+            running_groups: snapshot
+                .processes
+                .iter()
+                .filter_map(|p| p.locality.get("instance_id").cloned())
+                .collect(),
         })
     }
 
@@ -251,7 +258,16 @@ impl Runner {
             self.monitor
                 .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
         }
-        if as_operator && acted {
+        // Deleting a pod whose processes had already stopped (a failed pod, one a fault
+        // took down) stops nothing: an outage that begins then is the fault's, not the
+        // deletion's.
+        let stopped_something = deleted_pods
+            .iter()
+            .any(|pod| before.running_groups.contains(&pod.group))
+            || !deleted_pvcs.is_empty()
+            || !admin_actions.is_empty()
+            || evictions;
+        if as_operator && stopped_something {
             self.operator_actions.push((
                 self.now().as_second(),
                 cluster_wide_kill || single_zone_restart,
