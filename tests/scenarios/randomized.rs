@@ -22,11 +22,12 @@ use rand_chacha::ChaCha8Rng;
 /// a full one, so thirty of them cover the redundancy modes, deletion modes, update
 /// strategies, faults, rollouts and crashes within CI's budget; see docs/simulation.md
 /// for the measured costs. Seed 26 (short: a rollout in triple redundancy whose last pod
-/// hosts a coordinator that could not move anywhere) is back since UpdatePods replaces
-/// such a group; seed 31 made room for it.
+/// hosts a coordinator that could not move anywhere) passes since UpdatePods replaces
+/// such a group, but costs 113 s of CPU in debug: its class is held by the cheaper
+/// `sweep/not-reconciled-coordinator-cannot-move.yaml`, and seed 31 keeps its place.
 const DEFAULT_SHORT_SEEDS: [u64; 30] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-    27, 28, 29, 30,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27,
+    28, 29, 30, 31,
 ];
 
 /// Seeds of a default run at full length (three to five actions at once), for the
