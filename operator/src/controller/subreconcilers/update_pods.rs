@@ -39,13 +39,14 @@ use fdb_shared::cluster_math::fault_tolerance;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use super::update_pods_coordinators::unplaceable_without;
+use super::update_pods_coordinators::{
+    coordinators_hosted, coordinators_move_first, unless_immovable, zones_in_order,
+};
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::process_difference;
 use crate::controller::process_config::listens_on_both;
-use crate::controller::removals::placement;
 use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
@@ -334,97 +335,6 @@ fn deletion_blocked(snapshot: &ClusterSnapshot, candidates: usize) -> Option<Del
     safety::available(snapshot)
         .err()
         .map(|refusal| Deletion::Wait(format!("{candidates} pods need an update; {refusal}")))
-}
-
-/// The coordinator each candidate group hosts, by group ID.
-fn coordinators_hosted(
-    snapshot: &ClusterSnapshot,
-    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
-) -> BTreeMap<String, String> {
-    by_zone
-        .values()
-        .flatten()
-        .filter_map(|p| {
-            let group = snapshot.group(&p.group)?;
-            Some((
-                p.group.clone(),
-                placement::hosted_coordinator(snapshot, &group)?,
-            ))
-        })
-        .collect()
-}
-
-/// The zones in the order they are updated: the zone already in maintenance first
-/// (a deletion there may have been interrupted), zones hosting coordinators last (by
-/// then updated groups can take the coordinators, so they move once, not once per zone).
-fn zones_in_order(
-    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
-    coordinator_of: &BTreeMap<String, String>,
-    current_maintenance: Option<&str>,
-) -> Vec<String> {
-    let mut zones: Vec<String> = by_zone.keys().cloned().collect();
-    zones.sort_by_key(|zone| {
-        by_zone
-            .get(zone)
-            .is_some_and(|pods| pods.iter().any(|p| coordinator_of.contains_key(&p.group)))
-    });
-    if let Some(current) = current_maintenance
-        && let Some(position) = zones.iter().position(|z| z == current)
-    {
-        let zone = zones.remove(position);
-        zones.insert(0, zone);
-    }
-    zones
-}
-
-/// When the batch holds pods hosting coordinators, the coordinators move off them first.
-fn coordinators_move_first(
-    pods: &[PodToDelete],
-    chosen: &[String],
-    coordinator_of: &BTreeMap<String, String>,
-) -> Option<Deletion> {
-    let hosting: Vec<String> = pods
-        .iter()
-        .filter_map(|p| {
-            let coordinator = coordinator_of.get(&p.group)?;
-            Some(format!("{} hosts coordinator {coordinator}", p.pod))
-        })
-        .collect();
-    (!hosting.is_empty()).then(|| Deletion::MoveCoordinators {
-        groups: pods.iter().map(|p| p.group.clone()).collect(),
-        reason: format!(
-            "pods of zone {} need an update, but {}; the coordinators move first",
-            chosen.join(", "),
-            hosting.join(", ")
-        ),
-    })
-}
-
-/// A wait for the coordinators to move, unless they cannot move at all: then the groups
-/// hosting them are replaced ([`Deletion::ReplaceCoordinatorHosts`]).
-fn unless_immovable(
-    snapshot: &ClusterSnapshot,
-    move_first: Deletion,
-    coordinator_of: &BTreeMap<String, String>,
-) -> Deletion {
-    let Deletion::MoveCoordinators { groups, reason } = &move_first else {
-        return move_first;
-    };
-    let Some(error) = unplaceable_without(snapshot, groups) else {
-        return move_first;
-    };
-    let hosts: Vec<String> = groups
-        .iter()
-        .filter(|group| coordinator_of.contains_key(*group))
-        .cloned()
-        .collect();
-    Deletion::ReplaceCoordinatorHosts {
-        reason: format!(
-            "{reason}, but they cannot move: {error}; replacing {} instead",
-            hosts.join(", ")
-        ),
-        groups: hosts,
-    }
 }
 
 /// What differs, per group, between its pod and the desired one (the first field that

@@ -1,4 +1,6 @@
-//! Whether UpdatePods's coordinators can move at all (issue 26, short seed 26).
+//! UpdatePods and the coordinators: which candidate groups host one, the order of the
+//! zones, the wait for them to move first, and whether they can move at all (issue 26,
+//! short seed 26).
 //!
 //! A coordinator's pod is never deleted: the coordinators move off a batch first. When
 //! the other eligible groups cannot hold them (five coordinators need five zones, and the
@@ -10,7 +12,7 @@
 //! moves to it as off any group marked for removal, and the old group is excluded and
 //! removed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::RedundancyMode;
 use fdb_shared::cluster_math::desired_coordinator_count;
@@ -20,6 +22,8 @@ use super::generate_initial_cluster_file::coordinator_candidates;
 use crate::controller::coordinators::{
     CoordinatorChoiceError, database_candidates, select_coordinators_spread,
 };
+use super::update_pods::{Deletion, PodToDelete};
+use crate::controller::removals::placement;
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// Why the coordinators could not be placed on any group but `leaving` (the groups of
@@ -76,4 +80,95 @@ pub fn unplaceable_without(
         by_hall,
     )
     .err()
+}
+
+/// The coordinator each candidate group hosts, by group ID.
+pub(super) fn coordinators_hosted(
+    snapshot: &ClusterSnapshot,
+    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
+) -> BTreeMap<String, String> {
+    by_zone
+        .values()
+        .flatten()
+        .filter_map(|p| {
+            let group = snapshot.group(&p.group)?;
+            Some((
+                p.group.clone(),
+                placement::hosted_coordinator(snapshot, &group)?,
+            ))
+        })
+        .collect()
+}
+
+/// The zones in the order they are updated: the zone already in maintenance first
+/// (a deletion there may have been interrupted), zones hosting coordinators last (by
+/// then updated groups can take the coordinators, so they move once, not once per zone).
+pub(super) fn zones_in_order(
+    by_zone: &BTreeMap<String, Vec<PodToDelete>>,
+    coordinator_of: &BTreeMap<String, String>,
+    current_maintenance: Option<&str>,
+) -> Vec<String> {
+    let mut zones: Vec<String> = by_zone.keys().cloned().collect();
+    zones.sort_by_key(|zone| {
+        by_zone
+            .get(zone)
+            .is_some_and(|pods| pods.iter().any(|p| coordinator_of.contains_key(&p.group)))
+    });
+    if let Some(current) = current_maintenance
+        && let Some(position) = zones.iter().position(|z| z == current)
+    {
+        let zone = zones.remove(position);
+        zones.insert(0, zone);
+    }
+    zones
+}
+
+/// When the batch holds pods hosting coordinators, the coordinators move off them first.
+pub(super) fn coordinators_move_first(
+    pods: &[PodToDelete],
+    chosen: &[String],
+    coordinator_of: &BTreeMap<String, String>,
+) -> Option<Deletion> {
+    let hosting: Vec<String> = pods
+        .iter()
+        .filter_map(|p| {
+            let coordinator = coordinator_of.get(&p.group)?;
+            Some(format!("{} hosts coordinator {coordinator}", p.pod))
+        })
+        .collect();
+    (!hosting.is_empty()).then(|| Deletion::MoveCoordinators {
+        groups: pods.iter().map(|p| p.group.clone()).collect(),
+        reason: format!(
+            "pods of zone {} need an update, but {}; the coordinators move first",
+            chosen.join(", "),
+            hosting.join(", ")
+        ),
+    })
+}
+
+/// A wait for the coordinators to move, unless they cannot move at all: then the groups
+/// hosting them are replaced ([`Deletion::ReplaceCoordinatorHosts`]).
+pub(super) fn unless_immovable(
+    snapshot: &ClusterSnapshot,
+    move_first: Deletion,
+    coordinator_of: &BTreeMap<String, String>,
+) -> Deletion {
+    let Deletion::MoveCoordinators { groups, reason } = &move_first else {
+        return move_first;
+    };
+    let Some(error) = unplaceable_without(snapshot, groups) else {
+        return move_first;
+    };
+    let hosts: Vec<String> = groups
+        .iter()
+        .filter(|group| coordinator_of.contains_key(*group))
+        .cloned()
+        .collect();
+    Deletion::ReplaceCoordinatorHosts {
+        reason: format!(
+            "{reason}, but they cannot move: {error}; replacing {} instead",
+            hosts.join(", ")
+        ),
+        groups: hosts,
+    }
 }
