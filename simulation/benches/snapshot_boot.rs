@@ -5,7 +5,10 @@
 //! every pod with its sidecar, seeding the database) is timed.
 //!
 //! Run with `cargo bench -p fdb-simulation --bench snapshot_boot`. The last line is
-//! `snapshot-boot: groups=.. objects=.. boot_ms=..`.
+//! `snapshot-boot: groups=.. objects=.. boot_ms=.. boot_user_ms=.. boot_system_ms=..`:
+//! the boot's wall time and the process's CPU time during the boot (user and system:
+//! a busy machine stretches the wall time, not these). `SNAPSHOT_BOOT_GROUPS=n` copies
+//! the storage group to n groups instead of 1000 (a debug run of a smaller boot).
 
 use std::error::Error;
 use std::path::Path;
@@ -21,6 +24,28 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const GROUPS: usize = 1000;
+
+/// The process groups of the snapshot: `SNAPSHOT_BOOT_GROUPS`, else [`GROUPS`].
+fn groups() -> usize {
+    std::env::var("SNAPSHOT_BOOT_GROUPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(GROUPS)
+}
+
+/// The process's user and system CPU time so far, in milliseconds (`/proc/self/stat`,
+/// in clock ticks of 10 ms).
+fn cpu_ms() -> BenchResult<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').ok_or("/proc/self/stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> BenchResult<u64> {
+        Ok(fields.get(i).ok_or("/proc/self/stat")?.parse::<u64>()? * 10)
+    };
+    // utime and stime are the 14th and 15th fields; `rest` starts at the 3rd.
+    Ok((ticks(11)?, ticks(12)?))
+}
 
 /// The quickstart at its end: objects and `status json`.
 async fn capture_quickstart() -> BenchResult<(Vec<Value>, Value)> {
@@ -54,8 +79,8 @@ fn renamed(value: &Value, from: &[(&str, &str)]) -> BenchResult<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// Copies the `storage-1` group to `storage-5..` until there are `GROUPS` groups.
-fn scale(objects: &mut Vec<Value>, status: &mut Value) -> BenchResult<()> {
+/// Copies the `storage-1` group to `storage-5..` until there are `groups` groups.
+fn scale(objects: &mut Vec<Value>, status: &mut Value, groups: usize) -> BenchResult<()> {
     let find = |objects: &[Value], kind: &str, name: &str| {
         objects
             .iter()
@@ -81,18 +106,18 @@ fn scale(objects: &mut Vec<Value>, status: &mut Value) -> BenchResult<()> {
         .iter()
         .position(|o| o["kind"] == "FoundationDBCluster")
         .ok_or("cluster")?;
-    let groups = objects[cluster_index]["status"]["processGroups"]
+    let statuses = objects[cluster_index]["status"]["processGroups"]
         .as_array()
         .ok_or("process groups")?
         .clone();
-    let group = groups
+    let group = statuses
         .iter()
         .find(|g| g["processGroupID"] == "storage-1")
         .ok_or("storage-1's status")?
         .clone();
-    let existing = groups.len();
-    let mut new_groups = groups;
-    for n in 5..(5 + GROUPS - existing) {
+    let existing = statuses.len();
+    let mut new_groups = statuses;
+    for n in 5..(5 + groups.saturating_sub(existing)) {
         let new_ip = format!("10.{}.{}.{}", 100 + n / 65536, (n / 256) % 256, n % 256);
         let names = [
             ("\"storage-1\"", format!("\"storage-{n}\"")),
@@ -125,7 +150,8 @@ fn main() -> BenchResult<()> {
         .enable_all()
         .build()?;
     let (mut objects, mut status) = runtime.block_on(capture_quickstart())?;
-    scale(&mut objects, &mut status)?;
+    let groups = groups();
+    scale(&mut objects, &mut status, groups)?;
     let dir = tempfile::tempdir()?;
     let stream: String = objects
         .iter()
@@ -139,14 +165,18 @@ fn main() -> BenchResult<()> {
         "name: boot\nsnapshot: {objects: live.yaml, status: status.json}\nsteps:\n  - reconcile: {}\n",
     )?;
     let started = Instant::now();
+    let cpu_before = cpu_ms()?;
     let scenario = Scenario::from_file(&path)?;
     let runner = runtime.block_on(Runner::new(scenario, RunOptions::default()))?;
     let boot = started.elapsed();
+    let cpu_after = cpu_ms()?;
     drop(runner);
     println!(
-        "snapshot-boot: groups={GROUPS} objects={} boot_ms={}",
+        "snapshot-boot: groups={groups} objects={} boot_ms={} boot_user_ms={} boot_system_ms={}",
         objects.len(),
-        boot.as_millis()
+        boot.as_millis(),
+        cpu_after.0.saturating_sub(cpu_before.0),
+        cpu_after.1.saturating_sub(cpu_before.1),
     );
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! services and ConfigMaps, each a
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector, holding what a pass reads of each object ([`super::cache_slim`]: no
-//! managed fields, only the pod status a pass reads). A pass reads its cluster's objects from here instead of LISTing them (see
+//! managed fields, only the pod status a pass reads; pods in their compact form,
+//! [`super::cache_pod`], decoded for the passes). A pass reads its cluster's objects from here instead of LISTing them (see
 //! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning
@@ -32,7 +33,8 @@ use kube::{Api, Resource};
 use tokio::sync::watch;
 
 use super::cache_index::LabelIndex;
-use super::cache_slim::{slim_config_map, slim_pod, slim_pvc, slim_service};
+use super::cache_pod::{CompactPod, DecodeError, DecodedPods, compact_event};
+use super::cache_slim::{slim_config_map, slim_pvc, slim_service};
 use super::object_kind::ObjectKind;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
@@ -142,8 +144,8 @@ impl Tracker {
 /// The watch streams behind the caches, each yielding the objects it touched (for the
 /// controller's triggers); a stream must be polled for its cache to fill.
 pub struct CacheStreams {
-    /// Pods.
-    pub pods: BoxStream<'static, Result<Pod, watcher::Error>>,
+    /// Pods (in their compact form).
+    pub pods: BoxStream<'static, Result<CompactPod, watcher::Error>>,
     /// PVCs (metadata and spec).
     pub pvcs: BoxStream<'static, Result<PersistentVolumeClaim, watcher::Error>>,
     /// Services.
@@ -194,7 +196,10 @@ pub struct ObjectCache {
     pod_index: Arc<LabelIndex>,
     pvc_index: Arc<LabelIndex>,
     service_index: Arc<LabelIndex>,
-    pods: Store<Pod>,
+    /// Pods in their compact form ([`super::cache_pod`]).
+    pods: Store<CompactPod>,
+    /// The pods passes read recently, decoded.
+    decoded_pods: DecodedPods,
     /// PVCs as their metadata and spec (no status).
     pvcs: Store<PersistentVolumeClaim>,
     services: Store<Service>,
@@ -304,7 +309,7 @@ impl ObjectCache {
             pods: tracked(
                 watcher(api::<Pod>(client, namespace), config.clone())
                     .default_backoff()
-                    .map_ok(|event| event.modify(slim_pod))
+                    .map_ok(compact_event)
                     .reflect(pods_writer),
                 sender(ObjectKind::Pods),
                 Some(pod_index.clone()),
@@ -345,6 +350,7 @@ impl ObjectCache {
             pvc_index,
             service_index,
             pods,
+            decoded_pods: DecodedPods::default(),
             pvcs,
             services,
             config_maps,
@@ -475,9 +481,29 @@ impl ObjectCache {
         .await
     }
 
-    /// The cached pods in `namespace` carrying `labels` (shared, not copied).
-    pub fn pods(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<Pod>> {
+    /// The cached pods in `namespace` carrying `labels`, decoded (those read recently
+    /// shared, not copied).
+    pub fn pods(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<Arc<Pod>>, DecodeError> {
+        self.decoded_pods
+            .decode(&self.compact_pods(namespace, labels))
+    }
+
+    /// The cached pods in `namespace` carrying `labels` as the cache keeps them.
+    pub fn compact_pods(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<CompactPod>> {
         lookup(&self.pods, &self.pod_index, namespace, labels)
+    }
+
+    /// How many pods are kept decoded.
+    pub fn decoded_pods(&self) -> usize {
+        self.decoded_pods.len()
     }
 
     /// The cached PVCs in `namespace` carrying `labels` (metadata and spec, no status;

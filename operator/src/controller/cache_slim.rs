@@ -15,9 +15,11 @@
 //!   last state and IDs go.
 //!
 //! Pod specs, labels and annotations are kept whole: pods are compared with their
-//! desired spec field by field (`pod_model::equivalence`, `replace_only`). A field a
-//! pass starts reading must be kept here; the tests below hold the read helpers to the
-//! same answers before and after.
+//! desired spec field by field (`pod_model::equivalence`, `replace_only`). The pods'
+//! cache then keeps each slimmed pod compact, its spec as JSON ([`super::cache_pod`]),
+//! and passes read it decoded. A field a pass starts reading must be kept here; the
+//! tests below hold the read helpers and every step's decision to the same answers on
+//! pods as listed and as a pass reads them from the cache.
 
 use k8s_openapi::api::core::v1::{
     ConfigMap, ContainerStatus, PersistentVolumeClaim, Pod, PodStatus, Service,

@@ -2,6 +2,7 @@ use fdb_shared::status_json::DatabaseStatus;
 use serde_json::json;
 
 use super::*;
+use crate::controller::cache_pod::CompactPod;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, database, group};
 use crate::controller::objects::{pod_ip, pod_is_failing, pod_is_running, pod_phase, public_ip};
@@ -70,7 +71,7 @@ fn kubelet_status(
 /// A cluster of storage groups whose pods are as an API server would list them
 /// (managed fields, the kubelet's whole status): running, crash-looping, evicted,
 /// pending without an IP and terminating.
-/// `slim`: as the pods' cache keeps them.
+/// `slim`: as a pass reads them from the pods' cache (slimmed, compacted, decoded).
 fn fixture(slim: bool) -> Fixture {
     let ids = [
         "storage-1",
@@ -104,7 +105,8 @@ fn fixture(slim: bool) -> Fixture {
             );
         }
         if slim {
-            slim_pod(&mut pod);
+            // Through the cache's compact form, as a pass reads it.
+            pod = CompactPod::new(pod).decode().unwrap();
         }
         pods.push(pod);
         pvcs.extend(build_pvc(&cluster, g).unwrap());

@@ -6,6 +6,7 @@
 pub mod barriers;
 pub mod cache;
 pub mod cache_index;
+pub mod cache_pod;
 pub mod cache_slim;
 pub mod config_map;
 pub mod config_map_error;

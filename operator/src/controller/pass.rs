@@ -59,6 +59,24 @@ fn usable_cache<'c>(
         .filter(|cache| cache.is_ready() && cache.selector().covers(labels))
 }
 
+/// The cached pods of the cluster, decoded; listed instead should one not decode (the
+/// cache wrote it: not expected, but a pass must not miss a pod).
+async fn cached_pods(
+    io: &mut PassIo,
+    ctx: &Context,
+    cache: &ObjectCache,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<Vec<std::sync::Arc<k8s_openapi::api::core::v1::Pod>>, StepError> {
+    match cache.pods(namespace, labels) {
+        Ok(pods) => Ok(pods),
+        Err(error) => {
+            tracing::warn!(%error, "listing the pods instead");
+            io.list(ctx, &label_selector(labels), "pods").await
+        }
+    }
+}
+
 /// The namespace of the cluster.
 fn namespace_of(cluster: &FoundationDBCluster) -> &str {
     cluster.metadata.namespace.as_deref().unwrap_or_default()
@@ -162,7 +180,7 @@ async fn read(
     let config_map_name = config_map_name(cluster.cluster());
     let (pods, pvcs, services, config_map) = match usable_cache(ctx, &labels) {
         Some(cache) => (
-            cache.pods(namespace, &labels),
+            cached_pods(io, ctx, cache, namespace, &labels).await?,
             cache.pvcs(namespace, &labels),
             cache.services(namespace, &labels),
             cache.config_map(namespace, &config_map_name),
@@ -249,7 +267,9 @@ async fn read_again(
             None => None,
         };
         match (kind, cached) {
-            (ObjectKind::Pods, Some(cache)) => fresh.pods = Some(cache.pods(namespace, &labels)),
+            (ObjectKind::Pods, Some(cache)) => {
+                fresh.pods = Some(cached_pods(io, ctx, cache, namespace, &labels).await?);
+            }
             (ObjectKind::Pods, None) => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
             (ObjectKind::Pvcs, Some(cache)) => fresh.pvcs = Some(cache.pvcs(namespace, &labels)),
             (ObjectKind::Pvcs, None) => {

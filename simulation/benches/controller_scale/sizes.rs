@@ -1,6 +1,6 @@
 //! `CONTROLLER_SCALE_SIZES=1`: the size of one cached pod, PVC, service and cluster, and
 //! of a production-shaped pod (with the `managedFields` and kubelet status a real API
-//! server returns) before and after the cache trims it.
+//! server returns) before and after the cache trims and compacts it.
 
 use std::collections::BTreeMap;
 
@@ -15,8 +15,17 @@ pub(crate) fn object_sizes(cache: &ObjectCache, fleet: &Fleet) {
         return;
     };
     let labels = BTreeMap::from([(CLUSTER_NAME_LABEL.to_owned(), name.clone())]);
-    let pods = cache.pods(namespace, &labels);
+    let pods = cache.pods(namespace, &labels).unwrap_or_default();
     let count = pods.len().max(1);
+    let compact: usize = cache
+        .compact_pods(namespace, &labels)
+        .iter()
+        .map(|pod| heap_size(&**pod))
+        .sum();
+    eprintln!(
+        "per cached pod as the cache keeps it (compact: the spec as JSON): {} B",
+        compact / count
+    );
     let mut totals = [0usize; 6];
     for pod in &pods {
         let pod: &k8s_openapi::api::core::v1::Pod = pod;
@@ -38,11 +47,13 @@ pub(crate) fn object_sizes(cache: &ObjectCache, fleet: &Fleet) {
     );
     if let Some(pod) = pods.first() {
         let (full, slim) = production_shaped(pod);
+        let compact = fdb_operator::controller::cache_pod::CompactPod::new(full.clone());
         eprintln!(
             "a production-shaped pod (managed fields of the operator and the kubelet, a \
-             kubelet's status): {} B, {} B as the cache keeps it",
+             kubelet's status): {} B, {} B slimmed, {} B as the cache keeps it (compact)",
             heap_size(&full),
-            heap_size(&slim)
+            heap_size(&slim),
+            heap_size(&compact)
         );
     }
     let pvcs = cache.pvcs(namespace, &labels);

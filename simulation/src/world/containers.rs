@@ -96,7 +96,7 @@ pub fn binary_version(content: &str) -> Option<FdbVersion> {
     content.split_whitespace().last()?.parse().ok()
 }
 
-/// What a fake image holds.
+/// What a fake image holds (its files: `super::images`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImageContents<'a> {
     /// The FoundationDB version it ships (`None`: not a FoundationDB image).
@@ -104,41 +104,6 @@ pub struct ImageContents<'a> {
     /// Whether `usr/bin/fdbserver` and `usr/bin/fdbcli` are there (the `binaryMissing`
     /// fault takes them out).
     pub binaries: bool,
-}
-
-/// Writes the fake image of a container under `root`, replacing what was there:
-/// `usr/bin/fdbserver` and `usr/bin/fdbcli` naming the version (unless left out),
-/// `var/fdb/version`, and the client library `var/fdb/lib/libfdb_c_<version>.so`. An
-/// image without a version gets an empty root.
-pub fn write_image(root: &Path, contents: ImageContents<'_>) -> Result<(), WorldError> {
-    if root.exists() {
-        std::fs::remove_dir_all(root).map_err(WorldError::io("remove", root))?;
-    }
-    let bin = root.join("usr/bin");
-    let lib = root.join("var/fdb/lib");
-    for dir in [&bin, &lib] {
-        std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
-    }
-    let Some(version) = contents.version else {
-        return Ok(());
-    };
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    if contents.binaries {
-        files.extend(
-            IMAGE_BINARIES
-                .iter()
-                .map(|name| (bin.join(name), binary_content(name, version))),
-        );
-    }
-    files.push((root.join("var/fdb/version"), format!("{version}\n")));
-    files.push((
-        lib.join(format!("libfdb_c_{version}.so")),
-        format!("libfdb_c {version}\n"),
-    ));
-    for (path, content) in files {
-        std::fs::write(&path, content).map_err(WorldError::io("write", &path))?;
-    }
-    Ok(())
 }
 
 /// The image ID the kubelet reports for `image`: its repository and a digest derived from

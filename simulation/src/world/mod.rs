@@ -69,6 +69,7 @@ pub mod scheduler;
 mod admin;
 mod deployments;
 mod faults;
+mod images;
 mod kubelet;
 mod lifecycle;
 mod pod_runtime;
@@ -197,6 +198,8 @@ pub struct World {
     host: Arc<dyn ProcessHost>,
     clock: VirtualClock,
     root: tempfile::TempDir,
+    /// The fake images' files, one copy per image (under `root`).
+    images: images::ImageStore,
     lease: BlockLease,
     network: NetworkMap,
     nodes: Nodes,
@@ -247,7 +250,9 @@ impl World {
             .prefix("fdb-sim-world-")
             .tempdir()
             .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
+        let images = images::ImageStore::new(root.path().join("images"));
         let mut world = Self {
+            images,
             lease,
             network,
             nodes: Nodes::new(options.zones),

@@ -54,7 +54,7 @@ impl World {
                         .is_some_and(|versions| versions.contains(&v))
                 })
             });
-        containers::write_image(
+        self.images.install(
             &image_root(&runtime.dir, container),
             ImageContents {
                 version: version.as_ref(),

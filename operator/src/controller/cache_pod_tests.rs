@@ -1,0 +1,107 @@
+use serde_json::json;
+
+use super::*;
+use crate::controller::desired::pod_options;
+use crate::controller::fixtures::{Fixture, group};
+use crate::controller::pod_model::build_pod;
+
+/// A pod as an API server lists it: the operator's pod for `id`, on a node, with
+/// managed fields and a kubelet's status.
+fn listed_pod(id: &str) -> Pod {
+    let cluster = Fixture::new("{version: 7.1.57, processCounts: {storage: 3}}")
+        .build()
+        .cluster()
+        .clone();
+    let g = group(id);
+    let mut pod = build_pod(&cluster, &g, &pod_options(&cluster, &g)).unwrap();
+    pod.metadata.namespace = Some("default".into());
+    pod.metadata.resource_version = Some("7".into());
+    pod.spec.get_or_insert_with(Default::default).node_name = Some("node-1".into());
+    pod.metadata.managed_fields = serde_json::from_value(json!([
+        {"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:podIP": {}}}}
+    ]))
+    .unwrap();
+    pod.status = serde_json::from_value(json!({
+        "phase": "Running", "podIP": "10.0.0.1", "hostIP": "192.168.0.1",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "foundationdb", "image": "foundationdb/foundationdb:7.1.57",
+            "imageID": "x", "ready": true, "restartCount": 2,
+            "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 1}}}]
+    }))
+    .unwrap();
+    pod
+}
+
+#[test]
+fn a_compact_pod_decodes_to_the_slim_pod() {
+    let pod = listed_pod("storage-1");
+    let mut slim = pod.clone();
+    slim_pod(&mut slim);
+    let compact = CompactPod::new(pod);
+    assert!(matches!(compact.spec, Some(CompactSpec::Json(_))));
+    assert_eq!(compact.decode().unwrap(), slim);
+    // The cache's index and own-write waits read the metadata as it is.
+    assert_eq!(kube::Resource::meta(&compact), &slim.metadata);
+    assert_eq!(<CompactPod as kube::Resource>::plural(&()), "pods");
+    let no_spec = CompactPod::new(Pod::default());
+    assert_eq!(no_spec.decode().unwrap(), Pod::default());
+}
+
+#[test]
+fn a_spec_that_does_not_decode_is_an_error_naming_the_pod() {
+    let mut compact = CompactPod::new(listed_pod("storage-1"));
+    compact.spec = Some(CompactSpec::Json(b"{\"containers\": 3}".to_vec().into()));
+    let error = compact.decode().unwrap_err();
+    assert!(
+        error.to_string().contains("default/sample-storage-1"),
+        "{error}"
+    );
+}
+
+#[test]
+fn pods_read_again_are_shared_until_they_change() {
+    let decoded = DecodedPods::new(10);
+    let first = vec![
+        Arc::new(CompactPod::new(listed_pod("storage-1"))),
+        Arc::new(CompactPod::new(listed_pod("storage-2"))),
+    ];
+    let a = decoded.decode(&first).unwrap();
+    let b = decoded.decode(&first).unwrap();
+    assert_eq!(decoded.len(), 2);
+    for (a, b) in a.iter().zip(&b) {
+        assert!(Arc::ptr_eq(a, b), "read again: the same decoded pod");
+    }
+    // The watch replaced storage-2 (a new object, even if equal): decoded again.
+    let mut changed = listed_pod("storage-2");
+    changed.metadata.resource_version = Some("8".into());
+    let second = vec![first[0].clone(), Arc::new(CompactPod::new(changed))];
+    let c = decoded.decode(&second).unwrap();
+    assert!(Arc::ptr_eq(&a[0], &c[0]));
+    assert!(!Arc::ptr_eq(&a[1], &c[1]));
+    assert_eq!(c[1].metadata.resource_version.as_deref(), Some("8"));
+    assert_eq!(decoded.len(), 2, "one entry per pod");
+}
+
+#[test]
+fn at_most_capacity_pods_are_kept_decoded_the_least_recently_read_go() {
+    let decoded = DecodedPods::new(8);
+    let cluster = |from: usize| -> Vec<Arc<CompactPod>> {
+        (from..from + 4)
+            .map(|n| Arc::new(CompactPod::new(listed_pod(&format!("storage-{n}")))))
+            .collect()
+    };
+    let (one, two, three) = (cluster(1), cluster(11), cluster(21));
+    let kept = decoded.decode(&one).unwrap();
+    decoded.decode(&two).unwrap();
+    assert_eq!(decoded.len(), 8);
+    decoded.decode(&three).unwrap();
+    assert!(decoded.len() <= 8, "{}", decoded.len());
+    // The first cluster's pods were the least recently read: decoded anew.
+    let again = decoded.decode(&one).unwrap();
+    assert!(!Arc::ptr_eq(&kept[0], &again[0]));
+    assert_eq!(kept, again, "the same values");
+    let none = DecodedPods::new(0);
+    none.decode(&one).unwrap();
+    assert!(none.is_empty());
+}
