@@ -94,12 +94,9 @@ fn deleting_a_pod_the_fault_already_stopped_is_not_blamed_for_its_outage() {
     let result = run_file("sweep/75-failed-pod-deleted-at-the-fault.yaml", None);
     assert!(result.violations.is_empty(), "{:#?}", result.violations);
     assert!(
-        result
-            .events
-            .iter()
-            .any(|e| e.source == EventSource::K8s
-                && e.action == "delete"
-                && e.target == "pod/sample-storage-2"),
+        result.events.iter().any(|e| e.source == EventSource::K8s
+            && e.action == "delete"
+            && e.target == "pod/sample-storage-2"),
         "the operator must delete the failed pod"
     );
 }

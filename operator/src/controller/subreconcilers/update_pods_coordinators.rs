@@ -19,10 +19,10 @@ use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 
 use super::generate_initial_cluster_file::coordinator_candidates;
-use crate::controller::coordinators::{
-    CoordinatorChoiceError, database_candidates, select_coordinators_spread,
-};
 use super::update_pods::{Deletion, PodToDelete};
+use crate::controller::coordinators::{
+    CoordinatorChoiceError, configured_datacenters, database_candidates, select_coordinators_spread,
+};
 use crate::controller::removals::placement;
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -78,6 +78,7 @@ pub fn unplaceable_without(
         &cluster.spec.coordinator_selection(),
         wanted,
         by_hall,
+        configured_datacenters(&cluster.spec),
     )
     .err()
 }
