@@ -16,7 +16,7 @@
 //!
 //! Pod specs, labels and annotations are kept whole: pods are compared with their
 //! desired spec field by field (`pod_model::equivalence`, `replace_only`). The pods'
-//! cache then keeps each slimmed pod compact, its spec as JSON ([`super::cache_pod`]),
+//! cache then keeps each slimmed pod compact, its spec as JSON (`cache_pod.rs`),
 //! and passes read it decoded. A field a pass starts reading must be kept here; the
 //! tests below hold the read helpers and every step's decision to the same answers on
 //! pods as listed and as a pass reads them from the cache.

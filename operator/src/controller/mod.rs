@@ -41,6 +41,7 @@ pub mod process_config;
 /// Buggify is part of the pod model (what it does to a pod); kept at its old path too.
 pub use pod_model::buggify;
 pub mod incompatible_processes;
+pub mod kill_target;
 pub mod process_groups;
 pub mod production;
 pub mod providers;

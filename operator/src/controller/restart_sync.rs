@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
 
+use super::kill_target::{KillReason, KillTarget};
 use super::snapshot::ClusterSnapshot;
-use super::subreconcilers::bounce_processes::{KillReason, KillTarget};
 use crate::fdb::RestartEntry;
 
 /// How long no instance may have added an entry before the kill (the Go operator's

@@ -96,7 +96,7 @@ pub fn binary_version(content: &str) -> Option<FdbVersion> {
     content.split_whitespace().last()?.parse().ok()
 }
 
-/// What a fake image holds (its files: `super::images`).
+/// What a fake image holds (its files: `images.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImageContents<'a> {
     /// The FoundationDB version it ships (`None`: not a FoundationDB image).

@@ -25,14 +25,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 
-use super::Subreconciler;
-use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+pub use crate::controller::kill_target::{KillReason, KillTarget};
+use crate::controller::plan::{Action, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::{kept_running, placement};
 use crate::controller::safety::{self, LockedAction, Refusal};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -40,38 +38,6 @@ use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BounceProcesses;
-
-/// Why a process is restarted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KillReason {
-    /// It runs another command line than its conf asks for (a knob change).
-    IncorrectCommandLine,
-    /// The cluster-wide restart of an incompatible upgrade (operator-behavior §9).
-    Upgrade,
-    /// Restarted with the others, so the restart covers every process at once.
-    Alongside,
-}
-
-impl std::fmt::Display for KillReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::IncorrectCommandLine => "outdated command line",
-            Self::Upgrade => "upgrade",
-            Self::Alongside => "restarted with the others",
-        })
-    }
-}
-
-/// The processes of one group to restart, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KillTarget {
-    /// The process group ID.
-    pub group: String,
-    /// The addresses of its reporting processes.
-    pub addresses: Vec<ProcessAddress>,
-    /// Why.
-    pub reason: KillReason,
-}
 
 /// What BounceProcesses does this pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -548,43 +514,6 @@ fn recreate_pod_plan(groups: &[String], pod: &str) -> Plan {
             "deleted pod {pod}, whose processes survived the restart of every process; waiting for it to come back"
         ),
     ))
-}
-
-#[async_trait]
-impl Subreconciler for BounceProcesses {
-    fn name(&self) -> &'static str {
-        "BounceProcesses"
-    }
-
-    /// An incompatible upgrade's cluster-wide kill when one is pending (and nothing
-    /// else of this step then: see upgrade_bounce.rs), else the restarts of the
-    /// processes that need one; first, the clear of a pending-upgrade list this
-    /// instance's last kill left.
-    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        let clear = super::upgrade_bounce::clear_after_kill(snapshot, facts);
-        let verdict = match super::upgrade_bounce::decide(snapshot, facts)? {
-            Some(upgrade) => upgrade,
-            None => super::global_bounce::decide(
-                snapshot,
-                facts,
-                crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
-            ),
-        };
-        Ok(verdict.preceded_by(clear))
-    }
-
-    /// After this instance joined the pending-upgrade list or the restart lists: the
-    /// kill, or the wait for the other instances.
-    fn conclude(
-        &self,
-        snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
-    ) -> Result<Verdict, StepError> {
-        match super::upgrade_bounce::conclude(snapshot, facts)? {
-            Verdict::Continue => super::global_bounce::conclude(snapshot, facts),
-            upgrade => Ok(upgrade),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 
 use super::generate_initial_cluster_file::coordinator_candidates;
-use super::update_pods::{Deletion, PodToDelete};
+use super::update_pods_decision::{Deletion, PodToDelete};
 use crate::controller::coordinators::{
     CoordinatorChoiceError, configured_datacenters, database_candidates, select_coordinators_spread,
 };

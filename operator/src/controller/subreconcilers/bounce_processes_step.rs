@@ -1,0 +1,49 @@
+//! The BounceProcesses step's entry: an incompatible upgrade's cluster-wide kill when one
+//! is pending (`upgrade_bounce.rs`), else the restarts this step decides
+//! (`bounce_processes.rs`), shared with the other instances of the database when they
+//! synchronize (`global_bounce.rs`). Kept apart so those files import only downward.
+
+use async_trait::async_trait;
+
+use super::Subreconciler;
+use super::bounce_processes::BounceProcesses;
+use crate::controller::errors::StepError;
+use crate::controller::plan::{PassFacts, Verdict};
+use crate::controller::snapshot::ClusterSnapshot;
+
+#[async_trait]
+impl Subreconciler for BounceProcesses {
+    fn name(&self) -> &'static str {
+        "BounceProcesses"
+    }
+
+    /// An incompatible upgrade's cluster-wide kill when one is pending (and nothing
+    /// else of this step then: see upgrade_bounce.rs), else the restarts of the
+    /// processes that need one; first, the clear of a pending-upgrade list this
+    /// instance's last kill left.
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        let clear = super::upgrade_bounce::clear_after_kill(snapshot, facts);
+        let verdict = match super::upgrade_bounce::decide(snapshot, facts)? {
+            Some(upgrade) => upgrade,
+            None => super::global_bounce::decide(
+                snapshot,
+                facts,
+                crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
+            ),
+        };
+        Ok(verdict.preceded_by(clear))
+    }
+
+    /// After this instance joined the pending-upgrade list or the restart lists: the
+    /// kill, or the wait for the other instances.
+    fn conclude(
+        &self,
+        snapshot: &ClusterSnapshot,
+        facts: &mut PassFacts,
+    ) -> Result<Verdict, StepError> {
+        match super::upgrade_bounce::conclude(snapshot, facts)? {
+            Verdict::Continue => super::global_bounce::conclude(snapshot, facts),
+            upgrade => Ok(upgrade),
+        }
+    }
+}
