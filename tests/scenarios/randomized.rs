@@ -25,9 +25,12 @@ use rand_chacha::ChaCha8Rng;
 /// hosts a coordinator that could not move anywhere) passes since UpdatePods replaces
 /// such a group, but costs 113 s of CPU in debug: its class is held by the cheaper
 /// `sweep/not-reconciled-coordinator-cannot-move.yaml`, and seed 31 keeps its place.
+/// Seed 21 (76.6 s of CPU, 214 passes: one pod at a time with the 120 s recovery wait
+/// between them) gave its place to seed 32 (about 13 s) to keep CI within its budget;
+/// the sweep still runs it.
 const DEFAULT_SHORT_SEEDS: [u64; 30] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27,
-    28, 29, 30, 31,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 23, 24, 25, 27, 28,
+    29, 30, 31, 32,
 ];
 
 /// Seeds of a default run at full length (three to five actions at once), for the
