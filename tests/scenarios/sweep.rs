@@ -87,9 +87,12 @@ fn eviction_names_a_live_pod_after_the_operator_replaced_the_named_one() {
 
 /// Seed 75 (`unavailable-by-operator`, wrongly): a single-redundancy storage pod fails
 /// and the operator deletes the Failed pod in the same second. The fault stopped the
-/// process; the deletion stopped nothing, so the outage is not the operator's. The
-/// operator did delete the pod then (the scenario shows the case it must).
+/// process; the deletion stopped nothing, so the outage is not the operator's. Checked
+/// on 2026-11-28: without the fix the run fails with `unavailable-by-operator` (6 s at
+/// 1607 s), with it no violation and Reconciled. The seed at full length costs about
+/// 94 s of CPU in debug, too much for CI: run it on demand.
 #[test]
+#[ignore = "about 94 s of CPU in debug: run on demand with --ignored"]
 fn deleting_a_pod_the_fault_already_stopped_is_not_blamed_for_its_outage() {
     let result = run_file("sweep/75-failed-pod-deleted-at-the-fault.yaml", None);
     assert!(result.violations.is_empty(), "{:#?}", result.violations);
