@@ -3,7 +3,6 @@
 //! These write to the API as the given actor and return; the caller settles the world
 //! (which is when the evicted pods' containers stop and their deletion completes).
 
-use k8s_openapi::api::core::v1::Pod;
 
 use super::World;
 use super::error::WorldError;
@@ -41,7 +40,7 @@ impl World {
     /// refusals are reported, not errors.
     pub fn drain(&mut self, actor: &str, node: &str) -> Result<DrainReport, WorldError> {
         self.cordon(actor, node)?;
-        let pods: Vec<Pod> = self.list_pods()?;
+        let pods = self.list_pods()?;
         let mut report = DrainReport::default();
         for pod in pods.iter().filter(|p| {
             p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)

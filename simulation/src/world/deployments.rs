@@ -12,6 +12,7 @@
 //! A running pod whose `foundationdb` container runs `backup_agent` is a backup agent:
 //! the world tells the database how many run ([`super::ProcessHost::set_backup_agents`]).
 
+use std::sync::Arc;
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -60,7 +61,7 @@ fn api_error(
 impl World {
     /// Brings every Deployment's pods and status in line with its spec, and collects the
     /// pods of Deployments that are gone.
-    pub(super) fn sync_deployments(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) fn sync_deployments(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         let mut deployments: Vec<Deployment> = self.api.list_typed(None)?;
         deployments.sort_by_key(|d| (d.metadata.namespace.clone(), d.metadata.name.clone()));
         let live_owners: BTreeSet<String> = deployments
@@ -101,7 +102,7 @@ impl World {
         Ok(())
     }
 
-    fn sync_deployment(&mut self, deployment: &Deployment, pods: &[Pod]) -> Result<(), WorldError> {
+    fn sync_deployment(&mut self, deployment: &Deployment, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         if deployment.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
@@ -119,6 +120,7 @@ impl World {
         let replicas = usize::try_from(replicas).unwrap_or(0);
         let owned: Vec<&Pod> = pods
             .iter()
+            .map(|pod| &**pod)
             .filter(|pod| owner_uid(pod) == Some(uid.as_str()))
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
             .collect();
@@ -274,7 +276,7 @@ impl World {
     }
 
     /// Counts the running backup agent pods and tells the database.
-    pub(super) fn report_backup_agents(&mut self, pods: &[Pod]) {
+    pub(super) fn report_backup_agents(&mut self, pods: &[Arc<Pod>]) {
         let count = pods
             .iter()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())

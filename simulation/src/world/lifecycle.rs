@@ -2,6 +2,7 @@
 //! pods, PVC binding and protection, restarting killed processes, DNS records.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
 use serde_json::{Value, json};
@@ -71,28 +72,37 @@ fn patch(
     }
 }
 
+/// The world's last pod list (by the API server's resourceVersion) and every pod decoded
+/// so far (by namespace and name, with the pod's own resourceVersion): a list after a
+/// write decodes only the pods that write changed.
+#[derive(Default)]
+pub(super) struct PodList {
+    listed: Option<(u64, Vec<Arc<Pod>>)>,
+    decoded: std::collections::BTreeMap<(String, String), (String, Arc<Pod>)>,
+}
+
 impl World {
     /// The pods, ordered by namespace and name.
-    pub(super) fn list_pods(&self) -> Result<Vec<Pod>, WorldError> {
+    pub(super) fn list_pods(&self) -> Result<Vec<Arc<Pod>>, WorldError> {
         // Every write bumps the resourceVersion: the same version means the same pods.
         let version = self.api.resource_version();
         let mut listed = self
             .pods_listed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((at, pods)) = listed.as_ref()
+        if let Some((at, pods)) = listed.listed.as_ref()
             && *at == version
         {
             return Ok(pods.clone());
         }
-        let mut pods: Vec<Pod> = self.api.list_typed(None)?;
-        pods.sort_by_key(pod_name);
-        *listed = Some((version, pods.clone()));
+        let mut pods: Vec<Arc<Pod>> = self.api.list_typed_decoded(&mut listed.decoded)?;
+        pods.sort_by_key(|pod| pod_name(pod));
+        listed.listed = Some((version, pods.clone()));
         Ok(pods)
     }
 
     /// Tears down runtimes whose pod no longer exists.
-    pub(super) async fn forget_vanished_pods(&mut self, pods: &[Pod]) {
+    pub(super) async fn forget_vanished_pods(&mut self, pods: &[Arc<Pod>]) {
         let live: BTreeSet<String> = pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
         let gone: Vec<String> = self
             .pods
@@ -135,7 +145,7 @@ impl World {
 
     /// Stops the containers of pods being deleted and confirms the deletion, unless the
     /// group is stuck terminating.
-    pub(super) async fn terminate_pods(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) async fn terminate_pods(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         for pod in pods
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_some())
@@ -182,7 +192,7 @@ impl World {
     }
 
     /// Binds Pending pods to nodes.
-    pub(super) fn schedule(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) fn schedule(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         let mut placed: Vec<PlacedPod> = pods
             .iter()
             .filter(|p| !is_terminal(p))
@@ -445,7 +455,7 @@ impl World {
     }
 
     /// Rebuilds the DNS records from the running pods and headless services.
-    pub(super) fn rebuild_dns(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) fn rebuild_dns(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         let services: Vec<Service> = self.api.list_typed(None)?;
         let headless: Vec<(String, String)> = services
             .iter()

@@ -221,7 +221,7 @@ pub struct World {
     /// The pods as last listed, with the API server's resourceVersion before that list:
     /// a round lists the pods four times, mostly with no write in between, and
     /// deserializing every pod was the largest share of a run's CPU.
-    pods_listed: std::sync::Mutex<Option<(u64, Vec<k8s_openapi::api::core::v1::Pod>)>>,
+    pods_listed: std::sync::Mutex<lifecycle::PodList>,
 }
 
 impl std::fmt::Debug for World {

@@ -16,6 +16,7 @@
 //! 4. When the node comes back: Ready again, the `unreachable` taints go, its kubelet
 //!    finishes the pending deletions and restarts the containers of the other pods.
 
+use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use serde_json::{Value, json};
@@ -66,8 +67,8 @@ pub fn eviction_deadline(pod: &Pod, taints: &[Taint]) -> Option<Timestamp> {
         .min()
 }
 
-fn bound_to<'a>(pods: &'a [Pod], node: &'a str) -> impl Iterator<Item = &'a Pod> + 'a {
-    pods.iter().filter(move |p| {
+fn bound_to<'a>(pods: &'a [Arc<Pod>], node: &'a str) -> impl Iterator<Item = &'a Pod> + 'a {
+    pods.iter().map(|p| &**p).filter(move |p| {
         p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)
             && p.metadata.deletion_timestamp.is_none()
             && !matches!(
@@ -134,7 +135,7 @@ impl World {
 
     /// Declares silent nodes NotReady and evicts the pods of nodes with `NoExecute`
     /// taints whose time has come.
-    pub(super) fn sync_node_lifecycle(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) fn sync_node_lifecycle(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         let now = self.now();
         for node in self.nodes.down_nodes() {
             let Some(since) = self.nodes.down_since(&node) else {
@@ -188,7 +189,7 @@ impl World {
             .collect();
         let (Ok(nodes), Ok(pods)) = (
             self.api.list_typed::<Node>(None),
-            self.api.list_typed::<Pod>(None),
+            self.list_pods(),
         ) else {
             return due;
         };

@@ -1,5 +1,6 @@
 //! The pod status the kubelet reports (through `/status`, as actor `kubelet`).
 
+use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use serde_json::{Value, json};
@@ -13,7 +14,7 @@ use crate::kube::{KUBELET_ACTOR, PatchType, ResourceKey};
 
 impl World {
     /// Writes the status of every pod the kubelet runs, when it changed.
-    pub(super) fn write_statuses(&mut self, pods: &[Pod]) -> Result<(), WorldError> {
+    pub(super) fn write_statuses(&mut self, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
         for pod in pods {
             let Some(uid) = pod.metadata.uid.clone() else {
                 continue;
