@@ -47,9 +47,11 @@ impl View {
 
     /// Whether a disk is in a datacenter that holds data (always, without regions).
     fn holds_data(&self, disk: &DiskKey) -> bool {
-        self.scopes()
-            .into_iter()
-            .any(|scope| self.in_scope(disk, scope))
+        // As `scopes().any(in_scope)`, without building the scope list per disk.
+        match &self.dcs {
+            None => true,
+            Some(dcs) => dcs.iter().any(|dc| self.in_scope(disk, Some(dc.as_str()))),
+        }
     }
 }
 
@@ -115,6 +117,7 @@ pub(crate) fn plan(state: &mut State, now: i64) {
 fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
     let mut drops: Vec<(usize, DiskKey)> = Vec::new();
     let mut satisfied = BTreeSet::new();
+    let scopes = view.scopes();
     for (index, shard) in data.shards.iter().enumerate() {
         if shard.lost {
             continue;
@@ -124,7 +127,6 @@ fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
             .keys()
             .filter(|d| !view.leaving.contains(*d))
             .collect();
-        let scopes = view.scopes();
         if scopes.iter().any(|scope| {
             let in_scope: Vec<&DiskKey> = good
                 .iter()
@@ -144,14 +146,14 @@ fn drop_surplus(data: &mut Data, movement: &mut Movement, view: &View) {
                 .filter(|d| view.leaving.contains(*d) || !view.holds_data(d))
                 .map(|d| (index, d.clone())),
         );
-        for scope in scopes {
+        for scope in &scopes {
             // Extra good replicas: keep one per zone first, the least loaded first.
             let mut keep: Vec<&DiskKey> = good
                 .iter()
                 .copied()
-                .filter(|d| view.in_scope(d, scope))
+                .filter(|d| view.in_scope(d, *scope))
                 .collect();
-            keep.sort_by_key(|d| (data.held_by(d), (*d).clone()));
+            keep.sort_by(|a, b| (data.held_by(a), *a).cmp(&(data.held_by(b), *b)));
             let mut zones_kept = BTreeSet::new();
             let (first, rest): (Vec<&DiskKey>, Vec<&DiskKey>) = keep
                 .into_iter()
@@ -282,7 +284,7 @@ fn choose_destinations<'v>(
                 && !used_zones.contains(zone)
         })
         .collect();
-    candidates.sort_by_key(|(disk, _)| {
+    candidates.sort_by_cached_key(|(disk, _)| {
         (
             data.held_by(disk) + incoming.get(*disk).copied().unwrap_or(0),
             mix(view.seed, index, disk),
@@ -464,7 +466,10 @@ fn pick_source(
     holders
         .into_iter()
         .filter(|d| view.serving.contains(*d))
-        .min_by_key(|d| (queued.get(*d).copied().unwrap_or(0), (*d).clone()))
+        .min_by(|a, b| {
+            let load = |d: &DiskKey| queued.get(d).copied().unwrap_or(0);
+            (load(a), *a).cmp(&(load(b), *b))
+        })
         .cloned()
 }
 
