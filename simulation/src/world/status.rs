@@ -68,7 +68,8 @@ impl World {
 
     fn desired_status(&self, pod: &Pod, runtime: &mut PodRuntime) -> Value {
         let now = self.now();
-        let spec = pod.spec.clone().unwrap_or_default();
+        let no_spec = PodSpec::default();
+        let spec = pod.spec.as_ref().unwrap_or(&no_spec);
         let started = runtime.started_at.unwrap_or(now);
         // A unified pod's sidecar-mode container serves nothing: it runs like any other.
         let unified = spec
@@ -82,7 +83,7 @@ impl World {
             .collect();
         let all_ready = !statuses.is_empty() && statuses.iter().all(|(r, _)| *r);
         let initialized = !matches!(&runtime.phase, PodPhase::Waiting { reason, .. } if reason.starts_with("Init"));
-        let init_statuses = init_container_statuses(&spec, runtime, initialized);
+        let init_statuses = init_container_statuses(spec, runtime, initialized);
         let conditions = pod_conditions(runtime, now, initialized, all_ready);
         let phase = match runtime.phase {
             PodPhase::Waiting { .. } => "Pending",
