@@ -15,6 +15,11 @@
 //!   (UpdatePods): a replace-only change is replaced under every strategy, because
 //!   deleting the pod cannot apply it. A group with both kinds of change is replaced
 //!   once, carrying both.
+//! - While TLS is turned on or off (`status.requiredAddresses` holds both kinds), the
+//!   replacements wait, as UpdatePods' pod updates and the Go operator's replacements
+//!   do: a new group, its exclusions and a coordinator change in the middle of the
+//!   migration would be more changes at once than the migration's bounces account for.
+//!   The later steps still run, so the migration goes on.
 
 use async_trait::async_trait;
 
@@ -22,6 +27,7 @@ use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::process_config::listens_on_both;
 use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
 use crate::controller::snapshot::ClusterSnapshot;
@@ -40,12 +46,21 @@ pub struct MisconfigurationDecision {
     pub waiting: Vec<(String, ReplaceOnlyChange)>,
     /// The groups in flight that use up the budget (when something waits).
     pub in_flight: Vec<String>,
+    /// Whether every candidate waits for the TLS migration (then they are all in
+    /// `waiting`).
+    pub tls_migration: bool,
 }
 
 impl MisconfigurationDecision {
     /// The requeue reason while groups wait, naming the groups that block them.
     pub fn wait_reason(&self) -> Option<String> {
         let (first, _) = self.waiting.first()?;
+        if self.tls_migration {
+            return Some(format!(
+                "{} process groups wait for replacement (first {first}): they wait for the TLS migration (status.requiredAddresses holds both kinds)",
+                self.waiting.len()
+            ));
+        }
         Some(format!(
             "{} process groups wait for replacement (first {first}): maxConcurrentReplacements is used up by {}",
             self.waiting.len(),
@@ -76,6 +91,11 @@ pub fn decide(
         }
     }
     if candidates.is_empty() {
+        return Ok(decision);
+    }
+    if listens_on_both(snapshot.cluster()) {
+        decision.waiting = candidates;
+        decision.tls_migration = true;
         return Ok(decision);
     }
     let busy = in_flight(snapshot);
@@ -131,6 +151,9 @@ pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
     let reason = decision.wait_reason();
     if let Some(reason) = &reason {
         tracing::info!(%reason, waiting = %describe(&decision.waiting), "replacements wait");
+    }
+    // The Event is for the budget the user set; the TLS migration ends on its own.
+    if let Some(reason) = reason.as_ref().filter(|_| !decision.tls_migration) {
         actions.push(Action::Event {
             reason: EventReason::ReplacementBlocked,
             action: "ReplaceMisconfiguredPods".to_owned(),

@@ -140,3 +140,28 @@ fn every_pod_update_strategy_replaces_replace_only_changes() {
         );
     }
 }
+
+/// As UpdatePods' pod updates and the Go operator's replacements: while TLS is turned on
+/// or off, a replace-only change given with it (here a bigger volume) waits, without the
+/// budget's Event, and the later steps still run; once only the new kind of address is
+/// required, the groups are replaced.
+#[test]
+fn replacements_wait_while_tls_is_turned_on_or_off() {
+    let spec = "{version: 7.1.57, mainContainer: {enableTls: true}, processes: {general: {volumeClaimTemplate: {spec: {resources: {requests: {storage: 256G}}}}}}}";
+    let migrating = fixture(spec, vec![]).status(|s| {
+        s.required_addresses.tls = true;
+        s.required_addresses.non_tls = true;
+    });
+    let decision = decide(&migrating.build(), ReplacePolicy::default()).unwrap();
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    assert_eq!(ids(&decision.waiting), ["storage-1", "storage-2", "log-1"]);
+    let reason = decision.wait_reason().unwrap();
+    assert!(reason.contains("TLS migration"), "{reason}");
+    let Verdict::Wait(wait) = verdict(&decision) else {
+        panic!("a wait without actions");
+    };
+    assert_eq!((wait.waits_on, wait.goes_on), (WaitOn::Database, true));
+    let migrated = fixture(spec, vec![]).status(|s| s.required_addresses.tls = true);
+    let decision = decide(&migrated.build(), ReplacePolicy::default()).unwrap();
+    assert_eq!(ids(&decision.replace), ["storage-1", "storage-2", "log-1"]);
+}
