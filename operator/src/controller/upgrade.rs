@@ -38,6 +38,7 @@ use super::pod_model::{
 };
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
+use super::upgrade_quorum::{QuorumKept, quorum_kept};
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
@@ -172,6 +173,10 @@ pub enum UpgradeWait {
         /// The zone.
         zone: String,
     },
+    /// Coordinators kept out of the kill would hold the quorum on the old version: the
+    /// kill cannot bring the database back ([`super::upgrade_quorum`]).
+    #[error("{0}")]
+    QuorumKept(#[from] QuorumKept),
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them
     /// ready.
@@ -374,7 +379,8 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
 /// once every live pod runs the target's sidecar and has confirmed the staged binary and
 /// its monitor conf, every live group's processes report, every process has been up
 /// `minimumUptimeSecondsForBounce` and the database is available, every process of the
-/// cluster is killed in one command. After the kill the processes report the target, the
+/// cluster is killed in one command, unless coordinators kept out of it would hold the
+/// old version's quorum ([`super::upgrade_quorum`]: then it is refused). After the kill the processes report the target, the
 /// running version follows and no upgrade is pending any more: an operator that crashed
 /// right after the kill does not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
@@ -446,6 +452,14 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
     }
     if let Err(refusal) = safety::minimum_uptime(snapshot) {
         return wait(refusal.into());
+    }
+    let restarted = |group: &GroupView<'_>| {
+        !left_out.contains(group.id())
+            && (!snapshot.ignored_during_restart(group.id())
+                || on_target.iter().any(|(id, _)| id == group.id()))
+    };
+    if let Some(kept) = quorum_kept(snapshot, restarted) {
+        return wait(kept.into());
     }
     // The processes already on the target are killed too: the kill restarts every
     // process of the cluster at once, and theirs come back on the same binary.

@@ -30,7 +30,7 @@ use super::super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn
 use super::super::requeue::kill_wait_delay;
 use super::super::safety::{self, LockedAction};
 use super::super::snapshot::ClusterSnapshot;
-use super::super::upgrade::{UpgradeBounce, check_agreement, decide_bounce};
+use super::super::upgrade::{UpgradeBounce, UpgradeWait, check_agreement, decide_bounce};
 
 /// The step's name: the kill is BounceProcesses'.
 const STEP: &str = "BounceProcesses";
@@ -50,10 +50,21 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     let (target, addresses, agreement, while_unavailable) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
-            return Ok(Some(Verdict::Wait(Wait::new(
-                WaitOn::After(kill_wait_delay(facts.database_wait, snapshot)),
-                wait.to_string(),
-            ))));
+            let delay = WaitOn::After(kill_wait_delay(facts.database_wait, snapshot));
+            if !matches!(wait, UpgradeWait::QuorumKept(_)) {
+                return Ok(Some(Verdict::Wait(Wait::new(delay, wait.to_string()))));
+            }
+            // Only the user can end this refusal (their change wakes the operator): a
+            // Warning Event tells them how, and no need to look often.
+            let reason = format!("the upgrade to {}: {wait}", snapshot.spec().version);
+            tracing::warn!(%reason, "the upgrade's kill is refused");
+            let then = Wait::new(WaitOn::After(Duration::from_secs(300)), reason.clone());
+            let event = Action::Event {
+                reason: EventReason::UpgradeKillRefused,
+                action: STEP.to_owned(),
+                note: reason,
+            };
+            return Ok(Some(Verdict::plain([event]).then(Some(then))));
         }
         UpgradeBounce::KillAll {
             target,
