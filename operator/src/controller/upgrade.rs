@@ -433,34 +433,10 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    // Processes already on the target cannot rejoin before the others move: when the
-    // database is unavailable then (their data is out of reach, issue 26 seed 18),
-    // waiting for it would wait forever, and the kill is what brings it back.
-    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
-    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
-        return wait(refusal.into());
-    }
-    if !missing.is_empty() {
-        return wait(UpgradeWait::ProcessesMissing { groups: missing });
-    }
-    if let Some(zone) = snapshot
-        .database_status()
-        .and_then(|db| db.cluster.maintenance_zone.clone())
-        .filter(|zone| !zone.is_empty())
-    {
-        return wait(UpgradeWait::Maintenance { zone });
-    }
-    if let Err(refusal) = safety::minimum_uptime(snapshot) {
-        return wait(refusal.into());
-    }
-    let restarted = |group: &GroupView<'_>| {
-        !left_out.contains(group.id())
-            && (!snapshot.ignored_during_restart(group.id())
-                || on_target.iter().any(|(id, _)| id == group.id()))
+    let while_unavailable = match kill_gates(snapshot, missing, &left_out, &on_target) {
+        Ok(while_unavailable) => while_unavailable,
+        Err(w) => return wait(w),
     };
-    if let Some(kept) = quorum_kept(snapshot, restarted) {
-        return wait(kept.into());
-    }
     // The processes already on the target are killed too: the kill restarts every
     // process of the cluster at once, and theirs come back on the same binary.
     let mut addresses = kill_addresses(snapshot, &left_out);
@@ -479,6 +455,48 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         agreement,
         while_unavailable,
     })
+}
+
+/// The gates between pods ready for the kill and the kill: an available database (unless
+/// processes already on the target hold it down: then `Ok(true)`, the kill is what
+/// brings it back), every live group's processes reporting (`missing` names those that
+/// do not), no zone in maintenance, `minimumUptimeSecondsForBounce`, and a majority of
+/// the coordinators restarted with the others ([`super::upgrade_quorum`]).
+fn kill_gates(
+    snapshot: &ClusterSnapshot,
+    missing: Vec<String>,
+    left_out: &BTreeSet<&str>,
+    on_target: &[(String, Vec<ProcessAddress>)],
+) -> Result<bool, UpgradeWait> {
+    // Processes already on the target cannot rejoin before the others move: when the
+    // database is unavailable then (their data is out of reach, issue 26 seed 18),
+    // waiting for it would wait forever, and the kill is what brings it back.
+    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
+    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
+        return Err(refusal.into());
+    }
+    if !missing.is_empty() {
+        return Err(UpgradeWait::ProcessesMissing { groups: missing });
+    }
+    if let Some(zone) = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|zone| !zone.is_empty())
+    {
+        return Err(UpgradeWait::Maintenance { zone });
+    }
+    if let Err(refusal) = safety::minimum_uptime(snapshot) {
+        return Err(refusal.into());
+    }
+    let restarted = |group: &GroupView<'_>| {
+        !left_out.contains(group.id())
+            && (!snapshot.ignored_during_restart(group.id())
+                || on_target.iter().any(|(id, _)| id == group.id()))
+    };
+    if let Some(kept) = quorum_kept(snapshot, restarted) {
+        return Err(kept.into());
+    }
+    Ok(while_unavailable)
 }
 
 /// What an instance writes to the pending-upgrade list, and who agreed after it did.
