@@ -60,6 +60,7 @@ pub mod subreconcilers;
 pub mod upgrade;
 pub mod upgrade_cleanup;
 pub mod upgrade_quorum;
+pub mod upgrade_retries;
 pub mod version_change;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};

@@ -20,8 +20,13 @@
 //!   do: a new group, its exclusions and a coordinator change in the middle of the
 //!   migration would be more changes at once than the migration's bounces account for.
 //!   The later steps still run, so the migration goes on.
+//! - While an incompatible upgrade is pending (staging, the cluster-wide kill, its
+//!   retries), they wait too, as the Go operator's do: a replacement then adds a group
+//!   that must be staged before the kill can go, and its exclusion or coordinator change
+//!   is a recovery on top of the kill's.
 
 use async_trait::async_trait;
+use fdb_shared::FdbVersion;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -32,6 +37,7 @@ use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
+use crate::controller::version_change::pending_upgrade_target;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -49,12 +55,21 @@ pub struct MisconfigurationDecision {
     /// Whether every candidate waits for the TLS migration (then they are all in
     /// `waiting`).
     pub tls_migration: bool,
+    /// The target of the incompatible upgrade every candidate waits for (then they are
+    /// all in `waiting`).
+    pub upgrade: Option<FdbVersion>,
 }
 
 impl MisconfigurationDecision {
     /// The requeue reason while groups wait, naming the groups that block them.
     pub fn wait_reason(&self) -> Option<String> {
         let (first, _) = self.waiting.first()?;
+        if let Some(target) = &self.upgrade {
+            return Some(format!(
+                "{} process groups wait for replacement (first {first}): they wait for the upgrade to {target}",
+                self.waiting.len()
+            ));
+        }
         if self.tls_migration {
             return Some(format!(
                 "{} process groups wait for replacement (first {first}): they wait for the TLS migration (status.requiredAddresses holds both kinds)",
@@ -96,6 +111,11 @@ pub fn decide(
     if listens_on_both(snapshot.cluster()) {
         decision.waiting = candidates;
         decision.tls_migration = true;
+        return Ok(decision);
+    }
+    if let Some(target) = pending_upgrade_target(snapshot.cluster()) {
+        decision.waiting = candidates;
+        decision.upgrade = Some(target);
         return Ok(decision);
     }
     let busy = in_flight(snapshot);
@@ -152,8 +172,10 @@ pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
     if let Some(reason) = &reason {
         tracing::info!(%reason, waiting = %describe(&decision.waiting), "replacements wait");
     }
-    // The Event is for the budget the user set; the TLS migration ends on its own.
-    if let Some(reason) = reason.as_ref().filter(|_| !decision.tls_migration) {
+    // The Event is for the budget the user set; the TLS migration and the upgrade end
+    // on their own.
+    let held = decision.tls_migration || decision.upgrade.is_some();
+    if let Some(reason) = reason.as_ref().filter(|_| !held) {
         actions.push(Action::Event {
             reason: EventReason::ReplacementBlocked,
             action: "ReplaceMisconfiguredPods".to_owned(),
