@@ -74,12 +74,12 @@ impl UpgradeKills {
         let record = clusters
             .entry((namespace.to_owned(), name.to_owned()))
             .or_insert_with(|| KillRecord {
-                target: target.clone(),
+                target: *target,
                 kills: 0,
                 last_unix: now_unix,
             });
         if record.target != *target {
-            record.target = target.clone();
+            record.target = *target;
             record.kills = 0;
         }
         record.kills = record.kills.saturating_add(1);

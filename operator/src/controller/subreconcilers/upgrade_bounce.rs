@@ -214,7 +214,7 @@ fn kill_all(
         actions.push(Planned::plain(Action::RememberUpgradeCleanup));
     }
     // Counted only once the kill went out (a refused kill stops the plan before it).
-    actions.push(Planned::plain(Action::RememberUpgradeKill(target.clone())));
+    actions.push(Planned::plain(Action::RememberUpgradeKill(*target)));
     Plan::new(
         actions,
         format!("the upgrade to {target} is ready to restart every process: "),
