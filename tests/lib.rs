@@ -102,6 +102,20 @@ pub fn fdb_str<'a>(step: &'a StepResult, field: &str) -> &'a str {
     step.fdb[field].as_str().unwrap_or_default()
 }
 
+/// The processes of a group (by their `instance_id` locality) reporting in a step's
+/// database.
+///
+/// # Panics
+/// When the step's `fdb` block has no `processes` list.
+pub fn reporting(step: &StepResult, group: &str) -> usize {
+    step.fdb["processes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("step {} has no fdb.processes", step.index))
+        .iter()
+        .filter(|p| p["locality"]["instance_id"] == group)
+        .count()
+}
+
 /// The invariants a run violated, in order, each once.
 pub fn violated(result: &SimulationResult) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();

@@ -4,10 +4,10 @@
 //! process group IDs (`faultDomain.valueFrom: $FDB_INSTANCE_ID`) where a case names the
 //! zone of a group, so the scenario can name it.
 
-use fdb_e2e_tests::{conditions_of, scenario};
+use fdb_e2e_tests::{conditions_of, reporting, scenario};
 use fdb_simulation::result::{SimulationResult, StepResult};
 
-use super::go_e2e::{SMALL, assert_clean, group_status, has_pod, run_case};
+use super::go_e2e::{SMALL, assert_clean, group_status, has_pod, kills_in, run_case};
 
 /// SMALL with every process group its own zone (named like the group).
 fn by_group() -> String {
@@ -22,16 +22,6 @@ fn ever_marked(result: &SimulationResult, group: &str) -> bool {
         .steps
         .iter()
         .any(|step| group_status(step, group).is_some_and(|g| g["removalTimestamp"].is_string()))
-}
-
-/// The processes of a group reporting in a step's database.
-fn reporting(step: &StepResult, group: &str) -> usize {
-    step.fdb["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["locality"]["instance_id"] == group)
-        .count()
 }
 
 /// `maintenance` commands of the run, as `(step, by, detail)`.
@@ -322,4 +312,45 @@ fn go_e2e_upgrades_upgrading_a_cluster_and_multiple_processes_are_not_restarted(
         &scenario(&spec, steps),
     );
     assert_clean(&result);
+}
+
+/// test_operator_upgrades: "upgrading a cluster and no coordinator is restarted" (7.1 ->
+/// 7.3, incompatible). Every coordinator (log-1, log-2, log-3) is in
+/// `buggify.ignoreDuringRestart`. The Go operator kills every other process, so the
+/// restarted ones wait on 7.3 for a quorum that stays on 7.1 and the database is down
+/// until the Go case restarts the coordinators (its availability check is off). Ours
+/// refuses that kill: for five minutes (the Go case's `Consistently` on the upgrade being
+/// pending) the database stays available on 7.1 and a Warning Event
+/// `UpgradeKillRefused` names the coordinators; once the user takes them out of the
+/// list (the Go case's last step), one kill of every process finishes the upgrade,
+/// available. The Go case's `pkill` of the coordinators is left out: after a refused
+/// kill it would restart them alone onto the staged 7.3 and split the cluster.
+#[test]
+fn go_e2e_upgrades_upgrading_a_cluster_and_no_coordinator_is_restarted() {
+    let spec = format!("{{{SMALL}, buggify: {{ignoreDuringRestart: [log-1, log-2, log-3]}}}}");
+    let steps = "  - reconcile: {}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 600\n  - expect: {throughout: 300, available: true, version: \"7.1.57\", runningVersion: \"7.1.57\"}\n  - apply: {spec: {buggify: {ignoreDuringRestart: null}}}\n  - expect: {within: 3600, available: true, version: \"7.3.43\", runningVersion: \"7.3.43\"}\n";
+    let result = run_case(
+        "go_e2e_upgrades_upgrading_a_cluster_and_no_coordinator_is_restarted",
+        &scenario(&spec, steps),
+    );
+    assert_clean(&result);
+    let refused: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.step < 4 && e.action == "event")
+        .filter(|e| e.detail.starts_with("UpgradeKillRefused"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    let named = ["log-1", "log-2", "log-3"];
+    assert!(
+        refused
+            .iter()
+            .any(|detail| named.iter().all(|group| detail.contains(group))),
+        "{refused:?}"
+    );
+    assert!(
+        kills_in(&result, 0..4).is_empty(),
+        "{:?}",
+        kills_in(&result, 0..4)
+    );
 }

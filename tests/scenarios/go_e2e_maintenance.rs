@@ -11,8 +11,8 @@
 //! operator's maintenance mode checker is off (the suite's default): it never touches the
 //! user's zone.
 
-use fdb_e2e_tests::scenario;
-use fdb_simulation::result::{SimulationResult, StepResult};
+use fdb_e2e_tests::{reporting, scenario};
+use fdb_simulation::result::SimulationResult;
 
 use super::go_e2e::{SMALL, assert_clean, run_case};
 
@@ -44,16 +44,6 @@ fn operator_maintenance(result: &SimulationResult) -> Vec<(usize, String)> {
         .filter(|e| e.action == "maintenance" && e.by.as_deref() != Some("user"))
         .map(|e| (e.step, e.detail.clone()))
         .collect()
-}
-
-/// The processes of a group reporting in a step's database.
-fn reporting(step: &StepResult, group: &str) -> usize {
-    step.fdb["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["locality"]["instance_id"] == group)
-        .count()
 }
 
 /// What every case checks besides its `expect`s: storage-1 was away while its zone was

@@ -378,3 +378,45 @@ fn a_process_that_ignores_the_kill_gets_its_pod_recreated() {
     );
     assert_upgraded(&result);
 }
+
+/// Issue 26: the three coordinators ignore kills during the upgrade (healed after
+/// 600 s). The first kill leaves them on 7.1 and the others on 7.3: the database is down
+/// and only a kill that reaches them brings it back. The kill is retried with a back-off
+/// (30 s doubled, at most 300 s), not every pass (it was every 5 s: about 100 kills of
+/// every process for this fault), and the upgrade ends once the fault heals.
+#[test]
+fn a_kill_the_coordinators_ignore_is_retried_with_a_backoff() {
+    let result = run(
+        &scenario(
+            SPEC_71,
+            "  - reconcile: {}\n  - fault: {kind: ignoreKill, processGroup: log-1}\n  - fault: {kind: ignoreKill, processGroup: log-2}\n  - fault: {kind: ignoreKill, processGroup: log-3}\n  - apply: {spec: {version: 7.3.43}}\n  - advance: 600\n  - heal: {processGroup: log-1}\n  - heal: {processGroup: log-2}\n  - heal: {processGroup: log-3}\n  - expect: {within: 3600, version: \"7.3.43\", runningVersion: \"7.3.43\", available: true}\n",
+        ),
+        None,
+    );
+    let times: Vec<u64> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "kill")
+        .map(|e| e.time)
+        .collect();
+    assert!(times.len() >= 3 && times.len() <= 6, "{times:?}");
+    // Each wait between kills at least 30 s; from the second on (the first also waits
+    // for the recovery pacing), never shorter than the one before.
+    let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|gap| *gap >= 30), "{gaps:?}");
+    assert!(gaps[1..].windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
+    // The first kill's outage is the fault's doing; the retries cause no other.
+    let outages: Vec<String> = violations(&result)
+        .into_iter()
+        .filter(|v| v.starts_with("unavailable-by-operator"))
+        .collect();
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert!(
+        result
+            .violations
+            .iter()
+            .all(|v| v.invariant != "expectation-failed"),
+        "{:?}",
+        violations(&result)
+    );
+}

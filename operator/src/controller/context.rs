@@ -133,6 +133,8 @@ pub struct Context {
     pub cache: Option<Arc<ObjectCache>>,
     /// Pending-upgrade lists still to clear after an upgrade's kill.
     pub upgrade_cleanup: Arc<super::upgrade_cleanup::UpgradeCleanup>,
+    /// This instance's kills for each cluster's upgrade, for the back-off between them.
+    pub upgrade_kills: Arc<super::upgrade_retries::UpgradeKills>,
 }
 
 impl fmt::Debug for Context {
@@ -172,6 +174,7 @@ impl Context {
             desired: Arc::new(DesiredMemo::default()),
             cache: None,
             upgrade_cleanup: Arc::default(),
+            upgrade_kills: Arc::default(),
         }
     }
 }

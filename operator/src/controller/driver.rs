@@ -140,6 +140,7 @@ async fn run_steps(
     facts.database_wait = ctx.settings.database_wait;
     // What the operator remembers of this cluster between passes.
     facts.upgrade_cleanup_pending = ctx.upgrade_cleanup.is_marked(namespace, name);
+    facts.upgrade_kills = ctx.upgrade_kills.record(namespace, name);
     // Every step that waits while the pass goes on, reported all (not only the first).
     let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {

@@ -43,6 +43,9 @@ pub enum EventReason {
     IncompatibleClients,
     /// Every process was killed at once to restart on the upgrade's binary.
     UpgradeBounce,
+    /// The upgrade's cluster-wide kill is refused: it could not bring the database back
+    /// (the note names the coordinators that keep the old version's quorum).
+    UpgradeKillRefused,
     /// A pod whose processes missed the upgrade's restart was deleted.
     IncompatibleProcessRemoved,
     /// Process groups were marked for removal (shrink or requested removal).
@@ -91,6 +94,7 @@ impl EventReason {
             Self::UnsupportedVersionChange => "UnsupportedVersionChange",
             Self::IncompatibleClients => "IncompatibleClients",
             Self::UpgradeBounce => "UpgradeBounce",
+            Self::UpgradeKillRefused => "UpgradeKillRefused",
             Self::IncompatibleProcessRemoved => "IncompatibleProcessRemoved",
             Self::RemovalChosen => "RemovalChosen",
             Self::ProcessesExcluded => "ProcessesExcluded",
@@ -112,6 +116,7 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
+            | Self::UpgradeKillRefused
             | Self::RemovalBlocked
             | Self::MonitorAnnotationsUnreadable => "Warning",
             _ => "Normal",

@@ -59,6 +59,8 @@ pub mod status_mutations;
 pub mod subreconcilers;
 pub mod upgrade;
 pub mod upgrade_cleanup;
+pub mod upgrade_quorum;
+pub mod upgrade_retries;
 pub mod version_change;
 
 pub use context::{AdminClientProvider, Context, OperatorSettings, SidecarProvider};

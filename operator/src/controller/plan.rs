@@ -61,6 +61,9 @@ pub struct PassFacts {
     /// This instance killed every process for an upgrade and has not cleared the
     /// pending-upgrade list since (the operator remembers it between passes).
     pub upgrade_cleanup_pending: bool,
+    /// This instance's kills for the cluster's upgrade (the operator remembers them
+    /// between passes), for the back-off between them.
+    pub upgrade_kills: Option<crate::controller::upgrade_retries::KillRecord>,
     /// The database's restart lists as [`Action::SyncRestartLists`] left them, until
     /// the step takes them.
     pub restart_lists: Option<crate::controller::restart_sync::RestartLists>,
@@ -254,6 +257,9 @@ pub enum Action {
     /// Remembers that this instance killed for an upgrade: the list is cleared once the
     /// database is available again.
     RememberUpgradeCleanup,
+    /// Counts a kill for the upgrade to this target: the next one waits out the
+    /// back-off ([`crate::controller::upgrade_retries`]).
+    RememberUpgradeKill(FdbVersion),
     /// Gives the global lock up, so that other instances can take it.
     ReleaseLock,
     /// Asks the pods' agents (HTTP sidecars, unified pods' monitors) to take the desired

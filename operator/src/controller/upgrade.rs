@@ -38,6 +38,7 @@ use super::pod_model::{
 };
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
+use super::upgrade_quorum::{QuorumKept, quorum_kept};
 use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
@@ -172,6 +173,10 @@ pub enum UpgradeWait {
         /// The zone.
         zone: String,
     },
+    /// Coordinators kept out of the kill would hold the quorum on the old version: the
+    /// kill cannot bring the database back ([`super::upgrade_quorum`]).
+    #[error("{0}")]
+    QuorumKept(#[from] QuorumKept),
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them
     /// ready.
@@ -374,7 +379,8 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
 /// once every live pod runs the target's sidecar and has confirmed the staged binary and
 /// its monitor conf, every live group's processes report, every process has been up
 /// `minimumUptimeSecondsForBounce` and the database is available, every process of the
-/// cluster is killed in one command. After the kill the processes report the target, the
+/// cluster is killed in one command, unless coordinators kept out of it would hold the
+/// old version's quorum ([`super::upgrade_quorum`]: then it is refused). After the kill the processes report the target, the
 /// running version follows and no upgrade is pending any more: an operator that crashed
 /// right after the kill does not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
@@ -427,26 +433,10 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    // Processes already on the target cannot rejoin before the others move: when the
-    // database is unavailable then (their data is out of reach, issue 26 seed 18),
-    // waiting for it would wait forever, and the kill is what brings it back.
-    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
-    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
-        return wait(refusal.into());
-    }
-    if !missing.is_empty() {
-        return wait(UpgradeWait::ProcessesMissing { groups: missing });
-    }
-    if let Some(zone) = snapshot
-        .database_status()
-        .and_then(|db| db.cluster.maintenance_zone.clone())
-        .filter(|zone| !zone.is_empty())
-    {
-        return wait(UpgradeWait::Maintenance { zone });
-    }
-    if let Err(refusal) = safety::minimum_uptime(snapshot) {
-        return wait(refusal.into());
-    }
+    let while_unavailable = match kill_gates(snapshot, missing, &left_out, &on_target) {
+        Ok(while_unavailable) => while_unavailable,
+        Err(w) => return wait(w),
+    };
     // The processes already on the target are killed too: the kill restarts every
     // process of the cluster at once, and theirs come back on the same binary.
     let mut addresses = kill_addresses(snapshot, &left_out);
@@ -465,6 +455,48 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         agreement,
         while_unavailable,
     })
+}
+
+/// The gates between pods ready for the kill and the kill: an available database (unless
+/// processes already on the target hold it down: then `Ok(true)`, the kill is what
+/// brings it back), every live group's processes reporting (`missing` names those that
+/// do not), no zone in maintenance, `minimumUptimeSecondsForBounce`, and a majority of
+/// the coordinators restarted with the others ([`super::upgrade_quorum`]).
+fn kill_gates(
+    snapshot: &ClusterSnapshot,
+    missing: Vec<String>,
+    left_out: &BTreeSet<&str>,
+    on_target: &[(String, Vec<ProcessAddress>)],
+) -> Result<bool, UpgradeWait> {
+    // Processes already on the target cannot rejoin before the others move: when the
+    // database is unavailable then (their data is out of reach, issue 26 seed 18),
+    // waiting for it would wait forever, and the kill is what brings it back.
+    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
+    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
+        return Err(refusal.into());
+    }
+    if !missing.is_empty() {
+        return Err(UpgradeWait::ProcessesMissing { groups: missing });
+    }
+    if let Some(zone) = snapshot
+        .database_status()
+        .and_then(|db| db.cluster.maintenance_zone.clone())
+        .filter(|zone| !zone.is_empty())
+    {
+        return Err(UpgradeWait::Maintenance { zone });
+    }
+    if let Err(refusal) = safety::minimum_uptime(snapshot) {
+        return Err(refusal.into());
+    }
+    let restarted = |group: &GroupView<'_>| {
+        !left_out.contains(group.id())
+            && (!snapshot.ignored_during_restart(group.id())
+                || on_target.iter().any(|(id, _)| id == group.id()))
+    };
+    if let Some(kept) = quorum_kept(snapshot, restarted) {
+        return Err(kept.into());
+    }
+    Ok(while_unavailable)
 }
 
 /// What an instance writes to the pending-upgrade list, and who agreed after it did.

@@ -580,5 +580,7 @@ fn a_straggler_hosting_a_coordinator_by_dns_name_keeps_its_pod() {
     assert_eq!(decision.hosting_coordinators, ["log-1"]);
 }
 
+#[path = "upgrade_quorum_tests.rs"]
+mod quorum;
 #[path = "upgrade_unavailable_tests.rs"]
 mod unavailable;

@@ -53,6 +53,7 @@ pub(super) async fn perform(
         upgrade @ (Action::JoinPendingUpgrades { .. }
         | Action::ClearPendingUpgrades
         | Action::RememberUpgradeCleanup
+        | Action::RememberUpgradeKill(_)
         | Action::ReleaseLock) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
         Action::SyncRestartLists { pending, ready } => {
             super::restart_lists::sync(ctx, snapshot, io, facts, &pending, &ready).await
@@ -155,6 +156,20 @@ async fn upgrade_bookkeeping(
                 .mark(snapshot.namespace(), snapshot.name());
             facts.upgrade_cleanup_pending = true;
             Ok("the pending-upgrade list is cleared once the database is back".to_owned())
+        }
+        Action::RememberUpgradeKill(target) => {
+            let record = ctx.upgrade_kills.count(
+                snapshot.namespace(),
+                snapshot.name(),
+                &target,
+                snapshot.now_unix(),
+            );
+            let wait = crate::controller::upgrade_retries::backoff(record.kills);
+            facts.upgrade_kills = Some(record);
+            Ok(format!(
+                "another kill for the upgrade to {target} waits at least {}s",
+                wait.as_secs()
+            ))
         }
         Action::ReleaseLock => {
             locks::release(ctx, snapshot, io).await?;

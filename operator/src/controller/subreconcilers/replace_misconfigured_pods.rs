@@ -15,17 +15,29 @@
 //!   (UpdatePods): a replace-only change is replaced under every strategy, because
 //!   deleting the pod cannot apply it. A group with both kinds of change is replaced
 //!   once, carrying both.
+//! - While TLS is turned on or off (`status.requiredAddresses` holds both kinds), the
+//!   replacements wait, as UpdatePods' pod updates and the Go operator's replacements
+//!   do: a new group, its exclusions and a coordinator change in the middle of the
+//!   migration would be more changes at once than the migration's bounces account for.
+//!   The later steps still run, so the migration goes on.
+//! - While an incompatible upgrade is pending (staging, the cluster-wide kill, its
+//!   retries), they wait too, as the Go operator's do: a replacement then adds a group
+//!   that must be staged before the kill can go, and its exclusion or coordinator change
+//!   is a recovery on top of the kill's.
 
 use async_trait::async_trait;
+use fdb_shared::FdbVersion;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::process_config::listens_on_both;
 use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
+use crate::controller::version_change::pending_upgrade_target;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -40,12 +52,30 @@ pub struct MisconfigurationDecision {
     pub waiting: Vec<(String, ReplaceOnlyChange)>,
     /// The groups in flight that use up the budget (when something waits).
     pub in_flight: Vec<String>,
+    /// Whether every candidate waits for the TLS migration (then they are all in
+    /// `waiting`).
+    pub tls_migration: bool,
+    /// The target of the incompatible upgrade every candidate waits for (then they are
+    /// all in `waiting`).
+    pub upgrade: Option<FdbVersion>,
 }
 
 impl MisconfigurationDecision {
     /// The requeue reason while groups wait, naming the groups that block them.
     pub fn wait_reason(&self) -> Option<String> {
         let (first, _) = self.waiting.first()?;
+        if let Some(target) = &self.upgrade {
+            return Some(format!(
+                "{} process groups wait for replacement (first {first}): they wait for the upgrade to {target}",
+                self.waiting.len()
+            ));
+        }
+        if self.tls_migration {
+            return Some(format!(
+                "{} process groups wait for replacement (first {first}): they wait for the TLS migration (status.requiredAddresses holds both kinds)",
+                self.waiting.len()
+            ));
+        }
         Some(format!(
             "{} process groups wait for replacement (first {first}): maxConcurrentReplacements is used up by {}",
             self.waiting.len(),
@@ -76,6 +106,16 @@ pub fn decide(
         }
     }
     if candidates.is_empty() {
+        return Ok(decision);
+    }
+    if listens_on_both(snapshot.cluster()) {
+        decision.waiting = candidates;
+        decision.tls_migration = true;
+        return Ok(decision);
+    }
+    if let Some(target) = pending_upgrade_target(snapshot.cluster()) {
+        decision.waiting = candidates;
+        decision.upgrade = Some(target);
         return Ok(decision);
     }
     let busy = in_flight(snapshot);
@@ -131,6 +171,11 @@ pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
     let reason = decision.wait_reason();
     if let Some(reason) = &reason {
         tracing::info!(%reason, waiting = %describe(&decision.waiting), "replacements wait");
+    }
+    // The Event is for the budget the user set; the TLS migration and the upgrade end
+    // on their own.
+    let held = decision.tls_migration || decision.upgrade.is_some();
+    if let Some(reason) = reason.as_ref().filter(|_| !held) {
         actions.push(Action::Event {
             reason: EventReason::ReplacementBlocked,
             action: "ReplaceMisconfiguredPods".to_owned(),

@@ -140,3 +140,53 @@ fn every_pod_update_strategy_replaces_replace_only_changes() {
         );
     }
 }
+
+/// As UpdatePods' pod updates and the Go operator's replacements: while TLS is turned on
+/// or off, a replace-only change given with it (here a bigger volume) waits, without the
+/// budget's Event, and the later steps still run; once only the new kind of address is
+/// required, the groups are replaced.
+#[test]
+fn replacements_wait_while_tls_is_turned_on_or_off() {
+    let spec = "{version: 7.1.57, mainContainer: {enableTls: true}, processes: {general: {volumeClaimTemplate: {spec: {resources: {requests: {storage: 256G}}}}}}}";
+    let migrating = fixture(spec, vec![]).status(|s| {
+        s.required_addresses.tls = true;
+        s.required_addresses.non_tls = true;
+    });
+    let decision = decide(&migrating.build(), ReplacePolicy::default()).unwrap();
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    assert_eq!(ids(&decision.waiting), ["storage-1", "storage-2", "log-1"]);
+    let reason = decision.wait_reason().unwrap();
+    assert!(reason.contains("TLS migration"), "{reason}");
+    let Verdict::Wait(wait) = verdict(&decision) else {
+        panic!("a wait without actions");
+    };
+    assert_eq!((wait.waits_on, wait.goes_on), (WaitOn::Database, true));
+    let migrated = fixture(spec, vec![]).status(|s| s.required_addresses.tls = true);
+    let decision = decide(&migrated.build(), ReplacePolicy::default()).unwrap();
+    assert_eq!(ids(&decision.replace), ["storage-1", "storage-2", "log-1"]);
+}
+
+#[test]
+fn replacements_wait_for_an_incompatible_upgrade_and_name_it() {
+    let spec = "{version: 7.3.43, processes: {general: {volumeClaimTemplate: {spec: {resources: {requests: {storage: 256G}}}}}}}";
+    let upgrading = fixture(spec, vec![]).status(|s| s.running_version = Some("7.1.57".to_owned()));
+    let decision = decide(&upgrading.build(), ReplacePolicy::default()).unwrap();
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    assert_eq!(ids(&decision.waiting), IDS);
+    let reason = decision.wait_reason().unwrap();
+    assert!(reason.contains("the upgrade to 7.3.43"), "{reason}");
+    // No ReplacementBlocked Event: the upgrade ends on its own.
+    let Verdict::Wait(wait) = verdict(&decision) else {
+        panic!("a wait without actions");
+    };
+    assert_eq!((wait.waits_on, wait.goes_on), (WaitOn::Database, true));
+    // Once the processes run the target, the replacements go ahead.
+    let upgraded = fixture(spec, vec![]).status(|s| s.running_version = Some("7.3.43".to_owned()));
+    let decision = decide(&upgraded.build(), ReplacePolicy::default()).unwrap();
+    assert_eq!(ids(&decision.replace), IDS);
+    // A patch upgrade holds nothing.
+    let patch = "{version: 7.1.59, processes: {general: {volumeClaimTemplate: {spec: {resources: {requests: {storage: 256G}}}}}}}";
+    let patching = fixture(patch, vec![]).status(|s| s.running_version = Some("7.1.57".to_owned()));
+    let decision = decide(&patching.build(), ReplacePolicy::default()).unwrap();
+    assert_eq!(ids(&decision.replace), IDS);
+}

@@ -389,29 +389,39 @@ fn delete_plan(
     ))
 }
 
+/// The groups marked for removal, so replacements with the new pod spec are added, and
+/// the Event that says so with `note`.
+fn mark_replaced(groups: &[String], note: String) -> [Planned; 2] {
+    let mutations = groups
+        .iter()
+        .map(|group| StatusMutation::MarkForRemoval {
+            group: group.clone(),
+        })
+        .collect();
+    [
+        Planned::plain(Action::WriteStatus(mutations)),
+        Planned::plain(Action::Event {
+            reason: EventReason::ProcessGroupsReplaced,
+            action: "UpdatePods".to_owned(),
+            note,
+        }),
+    ]
+}
+
 /// The verdict of `decision`: the groups to replace marked for removal (an Event names
 /// them and what differs), then the deletions, the Event of a needed deletion that
 /// `deletionMode: None` forbids, or the wait.
 pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Verdict {
     let mut actions = Vec::new();
     if !decision.replace.is_empty() {
-        let mutations: Vec<StatusMutation> = decision
-            .replace
-            .iter()
-            .map(|group| StatusMutation::MarkForRemoval {
-                group: group.clone(),
-            })
-            .collect();
-        actions.push(Planned::plain(Action::WriteStatus(mutations)));
-        actions.push(Planned::plain(Action::Event {
-            reason: EventReason::ProcessGroupsReplaced,
-            action: "UpdatePods".to_owned(),
-            note: format!(
+        actions.extend(mark_replaced(
+            &decision.replace,
+            format!(
                 "replacing process groups to update their pod spec: {}{}",
                 decision.replace.join(", "),
                 differences(snapshot, decision.replace.iter().map(String::as_str))
             ),
-        }));
+        ));
     }
     if decision.replacements_waiting > 0 {
         tracing::info!(
@@ -442,18 +452,7 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Ve
         }
         Deletion::ReplaceCoordinatorHosts { groups, reason } => {
             tracing::info!(groups = %groups.join(", "), %reason, "replacing coordinator hosts");
-            let mutations = groups
-                .iter()
-                .map(|group| StatusMutation::MarkForRemoval {
-                    group: group.clone(),
-                })
-                .collect();
-            actions.push(Planned::plain(Action::WriteStatus(mutations)));
-            actions.push(Planned::plain(Action::Event {
-                reason: EventReason::ProcessGroupsReplaced,
-                action: "UpdatePods".to_owned(),
-                note: reason.clone(),
-            }));
+            actions.extend(mark_replaced(&groups, reason.clone()));
             (String::new(), Some(Wait::new(WaitOn::Kubernetes, reason)))
         }
         Deletion::Delete {

@@ -30,7 +30,8 @@ use super::super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn
 use super::super::requeue::kill_wait_delay;
 use super::super::safety::{self, LockedAction};
 use super::super::snapshot::ClusterSnapshot;
-use super::super::upgrade::{UpgradeBounce, check_agreement, decide_bounce};
+use super::super::upgrade::{UpgradeBounce, UpgradeWait, check_agreement, decide_bounce};
+use super::super::upgrade_retries::retry_wait;
 
 /// The step's name: the kill is BounceProcesses'.
 const STEP: &str = "BounceProcesses";
@@ -50,10 +51,21 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     let (target, addresses, agreement, while_unavailable) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
-            return Ok(Some(Verdict::Wait(Wait::new(
-                WaitOn::After(kill_wait_delay(facts.database_wait, snapshot)),
-                wait.to_string(),
-            ))));
+            let delay = WaitOn::After(kill_wait_delay(facts.database_wait, snapshot));
+            if !matches!(wait, UpgradeWait::QuorumKept(_)) {
+                return Ok(Some(Verdict::Wait(Wait::new(delay, wait.to_string()))));
+            }
+            // Only the user can end this refusal (their change wakes the operator): a
+            // Warning Event tells them how, and no need to look often.
+            let reason = format!("the upgrade to {}: {wait}", snapshot.spec().version);
+            tracing::warn!(%reason, "the upgrade's kill is refused");
+            let then = Wait::new(WaitOn::After(Duration::from_secs(300)), reason.clone());
+            let event = Action::Event {
+                reason: EventReason::UpgradeKillRefused,
+                action: STEP.to_owned(),
+                note: reason,
+            };
+            return Ok(Some(Verdict::plain([event]).then(Some(then))));
         }
         UpgradeBounce::KillAll {
             target,
@@ -75,6 +87,9 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
             WaitOn::After(Duration::from_secs(300)),
             reason,
         ))));
+    }
+    if let Some(wait) = backoff_wait(snapshot, facts, &target) {
+        return Ok(Some(Verdict::Wait(wait)));
     }
     // The shared rules first (one disruption, pacing), before the pending-upgrade list
     // is touched: joining it is a promise to kill. The executor applies them again when
@@ -103,6 +118,24 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
         )],
         format!("the upgrade to {target} waits to join the pending-upgrade list: "),
     ))))
+}
+
+/// A kill for this target already happened and the upgrade is still pending: some
+/// processes did not restart (they ignore kills). The next try waits out the back-off
+/// ([`super::super::upgrade_retries`]) instead of restarting every process each pass.
+fn backoff_wait(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    target: &FdbVersion,
+) -> Option<Wait> {
+    let record = facts.upgrade_kills.as_ref();
+    let left = retry_wait(record, target, snapshot.now_unix())?;
+    let kills = record.map_or(0, |r| r.kills);
+    let reason = format!(
+        "the upgrade to {target} is still pending after {kills} kill(s) of every process (some did not restart); the next kill is tried in {}s",
+        left.as_secs()
+    );
+    Some(Wait::new(WaitOn::After(left), reason))
 }
 
 /// Once this instance's groups joined the list: the kill when every group of the
@@ -180,6 +213,8 @@ fn kill_all(
         // the restart now, so the clear is tried once it is available again.
         actions.push(Planned::plain(Action::RememberUpgradeCleanup));
     }
+    // Counted only once the kill went out (a refused kill stops the plan before it).
+    actions.push(Planned::plain(Action::RememberUpgradeKill(*target)));
     Plan::new(
         actions,
         format!("the upgrade to {target} is ready to restart every process: "),
