@@ -28,7 +28,6 @@ use crate::controller::removals::{exclusions, placement, skips_exclusion};
 use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
-use crate::controller::upgrade::{UpgradeBounce, decide_bounce};
 use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
@@ -213,48 +212,13 @@ pub fn order_after_coordinators(
     decision
 }
 
-/// The upgrade's cluster-wide kill goes first (issue 26, seed 71): when it is due in
-/// this pass (every pod staged, nothing to agree with other instances, restarts allowed),
-/// the exclusions wait for the next pass. The kill restarts every process and is judged
-/// by its downtime alone; an exclusion in the same pass would add its change to a
-/// database that is entirely down. Once the processes are back on the target, the
-/// exclusions go on behind their usual gates.
-pub fn order_after_the_upgrade_kill(
-    snapshot: &ClusterSnapshot,
-    mut decision: ExcludeDecision,
-) -> Result<ExcludeDecision, StepError> {
-    if decision.exclude.is_empty() || !snapshot.spec().automation_options.kill_processes() {
-        return Ok(decision);
-    }
-    let kill_due = matches!(
-        decide_bounce(snapshot)?,
-        UpgradeBounce::KillAll {
-            agreement: None,
-            ..
-        }
-    );
-    if kill_due {
-        let held = std::mem::take(&mut decision.exclude);
-        decision.waiting.extend(held.into_iter().map(|(id, _)| {
-            (
-                id,
-                "not excluded: the upgrade's cluster-wide kill goes first".to_owned(),
-            )
-        }));
-    }
-    Ok(decision)
-}
-
 impl Subreconciler for ExcludeInstances {
     fn name(&self) -> &'static str {
         "ExcludeInstances"
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        let decision = order_after_the_upgrade_kill(
-            snapshot,
-            order_after_coordinators(snapshot, facts, decide(snapshot)),
-        )?;
+        let decision = order_after_coordinators(snapshot, facts, decide(snapshot));
         for (group, reason) in &decision.waiting {
             tracing::info!(step = self.name(), %group, %reason, "exclusion waits");
         }
