@@ -31,6 +31,47 @@ fn an_upgrade_staged_while_the_database_is_unavailable_finishes_with_one_kill() 
     );
 }
 
+/// Seed 71 (`mixed-version-bounce` for 300 s): the upgrade applied while the only
+/// coordinator's pod failed (no quorum, no process reports) and a storage process was
+/// missing. Every running pod was staged, so the storage process came back on 7.3 at the
+/// heal beside the 7.1 cluster, which could not run the kill without its coordinator.
+/// A pod is now staged once its processes report: storage-2 comes back on 7.1 and the
+/// one kill follows the database's return. Checked on 2026-11-28: without the fix the
+/// run fails with `mixed-version-bounce` at 223 s; with it, 7.5 s of CPU in debug.
+#[test]
+fn an_upgrade_applied_without_quorum_stages_pods_once_their_processes_report() {
+    let result = run_file("sweep/71-upgrade-applied-without-quorum.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let kills = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == "kill")
+        .count();
+    assert_eq!(kills, 1, "one cluster-wide kill");
+    // storage-2's sidecar (its pod's only container patch) moved to the target only after
+    // its process reported again, after the heal; before the fix, at the upgrade (153 s).
+    let healed = result
+        .steps
+        .iter()
+        .find(|s| s.step.get("heal").is_some())
+        .map(|s| s.time)
+        .unwrap();
+    let staged_at = result
+        .events
+        .iter()
+        .filter(|e| {
+            e.action == "patch"
+                && e.target == "pod/sample-storage-2"
+                && e.detail.contains("spec.containers")
+        })
+        .map(|e| e.time)
+        .min();
+    assert!(
+        staged_at.is_some_and(|t| t > healed),
+        "storage-2 staged at {staged_at:?}, healed at {healed}"
+    );
+}
+
 /// The run ended Reconciled with no invariant violated.
 fn assert_clean(result: &SimulationResult) {
     assert_eq!(violated(result), Vec::<String>::new());

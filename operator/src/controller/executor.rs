@@ -29,7 +29,7 @@ use super::errors::StepError;
 use super::locks;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
-use super::plan::{PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::safety::{self, LockNeed, Refusal};
 use super::snapshot::ClusterSnapshot;
 
@@ -190,7 +190,11 @@ async fn run_plan(
             }
             facts.lock_held = true;
         }
+        let excludes = matches!(planned.action, Action::Exclude(_));
         let what = perform(ctx, snapshot, io, facts, planned.action).await?;
+        if excludes {
+            facts.excluded.get_or_insert_with(|| what.clone());
+        }
         if planned.disrupts {
             progress.disrupted = true;
             facts.disrupted.get_or_insert(what);

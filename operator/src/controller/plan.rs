@@ -50,6 +50,9 @@ pub struct PassFacts {
     pub disrupted: Option<String>,
     /// What this pass did that causes a recovery, first one.
     pub recovery_caused: Option<String>,
+    /// This pass's first exclusion (`exclude <targets>`): the upgrade's cluster-wide kill then
+    /// waits for the next pass, so that it runs alone.
+    pub excluded: Option<String>,
     /// Which of the executor's rules apply (all of them, but in mutation tests).
     pub rules: ExecutorRules,
     /// The answers of the last [`Action::AskPodAgents`], one per candidate, until the

@@ -262,7 +262,8 @@ fn pod_not_ready(
 /// group marked for removal whose pod still runs (issue 26: its processes stay in the
 /// cluster until its pod goes; killed unstaged they would come back on the old version
 /// beside the new ones). A group being removed whose pod is gone, terminating or not
-/// running is left out of the kill instead of holding it.
+/// running, or whose processes do not report to the database (the kill restarts only
+/// processes that report), is left out of the kill instead of holding it.
 pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
     if !group.is_marked_for_removal() {
         return true;
@@ -270,6 +271,18 @@ pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
     group
         .pod
         .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none() && pod_is_running(pod))
+        && group.is_reporting()
+}
+
+/// Whether every process of the group reports to the database, so its pod may be staged
+/// for the upgrade (issue 26, seed 71). Staging switches the binary a process starts
+/// from: a process that is not running when its pod is staged (missing, or unseen while
+/// the database has no quorum) would start on the target whenever it comes back, beside
+/// processes on the old version, and the kill that would end that mix needs the
+/// database. Unstaged, it comes back on the running version, joins, and is staged then.
+pub fn processes_report(group: &GroupView<'_>) -> bool {
+    let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
+    group.processes().count() >= expected
 }
 
 /// Whether a live group's processes cannot run for now and have not for longer than

@@ -1,4 +1,5 @@
-//! The upgrade's kill while the database is unavailable (issue 26, sweep seed 18).
+//! The upgrade's kill in the release sweep's cases (issue 26): while the database is
+//! unavailable (seed 18), and with groups that do not report or an exclusion (seed 71).
 
 use super::*;
 
@@ -100,4 +101,61 @@ fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
     });
     let other = upgrade_bounce::decide(&split, &facts).unwrap();
     assert!(matches!(other, Some(Verdict::Act(_))), "{other:?}");
+}
+
+/// Issue 26, seed 71: the kill runs in a pass of its own. A pass that excluded a group
+/// (the exclusion came due with the same snapshot) leaves the kill to the next pass;
+/// the same snapshot without the exclusion kills.
+#[test]
+fn the_kill_waits_for_the_next_pass_after_an_exclusion_in_this_one() {
+    use crate::controller::plan::{Action, PassFacts, Verdict};
+    use crate::controller::subreconcilers::upgrade_bounce;
+
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
+    let hash = desired_hash(&base, "log-1");
+    let ready = base
+        .pods([
+            staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+            staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_73, Some(&hash)),
+        ])
+        .database(reporting(&["log-1", "log-2"]))
+        .build();
+    let mut facts = PassFacts::default();
+    let kill = upgrade_bounce::decide(&ready, &facts).unwrap().unwrap();
+    assert!(
+        kill.actions()
+            .iter()
+            .any(|action| matches!(action, Action::Kill(_))),
+        "{kill:?}"
+    );
+    facts.excluded = Some("exclude locality_instance_id:storage-2".to_owned());
+    let Verdict::Wait(wait) = upgrade_bounce::decide(&ready, &facts).unwrap().unwrap() else {
+        panic!("the kill must wait after an exclusion in the same pass");
+    };
+    assert!(wait.reason.contains("next pass"), "{}", wait.reason);
+}
+
+/// Issue 26, seed 71: a group being removed whose pod runs but whose processes do not
+/// report is not restarted by the kill (it only restarts processes that report), so it
+/// is neither staged nor holding the kill.
+#[test]
+fn a_group_being_removed_that_does_not_report_is_left_out_of_the_kill() {
+    let mut removed = group("log-2");
+    removed.removal_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::from_second(9_000).unwrap(),
+    ));
+    let base = upgrading("version: 7.3.43").groups([group("log-1"), removed]);
+    let hash = desired_hash(&base, "log-1");
+    let snapshot = base
+        .pods([
+            staged_pod("sample-log-1", "log-1", "10.0.0.1", SIDECAR_73, Some(&hash)),
+            staged_pod("sample-log-2", "log-2", "10.0.0.2", SIDECAR_71, None),
+        ])
+        .database(reporting(&["log-1"]))
+        .build();
+    let UpgradeBounce::KillAll { addresses, .. } = decide_bounce(&snapshot).unwrap() else {
+        panic!("a removed group that does not report must not hold the kill");
+    };
+    let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["10.0.0.1:4501"]);
 }

@@ -1,6 +1,7 @@
 //! UpdateSidecarVersions (operator-behavior §9 step 2): during an incompatible upgrade,
-//! patches only the sidecar container's image of every live pod that runs to the
-//! target's (a pod not running yet starts on the running version first). The
+//! patches only the sidecar container's image of every live pod that runs, and whose
+//! processes all report to the database, to the target's (a pod not running yet, or
+//! whose processes do not report, starts them on the running version first). The
 //! kubelet restarts that container alone; the new sidecar sees that the main container
 //! runs another version, stages `bin/<target>/fdbserver` and `fdbcli` on the shared
 //! volume and renders the monitor conf with that binary directory. fdbmonitor restarts
@@ -25,8 +26,8 @@ use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
-    live_sidecar_image, pending_upgrade_target, restarted_by_the_kill, wanted_main_image,
-    wanted_sidecar_image,
+    live_sidecar_image, pending_upgrade_target, processes_report, restarted_by_the_kill,
+    wanted_main_image, wanted_sidecar_image,
 };
 
 /// See the module documentation.
@@ -59,7 +60,7 @@ fn main_image(pod: &Pod) -> Option<&str> {
 /// Decides which pods get a new sidecar image, in status order: live groups' pods that
 /// are not being deleted and have a sidecar container whose image is not the wanted one
 /// (see the module documentation for the case outside an upgrade); during an upgrade,
-/// only pods that run.
+/// only pods that run and whose processes all report.
 pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     let cluster = snapshot.cluster();
     let upgrading = pending_upgrade_target(cluster).is_some();
@@ -88,6 +89,11 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
             continue;
         };
         if live == wanted {
+            continue;
+        }
+        // Nor is a pod whose processes do not all report staged (issue 26, seed 71): a
+        // process that starts after staging runs the target (see [`processes_report`]).
+        if upgrading && !processes_report(&group) {
             continue;
         }
         if !upgrading && main_image(pod) != Some(wanted_main.as_str()) {
@@ -132,7 +138,7 @@ impl Subreconciler for UpdateSidecarVersions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::fixtures::{Fixture, group, pod};
+    use crate::controller::fixtures::{Fixture, group, pod, reporting};
 
     fn with_images(name: &str, id: &str, main: &str, sidecar: &str) -> Pod {
         let mut pod = pod(name, id, "n1", "10.0.0.1");
@@ -159,6 +165,7 @@ mod tests {
                 with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71),
                 with_images("sample-log-2", "log-2", MAIN_71, SIDECAR_73),
             ])
+            .database(reporting(&["log-1", "log-2"]))
             .build();
         assert_eq!(
             decide(&snapshot),
@@ -187,11 +194,31 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_whose_process_does_not_report_keeps_the_running_versions_sidecar() {
+        // Issue 26, seed 71: a group whose process was missing (and the database without
+        // a quorum, so no process reported) was staged; its process came back on the
+        // target beside the old version while the database could not run the kill.
+        let fixture = Fixture::new("version: 7.3.43")
+            .status(|s| s.running_version = Some("7.1.57".into()))
+            .groups([group("log-1"), group("log-2")])
+            .pods([
+                with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71),
+                with_images("sample-log-2", "log-2", MAIN_71, SIDECAR_71),
+            ]);
+        let one_missing = fixture.clone().database(reporting(&["log-2"])).build();
+        let staged: Vec<String> = decide(&one_missing).into_iter().map(|u| u.group).collect();
+        assert_eq!(staged, ["log-2"]);
+        let no_quorum = fixture.database(reporting(&[])).build();
+        assert!(decide(&no_quorum).is_empty());
+    }
+
+    #[test]
     fn the_step_plans_one_sidecar_image_change_per_pod_and_no_lock_or_disruption() {
         let snapshot = Fixture::new("version: 7.3.43")
             .status(|s| s.running_version = Some("7.1.57".into()))
             .groups([group("log-1")])
             .pods([with_images("sample-log-1", "log-1", MAIN_71, SIDECAR_71)])
+            .database(reporting(&["log-1"]))
             .build();
         let verdict = UpdateSidecarVersions
             .decide(&snapshot, &PassFacts::default())
