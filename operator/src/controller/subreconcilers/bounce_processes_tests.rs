@@ -269,21 +269,24 @@ fn outdated_processes_older_than_a_restart_of_all_the_others_survived_it() {
 
 #[test]
 fn a_restarted_process_of_a_group_marked_for_removal_is_no_sign_of_a_kill() {
-    // Seed 156: only log-1, marked for removal (never killed), restarted (a fault
-    // healed). No kill has run: the restart waits for its removal, then kills.
+    // Seed 156: every group kept running is outdated; only log-1, marked for removal
+    // (never killed), restarted (a fault healed). No kill has run: the restart waits
+    // for its removal, then kills.
     let db = recovered_with_uptimes([5.0, 1000.0, 1000.0, 1000.0]);
     let snapshot = fixture(SPEC_60)
         .database(db)
         .status(|s| {
-            if let Some(g) = s
-                .process_groups
-                .iter_mut()
-                .find(|g| g.process_group_id == "log-1")
-            {
-                crate::controller::status_mutations::mark_for_removal(
-                    g,
-                    jiff::Timestamp::from_second(5).unwrap(),
-                );
+            for g in &mut s.process_groups {
+                match g.process_group_id.as_str() {
+                    "log-1" => {
+                        crate::controller::status_mutations::mark_for_removal(
+                            g,
+                            jiff::Timestamp::from_second(5).unwrap(),
+                        );
+                    }
+                    "stateless-1" => *g = with("stateless-1", &[C::IncorrectCommandLine]),
+                    _ => {}
+                }
             }
         })
         .build();
