@@ -144,3 +144,33 @@ fn deleting_a_pod_the_fault_already_stopped_is_not_blamed_for_its_outage() {
         "the operator must delete the failed pod"
     );
 }
+
+// ---- H5: seed 156, a restart taken for a kill that never ran ----
+
+/// Seed 156 (not Reconciled 14400 s after healing): single redundancy, storage-3's
+/// process missing (the database unavailable), storage-3 replaced and marked for
+/// removal, a knob change that cannot be restarted onto yet. The heal restarts
+/// storage-3's process, the only one started since the last recovery. Before the fix
+/// BounceProcesses took that for a kill every target survived, recreated pods one at a
+/// time instead, and waited forever on log-1's pod, which hosts the coordinator
+/// (checked on 2026-11-28: not Reconciled after 1200 s). A process of a group marked
+/// for removal is never killed, so its restart is no sign of a kill: the restart waits
+/// for storage-3's removal, and one kill restarts every process.
+#[test]
+fn a_removed_groups_process_restarting_is_not_taken_for_a_kill() {
+    let result = run_file("sweep/156-removed-process-restart-is-no-kill.yaml", None);
+    assert_clean(&result);
+    let recreated: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.detail.contains("survived the restart"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert_eq!(recreated, Vec::<&str>::new(), "no process survived a kill");
+    let kills = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Fdb && e.action == "kill")
+        .count();
+    assert_eq!(kills, 1, "one kill restarts every process onto the knob");
+}

@@ -219,8 +219,16 @@ const RESTART_SLACK_SECONDS: f64 = 10.0;
 
 /// The targets (outdated command line only) whose processes survived the last
 /// cluster-wide restart: they have run since before the last recovery, while every
-/// other reporting process started after it. Killing every process again would not
-/// restart them either (a process that ignores kills); their pods are recreated.
+/// other process a kill covers (of the groups kept running) started after it and no
+/// target did. Killing every process again would not restart them either (a process
+/// that ignores kills); their pods are recreated.
+///
+/// Only what a cluster-wide kill would have restarted is evidence of one (issue 26,
+/// seed 156): a group marked for removal is never killed, so its process restarting
+/// (a fault healed) says nothing of a kill; and a target that started after the last
+/// recovery still runs an outdated command line, so that recovery was no restart onto
+/// the current configuration (the kill never happened, e.g. the database was
+/// unavailable since the change).
 fn survivors(snapshot: &ClusterSnapshot, targets: &[KillTarget]) -> Vec<String> {
     if targets
         .iter()
@@ -238,20 +246,31 @@ fn survivors(snapshot: &ClusterSnapshot, targets: &[KillTarget]) -> Vec<String> 
         .iter()
         .flat_map(|t| t.addresses.iter().map(ToString::to_string))
         .collect();
+    let leaving: BTreeSet<String> = snapshot
+        .groups()
+        .filter(|g| !kept_running(snapshot, g))
+        .flat_map(|g| {
+            g.processes()
+                .filter_map(|p| p.address.as_ref().map(ToString::to_string))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let mut restarted_others = 0;
     let mut old_targets = BTreeSet::new();
     for process in db.cluster.processes.values() {
         let (Some(address), Some(uptime)) = (&process.address, process.uptime_seconds) else {
             continue;
         };
+        let address = address.to_string();
         let older = uptime > since_recovery + RESTART_SLACK_SECONDS;
-        match (targeted.contains(&address.to_string()), older) {
+        match (targeted.contains(&address), older) {
+            (false, _) if leaving.contains(&address) => {}
             (false, true) => return Vec::new(),
             (false, false) => restarted_others += 1,
             (true, true) => {
-                old_targets.insert(address.to_string());
+                old_targets.insert(address);
             }
-            (true, false) => {}
+            (true, false) => return Vec::new(),
         }
     }
     if restarted_others == 0 {

@@ -1,4 +1,5 @@
 use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType as C};
+use fdb_shared::status_json::DatabaseStatus;
 
 use super::*;
 use crate::controller::fixtures::{Fixture, group, pod, reporting};
@@ -237,4 +238,72 @@ fn ignore_during_restart_names_process_groups() {
     // processes of one zone go (storage-2's), none restarted alongside.
     let decision = decide(&snapshot);
     assert_eq!(killed(&decision), ["10.0.0.3:4501"], "{decision:?}");
+}
+
+/// The database recovered 100 s ago; its processes (in `IDS` order) have these uptimes.
+fn recovered_with_uptimes(uptimes: [f64; 4]) -> DatabaseStatus {
+    let mut db = reporting(&IDS);
+    db.cluster.recovery_state.seconds_since_last_recovered = Some(100.0);
+    for (n, uptime) in uptimes.into_iter().enumerate() {
+        if let Some(p) = db.cluster.processes.get_mut(&format!("p{n}")) {
+            p.uptime_seconds = Some(uptime);
+        }
+    }
+    db
+}
+
+const SPEC_60: &str = "{version: 7.1.57, minimumUptimeSecondsForBounce: 60}";
+
+#[test]
+fn outdated_processes_older_than_a_restart_of_all_the_others_survived_it() {
+    // log-1 and stateless-1 started at the last recovery, the outdated ones before it.
+    let db = recovered_with_uptimes([95.0, 1000.0, 1000.0, 95.0]);
+    match decide(&fixture(SPEC_60).database(db).build()) {
+        BounceDecision::RecreatePods { groups, .. } => {
+            assert_eq!(groups, ["storage-1", "storage-2"]);
+        }
+        BounceDecision::Wait(reason) => assert!(reason.contains("survived"), "{reason}"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_restarted_process_of_a_group_marked_for_removal_is_no_sign_of_a_kill() {
+    // Seed 156: every group kept running is outdated; only log-1, marked for removal
+    // (never killed), restarted (a fault healed). No kill has run: the restart waits
+    // for its removal, then kills.
+    let db = recovered_with_uptimes([5.0, 1000.0, 1000.0, 1000.0]);
+    let snapshot = fixture(SPEC_60)
+        .database(db)
+        .status(|s| {
+            for g in &mut s.process_groups {
+                match g.process_group_id.as_str() {
+                    "log-1" => {
+                        crate::controller::status_mutations::mark_for_removal(
+                            g,
+                            jiff::Timestamp::from_second(5).unwrap(),
+                        );
+                    }
+                    "stateless-1" => *g = with("stateless-1", &[C::IncorrectCommandLine]),
+                    _ => {}
+                }
+            }
+        })
+        .build();
+    match decide(&snapshot) {
+        BounceDecision::WaitForRemovals(reason) => {
+            assert!(reason.contains("removal of log-1"), "{reason}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn an_outdated_process_started_after_the_last_recovery_means_no_kill_ran_since() {
+    // storage-1 started after the recovery and still runs the outdated command line:
+    // that recovery restarted nothing onto the current conf, so storage-2 survived no
+    // kill. Every process is killed.
+    let db = recovered_with_uptimes([95.0, 95.0, 1000.0, 95.0]);
+    let decision = decide(&fixture(SPEC_60).database(db).build());
+    assert_eq!(killed(&decision).len(), 4, "{decision:?}");
 }
