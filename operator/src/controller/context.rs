@@ -91,6 +91,9 @@ pub struct ExecutorRules {
     /// One restart for a database shared by several instances (the restart lists,
     /// `restart_sync`); off, each instance kills its own processes alone.
     pub shared_restarts: bool,
+    /// One exclusion for a database shared by several instances (the exclusion lists,
+    /// `exclusion_sync`); off, each instance excludes its own groups alone.
+    pub shared_exclusions: bool,
     /// With two usable regions, at most a third of the coordinators in one datacenter
     /// of the regions, a hard limit; off, the choice falls back to distinct zones alone
     /// when the datacenters up cannot hold their share.
@@ -105,6 +108,7 @@ impl Default for ExecutorRules {
             region_order: true,
             tls_migration: true,
             shared_restarts: true,
+            shared_exclusions: true,
             coordinator_spread: true,
         }
     }

@@ -18,6 +18,7 @@ pub mod driver;
 pub mod endpoints;
 pub mod errors;
 pub mod events;
+pub mod exclusion_sync;
 pub mod executor;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -70,6 +70,9 @@ pub struct PassFacts {
     /// The database's restart lists as [`Action::SyncRestartLists`] left them, until
     /// the step takes them.
     pub restart_lists: Option<crate::controller::restart_sync::RestartLists>,
+    /// The database's exclusion lists as [`Action::SyncExclusionLists`] left them
+    /// (`pending` and `ready` for exclusion), for ExcludeInstances and ChangeCoordinators.
+    pub exclusion_lists: Option<crate::controller::restart_sync::RestartLists>,
     /// The operator's wait for the database (`--database-wait`), which waits after a
     /// kill start from.
     pub database_wait: Duration,
@@ -257,6 +260,18 @@ pub enum Action {
     /// Removes these entries (of any instance) from the ready list: the processes were
     /// just killed, their instances must confirm them again before another kill.
     ClearReadyForRestart(Vec<crate::fdb::RestartEntry>),
+    /// As [`Action::SyncRestartLists`] for the exclusion lists (`pendingForExclusion`:
+    /// this instance's groups that need the exclude command; `readyForExclusion`: those
+    /// it would exclude now), read into [`PassFacts::exclusion_lists`].
+    SyncExclusionLists {
+        /// This instance's groups that need the exclude command.
+        pending: Vec<String>,
+        /// Those ready for it.
+        ready: Vec<String>,
+    },
+    /// Removes these entries (of any instance) from both exclusion lists: their
+    /// groups were just excluded.
+    ClearExclusionEntries(Vec<crate::fdb::RestartEntry>),
     /// Remembers that this instance killed for an upgrade: the list is cleared once the
     /// database is available again.
     RememberUpgradeCleanup,

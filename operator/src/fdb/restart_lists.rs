@@ -5,6 +5,10 @@
 //! new configuration confirmed), each holding the tuple `(unix seconds)` of when it was
 //! added: the Go operator's layout and encoding, so mixed fleets agree. One instance
 //! kills every process of the database once every pending group is ready.
+//!
+//! The exclusion lists (`pendingForExclusion` / `readyForExclusion`) have the same
+//! layout: one instance excludes every instance's ready groups at once
+//! (`controller::exclusion_sync`).
 
 use foundationdb_tuple::{pack, unpack};
 
@@ -18,6 +22,10 @@ pub enum RestartList {
     Pending,
     /// Groups ready for it.
     Ready,
+    /// Groups marked for removal that need the exclude command.
+    PendingExclusion,
+    /// Those their instance would exclude now.
+    ReadyExclusion,
 }
 
 impl RestartList {
@@ -26,6 +34,8 @@ impl RestartList {
         match self {
             Self::Pending => "pendingForRestart",
             Self::Ready => "readyForRestart",
+            Self::PendingExclusion => "pendingForExclusion",
+            Self::ReadyExclusion => "readyForExclusion",
         }
     }
 
@@ -123,11 +133,22 @@ mod tests {
         assert_eq!(RestartList::Pending.entry(&key, b"x"), None);
         let bare = RestartEntry {
             owner: String::new(),
-            ..entry
+            ..entry.clone()
         };
         let key = bare.key(RestartList::Ready);
         assert!(key.ends_with(b"readyForRestart/dc1-storage-1"));
         assert_eq!(RestartList::Ready.entry(&key, &bare.value()), Some(bare));
         assert!(RestartList::Ready.range_end() > key);
+        // The exclusion lists: their own prefixes, not a prefix of the restart lists'.
+        let key = entry.key(RestartList::ReadyExclusion);
+        assert!(key.ends_with(b"/readyForExclusion/dc1/dc1-storage-1"));
+        assert_eq!(
+            RestartList::PendingExclusion.entry(&key, &entry.value()),
+            None
+        );
+        assert_eq!(
+            RestartList::ReadyExclusion.entry(&key, &entry.value()),
+            Some(entry)
+        );
     }
 }

@@ -21,9 +21,44 @@ fn ip_of(text: &str) -> Option<IpAddr> {
         .or_else(|| ProcessAddress::parse(text).ok()?.ip())
 }
 
+/// The process groups of `cluster` marked for removal, with every IP they had (from the
+/// status and from their pods).
+fn being_removed(cluster: &FoundationDBCluster, pods: &[Pod]) -> Vec<GroupBeingRemoved> {
+    // The cluster's own label keys (`labels.processGroupIDLabels`), as the operator
+    // finds its pods.
+    let labels = GroupLabels::of(Some(cluster));
+    cluster
+        .status
+        .iter()
+        .flat_map(|status| status.process_groups.iter())
+        .filter(|group| group.is_marked_for_removal())
+        .map(|group| {
+            let mut ips: BTreeSet<IpAddr> =
+                group.addresses.iter().filter_map(|a| ip_of(a)).collect();
+            ips.extend(
+                pods.iter()
+                    .filter(|pod| {
+                        labels.group_of(pod.labels()).map(|(id, _)| id).as_ref()
+                            == Some(&group.process_group_id)
+                    })
+                    .filter_map(|pod| pod.status.as_ref()?.pod_ip.as_deref())
+                    .filter_map(ip_of),
+            );
+            GroupBeingRemoved {
+                id: group.process_group_id.clone(),
+                ips,
+            }
+        })
+        .collect()
+}
+
 impl Runner {
     /// Judges the exclusions after a pass of `cluster` that reported Reconciled; `issuer`
-    /// names the instance when several share the database.
+    /// names the instance when several share the database. Then the groups being
+    /// removed by every instance count: the instances exclude together (one excludes
+    /// every instance's ready groups), and each includes its own groups again once
+    /// they are removed, so an exclusion is left behind only when no instance removes
+    /// its group.
     pub(super) fn check_exclusions_left_behind(
         &mut self,
         cluster: &FoundationDBCluster,
@@ -34,35 +69,21 @@ impl Runner {
             .api
             .list_typed(Some(&self.namespace))
             .map_err(|error| RunError::World(error.into()))?;
-        // The cluster's own label keys (`labels.processGroupIDLabels`), as the operator
-        // finds its pods.
-        let labels = GroupLabels::of(Some(cluster));
-        let being_removed: Vec<GroupBeingRemoved> = cluster
-            .status
-            .iter()
-            .flat_map(|status| status.process_groups.iter())
-            .filter(|group| group.is_marked_for_removal())
-            .map(|group| {
-                let mut ips: BTreeSet<IpAddr> =
-                    group.addresses.iter().filter_map(|a| ip_of(a)).collect();
-                ips.extend(
-                    pods.iter()
-                        .filter(|pod| {
-                            labels.group_of(pod.labels()).map(|(id, _)| id).as_ref()
-                                == Some(&group.process_group_id)
-                        })
-                        .filter_map(|pod| pod.status.as_ref()?.pod_ip.as_deref())
-                        .filter_map(ip_of),
-                );
-                GroupBeingRemoved {
-                    id: group.process_group_id.clone(),
-                    ips,
+        let mut removing = being_removed(cluster, &pods);
+        if issuer.is_some() {
+            let names: Vec<String> = std::iter::once(self.name.clone())
+                .chain(self.instances.iter().map(|i| i.name.clone()))
+                .filter(|name| cluster.metadata.name.as_ref() != Some(name))
+                .collect();
+            for name in names {
+                if let Some(other) = self.cluster_named(&name) {
+                    removing.extend(being_removed(&other, &pods));
                 }
-            })
-            .collect();
+            }
+        }
         let excluded_now: BTreeSet<String> = self.fdb.snapshot().excluded.into_iter().collect();
         let by_operator = self.log.operator_exclusions(issuer);
-        let leftovers = leftover_exclusions(&excluded_now, &by_operator, &being_removed);
+        let leftovers = leftover_exclusions(&excluded_now, &by_operator, &removing);
         self.monitor
             .check_leftover_exclusions(time, pass, &leftovers);
         Ok(())

@@ -16,7 +16,7 @@ use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
 use crate::controller::upgrade::plan_pending_list;
-use crate::fdb::{AdminClient as _, AdminError};
+use crate::fdb::{AdminClient as _, AdminError, RestartList};
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 
 fn already_configured(error: &AdminError) -> bool {
@@ -56,10 +56,26 @@ pub(super) async fn perform(
         | Action::RememberUpgradeKill(_)
         | Action::ReleaseLock) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
         Action::SyncRestartLists { pending, ready } => {
-            super::restart_lists::sync(ctx, snapshot, io, facts, &pending, &ready).await
+            let pair = [RestartList::Pending, RestartList::Ready];
+            let (what, lists) =
+                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
+            facts.restart_lists = lists;
+            Ok(what)
         }
         Action::ClearReadyForRestart(entries) => {
-            super::restart_lists::clear_ready(ctx, snapshot, io, &entries).await
+            let lists = [RestartList::Ready];
+            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
+        }
+        Action::SyncExclusionLists { pending, ready } => {
+            let pair = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
+            let (what, lists) =
+                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
+            facts.exclusion_lists = lists;
+            Ok(what)
+        }
+        Action::ClearExclusionEntries(entries) => {
+            let lists = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
+            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
         }
         Action::AskPodAgents(query) => {
             let answers = super::pod_agents::ask(ctx, snapshot, &query).await;

@@ -1,38 +1,39 @@
-//! The restart lists shared by the instances of a database
-//! ([`crate::controller::restart_sync`]): this instance's entries written, every
-//! instance's read back for the step's conclusion, and the ready entries cleared after
-//! a kill.
+//! The lists shared by the instances of a database: the restart lists
+//! ([`crate::controller::restart_sync`]) and the exclusion lists
+//! ([`crate::controller::exclusion_sync`]). This instance's entries written, every
+//! instance's read back for the step's conclusion, and the entries a kill or an
+//! exclusion served cleared.
 
 use crate::controller::context::Context;
 use crate::controller::errors::StepError;
 use crate::controller::pass_io::PassIo;
-use crate::controller::plan::PassFacts;
 use crate::controller::restart_sync::{RestartLists, applied, own_changes};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::fdb::{AdminClient as _, RestartEntry, RestartList};
 
-/// Brings this instance's entries to `pending` and `ready`, then leaves both lists in
-/// `facts`. A database that cannot be read (in a recovery) is not an error of the pass:
-/// the lists are left unknown and the step waits.
+/// Brings this instance's entries of the `pair` of lists (pending, ready) to `pending`
+/// and `ready`, then returns both lists (every instance's entries). A database that
+/// cannot be read (in a recovery) is not an error of the pass: the lists are left
+/// unknown (`None`) and the step waits.
 pub(super) async fn sync(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
-    facts: &mut PassFacts,
+    pair: [RestartList; 2],
     pending: &[String],
     ready: &[String],
-) -> Result<String, StepError> {
+) -> Result<(String, Option<RestartLists>), StepError> {
     let owner = snapshot.spec().process_group_id_prefix().to_owned();
     let now = snapshot.now_unix();
     let admin = io.admin(ctx, snapshot)?;
     let mut lists = RestartLists::default();
     let mut written = 0;
-    for (list, wanted) in [(RestartList::Pending, pending), (RestartList::Ready, ready)] {
+    for (index, (list, wanted)) in pair.into_iter().zip([pending, ready]).enumerate() {
         let listed = match admin.restart_list(list).await {
             Ok(listed) => listed,
             Err(error) => {
-                tracing::warn!(%error, %list, "could not read a restart list");
-                return Ok(format!("could not read {list}: {error}"));
+                tracing::warn!(%error, %list, "could not read a shared list");
+                return Ok((format!("could not read {list}: {error}"), None));
             }
         };
         let (add, remove) = own_changes(&owner, &listed, wanted, now);
@@ -48,39 +49,47 @@ pub(super) async fn sync(
             written += add.len() + remove.len();
         }
         let after = applied(listed, add, &remove);
-        match list {
-            RestartList::Pending => lists.pending = after,
-            RestartList::Ready => lists.ready = after,
+        if index == 0 {
+            lists.pending = after;
+        } else {
+            lists.ready = after;
         }
     }
     let what = format!(
-        "restart lists: {} pending, {} ready ({written} entries of this instance changed)",
+        "{} and {}: {} pending, {} ready ({written} entries of this instance changed)",
+        pair[0],
+        pair[1],
         lists.pending.len(),
         lists.ready.len()
     );
-    facts.restart_lists = Some(lists);
-    Ok(what)
+    Ok((what, Some(lists)))
 }
 
-/// Removes the ready entries a kill served.
-pub(super) async fn clear_ready(
+/// Removes `entries` from each of `lists` (the entries a kill or an exclusion served).
+pub(super) async fn clear(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
+    lists: &[RestartList],
     entries: &[RestartEntry],
 ) -> Result<String, StepError> {
     if entries.is_empty() {
-        return Ok("no ready entries to clear".to_owned());
+        return Ok("no entries to clear".to_owned());
     }
-    io.admin(ctx, snapshot)?
-        .update_restart_list(RestartList::Ready, &[], entries)
-        .await
-        .map_err(StepError::admin(format!(
-            "clear {} entries of readyForRestart",
-            entries.len()
-        )))?;
+    let admin = io.admin(ctx, snapshot)?;
+    for list in lists {
+        admin
+            .update_restart_list(*list, &[], entries)
+            .await
+            .map_err(StepError::admin(format!(
+                "clear {} entries of {list}",
+                entries.len()
+            )))?;
+    }
+    let names: Vec<&str> = lists.iter().map(|l| l.name()).collect();
     Ok(format!(
-        "cleared {} entries of readyForRestart",
-        entries.len()
+        "cleared {} entries of {}",
+        entries.len(),
+        names.join(" and ")
     ))
 }

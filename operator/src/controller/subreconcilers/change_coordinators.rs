@@ -249,6 +249,43 @@ fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
         })
 }
 
+/// The groups of other instances of the database waiting for their exclusion (the
+/// exclusion lists, [`crate::controller::exclusion_sync`], read this pass): they will
+/// go, so they take no coordinator, and one that hosts a coordinator is a planned move,
+/// made once for every instance.
+fn listed_for_exclusion(snapshot: &ClusterSnapshot, facts: &PassFacts) -> BTreeSet<String> {
+    facts
+        .exclusion_lists
+        .as_ref()
+        .map(|lists| {
+            lists
+                .pending
+                .iter()
+                .filter(|e| snapshot.group(&e.group).is_none())
+                .map(|e| e.group.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A current coordinator on a group of another instance that waits for its exclusion.
+fn listed_coordinator(
+    current_text: &[String],
+    others: &[CoordinatorCandidate],
+    listed: &BTreeSet<String>,
+) -> Option<String> {
+    others
+        .iter()
+        .filter(|c| c.current && listed.contains(&c.process_group_id))
+        .find(|c| current_text.contains(&c.address.to_string()))
+        .map(|c| {
+            format!(
+                "coordinator {} is on process group {}, which another operator instance marked for removal",
+                c.address, c.process_group_id
+            )
+        })
+}
+
 /// Whether the group's pod waits for a spec update (it will be deleted or replaced).
 fn needs_pod_update(snapshot: &ClusterSnapshot, group_id: &str) -> bool {
     snapshot.group(group_id).is_some_and(|g| {
@@ -425,11 +462,15 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorActio
     .unwrap_or(1);
     // With several usable regions the coordinators spread over every datacenter of the
     // database: the other clusters' processes are candidates too.
-    let others = other_datacenters(snapshot, db, &current_text);
-    // A planned move (off a group marked for removal, or a pod about to be deleted) can
-    // wait for the new groups of a rollout; a failed coordinator cannot.
-    let planned =
-        marked_coordinator(snapshot).or_else(|| pending.as_ref().map(|p| p.reason.clone()));
+    let mut others = other_datacenters(snapshot, db, &current_text);
+    let listed = listed_for_exclusion(snapshot, facts);
+    // A planned move (off a group marked for removal, here or by another instance, or
+    // a pod about to be deleted) can wait for the new groups of a rollout; a failed
+    // coordinator cannot.
+    let planned = marked_coordinator(snapshot)
+        .or_else(|| listed_coordinator(&current_text, &others, &listed))
+        .or_else(|| pending.as_ref().map(|p| p.reason.clone()));
+    others.retain(|c| !listed.contains(&c.process_group_id));
     // Several usable regions: at most a third per datacenter of the regions (the rule
     // is off only in its mutation test).
     let dcs = if facts.rules.coordinator_spread {

@@ -355,3 +355,30 @@ fn two_usable_regions_wait_rather_than_crowd_one_datacenter() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// A current coordinator on a group another instance listed for exclusion is a planned
+/// move; one on a group not listed, or a listed group hosting none, is not.
+#[test]
+fn a_coordinator_on_a_group_another_instance_listed_moves() {
+    let candidate = |group: &str, address: &str, current: bool| CoordinatorCandidate {
+        process_group_id: group.to_owned(),
+        class: fdb_shared::api::ProcessClass::Log,
+        number: 1,
+        zone: group.to_owned(),
+        dc: Some("dc2".to_owned()),
+        address: ProcessAddress::parse(address).unwrap(),
+        current,
+        hall: None,
+    };
+    let others = [
+        candidate("dc2-log-1", "10.0.1.1:4501", true),
+        candidate("dc2-log-2", "10.0.1.2:4501", false),
+        candidate("dc2-log-3", "10.0.1.3:4501", true),
+    ];
+    let current = ["10.0.1.1:4501".to_owned(), "10.0.1.3:4501".to_owned()];
+    let listed: BTreeSet<String> = ["dc2-log-1".to_owned(), "dc2-log-2".to_owned()].into();
+    let reason = listed_coordinator(&current, &others, &listed).unwrap();
+    assert!(reason.contains("dc2-log-1"), "{reason}");
+    let only_spare: BTreeSet<String> = ["dc2-log-2".to_owned()].into();
+    assert_eq!(listed_coordinator(&current, &others, &only_spare), None);
+}
