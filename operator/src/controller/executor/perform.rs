@@ -120,33 +120,7 @@ async fn upgrade_bookkeeping(
 ) -> Result<String, StepError> {
     match action {
         Action::JoinPendingUpgrades { target, groups } => {
-            let admin = io.admin(ctx, snapshot)?;
-            let listed = admin
-                .pending_upgrades()
-                .await
-                .map_err(StepError::admin("read the pending-upgrade list"))?;
-            let update = plan_pending_list(&listed, &target, &groups);
-            if !update.add.is_empty() || !update.stale.is_empty() {
-                tracing::info!(
-                    added = update.add.len(),
-                    stale = update.stale.len(),
-                    "adding the ready process groups to the pending-upgrade list"
-                );
-                admin
-                    .update_pending_upgrades(&update.add, &update.stale)
-                    .await
-                    .map_err(StepError::admin(format!(
-                        "add {} process groups to the pending-upgrade list for {target}",
-                        update.add.len()
-                    )))?;
-            }
-            let what = format!(
-                "{} of {} process groups on the pending-upgrade list for {target}",
-                update.agreed.len(),
-                groups.len()
-            );
-            facts.pending_upgrade_agreed = Some(update.agreed);
-            Ok(what)
+            join_pending_upgrades(ctx, snapshot, io, facts, &target, &groups).await
         }
         Action::ClearPendingUpgrades => {
             // A failure is only logged: it is tried again next pass, and entries left
@@ -194,6 +168,45 @@ async fn upgrade_bookkeeping(
         }
         other => Err(misrouted(&other)),
     }
+}
+
+/// Adds the ready process groups to the pending-upgrade list (and drops stale entries),
+/// recording which of them the list now agrees on.
+async fn join_pending_upgrades(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    facts: &mut PassFacts,
+    target: &fdb_shared::FdbVersion,
+    groups: &[String],
+) -> Result<String, StepError> {
+        let admin = io.admin(ctx, snapshot)?;
+        let listed = admin
+            .pending_upgrades()
+            .await
+            .map_err(StepError::admin("read the pending-upgrade list"))?;
+        let update = plan_pending_list(&listed, target, groups);
+        if !update.add.is_empty() || !update.stale.is_empty() {
+            tracing::info!(
+                added = update.add.len(),
+                stale = update.stale.len(),
+                "adding the ready process groups to the pending-upgrade list"
+            );
+            admin
+                .update_pending_upgrades(&update.add, &update.stale)
+                .await
+                .map_err(StepError::admin(format!(
+                    "add {} process groups to the pending-upgrade list for {target}",
+                    update.add.len()
+                )))?;
+        }
+        let what = format!(
+            "{} of {} process groups on the pending-upgrade list for {target}",
+            update.agreed.len(),
+            groups.len()
+        );
+        facts.pending_upgrade_agreed = Some(update.agreed);
+        Ok(what)
 }
 
 /// An action of another group than the function's: never planned so (the match of

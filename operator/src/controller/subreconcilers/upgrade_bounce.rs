@@ -91,16 +91,8 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     if let Some(wait) = backoff_wait(snapshot, facts, &target) {
         return Ok(Some(Verdict::Wait(wait)));
     }
-    // The kill runs in a pass of its own (issue 26, seed 71): it takes every process
-    // down, and a database change in the same pass (an exclusion that became possible
-    // with the same snapshot) would land on a database that is entirely down.
-    if let Some(excluded) = &facts.excluded {
-        return Ok(Some(Verdict::Wait(Wait::new(
-            WaitOn::Database,
-            format!(
-                "the upgrade to {target} is ready to restart every process, but this pass ran `{excluded}`: the kill runs in the next pass, alone"
-            ),
-        ))));
+    if let Some(wait) = alone_wait(facts, &target) {
+        return Ok(Some(Verdict::Wait(wait)));
     }
     // The shared rules first (one disruption, pacing), before the pending-upgrade list
     // is touched: joining it is a promise to kill. The executor applies them again when
@@ -129,6 +121,19 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
         )],
         format!("the upgrade to {target} waits to join the pending-upgrade list: "),
     ))))
+}
+
+/// The kill runs in a pass of its own (issue 26, seed 71): it takes every process down,
+/// and a database change in the same pass (an exclusion that became possible with the
+/// same snapshot) would land on a database that is entirely down.
+fn alone_wait(facts: &PassFacts, target: &FdbVersion) -> Option<Wait> {
+    let excluded = facts.excluded.as_ref()?;
+    Some(Wait::new(
+        WaitOn::Database,
+        format!(
+            "the upgrade to {target} is ready to restart every process, but this pass ran `{excluded}`: the kill runs in the next pass, alone"
+        ),
+    ))
 }
 
 /// A kill for this target already happened and the upgrade is still pending: some
