@@ -3,7 +3,6 @@
 //! These write to the API as the given actor and return; the caller settles the world
 //! (which is when the evicted pods' containers stop and their deletion completes).
 
-
 use super::World;
 use super::error::WorldError;
 

@@ -12,8 +12,8 @@
 //! A running pod whose `foundationdb` container runs `backup_agent` is a backup agent:
 //! the world tells the database how many run ([`super::ProcessHost::set_backup_agents`]).
 
-use std::sync::Arc;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -102,7 +102,11 @@ impl World {
         Ok(())
     }
 
-    fn sync_deployment(&mut self, deployment: &Deployment, pods: &[Arc<Pod>]) -> Result<(), WorldError> {
+    fn sync_deployment(
+        &mut self,
+        deployment: &Deployment,
+        pods: &[Arc<Pod>],
+    ) -> Result<(), WorldError> {
         if deployment.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }

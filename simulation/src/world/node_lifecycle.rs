@@ -16,10 +16,10 @@
 //! 4. When the node comes back: Ready again, the `unreachable` taints go, its kubelet
 //!    finishes the pending deletions and restarts the containers of the other pods.
 
-use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use super::World;
 use super::error::WorldError;
@@ -187,10 +187,7 @@ impl World {
             .filter_map(|node| self.nodes.down_since(node))
             .map(|since| since + SignedDuration::from_secs(NODE_MONITOR_GRACE_SECONDS))
             .collect();
-        let (Ok(nodes), Ok(pods)) = (
-            self.api.list_typed::<Node>(None),
-            self.list_pods(),
-        ) else {
+        let (Ok(nodes), Ok(pods)) = (self.api.list_typed::<Node>(None), self.list_pods()) else {
             return due;
         };
         for node in &nodes {

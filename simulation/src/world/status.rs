@@ -1,9 +1,9 @@
 //! The pod status the kubelet reports (through `/status`, as actor `kubelet`).
 
-use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use super::World;
 use super::containers;

@@ -180,33 +180,33 @@ async fn join_pending_upgrades(
     target: &fdb_shared::FdbVersion,
     groups: &[String],
 ) -> Result<String, StepError> {
-        let admin = io.admin(ctx, snapshot)?;
-        let listed = admin
-            .pending_upgrades()
-            .await
-            .map_err(StepError::admin("read the pending-upgrade list"))?;
-        let update = plan_pending_list(&listed, target, groups);
-        if !update.add.is_empty() || !update.stale.is_empty() {
-            tracing::info!(
-                added = update.add.len(),
-                stale = update.stale.len(),
-                "adding the ready process groups to the pending-upgrade list"
-            );
-            admin
-                .update_pending_upgrades(&update.add, &update.stale)
-                .await
-                .map_err(StepError::admin(format!(
-                    "add {} process groups to the pending-upgrade list for {target}",
-                    update.add.len()
-                )))?;
-        }
-        let what = format!(
-            "{} of {} process groups on the pending-upgrade list for {target}",
-            update.agreed.len(),
-            groups.len()
+    let admin = io.admin(ctx, snapshot)?;
+    let listed = admin
+        .pending_upgrades()
+        .await
+        .map_err(StepError::admin("read the pending-upgrade list"))?;
+    let update = plan_pending_list(&listed, target, groups);
+    if !update.add.is_empty() || !update.stale.is_empty() {
+        tracing::info!(
+            added = update.add.len(),
+            stale = update.stale.len(),
+            "adding the ready process groups to the pending-upgrade list"
         );
-        facts.pending_upgrade_agreed = Some(update.agreed);
-        Ok(what)
+        admin
+            .update_pending_upgrades(&update.add, &update.stale)
+            .await
+            .map_err(StepError::admin(format!(
+                "add {} process groups to the pending-upgrade list for {target}",
+                update.add.len()
+            )))?;
+    }
+    let what = format!(
+        "{} of {} process groups on the pending-upgrade list for {target}",
+        update.agreed.len(),
+        groups.len()
+    );
+    facts.pending_upgrade_agreed = Some(update.agreed);
+    Ok(what)
 }
 
 /// An action of another group than the function's: never planned so (the match of
