@@ -72,14 +72,11 @@ pub(crate) const SMALL: &str = "version: 7.1.57, processCounts: {storage: 4, clu
 // ---- Safety switches --------------------------------------------------------------
 
 /// test_operator_upgrades: "upgrading a cluster where one coordinator gets restarted
-/// during the staging phase". With `killProcesses: false` the upgrade stages every group
-/// (IncorrectCommandLine everywhere) and kills nothing. The user then restarts one
-/// coordinator (log-1), which comes up on the staged 7.3 binary and cannot talk to the
-/// 7.1 database (the Go case's `pkill fdbserver`): the two other coordinators keep the
-/// quorum and the database stays available on 7.1. Once kills are allowed again the
-/// upgrade finishes with nothing lost. The world flags the versions the user's restart
-/// mixed (`mixed-version-bounce`, only after the user's act, while kills were off: the
-/// operator could not end it); nothing else is violated.
+/// during the staging phase". With `killProcesses: false` every group is staged and
+/// nothing killed; the user restarts coordinator log-1 (the Go case's `pkill`), which
+/// comes up on the staged 7.3 binary: the other two keep the quorum, the database stays
+/// available on 7.1. Once kills are allowed the upgrade ends, nothing lost. The only
+/// violation is the mixed versions the user's restart made (kills were off).
 #[test]
 fn go_e2e_upgrade_where_one_coordinator_gets_restarted_during_the_staging_phase() {
     let spec = format!("{{{SMALL}}}");
