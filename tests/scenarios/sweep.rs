@@ -174,3 +174,29 @@ fn a_removed_groups_process_restarting_is_not_taken_for_a_kill() {
         .count();
     assert_eq!(kills, 1, "one kill restarts every process onto the knob");
 }
+
+/// Seed 136 (`unavailable-by-operator`, 7 s): in single redundancy the operator's pod
+/// deletion for the upgrade caused a recovery (835-840 s), and 2 s after it ended the
+/// user evicted a storage pod whose data has no other replica. The judge merged the
+/// user's outage into the operator's ("outages less than one recovery apart count as
+/// one") and blamed the operator; an outage a user or a fault begins is now theirs.
+/// Checked on 2026-11-28: without the judging fix the run fails with
+/// `unavailable-by-operator` at 835 s; with it, no violation (12.5 s of CPU in debug).
+#[test]
+fn a_users_eviction_right_after_an_operators_recovery_is_the_users_outage() {
+    let result = run_file("sweep/136-eviction-after-an-operator-recovery.yaml", None);
+    assert!(violated(&result).is_empty(), "{:#?}", result.violations);
+    // The case needs both: the operator's deletion and the user's eviction seconds later.
+    let at = |by: &str, action: &str| {
+        result
+            .events
+            .iter()
+            .find(|e| e.by.as_deref() == Some(by) && e.action == action && e.time > 800)
+            .map(|e| e.time)
+    };
+    let (deleted, evicted) = (at("operator", "delete"), at("user", "evict"));
+    assert!(
+        matches!((deleted, evicted), (Some(d), Some(e)) if e > d && e - d <= 10),
+        "an operator deletion then the user's eviction: {deleted:?} {evicted:?}"
+    );
+}

@@ -363,10 +363,17 @@ impl InvariantMonitor {
         start_unix: i64,
         outages: &[Outage],
         operator_actions: &[(i64, bool)],
+        others_acted: &[i64],
         allowed_seconds: i64,
         bounce_allowance: i64,
     ) {
-        for outage in merge_outages(outages, allowed_seconds) {
+        // The action that caused an outage happened at its start (processes stop at once).
+        let near = |at: i64, start: i64| at <= start && start - at <= 1;
+        let by_others_only = |start: i64| {
+            others_acted.iter().any(|at| near(*at, start))
+                && !operator_actions.iter().any(|(at, _)| near(*at, start))
+        };
+        for outage in merge_outages(outages, allowed_seconds, by_others_only) {
             if self.outages_reported.contains(&outage.start) {
                 continue;
             }
@@ -403,7 +410,6 @@ impl InvariantMonitor {
     }
 }
 
-/// Outages that overlap, or follow each other within `gap` seconds, are one outage.
 /// Whether the zones out of service exceed the tolerance: more than `tolerance` zones;
 /// in three_data_hall (`zone_halls` not empty) more than one whole data hall plus
 /// `tolerance - 1` zones elsewhere, which is what that mode survives.
@@ -426,14 +432,24 @@ fn beyond(
     down.len() - largest > tolerance.saturating_sub(1)
 }
 
-fn merge_outages(outages: &[Outage], gap: i64) -> Vec<Outage> {
+/// Outages that overlap, or follow each other within `gap` seconds, are one outage,
+/// unless one of them began at a user's act or a fault alone (`by_others_only`).
+fn merge_outages(
+    outages: &[Outage],
+    gap: i64,
+    by_others_only: impl Fn(i64) -> bool,
+) -> Vec<Outage> {
     let mut sorted = outages.to_vec();
     sorted.sort_by_key(|outage| outage.start);
     let mut merged: Vec<Outage> = Vec::new();
     for outage in sorted {
         if let Some(last) = merged.last_mut() {
             let last_end = last.end;
-            if last_end.is_none_or(|end| outage.start <= end.saturating_add(gap)) {
+            // An outage a user or a fault began is not part of the operator's storm
+            // (issue 26, seed 136: a user evicted the only replica's pod 2 s after the
+            // recovery of an operator's pod deletion ended).
+            let storm = !by_others_only(last.start) && !by_others_only(outage.start);
+            if storm && last_end.is_none_or(|end| outage.start <= end.saturating_add(gap)) {
                 last.end = match (last_end, outage.end) {
                     (Some(a), Some(b)) => Some(a.max(b)),
                     _ => None,

@@ -141,6 +141,9 @@ pub struct Runner {
     /// a cluster-wide kill, or a storage restart in single redundancy), for outage
     /// attribution.
     operator_actions: Vec<(i64, bool)>,
+    /// When a user acted or a fault struck (unix seconds): an outage that begins then is
+    /// theirs, not part of a storm of the operator's outages.
+    others_acted: Vec<i64>,
     /// The clients connected to the database (scenario and faults).
     clients: Vec<ClientInfo>,
     /// How long one recovery takes now (faults included).
@@ -413,6 +416,7 @@ impl Runner {
             last_pass_reconciled: false,
             last_pass_waits: Vec::new(),
             operator_actions: Vec::new(),
+            others_acted: Vec::new(),
             clients,
             recovery_seconds,
             default_recovery_seconds: recovery_seconds,

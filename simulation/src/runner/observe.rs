@@ -319,6 +319,7 @@ impl Runner {
     /// that begins now is the fault's or the user's, so those actions leave the
     /// attribution window (an outage already open stays with whoever began it).
     pub(super) fn disrupted_by_others(&mut self) {
+        self.others_acted.push(self.now().as_second());
         let open = fdb_bridge::outages(&self.fdb)
             .last()
             .is_some_and(|outage| outage.end.is_none());
@@ -339,6 +340,7 @@ impl Runner {
             self.start.as_second(),
             &outages,
             &self.operator_actions,
+            &self.others_acted,
             recovery,
             recovery.saturating_add(restart),
         );
