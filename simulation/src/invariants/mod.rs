@@ -11,6 +11,8 @@ mod divergence;
 mod leftover_exclusions;
 mod observation;
 #[cfg(test)]
+mod outage_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -352,21 +354,21 @@ impl InvariantMonitor {
     }
 
     /// Judges outages that began at an operator action: each may last one recovery
-    /// (`allowed_seconds`), or `restart + recovery` when it began at the one cluster-wide
-    /// kill of a bounce. Outages less than one recovery apart count as one: clients see
-    /// a database that keeps failing them (a storm of recoveries, as a rolling restart
-    /// of transaction processes one by one causes). Open outages are judged by how long
-    /// they have lasted so far.
+    /// (`allowed.recovery`), or `restart + recovery` (`allowed.bounce`) when it began at
+    /// the one cluster-wide kill of a bounce. Outages less than one recovery apart count
+    /// as one: clients see a database that keeps failing them (a storm of recoveries, as
+    /// a rolling restart of transaction processes one by one causes). Open outages are
+    /// judged by how long they have lasted so far.
     pub fn check_outages(
         &mut self,
         now: i64,
         start_unix: i64,
         outages: &[Outage],
-        operator_actions: &[(i64, bool)],
-        others_acted: &[i64],
-        allowed_seconds: i64,
-        bounce_allowance: i64,
+        acted: &ActionTimes<'_>,
+        allowed: OutageAllowance,
     ) {
+        let (operator_actions, others_acted) = (acted.operator, acted.others);
+        let (allowed_seconds, bounce_allowance) = (allowed.recovery, allowed.bounce);
         // The action that caused an outage happened at its start (processes stop at once).
         let near = |at: i64, start: i64| at <= start && start - at <= 1;
         let by_others_only = |start: i64| {
@@ -408,6 +410,25 @@ impl InvariantMonitor {
             }
         }
     }
+}
+
+/// When actions happened (unix seconds), for outage attribution: the operator's (with
+/// whether each was the one cluster-wide kill of a bounce), and users' acts and faults.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionTimes<'a> {
+    /// The operator's disruptive actions, each with whether it was the cluster-wide kill.
+    pub operator: &'a [(i64, bool)],
+    /// Users' acts and faults.
+    pub others: &'a [i64],
+}
+
+/// How long (seconds) an outage an operator action began may last.
+#[derive(Debug, Clone, Copy)]
+pub struct OutageAllowance {
+    /// Any action: one recovery.
+    pub recovery: i64,
+    /// The one cluster-wide kill of a bounce: a restart plus a recovery.
+    pub bounce: i64,
 }
 
 /// Whether the zones out of service exceed the tolerance: more than `tolerance` zones;

@@ -19,7 +19,7 @@ fn object(name: &str, group: &str, class: ProcessClass, ip: &str) -> TrackedObje
     }
 }
 
-fn invariants(monitor: &InvariantMonitor) -> Vec<&str> {
+pub(super) fn invariants(monitor: &InvariantMonitor) -> Vec<&str> {
     monitor
         .violations()
         .iter()
@@ -255,105 +255,6 @@ fn an_upgrade_past_a_connected_clients_protocol_is_reported_unless_ignored() {
     monitor.check_client_compatibility(1, 1, Some(version("7.1.57")), &view);
     monitor.check_client_compatibility(3, 3, Some(version("7.3.43")), &view);
     assert!(monitor.violations().is_empty(), "its log group is ignored");
-}
-
-fn outage(start: i64, end: Option<i64>) -> Outage {
-    Outage {
-        start,
-        end,
-        cause: "recovery".into(),
-    }
-}
-
-#[test]
-fn an_outage_caused_by_an_operator_action_may_last_one_recovery() {
-    let mut monitor = InvariantMonitor::new();
-    // Outages at 100 (5 s) and 200 (a chain of recoveries, 12 s), actions at both.
-    let outages = [
-        outage(100, Some(105)),
-        outage(200, Some(205)),
-        outage(204, Some(212)),
-    ];
-    monitor.check_outages(300, 0, &outages, &[(100, false), (200, false)], &[], 5, 10);
-    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
-    assert_eq!(monitor.violations()[0].time, 200);
-    assert!(monitor.violations()[0].detail.contains("12 s"));
-    monitor.check_outages(400, 0, &outages, &[(100, false), (200, false)], &[], 5, 10);
-    assert_eq!(monitor.violations().len(), 1, "judged once");
-
-    // A storm: three short recoveries a second apart, each started by an action.
-    let mut monitor = InvariantMonitor::new();
-    let storm = [
-        outage(100, Some(105)),
-        outage(106, Some(111)),
-        outage(112, Some(117)),
-    ];
-    monitor.check_outages(
-        300,
-        0,
-        &storm,
-        &[(100, false), (106, false), (112, false)],
-        &[],
-        5,
-        10,
-    );
-    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
-    assert!(
-        monitor.violations()[0].detail.contains("17 s"),
-        "{}",
-        monitor.violations()[0].detail
-    );
-    let mut monitor = InvariantMonitor::new();
-    let apart = [outage(100, Some(105)), outage(200, Some(205))];
-    monitor.check_outages(300, 0, &apart, &[(100, false), (200, false)], &[], 5, 10);
-    assert!(
-        monitor.violations().is_empty(),
-        "recoveries far apart are each one recovery"
-    );
-
-    let mut monitor = InvariantMonitor::new();
-    monitor.check_outages(300, 0, &[outage(50, Some(80))], &[(10, false)], &[], 5, 10);
-    assert!(
-        monitor.violations().is_empty(),
-        "not caused by the operator"
-    );
-    monitor.check_outages(300, 0, &[outage(60, Some(70))], &[(60, true)], &[], 5, 10);
-    assert!(
-        monitor.violations().is_empty(),
-        "the cluster-wide kill may take restart + recovery"
-    );
-    monitor.check_outages(294, 0, &[outage(290, None)], &[(290, false)], &[], 5, 10);
-    assert!(monitor.violations().is_empty(), "still within one recovery");
-    monitor.check_outages(296, 0, &[outage(290, None)], &[(290, false)], &[], 5, 10);
-    assert_eq!(
-        invariants(&monitor),
-        [UNAVAILABLE_BY_OPERATOR],
-        "open and too long"
-    );
-}
-
-/// Issue 26, seed 136: a user's eviction 2 s after the recovery of an operator's pod
-/// deletion ended is the user's outage, not part of a storm of the operator's; the same
-/// outage with no user act then is (a chain the operator's action began).
-#[test]
-fn an_outage_a_user_or_a_fault_begins_is_not_merged_into_the_operators() {
-    let outages = [outage(835, Some(840)), outage(842, Some(860))];
-    let mut monitor = InvariantMonitor::new();
-    monitor.check_outages(900, 0, &outages, &[(835, false)], &[842], 5, 10);
-    assert!(
-        monitor.violations().is_empty(),
-        "{:?}",
-        monitor.violations()
-    );
-    let mut monitor = InvariantMonitor::new();
-    monitor.check_outages(900, 0, &outages, &[(835, false)], &[], 5, 10);
-    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
-    // An operator's outage after a user's is still judged on its own.
-    let outages = [outage(100, Some(103)), outage(104, Some(112))];
-    let mut monitor = InvariantMonitor::new();
-    monitor.check_outages(900, 0, &outages, &[(104, false)], &[100], 5, 10);
-    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
-    assert_eq!(monitor.violations()[0].time, 104);
 }
 
 fn desired() -> DesiredWorld {

@@ -10,7 +10,10 @@ use fdb_shared::cluster_math::fault_tolerance;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::Value;
 
-use crate::invariants::{ActionWindow, ClientView, ServiceState, TrackedObject, divergences};
+use crate::invariants::{
+    ActionTimes, ActionWindow, ClientView, OutageAllowance, ServiceState, TrackedObject,
+    divergences,
+};
 use crate::result::{EventSource, StepResult};
 use crate::scenario::{ResourceKind, StepSpec};
 
@@ -339,10 +342,14 @@ impl Runner {
             self.now().as_second(),
             self.start.as_second(),
             &outages,
-            &self.operator_actions,
-            &self.others_acted,
-            recovery,
-            recovery.saturating_add(restart),
+            &ActionTimes {
+                operator: &self.operator_actions,
+                others: &self.others_acted,
+            },
+            OutageAllowance {
+                recovery,
+                bounce: recovery.saturating_add(restart),
+            },
         );
     }
 
