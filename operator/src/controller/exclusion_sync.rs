@@ -77,21 +77,8 @@ pub fn decide_shared_exclusion(
             SETTLE_SECONDS.unsigned_abs(),
         );
     }
-    let newest = lists
-        .pending
-        .iter()
-        .chain(&lists.ready)
-        .map(|e| e.since)
-        .max()
-        .unwrap_or(i64::MIN);
-    let quiet = now.saturating_sub(newest);
-    if quiet < SETTLE_SECONDS {
-        return wait(
-            format!(
-                "every process group of the database that waits for its exclusion is ready; waiting {SETTLE_SECONDS} s after the last one was listed ({quiet} s ago) for the other operator instances"
-            ),
-            (SETTLE_SECONDS - quiet).unsigned_abs(),
-        );
+    if let Some((reason, after_seconds)) = lists.unsettled(now, "waits for its exclusion") {
+        return wait(reason, after_seconds);
     }
     let pending: BTreeSet<&str> = lists.pending.iter().map(|e| e.group.as_str()).collect();
     let mut groups: Vec<(String, Vec<ExclusionTarget>)> = own.to_vec();

@@ -34,6 +34,30 @@ pub struct RestartLists {
     pub ready: Vec<RestartEntry>,
 }
 
+impl RestartLists {
+    /// While an entry was added less than [`SETTLE_SECONDS`] ago, the wait (its reason,
+    /// and the seconds left) that lets an instance a pass behind add its own: `what`
+    /// says what the listed groups wait for ("needs a restart").
+    pub fn unsettled(&self, now: i64, what: &str) -> Option<(String, u64)> {
+        let newest = self
+            .pending
+            .iter()
+            .chain(&self.ready)
+            .map(|e| e.since)
+            .max()
+            .unwrap_or(i64::MIN);
+        let quiet = now.saturating_sub(newest);
+        (quiet < SETTLE_SECONDS).then(|| {
+            (
+                format!(
+                    "every process group of the database that {what} is ready; waiting {SETTLE_SECONDS} s after the last one was listed ({quiet} s ago) for the other operator instances"
+                ),
+                (SETTLE_SECONDS - quiet).unsigned_abs(),
+            )
+        })
+    }
+}
+
 /// Whether this instance restarts through the database's lists: when
 /// `automationOptions.synchronizationMode` is `global`, or, unless it is `local`, when
 /// the database runs processes of other instances (process groups this cluster does not
@@ -165,21 +189,8 @@ pub fn decide_shared_kill(
             SETTLE_SECONDS.unsigned_abs(),
         );
     }
-    let newest = lists
-        .pending
-        .iter()
-        .chain(&lists.ready)
-        .map(|e| e.since)
-        .max()
-        .unwrap_or(i64::MIN);
-    let quiet = now.saturating_sub(newest);
-    if quiet < SETTLE_SECONDS {
-        return wait(
-            format!(
-                "every process group of the database that needs a restart is ready; waiting {SETTLE_SECONDS} s after the last one was listed ({quiet} s ago) for the other operator instances"
-            ),
-            (SETTLE_SECONDS - quiet).unsigned_abs(),
-        );
+    if let Some((reason, after_seconds)) = lists.unsettled(now, "needs a restart") {
+        return wait(reason, after_seconds);
     }
     let targets = reporting
         .into_iter()
