@@ -54,6 +54,17 @@ fn addresses_of(step: &StepResult, group: &str) -> Vec<String> {
         .collect()
 }
 
+/// Each process of a step's database as (its group, the version it runs).
+fn versions_by_group(step: &StepResult) -> Vec<(String, String)> {
+    let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+    step.fdb["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (text(&p["locality"]["instance_id"]), text(&p["version"])))
+        .collect()
+}
+
 /// The status entry of a process group in a step, if any.
 pub(crate) fn group_status<'a>(step: &'a StepResult, group: &str) -> Option<&'a serde_json::Value> {
     step.cluster["status"]["processGroups"]
@@ -108,20 +119,7 @@ fn go_e2e_upgrade_where_one_coordinator_gets_restarted_during_the_staging_phase(
         "log-1 ({log_1:?}) must be a coordinator: {coordinators:?}"
     );
     let split = &result.steps[6];
-    let versions: Vec<(String, String)> = split.fdb["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["locality"]["instance_id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-                p["version"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
+    let versions = versions_by_group(split);
     for (group, version) in &versions {
         let wanted = if group == "log-1" { "7.3.43" } else { "7.1.57" };
         assert_eq!(version, wanted, "{group}: {versions:?}");
@@ -530,20 +528,7 @@ fn go_e2e_upgrades_one_process_is_marked_for_removal_and_is_stuck_in_removal() {
     );
     let upgraded = &result.steps[5];
     // Every process, the held group's included, runs 7.3.43 after the kill.
-    let versions: Vec<(String, String)> = upgraded.fdb["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["locality"]["instance_id"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned(),
-                p["version"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
+    let versions = versions_by_group(upgraded);
     assert!(
         versions.iter().any(|(group, _)| group == "storage-2"),
         "the held group still runs: {versions:?}"
