@@ -83,6 +83,14 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, Strin
     kube::Client::try_from(config).map_err(|e| format!("cannot connect to Kubernetes: {e}"))
 }
 
+/// The manifest `--rehearse` names: one YAML document.
+fn read_rehearsal(path: &std::path::Path) -> Result<serde_json::Value, String> {
+    fdb_shared::yaml_input::read_file(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| fdb_shared::yaml_input::single_document(&text).map_err(|e| e.to_string()))
+        .map_err(|error| format!("--rehearse {}: {error}", path.display()))
+}
+
 /// Exit 0 when the folder is written, 1 when the capture failed, 2 on unusable input.
 pub fn run(args: &SnapshotArgs) -> ExitCode {
     let tls = match fdbcli_tls(args) {
@@ -92,22 +100,12 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rehearse = match &args.rehearse {
-        Some(path) => {
-            let manifest = fdb_shared::yaml_input::read_file(path)
-                .map_err(|e| e.to_string())
-                .and_then(|text| {
-                    fdb_shared::yaml_input::single_document(&text).map_err(|e| e.to_string())
-                });
-            match manifest {
-                Ok(manifest) => Some(manifest),
-                Err(error) => {
-                    eprintln!("error: --rehearse {}: {error}", path.display());
-                    return ExitCode::from(2);
-                }
-            }
+    let rehearse = match args.rehearse.as_deref().map(read_rehearsal).transpose() {
+        Ok(rehearse) => rehearse,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
         }
-        None => None,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,

@@ -249,21 +249,7 @@ impl Core {
                 Ok((200, updated))
             }
             (Operation::Patch(patch_type, body), Some(name)) => {
-                let before = self.peek(route, name, None);
-                let patched = self.store.patch(
-                    resource,
-                    url_namespace,
-                    name,
-                    patch_type,
-                    &body,
-                    status_only,
-                )?;
-                record.detail = format!(
-                    "{} patch: {}",
-                    patch_type.as_str(),
-                    describe_change(before.as_ref(), &patched)
-                );
-                Ok((200, patched))
+                self.patch(route, name, patch_type, &body, record)
             }
             (Operation::Delete(options), Some(name)) => {
                 let namespace = State::namespace_for(resource, url_namespace, None)?;
@@ -284,6 +270,32 @@ impl Core {
                 &resource.qualified_name(),
             )),
         }
+    }
+
+    /// PATCH of one object (or its status), recorded with what it changed.
+    fn patch(
+        &mut self,
+        route: &Route,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        record: &mut WriteRecord,
+    ) -> Result<Reply, ApiError> {
+        let before = self.peek(route, name, None);
+        let patched = self.store.patch(
+            &route.resource,
+            route.namespace.as_deref(),
+            name,
+            patch_type,
+            body,
+            route.subresource.as_deref() == Some("status"),
+        )?;
+        record.detail = format!(
+            "{} patch: {}",
+            patch_type.as_str(),
+            describe_change(before.as_ref(), &patched)
+        );
+        Ok((200, patched))
     }
 
     /// DELETE of a collection: every object matching the selectors, each as its own

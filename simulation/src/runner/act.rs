@@ -124,11 +124,9 @@ impl Runner {
             }
             Action::Evict(pod) => {
                 let pods: Api<Pod> = Api::namespaced(client, &namespace);
-                pods.evict(pod, &EvictParams::default())
+                self.evict(&pods, pod, "")
                     .await
                     .map_err(|e| act_failed(action, e))?;
-                self.log
-                    .record(EventSource::K8s, "evict", &format!("pod/{pod}"), "");
             }
             Action::EvictChosen(choice) => {
                 let pods: Api<Pod> = Api::namespaced(client, &namespace);
@@ -136,18 +134,13 @@ impl Runner {
                     .chosen_pod(&pods, *choice)
                     .await
                     .map_err(|e| act_failed(action, e))?;
-                pods.evict(&pod, &EvictParams::default())
+                let detail = format!(
+                    "chosen as live {} pod number {}",
+                    choice.process_class, choice.nth
+                );
+                self.evict(&pods, &pod, &detail)
                     .await
                     .map_err(|e| act_failed(action, e))?;
-                self.log.record(
-                    EventSource::K8s,
-                    "evict",
-                    &format!("pod/{pod}"),
-                    &format!(
-                        "chosen as live {} pod number {}",
-                        choice.process_class, choice.nth
-                    ),
-                );
             }
             Action::Drain(node) => self
                 .drain(actor_name, node)
@@ -164,6 +157,14 @@ impl Runner {
             }
             _ => return Err(act_failed(action, "not an act on Kubernetes objects")),
         }
+        Ok(())
+    }
+
+    /// Evicts one pod through the eviction API and records it.
+    async fn evict(&mut self, pods: &Api<Pod>, pod: &str, detail: &str) -> Result<(), kube::Error> {
+        pods.evict(pod, &EvictParams::default()).await?;
+        self.log
+            .record(EventSource::K8s, "evict", &format!("pod/{pod}"), detail);
         Ok(())
     }
 

@@ -432,23 +432,11 @@ pub async fn serve(
     headers: &HeaderMap,
     upgrade: Option<hyper::upgrade::OnUpgrade>,
 ) -> Response {
-    let wants_websocket = headers
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-    let offered: Vec<String> = headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(',').map(|p| p.trim().to_owned()))
-        .collect();
-    let protocol = PROTOCOLS
-        .into_iter()
-        .find(|p| offered.iter().any(|o| o == p));
-    let key = headers.get(header::SEC_WEBSOCKET_KEY);
-    let (Some(key), Some(upgrade), true, Some(protocol)) =
-        (key, upgrade, wants_websocket, protocol)
-    else {
+    let (Some(key), Some(upgrade), Some(protocol)) = (
+        headers.get(header::SEC_WEBSOCKET_KEY),
+        upgrade,
+        websocket_protocol(headers),
+    ) else {
         return status_response(
             400,
             "exec is served over websockets with the v5.channel.k8s.io or v4.channel.k8s.io subprotocol only (no SPDY)",
@@ -462,44 +450,7 @@ pub async fn serve(
     let exec = exec.clone();
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let io = hyper_util::rt::TokioIo::new(upgraded);
-        let mut socket =
-            tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
-        let stdin = if request.stdin {
-            read_stdin(&mut socket).await
-        } else {
-            String::new()
-        };
-        let output = exec.execute(&pod, &request, &stdin).await;
-        let frame = |channel: u8, data: &[u8]| {
-            let mut bytes = Vec::with_capacity(data.len() + 1);
-            bytes.push(channel);
-            bytes.extend_from_slice(data);
-            Message::binary(bytes)
-        };
-        let mut messages = Vec::new();
-        if !output.stdout.is_empty() {
-            messages.push(frame(1, output.stdout.as_bytes()));
-        }
-        if !output.stderr.is_empty() {
-            messages.push(frame(2, output.stderr.as_bytes()));
-        }
-        messages.push(frame(
-            3,
-            final_status(output.exit_code).to_string().as_bytes(),
-        ));
-        for message in messages {
-            if socket.send(message).await.is_err() {
-                return;
-            }
-        }
-        // A normal closure (1000): clients read it as the end of every stream.
-        let _ = socket
-            .close(Some(CloseFrame {
-                code: CloseCode::Normal,
-                reason: "".into(),
-            }))
-            .await;
+        stream_exec(&exec, &pod, &request, upgraded).await;
     });
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -514,6 +465,72 @@ pub async fn serve(
         headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
     }
     response
+}
+
+/// The protocol of the websocket upgrade the client asks for, if it asks for one we
+/// serve.
+fn websocket_protocol(headers: &HeaderMap) -> Option<&'static str> {
+    let wants_websocket = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|p| p.trim().to_owned()))
+        .collect();
+    PROTOCOLS
+        .into_iter()
+        .find(|p| offered.iter().any(|o| o == p))
+        .filter(|_| wants_websocket)
+}
+
+/// Runs the command on the upgraded connection and streams its output, then closes.
+async fn stream_exec(
+    exec: &SimulatedExec,
+    pod: &Value,
+    request: &ExecRequest,
+    upgraded: hyper::upgrade::Upgraded,
+) {
+    let io = hyper_util::rt::TokioIo::new(upgraded);
+    let mut socket =
+        tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+    let stdin = if request.stdin {
+        read_stdin(&mut socket).await
+    } else {
+        String::new()
+    };
+    let output = exec.execute(pod, request, &stdin).await;
+    let frame = |channel: u8, data: &[u8]| {
+        let mut bytes = Vec::with_capacity(data.len() + 1);
+        bytes.push(channel);
+        bytes.extend_from_slice(data);
+        Message::binary(bytes)
+    };
+    let mut messages = Vec::new();
+    if !output.stdout.is_empty() {
+        messages.push(frame(1, output.stdout.as_bytes()));
+    }
+    if !output.stderr.is_empty() {
+        messages.push(frame(2, output.stderr.as_bytes()));
+    }
+    messages.push(frame(
+        3,
+        final_status(output.exit_code).to_string().as_bytes(),
+    ));
+    for message in messages {
+        if socket.send(message).await.is_err() {
+            return;
+        }
+    }
+    // A normal closure (1000): clients read it as the end of every stream.
+    let _ = socket
+        .close(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        }))
+        .await;
 }
 
 /// What the client sends on channel 0 until it closes standard input (v5: the message

@@ -179,27 +179,7 @@ fn columns_of(resource: &ResourceType, crd_columns: &[Value]) -> Vec<Column> {
             columns.push(col("Age", "string", 0, Cell::Age));
         }
         _ if !crd_columns.is_empty() => {
-            for definition in crd_columns {
-                let name = definition
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let path = definition
-                    .get("jsonPath")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let kind = match definition.get("type").and_then(Value::as_str) {
-                    Some("integer") => "integer",
-                    Some("boolean") => "boolean",
-                    Some("number") => "number",
-                    _ => "string",
-                };
-                let priority = definition
-                    .get("priority")
-                    .and_then(Value::as_u64)
-                    .map_or(0, |p| u8::try_from(p).unwrap_or(1));
-                columns.push(col(name, kind, priority, Cell::Path(path.to_owned())));
-            }
+            columns.extend(crd_columns.iter().map(printer_column));
             if !columns.iter().any(|c| c.name == "Age") {
                 columns.push(col("Age", "string", 0, Cell::Age));
             }
@@ -207,6 +187,27 @@ fn columns_of(resource: &ResourceType, crd_columns: &[Value]) -> Vec<Column> {
         _ => columns.push(col("Age", "string", 0, Cell::Age)),
     }
     columns
+}
+
+/// One of a CRD's `additionalPrinterColumns`, as the API server prints it.
+fn printer_column(definition: &Value) -> Column {
+    let text = |key: &str| definition.get(key).and_then(Value::as_str);
+    let kind = match text("type") {
+        Some("integer") => "integer",
+        Some("boolean") => "boolean",
+        Some("number") => "number",
+        _ => "string",
+    };
+    let priority = definition
+        .get("priority")
+        .and_then(Value::as_u64)
+        .map_or(0, |p| u8::try_from(p).unwrap_or(1));
+    Column {
+        name: text("name").unwrap_or_default().to_owned(),
+        kind,
+        priority,
+        cell: Cell::Path(text("jsonPath").unwrap_or_default().to_owned()),
+    }
 }
 
 fn statuses(pod: &Value) -> Vec<&Value> {

@@ -130,16 +130,7 @@ impl World {
                 process_group,
                 version,
             } => {
-                let version: FdbVersion =
-                    version.parse().map_err(|error| WorldError::InvalidFault {
-                        kind: "binaryMissing",
-                        message: format!("version {version:?}: {error}"),
-                    })?;
-                self.faults
-                    .binary_missing
-                    .entry(process_group.clone())
-                    .or_default()
-                    .insert(version);
+                self.remove_binary(process_group, version)?;
                 return self.fault_applied(fault, process_group).await;
             }
             Fault::NodeDown { node } => {
@@ -181,6 +172,20 @@ impl World {
         set.insert(group.clone());
         let group = group.clone();
         self.fault_applied(fault, &group).await
+    }
+
+    /// Takes one version's binary away from a group's pod (`binaryMissing`).
+    fn remove_binary(&mut self, process_group: &str, version: &str) -> Result<(), WorldError> {
+        let version: FdbVersion = version.parse().map_err(|error| WorldError::InvalidFault {
+            kind: "binaryMissing",
+            message: format!("version {version:?}: {error}"),
+        })?;
+        self.faults
+            .binary_missing
+            .entry(process_group.to_owned())
+            .or_default()
+            .insert(version);
+        Ok(())
     }
 
     async fn fault_applied(

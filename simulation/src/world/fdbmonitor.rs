@@ -316,6 +316,34 @@ impl Monitor {
         let version = binary_version(&content)
             .ok_or_else(|| format!("{} is not a FoundationDB binary", command.command))?;
 
+        let (cluster_file, contents) = self.read_cluster_file(command)?;
+        let datadir = arg("datadir").unwrap_or("/var/fdb/data");
+        let data_identity = self.data_identity(datadir);
+        Ok(MonitoredProcess {
+            launch: ProcessLaunch {
+                address,
+                other_addresses,
+                command_line: self
+                    .unified
+                    .as_ref()
+                    .and_then(|u| u.command_line(command.process_number))
+                    .unwrap_or_else(|| command.command_line()),
+                class,
+                locality,
+                version,
+                cluster_file_contents: contents.trim().to_owned(),
+                pod: self.context.pod.clone(),
+                data_identity,
+            },
+            cluster_file,
+        })
+    }
+
+    /// The process's cluster file and its contents; on first start fdbserver copies the
+    /// seed cluster file there.
+    fn read_cluster_file(&self, command: &ProcessCommand) -> Result<(PathBuf, String), String> {
+        let arg = |key: &str| command.arguments.get(key).map(String::as_str);
+        let fs = &self.context.fs;
         let cluster_file_arg = arg("cluster_file").unwrap_or("/var/fdb/fdb.cluster");
         let cluster_file = fs
             .host_path(cluster_file_arg)
@@ -341,26 +369,7 @@ impl Monitor {
                 text
             }
         };
-        let datadir = arg("datadir").unwrap_or("/var/fdb/data");
-        let data_identity = self.data_identity(datadir);
-        Ok(MonitoredProcess {
-            launch: ProcessLaunch {
-                address,
-                other_addresses,
-                command_line: self
-                    .unified
-                    .as_ref()
-                    .and_then(|u| u.command_line(command.process_number))
-                    .unwrap_or_else(|| command.command_line()),
-                class,
-                locality,
-                version,
-                cluster_file_contents: contents.trim().to_owned(),
-                pod: self.context.pod.clone(),
-                data_identity,
-            },
-            cluster_file,
-        })
+        Ok((cluster_file, contents))
     }
 
     fn data_identity(&self, datadir: &str) -> String {

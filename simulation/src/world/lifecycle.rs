@@ -257,20 +257,33 @@ impl World {
                     self.record("schedule", format!("pod/{namespace}/{name}"), node);
                 }
                 Err(scheduler::Unschedulable(message)) => {
-                    if self.unschedulable.get(&uid) == Some(&message) {
-                        continue;
-                    }
-                    let key = ResourceKey::new("", "v1", "pods", &namespace, &name);
-                    let status = json!({"status": {"phase": "Pending", "conditions": [{
-                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                        "message": message, "lastTransitionTime": self.now().to_string(),
-                    }]}});
-                    patch(&self.api, SCHEDULER_ACTOR, &key, &status, true)?;
-                    self.unschedulable.insert(uid, message.clone());
-                    self.record("unschedulable", format!("pod/{namespace}/{name}"), message);
+                    self.mark_unschedulable(&namespace, &name, uid, message)?;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Sets a pod's PodScheduled condition to Unschedulable with the scheduler's reason,
+    /// once per reason (as the scheduler does not rewrite an unchanged condition).
+    fn mark_unschedulable(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: String,
+        message: String,
+    ) -> Result<(), WorldError> {
+        if self.unschedulable.get(&uid) == Some(&message) {
+            return Ok(());
+        }
+        let key = ResourceKey::new("", "v1", "pods", namespace, name);
+        let status = json!({"status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastTransitionTime": self.now().to_string(),
+        }]}});
+        patch(&self.api, SCHEDULER_ACTOR, &key, &status, true)?;
+        self.unschedulable.insert(uid, message.clone());
+        self.record("unschedulable", format!("pod/{namespace}/{name}"), message);
         Ok(())
     }
 

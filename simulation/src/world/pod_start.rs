@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use fdb_shared::FdbVersion;
-use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, PodSpec, Secret};
+use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, PodSpec, Secret, Volume};
 
 use super::World;
 use super::containers::{
@@ -24,6 +24,23 @@ use super::unified_monitor::{UnifiedMonitor, copy_shared_binaries, runs_monitor}
 
 /// The variable that makes fdb-kubernetes-monitor read its node's labels.
 const NODE_WATCH_VARIABLE: &str = "ENABLE_NODE_WATCH";
+
+/// What the kubelet found of a pod's volumes before mounting them.
+#[derive(Default)]
+struct FoundVolumes {
+    /// Why the pod waits (the last missing required source), if it does.
+    waiting: Option<String>,
+    /// Host directory of each volume.
+    dirs: BTreeMap<String, PathBuf>,
+    /// Identity of each volume (for data identities).
+    identities: BTreeMap<String, String>,
+    /// UID of each PVC volume's claim.
+    pvc_uids: BTreeMap<String, String>,
+    /// ConfigMap volumes.
+    config_volumes: Vec<ConfigVolume>,
+    /// Files of each secret volume, by its directory.
+    secret_files: Vec<(PathBuf, BTreeMap<String, Vec<u8>>)>,
+}
 
 impl World {
     /// The FoundationDB version an image contains: `world.images` when it lists the
@@ -289,94 +306,99 @@ impl World {
         pod: &Pod,
         runtime: &mut PodRuntime,
     ) -> Result<Option<String>, WorldError> {
-        let spec = pod.spec.clone().unwrap_or_default();
         let namespace = runtime.namespace.clone();
-        let mut waiting = None;
-        let mut volume_dirs = BTreeMap::new();
-        let mut identities = BTreeMap::new();
-        let mut pvc_uids = BTreeMap::new();
-        let mut config_volumes = Vec::new();
-        let mut secret_files: Vec<(PathBuf, BTreeMap<String, Vec<u8>>)> = Vec::new();
-        for volume in spec.volumes.iter().flatten() {
-            let pod_dir = runtime.dir.join("volumes").join(&volume.name);
-            if let Some(cm) = &volume.config_map {
-                let optional = cm.optional == Some(true);
-                if !optional && let Some(why) = self.config_map_missing(&namespace, cm) {
-                    waiting = Some(why);
-                }
-                config_volumes.push(ConfigVolume {
-                    volume: volume.name.clone(),
-                    namespace: namespace.clone(),
-                    config_map: cm.name.clone(),
-                    items: cm.items.clone(),
-                    dir: pod_dir.clone(),
-                    projected: None,
-                    optional,
-                    refused: None,
-                });
-                identities.insert(
-                    volume.name.clone(),
-                    format!("configMap:{}/{}", runtime.uid, volume.name),
-                );
-                volume_dirs.insert(volume.name.clone(), pod_dir);
-            } else if let Some(source) = &volume.secret {
-                // Secrets are written once, when the pod starts (the TLS material of
-                // `world.tls`); a missing one keeps the pod waiting, as the kubelet does.
-                let name = source.secret_name.clone().unwrap_or_default();
-                let secret: Option<Secret> = self.api.get_typed(Some(&namespace), &name)?;
-                match secret {
-                    Some(secret) => {
-                        secret_files.push((pod_dir.clone(), secret_volume_files(&secret, source)));
-                    }
-                    None if source.optional == Some(true) => {
-                        secret_files.push((pod_dir.clone(), BTreeMap::new()));
-                    }
-                    None => waiting = Some(format!("secret {name:?} not found")),
-                }
-                identities.insert(
-                    volume.name.clone(),
-                    format!("secret:{}/{}", runtime.uid, volume.name),
-                );
-                volume_dirs.insert(volume.name.clone(), pod_dir);
-            } else if let Some(claim) = &volume.persistent_volume_claim {
-                let pvc: Option<PersistentVolumeClaim> =
-                    self.api.get_typed(Some(&namespace), &claim.claim_name)?;
-                match pvc {
-                    Some(pvc) if pvc.metadata.deletion_timestamp.is_none() => {
-                        let uid = pvc.metadata.uid.clone().unwrap_or_default();
-                        let dir = self.pvc_dir(&namespace, &claim.claim_name, &uid);
-                        identities.insert(
-                            volume.name.clone(),
-                            format!("pvc:{namespace}/{}@{uid}", claim.claim_name),
-                        );
-                        pvc_uids.insert(volume.name.clone(), uid);
-                        volume_dirs.insert(volume.name.clone(), dir);
-                    }
-                    _ => {
-                        waiting = Some(format!(
-                            "persistentvolumeclaim {:?} not found",
-                            claim.claim_name
-                        ))
-                    }
-                }
-            } else {
-                identities.insert(
-                    volume.name.clone(),
-                    format!("emptyDir:{}/{}", runtime.uid, volume.name),
-                );
-                volume_dirs.insert(volume.name.clone(), pod_dir);
-            }
+        let mut found = FoundVolumes::default();
+        for volume in pod
+            .spec
+            .iter()
+            .flat_map(|spec| spec.volumes.iter().flatten())
+        {
+            self.find_volume(volume, runtime, &namespace, &mut found)?;
         }
-        if waiting.is_some() {
-            return Ok(waiting);
+        if found.waiting.is_some() {
+            return Ok(found.waiting);
         }
-        prepare_volume_dirs(&volume_dirs, secret_files)?;
-        runtime.volume_dirs = volume_dirs;
-        runtime.volume_identities = identities;
-        runtime.pvc_uids = pvc_uids;
-        runtime.config_volumes = config_volumes;
+        prepare_volume_dirs(&found.dirs, found.secret_files)?;
+        runtime.volume_dirs = found.dirs;
+        runtime.volume_identities = found.identities;
+        runtime.pvc_uids = found.pvc_uids;
+        runtime.config_volumes = found.config_volumes;
         self.project_config_volumes(runtime)?;
         Ok(None)
+    }
+
+    /// Finds one volume's source, as the kubelet does before it mounts it; a missing
+    /// required source sets why the pod waits.
+    fn find_volume(
+        &mut self,
+        volume: &Volume,
+        runtime: &PodRuntime,
+        namespace: &str,
+        found: &mut FoundVolumes,
+    ) -> Result<(), WorldError> {
+        let pod_dir = runtime.dir.join("volumes").join(&volume.name);
+        let (kind, dir) = if let Some(cm) = &volume.config_map {
+            let optional = cm.optional == Some(true);
+            if !optional && let Some(why) = self.config_map_missing(namespace, cm) {
+                found.waiting = Some(why);
+            }
+            found.config_volumes.push(ConfigVolume {
+                volume: volume.name.clone(),
+                namespace: namespace.to_string(),
+                config_map: cm.name.clone(),
+                items: cm.items.clone(),
+                dir: pod_dir.clone(),
+                projected: None,
+                optional,
+                refused: None,
+            });
+            ("configMap", pod_dir)
+        } else if let Some(source) = &volume.secret {
+            // Secrets are written once, when the pod starts (the TLS material of
+            // `world.tls`); a missing one keeps the pod waiting, as the kubelet does.
+            let name = source.secret_name.clone().unwrap_or_default();
+            let secret: Option<Secret> = self.api.get_typed(Some(namespace), &name)?;
+            match secret {
+                Some(secret) => found
+                    .secret_files
+                    .push((pod_dir.clone(), secret_volume_files(&secret, source))),
+                None if source.optional == Some(true) => {
+                    found.secret_files.push((pod_dir.clone(), BTreeMap::new()));
+                }
+                None => found.waiting = Some(format!("secret {name:?} not found")),
+            }
+            ("secret", pod_dir)
+        } else if let Some(claim) = &volume.persistent_volume_claim {
+            let pvc: Option<PersistentVolumeClaim> =
+                self.api.get_typed(Some(namespace), &claim.claim_name)?;
+            match pvc {
+                Some(pvc) if pvc.metadata.deletion_timestamp.is_none() => {
+                    let uid = pvc.metadata.uid.clone().unwrap_or_default();
+                    let dir = self.pvc_dir(namespace, &claim.claim_name, &uid);
+                    found.identities.insert(
+                        volume.name.clone(),
+                        format!("pvc:{namespace}/{}@{uid}", claim.claim_name),
+                    );
+                    found.pvc_uids.insert(volume.name.clone(), uid);
+                    found.dirs.insert(volume.name.clone(), dir);
+                }
+                _ => {
+                    found.waiting = Some(format!(
+                        "persistentvolumeclaim {:?} not found",
+                        claim.claim_name
+                    ))
+                }
+            }
+            return Ok(());
+        } else {
+            ("emptyDir", pod_dir)
+        };
+        found.identities.insert(
+            volume.name.clone(),
+            format!("{kind}:{}/{}", runtime.uid, volume.name),
+        );
+        found.dirs.insert(volume.name.clone(), dir);
+        Ok(())
     }
 
     /// Why a (required) ConfigMap volume cannot be mounted: the map or a key it

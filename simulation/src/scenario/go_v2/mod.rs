@@ -355,6 +355,32 @@ impl GoV2Cluster {
         })
     }
 
+    /// The `status json` entry of the `index`th process listed, for `group`.
+    fn process_json(&self, group: &Group, index: usize, roles: Vec<Value>) -> Value {
+        // The unified configuration passes `--locality_process_id=<group>-<n>`.
+        let process_id_locality = if self.unified {
+            format!("{}-1", group.id)
+        } else {
+            format!("{:032x}", index + 1)
+        };
+        json!({
+            "address": format!("{}:4501", group.ip),
+            "class_type": group.class,
+            "class_source": "command_line",
+            "version": self.version,
+            "excluded": false,
+            "fault_domain": group.node,
+            "locality": {
+                "instance_id": group.id,
+                "machineid": group.node,
+                "zoneid": group.node,
+                "dns_name": self.dns_name(&group.id),
+                "processid": process_id_locality,
+            },
+            "roles": roles,
+        })
+    }
+
     /// `status json` of the database: its configuration, coordinators, processes (with
     /// their localities, command lines and roles) and the data of each storage process.
     fn status_json(&self, groups: &[Group], connection: &str) -> Value {
@@ -374,7 +400,6 @@ impl GoV2Cluster {
         // From the last group back: the roles sit where a fresh recruitment (lowest
         // addresses first) would not put them, as roles of a long-lived cluster do.
         for group in groups.iter().rev() {
-            let address = format!("{}:4501", group.ip);
             let roles: Vec<Value> = match group.class {
                 "storage" => {
                     vec![json!({"role": "storage", "kvstore_used_bytes": self.storage_bytes})]
@@ -391,31 +416,8 @@ impl GoV2Cluster {
                 _ => Vec::new(),
             };
             let process_id = format!("{:032x}", groups.len() * 7919 + processes.len());
-            // The unified configuration passes `--locality_process_id=<group>-<n>`.
-            let process_id_locality = if self.unified {
-                format!("{}-1", group.id)
-            } else {
-                format!("{:032x}", processes.len() + 1)
-            };
-            processes.insert(
-                process_id,
-                json!({
-                    "address": address,
-                    "class_type": group.class,
-                    "class_source": "command_line",
-                    "version": self.version,
-                    "excluded": false,
-                    "fault_domain": group.node,
-                    "locality": {
-                        "instance_id": group.id,
-                        "machineid": group.node,
-                        "zoneid": group.node,
-                        "dns_name": self.dns_name(&group.id),
-                        "processid": process_id_locality,
-                    },
-                    "roles": roles,
-                }),
-            );
+            let process = self.process_json(group, processes.len(), roles);
+            processes.insert(process_id, process);
         }
         let coordinators: Vec<Value> = connection
             .split('@')
