@@ -131,6 +131,24 @@ fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
     let logs = role_dcs(last, "log");
     assert_eq!(logs.get("dc3"), Some(&2), "{logs:?}");
     assert!(logs.get("dc2").is_some_and(|n| *n > 0), "{logs:?}");
+    // Three routers (one per primary log) on dc2's four processes: as FoundationDB's
+    // cluster controller places them (log and storage classes fit a router equally, the
+    // processes with fewer roles first), one on each storage process and the third
+    // beside a remote log.
+    assert_eq!(
+        role_dcs(last, "log_router"),
+        BTreeMap::from([("dc2".to_owned(), 3)])
+    );
+    let beside_a_log = last.fdb["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let roles = p["roles"].as_array().unwrap();
+            roles.iter().any(|r| r == "log") && roles.iter().any(|r| r == "log_router")
+        })
+        .count();
+    assert_eq!(beside_a_log, 1, "{}", last.fdb["processes"]);
 }
 
 /// Mutation test of the region order: an operator that configures the desired regions
