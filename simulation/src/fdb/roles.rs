@@ -235,7 +235,8 @@ fn log_zones_in(eligible: &[&SimProcess], dc: Option<&str>) -> usize {
 }
 
 /// The roles outside the primary datacenter: logs in the satellites, and with two usable
-/// regions logs and log routers in the remote datacenter. A datacenter without
+/// regions logs and log routers in the remote datacenter (the routers by their own
+/// fitness, beside the remote logs when needed: [`routers_in`]). A datacenter without
 /// processes for them gets none (the database runs degraded rather than stopping).
 fn region_roles(
     state: &State,
@@ -245,12 +246,13 @@ fn region_roles(
     members: &mut Vec<RoleAssignment>,
 ) {
     let configuration = state.configuration.clone().unwrap_or_default();
-    let mut pick = |dcs: &[String], role: &'static str, wanted: usize, logs_only: bool| {
+    // Logs: one a process, on log-capable classes.
+    let mut pick = |dcs: &[String], wanted: usize| {
         let mut hosts: Vec<&SimProcess> = eligible
             .iter()
             .copied()
             .filter(|p| dc_of(p).is_some_and(|dc| dcs.iter().any(|d| d == dc)))
-            .filter(|p| !logs_only || regions::log_capable(p.launch.class))
+            .filter(|p| regions::log_capable(p.launch.class))
             .filter(|p| !members.iter().any(|m| m.address == p.launch.address))
             .collect();
         // The preferred datacenter first, then log classes, then distinct zones.
@@ -266,18 +268,67 @@ fn region_roles(
             hosts.into_iter().partition(|p| zones.insert(p.zone()));
         for p in first.into_iter().chain(rest).take(wanted) {
             members.push(RoleAssignment {
-                role,
+                role: "log",
                 address: p.launch.address.clone(),
                 started_unix: p.started_unix,
             });
         }
     };
-    pick(&layout.satellites, "log", layout.satellite_logs, true);
+    pick(&layout.satellites, layout.satellite_logs);
     if let Some(remote) = &layout.remote {
         let remote_logs = regions::count(configuration.remote_logs, wanted_logs);
         let routers = regions::count(configuration.log_routers, remote_logs);
-        let remote = std::slice::from_ref(remote);
-        pick(remote, "log", remote_logs, true);
-        pick(remote, "log_router", routers, false);
+        pick(std::slice::from_ref(remote), remote_logs);
+        for p in routers_in(eligible, remote, routers, members) {
+            members.push(RoleAssignment {
+                role: "log_router",
+                address: p.launch.address.clone(),
+                started_unix: p.started_unix,
+            });
+        }
     }
+}
+
+/// How well a process class fits a log router, as FoundationDB's
+/// `ProcessClass::machineClassFitness(LogRouter)` (fdbrpc/Locality.cpp): `router` best,
+/// `stateless` good, unset, `transaction` okay, every other class (`log` and `storage`
+/// alike) worst; `None` for the classes never assigned (coordinator, tester).
+fn router_fitness(class: ProcessClass) -> Option<u8> {
+    use ProcessClass as C;
+    match class {
+        C::Router => Some(0),
+        C::Stateless => Some(1),
+        C::Unset => Some(2),
+        C::Transaction => Some(3),
+        C::Coordinator | C::Test | C::Tester => None,
+        _ => Some(4),
+    }
+}
+
+/// The log routers of datacenter `dc`, as the cluster controller's
+/// `getWorkersForRoleInDatacenter`: the processes grouped by fitness, then by how many
+/// roles this recruitment gave them already (the remote logs), the groups taken in that
+/// order; a process may hold a router beside other roles (FoundationDB colocates them
+/// when there are fewer processes than routers). Within a group FoundationDB picks at
+/// random; here by address.
+fn routers_in<'a>(
+    eligible: &[&'a SimProcess],
+    dc: &str,
+    wanted: usize,
+    members: &[RoleAssignment],
+) -> Vec<&'a SimProcess> {
+    let roles_of = |p: &SimProcess| {
+        members
+            .iter()
+            .filter(|m| m.address == p.launch.address)
+            .count()
+    };
+    let mut hosts: Vec<(u8, usize, &SimProcess)> = eligible
+        .iter()
+        .copied()
+        .filter(|p| dc_of(p) == Some(dc))
+        .filter_map(|p| router_fitness(p.launch.class).map(|f| (f, roles_of(p), p)))
+        .collect();
+    hosts.sort_by_key(|(fitness, roles, p)| (*fitness, *roles, p.launch.address.clone()));
+    hosts.into_iter().map(|(_, _, p)| p).take(wanted).collect()
 }

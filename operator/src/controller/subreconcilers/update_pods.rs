@@ -2,7 +2,9 @@
 //!
 //! `automationOptions.podUpdateStrategy` says how: `ReplaceTransactionSystem` (default)
 //! marks log and stateless groups for removal (the removal pipeline then replaces them)
-//! and deletes storage pods, which AddPods recreates on their PVCs (the data stays);
+//! and deletes storage pods, which AddPods recreates on their PVCs (the data stays),
+//! unless a storage process plays a transaction role (a remote log router): that group
+//! is replaced with the transaction system (`TRANSACTION_ROLES`);
 //! `Replace` marks every group; `Delete` deletes every pod. Marking is capped by
 //! `automationOptions.maxConcurrentReplacements` (default unlimited).
 //!
@@ -50,7 +52,7 @@ use crate::controller::pod_model::process_difference;
 use crate::controller::process_config::listens_on_both;
 use crate::controller::replace_only::{ReplacePolicy, replace_only_change};
 use crate::controller::safety::{self, LockedAction};
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
@@ -68,7 +70,42 @@ fn replaced(strategy: &PodUpdateStrategy, class: ProcessClass) -> bool {
     }
 }
 
-fn needs_update(group: &crate::controller::snapshot::GroupView<'_>) -> bool {
+/// The roles of the transaction system whose stop is a recovery (FoundationDB's
+/// cluster controller and master watch them; ratekeeper and data distributor are only
+/// recruited again).
+const TRANSACTION_ROLES: [&str; 8] = [
+    "cluster_controller",
+    "master",
+    "log",
+    "log_router",
+    "commit_proxy",
+    "grv_proxy",
+    "proxy",
+    "resolver",
+];
+
+/// Whether the group, whatever its class, is replaced under `strategy` because one of
+/// its processes plays a role of the transaction system now: with two usable regions
+/// FoundationDB puts the remote log routers on storage processes first (`log` and
+/// `storage` fit a router equally, fewer roles first). ReplaceTransactionSystem replaces
+/// the transaction system so that its processes stop together at one exclusion, not one
+/// recovery per deleted pod; such a storage group is part of it (its data is copied to
+/// the replacement, as for any replaced storage group).
+fn replaced_for_roles(strategy: &PodUpdateStrategy, group: &GroupView<'_>) -> bool {
+    let replaces_transaction_system = !matches!(
+        strategy,
+        PodUpdateStrategy::Replace | PodUpdateStrategy::Delete
+    );
+    replaces_transaction_system
+        && group.processes().any(|process| {
+            process
+                .roles
+                .iter()
+                .any(|r| TRANSACTION_ROLES.contains(&r.role.as_str()))
+        })
+}
+
+fn needs_update(group: &GroupView<'_>) -> bool {
     group
         .status
         .condition_since(&ProcessGroupConditionType::IncorrectPodSpec)
@@ -101,9 +138,8 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
     let mut to_delete: Vec<(String, PodToDelete)> = Vec::new();
     // A desired pod that cannot be built failed UpdateStatus already; such a group is
     // judged by IncorrectPodSpec alone.
-    let replace_only = |group: &crate::controller::snapshot::GroupView<'_>| {
-        matches!(replace_only_change(snapshot, group, policy), Ok(Some(_)))
-    };
+    let replace_only =
+        |group: &GroupView<'_>| matches!(replace_only_change(snapshot, group, policy), Ok(Some(_)));
     for group in snapshot
         .live_groups()
         .filter(needs_update)
@@ -117,7 +153,8 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
         else {
             continue;
         };
-        if replaced(&strategy, group.status.process_class) {
+        if replaced(&strategy, group.status.process_class) || replaced_for_roles(&strategy, &group)
+        {
             to_replace.push(group.id().to_owned());
         } else {
             to_delete.push((

@@ -2,6 +2,8 @@ use fdb_shared::api::cluster::{
     ProcessGroupCondition, ProcessGroupConditionType as C, ProcessGroupStatus,
 };
 
+use fdb_shared::status_json::DatabaseStatus;
+
 use super::*;
 use crate::controller::fixtures::{Fixture, group, pod, reporting};
 
@@ -26,8 +28,14 @@ fn outdated(id: &str, zone: &str) -> ProcessGroupStatus {
 }
 
 fn fixture(spec: &str) -> Fixture {
+    fixture_with(spec, |_| {})
+}
+
+/// [`fixture`], its status document changed by `edit` (processes `p0`.. in LAYOUT order).
+fn fixture_with(spec: &str, edit: impl FnOnce(&mut DatabaseStatus)) -> Fixture {
     let ids: Vec<&str> = LAYOUT.iter().map(|(id, _)| *id).collect();
     let mut db = reporting(&ids);
+    edit(&mut db);
     db.cluster
         .fault_tolerance
         .max_zone_failures_without_losing_availability = Some(1);
@@ -71,6 +79,31 @@ fn transaction_groups_are_replaced_and_storage_pods_deleted_one_zone_at_a_time()
             "maintenance mode is off by default"
         );
     }
+}
+
+/// With two usable regions FoundationDB runs the remote log routers on storage
+/// processes: a storage group playing such a role is replaced with the transaction
+/// system (one exclusion for all), not deleted (a recovery of its own); the others keep
+/// their pods. Under `Delete` it is deleted as every group.
+#[test]
+fn a_storage_group_running_a_log_router_is_replaced_with_the_transaction_system() {
+    let router = |db: &mut DatabaseStatus| {
+        let storage_1 = db.cluster.processes.get_mut("p0").unwrap();
+        storage_1.roles =
+            vec![serde_json::from_value(serde_json::json!({"role": "log_router"})).unwrap()];
+    };
+    let decision = decide(&fixture_with("version: 7.1.57", router).build());
+    assert_eq!(decision.replace, ["storage-1", "log-1", "stateless-1"]);
+    assert_eq!(deleted(&decision), ["sample-storage-2"]);
+
+    let delete = decide(
+        &fixture_with(
+            "{version: 7.1.57, automationOptions: {podUpdateStrategy: Delete}}",
+            router,
+        )
+        .build(),
+    );
+    assert!(delete.replace.is_empty(), "{delete:?}");
 }
 
 #[test]
