@@ -441,7 +441,6 @@ fn a_three_dc_upgrade_takes_at_most_four_recoveries() {
 /// shared exclusions off, each instance excludes its own groups and moves the
 /// coordinators off them: beyond the bound.
 #[test]
-#[ignore = "another 27 s of CPU in debug (the same scenario as the bounded test): beyond CI's budget"]
 fn a_three_dc_upgrade_without_shared_exclusions_exceeds_four_recoveries() {
     let broken = run_with(
         &upgrade_yaml(),

@@ -3,8 +3,8 @@
 //! `automationOptions.podUpdateStrategy` says how: `ReplaceTransactionSystem` (default)
 //! marks log and stateless groups for removal (the removal pipeline then replaces them)
 //! and deletes storage pods, which AddPods recreates on their PVCs (the data stays),
-//! unless a storage process plays a transaction role (a remote log router): that group
-//! is replaced with the transaction system (`TRANSACTION_ROLES`);
+//! unless a storage process runs a remote log router: that group is replaced with the
+//! transaction system (`replaced_for_roles`);
 //! `Replace` marks every group; `Delete` deletes every pod. Marking is capped by
 //! `automationOptions.maxConcurrentReplacements` (default unlimited).
 //!
@@ -70,39 +70,24 @@ fn replaced(strategy: &PodUpdateStrategy, class: ProcessClass) -> bool {
     }
 }
 
-/// The roles of the transaction system whose stop is a recovery (FoundationDB's
-/// cluster controller and master watch them; ratekeeper and data distributor are only
-/// recruited again).
-const TRANSACTION_ROLES: [&str; 8] = [
-    "cluster_controller",
-    "master",
-    "log",
-    "log_router",
-    "commit_proxy",
-    "grv_proxy",
-    "proxy",
-    "resolver",
-];
-
 /// Whether the group, whatever its class, is replaced under `strategy` because one of
-/// its processes plays a role of the transaction system now: with two usable regions
-/// FoundationDB puts the remote log routers on storage processes first (`log` and
-/// `storage` fit a router equally, fewer roles first). ReplaceTransactionSystem replaces
-/// the transaction system so that its processes stop together at one exclusion, not one
-/// recovery per deleted pod; such a storage group is part of it (its data is copied to
-/// the replacement, as for any replaced storage group).
+/// its processes runs a remote log router now: with two usable regions FoundationDB puts
+/// the remote log routers on storage processes first (`log` and `storage` fit a router
+/// equally, fewer roles first). ReplaceTransactionSystem replaces the transaction system
+/// so that its processes stop together at one exclusion, not one recovery per deleted
+/// pod; such a storage group is part of it (its data is copied to the replacement, as
+/// for any replaced storage group). Other transaction roles a storage process may hold
+/// (a cluster short of stateless processes) do not count: their pods are deleted as the
+/// Go operator does, rather than copy a storage server's data to save one recovery.
 fn replaced_for_roles(strategy: &PodUpdateStrategy, group: &GroupView<'_>) -> bool {
     let replaces_transaction_system = !matches!(
         strategy,
         PodUpdateStrategy::Replace | PodUpdateStrategy::Delete
     );
     replaces_transaction_system
-        && group.processes().any(|process| {
-            process
-                .roles
-                .iter()
-                .any(|r| TRANSACTION_ROLES.contains(&r.role.as_str()))
-        })
+        && group
+            .processes()
+            .any(|process| process.roles.iter().any(|r| r.role == "log_router"))
 }
 
 fn needs_update(group: &GroupView<'_>) -> bool {

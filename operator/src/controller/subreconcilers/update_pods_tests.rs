@@ -106,6 +106,21 @@ fn a_storage_group_running_a_log_router_is_replaced_with_the_transaction_system(
     assert!(delete.replace.is_empty(), "{delete:?}");
 }
 
+/// A storage process holding another transaction role (here the master, in a cluster
+/// short of stateless processes) is deleted as before: only a remote log router makes a
+/// storage group part of the replaced transaction system.
+#[test]
+fn a_storage_group_running_the_master_is_still_deleted() {
+    let master = |db: &mut DatabaseStatus| {
+        let storage_1 = db.cluster.processes.get_mut("p0").unwrap();
+        storage_1.roles =
+            vec![serde_json::from_value(serde_json::json!({"role": "master"})).unwrap()];
+    };
+    let decision = decide(&fixture_with("version: 7.1.57", master).build());
+    assert_eq!(decision.replace, ["log-1", "stateless-1"]);
+    assert_eq!(deleted(&decision), ["sample-storage-1"]);
+}
+
 #[test]
 fn strategies_replace_everything_or_delete_everything() {
     let replace = decide(
