@@ -36,6 +36,7 @@ use super::cache_index::LabelIndex;
 use super::cache_pod::{CompactPod, DecodeError, DecodedPods, compact_event};
 use super::cache_slim::{slim_config_map, slim_pvc, slim_service};
 use super::object_kind::ObjectKind;
+use super::snapshot_pod::PodSource;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
 pub const OWN_WRITE_WAIT: Duration = Duration::from_secs(10);
@@ -198,8 +199,8 @@ pub struct ObjectCache {
     service_index: Arc<LabelIndex>,
     /// Pods in their compact form ([`super::cache_pod`]).
     pods: Store<CompactPod>,
-    /// The pods passes read recently, decoded.
-    decoded_pods: DecodedPods,
+    /// The pods passes read recently, decoded (shared with the passes' snapshots).
+    decoded_pods: Arc<DecodedPods>,
     /// PVCs as their metadata and spec (no status).
     pvcs: Store<PersistentVolumeClaim>,
     services: Store<Service>,
@@ -350,7 +351,7 @@ impl ObjectCache {
             pvc_index,
             service_index,
             pods,
-            decoded_pods: DecodedPods::default(),
+            decoded_pods: Arc::default(),
             pvcs,
             services,
             config_maps,
@@ -490,6 +491,28 @@ impl ObjectCache {
     ) -> Result<Vec<Arc<Pod>>, DecodeError> {
         self.decoded_pods
             .decode(&self.compact_pods(namespace, labels))
+    }
+
+    /// The cached pods in `namespace` carrying `labels` as a snapshot takes them
+    /// (nothing decoded: a step that asks for a pod's spec has it decoded then).
+    pub fn pod_sources(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<PodSource> {
+        self.compact_pods(namespace, labels)
+            .into_iter()
+            .map(|pod| PodSource::Cached {
+                pod,
+                decoder: self.decoded_pods.clone(),
+            })
+            .collect()
+    }
+
+    /// How many cached pods were read whole (decoded, or found decoded) so far: a pass
+    /// with nothing to change reads none.
+    pub fn pods_read_whole(&self) -> u64 {
+        self.decoded_pods.reads()
     }
 
     /// The cached pods in `namespace` carrying `labels` as the cache keeps them.

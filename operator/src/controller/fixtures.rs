@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service}
 
 use super::pod_model::parse_any_process_group_id;
 use super::process_groups::new_process_group;
-use super::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts, StatusReadError};
+use super::snapshot::{ClusterSnapshot, DatabaseState, PodSource, SnapshotParts, StatusReadError};
 use crate::fdb::AdminError;
 
 /// The real `status json` of a 7.1.0-rc1 double cluster `test_cluster`: processes log-1..4,
@@ -202,7 +202,7 @@ impl Fixture {
         ClusterSnapshot::new(SnapshotParts {
             cluster: ValidatedCluster::new(self.cluster).unwrap(),
             now: Timestamp::from_second(self.now).unwrap(),
-            pods: self.pods.into_iter().map(Arc::new).collect(),
+            pods: self.pods.into_iter().map(PodSource::from).collect(),
             pvcs: self.pvcs.into_iter().map(Arc::new).collect(),
             services: self.services.into_iter().map(Arc::new).collect(),
             config_map: self.config_map,

@@ -7,7 +7,15 @@ use kube::ResourceExt;
 
 /// The process group ID a labelled object belongs to (first configured ID label).
 pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Option<String> {
-    let labels = object.labels();
+    group_of_meta(cluster, object.meta())
+}
+
+/// [`group_of`] an object with this metadata.
+pub fn group_of_meta(
+    cluster: &FoundationDBCluster,
+    meta: &kube::api::ObjectMeta,
+) -> Option<String> {
+    let labels = meta.labels.as_ref()?;
     cluster
         .spec
         .labels

@@ -268,7 +268,7 @@ async fn ask_sidecars(
         }
     }
     let live: std::collections::BTreeSet<&str> = snapshot
-        .pods()
+        .pod_heads()
         .filter_map(|pod| pod.metadata.uid.as_deref())
         .collect();
     memo.retain(namespace, name, &live);
@@ -289,7 +289,10 @@ fn resolve<'a>(
         .iter()
         .map(|wanted| {
             let group = snapshot.group(&wanted.group)?;
-            let pod = group.pod.filter(|pod| pod.name_any() == wanted.pod)?;
+            group
+                .pod_head()
+                .filter(|pod| pod.name_any() == wanted.pod)?;
+            let pod = group.pod()?;
             Some(Candidate {
                 group: group.status,
                 pod,

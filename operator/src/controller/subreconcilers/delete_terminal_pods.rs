@@ -104,7 +104,7 @@ pub fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
 pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
     let now = snapshot.now_unix();
     let mut decision = TerminalDecision::default();
-    for pod in snapshot.pods().filter(|pod| is_terminal(pod)) {
+    for pod in snapshot.pod_heads().filter(|pod| is_terminal(pod)) {
         let name = pod.name_any();
         let group_id = group_of(snapshot.cluster(), pod);
         let group = group_id.as_deref().and_then(|id| snapshot.group(id));

@@ -86,7 +86,7 @@ pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
         .automation_options
         .ignore_terminating_pods_seconds();
     group
-        .pod
+        .pod_head()
         .is_none_or(|pod: &Pod| terminating_longer_than(snapshot, pod, ignore))
 }
 
@@ -172,12 +172,15 @@ fn decide_group(
         decision.held.push((id, why.to_owned()));
         return;
     }
-    if let Some(pod) = group.pod.filter(|pod| !is_terminating(*pod)) {
+    if let Some(pod) = group.pod_head().filter(|pod| !is_terminating(*pod)) {
         delete_live_pod(snapshot, group, pod, decision, zones_taken);
         return;
     }
     if !pod_released(snapshot, group) {
-        let name = group.pod.map(ResourceExt::name_any).unwrap_or_default();
+        let name = group
+            .pod_head()
+            .map(ResourceExt::name_any)
+            .unwrap_or_default();
         decision.terminating.push(id.clone());
         decision
             .waiting
@@ -206,7 +209,7 @@ fn decide_group(
         ));
         return;
     }
-    if group.pod.is_some() {
+    if group.has_pod() {
         decision.terminating.push(id.clone());
         decision
             .waiting
