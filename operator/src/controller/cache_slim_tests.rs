@@ -2,7 +2,9 @@ use fdb_shared::status_json::DatabaseStatus;
 use serde_json::json;
 
 use super::*;
-use crate::controller::cache_pod::CompactPod;
+use std::sync::Arc;
+
+use crate::controller::cache_pod::{CompactPod, DecodedPods};
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, database, group};
 use crate::controller::objects::{pod_ip, pod_is_failing, pod_is_running, pod_phase, public_ip};
@@ -226,4 +228,24 @@ fn slim_pvcs_services_and_config_maps_lose_only_server_records() {
         assert_eq!(slimmed.labels, metadata().labels);
     }
     assert_eq!(config_map.data.unwrap()["k"], "v");
+}
+
+#[test]
+fn a_snapshot_of_cached_pods_decides_as_one_of_listed_pods() {
+    let decoder = Arc::new(DecodedPods::new(0));
+    let (listed, cached) = (
+        fixture(false).build(),
+        fixture(false).build_cached(&decoder),
+    );
+    assert_eq!(decisions(&listed), decisions(&cached));
+    assert_eq!(cached.decode_failure(), None);
+    // Every head reads as the listed pod's metadata and status, without a spec.
+    for (whole, head) in listed.pods().zip(cached.pod_heads()) {
+        assert_eq!(head.spec, None);
+        assert_eq!(head.metadata, {
+            let mut slim = whole.clone();
+            crate::controller::cache_slim::slim_pod(&mut slim);
+            slim.metadata
+        });
+    }
 }

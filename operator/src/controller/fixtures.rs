@@ -11,6 +11,7 @@ use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 
+use super::cache_pod::{CompactPod, DecodedPods};
 use super::pod_model::parse_any_process_group_id;
 use super::process_groups::new_process_group;
 use super::snapshot::{ClusterSnapshot, DatabaseState, PodSource, SnapshotParts, StatusReadError};
@@ -199,10 +200,23 @@ impl Fixture {
 
     /// The snapshot.
     pub fn build(self) -> ClusterSnapshot {
+        self.build_with(PodSource::from)
+    }
+
+    /// The snapshot, its pods read as a pass reads them from the pods' cache (compact,
+    /// decoded through `decoder` when a step asks for a spec).
+    pub fn build_cached(self, decoder: &Arc<DecodedPods>) -> ClusterSnapshot {
+        self.build_with(|pod| PodSource::Cached {
+            pod: Arc::new(CompactPod::new(pod)),
+            decoder: decoder.clone(),
+        })
+    }
+
+    fn build_with(self, source: impl FnMut(Pod) -> PodSource) -> ClusterSnapshot {
         ClusterSnapshot::new(SnapshotParts {
             cluster: ValidatedCluster::new(self.cluster).unwrap(),
             now: Timestamp::from_second(self.now).unwrap(),
-            pods: self.pods.into_iter().map(PodSource::from).collect(),
+            pods: self.pods.into_iter().map(source).collect(),
             pvcs: self.pvcs.into_iter().map(Arc::new).collect(),
             services: self.services.into_iter().map(Arc::new).collect(),
             config_map: self.config_map,

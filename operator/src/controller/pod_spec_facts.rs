@@ -77,3 +77,7 @@ impl SpecFacts {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "pod_spec_facts_tests.rs"]
+mod tests;
