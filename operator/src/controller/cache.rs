@@ -33,8 +33,9 @@ use kube::{Api, Resource};
 use tokio::sync::watch;
 
 use super::cache_index::LabelIndex;
-use super::cache_pod::{CompactPod, DecodeError, DecodedPods, compact_event};
+use super::cache_pod::{CompactPod, DecodeError, compact_event};
 use super::cache_slim::{slim_config_map, slim_pvc, slim_service};
+use super::decoded_pods::DecodedPods;
 use super::object_kind::ObjectKind;
 use super::snapshot_pod::PodSource;
 

@@ -10,7 +10,7 @@
 //! A pass reads a pod's metadata and status ([`CompactPod::head`]) and what the steps
 //! read from its spec ([`SpecFacts`], derived once when the pod is stored) without
 //! decoding anything; a step that needs the spec itself has the pod decoded into the
-//! `Pod` it came from (the same value: the steps decide the same) by [`DecodedPods`],
+//! `Pod` it came from (the same value: the steps decide the same) by `DecodedPods`,
 //! which keeps the most recently read ones decoded.
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
@@ -19,8 +19,6 @@ use kube::runtime::watcher;
 
 use super::cache_slim::slim_pod;
 use super::pod_spec_facts::SpecFacts;
-
-pub use super::decoded_pods::{DECODED_PODS, DecodedPods};
 
 /// A pod's spec as the cache keeps it.
 #[derive(Debug, Clone)]

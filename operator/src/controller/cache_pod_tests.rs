@@ -3,6 +3,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
+use crate::controller::decoded_pods::DecodedPods;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, group};
 use crate::controller::pod_model::build_pod;

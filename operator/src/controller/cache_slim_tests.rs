@@ -4,7 +4,8 @@ use serde_json::json;
 use super::*;
 use std::sync::Arc;
 
-use crate::controller::cache_pod::{CompactPod, DecodedPods};
+use crate::controller::cache_pod::CompactPod;
+use crate::controller::decoded_pods::DecodedPods;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, database, group};
 use crate::controller::objects::{pod_ip, pod_is_failing, pod_is_running, pod_phase, public_ip};

@@ -11,7 +11,8 @@ use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 
-use super::cache_pod::{CompactPod, DecodedPods};
+use super::cache_pod::CompactPod;
+use super::decoded_pods::DecodedPods;
 use super::pod_model::parse_any_process_group_id;
 use super::process_groups::new_process_group;
 use super::snapshot::{ClusterSnapshot, DatabaseState, PodSource, SnapshotParts, StatusReadError};

@@ -1,6 +1,6 @@
 //! What the steps of a steady pass read from a pod's spec, derived once per version of
-//! the pod (issue 20): the pods' cache computes them when it stores a pod
-//! ([`super::cache_pod::CompactPod`]), so that a pass with nothing to change decodes no
+//! the pod (issue 20): the pods' cache computes them when it stores a pod (its
+//! compact form keeps them), so that a pass with nothing to change decodes no
 //! pod spec. Each fact is what the helper named on it answers for the pod; the steps
 //! read the fact instead of calling the helper on the decoded pod.
 
@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::pod_model::buggify::{BuggifyState, pod_state};
 use super::pod_model::{
-    MAIN_CONTAINER, expected_substitutions, expected_zone, has_sidecar, mounted_servers_per_pod,
+    MAIN_CONTAINER, expected_substitutions, expected_zone, has_sidecar, live_sidecar_image,
+    mounted_servers_per_pod,
 };
-use super::upgrade::live_sidecar_image;
 
 /// A ConfigMap the pod mounts, not optionally (a kubelet refuses a version of it that
 /// lacks one of these keys).

@@ -1,4 +1,4 @@
-//! One process group of a [`super::snapshot::ClusterSnapshot`] and what belongs to it:
+//! One process group of a cluster's snapshot and what belongs to it:
 //! its status entry, pod, PVC, service and reporting processes. The pod's metadata,
 //! status and spec facts are read without decoding it; [`GroupView::pod`] decodes it
 //! (once per snapshot) for the steps that need its spec.
@@ -74,7 +74,7 @@ impl<'a> GroupView<'a> {
     /// Its whole pod, spec included: decoded the first time a step asks (once per
     /// snapshot). A pod that does not decode (not expected: the cache checked it) reads
     /// as `None` here; the snapshot records why and the pass fails after the step
-    /// ([`super::snapshot::ClusterSnapshot::decode_failure`]).
+    /// (`ClusterSnapshot::decode_failure`).
     pub fn pod(&self) -> Option<&'a Pod> {
         self.pod?.pod().ok()
     }

@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::cache_pod::{CompactPod, DecodedPods};
+use super::cache_pod::CompactPod;
+use super::decoded_pods::DecodedPods;
 use super::pod_spec_facts::SpecFacts;
 
 /// Where a snapshot's pod comes from.

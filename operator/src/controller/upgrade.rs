@@ -33,9 +33,7 @@ use super::errors::StepError;
 use super::incompatible_processes::decide_incompatible;
 use super::incompatible_processes::ip_of;
 use super::objects::pod_is_running;
-use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_image_type, pod_version,
-};
+use super::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
 use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
@@ -66,17 +64,6 @@ pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
         ImageType::Unified => unified_image(&cluster.spec, version),
         _ => fdb_shared::cluster_math::main_image(&cluster.spec, version),
     }
-}
-
-/// The image of the pod's sidecar container.
-pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == SIDECAR_CONTAINER)?
-        .image
-        .as_deref()
 }
 
 /// A connected client that does not support the upgrade's target.

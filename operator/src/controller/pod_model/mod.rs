@@ -71,7 +71,7 @@ pub use volumes::{
 
 pub mod volumes;
 
-pub use substitutions::{expected_substitutions, expected_zone, has_sidecar};
+pub use substitutions::{expected_substitutions, expected_zone, has_sidecar, live_sidecar_image};
 pub use unified::{PROCESS_CONFIG_FILE, SHARED_BINARIES_VOLUME, monitor_process_count};
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
