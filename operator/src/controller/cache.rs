@@ -4,7 +4,8 @@
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector, holding what a pass reads of each object ([`super::cache_slim`]: no
 //! managed fields, only the pod status a pass reads; pods in their compact form,
-//! [`super::cache_pod`], decoded for the passes). A pass reads its cluster's objects from here instead of LISTing them (see
+//! [`super::cache_pod`], with the facts the steps read from their specs, and decoded
+//! only for a step that asks for a pod's spec). A pass reads its cluster's objects from here instead of LISTing them (see
 //! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning

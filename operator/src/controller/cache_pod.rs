@@ -1,4 +1,4 @@
-//! The compact form in which the pods' cache keeps a pod, and the pods it keeps decoded.
+//! The compact form in which the pods' cache keeps a pod.
 //!
 //! A typed `PodSpec` holds every optional field inline (a `Volume` is over 3 KB, a
 //! `Container` over 2 KB, most of it `None`): a pod's spec of 3.8 KB of JSON takes
