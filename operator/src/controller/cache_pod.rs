@@ -18,6 +18,7 @@ use kube::api::ObjectMeta;
 use kube::runtime::watcher;
 
 use super::cache_slim::slim_pod;
+use super::pod_head::PodHead;
 use super::pod_spec_facts::SpecFacts;
 
 /// A pod's spec as the cache keeps it.
@@ -33,8 +34,8 @@ enum CompactSpec {
 /// A pod as the pods' cache keeps it: see the module documentation.
 #[derive(Debug, Clone)]
 pub struct CompactPod {
-    /// The metadata and the slimmed status; no spec.
-    head: Pod,
+    /// The metadata and the slimmed status.
+    head: PodHead,
     spec: Option<CompactSpec>,
     /// What the steps read from the spec, derived when the pod was stored.
     facts: SpecFacts,
@@ -60,21 +61,24 @@ impl CompactPod {
     pub fn new(mut pod: Pod) -> Self {
         slim_pod(&mut pod);
         let facts = SpecFacts::of(&pod);
-        let spec = pod.spec.take().map(|spec| match serde_json::to_vec(&spec) {
+        let spec = pod.spec.map(|spec| match serde_json::to_vec(&spec) {
             Ok(json) if serde_json::from_slice::<PodSpec>(&json).is_ok() => {
                 CompactSpec::Json(json.into_boxed_slice())
             }
             _ => CompactSpec::Typed(Box::new(spec)),
         });
         Self {
-            head: pod,
+            head: PodHead {
+                metadata: pod.metadata,
+                status: pod.status,
+            },
             spec,
             facts,
         }
     }
 
     /// The pod's metadata and status, without its spec (nothing decoded).
-    pub fn head(&self) -> &Pod {
+    pub fn head(&self) -> &PodHead {
         &self.head
     }
 
@@ -97,8 +101,9 @@ impl CompactPod {
             }
         };
         Ok(Pod {
+            metadata: self.head.metadata.clone(),
             spec,
-            ..self.head.clone()
+            status: self.head.status.clone(),
         })
     }
 }

@@ -38,6 +38,7 @@ pub mod pass_io;
 pub mod plan;
 pub mod pod_agent;
 pub mod pod_config_memo;
+pub mod pod_head;
 pub mod pod_model;
 pub mod pod_spec_facts;
 pub mod process_config;

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::status_json::ProcessStatus;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::desired::{ConfigHashes, desired_config_map_for};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_agent::PodAgent;
+use super::pod_head::PodHead;
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
     pod_image_type, process_difference, process_group_labels,
@@ -142,7 +142,7 @@ struct Shared {
 }
 
 /// The image type and servers per pod `pod` was made with.
-fn pod_shape(head: &Pod, facts: &SpecFacts) -> PodShape {
+fn pod_shape(head: &PodHead, facts: &SpecFacts) -> PodShape {
     PodShape {
         image_type: head
             .annotations()
@@ -179,7 +179,7 @@ fn runs_as_desired(
 fn pod_facts(
     cluster: &FoundationDBCluster,
     group: &GroupView<'_>,
-    (pod, spec): (&Pod, &SpecFacts),
+    (pod, spec): (&PodHead, &SpecFacts),
     servers: u32,
     desired: &super::desired_memo::DesiredObjects,
     shared: &mut Shared,

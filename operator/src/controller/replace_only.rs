@@ -13,7 +13,9 @@ use std::fmt;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ImageType;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+use super::pod_head::PodHead;
 use kube::ResourceExt;
 
 use super::desired_memo::DesiredObjects;
@@ -272,7 +274,7 @@ fn pod_change(
     cluster: &FoundationDBCluster,
     desired_annotations: &BTreeMap<String, String>,
     specs: Option<(Option<&PodSpec>, Option<&PodSpec>)>,
-    live: &Pod,
+    live: &PodHead,
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let live_annotations = live.annotations();

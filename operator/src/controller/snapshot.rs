@@ -34,6 +34,7 @@ use kube::api::ObjectMeta;
 
 use super::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::objects::group_of_meta;
+use super::pod_head::PodHead;
 use super::pod_model::PodModelError;
 use super::pod_spec_facts::SpecFacts;
 pub use super::snapshot_group::GroupView;
@@ -448,9 +449,8 @@ impl ClusterSnapshot {
         self.pods.iter().map(SnapshotPod::facts)
     }
 
-    /// The cluster's pods' metadata and status, by name (nothing decoded: every spec
-    /// is `None`).
-    pub fn pod_heads(&self) -> impl ExactSizeIterator<Item = &Pod> + Clone + '_ {
+    /// The cluster's pods' metadata and status, by name (nothing decoded).
+    pub fn pod_heads(&self) -> impl ExactSizeIterator<Item = &PodHead> + Clone + '_ {
         self.pods.iter().map(SnapshotPod::head)
     }
 

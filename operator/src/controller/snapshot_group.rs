@@ -10,6 +10,7 @@ use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 
+use super::pod_head::PodHead;
 use super::pod_model::servers_per_pod;
 use super::pod_spec_facts::SpecFacts;
 use super::process_groups::zone_of;
@@ -60,9 +61,9 @@ impl<'a> GroupView<'a> {
         self.pod.is_some()
     }
 
-    /// Its pod's metadata and status, nothing decoded: the spec is always `None` (read
-    /// [`GroupView::pod_facts`], or [`GroupView::pod`] for the whole pod).
-    pub fn pod_head(&self) -> Option<&'a Pod> {
+    /// Its pod's metadata and status, nothing decoded (read [`GroupView::pod_facts`],
+    /// or [`GroupView::pod`] for the whole pod).
+    pub fn pod_head(&self) -> Option<&'a PodHead> {
         self.pod.map(SnapshotPod::head)
     }
 

@@ -10,7 +10,11 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::cache_pod::CompactPod;
 use super::decoded_pods::DecodedPods;
+use super::pod_head::PodHead;
 use super::pod_spec_facts::SpecFacts;
+
+/// The head of no pod (not used: see [`SnapshotPod::head`]).
+static NO_HEAD: std::sync::LazyLock<PodHead> = std::sync::LazyLock::new(PodHead::default);
 
 /// Where a snapshot's pod comes from.
 #[derive(Debug, Clone)]
@@ -52,8 +56,8 @@ impl PodSource {
 #[derive(Debug, Clone)]
 pub struct SnapshotPod {
     source: PodSource,
-    /// A listed pod without its spec: its head reads as a cached pod's does.
-    listed_head: Option<Pod>,
+    /// A listed pod's metadata and status.
+    listed_head: Option<PodHead>,
     /// A listed pod's facts, derived when first asked.
     listed_facts: OnceLock<SpecFacts>,
     /// A cached pod decoded, or why it did not decode.
@@ -64,11 +68,7 @@ impl SnapshotPod {
     /// The pod of `source`; nothing decoded yet.
     pub fn new(source: PodSource) -> Self {
         let listed_head = match &source {
-            PodSource::Listed(pod) => Some(Pod {
-                metadata: pod.metadata.clone(),
-                spec: None,
-                status: pod.status.clone(),
-            }),
+            PodSource::Listed(pod) => Some(PodHead::of(pod)),
             PodSource::Cached { .. } => None,
         };
         Self {
@@ -79,14 +79,14 @@ impl SnapshotPod {
         }
     }
 
-    /// The pod's metadata and status; its spec is always `None` (see
-    /// [`SnapshotPod::facts`] and [`SnapshotPod::pod`]).
-    pub fn head(&self) -> &Pod {
+    /// The pod's metadata and status (see [`SnapshotPod::facts`] and
+    /// [`SnapshotPod::pod`] for its spec).
+    pub fn head(&self) -> &PodHead {
         match (&self.source, &self.listed_head) {
             (PodSource::Cached { pod, .. }, _) => pod.head(),
             (PodSource::Listed(_), Some(head)) => head,
             // Not reached: a listed pod always has its head.
-            (PodSource::Listed(pod), None) => pod,
+            (PodSource::Listed(_), None) => &NO_HEAD,
         }
     }
 

@@ -20,7 +20,6 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ImageType;
 use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 pub use super::version_change::{
@@ -33,6 +32,7 @@ use super::errors::StepError;
 use super::incompatible_processes::decide_incompatible;
 use super::incompatible_processes::ip_of;
 use super::objects::pod_is_running;
+use super::pod_head::PodHead;
 use super::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
 use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
@@ -218,7 +218,7 @@ pub struct Agreement {
 /// Why one pod is not ready for the kill (`None`: ready).
 fn pod_not_ready(
     snapshot: &ClusterSnapshot,
-    pod: Option<(&Pod, &SpecFacts)>,
+    pod: Option<(&PodHead, &SpecFacts)>,
     wanted_image: &str,
     desired_hash: Option<&String>,
     target: &FdbVersion,

@@ -195,9 +195,9 @@ pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<
 
 /// The pod model a pod runs, from its `foundationdb.org/image-type` annotation (pods
 /// without it are split, as every pod this operator made before unified pods existed).
-pub fn pod_image_type(pod: &Pod) -> ImageType {
+pub fn pod_image_type(pod: &impl kube::Resource) -> ImageType {
     match pod
-        .metadata
+        .meta()
         .annotations
         .as_ref()
         .and_then(|a| a.get(IMAGE_TYPE_ANNOTATION))

@@ -20,7 +20,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+use crate::controller::pod_head::PodHead;
 use kube::ResourceExt;
 
 use super::Subreconciler;
@@ -87,7 +89,7 @@ pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
         .ignore_terminating_pods_seconds();
     group
         .pod_head()
-        .is_none_or(|pod: &Pod| terminating_longer_than(snapshot, pod, ignore))
+        .is_none_or(|pod| terminating_longer_than(snapshot, pod, ignore))
 }
 
 /// Whether the group's PVC is gone or terminating.
@@ -102,7 +104,7 @@ pub fn pvc_released(group: &GroupView<'_>) -> bool {
 fn delete_live_pod(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
-    pod: &Pod,
+    pod: &PodHead,
     decision: &mut RemovePodsDecision,
     zones_taken: &mut BTreeSet<String>,
 ) {

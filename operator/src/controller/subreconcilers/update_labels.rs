@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::controller::pod_head::PodHead;
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -116,7 +116,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
 fn restamp(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
-    pod: &Pod,
+    pod: &PodHead,
 ) -> BTreeMap<String, String> {
     let status = group.status;
     let Ok(desired) = snapshot.desired(status) else {
