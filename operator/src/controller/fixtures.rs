@@ -213,7 +213,8 @@ impl Fixture {
         })
     }
 
-    fn build_with(self, source: impl FnMut(Pod) -> PodSource) -> ClusterSnapshot {
+    /// The snapshot, each pod read as `source` makes it.
+    pub fn build_with(self, source: impl FnMut(Pod) -> PodSource) -> ClusterSnapshot {
         ClusterSnapshot::new(SnapshotParts {
             cluster: ValidatedCluster::new(self.cluster).unwrap(),
             now: Timestamp::from_second(self.now).unwrap(),
