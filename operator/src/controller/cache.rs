@@ -4,7 +4,8 @@
 //! kube-runtime reflector store fed by one watch filtered by the operator's label
 //! selector, holding what a pass reads of each object ([`super::cache_slim`]: no
 //! managed fields, only the pod status a pass reads; pods in their compact form,
-//! [`super::cache_pod`], decoded for the passes). A pass reads its cluster's objects from here instead of LISTing them (see
+//! [`super::cache_pod`], with the facts the steps read from their specs, and decoded
+//! only for a step that asks for a pod's spec). A pass reads its cluster's objects from here instead of LISTing them (see
 //! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`super::cache_index`]), so a pass reads its own cluster's objects without scanning
@@ -33,9 +34,11 @@ use kube::{Api, Resource};
 use tokio::sync::watch;
 
 use super::cache_index::LabelIndex;
-use super::cache_pod::{CompactPod, DecodeError, DecodedPods, compact_event};
+use super::cache_pod::{CompactPod, DecodeError, compact_event};
 use super::cache_slim::{slim_config_map, slim_pvc, slim_service};
+use super::decoded_pods::DecodedPods;
 use super::object_kind::ObjectKind;
+use super::snapshot_pod::PodSource;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
 pub const OWN_WRITE_WAIT: Duration = Duration::from_secs(10);
@@ -198,8 +201,8 @@ pub struct ObjectCache {
     service_index: Arc<LabelIndex>,
     /// Pods in their compact form ([`super::cache_pod`]).
     pods: Store<CompactPod>,
-    /// The pods passes read recently, decoded.
-    decoded_pods: DecodedPods,
+    /// The pods passes read recently, decoded (shared with the passes' snapshots).
+    decoded_pods: Arc<DecodedPods>,
     /// PVCs as their metadata and spec (no status).
     pvcs: Store<PersistentVolumeClaim>,
     services: Store<Service>,
@@ -350,7 +353,7 @@ impl ObjectCache {
             pvc_index,
             service_index,
             pods,
-            decoded_pods: DecodedPods::default(),
+            decoded_pods: Arc::default(),
             pvcs,
             services,
             config_maps,
@@ -490,6 +493,28 @@ impl ObjectCache {
     ) -> Result<Vec<Arc<Pod>>, DecodeError> {
         self.decoded_pods
             .decode(&self.compact_pods(namespace, labels))
+    }
+
+    /// The cached pods in `namespace` carrying `labels` as a snapshot takes them
+    /// (nothing decoded: a step that asks for a pod's spec has it decoded then).
+    pub fn pod_sources(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<PodSource> {
+        self.compact_pods(namespace, labels)
+            .into_iter()
+            .map(|pod| PodSource::Cached {
+                pod,
+                decoder: self.decoded_pods.clone(),
+            })
+            .collect()
+    }
+
+    /// How many cached pods were read whole (decoded, or found decoded) so far: a pass
+    /// with nothing to change reads none.
+    pub fn pods_read_whole(&self) -> u64 {
+        self.decoded_pods.reads()
     }
 
     /// The cached pods in `namespace` carrying `labels` as the cache keeps them.

@@ -1,4 +1,4 @@
-//! The compact form in which the pods' cache keeps a pod, and the pods it keeps decoded.
+//! The compact form in which the pods' cache keeps a pod.
 //!
 //! A typed `PodSpec` holds every optional field inline (a `Volume` is over 3 KB, a
 //! `Container` over 2 KB, most of it `None`): a pod's spec of 3.8 KB of JSON takes
@@ -7,32 +7,26 @@
 //! pod as a [`CompactPod`]: metadata and the slimmed status typed (the cache's index and
 //! its own-write waits read them), the spec as its JSON bytes.
 //!
-//! Passes read whole `Pod`s, as before: [`DecodedPods`] decodes a compact pod into the
-//! `Pod` it came from (the same value: the steps decide the same) and keeps the most
-//! recently read ones decoded, up to a number of pods, so that the passes of the
-//! clusters being worked on (a rollout, a large cluster) decode only the pods that
-//! changed. A pass over a cluster whose pods were not read recently decodes them
-//! (about 10 µs per pod in a release build).
+//! A pass reads a pod's metadata and status ([`CompactPod::head`]) and what the steps
+//! read from its spec ([`SpecFacts`], derived once when the pod is stored) without
+//! decoding anything; a step that needs the spec itself has the pod decoded into the
+//! `Pod` it came from (the same value: the steps decide the same) by `DecodedPods`,
+//! which keeps the most recently read ones decoded.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::api::ObjectMeta;
 use kube::runtime::watcher;
 
 use super::cache_slim::slim_pod;
-
-/// How many decoded pods [`DecodedPods`] keeps by default: a 1000-group cluster's
-/// steady passes decode nothing; at most about 32 MiB.
-pub const DECODED_PODS: usize = 1024;
+use super::pod_head::PodHead;
+use super::pod_spec_facts::SpecFacts;
 
 /// A pod's spec as the cache keeps it.
 #[derive(Debug, Clone)]
 enum CompactSpec {
-    /// Its JSON.
+    /// Its JSON (known to decode: checked when the pod was stored).
     Json(Box<[u8]>),
-    /// Typed, for a spec that could not be written as JSON (not expected: kept whole
+    /// Typed, for a spec whose JSON does not decode back (not expected: kept whole
     /// rather than lost).
     Typed(Box<PodSpec>),
 }
@@ -40,9 +34,11 @@ enum CompactSpec {
 /// A pod as the pods' cache keeps it: see the module documentation.
 #[derive(Debug, Clone)]
 pub struct CompactPod {
-    metadata: ObjectMeta,
+    /// The metadata and the slimmed status.
+    head: PodHead,
     spec: Option<CompactSpec>,
-    status: Option<PodStatus>,
+    /// What the steps read from the spec, derived when the pod was stored.
+    facts: SpecFacts,
 }
 
 /// A compact pod whose spec does not decode.
@@ -59,18 +55,36 @@ pub struct DecodeError {
 }
 
 impl CompactPod {
-    /// `pod` slimmed ([`slim_pod`]) and compacted.
+    /// `pod` slimmed ([`slim_pod`]) and compacted, with its [`SpecFacts`]. The spec's
+    /// JSON is decoded once here: a spec that would not decode back is kept typed, so
+    /// that reading a cached pod's spec does not fail.
     pub fn new(mut pod: Pod) -> Self {
         slim_pod(&mut pod);
+        let facts = SpecFacts::of(&pod);
         let spec = pod.spec.map(|spec| match serde_json::to_vec(&spec) {
-            Ok(json) => CompactSpec::Json(json.into_boxed_slice()),
-            Err(_) => CompactSpec::Typed(Box::new(spec)),
+            Ok(json) if serde_json::from_slice::<PodSpec>(&json).is_ok() => {
+                CompactSpec::Json(json.into_boxed_slice())
+            }
+            _ => CompactSpec::Typed(Box::new(spec)),
         });
         Self {
-            metadata: pod.metadata,
+            head: PodHead {
+                metadata: pod.metadata,
+                status: pod.status,
+            },
             spec,
-            status: pod.status,
+            facts,
         }
+    }
+
+    /// The pod's metadata and status, without its spec (nothing decoded).
+    pub fn head(&self) -> &PodHead {
+        &self.head
+    }
+
+    /// What the steps read from the pod's spec ([`SpecFacts`]), nothing decoded.
+    pub fn facts(&self) -> &SpecFacts {
+        &self.facts
     }
 
     /// The pod, as [`slim_pod`] left it.
@@ -80,16 +94,16 @@ impl CompactPod {
             Some(CompactSpec::Typed(spec)) => Some(PodSpec::clone(spec)),
             Some(CompactSpec::Json(json)) => {
                 Some(serde_json::from_slice(json).map_err(|source| DecodeError {
-                    namespace: self.metadata.namespace.clone().unwrap_or_default(),
-                    name: self.metadata.name.clone().unwrap_or_default(),
+                    namespace: self.head.metadata.namespace.clone().unwrap_or_default(),
+                    name: self.head.metadata.name.clone().unwrap_or_default(),
                     source,
                 })?)
             }
         };
         Ok(Pod {
-            metadata: self.metadata.clone(),
+            metadata: self.head.metadata.clone(),
             spec,
-            status: self.status.clone(),
+            status: self.head.status.clone(),
         })
     }
 }
@@ -115,11 +129,11 @@ impl kube::Resource for CompactPod {
     }
 
     fn meta(&self) -> &ObjectMeta {
-        &self.metadata
+        &self.head.metadata
     }
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
+        &mut self.head.metadata
     }
 }
 
@@ -131,152 +145,6 @@ pub fn compact_event(event: watcher::Event<Pod>) -> watcher::Event<CompactPod> {
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitApply(pod) => watcher::Event::InitApply(CompactPod::new(pod)),
         watcher::Event::InitDone => watcher::Event::InitDone,
-    }
-}
-
-/// A decoded pod and the compact pod it came from.
-#[derive(Debug)]
-struct Decoded {
-    /// Not kept alive: an entry whose source is gone (the pod changed or left) is
-    /// stale. While the entry holds it, the allocation is not reused, so the pointer
-    /// names this very object.
-    source: Weak<CompactPod>,
-    pod: Arc<Pod>,
-    used: u64,
-}
-
-#[derive(Debug, Default)]
-struct Hot {
-    /// By namespace, then name.
-    entries: HashMap<String, HashMap<String, Decoded>>,
-    len: usize,
-    tick: u64,
-}
-
-impl Hot {
-    /// Keeps the `keep` most recently used entries.
-    fn evict(&mut self, keep: usize) {
-        let mut used: Vec<u64> = self
-            .entries
-            .values()
-            .flat_map(HashMap::values)
-            .map(|d| d.used)
-            .collect();
-        let Some(drop) = used.len().checked_sub(keep).filter(|n| *n > 0) else {
-            return;
-        };
-        used.sort_unstable();
-        let threshold = used.get(drop - 1).copied().unwrap_or(0);
-        for names in self.entries.values_mut() {
-            names.retain(|_, d| d.used > threshold);
-        }
-        self.entries.retain(|_, names| !names.is_empty());
-        self.len = self.entries.values().map(HashMap::len).sum();
-    }
-}
-
-/// See the module documentation.
-#[derive(Debug)]
-pub struct DecodedPods {
-    capacity: usize,
-    hot: Mutex<Hot>,
-}
-
-impl Default for DecodedPods {
-    fn default() -> Self {
-        Self::new(DECODED_PODS)
-    }
-}
-
-impl DecodedPods {
-    /// Keeping at most `capacity` pods decoded (0: every read decodes).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            capacity,
-            hot: Mutex::default(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Hot> {
-        self.hot.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// How many pods are kept decoded.
-    pub fn len(&self) -> usize {
-        self.lock().len
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The pods `compact` holds, decoded (the ones kept decoded shared, not copied).
-    pub fn decode(&self, compact: &[Arc<CompactPod>]) -> Result<Vec<Arc<Pod>>, DecodeError> {
-        let mut pods = Vec::with_capacity(compact.len());
-        let mut missing = Vec::new();
-        {
-            let mut hot = self.lock();
-            hot.tick += 1;
-            let tick = hot.tick;
-            for (index, source) in compact.iter().enumerate() {
-                let meta = &source.metadata;
-                let found = hot
-                    .entries
-                    .get_mut(meta.namespace.as_deref().unwrap_or_default())
-                    .and_then(|names| names.get_mut(meta.name.as_deref().unwrap_or_default()))
-                    .filter(|d| std::ptr::eq(d.source.as_ptr(), Arc::as_ptr(source)));
-                match found {
-                    Some(decoded) => {
-                        decoded.used = tick;
-                        pods.push(Some(decoded.pod.clone()));
-                    }
-                    None => {
-                        pods.push(None);
-                        missing.push(index);
-                    }
-                }
-            }
-        }
-        // Decoded without the lock: other passes read their own pods meanwhile.
-        let mut fresh = Vec::with_capacity(missing.len());
-        for index in missing {
-            let Some(source) = compact.get(index) else {
-                continue;
-            };
-            let pod = Arc::new(source.decode()?);
-            if let Some(slot) = pods.get_mut(index) {
-                *slot = Some(pod.clone());
-            }
-            fresh.push((source, pod));
-        }
-        if self.capacity > 0 && !fresh.is_empty() {
-            let mut hot = self.lock();
-            let tick = hot.tick;
-            for (source, pod) in fresh {
-                let meta = &source.metadata;
-                let names = hot
-                    .entries
-                    .entry(meta.namespace.clone().unwrap_or_default())
-                    .or_default();
-                let previous = names.insert(
-                    meta.name.clone().unwrap_or_default(),
-                    Decoded {
-                        source: Arc::downgrade(source),
-                        pod,
-                        used: tick,
-                    },
-                );
-                if previous.is_none() {
-                    hot.len += 1;
-                }
-            }
-            if hot.len > self.capacity {
-                // Down to seven eighths, so that eviction (a sort) is not paid per pod.
-                hot.evict(self.capacity - self.capacity / 8);
-            }
-        }
-        Ok(pods.into_iter().flatten().collect())
     }
 }
 

@@ -1,6 +1,9 @@
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::*;
+use crate::controller::decoded_pods::DecodedPods;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, group};
 use crate::controller::pod_model::build_pod;
@@ -57,6 +60,22 @@ fn a_spec_that_does_not_decode_is_an_error_naming_the_pod() {
         error.to_string().contains("default/sample-storage-1"),
         "{error}"
     );
+    // A snapshot holding it reads its head and facts; asked for the whole pod, it has
+    // none and records why (the pass then fails after the step).
+    let snapshot = Fixture::new("{version: 7.1.57, processCounts: {storage: 3}}")
+        .groups([group("storage-1")])
+        .pods([listed_pod("storage-1")])
+        .build_with(|_| crate::controller::snapshot::PodSource::Cached {
+            pod: Arc::new(compact.clone()),
+            decoder: Arc::default(),
+        });
+    assert_eq!(snapshot.decode_failure(), None);
+    let view = snapshot.group("storage-1").unwrap();
+    assert!(view.pod_head().is_some() && view.pod_facts().is_some());
+    assert_eq!(snapshot.decode_failure(), None, "nothing decoded yet");
+    assert!(view.pod().is_none());
+    let failure = snapshot.decode_failure().unwrap();
+    assert!(failure.contains("default/sample-storage-1"), "{failure}");
 }
 
 #[test]

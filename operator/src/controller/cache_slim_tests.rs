@@ -2,7 +2,10 @@ use fdb_shared::status_json::DatabaseStatus;
 use serde_json::json;
 
 use super::*;
+use std::sync::Arc;
+
 use crate::controller::cache_pod::CompactPod;
+use crate::controller::decoded_pods::DecodedPods;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, database, group};
 use crate::controller::objects::{pod_ip, pod_is_failing, pod_is_running, pod_phase, public_ip};
@@ -149,7 +152,7 @@ fn decisions(snapshot: &ClusterSnapshot) -> Vec<String> {
 fn a_slim_pod_keeps_what_passes_read() {
     let (full, slim) = (fixture(false).build(), fixture(true).build());
     let cluster = full.cluster();
-    assert_eq!(full.pods().len(), 5);
+    assert_eq!(full.pod_heads().len(), 5);
     for (before, after) in full.pods().zip(slim.pods()) {
         // What goes.
         assert!(before.metadata.managed_fields.is_some());
@@ -186,10 +189,10 @@ fn a_slim_pod_keeps_what_passes_read() {
     }
     // The fixture shows each state the helpers tell apart.
     let pods: Vec<&Pod> = full.pods().collect();
-    assert!(pods.iter().any(|p| pod_is_failing(p)));
-    assert!(pods.iter().any(|p| is_terminal(p)));
-    assert!(pods.iter().any(|p| pod_is_running(p)));
-    assert!(pods.iter().any(|p| pod_ip(p).is_none()));
+    assert!(pods.iter().any(|p| pod_is_failing(*p)));
+    assert!(pods.iter().any(|p| is_terminal(*p)));
+    assert!(pods.iter().any(|p| pod_is_running(*p)));
+    assert!(pods.iter().any(|p| pod_ip(*p).is_none()));
     assert_eq!(decisions(&full), decisions(&slim));
 }
 
@@ -226,4 +229,24 @@ fn slim_pvcs_services_and_config_maps_lose_only_server_records() {
         assert_eq!(slimmed.labels, metadata().labels);
     }
     assert_eq!(config_map.data.unwrap()["k"], "v");
+}
+
+#[test]
+fn a_snapshot_of_cached_pods_decides_as_one_of_listed_pods() {
+    let decoder = Arc::new(DecodedPods::new(0));
+    let (listed, cached) = (
+        fixture(false).build(),
+        fixture(false).build_cached(&decoder),
+    );
+    assert_eq!(decisions(&listed), decisions(&cached));
+    assert_eq!(cached.decode_failure(), None);
+    // Every head reads as the listed pod's metadata and status, slimmed.
+    for (whole, head) in listed.pods().zip(cached.pod_heads()) {
+        let mut slim = whole.clone();
+        crate::controller::cache_slim::slim_pod(&mut slim);
+        assert_eq!(
+            (&head.metadata, &head.status),
+            (&slim.metadata, &slim.status)
+        );
+    }
 }

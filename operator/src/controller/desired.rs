@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use fdb_shared::api::cluster::{ImageType, ProcessGroupStatus};
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::config_map::{build_config_map, dynamic_conf_hash, monitor_conf_template};
 use super::errors::StepError;
 use super::pod_model::{PodOptions, default_distribution_key, parse_any_process_group_id};
+use super::pod_spec_facts::SpecFacts;
 
 /// The pod options of a group: its distribution key when fault domains are bin packed.
 pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> PodOptions {
@@ -110,11 +111,12 @@ impl ConfigHashes {
 /// [`desired_config_map`], keeping every key a live pod still mounts (with the live
 /// ConfigMap's value) that the spec no longer asks for (e.g. `ca-file` after `trustedCAs`
 /// was emptied): a kubelet refuses a ConfigMap version missing a key a pod mounts, so
-/// dropping it would freeze those pods' configuration until they are replaced.
+/// dropping it would freeze those pods' configuration until they are replaced. The
+/// pods are given by their [`SpecFacts`] (their ConfigMap mounts).
 pub fn desired_config_map_for<'a>(
     cluster: &FoundationDBCluster,
     live_config_map: Option<&ConfigMap>,
-    live_pods: impl IntoIterator<Item = &'a Pod>,
+    live_pods: impl IntoIterator<Item = &'a SpecFacts>,
 ) -> Result<ConfigMap, StepError> {
     let mut desired = desired_config_map(cluster)?;
     let Some(live) = live_config_map.and_then(|cm| cm.data.as_ref()) else {
@@ -123,18 +125,12 @@ pub fn desired_config_map_for<'a>(
     let name = super::config_map::config_map_name(cluster);
     let data = desired.data.get_or_insert_with(BTreeMap::new);
     for pod in live_pods {
-        let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
-        for source in volumes
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.config_map.as_ref())
-            .filter(|cm| cm.name == name && cm.optional != Some(true))
-        {
-            for item in source.items.iter().flatten() {
-                if !data.contains_key(&item.key)
-                    && let Some(value) = live.get(&item.key)
+        for mount in pod.config_map_mounts.iter().filter(|m| m.name == name) {
+            for key in &mount.keys {
+                if !data.contains_key(key)
+                    && let Some(value) = live.get(key)
                 {
-                    data.insert(item.key.clone(), value.clone());
+                    data.insert(key.clone(), value.clone());
                 }
             }
         }

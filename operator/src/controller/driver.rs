@@ -153,6 +153,12 @@ async fn run_steps(
         }
         .instrument(span)
         .await;
+        // A cached pod the step asked for did not decode (not expected: the cache
+        // checks each spec it stores): the step saw no pod there, so the pass stops.
+        let result = match pass.decode_failure() {
+            Some(why) => Err(StepError::InvalidState(why)),
+            None => result,
+        };
         ctx.metrics
             .step_seconds
             .get_or_create(&StepLabels { step: step_name })

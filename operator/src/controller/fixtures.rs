@@ -11,9 +11,11 @@ use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 
+use super::cache_pod::CompactPod;
+use super::decoded_pods::DecodedPods;
 use super::pod_model::parse_any_process_group_id;
 use super::process_groups::new_process_group;
-use super::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts, StatusReadError};
+use super::snapshot::{ClusterSnapshot, DatabaseState, PodSource, SnapshotParts, StatusReadError};
 use crate::fdb::AdminError;
 
 /// The real `status json` of a 7.1.0-rc1 double cluster `test_cluster`: processes log-1..4,
@@ -199,10 +201,24 @@ impl Fixture {
 
     /// The snapshot.
     pub fn build(self) -> ClusterSnapshot {
+        self.build_with(PodSource::from)
+    }
+
+    /// The snapshot, its pods read as a pass reads them from the pods' cache (compact,
+    /// decoded through `decoder` when a step asks for a spec).
+    pub fn build_cached(self, decoder: &Arc<DecodedPods>) -> ClusterSnapshot {
+        self.build_with(|pod| PodSource::Cached {
+            pod: Arc::new(CompactPod::new(pod)),
+            decoder: decoder.clone(),
+        })
+    }
+
+    /// The snapshot, each pod read as `source` makes it.
+    pub fn build_with(self, source: impl FnMut(Pod) -> PodSource) -> ClusterSnapshot {
         ClusterSnapshot::new(SnapshotParts {
             cluster: ValidatedCluster::new(self.cluster).unwrap(),
             now: Timestamp::from_second(self.now).unwrap(),
-            pods: self.pods.into_iter().map(Arc::new).collect(),
+            pods: self.pods.into_iter().map(source).collect(),
             pvcs: self.pvcs.into_iter().map(Arc::new).collect(),
             services: self.services.into_iter().map(Arc::new).collect(),
             config_map: self.config_map,

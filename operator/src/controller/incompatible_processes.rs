@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 
 use fdb_shared::FdbVersion;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::pod_model::running_version;
+use super::pod_spec_facts::SpecFacts;
 use super::removals::placement::hosted_coordinator;
 use super::safety;
 use super::snapshot::ClusterSnapshot;
@@ -37,15 +37,8 @@ pub struct IncompatibleDecision {
 }
 
 /// The FoundationDB version the tag of the pod's main image names (`...:7.1.57`).
-fn main_image_version(pod: &Pod) -> Option<FdbVersion> {
-    let image = pod
-        .spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == super::pod_model::MAIN_CONTAINER)?
-        .image
-        .as_deref()?;
+fn main_image_version(facts: &SpecFacts) -> Option<FdbVersion> {
+    let image = facts.main_image.as_deref()?;
     let last = image.split('@').next()?.rsplit('/').next()?;
     let (_, tag) = last.rsplit_once(':')?;
     tag.split('-').next()?.parse().ok()
@@ -87,7 +80,9 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         .map(|a| ip_of(&a.to_string()).to_owned())
         .collect();
     for group in snapshot.live_groups() {
-        let Some(pod) = group.pod else { continue };
+        let (Some(pod), Some(facts)) = (group.pod_head(), group.pod_facts()) else {
+            continue;
+        };
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -97,7 +92,7 @@ pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
         // Only stragglers of an upgrade: a pod whose main image is newer than the running
         // version was not left behind by a kill (someone changed its image); that is the
         // pod spec's business, not this step's.
-        if main_image_version(pod).is_some_and(|v| v > running) {
+        if main_image_version(facts).is_some_and(|v| v > running) {
             continue;
         }
         let old = group

@@ -12,6 +12,7 @@ pub mod config_map;
 pub mod config_map_error;
 pub mod context;
 pub mod coordinators;
+pub mod decoded_pods;
 pub mod desired;
 pub mod desired_memo;
 pub mod driver;
@@ -37,7 +38,9 @@ pub mod pass_io;
 pub mod plan;
 pub mod pod_agent;
 pub mod pod_config_memo;
+pub mod pod_head;
 pub mod pod_model;
+pub mod pod_spec_facts;
 pub mod process_config;
 /// Buggify is part of the pod model (what it does to a pod); kept at its old path too.
 pub use pod_model::buggify;
@@ -55,6 +58,8 @@ pub mod safety;
 #[cfg(test)]
 mod scale_tests;
 pub mod snapshot;
+pub mod snapshot_group;
+pub mod snapshot_pod;
 pub mod status;
 pub mod status_mutations;
 pub mod subreconcilers;

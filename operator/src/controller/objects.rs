@@ -2,12 +2,21 @@
 //! belongs to (the snapshot indexes objects by it), pod phase and IP.
 
 use fdb_shared::api::FoundationDBCluster;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
+
+use super::pod_head::PodParts;
 
 /// The process group ID a labelled object belongs to (first configured ID label).
 pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Option<String> {
-    let labels = object.labels();
+    group_of_meta(cluster, object.meta())
+}
+
+/// [`group_of`] an object with this metadata.
+pub fn group_of_meta(
+    cluster: &FoundationDBCluster,
+    meta: &kube::api::ObjectMeta,
+) -> Option<String> {
+    let labels = meta.labels.as_ref()?;
     cluster
         .spec
         .labels
@@ -17,17 +26,15 @@ pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Op
 }
 
 /// The pod's phase (`Pending` when unknown).
-pub fn pod_phase(pod: &Pod) -> &str {
-    pod.status
-        .as_ref()
+pub fn pod_phase(pod: &impl PodParts) -> &str {
+    pod.pod_status()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("Pending")
 }
 
 /// The pod's IP, when it has one.
-pub fn pod_ip(pod: &Pod) -> Option<&str> {
-    pod.status
-        .as_ref()
+pub fn pod_ip(pod: &impl PodParts) -> Option<&str> {
+    pod.pod_status()
         .and_then(|s| s.pod_ip.as_deref())
         .filter(|ip| !ip.is_empty())
 }
@@ -35,11 +42,11 @@ pub fn pod_ip(pod: &Pod) -> Option<&str> {
 /// The address the pod's processes advertise (`FDB_PUBLIC_IP`): the service IP recorded
 /// in the `foundationdb.org/public-ip` annotation with `routing.publicIPSource: service`,
 /// else the pod IP.
-pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a Pod) -> Option<&'a str> {
+pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a impl PodParts) -> Option<&'a str> {
     use fdb_shared::api::cluster::PublicIpSource;
     if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
         return pod
-            .metadata
+            .meta()
             .annotations
             .as_ref()?
             .get(crate::controller::pod_model::PUBLIC_IP_ANNOTATION)
@@ -50,21 +57,18 @@ pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a Pod) -> Option<&'a 
 }
 
 /// Whether the pod is running (phase Running, not terminating) and has an IP.
-pub fn pod_is_running(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod_phase(pod) == "Running"
-        && pod_ip(pod).is_some()
+pub fn pod_is_running(pod: &impl PodParts) -> bool {
+    pod.meta().deletion_timestamp.is_none() && pod_phase(pod) == "Running" && pod_ip(pod).is_some()
 }
 
 /// Whether the pod is failing: phase Failed, or a container crash-looping or unable to
 /// pull its image.
-pub fn pod_is_failing(pod: &Pod) -> bool {
+pub fn pod_is_failing(pod: &impl PodParts) -> bool {
     if pod_phase(pod) == "Failed" {
         return true;
     }
     let statuses = pod
-        .status
-        .as_ref()
+        .pod_status()
         .into_iter()
         .flat_map(|s| s.container_statuses.iter().flatten());
     statuses
@@ -80,6 +84,7 @@ pub fn pod_is_failing(pod: &Pod) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
 
     #[test]
     fn pod_states() {

@@ -7,17 +7,18 @@ use std::collections::BTreeMap;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::status_json::ProcessStatus;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::desired::{ConfigHashes, desired_config_map_for};
 use super::errors::StepError;
 use super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::pod_agent::PodAgent;
+use super::pod_head::PodHead;
 use super::pod_model::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
-    mounted_servers_per_pod, pod_image_type, process_difference, process_group_labels,
+    pod_image_type, process_difference, process_group_labels,
 };
+use super::pod_spec_facts::SpecFacts;
 use super::process_groups::{
     GroupFacts, PodFacts, Presence, ProcessFacts, TaintFacts, taint_facts,
 };
@@ -54,20 +55,22 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
 /// reports (see [`super::pod_agent::monitor_command_lines`]).
 fn command_lines_match(
     snapshot: &ClusterSnapshot,
-    group: &ProcessGroupStatus,
-    pod: &Pod,
+    view: &GroupView<'_>,
     servers: u32,
-    substitutions: Option<&BTreeMap<String, String>>,
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
-    let expected = match PodAgent::of(pod) {
+    let group = view.status;
+    let expected = match PodAgent::of(view.pod_head()?) {
+        // The monitor's environment is in the pod's spec: decoded.
         PodAgent::Monitor => std::sync::Arc::new(super::pod_agent::monitor_command_lines(
             snapshot.cluster(),
             group,
-            pod,
+            view.pod()?,
             servers,
         )?),
-        PodAgent::Sidecar => snapshot.expected_command_lines(group, servers, substitutions?)?,
+        PodAgent::Sidecar => {
+            snapshot.expected_command_lines(group, servers, view.pod_substitutions()?)?
+        }
     };
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
@@ -97,24 +100,15 @@ fn command_lines_match(
 /// ([`crate::controller::upgrade::wanted_sidecar_image`]). A pod whose main container is
 /// not the desired one yet (a compatible version change rolls out by recreating pods) is
 /// judged by IncorrectPodSpec alone.
-fn sidecar_image_matches(images: &WantedImages, pod: &Pod) -> bool {
-    use super::upgrade::live_sidecar_image;
-    let live = live_sidecar_image(pod);
+fn sidecar_image_matches(images: &WantedImages, facts: &SpecFacts) -> bool {
+    let live = facts.sidecar_image.as_deref();
     if live == Some(images.sidecar.as_str()) {
         return true;
     }
     if images.upgrading {
         return false;
     }
-    let main = pod
-        .spec
-        .as_ref()
-        .and_then(|s| {
-            s.containers
-                .iter()
-                .find(|c| c.name == super::pod_model::MAIN_CONTAINER)
-        })
-        .and_then(|c| c.image.as_deref());
+    let main = facts.main_image.as_deref();
     main != Some(images.main.as_str()) || live.is_none()
 }
 
@@ -148,14 +142,14 @@ struct Shared {
 }
 
 /// The image type and servers per pod `pod` was made with.
-fn pod_shape(pod: &Pod) -> PodShape {
+fn pod_shape(head: &PodHead, facts: &SpecFacts) -> PodShape {
     PodShape {
-        image_type: pod
+        image_type: head
             .annotations()
             .get(IMAGE_TYPE_ANNOTATION)
             .cloned()
             .unwrap_or_else(|| ImageType::Split.to_string()),
-        servers_per_pod: mounted_servers_per_pod(pod),
+        servers_per_pod: facts.mounted_servers,
     }
 }
 
@@ -165,26 +159,32 @@ fn pod_shape(pod: &Pod) -> PodShape {
 fn runs_as_desired(
     cluster: &fdb_shared::api::FoundationDBCluster,
     status: &fdb_shared::api::cluster::ProcessGroupStatus,
-    pod: &Pod,
+    group: &GroupView<'_>,
 ) -> Result<bool, StepError> {
     let desired = super::desired_memo::DesiredObjects::pod(cluster, status).map_err(
         build_error(format!("desired pod of {}", status.process_group_id)),
     )?;
-    Ok(match (desired.spec.as_ref(), pod.spec.as_ref()) {
-        (Some(desired), Some(live)) => process_difference(desired, live).is_none(),
-        _ => false,
-    })
+    Ok(
+        match (
+            desired.spec.as_ref(),
+            group.pod().and_then(|p| p.spec.as_ref()),
+        ) {
+            (Some(desired), Some(live)) => process_difference(desired, live).is_none(),
+            _ => false,
+        },
+    )
 }
 
 /// What the group's pod shows against the desired one.
 fn pod_facts(
     cluster: &FoundationDBCluster,
-    status: &ProcessGroupStatus,
-    pod: &Pod,
+    group: &GroupView<'_>,
+    (pod, spec): (&PodHead, &SpecFacts),
     servers: u32,
     desired: &super::desired_memo::DesiredObjects,
     shared: &mut Shared,
 ) -> Result<PodFacts, StepError> {
+    let status = group.status;
     let annotations = pod.annotations();
     let labels = pod.labels();
     let config_hash = shared
@@ -195,13 +195,13 @@ fn pod_facts(
         pending: pod_phase(pod) == "Pending",
         failing: pod_is_failing(pod),
         spec_matches: annotations.get(LAST_APPLIED_SPEC_ANNOTATION) == Some(&desired.pod_spec_hash)
-            || runs_as_desired(cluster, status, pod)?,
+            || runs_as_desired(cluster, status, group)?,
         labels_match: process_group_labels(cluster, status)
             .iter()
             .all(|(k, v)| labels.get(k) == Some(v)),
         config_confirmed: config_hash.is_some()
             && annotations.get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == config_hash.as_ref(),
-        sidecar_image_matches: sidecar_image_matches(&shared.images, pod),
+        sidecar_image_matches: sidecar_image_matches(&shared.images, spec),
     })
 }
 
@@ -209,7 +209,7 @@ fn pod_facts(
 fn group_taints(
     snapshot: &ClusterSnapshot,
     status: &ProcessGroupStatus,
-    pod: Option<&Pod>,
+    pod: Option<&SpecFacts>,
 ) -> TaintFacts {
     let cluster = snapshot.cluster();
     match snapshot.nodes() {
@@ -220,9 +220,7 @@ fn group_taints(
                 .automation_options
                 .replacements
                 .taint_replacement_options;
-            let node_name = pod
-                .and_then(|p| p.spec.as_ref())
-                .and_then(|s| s.node_name.as_deref());
+            let node_name = pod.and_then(|facts| facts.node_name.as_deref());
             match node_name {
                 None => TaintFacts::Clear,
                 // Scheduled after the nodes were read: judged next pass.
@@ -247,7 +245,7 @@ fn observe_group(
     let cluster = snapshot.cluster();
     let status = group.status;
     let id = group.id();
-    let pod = group.pod;
+    let pod = group.pod_head().zip(group.pod_facts());
     // A pod made before a change of servers per pod is judged by what it runs until
     // its group is replaced.
     let servers = group.servers_per_pod();
@@ -256,7 +254,7 @@ fn observe_group(
         .map_err(build_error(format!("desired objects of {id}")))?;
     let pod_facts = match pod {
         None => None,
-        Some(pod) => Some(pod_facts(cluster, status, pod, servers, &desired, shared)?),
+        Some(pod) => Some(pod_facts(cluster, &group, pod, servers, &desired, shared)?),
     };
     let (pvc_needed, service_needed) = (desired.pvc.is_some(), desired.service_needed);
     let processes: Vec<&ProcessStatus> = group.processes().collect();
@@ -268,19 +266,12 @@ fn observe_group(
         },
     };
     let command_lines_match = match (pod, &pod_facts) {
-        (Some(pod), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
-            command_lines_match(
-                snapshot,
-                status,
-                pod,
-                servers,
-                group.pod_substitutions(),
-                &processes,
-            )
+        (Some(_), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+            command_lines_match(snapshot, &group, servers, &processes)
         }
         _ => None,
     };
-    let taints = group_taints(snapshot, status, pod);
+    let taints = group_taints(snapshot, status, group.pod_facts());
     let fault_domain = processes
         .iter()
         .find_map(|p| p.locality.zoneid.clone())
@@ -298,10 +289,10 @@ fn observe_group(
             taints,
         },
         address: pod
-            .and_then(|pod| public_ip(cluster, pod))
+            .and_then(|(head, _)| public_ip(cluster, head))
             .map(str::to_owned),
         fault_domain,
-        pod_shape: pod.map(pod_shape),
+        pod_shape: pod.map(|(head, facts)| pod_shape(head, facts)),
     })
 }
 
@@ -323,8 +314,11 @@ pub fn observe_groups(
 
 /// Whether the ConfigMap exists with exactly the desired data.
 pub fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
-    let desired =
-        desired_config_map_for(snapshot.cluster(), snapshot.config_map(), snapshot.pods())?;
+    let desired = desired_config_map_for(
+        snapshot.cluster(),
+        snapshot.config_map(),
+        snapshot.pod_spec_facts(),
+    )?;
     Ok(snapshot.config_map().is_some_and(|live| {
         live.data.clone().unwrap_or_default() == desired.data.unwrap_or_default()
     }))

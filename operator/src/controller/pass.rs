@@ -14,7 +14,7 @@ use super::config_map::config_map_name;
 use super::context::Context;
 use super::errors::StepError;
 use super::pass_io::{Changes, ObjectKind, PassIo};
-use super::snapshot::{ClusterSnapshot, Fresh, SnapshotParts};
+use super::snapshot::{ClusterSnapshot, Fresh, PodSource, SnapshotParts};
 
 /// What the pass has observed so far.
 #[derive(Debug)]
@@ -59,22 +59,25 @@ fn usable_cache<'c>(
         .filter(|cache| cache.is_ready() && cache.selector().covers(labels))
 }
 
-/// The cached pods of the cluster, decoded; listed instead should one not decode (the
-/// cache wrote it: not expected, but a pass must not miss a pod).
-async fn cached_pods(
-    io: &mut PassIo,
-    ctx: &Context,
+/// The cached pods of the cluster, as the cache keeps them (decoded only when a step
+/// asks for a pod's spec).
+fn cached_pods(
     cache: &ObjectCache,
     namespace: &str,
     labels: &BTreeMap<String, String>,
-) -> Result<Vec<std::sync::Arc<k8s_openapi::api::core::v1::Pod>>, StepError> {
-    match cache.pods(namespace, labels) {
-        Ok(pods) => Ok(pods),
-        Err(error) => {
-            tracing::warn!(%error, "listing the pods instead");
-            io.list(ctx, &label_selector(labels), "pods").await
-        }
-    }
+) -> Vec<PodSource> {
+    cache.pod_sources(namespace, labels)
+}
+
+/// The cluster's pods, listed.
+async fn listed_pods(
+    io: &mut PassIo,
+    ctx: &Context,
+    selector: &str,
+) -> Result<Vec<PodSource>, StepError> {
+    let pods: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Pod>> =
+        io.list(ctx, selector, "pods").await?;
+    Ok(pods.into_iter().map(PodSource::Listed).collect())
 }
 
 /// The namespace of the cluster.
@@ -124,6 +127,15 @@ impl PassState {
     /// [`PassState::cluster`]'s.
     pub fn latest_status(&self) -> &FoundationDBClusterStatus {
         self.io.latest_status()
+    }
+
+    /// Why a pod a step asked for did not decode (see
+    /// [`ClusterSnapshot::decode_failure`]): the pass fails after that step.
+    pub fn decode_failure(&self) -> Option<String> {
+        match &self.observed {
+            Observed::Snapshot(snapshot) => snapshot.decode_failure().map(str::to_owned),
+            Observed::Nothing(_) => None,
+        }
     }
 
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled.
@@ -180,7 +192,7 @@ async fn read(
     let config_map_name = config_map_name(cluster.cluster());
     let (pods, pvcs, services, config_map) = match usable_cache(ctx, &labels) {
         Some(cache) => (
-            cached_pods(io, ctx, cache, namespace, &labels).await?,
+            cached_pods(cache, namespace, &labels),
             cache.pvcs(namespace, &labels),
             cache.services(namespace, &labels),
             cache.config_map(namespace, &config_map_name),
@@ -188,7 +200,7 @@ async fn read(
         None => {
             let selector = label_selector(&labels);
             (
-                io.list(ctx, &selector, "pods").await?,
+                listed_pods(io, ctx, &selector).await?,
                 io.list(ctx, &selector, "persistentvolumeclaims").await?,
                 io.list(ctx, &selector, "services").await?,
                 io.get_config_map(ctx, &config_map_name).await?,
@@ -207,9 +219,7 @@ async fn read(
     } else {
         let names: std::collections::BTreeSet<String> = pods
             .iter()
-            .filter_map(|pod: &std::sync::Arc<k8s_openapi::api::core::v1::Pod>| {
-                pod.spec.as_ref()?.node_name.clone()
-            })
+            .filter_map(|pod| pod.node_name().map(str::to_owned))
             .collect();
         Some(io.get_nodes(ctx, &names).await)
     };
@@ -268,9 +278,9 @@ async fn read_again(
         };
         match (kind, cached) {
             (ObjectKind::Pods, Some(cache)) => {
-                fresh.pods = Some(cached_pods(io, ctx, cache, namespace, &labels).await?);
+                fresh.pods = Some(cached_pods(cache, namespace, &labels));
             }
-            (ObjectKind::Pods, None) => fresh.pods = Some(io.list(ctx, &selector, "pods").await?),
+            (ObjectKind::Pods, None) => fresh.pods = Some(listed_pods(io, ctx, &selector).await?),
             (ObjectKind::Pvcs, Some(cache)) => fresh.pvcs = Some(cache.pvcs(namespace, &labels)),
             (ObjectKind::Pvcs, None) => {
                 fresh.pvcs = Some(io.list(ctx, &selector, "persistentvolumeclaims").await?);

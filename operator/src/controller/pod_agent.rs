@@ -38,7 +38,7 @@ pub enum PodAgent {
 
 impl PodAgent {
     /// The agent of `pod`, from the pod model it was made with.
-    pub fn of(pod: &Pod) -> Self {
+    pub fn of(pod: &impl kube::Resource) -> Self {
         match pod_image_type(pod) {
             ImageType::Unified => Self::Monitor,
             _ => Self::Sidecar,
@@ -79,7 +79,7 @@ pub struct MonitorReport {
 }
 
 fn annotation<'a, T: serde::Deserialize<'a>>(
-    pod: &'a Pod,
+    pod: &'a impl kube::Resource<DynamicType = ()>,
     name: &'static str,
 ) -> Result<T, AnnotationProblem> {
     let text = pod
@@ -97,7 +97,9 @@ fn annotation<'a, T: serde::Deserialize<'a>>(
 }
 
 /// The monitor's report, read from the pod's annotations.
-pub fn monitor_report(pod: &Pod) -> Result<MonitorReport, AnnotationProblem> {
+pub fn monitor_report(
+    pod: &impl kube::Resource<DynamicType = ()>,
+) -> Result<MonitorReport, AnnotationProblem> {
     Ok(MonitorReport {
         configuration: annotation(pod, CURRENT_CONFIGURATION_ANNOTATION)?,
         environment: annotation(pod, ENVIRONMENT_ANNOTATION)?,

@@ -13,7 +13,9 @@ use std::fmt;
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ImageType;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+use super::pod_head::PodHead;
 use kube::ResourceExt;
 
 use super::desired_memo::DesiredObjects;
@@ -217,23 +219,22 @@ pub fn replace_only_change(
         }
     }
     if let Some(pod) = group
-        .pod
+        .pod_head()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
         let desired = snapshot.desired(status)?;
         let live_spec_hash = pod.annotations().get(LAST_APPLIED_SPEC_ANNOTATION);
         // A pod with the desired spec hash has the desired spec: only the annotations
-        // can differ, and the pod need not be built again.
+        // can differ, and neither the pod need be built again nor the live one decoded.
         let built;
-        let desired_spec = if live_spec_hash == Some(&desired.pod_spec_hash) {
-            pod.spec.as_ref()
+        let specs = if live_spec_hash == Some(&desired.pod_spec_hash) {
+            None
         } else {
             built = DesiredObjects::pod(cluster, status)?;
-            built.spec.as_ref()
+            let live = group.pod().and_then(|p| p.spec.as_ref());
+            Some((built.spec.as_ref(), live))
         };
-        if let Some(change) =
-            pod_change(cluster, &desired.pod_annotations, desired_spec, pod, policy)
-        {
+        if let Some(change) = pod_change(cluster, &desired.pod_annotations, specs, pod, policy) {
             return Ok(Some(change));
         }
     }
@@ -267,11 +268,13 @@ pub fn replace_only_change(
     Ok(None)
 }
 
+/// The change `live` (its metadata) needs; `specs`, the desired and the live spec, when
+/// they may differ (`None`: the live spec is the desired one).
 fn pod_change(
     cluster: &FoundationDBCluster,
     desired_annotations: &BTreeMap<String, String>,
-    desired_spec: Option<&PodSpec>,
-    live: &Pod,
+    specs: Option<(Option<&PodSpec>, Option<&PodSpec>)>,
+    live: &PodHead,
     policy: ReplacePolicy,
 ) -> Option<ReplaceOnlyChange> {
     let live_annotations = live.annotations();
@@ -292,9 +295,34 @@ fn pod_change(
             desired: ip_desired.to_owned(),
         });
     }
+    if let Some((desired_spec, live_spec)) = specs
+        && let Some(change) = spec_change(cluster, desired_spec, live_spec, policy)
+    {
+        return Some(change);
+    }
+    let split = ImageType::Split.as_str();
+    let image_live = annotation(live_annotations, IMAGE_TYPE_ANNOTATION, split);
+    let image_desired = annotation(desired_annotations, IMAGE_TYPE_ANNOTATION, split);
+    if image_live != image_desired {
+        return Some(ReplaceOnlyChange::ImageType {
+            live: image_live.to_owned(),
+            desired: image_desired.to_owned(),
+        });
+    }
+    None
+}
+
+/// The change a pod whose spec is `live_spec` needs to have `desired_spec` that only a
+/// replacement makes.
+fn spec_change(
+    cluster: &FoundationDBCluster,
+    desired_spec: Option<&PodSpec>,
+    live_spec: Option<&PodSpec>,
+    policy: ReplacePolicy,
+) -> Option<ReplaceOnlyChange> {
     let empty = PodSpec::default();
     let desired_spec = desired_spec.unwrap_or(&empty);
-    let live_spec = live.spec.as_ref().unwrap_or(&empty);
+    let live_spec = live_spec.unwrap_or(&empty);
     if let (Some(live_key), Some(desired_key)) = (
         mounted_monitor_conf_key(live_spec),
         mounted_monitor_conf_key(desired_spec),
@@ -317,15 +345,6 @@ fn pod_change(
         && file_security_context_changed(desired_spec, live_spec)
     {
         return Some(ReplaceOnlyChange::FileSecurityContext);
-    }
-    let split = ImageType::Split.as_str();
-    let image_live = annotation(live_annotations, IMAGE_TYPE_ANNOTATION, split);
-    let image_desired = annotation(desired_annotations, IMAGE_TYPE_ANNOTATION, split);
-    if image_live != image_desired {
-        return Some(ReplaceOnlyChange::ImageType {
-            live: image_live.to_owned(),
-            desired: image_desired.to_owned(),
-        });
     }
     None
 }

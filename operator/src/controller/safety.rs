@@ -371,7 +371,7 @@ pub fn paced(
     }
     recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
     let pending = snapshot.groups().find_map(|group| {
-        let pod = group.pod?;
+        let pod = group.pod_head()?;
         pod.metadata.deletion_timestamp.as_ref()?;
         if !group.is_reporting() {
             return None;
@@ -474,7 +474,7 @@ fn is_down(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     if group.status.exclusion_timestamp.is_some() {
         return false;
     }
-    if !group.pod.is_some_and(pod_is_running) {
+    if !group.pod_head().is_some_and(pod_is_running) {
         return true;
     }
     let expected = group.servers_per_pod();

@@ -25,18 +25,20 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec, FoundationDBClusterStatus};
-use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
+use fdb_shared::status_json::DatabaseStatus;
 use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
-use kube::ResourceExt;
+use kube::Resource;
+use kube::api::ObjectMeta;
 
 use super::desired_memo::{self, DesiredMemo, DesiredObjects};
-use super::objects::group_of;
-use super::pod_model::{
-    PodModelError, expected_substitutions, mounted_servers_per_pod, servers_per_pod,
-};
-use super::process_groups::pod_zone;
+use super::objects::group_of_meta;
+use super::pod_head::PodHead;
+use super::pod_model::PodModelError;
+use super::pod_spec_facts::SpecFacts;
+pub use super::snapshot_group::GroupView;
+pub use super::snapshot_pod::{PodSource, SnapshotPod};
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
 
@@ -90,7 +92,7 @@ pub struct SnapshotParts {
     /// The pass's time.
     pub now: Timestamp,
     /// The cluster's pods (shared with the watch cache: a pass copies none).
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<PodSource>,
     /// The cluster's PVCs.
     pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     /// The cluster's services.
@@ -103,17 +105,6 @@ pub struct SnapshotParts {
     /// when `taintReplacementOptions` are set (`None`: not read). A node that could not
     /// be read is absent.
     pub nodes: Option<BTreeMap<String, Node>>,
-}
-
-/// What a pass derives from one pod, at most once per snapshot (several steps ask).
-#[derive(Debug, Clone, Default)]
-struct PodDerived {
-    /// [`pod_zone`] of the pod.
-    zone: OnceLock<Option<String>>,
-    /// [`expected_substitutions`] of the pod.
-    substitutions: OnceLock<Option<BTreeMap<String, String>>>,
-    /// [`mounted_servers_per_pod`] of the pod.
-    servers: OnceLock<Option<u32>>,
 }
 
 /// Where one process group's objects are in the snapshot.
@@ -129,88 +120,15 @@ struct GroupIndex {
     processes: Vec<String>,
 }
 
-/// One process group and what belongs to it.
-#[derive(Debug, Clone, Copy)]
-pub struct GroupView<'a> {
-    /// Its status entry.
-    pub status: &'a ProcessGroupStatus,
-    /// Its pod (a non-terminating one first, when there are several).
-    pub pod: Option<&'a Pod>,
-    /// Its data PVC.
-    pub pvc: Option<&'a PersistentVolumeClaim>,
-    /// Its Service.
-    pub service: Option<&'a Service>,
-    process_keys: &'a [String],
-    database: Option<&'a DatabaseStatus>,
-    cluster: &'a FoundationDBCluster,
-    derived: Option<&'a PodDerived>,
-}
-
-impl<'a> GroupView<'a> {
-    /// The process group ID.
-    pub fn id(&self) -> &'a str {
-        &self.status.process_group_id
-    }
-
-    /// Whether the group is marked for removal.
-    pub fn is_marked_for_removal(&self) -> bool {
-        self.status.is_marked_for_removal()
-    }
-
-    /// Its processes in `status json` (none when the status was not read).
-    pub fn processes(&self) -> impl Iterator<Item = &'a ProcessStatus> + 'a {
-        let database = self.database;
-        self.process_keys
-            .iter()
-            .filter_map(move |key| database?.cluster.processes.get(key))
-    }
-
-    /// Whether any process of the group reports.
-    pub fn is_reporting(&self) -> bool {
-        !self.process_keys.is_empty()
-    }
-
-    /// [`pod_zone`] of the group's pod (`None` without a pod), derived once per snapshot.
-    pub fn pod_zone(&self) -> Option<&'a str> {
-        let pod = self.pod?;
-        self.derived?
-            .zone
-            .get_or_init(|| pod_zone(self.cluster, pod))
-            .as_deref()
-    }
-
-    /// The servers per pod the group's pod runs (the spec's without a pod), see
-    /// [`super::pod_model::pod_servers_per_pod`].
-    /// Several steps ask per group and pass: the pod's part is derived once.
-    pub fn servers_per_pod(&self) -> u32 {
-        let mounted = match (self.pod, self.derived) {
-            (Some(pod), Some(derived)) => {
-                *derived.servers.get_or_init(|| mounted_servers_per_pod(pod))
-            }
-            (pod, _) => pod.and_then(mounted_servers_per_pod),
-        };
-        mounted.unwrap_or_else(|| servers_per_pod(self.cluster, self.status.process_class))
-    }
-
-    /// [`expected_substitutions`] of the group's pod (`None` without a pod), derived
-    /// once per snapshot.
-    pub fn pod_substitutions(&self) -> Option<&'a BTreeMap<String, String>> {
-        let pod = self.pod?;
-        self.derived?
-            .substitutions
-            .get_or_init(|| expected_substitutions(pod))
-            .as_ref()
-    }
-}
-
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct ClusterSnapshot {
+    /// The parts, but for the pods (in `pods`).
     parts: SnapshotParts,
+    /// The pods, by name.
+    pods: Vec<SnapshotPod>,
     groups: Vec<GroupIndex>,
     by_id: BTreeMap<String, usize>,
-    /// What is derived from each pod (by position in the pods).
-    pod_derived: Vec<PodDerived>,
     /// The desired objects of the groups, kept across passes by the operator.
     desired: Arc<DesiredMemo>,
     /// [`desired_memo::fingerprint`] of the cluster, once asked.
@@ -224,18 +142,36 @@ pub struct ClusterSnapshot {
 static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
     LazyLock::new(FoundationDBClusterStatus::default);
 
+/// An object the snapshot indexes by its metadata.
+trait Indexed {
+    fn object_meta(&self) -> &ObjectMeta;
+}
+
+impl<K: Resource> Indexed for Arc<K> {
+    fn object_meta(&self) -> &ObjectMeta {
+        self.meta()
+    }
+}
+
+impl Indexed for SnapshotPod {
+    fn object_meta(&self) -> &ObjectMeta {
+        &self.head().metadata
+    }
+}
+
 /// The position of each object's group, preferring the first non-terminating object
 /// (objects in name order), like a scan for "the object of this group" would.
-fn index_by_group<K: ResourceExt>(
+fn index_by_group<K: Indexed>(
     cluster: &FoundationDBCluster,
-    objects: &[Arc<K>],
+    objects: &[K],
 ) -> BTreeMap<String, usize> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for (position, object) in objects.iter().enumerate() {
-        let Some(group) = group_of(cluster, &**object) else {
+        let meta = object.object_meta();
+        let Some(group) = group_of_meta(cluster, meta) else {
             continue;
         };
-        let terminating = object.meta().deletion_timestamp.is_some();
+        let terminating = meta.deletion_timestamp.is_some();
         match index.get(&group) {
             None => {
                 index.insert(group, position);
@@ -243,7 +179,7 @@ fn index_by_group<K: ResourceExt>(
             Some(&known) => {
                 let known_terminating = objects
                     .get(known)
-                    .is_some_and(|o| o.meta().deletion_timestamp.is_some());
+                    .is_some_and(|o| o.object_meta().deletion_timestamp.is_some());
                 if known_terminating && !terminating {
                     index.insert(group, position);
                 }
@@ -253,14 +189,21 @@ fn index_by_group<K: ResourceExt>(
     index
 }
 
-fn sort_by_name<K: ResourceExt>(objects: &mut [Arc<K>]) {
-    objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+fn sort_by_name<K: Indexed>(objects: &mut [K]) {
+    objects.sort_by(|a, b| a.object_meta().name.cmp(&b.object_meta().name));
 }
 
-fn has_named<K: ResourceExt>(objects: &[Arc<K>], name: &str) -> bool {
+fn has_named<K: Indexed>(objects: &[K], name: &str) -> bool {
     objects
-        .binary_search_by(|object| object.meta().name.as_deref().cmp(&Some(name)))
+        .binary_search_by(|object| object.object_meta().name.as_deref().cmp(&Some(name)))
         .is_ok()
+}
+
+/// The snapshot's pods of `sources`, by name.
+fn snapshot_pods(sources: Vec<PodSource>) -> Vec<SnapshotPod> {
+    let mut pods: Vec<SnapshotPod> = sources.into_iter().map(SnapshotPod::new).collect();
+    sort_by_name(&mut pods);
+    pods
 }
 
 /// What a refresh read again; `None` keeps the snapshot's part.
@@ -268,8 +211,8 @@ fn has_named<K: ResourceExt>(objects: &[Arc<K>], name: &str) -> bool {
 pub struct Fresh {
     /// The cluster with the status a status write returned.
     pub cluster: Option<ValidatedCluster>,
-    /// The pods, listed again.
-    pub pods: Option<Vec<Arc<Pod>>>,
+    /// The pods, read again.
+    pub pods: Option<Vec<PodSource>>,
     /// The PVCs, listed again.
     pub pvcs: Option<Vec<Arc<PersistentVolumeClaim>>>,
     /// The services, listed again.
@@ -280,10 +223,13 @@ pub struct Fresh {
     pub database: Option<DatabaseState>,
 }
 
-/// The group index of `parts` (whose lists are sorted by name).
-fn index(parts: &SnapshotParts) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
+/// The group index of `parts` and `pods` (whose lists are sorted by name).
+fn index(
+    parts: &SnapshotParts,
+    pods: &[SnapshotPod],
+) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
     let cluster = parts.cluster.cluster();
-    let mut pods = index_by_group(cluster, &parts.pods);
+    let mut pods = index_by_group(cluster, pods);
     let mut pvcs = index_by_group(cluster, &parts.pvcs);
     let mut services = index_by_group(cluster, &parts.services);
     let mut processes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -326,17 +272,16 @@ fn index(parts: &SnapshotParts) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
 impl ClusterSnapshot {
     /// Indexes `parts` (lists are sorted by name first).
     pub fn new(mut parts: SnapshotParts) -> Self {
-        sort_by_name(&mut parts.pods);
+        let pods = snapshot_pods(std::mem::take(&mut parts.pods));
         sort_by_name(&mut parts.pvcs);
         sort_by_name(&mut parts.services);
-        let (groups, by_id) = index(&parts);
+        let (groups, by_id) = index(&parts, &pods);
         let desired_slots = groups.iter().map(|_| OnceLock::new()).collect();
-        let pod_derived = parts.pods.iter().map(|_| PodDerived::default()).collect();
         Self {
             parts,
+            pods,
             groups,
             by_id,
-            pod_derived,
             desired: Arc::default(),
             fingerprint: OnceLock::new(),
             desired_slots,
@@ -415,9 +360,8 @@ impl ClusterSnapshot {
             self.fingerprint = OnceLock::new();
         }
         self.version += 1;
-        if let Some(mut pods) = fresh.pods {
-            sort_by_name(&mut pods);
-            parts.pods = pods;
+        if let Some(pods) = fresh.pods {
+            self.pods = snapshot_pods(pods);
         }
         if let Some(mut pvcs) = fresh.pvcs {
             sort_by_name(&mut pvcs);
@@ -433,14 +377,7 @@ impl ClusterSnapshot {
         if let Some(database) = fresh.database {
             parts.database = database;
         }
-        (self.groups, self.by_id) = index(&self.parts);
-        // Positions may have moved; a refresh is rare, deriving again is cheap enough.
-        self.pod_derived = self
-            .parts
-            .pods
-            .iter()
-            .map(|_| PodDerived::default())
-            .collect();
+        (self.groups, self.by_id) = index(&self.parts, &self.pods);
         self.desired_slots = self.groups.iter().map(|_| OnceLock::new()).collect();
     }
 
@@ -493,9 +430,34 @@ impl ClusterSnapshot {
         self.parts.now.as_second()
     }
 
-    /// The cluster's pods, by name.
-    pub fn pods(&self) -> impl ExactSizeIterator<Item = &Pod> + Clone + '_ {
-        self.parts.pods.iter().map(Arc::as_ref)
+    /// The cluster's pods, by name, whole: each decoded (once per snapshot) as it is
+    /// read; a pod that does not decode is left out and recorded
+    /// ([`ClusterSnapshot::decode_failure`]). Steps that read only metadata and status
+    /// read [`ClusterSnapshot::pod_heads`], and the spec's facts
+    /// [`ClusterSnapshot::pod_entries`].
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> + Clone + '_ {
+        self.pods.iter().filter_map(|pod| pod.pod().ok())
+    }
+
+    /// The cluster's pods, by name, as the snapshot holds them (nothing decoded).
+    pub fn pod_entries(&self) -> impl ExactSizeIterator<Item = &SnapshotPod> + Clone + '_ {
+        self.pods.iter()
+    }
+
+    /// What the steps read from each pod's spec, by name (nothing decoded).
+    pub fn pod_spec_facts(&self) -> impl ExactSizeIterator<Item = &SpecFacts> + Clone + '_ {
+        self.pods.iter().map(SnapshotPod::facts)
+    }
+
+    /// The cluster's pods' metadata and status, by name (nothing decoded).
+    pub fn pod_heads(&self) -> impl ExactSizeIterator<Item = &PodHead> + Clone + '_ {
+        self.pods.iter().map(SnapshotPod::head)
+    }
+
+    /// Why a pod a step asked for did not decode (not expected: the cache checks each
+    /// pod's spec when it stores it). The pass fails after a step that met one.
+    pub fn decode_failure(&self) -> Option<&str> {
+        self.pods.iter().find_map(SnapshotPod::decode_failure)
     }
 
     /// The cluster's PVCs, by name.
@@ -510,7 +472,7 @@ impl ClusterSnapshot {
 
     /// Whether a pod of the cluster has this name.
     pub fn has_pod(&self, name: &str) -> bool {
-        has_named(&self.parts.pods, name)
+        has_named(&self.pods, name)
     }
 
     /// Whether a PVC of the cluster has this name.
@@ -546,10 +508,7 @@ impl ClusterSnapshot {
     fn view<'a>(&'a self, index: &'a GroupIndex) -> Option<GroupView<'a>> {
         Some(GroupView {
             status: self.status().process_groups.get(index.position)?,
-            pod: index
-                .pod
-                .and_then(|i| self.parts.pods.get(i))
-                .map(Arc::as_ref),
+            pod: index.pod.and_then(|i| self.pods.get(i)),
             pvc: index
                 .pvc
                 .and_then(|i| self.parts.pvcs.get(i))
@@ -561,7 +520,6 @@ impl ClusterSnapshot {
             process_keys: &index.processes,
             database: self.database_status(),
             cluster: self.cluster(),
-            derived: index.pod.and_then(|i| self.pod_derived.get(i)),
         })
     }
 

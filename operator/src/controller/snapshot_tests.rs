@@ -29,7 +29,7 @@ fn groups_find_their_objects_and_processes_by_id() {
 
     let log = snapshot.group("log-1").unwrap();
     assert_eq!(
-        log.pod.and_then(|p| p.metadata.name.as_deref()),
+        log.pod_head().and_then(|p| p.metadata.name.as_deref()),
         Some("sample-log-1"),
         "a live pod wins over a terminating one"
     );
@@ -41,18 +41,18 @@ fn groups_find_their_objects_and_processes_by_id() {
 
     let storage = snapshot.group("storage-1").unwrap();
     assert!(
-        storage.pod.is_some(),
+        storage.has_pod(),
         "a terminating pod is still the group's pod"
     );
     assert!(storage.is_reporting());
     let stateless = snapshot.group("stateless-1").unwrap();
-    assert!(stateless.pod.is_none() && !stateless.is_reporting());
+    assert!(!stateless.has_pod() && !stateless.is_reporting());
     assert!(snapshot.group("storage-9").is_none());
 
     assert!(snapshot.has_pod("sample-storage-9"));
     assert!(snapshot.has_pod("sample-log-1-old"));
     assert!(!snapshot.has_pod("sample-log-2"));
-    assert_eq!(snapshot.pods().len(), 4);
+    assert_eq!(snapshot.pod_heads().len(), 4);
     assert_eq!(snapshot.live_groups().count(), 4);
 }
 

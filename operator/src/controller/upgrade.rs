@@ -20,7 +20,6 @@ use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ImageType;
 use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 pub use super::version_change::{
@@ -33,9 +32,9 @@ use super::errors::StepError;
 use super::incompatible_processes::decide_incompatible;
 use super::incompatible_processes::ip_of;
 use super::objects::pod_is_running;
-use super::pod_model::{
-    LAST_APPLIED_CONFIG_MAP_ANNOTATION, SIDECAR_CONTAINER, pod_image_type, pod_version,
-};
+use super::pod_head::PodHead;
+use super::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
+use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::upgrade_quorum::{QuorumKept, quorum_kept};
@@ -65,17 +64,6 @@ pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
         ImageType::Unified => unified_image(&cluster.spec, version),
         _ => fdb_shared::cluster_math::main_image(&cluster.spec, version),
     }
-}
-
-/// The image of the pod's sidecar container.
-pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == SIDECAR_CONTAINER)?
-        .image
-        .as_deref()
 }
 
 /// A connected client that does not support the upgrade's target.
@@ -119,7 +107,7 @@ pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<
         .collect();
     own_ips.extend(
         snapshot
-            .pods()
+            .pod_heads()
             .filter_map(|pod| pod.status.as_ref()?.pod_ip.clone()),
     );
     let clients: Vec<ClientInfo> = ClientInfo::from_status(status)
@@ -230,19 +218,19 @@ pub struct Agreement {
 /// Why one pod is not ready for the kill (`None`: ready).
 fn pod_not_ready(
     snapshot: &ClusterSnapshot,
-    pod: Option<&Pod>,
+    pod: Option<(&PodHead, &SpecFacts)>,
     wanted_image: &str,
     desired_hash: Option<&String>,
     target: &FdbVersion,
 ) -> Option<String> {
-    let Some(pod) = pod else {
+    let Some((pod, facts)) = pod else {
         return Some("no pod".to_owned());
     };
     let name = pod.name_any();
     if pod.metadata.deletion_timestamp.is_some() || !pod_is_running(pod) {
         return Some(format!("{name}: not running"));
     }
-    if live_sidecar_image(pod) != Some(wanted_image) {
+    if facts.sidecar_image.as_deref() != Some(wanted_image) {
         return Some(format!("{name}: sidecar image is not {wanted_image} yet"));
     }
     let confirmed = desired_hash.is_some()
@@ -269,7 +257,7 @@ pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
         return true;
     }
     group
-        .pod
+        .pod_head()
         .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none() && pod_is_running(pod))
         && group.is_reporting()
 }
@@ -294,7 +282,7 @@ pub fn processes_report(group: &GroupView<'_>) -> bool {
 /// on the old one is recreated as a straggler (RemoveIncompatibleProcesses).
 fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     use fdb_shared::api::cluster::ProcessGroupConditionType as C;
-    if group.pod.is_some_and(pod_is_running) || group.processes().next().is_some() {
+    if group.pod_head().is_some_and(pod_is_running) || group.processes().next().is_some() {
         return false;
     }
     let ignore = snapshot
@@ -324,7 +312,7 @@ pub fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>
     let mut found = Vec::new();
     for group in snapshot.groups() {
         let Some(ip) = group
-            .pod
+            .pod_head()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
             .and_then(|pod| pod.status.as_ref()?.pod_ip.as_deref())
         else {
@@ -419,11 +407,11 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             continue;
         }
         let image_type = group
-            .pod
+            .pod_head()
             .map_or_else(|| cluster.image_type(), pod_image_type);
         let hash = hashes.of(cluster, group.status, group.servers_per_pod(), image_type)?;
-        if let Some(why) = pod_not_ready(snapshot, group.pod, &wanted_image, hash.as_ref(), &target)
-        {
+        let pod = group.pod_head().zip(group.pod_facts());
+        if let Some(why) = pod_not_ready(snapshot, pod, &wanted_image, hash.as_ref(), &target) {
             not_ready.push(format!("{} ({why})", group.id()));
             continue;
         }

@@ -2,6 +2,7 @@
 //! version's quorum (issue 25, "upgrading a cluster and no coordinator is restarted").
 
 use super::*;
+use k8s_openapi::api::core::v1::Pod;
 
 const GROUPS: [&str; 4] = ["log-1", "log-2", "log-3", "storage-1"];
 

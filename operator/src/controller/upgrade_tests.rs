@@ -1,6 +1,9 @@
 use super::*;
 use crate::controller::fixtures::{Fixture, database, group, pod, reporting};
-use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, MAIN_CONTAINER};
+use crate::controller::pod_model::{
+    LAST_APPLIED_CONFIG_MAP_ANNOTATION, MAIN_CONTAINER, SIDECAR_CONTAINER,
+};
+use k8s_openapi::api::core::v1::Pod;
 
 const MAIN_71: &str = "foundationdb/foundationdb:7.1.57";
 const SIDECAR_71: &str = "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1";

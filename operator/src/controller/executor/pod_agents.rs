@@ -21,13 +21,13 @@ use crate::controller::config_map::{expected_monitor_conf, sha256_hex};
 use crate::controller::context::Context;
 use crate::controller::pod_agent::PodAgent;
 use crate::controller::pod_config_memo::PodMemo;
+use crate::controller::pod_model::live_sidecar_image;
 use crate::controller::pod_model::{expected_substitutions, pod_servers_per_pod};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::subreconcilers::update_pod_config_monitor::monitor_result;
 use crate::controller::subreconcilers::update_pod_config_plan::{
     Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult,
 };
-use crate::controller::upgrade::live_sidecar_image;
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {
@@ -268,7 +268,7 @@ async fn ask_sidecars(
         }
     }
     let live: std::collections::BTreeSet<&str> = snapshot
-        .pods()
+        .pod_heads()
         .filter_map(|pod| pod.metadata.uid.as_deref())
         .collect();
     memo.retain(namespace, name, &live);
@@ -289,7 +289,10 @@ fn resolve<'a>(
         .iter()
         .map(|wanted| {
             let group = snapshot.group(&wanted.group)?;
-            let pod = group.pod.filter(|pod| pod.name_any() == wanted.pod)?;
+            group
+                .pod_head()
+                .filter(|pod| pod.name_any() == wanted.pod)?;
+            let pod = group.pod()?;
             Some(Candidate {
                 group: group.status,
                 pod,

@@ -71,7 +71,7 @@ pub use volumes::{
 
 pub mod volumes;
 
-pub use substitutions::{expected_substitutions, expected_zone, has_sidecar};
+pub use substitutions::{expected_substitutions, expected_zone, has_sidecar, live_sidecar_image};
 pub use unified::{PROCESS_CONFIG_FILE, SHARED_BINARIES_VOLUME, monitor_process_count};
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
@@ -195,9 +195,9 @@ pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<
 
 /// The pod model a pod runs, from its `foundationdb.org/image-type` annotation (pods
 /// without it are split, as every pod this operator made before unified pods existed).
-pub fn pod_image_type(pod: &Pod) -> ImageType {
+pub fn pod_image_type(pod: &impl kube::Resource) -> ImageType {
     match pod
-        .metadata
+        .meta()
         .annotations
         .as_ref()
         .and_then(|a| a.get(IMAGE_TYPE_ANNOTATION))

@@ -78,6 +78,17 @@ pub fn has_sidecar(pod: &Pod) -> bool {
         .is_some_and(|spec| spec.containers.iter().any(|c| c.name == SIDECAR_CONTAINER))
 }
 
+/// The image of the pod's sidecar container.
+pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == SIDECAR_CONTAINER)?
+        .image
+        .as_deref()
+}
+
 /// The zone the pod's processes will report (`locality_zoneid`): the sidecar container's
 /// `FDB_ZONE_ID` (the main container's in a unified pod), falling back like the sidecar to the machine ID and the hostname. `None`
 /// while it resolves to nothing yet (e.g. `spec.nodeName` before scheduling) or cannot be

@@ -12,7 +12,7 @@ pub use conditions::{
 };
 pub use ids::next_free_numbers;
 pub use taints::{TaintFacts, taint_facts};
-pub use zones::pod_zone;
+pub use zones::{pod_zone, zone_of};
 
 use fdb_shared::api::ProcessClass;
 use fdb_shared::api::cluster::{

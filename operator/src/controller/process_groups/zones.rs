@@ -5,6 +5,8 @@ use fdb_shared::api::cluster::settings::KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
+use crate::controller::pod_spec_facts::SpecFacts;
+
 /// The zone of `pod`: the zone its processes will report, i.e. what the sidecar's
 /// `FDB_ZONE_ID` resolves to (which covers every `faultDomain.valueFrom` and the bin
 /// packing distribution key); for pods without our sidecar, by `spec.faultDomain`: its node
@@ -12,25 +14,31 @@ use kube::ResourceExt;
 /// (`foundationdb.org/kubernetes-cluster`). `None` while the pod is not scheduled (zone by
 /// node).
 pub fn pod_zone(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
-    if let Some(zone) = crate::controller::pod_model::expected_zone(pod) {
+    let name = pod.name_any();
+    zone_of(cluster, &name, &SpecFacts::of(pod)).map(str::to_owned)
+}
+
+/// [`pod_zone`] of the pod named `name` whose spec shows `facts`.
+pub fn zone_of<'a>(
+    cluster: &'a FoundationDBCluster,
+    name: &'a str,
+    facts: &'a SpecFacts,
+) -> Option<&'a str> {
+    if let Some(zone) = facts.expected_zone.as_deref() {
         return Some(zone);
     }
-    if crate::controller::pod_model::has_sidecar(pod) {
+    if facts.has_sidecar {
         // Our pod, whose zone source has not resolved yet (not scheduled).
         return None;
     }
     let domain = &cluster.spec.fault_domain;
     if domain.key() == KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY {
-        return domain.value.clone();
+        return domain.value.as_deref();
     }
     match domain.value_from() {
-        "metadata.name" => Some(pod.name_any()),
+        "metadata.name" => Some(name),
         // `spec.nodeName` and node-derived sources: the node the pod runs on.
-        _ => pod
-            .spec
-            .as_ref()
-            .and_then(|spec| spec.node_name.clone())
-            .filter(|node| !node.is_empty()),
+        _ => facts.node_name.as_deref().filter(|node| !node.is_empty()),
     }
 }
 

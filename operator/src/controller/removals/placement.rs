@@ -21,7 +21,10 @@ pub fn zone(group: &GroupView<'_>) -> String {
 /// is marked), its pod's current public IP and its processes' addresses.
 pub fn known_ips(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<String> {
     let mut ips: Vec<String> = group.status.addresses.clone();
-    if let Some(ip) = group.pod.and_then(|pod| public_ip(snapshot.cluster(), pod)) {
+    if let Some(ip) = group
+        .pod_head()
+        .and_then(|pod| public_ip(snapshot.cluster(), pod))
+    {
         ips.push(ip.to_owned());
     }
     for process in group.processes() {
@@ -46,7 +49,7 @@ pub fn hosted_coordinator(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> 
         .as_deref()
         .and_then(|s| ConnectionString::parse(s).ok())?;
     let ips = known_ips(snapshot, group);
-    let pod_name = group.pod.and_then(|pod| pod.metadata.name.clone());
+    let pod_name = group.pod_head().and_then(|pod| pod.metadata.name.clone());
     connection
         .coordinators
         .iter()

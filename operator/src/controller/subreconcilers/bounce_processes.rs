@@ -301,7 +301,7 @@ fn plan_recreate(snapshot: &ClusterSnapshot, groups: Vec<String>) -> BounceDecis
         return held;
     }
     let Some(pod) = group
-        .pod
+        .pod_head()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     else {
         return BounceDecision::Wait(format!("{why}; waiting for the pod of {}", group.id()));
@@ -313,7 +313,7 @@ fn plan_recreate(snapshot: &ClusterSnapshot, groups: Vec<String>) -> BounceDecis
         ));
     }
     if let Some(terminating) = snapshot
-        .pods()
+        .pod_heads()
         .find(|p| p.metadata.deletion_timestamp.is_some())
     {
         return BounceDecision::Wait(format!(

@@ -315,7 +315,7 @@ fn new_groups_coming(snapshot: &ClusterSnapshot) -> Vec<String> {
                 .is_none_or(|since| now.saturating_sub(since) < NEW_GROUP_WAIT_SECONDS)
         })
         .filter(|g| {
-            g.pod
+            g.pod_head()
                 .is_none_or(|pod| pod.metadata.deletion_timestamp.is_none())
         })
         .map(|g| g.id().to_owned())

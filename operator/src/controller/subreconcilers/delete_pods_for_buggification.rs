@@ -13,7 +13,7 @@
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use crate::controller::buggify::{desired_state, pod_state};
+use crate::controller::buggify::desired_state;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
@@ -40,8 +40,8 @@ pub struct BuggifyDecision {
 /// Whether the group's pod runs another buggify state than the spec asks for.
 pub fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     group
-        .pod
-        .is_some_and(|pod| pod_state(pod) != desired_state(snapshot.cluster(), group.id()))
+        .pod_facts()
+        .is_some_and(|facts| facts.buggify != desired_state(snapshot.cluster(), group.id()))
 }
 
 /// Decides from the snapshot.
@@ -50,7 +50,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
     let changed: Vec<GroupView<'_>> = snapshot
         .live_groups()
         .filter(|g| {
-            g.pod
+            g.pod_head()
                 .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none())
         })
         .filter(|g| differs(snapshot, g))
@@ -64,7 +64,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
         .then(|| safety::available(snapshot).err())
         .flatten();
     for group in changed {
-        let Some(pod) = group.pod else { continue };
+        let Some(pod) = group.pod_head() else {
+            continue;
+        };
         if let Some(refusal) = &unavailable {
             decision.waiting.push(format!("{}: {refusal}", group.id()));
         } else if let Some(coordinator) = placement::hosted_coordinator(snapshot, &group) {

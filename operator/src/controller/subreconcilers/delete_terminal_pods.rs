@@ -14,8 +14,8 @@
 //! survives operator restarts. A group that keeps failing is left to ReplaceFailedPods
 //! once `failureDetectionTimeSeconds` have passed.
 
+use crate::controller::pod_head::PodParts;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
@@ -70,9 +70,9 @@ pub struct TerminalDecision {
 }
 
 /// Whether the pod is in a terminal phase and not being deleted yet.
-pub(crate) fn is_terminal(pod: &Pod) -> bool {
-    let evicted = pod.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("Evicted");
-    pod.metadata.deletion_timestamp.is_none()
+pub(crate) fn is_terminal(pod: &impl PodParts) -> bool {
+    let evicted = pod.pod_status().and_then(|s| s.reason.as_deref()) == Some("Evicted");
+    pod.meta().deletion_timestamp.is_none()
         && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
 }
 
@@ -104,7 +104,7 @@ pub fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
 pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
     let now = snapshot.now_unix();
     let mut decision = TerminalDecision::default();
-    for pod in snapshot.pods().filter(|pod| is_terminal(pod)) {
+    for pod in snapshot.pod_heads().filter(|pod| is_terminal(*pod)) {
         let name = pod.name_any();
         let group_id = group_of(snapshot.cluster(), pod);
         let group = group_id.as_deref().and_then(|id| snapshot.group(id));
@@ -202,6 +202,7 @@ mod tests {
 
     use super::*;
     use crate::controller::fixtures::{Fixture, group, pod};
+    use k8s_openapi::api::core::v1::Pod;
 
     fn at(seconds: i64) -> Time {
         Time(jiff::Timestamp::from_second(seconds).unwrap())

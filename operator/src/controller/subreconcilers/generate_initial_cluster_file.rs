@@ -79,7 +79,7 @@ pub fn coordinator_candidates(
         };
         let class = group.status.process_class;
         let pod = group
-            .pod
+            .pod_head()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none());
         let placed = pod.and_then(|pod| {
             let zone = group.pod_zone()?.to_owned();

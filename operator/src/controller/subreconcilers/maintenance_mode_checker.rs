@@ -46,7 +46,7 @@ pub enum MaintenanceAction {
 
 /// Why a group of the maintenance zone is not back yet, if it is not.
 fn not_back(group: &GroupView<'_>) -> Option<&'static str> {
-    let Some(pod) = group.pod else {
+    let Some(pod) = group.pod_head() else {
         return Some("no pod");
     };
     if pod.metadata.deletion_timestamp.is_some() {

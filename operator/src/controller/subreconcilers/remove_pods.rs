@@ -20,7 +20,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+use crate::controller::pod_head::PodHead;
 use kube::ResourceExt;
 
 use super::Subreconciler;
@@ -86,8 +88,8 @@ pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
         .automation_options
         .ignore_terminating_pods_seconds();
     group
-        .pod
-        .is_none_or(|pod: &Pod| terminating_longer_than(snapshot, pod, ignore))
+        .pod_head()
+        .is_none_or(|pod| terminating_longer_than(snapshot, pod, ignore))
 }
 
 /// Whether the group's PVC is gone or terminating.
@@ -102,7 +104,7 @@ pub fn pvc_released(group: &GroupView<'_>) -> bool {
 fn delete_live_pod(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
-    pod: &Pod,
+    pod: &PodHead,
     decision: &mut RemovePodsDecision,
     zones_taken: &mut BTreeSet<String>,
 ) {
@@ -172,12 +174,15 @@ fn decide_group(
         decision.held.push((id, why.to_owned()));
         return;
     }
-    if let Some(pod) = group.pod.filter(|pod| !is_terminating(*pod)) {
+    if let Some(pod) = group.pod_head().filter(|pod| !is_terminating(*pod)) {
         delete_live_pod(snapshot, group, pod, decision, zones_taken);
         return;
     }
     if !pod_released(snapshot, group) {
-        let name = group.pod.map(ResourceExt::name_any).unwrap_or_default();
+        let name = group
+            .pod_head()
+            .map(ResourceExt::name_any)
+            .unwrap_or_default();
         decision.terminating.push(id.clone());
         decision
             .waiting
@@ -206,7 +211,7 @@ fn decide_group(
         ));
         return;
     }
-    if group.pod.is_some() {
+    if group.has_pod() {
         decision.terminating.push(id.clone());
         decision
             .waiting

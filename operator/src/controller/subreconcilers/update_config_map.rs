@@ -34,8 +34,11 @@ pub enum ConfigMapDecision {
 
 /// Decides from the snapshot.
 pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
-    let desired =
-        desired_config_map_for(snapshot.cluster(), snapshot.config_map(), snapshot.pods())?;
+    let desired = desired_config_map_for(
+        snapshot.cluster(),
+        snapshot.config_map(),
+        snapshot.pod_spec_facts(),
+    )?;
     Ok(match snapshot.config_map() {
         None => ConfigMapDecision::Create(Box::new(desired)),
         Some(live) => match config_map_patch(live, &desired) {
@@ -169,7 +172,8 @@ mod tests {
             .connection_string("sample:abc@10.0.0.1:4501");
         let built = base.clone().build();
         let mut live =
-            desired_config_map_for(built.cluster(), built.config_map(), built.pods()).unwrap();
+            desired_config_map_for(built.cluster(), built.config_map(), built.pod_spec_facts())
+                .unwrap();
         live.data
             .get_or_insert_with(Default::default)
             .insert("ca-file".into(), "OLD CA".into());

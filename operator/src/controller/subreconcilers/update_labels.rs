@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::controller::pod_head::PodHead;
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -16,7 +16,7 @@ use crate::controller::plan::{Action, PassFacts, Verdict};
 use crate::controller::pod_model::{
     LAST_APPLIED_SPEC_ANNOTATION, process_difference, process_group_labels,
 };
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -85,7 +85,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
     for group in snapshot.live_groups() {
         let desired = process_group_labels(cluster, group.status);
         let objects = [
-            (Labelled::Pod, group.pod.map(|p| &p.metadata)),
+            (Labelled::Pod, group.pod_head().map(|p| &p.metadata)),
             (Labelled::Pvc, group.pvc.map(|p| &p.metadata)),
         ];
         for (kind, meta) in objects {
@@ -94,8 +94,8 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
             };
             let live = meta.labels.clone().unwrap_or_default();
             let labels = missing_labels(&live, &desired);
-            let annotations = match (kind, group.pod) {
-                (Labelled::Pod, Some(pod)) => restamp(snapshot, group.status, pod),
+            let annotations = match (kind, group.pod_head()) {
+                (Labelled::Pod, Some(pod)) => restamp(snapshot, &group, pod),
                 _ => BTreeMap::new(),
             };
             if !labels.is_empty() || !annotations.is_empty() {
@@ -115,9 +115,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
 /// desired pod would; else nothing.
 fn restamp(
     snapshot: &ClusterSnapshot,
-    status: &fdb_shared::api::cluster::ProcessGroupStatus,
-    pod: &Pod,
+    group: &GroupView<'_>,
+    pod: &PodHead,
 ) -> BTreeMap<String, String> {
+    let status = group.status;
     let Ok(desired) = snapshot.desired(status) else {
         return BTreeMap::new();
     };
@@ -134,7 +135,11 @@ fn restamp(
     else {
         return BTreeMap::new();
     };
-    match (built.spec.as_ref(), pod.spec.as_ref()) {
+    // Only now is the pod's spec needed: decoded.
+    match (
+        built.spec.as_ref(),
+        group.pod().and_then(|p| p.spec.as_ref()),
+    ) {
         (Some(wanted), Some(live)) if process_difference(wanted, live).is_none() => {
             BTreeMap::from([(
                 LAST_APPLIED_SPEC_ANNOTATION.to_owned(),

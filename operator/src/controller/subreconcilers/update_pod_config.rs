@@ -63,7 +63,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         .groups()
         .filter(|g| kept_running(snapshot, g) || (staging && restarted_by_the_kill(g)));
     for group in groups {
-        let Some(pod) = group.pod else {
+        let Some(pod) = group.pod_head() else {
             continue;
         };
         let Some(desired_hash) = hashes.of(
@@ -91,6 +91,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
             plan.not_running += 1;
             continue;
         }
+        // A candidate is asked through its sidecar or monitor, which read its spec.
+        let Some(pod) = group.pod() else {
+            continue;
+        };
         plan.candidates.push(Candidate {
             group: group.status,
             pod,

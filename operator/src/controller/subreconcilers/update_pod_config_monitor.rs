@@ -23,7 +23,7 @@ pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) 
 /// Whether `pod` is a unified pod whose monitor annotations are missing or do not
 /// parse: even with its configuration confirmed, UpdatePodConfig asks it again, so the
 /// pod is named (IncorrectConfigMap) and its monitor asked to report.
-pub fn monitor_report_unreadable(pod: &Pod) -> bool {
+pub fn monitor_report_unreadable(pod: &impl kube::Resource<DynamicType = ()>) -> bool {
     PodAgent::of(pod) == PodAgent::Monitor && monitor_report(pod).is_err()
 }
 

@@ -133,7 +133,7 @@ pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpda
         .filter(|g| !super::delete_pods_for_buggification::differs(snapshot, g))
     {
         let Some(pod) = group
-            .pod
+            .pod_head()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
         else {
             continue;
@@ -279,7 +279,7 @@ fn deletion_blocked(snapshot: &ClusterSnapshot, candidates: usize) -> Option<Del
         .automation_options
         .ignore_terminating_pods_seconds();
     let now = snapshot.now_unix();
-    if let Some(terminating) = snapshot.pods().find(|p| {
+    if let Some(terminating) = snapshot.pod_heads().find(|p| {
         p.metadata
             .deletion_timestamp
             .as_ref()
@@ -302,7 +302,7 @@ fn differences<'a>(snapshot: &ClusterSnapshot, groups: impl Iterator<Item = &'a 
     let found: Vec<String> = groups
         .filter_map(|id| {
             let group = snapshot.group(id)?;
-            let live = group.pod?.spec.as_ref()?;
+            let live = group.pod()?.spec.as_ref()?;
             let desired = crate::controller::desired_memo::DesiredObjects::pod(
                 snapshot.cluster(),
                 group.status,

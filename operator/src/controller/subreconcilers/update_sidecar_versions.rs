@@ -16,18 +16,17 @@
 //! UpdateStatus), so the upgrade's kill waits for it.
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
 use crate::controller::plan::{Action, PassFacts, Verdict};
-use crate::controller::pod_model::{MAIN_CONTAINER, SIDECAR_CONTAINER};
+use crate::controller::pod_model::SIDECAR_CONTAINER;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
-    live_sidecar_image, pending_upgrade_target, processes_report, restarted_by_the_kill,
-    wanted_main_image, wanted_sidecar_image,
+    pending_upgrade_target, processes_report, restarted_by_the_kill, wanted_main_image,
+    wanted_sidecar_image,
 };
 
 /// See the module documentation.
@@ -47,16 +46,6 @@ pub struct SidecarUpdate {
     pub to: String,
 }
 
-fn main_image(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == MAIN_CONTAINER)?
-        .image
-        .as_deref()
-}
-
 /// Decides which pods get a new sidecar image, in status order: live groups' pods that
 /// are not being deleted and have a sidecar container whose image is not the wanted one
 /// (see the module documentation for the case outside an upgrade); during an upgrade,
@@ -73,7 +62,9 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
         !group.is_marked_for_removal() || (upgrading && restarted_by_the_kill(group))
     });
     for group in groups {
-        let Some(pod) = group.pod else { continue };
+        let (Some(pod), Some(facts)) = (group.pod_head(), group.pod_facts()) else {
+            continue;
+        };
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -85,7 +76,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
         if upgrading && !pod_is_running(pod) {
             continue;
         }
-        let Some(live) = live_sidecar_image(pod) else {
+        let Some(live) = facts.sidecar_image.as_deref() else {
             continue;
         };
         if live == wanted {
@@ -96,7 +87,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
         if upgrading && !processes_report(&group) {
             continue;
         }
-        if !upgrading && main_image(pod) != Some(wanted_main.as_str()) {
+        if !upgrading && facts.main_image.as_deref() != Some(wanted_main.as_str()) {
             continue;
         }
         updates.push(SidecarUpdate {
@@ -139,6 +130,8 @@ impl Subreconciler for UpdateSidecarVersions {
 mod tests {
     use super::*;
     use crate::controller::fixtures::{Fixture, group, pod, reporting};
+    use crate::controller::pod_model::MAIN_CONTAINER;
+    use k8s_openapi::api::core::v1::Pod;
 
     fn with_images(name: &str, id: &str, main: &str, sidecar: &str) -> Pod {
         let mut pod = pod(name, id, "n1", "10.0.0.1");
