@@ -287,20 +287,16 @@ impl ObjectCache {
         selector: CacheSelector,
     ) -> (Self, CacheStreams) {
         let config = watcher::Config::default().labels(&selector.selector());
-        let mut progress = BTreeMap::new();
-        for kind in [
+        let progress: BTreeMap<ObjectKind, ObjectKindProgress> = [
             ObjectKind::Pods,
             ObjectKind::Pvcs,
             ObjectKind::Services,
             ObjectKind::ConfigMap,
-        ] {
-            progress.insert(kind, ObjectKindProgress::default());
-        }
-        let sender = |kind: ObjectKind| {
-            progress
-                .get(&kind)
-                .map(|p: &ObjectKindProgress| p.sender.clone())
-        };
+        ]
+        .into_iter()
+        .map(|kind| (kind, ObjectKindProgress::default()))
+        .collect();
+        let sender = |kind: ObjectKind| progress.get(&kind).map(|p| p.sender.clone());
         let (pods, pods_writer) = reflector::store();
         let (pvcs, pvcs_writer) = reflector::store();
         let (services, services_writer) = reflector::store();

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use fdb_shared::api::cluster::{ImageType, ProcessGroupStatus};
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::{main_image, sidecar_image, unified_image};
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use affinity::{PREFERRED_TERM_WEIGHT, default_distribution_key};
@@ -244,41 +244,34 @@ fn take_named(containers: &mut Vec<Container>, name: &str) -> Option<Container> 
     Some(containers.remove(index))
 }
 
-/// The desired pod of a process group (operator-behavior §6). See the module docs for how
-/// the user's template is used; the result carries the spec hash in
-/// [`LAST_APPLIED_SPEC_ANNOTATION`].
-pub fn build_pod(
+/// The containers of the user's pod template that the operator builds on.
+struct UserContainers {
+    /// The template's main container, if any.
+    main: Option<Container>,
+    /// The template's sidecar container, if any.
+    sidecar: Option<Container>,
+    /// The template's init containers (the split model's init container among them).
+    inits: Vec<Container>,
+}
+
+/// The containers, init containers and volumes of the cluster's image type (unified or
+/// split), each built on the template's container of the same name; `versions` are the
+/// main container's and the sidecar's.
+fn image_containers(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
-    options: &PodOptions,
-) -> Result<Pod, PodModelError> {
+    (main_version, sidecar_version): (&str, &str),
+    user: UserContainers,
+    shared_env: &[EnvVar],
+) -> (Vec<Container>, Vec<Container>, Vec<Volume>) {
     let spec = &cluster.spec;
-    let image_type = cluster.image_type();
-    let identity = names::ClusterIdentity::of(cluster)?;
-    names::check_group_names(cluster, group)?;
-    let default_version = pod_version(cluster);
-    let main_version = options.main_version.as_deref().unwrap_or(default_version);
-    let sidecar_version = options.sidecar_version.as_deref().unwrap_or(main_version);
-    if main_version.is_empty() || sidecar_version.is_empty() {
-        return Err(PodModelError::MissingVersion {
-            cluster: identity.name,
-        });
-    }
-
-    let template = spec
-        .process_settings(group.process_class)
-        .pod_template
-        .unwrap_or_default();
-    let template_meta = template.metadata.unwrap_or_default();
-    let mut pod_spec = template.spec.unwrap_or_default();
-    let shared_env = env::shared_env(cluster, group, options)?;
-
-    let mut user_containers = std::mem::take(&mut pod_spec.containers);
-    let user_main = take_named(&mut user_containers, MAIN_CONTAINER);
-    let user_sidecar = take_named(&mut user_containers, SIDECAR_CONTAINER);
-    let mut user_inits = pod_spec.init_containers.take().unwrap_or_default();
+    let UserContainers {
+        main: user_main,
+        sidecar: user_sidecar,
+        inits: mut user_inits,
+    } = user;
     let user_init = take_named(&mut user_inits, INIT_CONTAINER);
-    let (pod_containers, init_containers, volumes) = match image_type {
+    match cluster.image_type() {
         ImageType::Unified => (
             vec![
                 unified::main_container(
@@ -286,7 +279,7 @@ pub fn build_pod(
                     group,
                     user_main.as_ref(),
                     &unified_image(spec, main_version),
-                    &shared_env,
+                    shared_env,
                 ),
                 // The sidecar-mode container runs the version the processes must move
                 // to, so its binaries are in the shared volume before the kill.
@@ -310,18 +303,18 @@ pub fn build_pod(
                 cluster,
                 user_init.as_ref(),
                 &images,
-                &shared_env,
+                shared_env,
                 true,
             )];
             inits.extend(user_inits);
             (
                 vec![
-                    containers::main_container(cluster, user_main.as_ref(), &images, &shared_env),
+                    containers::main_container(cluster, user_main.as_ref(), &images, shared_env),
                     containers::sidecar_container(
                         cluster,
                         user_sidecar.as_ref(),
                         &images,
-                        &shared_env,
+                        shared_env,
                         false,
                     ),
                 ],
@@ -329,7 +322,83 @@ pub fn build_pod(
                 volumes::pod_volumes(cluster, group),
             )
         }
+    }
+}
+
+/// The pod's metadata: its name, the template's labels and annotations merged with the
+/// operator's, and the cluster as its owner.
+fn pod_metadata(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    options: &PodOptions,
+    template_meta: ObjectMeta,
+    identity: names::ClusterIdentity,
+) -> ObjectMeta {
+    let mut own_labels = process_group_labels(cluster, group);
+    if let Some(key) = &options.distribution_key {
+        own_labels.insert(DISTRIBUTION_KEY_LABEL.to_owned(), key.clone());
+    }
+    let mut annotations: BTreeMap<String, String> =
+        template_meta.annotations.clone().unwrap_or_default();
+    annotations.insert(
+        PUBLIC_IP_SOURCE_ANNOTATION.to_owned(),
+        cluster.spec.routing.public_ip_source().as_str().to_owned(),
+    );
+    annotations.insert(
+        IMAGE_TYPE_ANNOTATION.to_owned(),
+        cluster.image_type().as_str().to_owned(),
+    );
+    ObjectMeta {
+        name: Some(pod_name(cluster, group)),
+        namespace: Some(identity.namespace),
+        labels: Some(labels::merged_labels(
+            cluster,
+            template_meta.labels.as_ref(),
+            own_labels,
+        )),
+        annotations: Some(annotations),
+        owner_references: Some(vec![identity.owner]),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The desired pod of a process group (operator-behavior §6). See the module docs for how
+/// the user's template is used; the result carries the spec hash in
+/// [`LAST_APPLIED_SPEC_ANNOTATION`].
+pub fn build_pod(
+    cluster: &FoundationDBCluster,
+    group: &ProcessGroupStatus,
+    options: &PodOptions,
+) -> Result<Pod, PodModelError> {
+    let spec = &cluster.spec;
+    let identity = names::ClusterIdentity::of(cluster)?;
+    names::check_group_names(cluster, group)?;
+    let default_version = pod_version(cluster);
+    let main_version = options.main_version.as_deref().unwrap_or(default_version);
+    let sidecar_version = options.sidecar_version.as_deref().unwrap_or(main_version);
+    if main_version.is_empty() || sidecar_version.is_empty() {
+        return Err(PodModelError::MissingVersion {
+            cluster: identity.name,
+        });
+    }
+
+    let template = spec
+        .process_settings(group.process_class)
+        .pod_template
+        .unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    let mut pod_spec = template.spec.unwrap_or_default();
+    let shared_env = env::shared_env(cluster, group, options)?;
+
+    let mut user_containers = std::mem::take(&mut pod_spec.containers);
+    let user = UserContainers {
+        main: take_named(&mut user_containers, MAIN_CONTAINER),
+        sidecar: take_named(&mut user_containers, SIDECAR_CONTAINER),
+        inits: pod_spec.init_containers.take().unwrap_or_default(),
     };
+    let versions = (main_version, sidecar_version);
+    let (pod_containers, init_containers, volumes) =
+        image_containers(cluster, group, versions, user, &shared_env);
     let mut pod_containers = pod_containers;
     pod_containers.extend(user_containers);
     pod_spec.containers = pod_containers;
@@ -347,33 +416,9 @@ pub fn build_pod(
         pod_spec.subdomain = Some(identity.name.clone());
     }
 
-    let mut own_labels = process_group_labels(cluster, group);
-    if let Some(key) = &options.distribution_key {
-        own_labels.insert(DISTRIBUTION_KEY_LABEL.to_owned(), key.clone());
-    }
-    let mut annotations: BTreeMap<String, String> =
-        template_meta.annotations.clone().unwrap_or_default();
-    annotations.insert(
-        PUBLIC_IP_SOURCE_ANNOTATION.to_owned(),
-        routing.public_ip_source().as_str().to_owned(),
-    );
-    annotations.insert(
-        IMAGE_TYPE_ANNOTATION.to_owned(),
-        image_type.as_str().to_owned(),
-    );
+    let metadata = pod_metadata(cluster, group, options, template_meta, identity);
     let mut pod = Pod {
-        metadata: ObjectMeta {
-            name: Some(pod_name(cluster, group)),
-            namespace: Some(identity.namespace),
-            labels: Some(labels::merged_labels(
-                cluster,
-                template_meta.labels.as_ref(),
-                own_labels,
-            )),
-            annotations: Some(annotations),
-            owner_references: Some(vec![identity.owner]),
-            ..ObjectMeta::default()
-        },
+        metadata,
         spec: Some(pod_spec),
         status: None,
     };
