@@ -1,6 +1,7 @@
 //! The simulated API server through real `kube::Api` clients: CRUD, selectors, conflicts,
-//! patches, generation rules, finalizers and graceful pod deletion; in `pod_rules`, what
-//! pod updates may change, binding, eviction, deletecollection and cluster IPs.
+//! patches, generation rules, finalizers and graceful pod deletion; in `delete_wait`, what
+//! `kubectl delete` reads while it waits; in `pod_rules`, what pod updates may change,
+//! binding, eviction, deletecollection and cluster IPs.
 
 // Test helpers outside `#[test]` fns fail loudly on purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,6 +18,8 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+#[path = "kube_api/delete_wait.rs"]
+mod delete_wait;
 #[path = "kube_api/pod_rules.rs"]
 mod pod_rules;
 

@@ -281,3 +281,59 @@ async fn counters_and_write_log_per_actor() {
     );
     assert!(server.take_write_log().is_empty(), "the log is drained");
 }
+
+#[tokio::test]
+async fn watch_options_are_checked_as_the_real_server_does() {
+    let server = server(1);
+    let client = server.client("kubectl");
+    let watch = |query: &str| {
+        let request = http::Request::get(format!(
+            "/api/v1/namespaces/db/configmaps?watch=true&{query}"
+        ))
+        .body(kube::client::Body::empty())
+        .unwrap();
+        let client = client.clone();
+        async move {
+            let response = client.send(request).await.unwrap();
+            let code = response.status().as_u16();
+            if code == 200 {
+                // A watch stream never ends: its head is the answer.
+                return (code, String::new());
+            }
+            let body = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            (
+                code,
+                status["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        }
+    };
+    // What kubectl and kube's streaming list send are accepted.
+    for accepted in [
+        "allowWatchBookmarks=true&resourceVersion=0&timeoutSeconds=418",
+        "allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+    ] {
+        assert_eq!(watch(accepted).await.0, 200, "{accepted}");
+    }
+    let (code, message) = watch("resourceVersion=0&resourceVersionMatch=NotOlderThan").await;
+    assert_eq!(code, 422);
+    assert!(
+        message.contains("resourceVersionMatch is forbidden for watch unless sendInitialEvents"),
+        "{message}"
+    );
+    let (code, message) = watch("sendInitialEvents=true").await;
+    assert_eq!(code, 422);
+    assert!(
+        message.contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+        "{message}"
+    );
+    let (code, message) = watch("sendInitialEvents=true&resourceVersionMatch=Exact").await;
+    assert_eq!(code, 422);
+    assert!(
+        message.contains("Unsupported value: \"Exact\""),
+        "{message}"
+    );
+}

@@ -73,6 +73,20 @@ impl ApiError {
         )
     }
 
+    /// 422 for list or watch options the real server's `ValidateListOptions` refuses,
+    /// each cause worded `field: Kind: detail`.
+    pub fn invalid_options(causes: &[String]) -> Self {
+        let why = match causes {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {why}"),
+        )
+    }
+
     /// 400 for a malformed request.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message.into())

@@ -207,6 +207,7 @@ fn open_watch(
             "watch of a single object ({name}) is not supported; use fieldSelector=metadata.name={name}"
         )));
     }
+    check_watch_options(query)?;
     let requested = query.get("resourceVersion").filter(|rv| *rv != "0");
     let send_initial = query.flag("sendInitialEvents");
     let (initial, since) = match (requested, send_initial) {
@@ -250,6 +251,50 @@ fn open_watch(
         HeaderValue::from_static("application/json"),
     );
     Ok(response)
+}
+
+/// The real server's checks of a watch's options (`validateWatchOptions` in
+/// apimachinery's `internalversion/validation`): `sendInitialEvents` needs
+/// `resourceVersionMatch=NotOlderThan`, and `resourceVersionMatch` is refused on a
+/// watch without `sendInitialEvents`, or with any other value, or with `continue`.
+fn check_watch_options(query: &Query) -> Result<(), ApiError> {
+    const NOT_OLDER_THAN: &str = "NotOlderThan";
+    let send_initial = query.get("sendInitialEvents").is_some();
+    let matching = query.get("resourceVersionMatch").filter(|m| !m.is_empty());
+    let mut causes = Vec::new();
+    if send_initial && matching != Some(NOT_OLDER_THAN) {
+        causes.push(format!(
+            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting \
+             resourceVersionMatch to {NOT_OLDER_THAN}"
+        ));
+    }
+    if let Some(matching) = matching {
+        if !send_initial {
+            causes.push(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch \
+                 unless sendInitialEvents is provided"
+                    .to_owned(),
+            );
+        }
+        if matching != NOT_OLDER_THAN {
+            causes.push(format!(
+                "resourceVersionMatch: Unsupported value: {matching:?}: supported values: \
+                 \"{NOT_OLDER_THAN}\""
+            ));
+        }
+        if query.get("continue").is_some_and(|c| !c.is_empty()) {
+            causes.push(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when \
+                 continue is provided"
+                    .to_owned(),
+            );
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_options(&causes))
+    }
 }
 
 /// The namespace and name an object body addresses, for direct writes.
