@@ -124,3 +124,78 @@ fn at_most_capacity_pods_are_kept_decoded_the_least_recently_read_go() {
     none.decode(&one).unwrap();
     assert!(none.is_empty());
 }
+
+/// A unified pod's monitor reports the environment it starts its processes with in the
+/// pod's annotations, so checking their command lines reads the pod's head, never its
+/// spec: a steady pass over a unified cluster decodes no pod either. The cached pod's
+/// spec here would not decode, so a decode would show as the snapshot's failure.
+#[test]
+fn a_unified_pods_command_lines_are_checked_without_decoding_it() {
+    use fdb_shared::api::ProcessClass;
+    use fdb_shared::api::cluster::ImageType;
+    use fdb_shared::monitor_conf::process_config::{
+        CURRENT_CONFIGURATION_ANNOTATION, ENVIRONMENT_ANNOTATION,
+    };
+
+    use crate::controller::observe::observe_groups;
+    use crate::controller::pod_agent::monitor_command_lines;
+    use crate::controller::process_config::desired_process_configuration;
+    use crate::controller::snapshot::PodSource;
+
+    let spec = "{version: 7.1.57, imageType: unified, processCounts: {storage: 3}}";
+    let fixture = Fixture::new(spec).connection_string("sample:abc@10.0.0.1:4501");
+    let cluster = fixture.clone().build().cluster().clone();
+    let storage_1 = group("storage-1");
+    let mut listed = build_pod(&cluster, &storage_1, &pod_options(&cluster, &storage_1)).unwrap();
+    listed.metadata.namespace = Some("default".into());
+    listed.status = serde_json::from_value(serde_json::json!({
+        "phase": "Running", "podIP": "10.0.0.1",
+        "containerStatuses": [{"name": "foundationdb", "ready": true, "restartCount": 0,
+            "image": "x", "imageID": "x", "state": {"running": {}}}]
+    }))
+    .unwrap();
+    let desired = desired_process_configuration(&cluster, ProcessClass::Storage, true);
+    let annotations = listed
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.insert(
+        CURRENT_CONFIGURATION_ANNOTATION.into(),
+        serde_json::to_string(&desired).unwrap(),
+    );
+    annotations.insert(
+        ENVIRONMENT_ANNOTATION.into(),
+        r#"{"BINARY_DIR":"/usr/bin","FDB_INSTANCE_ID":"storage-1","FDB_MACHINE_ID":"n1","FDB_POD_IP":"10.0.0.1","FDB_PUBLIC_IP":"10.0.0.1","FDB_ZONE_ID":"n1","FDB_DNS_NAME":"sample-storage-1.sample.default.svc.cluster.local"}"#.into(),
+    );
+    // The kubelet projected the desired configuration (the operator's annotation says so).
+    let config_hash = crate::controller::desired::ConfigHashes::default()
+        .of(&cluster, &storage_1, 1, ImageType::Unified)
+        .unwrap()
+        .unwrap();
+    annotations.insert(
+        crate::controller::pod_model::LAST_APPLIED_CONFIG_MAP_ANNOTATION.into(),
+        config_hash,
+    );
+    let lines = monitor_command_lines(&cluster, &storage_1, &listed, 1).unwrap();
+    let mut db = crate::controller::fixtures::reporting(&["storage-1"]);
+    db.cluster.processes.get_mut("p0").unwrap().command_line = Some(lines[&1].clone());
+
+    let mut compact = CompactPod::new(listed.clone());
+    compact.spec = Some(CompactSpec::Json(b"{\"containers\": 3}".to_vec().into()));
+    let snapshot = fixture
+        .groups([storage_1])
+        .pods([listed])
+        .database(db)
+        .build_with(|_| PodSource::Cached {
+            pod: std::sync::Arc::new(compact.clone()),
+            decoder: std::sync::Arc::default(),
+        });
+    let observations = observe_groups(&snapshot).unwrap();
+    assert_eq!(
+        observations["storage-1"].facts.command_lines_match,
+        Some(true),
+        "{:?}",
+        observations["storage-1"]
+    );
+    assert_eq!(snapshot.decode_failure(), None, "the pod was decoded");
+}

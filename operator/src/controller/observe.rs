@@ -60,12 +60,13 @@ fn command_lines_match(
     processes: &[&ProcessStatus],
 ) -> Option<bool> {
     let group = view.status;
-    let expected = match PodAgent::of(view.pod_head()?) {
-        // The monitor's environment is in the pod's spec: decoded.
+    let head = view.pod_head()?;
+    let expected = match PodAgent::of(head) {
+        // The monitor reports its environment in the pod's annotations: no decoding.
         PodAgent::Monitor => std::sync::Arc::new(super::pod_agent::monitor_command_lines(
             snapshot.cluster(),
             group,
-            view.pod()?,
+            head,
             servers,
         )?),
         PodAgent::Sidecar => {

@@ -150,7 +150,7 @@ pub fn check_monitor(
 pub fn monitor_command_lines(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
-    pod: &Pod,
+    pod: &impl kube::Resource<DynamicType = ()>,
     servers: u32,
 ) -> Option<BTreeMap<u32, String>> {
     let report = monitor_report(pod).ok()?;
