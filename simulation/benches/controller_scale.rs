@@ -50,7 +50,7 @@ use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectC
 use fdb_operator::controller::production::{RunOptions, run_until};
 use fdb_operator::controller::requeue::RequeuePolicy;
 use fdb_operator::controller::{Context, run_pass};
-use fdb_simulation::fleet::{Fleet, FleetSidecars};
+use fdb_simulation::fleet::Fleet;
 use tracing::span::{Attributes, Id};
 use tracing::{Subscriber, field};
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
@@ -211,20 +211,6 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// The operator's context over `fleet`, with waits short enough for real time.
-fn context(fleet: &Fleet, clock: &Arc<dyn Clock>) -> Context {
-    let mut ctx = Context::new(
-        fleet.api.client("operator"),
-        Arc::new(fleet.databases.clone()),
-        Arc::new(FleetSidecars),
-        clock.clone(),
-    );
-    ctx.settings.kube_wait = Duration::from_millis(200);
-    ctx.settings.config_map_wait = Duration::from_millis(200);
-    ctx.settings.database_wait = Duration::from_millis(200);
-    ctx
-}
-
 /// A fleet of `count` clusters of `groups` process groups each.
 fn fleet(clock: &Arc<dyn Clock>, count: usize, groups: usize) -> BenchResult<Fleet> {
     let mut fleet = Fleet::new(clock.clone());
@@ -365,7 +351,7 @@ async fn bench() -> BenchResult<()> {
     // One cluster of 1000 groups.
     let started = Instant::now();
     let large = self::fleet(&clock, 1, LARGE)?;
-    let large_ctx = context(&large, &clock);
+    let large_ctx = large.operator_context(&clock);
     eprintln!(
         "built one cluster of {LARGE} groups in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -419,7 +405,7 @@ async fn fleet_under_controller(clock: &Arc<dyn Clock>) -> BenchResult<(Memory, 
     );
     let rss_at_rest = rss_mib()?;
     let live_at_rest = live_mib();
-    let mut ctx = context(&fleet, &clock);
+    let mut ctx = fleet.operator_context(&clock);
     // The watch caches alone (their objects, and what the in-memory API server keeps
     // to serve their watches), before the controller starts.
     let caches_alone = {

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use fdb_shared::address::ProcessAddress;
@@ -28,7 +29,7 @@ use crate::fdb::{ProcessLaunch, SimFdbSettings, SimulatedFdb};
 use crate::kube::{FakeApiServer, PatchType, ResourceKey};
 use fdb_operator::clock::Clock;
 use fdb_operator::controller::config_map::{expected_monitor_conf, sha256_hex};
-use fdb_operator::controller::context::{AdminClientProvider, SidecarProvider};
+use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
 use fdb_operator::controller::desired::{ConfigHashes, desired_config_map, pod_options};
 use fdb_operator::controller::pod_model::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, build_pod, build_pvc, expected_substitutions,
@@ -454,6 +455,21 @@ impl Fleet {
                 .map_err(api_error(format!("PVC of {pod_name}")))?;
         }
         serde_json::from_value(live).map_err(|e| invalid(e.to_string()))
+    }
+
+    /// The operator's context over the fleet (its API server, databases and in-memory
+    /// sidecars), with waits short enough for passes timed in real time.
+    pub fn operator_context(&self, clock: &Arc<dyn Clock>) -> Context {
+        let mut ctx = Context::new(
+            self.api.client("operator"),
+            Arc::new(self.databases.clone()),
+            Arc::new(FleetSidecars),
+            clock.clone(),
+        );
+        ctx.settings.kube_wait = Duration::from_millis(200);
+        ctx.settings.config_map_wait = Duration::from_millis(200);
+        ctx.settings.database_wait = Duration::from_millis(200);
+        ctx
     }
 
     /// Whether every cluster's status says its current generation is reconciled.

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use fdb_operator::clock::{Clock, SystemClock};
 use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
-use fdb_operator::controller::{Context, run_pass};
-use fdb_simulation::fleet::{Fleet, FleetSidecars};
+use fdb_operator::controller::run_pass;
+use fdb_simulation::fleet::Fleet;
 
 const NAMESPACE: &str = "default";
 
@@ -19,15 +19,7 @@ async fn a_steady_pass_decodes_no_pod() {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut fleet = Fleet::new(clock.clone());
     fleet.add_cluster(&clock, NAMESPACE, "c0", 20).unwrap();
-    let mut ctx = Context::new(
-        fleet.api.client("operator"),
-        Arc::new(fleet.databases.clone()),
-        Arc::new(FleetSidecars),
-        clock.clone(),
-    );
-    ctx.settings.kube_wait = Duration::from_millis(200);
-    ctx.settings.config_map_wait = Duration::from_millis(200);
-    ctx.settings.database_wait = Duration::from_millis(200);
+    let mut ctx = fleet.operator_context(&clock);
     let cache = Arc::new(ObjectCache::spawn(
         &ctx.kube,
         Some(NAMESPACE),
