@@ -7,9 +7,10 @@
 //! pod named when the scenario is written may be gone by then, replaced by the operator).
 //!
 //! The default run (CI) holds thirty short seeds and two full ones.
-//! `FDB_RANDOMIZED_SEEDS` picks the seeds instead: a count (`20`: seeds 1..=20) or a list
-//! (`7,42`), at full length unless `FDB_RANDOMIZED_LENGTH=short`. A failure prints the
-//! seed and the whole scenario, to rerun with `fdb-operator simulate`.
+//! `FDB_RANDOMIZED_SEEDS` picks the seeds instead: a count (`20`: seeds 1..=20), a list
+//! (`7,42`; one seed: `156,`) or a range (`150..160`), at full length unless
+//! `FDB_RANDOMIZED_LENGTH=short`. A failure prints the seed and the whole scenario, to
+//! rerun with `fdb-operator simulate`.
 
 use std::fmt::Write as _;
 
@@ -76,16 +77,43 @@ const UPDATE_STRATEGIES: [&str; 3] = ["ReplaceTransactionSystem", "Replace", "De
 /// Zones of the world (`node-i` is in `zone-(i mod ZONES)`).
 const ZONES: u32 = 4;
 
-/// `FDB_RANDOMIZED_SEEDS`, when set: a count (`20`: seeds 1..=20) or a list (`7,42`).
+/// `FDB_RANDOMIZED_SEEDS`, when set: a count (`20`: seeds 1..=20), a list (`7,42`; one
+/// seed: `156,`) or a range (`150..160`, both ends included).
 fn seeds() -> Option<Vec<u64>> {
     let text = std::env::var("FDB_RANDOMIZED_SEEDS").ok()?;
-    Some(if text.contains(',') {
+    Some(parse_seeds(&text).unwrap_or_else(|why| panic!("FDB_RANDOMIZED_SEEDS={text:?}: {why}")))
+}
+
+/// See [`seeds`].
+fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{s:?} is not a seed: {e}"))
+    };
+    if text.contains(',') {
         text.split(',')
-            .map(|s| s.trim().parse().expect("FDB_RANDOMIZED_SEEDS: a seed list"))
+            .filter(|s| !s.trim().is_empty())
+            .map(number)
             .collect()
+    } else if let Some((from, to)) = text.split_once("..") {
+        Ok((number(from)?..=number(to)?).collect())
     } else {
-        (1..=text.trim().parse().expect("FDB_RANDOMIZED_SEEDS: a count")).collect()
-    })
+        Ok((1..=number(text)?).collect())
+    }
+}
+
+#[test]
+fn seeds_are_a_count_a_list_or_a_range() {
+    assert_eq!(parse_seeds("3"), Ok(vec![1, 2, 3]));
+    assert_eq!(parse_seeds("7, 42"), Ok(vec![7, 42]));
+    assert_eq!(parse_seeds("156,"), Ok(vec![156]));
+    assert_eq!(parse_seeds("150..152"), Ok(vec![150, 151, 152]));
+    assert!(
+        parse_seeds("x")
+            .unwrap_err()
+            .contains("\"x\" is not a seed")
+    );
 }
 
 /// The seeds to run and their length: the seeds of `FDB_RANDOMIZED_SEEDS` at
