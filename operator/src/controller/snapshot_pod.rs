@@ -13,9 +13,6 @@ use super::decoded_pods::DecodedPods;
 use super::pod_head::PodHead;
 use super::pod_spec_facts::SpecFacts;
 
-/// The head of no pod (not used: see [`SnapshotPod::head`]).
-static NO_HEAD: std::sync::LazyLock<PodHead> = std::sync::LazyLock::new(PodHead::default);
-
 /// Where a snapshot's pod comes from.
 #[derive(Debug, Clone)]
 pub enum PodSource {
@@ -56,8 +53,8 @@ impl PodSource {
 #[derive(Debug, Clone)]
 pub struct SnapshotPod {
     source: PodSource,
-    /// A listed pod's metadata and status.
-    listed_head: Option<PodHead>,
+    /// A listed pod's metadata and status, derived when first asked.
+    listed_head: OnceLock<PodHead>,
     /// A listed pod's facts, derived when first asked.
     listed_facts: OnceLock<SpecFacts>,
     /// A cached pod decoded, or why it did not decode.
@@ -67,13 +64,9 @@ pub struct SnapshotPod {
 impl SnapshotPod {
     /// The pod of `source`; nothing decoded yet.
     pub fn new(source: PodSource) -> Self {
-        let listed_head = match &source {
-            PodSource::Listed(pod) => Some(PodHead::of(pod)),
-            PodSource::Cached { .. } => None,
-        };
         Self {
             source,
-            listed_head,
+            listed_head: OnceLock::new(),
             listed_facts: OnceLock::new(),
             decoded: OnceLock::new(),
         }
@@ -82,11 +75,9 @@ impl SnapshotPod {
     /// The pod's metadata and status (see [`SnapshotPod::facts`] and
     /// [`SnapshotPod::pod`] for its spec).
     pub fn head(&self) -> &PodHead {
-        match (&self.source, &self.listed_head) {
-            (PodSource::Cached { pod, .. }, _) => pod.head(),
-            (PodSource::Listed(_), Some(head)) => head,
-            // Not reached: a listed pod always has its head.
-            (PodSource::Listed(_), None) => &NO_HEAD,
+        match &self.source {
+            PodSource::Cached { pod, .. } => pod.head(),
+            PodSource::Listed(pod) => self.listed_head.get_or_init(|| PodHead::of(pod)),
         }
     }
 

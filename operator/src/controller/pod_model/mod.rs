@@ -338,8 +338,7 @@ fn pod_metadata(
     if let Some(key) = &options.distribution_key {
         own_labels.insert(DISTRIBUTION_KEY_LABEL.to_owned(), key.clone());
     }
-    let mut annotations: BTreeMap<String, String> =
-        template_meta.annotations.clone().unwrap_or_default();
+    let mut annotations: BTreeMap<String, String> = template_meta.annotations.unwrap_or_default();
     annotations.insert(
         PUBLIC_IP_SOURCE_ANNOTATION.to_owned(),
         cluster.spec.routing.public_ip_source().as_str().to_owned(),

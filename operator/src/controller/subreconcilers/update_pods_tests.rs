@@ -81,17 +81,21 @@ fn transaction_groups_are_replaced_and_storage_pods_deleted_one_zone_at_a_time()
     }
 }
 
+/// An edit of the status document: storage-1's process (`p0`) plays `role` only.
+fn storage_1_plays(role: &str) -> impl Fn(&mut DatabaseStatus) + Copy + '_ {
+    move |db: &mut DatabaseStatus| {
+        let storage_1 = db.cluster.processes.get_mut("p0").unwrap();
+        storage_1.roles = vec![serde_json::from_value(serde_json::json!({"role": role})).unwrap()];
+    }
+}
+
 /// With two usable regions FoundationDB runs the remote log routers on storage
 /// processes: a storage group playing such a role is replaced with the transaction
 /// system (one exclusion for all), not deleted (a recovery of its own); the others keep
 /// their pods. Under `Delete` it is deleted as every group.
 #[test]
 fn a_storage_group_running_a_log_router_is_replaced_with_the_transaction_system() {
-    let router = |db: &mut DatabaseStatus| {
-        let storage_1 = db.cluster.processes.get_mut("p0").unwrap();
-        storage_1.roles =
-            vec![serde_json::from_value(serde_json::json!({"role": "log_router"})).unwrap()];
-    };
+    let router = storage_1_plays("log_router");
     let decision = decide(&fixture_with("version: 7.1.57", router).build());
     assert_eq!(decision.replace, ["storage-1", "log-1", "stateless-1"]);
     assert_eq!(deleted(&decision), ["sample-storage-2"]);
@@ -111,12 +115,7 @@ fn a_storage_group_running_a_log_router_is_replaced_with_the_transaction_system(
 /// storage group part of the replaced transaction system.
 #[test]
 fn a_storage_group_running_the_master_is_still_deleted() {
-    let master = |db: &mut DatabaseStatus| {
-        let storage_1 = db.cluster.processes.get_mut("p0").unwrap();
-        storage_1.roles =
-            vec![serde_json::from_value(serde_json::json!({"role": "master"})).unwrap()];
-    };
-    let decision = decide(&fixture_with("version: 7.1.57", master).build());
+    let decision = decide(&fixture_with("version: 7.1.57", storage_1_plays("master")).build());
     assert_eq!(decision.replace, ["log-1", "stateless-1"]);
     assert_eq!(deleted(&decision), ["sample-storage-1"]);
 }
