@@ -85,6 +85,14 @@ impl FdbVersion {
         self.is_at_least(&FdbVersion::new(7, 3, 0))
     }
 
+    /// Whether `configure` and `status json` name the radix-tree engine
+    /// `memory-radixtree` (7.4.0 and later) rather than only `memory-radixtree-beta`, and
+    /// `configure` no longer takes `ssd-redwood-1-experimental` (`configForToken` in
+    /// fdbclient/ManagementAPI.actor.cpp, release-7.4).
+    pub fn names_memory_radixtree(&self) -> bool {
+        self.is_at_least(&FdbVersion::new(7, 4, 0))
+    }
+
     /// Whether the sidecar has the `is_present` endpoint (7.1.4 and later).
     pub fn sidecar_supports_is_present(&self) -> bool {
         self.is_at_least(&FdbVersion::new(7, 1, 4))

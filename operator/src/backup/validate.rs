@@ -87,7 +87,7 @@ pub fn validate_backup(backup: &FoundationDBBackup) -> SpecReport {
         report.errors.push(format!(
             "spec.backupState: {:?} is not one of {}",
             state.as_str(),
-            BackupState::KNOWN.join(", ")
+            BackupState::known_names()
         ));
     }
     if spec.snapshot_period_seconds() <= 0 {

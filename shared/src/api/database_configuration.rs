@@ -53,6 +53,22 @@ open_string_enum! {
         SsdRocksdbV1 => "ssd-rocksdb-v1",
         /// Sharded RocksDB (7.2 and later).
         SsdShardedRocksdb => "ssd-sharded-rocksdb",
+        /// RocksDB under its name before 7.1 (the Go operator's CRD accepts it; no 7.x
+        /// `configure` does).
+        SsdRocksdbExperimental => "ssd-rocksdb-experimental",
+        /// The radix-tree engine as 7.4 names it in `status json` (`memory-radixtree-beta`
+        /// before; `fdbclient/FDBTypes.cpp`, `getStoreTypeStr`, release-7.4).
+        MemoryRadixtree => "memory-radixtree",
+        /// No engine: what 7.1.43 and later report as `perpetual_storage_wiggle_engine` when
+        /// none is set, and a value `configure` takes for it.
+        None => "none",
+        /// What 7.1 reports as `storage_engine` for a log/storage engine pair it has no
+        /// name for (`fdbclient/DatabaseConfiguration.cpp`, `toJSON`, release-7.1).
+        Custom => "custom",
+        /// What 7.3 and later report for an engine they cannot name (`getStoreTypeStr`).
+        Unknown => "unknown",
+        /// Empty: accepted by the Go operator's CRD, read as "not set".
+        Unset => "",
     }
 }
 
@@ -66,6 +82,8 @@ open_string_enum! {
         Aggressive => "aggressive",
         /// Storage servers migrate one at a time through the perpetual wiggle.
         Gradual => "gradual",
+        /// Empty: accepted by the Go operator's CRD, read as "not set".
+        Unset => "",
     }
 }
 
@@ -77,6 +95,27 @@ impl RedundancyMode {
 impl StorageEngine {
     /// The storage engine of a cluster that does not set one.
     pub const DEFAULT: Self = Self::Ssd2;
+
+    /// Whether `configure` can be given this name: not a value FoundationDB only reports
+    /// (`custom`, `unknown`), not empty, not a name no supported version takes. Which
+    /// version takes which name is validation's business (`shared/src/validation`).
+    pub fn is_configurable(&self) -> bool {
+        !matches!(
+            self,
+            Self::Custom
+                | Self::Unknown
+                | Self::Unset
+                | Self::SsdRocksdbExperimental
+                | Self::Other(_)
+        )
+    }
+}
+
+impl StorageMigrationType {
+    /// Whether `configure` can be given this value (not empty, not unknown).
+    pub fn is_configurable(&self) -> bool {
+        !matches!(self, Self::Unset | Self::Other(_))
+    }
 }
 
 /// A server excluded through the database configuration.

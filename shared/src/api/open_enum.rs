@@ -25,6 +25,17 @@ macro_rules! open_string_enum {
             /// Every known value, in FoundationDB's spelling.
             pub const KNOWN: &'static [&'static str] = &[$($text),+];
 
+            /// The known values for an error message: comma-separated, the empty value
+            /// (which some enums accept as "not set") left out.
+            pub fn known_names() -> String {
+                Self::KNOWN
+                    .iter()
+                    .filter(|name| !name.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+
             /// FoundationDB's spelling of the value.
             pub fn as_str(&self) -> &str {
                 match self {

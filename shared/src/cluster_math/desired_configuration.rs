@@ -2,7 +2,9 @@
 //! the database there.
 
 use crate::api::cluster::FoundationDBClusterSpec;
-use crate::api::database_configuration::{DatabaseConfiguration, RedundancyMode, StorageEngine};
+use crate::api::database_configuration::{
+    DatabaseConfiguration, RedundancyMode, StorageEngine, StorageMigrationType,
+};
 
 use super::counts::role_counts;
 
@@ -25,6 +27,14 @@ pub fn desired_database_configuration(spec: &FoundationDBClusterSpec) -> Databas
     desired.remote_logs = positive(roles.remote_logs);
     // `storage` is informational: the process counts decide the storage servers.
     desired.storage = None;
+    // An empty value (the Go operator's CRD allows it) means "not set", never an empty
+    // `configure` argument.
+    if desired.perpetual_storage_wiggle_engine == Some(StorageEngine::Unset) {
+        desired.perpetual_storage_wiggle_engine = None;
+    }
+    if desired.storage_migration_type == Some(StorageMigrationType::Unset) {
+        desired.storage_migration_type = None;
+    }
     desired
 }
 
@@ -106,8 +116,17 @@ pub fn configure_change_command(
     // Compare aliases by what FoundationDB reports (`ssd` is reported as `ssd-2`, ...).
     current.redundancy_mode = current.redundancy_mode.or(Some(RedundancyMode::DEFAULT));
     current.storage_engine = current.storage_engine.map(canonical_engine);
+    // FoundationDB before 7.1.43 leaves out a perpetual wiggle engine that is not set;
+    // later versions report `none` (`toJSON` in fdbclient/DatabaseConfiguration.cpp).
+    current.perpetual_storage_wiggle_engine = current
+        .perpetual_storage_wiggle_engine
+        .or(Some(StorageEngine::None))
+        .map(canonical_engine);
     let mut desired = desired.clone();
     desired.storage_engine = desired.storage_engine.map(canonical_engine);
+    desired.perpetual_storage_wiggle_engine = desired
+        .perpetual_storage_wiggle_engine
+        .map(canonical_engine);
     let current_args = arguments(&current);
     let changed: Vec<String> = arguments(&desired)
         .into_iter()
@@ -121,6 +140,8 @@ fn canonical_engine(engine: StorageEngine) -> StorageEngine {
     match engine {
         StorageEngine::Ssd => StorageEngine::Ssd2,
         StorageEngine::Memory => StorageEngine::Memory2,
+        // 7.4 reports the engine 7.1 and 7.3 call `memory-radixtree-beta` by its new name.
+        StorageEngine::MemoryRadixtree => StorageEngine::MemoryRadixtreeBeta,
         other => other,
     }
 }
@@ -162,6 +183,42 @@ mod tests {
         assert_eq!(
             configure_change_command(&current, &desired).as_deref(),
             Some("configure triple logs=5")
+        );
+    }
+
+    #[test]
+    fn reported_names_match_what_was_asked() {
+        // 7.1.43 and later report `perpetual_storage_wiggle_engine: none` when none is set.
+        let desired = desired_database_configuration(&spec("{}"));
+        let mut current = desired.clone();
+        current.perpetual_storage_wiggle_engine = Some(StorageEngine::None);
+        assert_eq!(configure_change_command(&current, &desired), None);
+        // Asking for `none` matches a version that leaves the key out.
+        let desired = desired_database_configuration(&spec(
+            "databaseConfiguration: {perpetual_storage_wiggle_engine: none}",
+        ));
+        let mut current = desired.clone();
+        current.perpetual_storage_wiggle_engine = None;
+        assert_eq!(configure_change_command(&current, &desired), None);
+        // 7.4 renames the radix-tree engine in status json.
+        let desired = desired_database_configuration(&spec(
+            "databaseConfiguration: {storage_engine: memory-radixtree-beta}",
+        ));
+        let mut current = desired.clone();
+        current.storage_engine = Some(StorageEngine::MemoryRadixtree);
+        assert_eq!(configure_change_command(&current, &desired), None);
+    }
+
+    #[test]
+    fn empty_values_are_not_set() {
+        let desired = desired_database_configuration(&spec(
+            r#"databaseConfiguration: {perpetual_storage_wiggle_engine: "", storage_migration_type: ""}"#,
+        ));
+        assert_eq!(desired.perpetual_storage_wiggle_engine, None);
+        assert_eq!(desired.storage_migration_type, None);
+        assert_eq!(
+            configure_new_command(&desired),
+            "configure new double ssd-2 logs=3 proxies=3 resolvers=1 usable_regions=1"
         );
     }
 

@@ -53,7 +53,7 @@ pub fn command_value_errors(spec: &FoundationDBClusterSpec) -> Vec<String> {
         errors.push(format!(
             "{field}.storage_migration_type: {:?} is not one of {}",
             migration.as_str(),
-            StorageMigrationType::KNOWN.join(", ")
+            StorageMigrationType::known_names()
         ));
     }
     if let Some(locality) = config

@@ -122,9 +122,18 @@ fn check_version(
     }
 }
 
+/// Which `configure` key an engine name is given for: the two take different names
+/// (`none` is a perpetual wiggle engine, never a storage engine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EngineKey {
+    Storage,
+    PerpetualWiggle,
+}
+
 fn check_engine(
     field: &str,
     engine: &StorageEngine,
+    key: EngineKey,
     version: Option<FdbVersion>,
     report: &mut ValidationReport,
 ) {
@@ -132,20 +141,55 @@ fn check_engine(
         report.error(format!(
             "{field}: {:?} is not a known storage engine (known: {})",
             engine.as_str(),
-            StorageEngine::KNOWN.join(", ")
+            StorageEngine::known_names()
         ));
         return;
     }
+    if let Some(reason) = unconfigurable_engine(engine, key) {
+        report.error(format!("{field}: {:?} {reason}", engine.as_str()));
+        return;
+    }
     let Some(version) = version else { return };
-    let needed = match engine {
-        StorageEngine::SsdShardedRocksdb if !version.supports_sharded_rocksdb() => "7.2.0",
-        StorageEngine::SsdRedwood1 if !version.supports_redwood_1() => "7.3.0",
+    // The names `configure` takes per release: `configForToken` in
+    // fdbclient/ManagementAPI.actor.cpp of FoundationDB's release branches.
+    let problem = match engine {
+        StorageEngine::SsdShardedRocksdb if !version.supports_sharded_rocksdb() => {
+            "needs FoundationDB 7.2.0 or later".to_owned()
+        }
+        StorageEngine::SsdRedwood1 if !version.supports_redwood_1() => {
+            "needs FoundationDB 7.3.0 or later".to_owned()
+        }
+        StorageEngine::MemoryRadixtree if !version.names_memory_radixtree() => {
+            "needs FoundationDB 7.4.0 or later (memory-radixtree-beta before)".to_owned()
+        }
+        StorageEngine::SsdRedwood1Experimental if version.names_memory_radixtree() => {
+            "is not a name FoundationDB 7.4 and later take: use ssd-redwood-1".to_owned()
+        }
         _ => return,
     };
     report.error(format!(
-        "{field}: {} needs FoundationDB {needed} or later (spec.version is {version})",
+        "{field}: {} {problem} (spec.version is {version})",
         engine.as_str()
     ));
+}
+
+/// Why an engine name FoundationDB can report cannot be asked for, if it cannot.
+fn unconfigurable_engine(engine: &StorageEngine, key: EngineKey) -> Option<&'static str> {
+    match engine {
+        StorageEngine::Custom | StorageEngine::Unknown => Some(
+            "is what FoundationDB reports for an engine it cannot name; configure takes an engine name",
+        ),
+        StorageEngine::None if key == EngineKey::Storage => {
+            Some("is not a storage engine (it is a perpetual_storage_wiggle_engine value)")
+        }
+        StorageEngine::Unset if key == EngineKey::Storage => {
+            Some("is empty: leave the field out for the default (ssd-2)")
+        }
+        StorageEngine::SsdRocksdbExperimental => {
+            Some("is the pre-7.1 name no supported FoundationDB takes: use ssd-rocksdb-v1")
+        }
+        _ => None,
+    }
 }
 
 fn check_database_configuration(
@@ -161,16 +205,23 @@ fn check_database_configuration(
         report.error(format!(
             "{field}.redundancy_mode: {:?} is not a known redundancy mode (known: {})",
             mode.as_str(),
-            crate::api::RedundancyMode::KNOWN.join(", ")
+            crate::api::RedundancyMode::known_names()
         ));
     }
     if let Some(engine) = &config.storage_engine {
-        check_engine(&format!("{field}.storage_engine"), engine, version, report);
+        check_engine(
+            &format!("{field}.storage_engine"),
+            engine,
+            EngineKey::Storage,
+            version,
+            report,
+        );
     }
     if let Some(engine) = &config.perpetual_storage_wiggle_engine {
         check_engine(
             &format!("{field}.perpetual_storage_wiggle_engine"),
             engine,
+            EngineKey::PerpetualWiggle,
             version,
             report,
         );

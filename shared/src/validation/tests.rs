@@ -35,7 +35,7 @@ fn storage_engines_must_exist_in_the_version() {
         errors("version: 7.1.57\ndatabaseConfiguration: {storage_engine: ssd-9}")[0],
         format!(
             "spec.databaseConfiguration.storage_engine: \"ssd-9\" is not a known storage engine (known: {})",
-            StorageEngine::KNOWN.join(", ")
+            StorageEngine::known_names()
         )
     );
     assert_eq!(
@@ -55,6 +55,77 @@ fn storage_engines_must_exist_in_the_version() {
     assert!(
         errors("version: 7.3.43\ndatabaseConfiguration: {storage_engine: ssd-redwood-1}")
             .is_empty()
+    );
+}
+
+#[test]
+fn reported_engine_values_are_accepted_where_configure_takes_them() {
+    // What FoundationDB reports (`toJSON` in fdbclient/DatabaseConfiguration.cpp) and the
+    // Go operator's CRD allow, read as `configure` reads it.
+    for yaml in [
+        r#"{perpetual_storage_wiggle_engine: none}"#,
+        r#"{perpetual_storage_wiggle_engine: ""}"#,
+        r#"{storage_migration_type: ""}"#,
+    ] {
+        let errors = errors(&format!("version: 7.1.57\ndatabaseConfiguration: {yaml}"));
+        assert!(errors.is_empty(), "{yaml}: {errors:?}");
+    }
+    assert!(
+        errors("version: 7.4.5\ndatabaseConfiguration: {storage_engine: memory-radixtree}")
+            .is_empty()
+    );
+    let field = "spec.databaseConfiguration";
+    for (yaml, error) in [
+        (
+            "{storage_engine: custom}",
+            format!(
+                "{field}.storage_engine: \"custom\" is what FoundationDB reports for an engine it cannot name; configure takes an engine name"
+            ),
+        ),
+        (
+            "{perpetual_storage_wiggle_engine: unknown}",
+            format!(
+                "{field}.perpetual_storage_wiggle_engine: \"unknown\" is what FoundationDB reports for an engine it cannot name; configure takes an engine name"
+            ),
+        ),
+        (
+            "{storage_engine: none}",
+            format!(
+                "{field}.storage_engine: \"none\" is not a storage engine (it is a perpetual_storage_wiggle_engine value)"
+            ),
+        ),
+        (
+            r#"{storage_engine: ""}"#,
+            format!(
+                "{field}.storage_engine: \"\" is empty: leave the field out for the default (ssd-2)"
+            ),
+        ),
+        (
+            "{storage_engine: ssd-rocksdb-experimental}",
+            format!(
+                "{field}.storage_engine: \"ssd-rocksdb-experimental\" is the pre-7.1 name no supported FoundationDB takes: use ssd-rocksdb-v1"
+            ),
+        ),
+        (
+            "{storage_engine: memory-radixtree}",
+            format!(
+                "{field}.storage_engine: memory-radixtree needs FoundationDB 7.4.0 or later (memory-radixtree-beta before) (spec.version is 7.1.57)"
+            ),
+        ),
+    ] {
+        assert_eq!(
+            errors(&format!("version: 7.1.57\ndatabaseConfiguration: {yaml}")),
+            [error],
+            "{yaml}"
+        );
+    }
+    assert_eq!(
+        errors(
+            "version: 7.4.5\ndatabaseConfiguration: {storage_engine: ssd-redwood-1-experimental}"
+        ),
+        [
+            "spec.databaseConfiguration.storage_engine: ssd-redwood-1-experimental is not a name FoundationDB 7.4 and later take: use ssd-redwood-1 (spec.version is 7.4.5)"
+        ]
     );
 }
 

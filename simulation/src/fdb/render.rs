@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use fdb_shared::FdbVersion;
 use fdb_shared::api::ProcessClass;
 
 use super::availability::{Health, assess, fault_tolerance};
@@ -112,11 +113,16 @@ fn fxhash(text: &str, salt: usize) -> u64 {
         })
 }
 
-fn render_configuration(state: &State) -> Value {
+fn render_configuration(state: &State, version: Option<&FdbVersion>) -> Value {
     let Some(configuration) = &state.configuration else {
         return Value::Null;
     };
     let mut value = serde_json::to_value(configuration).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut value {
+        for (key, default) in always_reported_configuration(version) {
+            map.entry(key).or_insert(default);
+        }
+    }
     let excluded: Vec<Value> = state
         .exclusions
         .iter()
@@ -134,6 +140,35 @@ fn render_configuration(state: &State) -> Value {
         map.insert("coordinators_count".to_owned(), json!(coordinators));
     }
     value
+}
+
+/// The configuration keys FoundationDB writes whether or not they were ever configured,
+/// with the value it writes when they were not (`DatabaseConfiguration::toJSON` in
+/// fdbclient/DatabaseConfiguration.cpp): the perpetual wiggle engine as `none` from 7.1.43
+/// on (the 7.1 captures in shared/tests/fixtures show it), `tenant_mode`, blob granules and
+/// the backup worker in every supported version, the encryption mode from 7.3.
+fn always_reported_configuration(version: Option<&FdbVersion>) -> Vec<(String, Value)> {
+    let mut keys = vec![
+        ("backup_worker_enabled", json!(0)),
+        ("blob_granules_enabled", json!(0)),
+        ("log_spill", json!(2)),
+        ("perpetual_storage_wiggle", json!(0)),
+        ("perpetual_storage_wiggle_locality", json!("0")),
+        ("storage_migration_type", json!("disabled")),
+        ("tenant_mode", json!("disabled")),
+    ];
+    let at_least = |major, minor, patch| {
+        version.is_some_and(|v| v.is_at_least(&FdbVersion::new(major, minor, patch)))
+    };
+    if at_least(7, 1, 43) {
+        keys.push(("perpetual_storage_wiggle_engine", json!("none")));
+    }
+    if at_least(7, 3, 0) {
+        keys.push(("encryption_at_rest_mode", json!("disabled")));
+    }
+    keys.into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect()
 }
 
 fn render_clients(state: &State) -> Value {
@@ -294,7 +329,7 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
             .filter(|p| io_latency_ms(state, p).is_some())
             .count(),
     });
-    let configuration = render_configuration(state);
+    let configuration = render_configuration(state, version.as_ref());
     if let Value::Object(map) = &mut cluster {
         if !configuration.is_null() {
             map.insert("configuration".to_owned(), configuration);

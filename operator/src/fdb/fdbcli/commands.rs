@@ -1,7 +1,7 @@
 //! fdbcli command texts and output parsing (pure functions).
 
 use fdb_shared::address::ProcessAddress;
-use fdb_shared::api::DatabaseConfiguration;
+use fdb_shared::api::{DatabaseConfiguration, StorageEngine};
 
 use fdb_shared::validation::commands::is_wiggle_locality;
 
@@ -60,7 +60,11 @@ pub fn configure(
         parts.push(known("redundancy_mode", mode.as_str(), mode.is_known())?);
     }
     if let Some(engine) = &configuration.storage_engine {
-        parts.push(known("storage_engine", engine.as_str(), engine.is_known())?);
+        parts.push(known(
+            "storage_engine",
+            engine.as_str(),
+            engine.is_configurable() && *engine != StorageEngine::None,
+        )?);
     }
     let counts = [
         ("usable_regions", configuration.usable_regions),
@@ -96,7 +100,7 @@ pub fn configure(
         let engine = known(
             "perpetual_storage_wiggle_engine",
             engine.as_str(),
-            engine.is_known(),
+            engine.is_configurable(),
         )?;
         parts.push(format!("perpetual_storage_wiggle_engine={engine}"));
     }
@@ -104,7 +108,7 @@ pub fn configure(
         let migration = known(
             "storage_migration_type",
             migration.as_str(),
-            migration.is_known(),
+            migration.is_configurable(),
         )?;
         parts.push(format!("storage_migration_type={migration}"));
     }
@@ -287,7 +291,7 @@ pub fn reports_error(stdout: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fdb_shared::api::{RedundancyMode, StorageEngine};
+    use fdb_shared::api::RedundancyMode;
 
     #[test]
     fn configure_commands() {
@@ -384,6 +388,43 @@ mod tests {
             ..Default::default()
         };
         assert!(configure(&wiggle, false).is_err());
+    }
+
+    #[test]
+    fn configure_refuses_names_foundationdb_only_reports() {
+        for engine in ["custom", "unknown", "", "none", "ssd-rocksdb-experimental"] {
+            let storage = DatabaseConfiguration {
+                storage_engine: Some(StorageEngine::from(engine)),
+                ..Default::default()
+            };
+            assert!(
+                configure(&storage, false).is_err(),
+                "storage_engine {engine:?}"
+            );
+        }
+        for engine in ["custom", "unknown", ""] {
+            let wiggle = DatabaseConfiguration {
+                perpetual_storage_wiggle_engine: Some(StorageEngine::from(engine)),
+                ..Default::default()
+            };
+            assert!(
+                configure(&wiggle, false).is_err(),
+                "wiggle engine {engine:?}"
+            );
+        }
+        let none = DatabaseConfiguration {
+            perpetual_storage_wiggle_engine: Some(StorageEngine::None),
+            ..Default::default()
+        };
+        assert_eq!(
+            configure(&none, false).unwrap(),
+            "configure perpetual_storage_wiggle_engine=none"
+        );
+        let empty = DatabaseConfiguration {
+            storage_migration_type: Some(fdb_shared::api::StorageMigrationType::Unset),
+            ..Default::default()
+        };
+        assert!(configure(&empty, false).is_err());
     }
 
     #[test]

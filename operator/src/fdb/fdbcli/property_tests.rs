@@ -10,6 +10,7 @@ use fdb_shared::api::{
     DatabaseConfiguration, FoundationDBCluster, FoundationDBClusterSpec, RedundancyMode,
     StorageEngine, StorageMigrationType,
 };
+use fdb_shared::cluster_math::desired_database_configuration;
 use fdb_shared::printable::unescape_bytes;
 use fdb_shared::validation::backup_values::{blob_store_errors, key_range_errors};
 use fdb_shared::validation::validate_cluster_spec;
@@ -132,6 +133,18 @@ fn configure_values_are_refused_or_one_token() {
                 .any(|e| e.starts_with(&format!("spec.databaseConfiguration.{field}:")));
             let built = configure(&configuration, false);
             if named {
+                continue;
+            }
+            if value.is_empty()
+                && matches!(
+                    *field,
+                    "storage_migration_type" | "perpetual_storage_wiggle_engine"
+                )
+            {
+                // The Go CRD's empty value means "not set": it never reaches configure.
+                let desired = desired_database_configuration(&spec_with(configuration));
+                assert_eq!(desired.storage_migration_type, None);
+                assert_eq!(desired.perpetual_storage_wiggle_engine, None);
                 continue;
             }
             accepted += 1;

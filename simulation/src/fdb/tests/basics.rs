@@ -30,10 +30,16 @@ async fn an_unconfigured_database_becomes_available_after_configure_new() {
     clock.advance_seconds(5);
     let status = fdb.status().await.unwrap();
     assert!(status.is_available() && status.is_healthy());
+    // What was configured, and what 7.1.57 reports whether configured or not.
     assert_eq!(
         status.cluster.configuration,
         Some(DatabaseConfiguration {
             excluded_servers: Vec::new(),
+            log_spill: Some(2),
+            perpetual_storage_wiggle: Some(0),
+            perpetual_storage_wiggle_engine: Some(StorageEngine::None),
+            perpetual_storage_wiggle_locality: Some("0".to_owned()),
+            storage_migration_type: Some(StorageMigrationType::Disabled),
             ..double_ssd()
         })
     );

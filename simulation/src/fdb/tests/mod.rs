@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
-use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode, StorageEngine};
+use fdb_shared::api::{
+    DatabaseConfiguration, ProcessClass, RedundancyMode, StorageEngine, StorageMigrationType,
+};
 use fdb_shared::status_json::{DatabaseStatus, ProcessStatus};
 
 use super::*;
