@@ -147,7 +147,7 @@ fn render_configuration(state: &State, version: Option<&FdbVersion>) -> Value {
 /// fdbclient/DatabaseConfiguration.cpp): the perpetual wiggle engine as `none` from 7.1.43
 /// on (the 7.1 captures in shared/tests/fixtures show it), `tenant_mode`, blob granules and
 /// the backup worker in every supported version, the encryption mode from 7.3.
-fn always_reported_configuration(version: Option<&FdbVersion>) -> Vec<(String, Value)> {
+pub(crate) fn always_reported_configuration(version: Option<&FdbVersion>) -> Vec<(String, Value)> {
     let mut keys = vec![
         ("backup_worker_enabled", json!(0)),
         ("blob_granules_enabled", json!(0)),

@@ -158,6 +158,26 @@ fn captured_roles(
         .collect()
 }
 
+/// The configuration as it was configured: the keys FoundationDB reports with their
+/// unset value whether or not they were set (`super::render`'s always-reported keys)
+/// are left out, as a database configured without them holds them; the status renders
+/// them again.
+fn without_reported_defaults(
+    configuration: DatabaseConfiguration,
+    parsed: &DatabaseStatus,
+) -> DatabaseConfiguration {
+    let version = parsed.cluster.running_version();
+    let Ok(serde_json::Value::Object(mut fields)) = serde_json::to_value(&configuration) else {
+        return configuration;
+    };
+    for (key, unset) in super::render::always_reported_configuration(version.as_ref()) {
+        if fields.get(&key) == Some(&unset) {
+            fields.remove(&key);
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or(configuration)
+}
+
 impl SimulatedFdb {
     /// Makes the database the captured one: its configuration, exclusions, maintenance
     /// zone and clients, and data per storage process from `kvstore_used_bytes`; call
@@ -174,6 +194,7 @@ impl SimulatedFdb {
             .ok_or(SeedError::NotConfigured)?;
         let exclusions = captured_exclusions(&configuration)?;
         configuration.excluded_servers.clear();
+        let configuration = without_reported_defaults(configuration, &parsed);
         let storage_gib = mean_storage_gib(&parsed);
         let clients = captured_clients(&parsed);
         let captured_roles = captured_roles(&parsed);

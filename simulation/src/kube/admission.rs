@@ -1,7 +1,8 @@
 //! What the real API server adds to objects on their way in (defaulting and admission
 //! plugins), for the kinds where it matters to an operator:
 //!
-//! - Pods get the `DefaultTolerationSeconds` tolerations: `node.kubernetes.io/not-ready`
+//! - Pods get the core v1 defaults ([`super::core_defaults`]), the service account token
+//!   volume ([`super::service_account`]) and the `DefaultTolerationSeconds` tolerations: `node.kubernetes.io/not-ready`
 //!   and `node.kubernetes.io/unreachable`, `NoExecute`, for 300 s, unless they already
 //!   tolerate those taints. (This is what makes pods leave a dead node after 5 minutes.)
 //! - Services: `type` defaults to `ClusterIP`; a ClusterIP (or NodePort/LoadBalancer)
@@ -31,8 +32,18 @@ const FIRST_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 11);
 /// Addresses in the service range `10.96.0.0/12`.
 const SERVICE_RANGE_SIZE: u32 = 1 << 20;
 
+/// What a real server adds to a pod being created, in its order: the core v1 defaults
+/// (at decoding, [`super::core_defaults`]), then the ServiceAccount plugin's token volume
+/// ([`super::service_account`]; `token_suffix` names it) and the DefaultTolerationSeconds
+/// plugin's tolerations.
+pub fn admit_pod(pod: &mut Value, token_suffix: &str) {
+    super::core_defaults::default_pod(pod);
+    super::service_account::admit_service_account(pod, token_suffix);
+    add_default_tolerations(pod);
+}
+
 /// Adds the default `NoExecute` tolerations to a pod being created.
-pub fn admit_pod(pod: &mut Value) {
+fn add_default_tolerations(pod: &mut Value) {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -233,7 +244,7 @@ mod tests {
         let mut pod = json!({"spec": {"containers": [],
             "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
                              "effect": "NoExecute"}]}});
-        admit_pod(&mut pod);
+        admit_pod(&mut pod, "abcde");
         let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
         assert_eq!(tolerations.len(), 2, "{tolerations:?}");
         assert_eq!(tolerations[1]["key"], "node.kubernetes.io/not-ready");

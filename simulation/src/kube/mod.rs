@@ -23,16 +23,20 @@
 
 pub mod accounting;
 pub mod admission;
+pub mod core_defaults;
 pub mod deletion;
 pub mod errors;
 pub mod faults;
+pub mod generated_names;
 pub mod operations;
 pub mod patch;
 pub mod pod_updates;
+pub mod quantity;
 pub mod resources;
 pub mod routes;
 pub mod selectors;
 pub mod service;
+pub mod service_account;
 pub mod store;
 pub mod subresources;
 pub mod update_rules;

@@ -9,7 +9,9 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use super::admission::{self, ServiceIps};
+use super::core_defaults;
 use super::errors::ApiError;
+use super::generated_names::NAME_ALPHABET;
 use super::patch::{PatchType, apply_patch};
 use super::resources::{ResourceRegistry, ResourceType, is_core};
 use super::update_rules::{
@@ -69,8 +71,9 @@ impl ResourceKey {
     }
 }
 
-/// Kubernetes' alphabet for generated name suffixes (no vowels, no confusable digits).
-const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+/// The storage class a claim that names none gets (the world's default class, as the
+/// DefaultStorageClass admission plugin assigns a cluster's).
+const DEFAULT_STORAGE_CLASS: &str = "standard";
 
 /// Everything behind the server's lock.
 #[derive(Debug)]
@@ -210,8 +213,12 @@ impl State {
             return Err(ApiError::already_exists(resource, &name));
         }
         if is_core(resource, "pods") {
-            admission::admit_pod(&mut object);
+            let token_suffix = super::service_account::token_volume_suffix(self.uid_counter + 1);
+            admission::admit_pod(&mut object, &token_suffix);
+        } else if is_core(resource, "persistentvolumeclaims") {
+            core_defaults::default_claim(&mut object, Some(DEFAULT_STORAGE_CLASS));
         } else if is_core(resource, "services") {
+            core_defaults::default_service(&mut object);
             let in_use = self.cluster_ips_in_use(resource);
             self.service_ips
                 .admit_service(resource, &name, &mut object, &in_use)?;

@@ -6,8 +6,12 @@
 //! environment, volume mounts and resources; the pod's volumes (what each is made
 //! from); its scheduling (node selector, affinity, tolerations asked for). What the API
 //! server adds on admission (default modes, pull policies, termination paths, default
-//! tolerations) is not compared: the desired pod does not ask for it. Nor is what the
-//! desired pod leaves to the user's defaults (no resources, no security context asked).
+//! tolerations, ports' protocol, probe defaults, requests copied from limits, quantities
+//! in canonical form, and the ServiceAccount plugin's `kube-api-access-*` token volume
+//! with its mount in every container) is not compared: the desired pod does not ask for
+//! it. Nor is what the desired pod leaves to the user's defaults (no resources, no
+//! security context asked). The rules the server applies are in
+//! `simulation/src/kube/core_defaults.rs` and `service_account.rs`.
 //!
 //! Forms that run the same processes are the same ([`super::invocation`]): fdbmonitor
 //! started directly or through `sh -c "fdbmonitor ... >> log 2>&1"` (the Go operator's
@@ -15,13 +19,23 @@
 //! set, and, in the main container of a split-image pod, the conf variables only the
 //! sidecar needs (it renders the conf fdbmonitor reads) when the sidecar carries them.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimSpec, PodSpec, Probe, Volume,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
+
+use crate::controller::quantity::parse_quantity;
 
 use super::containers::{INIT_CONTAINER, MAIN_CONTAINER, SIDECAR_CONTAINER};
 use super::invocation::{fdbmonitor_invocation, flag_set};
+
+/// The prefix of the token volume the ServiceAccount admission plugin adds to every pod
+/// (`ServiceAccountVolumeName` in kubernetes/kubernetes
+/// `plugin/pkg/admission/serviceaccount/admission.go`).
+const TOKEN_VOLUME_PREFIX: &str = "kube-api-access-";
 
 /// The first field in which `live` runs its processes differently from `desired`
 /// (`containers[foundationdb].env`, `volumes[config-map]`), or `None` when it runs them
@@ -59,11 +73,16 @@ fn containers_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
             .filter(|c| c.name == SIDECAR_CONTAINER)
             .flat_map(env)
             .collect();
+        let admitted = admitted_token_volumes(desired, live);
         for wanted in desired_list {
             let Some(running) = live_list.iter().find(|c| c.name == wanted.name) else {
                 return Some(format!("{list}[{}]", wanted.name));
             };
-            if let Some(field) = container_difference(wanted, running, &sidecar_env) {
+            let context = LiveContext {
+                sidecar_env: &sidecar_env,
+                admitted_volumes: &admitted,
+            };
+            if let Some(field) = container_difference(wanted, running, &context) {
                 return Some(format!("{list}[{}].{field}", wanted.name));
             }
         }
@@ -74,7 +93,12 @@ fn containers_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
 /// The first volume whose source differs (or a different number of volumes).
 fn volumes_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     let desired_volumes = desired.volumes.as_deref().unwrap_or_default();
-    let live_volumes = live.volumes.as_deref().unwrap_or_default();
+    let live_volumes: Vec<&Volume> = live
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| !admitted_token_volume(v, desired_volumes))
+        .collect();
     if desired_volumes.len() != live_volumes.len() {
         return Some("volumes (count)".to_owned());
     }
@@ -88,6 +112,30 @@ fn volumes_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
         }
     }
     None
+}
+
+/// The service account plugin's volume: a projected `kube-api-access-*` volume holding a
+/// service account token, which the desired pod did not ask for.
+fn admitted_token_volume(volume: &Volume, desired: &[Volume]) -> bool {
+    volume.name.starts_with(TOKEN_VOLUME_PREFIX)
+        && !desired.iter().any(|v| v.name == volume.name)
+        && volume.projected.as_ref().is_some_and(|p| {
+            p.sources
+                .iter()
+                .flatten()
+                .any(|s| s.service_account_token.is_some())
+        })
+}
+
+/// The names of the live pod's admitted token volumes.
+fn admitted_token_volumes(desired: &PodSpec, live: &PodSpec) -> Vec<String> {
+    let desired_volumes = desired.volumes.as_deref().unwrap_or_default();
+    live.volumes
+        .iter()
+        .flatten()
+        .filter(|v| admitted_token_volume(v, desired_volumes))
+        .map(|v| v.name.clone())
+        .collect()
 }
 
 /// Node selection, affinity, what the desired pod asks of the pod's security and
@@ -152,17 +200,25 @@ fn scheduling_difference(desired: &PodSpec, live: &PodSpec) -> Option<String> {
     None
 }
 
+/// What a container is judged with besides itself.
+struct LiveContext<'a> {
+    /// The variables the live sidecar carries.
+    sidecar_env: &'a [Value],
+    /// The live pod's admitted service account token volumes.
+    admitted_volumes: &'a [String],
+}
+
 fn container_difference(
     desired: &Container,
     live: &Container,
-    sidecar_env: &[Value],
+    context: &LiveContext<'_>,
 ) -> Option<&'static str> {
     if desired.image != live.image {
         return Some("image");
     }
     command_difference(desired, live)
-        .or_else(|| env_difference(desired, live, sidecar_env))
-        .or_else(|| container_settings_difference(desired, live))
+        .or_else(|| env_difference(desired, live, context.sidecar_env))
+        .or_else(|| container_settings_difference(desired, live, context.admitted_volumes))
 }
 
 /// The command and arguments (fdbmonitor's invocation compared as such, the sidecar's
@@ -219,12 +275,17 @@ fn env_difference(
 }
 
 /// Mounts, what the container asks of security, probes and ports, and its resources.
-fn container_settings_difference(desired: &Container, live: &Container) -> Option<&'static str> {
+fn container_settings_difference(
+    desired: &Container,
+    live: &Container,
+    admitted_volumes: &[String],
+) -> Option<&'static str> {
     let mounts = |c: &Container| -> Vec<Value> {
         let mut mounts: Vec<Value> = c
             .volume_mounts
             .iter()
             .flatten()
+            .filter(|m| !admitted_volumes.contains(&m.name))
             .map(|m| {
                 json!([
                     m.name,
@@ -261,17 +322,13 @@ fn container_settings_difference(desired: &Container, live: &Container) -> Optio
             probe(desired.startup_probe.as_ref()),
             probe(live.startup_probe.as_ref()),
         ),
-        ("ports", json!(desired.ports), json!(live.ports)),
+        ("ports", ports(desired), ports(live)),
     ];
     for (field, wanted, running) in asked {
         if !wanted.is_null() && wanted != running {
             return Some(field);
         }
     }
-    let resources = |c: &Container| {
-        let r = c.resources.clone().unwrap_or_default();
-        (r.requests.unwrap_or_default(), r.limits.unwrap_or_default())
-    };
     let asked = resources(desired);
     let asked_any = !asked.0.is_empty() || !asked.1.is_empty();
     if asked_any && asked != resources(live) {
@@ -280,8 +337,54 @@ fn container_settings_difference(desired: &Container, live: &Container) -> Optio
     None
 }
 
+/// Ports with the protocol the server defaults (`TCP`) filled in.
+fn ports(container: &Container) -> Value {
+    let Some(ports) = &container.ports else {
+        return Value::Null;
+    };
+    let mut ports = ports.clone();
+    for port in &mut ports {
+        port.protocol.get_or_insert_with(|| "TCP".to_owned());
+    }
+    json!(ports)
+}
+
+/// A resource list as amounts in milli-units, rounded up as the server rounds them, so
+/// `0.5` and `500m`, `1024Mi` and `1Gi` are one amount; text that is not a quantity is
+/// kept as text.
+type Amounts = BTreeMap<String, Result<i128, String>>;
+
+fn amounts(list: Option<&BTreeMap<String, Quantity>>) -> Amounts {
+    list.into_iter()
+        .flatten()
+        .map(|(key, quantity)| {
+            let amount = parse_quantity(&quantity.0)
+                .ok()
+                .filter(|value| value.is_finite())
+                // Milli-units, rounded up as SetDefaults_ResourceList does.
+                .map(|value| (value * 1000.0).ceil() as i128)
+                .ok_or_else(|| quantity.0.clone());
+            (key.clone(), amount)
+        })
+        .collect()
+}
+
+/// Requests (those left out default to the limits, as the server defaults them) and
+/// limits.
+fn resources(container: &Container) -> (Amounts, Amounts) {
+    let resources = container.resources.clone().unwrap_or_default();
+    let limits = amounts(resources.limits.as_ref());
+    let mut requests = amounts(resources.requests.as_ref());
+    for (key, amount) in &limits {
+        requests
+            .entry(key.clone())
+            .or_insert_with(|| amount.clone());
+    }
+    (requests, limits)
+}
+
 /// A probe with the API server's defaults filled in (timeout 1 s, period 10 s, success
-/// threshold 1, failure threshold 3), so a probe as asked and as admitted compare equal.
+/// threshold 1, failure threshold 3, an HTTP check's path `/` and scheme `HTTP`), so a probe as asked and as admitted compare equal.
 fn probe(probe: Option<&Probe>) -> Value {
     let Some(probe) = probe else {
         return Value::Null;
@@ -291,6 +394,10 @@ fn probe(probe: Option<&Probe>) -> Value {
     probe.period_seconds.get_or_insert(10);
     probe.success_threshold.get_or_insert(1);
     probe.failure_threshold.get_or_insert(3);
+    if let Some(get) = probe.http_get.as_mut() {
+        get.path.get_or_insert_with(|| "/".to_owned());
+        get.scheme.get_or_insert_with(|| "HTTP".to_owned());
+    }
     json!(probe)
 }
 
@@ -298,11 +405,21 @@ fn probe(probe: Option<&Probe>) -> Value {
 /// not have as asked (`spec.resources`, `spec.storageClassName`), or `None`: a claim
 /// made by another operator (another spec hash) is kept when it has what ours would ask
 /// for. What the desired claim leaves unset (a default storage class, the volume mode,
-/// the bound volume) is the server's and not judged.
+/// the bound volume) is the server's and not judged; sizes are compared as amounts (the
+/// server stores `0.5Gi` as `512Mi`).
 pub fn pvc_difference(
     desired: &PersistentVolumeClaimSpec,
     live: &PersistentVolumeClaimSpec,
 ) -> Option<String> {
+    let claim_amounts = |spec: &PersistentVolumeClaimSpec| {
+        spec.resources
+            .as_ref()
+            .map(|r| (amounts(r.requests.as_ref()), amounts(r.limits.as_ref())))
+    };
+    let resources_asked = claim_amounts(desired);
+    if resources_asked.is_some() && resources_asked != claim_amounts(live) {
+        return Some("spec.resources".to_owned());
+    }
     let desired = json!(desired);
     let live = json!(live);
     let Value::Object(asked) = desired else {
@@ -310,7 +427,7 @@ pub fn pvc_difference(
     };
     asked
         .iter()
-        .filter(|(_, value)| !value.is_null())
+        .filter(|(field, value)| !value.is_null() && field.as_str() != "resources")
         .find(|(field, value)| live.get(field.as_str()) != Some(value))
         .map(|(field, _)| format!("spec.{field}"))
 }
@@ -366,99 +483,4 @@ fn volume_source(volume: &Volume) -> Value {
         }),
         "hostPath": volume.host_path.as_ref().map(|h| h.path.clone()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Toleration};
-
-    fn spec() -> PodSpec {
-        serde_json::from_value(json!({
-            "containers": [
-                {"name": "foundationdb", "image": "foundationdb/foundationdb:7.1.57",
-                 "command": ["sh", "-c"], "args": ["fdbmonitor"],
-                 "env": [{"name": "FDB_CLUSTER_FILE", "value": "/var/fdb/data/fdb.cluster"}],
-                 "volumeMounts": [{"name": "data", "mountPath": "/var/fdb/data"}]},
-                {"name": "foundationdb-kubernetes-sidecar",
-                 "image": "foundationdb/foundationdb-kubernetes-sidecar:7.1.57-1",
-                 "env": [{"name": "FDB_PUBLIC_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]},
-            ],
-            "volumes": [
-                {"name": "data", "persistentVolumeClaim": {"claimName": "sample-storage-1-data"}},
-                {"name": "config-map", "configMap": {"name": "sample-config"}},
-            ],
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn what_the_api_server_adds_is_not_a_difference() {
-        let desired = spec();
-        let mut live = spec();
-        for container in &mut live.containers {
-            container.image_pull_policy = Some("IfNotPresent".into());
-            container.termination_message_path = Some("/dev/termination-log".into());
-            for env in container.env.iter_mut().flatten() {
-                if let Some(field) = env.value_from.as_mut().and_then(|f| f.field_ref.as_mut()) {
-                    field.api_version = Some("v1".into());
-                }
-            }
-        }
-        for volume in live.volumes.iter_mut().flatten() {
-            if let Some(config_map) = volume.config_map.as_mut() {
-                *config_map = ConfigMapVolumeSource {
-                    default_mode: Some(420),
-                    ..config_map.clone()
-                };
-            }
-        }
-        live.tolerations = Some(vec![Toleration {
-            key: Some("node.kubernetes.io/not-ready".into()),
-            effect: Some("NoExecute".into()),
-            operator: Some("Exists".into()),
-            toleration_seconds: Some(300),
-            value: None,
-        }]);
-        live.restart_policy = Some("Always".into());
-        assert_eq!(process_difference(&desired, &live), None);
-    }
-
-    #[test]
-    fn each_difference_that_matters_is_named() {
-        let desired = spec();
-        let mut live = spec();
-        live.containers[1].image =
-            Some("foundationdb/foundationdb-kubernetes-sidecar:7.1.57-0".into());
-        assert_eq!(
-            process_difference(&desired, &live).as_deref(),
-            Some("containers[foundationdb-kubernetes-sidecar].image")
-        );
-        let mut live = spec();
-        live.containers[0].env = Some(vec![EnvVar {
-            name: "FDB_CLUSTER_FILE".into(),
-            value: Some("/other".into()),
-            value_from: None,
-        }]);
-        assert_eq!(
-            process_difference(&desired, &live).as_deref(),
-            Some("containers[foundationdb].env")
-        );
-        let mut live = spec();
-        live.volumes.as_mut().unwrap()[1]
-            .config_map
-            .as_mut()
-            .unwrap()
-            .name = "other".into();
-        assert_eq!(
-            process_difference(&desired, &live).as_deref(),
-            Some("volumes[config-map]")
-        );
-        let mut live = spec();
-        live.node_selector = Some([("a".to_owned(), "b".to_owned())].into());
-        assert_eq!(
-            process_difference(&desired, &live).as_deref(),
-            Some("nodeSelector")
-        );
-    }
 }

@@ -26,6 +26,8 @@ mod substitutions;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
+mod tests_equivalence;
+#[cfg(test)]
 mod tests_names;
 #[cfg(test)]
 mod tests_objects;

@@ -30,6 +30,9 @@
 
 use serde_json::{Value, json};
 
+use crate::kube::service_account::token_volume_suffix;
+use crate::kube::{admission, core_defaults};
+
 mod pods;
 mod unified;
 
@@ -159,12 +162,20 @@ impl GoV2Cluster {
         }
         objects.push(self.cluster(&groups, &connection));
         objects.push(self.config_map(&connection));
-        objects.push(self.headless_service());
+        let mut service = self.headless_service();
+        core_defaults::default_service(&mut service);
+        objects.push(service);
+        // As a real API server returns them: with what defaulting and admission added.
         for (index, group) in groups.iter().enumerate() {
             if group.class != "stateless" {
-                objects.push(self.pvc(group, index));
+                let mut claim = self.pvc(group, index);
+                core_defaults::default_claim(&mut claim, Some("standard"));
+                objects.push(claim);
             }
-            objects.push(self.pod(group, index));
+            let mut pod = self.pod(group, index);
+            let serial = u64::try_from(index).unwrap_or(u64::MAX);
+            admission::admit_pod(&mut pod, &token_volume_suffix(serial));
+            objects.push(pod);
         }
         GoV2Snapshot {
             objects,
