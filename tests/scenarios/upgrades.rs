@@ -439,9 +439,13 @@ fn an_operator_without_the_targets_tools_never_starts_the_upgrade() {
     assert_eq!(violations(&result), Vec::<String>::new());
     assert_eq!(kills(&result), Vec::<String>::new());
     let missing = operator_events(&result, "MissingFdbTools");
-    assert!(!missing.is_empty(), "a Warning Event names the missing tools");
     assert!(
-        missing[0].contains("no fdbcli for FoundationDB 7.3.43: /usr/bin/fdb/7.3/fdbcli does not exist"),
+        !missing.is_empty(),
+        "a Warning Event names the missing tools"
+    );
+    assert!(
+        missing[0]
+            .contains("no fdbcli for FoundationDB 7.3.43: /usr/bin/fdb/7.3/fdbcli does not exist"),
         "{}",
         missing[0]
     );

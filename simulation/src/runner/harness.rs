@@ -111,10 +111,7 @@ impl SimulatedAdminProvider {
 }
 
 impl AdminClientProvider for SimulatedAdminProvider {
-    fn admin_for(
-        &self,
-        cluster: &FoundationDBCluster,
-    ) -> Result<Arc<dyn AdminClient>, AdminError> {
+    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
         if let Ok(versions) = tool_versions(cluster)
             && let Some(missing) = self.tools.missing(&versions.running)
         {

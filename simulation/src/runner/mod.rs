@@ -43,8 +43,7 @@ use fdb_operator::fdb::ClientInfo;
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use harness::{
     OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR,
-    new_operator_context,
-    operator_kube_client, simulated_sidecar_client_settings,
+    new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
 };
 pub use live::serve_scenario;
 

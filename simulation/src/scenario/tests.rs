@@ -221,7 +221,10 @@ fn v2_semantic_errors_name_the_field() {
             "world: {operatorTools: [\"7.1\", \"../7.3\"]}\n",
             "world.operatorTools[1]",
         ),
-        ("world: {operatorTools: [\"7\"]}\n", "world.operatorTools[0]"),
+        (
+            "world: {operatorTools: [\"7\"]}\n",
+            "world.operatorTools[0]",
+        ),
     ];
     for (body, field) in cases {
         match parse(body) {

@@ -358,8 +358,8 @@ impl Scenario {
 /// Whether `text` is `MAJOR.MINOR` (`7.3`), the name of a tools directory.
 fn is_minor_version(text: &str) -> bool {
     text.split_once('.').is_some_and(|(major, minor)| {
-        [major, minor]
-            .iter()
-            .all(|part| !part.is_empty() && part.len() <= 4 && part.bytes().all(|b| b.is_ascii_digit()))
+        [major, minor].iter().all(|part| {
+            !part.is_empty() && part.len() <= 4 && part.bytes().all(|b| b.is_ascii_digit())
+        })
     })
 }
