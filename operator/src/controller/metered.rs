@@ -363,6 +363,24 @@ mod tests {
         assert!(text.contains("command=\"read_lock\""), "{text}");
     }
 
+    #[test]
+    fn the_wrapper_reports_the_missing_tools_of_the_provider_it_wraps() {
+        // Production always wraps its provider (production.rs): without this the
+        // upgrade would start on a version the operator has no tools for.
+        let dir = tempfile::tempdir().unwrap();
+        let inner = crate::controller::providers::FdbcliAdminProvider {
+            tools: crate::fdb::FdbTools::new(dir.path().to_owned(), None),
+            work_dir: dir.path().join("work"),
+            tls: None,
+        };
+        let metered =
+            MeteredAdminProvider::new(Arc::new(inner), Arc::new(OperatorMetrics::default()));
+        let missing = metered
+            .missing_tool(&"7.3.43".parse().unwrap())
+            .expect("no 7.3 tools in an empty directory");
+        assert_eq!(missing.path, dir.path().join("7.3/fdbcli"));
+    }
+
     /// Sidecars at a loopback port nothing listens on.
     struct ClosedPort(u16);
 
