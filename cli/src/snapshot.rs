@@ -10,7 +10,8 @@ use clap::Args;
 
 use fdb_operator::capture::{CaptureOptions, capture};
 use fdb_operator::controller::providers::FdbcliAdminProvider;
-use fdb_operator::fdb::TlsFiles;
+use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, TRACE_LOG_GROUP_ENV};
+use fdb_operator::fdb::{FdbTools, TlsFiles};
 use fdb_simulation::scenario::snapshot_write::write_dir;
 
 /// Arguments of `fdb-operator snapshot`.
@@ -36,9 +37,15 @@ pub struct SnapshotArgs {
     /// by a placeholder; the keys stay).
     #[arg(long)]
     pub include_secret_values: bool,
-    /// The fdbcli binary that reads `status json`.
-    #[arg(long, default_value = "/usr/bin/fdbcli")]
-    pub fdbcli: PathBuf,
+    /// The FoundationDB tools of each minor version, as `run` takes them
+    /// (DIR/<major.minor>/fdbcli): `status json` is read with the fdbcli of the
+    /// cluster's running version.
+    #[arg(long, env = "FDB_BINARY_DIR", value_name = "DIR", default_value = DEFAULT_FDB_BINARIES_DIR)]
+    pub fdb_binaries_dir: PathBuf,
+    /// One fdbcli for the cluster whatever its version: overrides --fdb-binaries-dir
+    /// (it must be of the cluster's minor version to read it).
+    #[arg(long, value_name = "PATH")]
+    pub fdbcli: Option<PathBuf>,
     /// Directory for the cluster file fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
     pub work_dir: PathBuf,
@@ -65,6 +72,14 @@ pub fn fdbcli_tls(args: &SnapshotArgs) -> Result<Option<TlsFiles>, String> {
         args.tls_ca_file.as_ref(),
         args.tls_verify_peers.as_ref(),
     )
+}
+
+/// The tools the capture runs: per version under --fdb-binaries-dir, or the one
+/// --fdbcli; with the log group of the operator's connections when the environment
+/// names one (as in the operator image), so a capture is listed like the operator.
+pub fn fdb_tools(args: &SnapshotArgs) -> FdbTools {
+    FdbTools::new(args.fdb_binaries_dir.clone(), args.fdbcli.clone())
+        .with_trace_log_group(std::env::var(TRACE_LOG_GROUP_ENV).ok())
 }
 
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, String> {
@@ -120,7 +135,7 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
         include_secret_values: args.include_secret_values,
     };
     let admin = FdbcliAdminProvider {
-        fdbcli_path: args.fdbcli.clone(),
+        tools: fdb_tools(args),
         work_dir: args.work_dir.clone(),
         tls,
     };
@@ -200,5 +215,28 @@ mod tests {
         assert_eq!(tls.verify_peers.as_deref(), Some("Check.Valid=1"));
         let partial = parse(&["--tls-certificate-file", "/tls/cert.pem"]);
         assert!(fdbcli_tls(&partial).unwrap_err().contains("go together"));
+    }
+
+    #[test]
+    fn status_is_read_with_the_tools_of_the_clusters_version() {
+        use fdb_operator::fdb::ToolLayout;
+        assert_eq!(
+            fdb_tools(&parse(&[])).layout,
+            ToolLayout::PerVersion {
+                binaries_dir: "/usr/bin/fdb".into()
+            }
+        );
+        assert_eq!(
+            fdb_tools(&parse(&["--fdb-binaries-dir", "/opt/fdb"])).layout,
+            ToolLayout::PerVersion {
+                binaries_dir: "/opt/fdb".into()
+            }
+        );
+        assert_eq!(
+            fdb_tools(&parse(&["--fdbcli", "/opt/fdbcli"])).layout,
+            ToolLayout::Single {
+                fdbcli: "/opt/fdbcli".into()
+            }
+        );
     }
 }

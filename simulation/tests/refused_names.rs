@@ -31,7 +31,10 @@ async fn refused_pass(name: &str) -> (FakeApiServer, String) {
     let ctx = Context::new(
         client,
         Arc::new(FdbcliAdminProvider {
-            fdbcli_path: PathBuf::from("/nonexistent/fdbcli"),
+            tools: fdb_operator::fdb::FdbTools::new(
+                PathBuf::from("/nonexistent"),
+                Some(PathBuf::from("/nonexistent/fdbcli")),
+            ),
             work_dir: std::env::temp_dir(),
             tls: None,
         }),

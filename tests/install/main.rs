@@ -376,16 +376,32 @@ fn the_deployment_runs_run_with_flags_its_command_line_accepts() {
             "{file}"
         );
 
-        // fdbcli is where the image's FoundationDB base puts it.
+        // The tools of each minor version are where the image puts them, and the
+        // operator's connections carry the log group the client check ignores.
         assert!(
             dockerfile
                 .runtime_base
                 .starts_with("foundationdb/foundationdb:")
         );
+        assert_eq!(run.fdbcli, None, "{file}: --fdbcli would pin one version");
         assert_eq!(
-            run.fdbcli,
-            PathBuf::from("/usr/bin/fdbcli"),
-            "{file}: --fdbcli"
+            dockerfile.env.get("FDB_BINARY_DIR").map(PathBuf::from),
+            Some(run.fdb_binaries_dir.clone()),
+            "{file}: --fdb-binaries-dir"
+        );
+        for minor in ["7.1", "7.3", "7.4"] {
+            let copied = format!("/usr/bin/fdbrestore /usr/bin/fdb/{minor}/");
+            assert!(
+                dockerfile.text.contains(&copied),
+                "the image holds the {minor} tools"
+            );
+        }
+        assert_eq!(
+            dockerfile
+                .env
+                .get("FDB_NETWORK_OPTION_TRACE_LOG_GROUP")
+                .map(String::as_str),
+            Some("fdb-kubernetes-operator")
         );
         assert!(run.sidecar_ca_file.is_none() && run.sidecar_client_certificate.is_none());
 

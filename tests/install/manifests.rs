@@ -1,7 +1,7 @@
 //! Reading the install YAML into typed Kubernetes objects, and the facts the Dockerfile
 //! documents.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -207,6 +207,10 @@ pub struct DockerfileFacts {
     pub entrypoint: Vec<String>,
     /// The `CMD` (exec form).
     pub cmd: Vec<String>,
+    /// The `ENV NAME=VALUE` settings.
+    pub env: BTreeMap<String, String>,
+    /// The whole text, for facts checked by content.
+    pub text: String,
 }
 
 fn exec_form(line: &str, instruction: &str) -> Vec<String> {
@@ -247,6 +251,13 @@ impl DockerfileFacts {
             user: instruction("USER"),
             entrypoint: exec_form(&instruction("ENTRYPOINT"), "ENTRYPOINT"),
             cmd: exec_form(&instruction("CMD"), "CMD"),
+            env: text
+                .lines()
+                .filter_map(|line| line.strip_prefix("ENV "))
+                .filter_map(|rest| rest.trim().split_once('='))
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect(),
+            text: text.to_owned(),
         }
     }
 }

@@ -420,3 +420,48 @@ fn a_kill_the_coordinators_ignore_is_retried_with_a_backoff() {
         violations(&result)
     );
 }
+
+#[test]
+fn an_operator_without_the_targets_tools_never_starts_the_upgrade() {
+    // The operator image holds only the 7.1 tools: it could not read the database once
+    // the kill restarted it on 7.3, so nothing of the upgrade may start.
+    let world = "  operatorTools: [\"7.1\"]\n";
+    let result = run(
+        &with_world(
+            world,
+            SPEC_71,
+            &format!(
+                "{UPGRADE}  - advance: 1800\n  - expect: {{within: 600, available: true, runningVersion: \"7.1.57\"}}\n"
+            ),
+        ),
+        None,
+    );
+    assert_eq!(violations(&result), Vec::<String>::new());
+    assert_eq!(kills(&result), Vec::<String>::new());
+    let missing = operator_events(&result, "MissingFdbTools");
+    assert!(
+        !missing.is_empty(),
+        "a Warning Event names the missing tools"
+    );
+    assert!(
+        missing[0]
+            .contains("no fdbcli for FoundationDB 7.3.43: /usr/bin/fdb/7.3/fdbcli does not exist"),
+        "{}",
+        missing[0]
+    );
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.cluster["status"]["runningVersion"], "7.1.57");
+    let processes = last.fdb["processes"].as_array().unwrap();
+    assert!(
+        processes.iter().all(|p| p["version"] == "7.1.57"),
+        "{processes:?}"
+    );
+    // Nothing staged: no sidecar holds a 7.3 binary.
+    for (pod, sidecar) in &last.sidecars {
+        assert!(
+            sidecar.binaries.iter().all(|b| !b.contains("7.3.43")),
+            "{pod}: {:?}",
+            sidecar.binaries
+        );
+    }
+}

@@ -19,7 +19,8 @@ use crate::controller::production::{
 };
 use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use crate::controller::requeue::RequeuePolicy;
-use crate::fdb::TlsFiles;
+use crate::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
+use crate::fdb::{FdbTools, TlsFiles};
 
 /// Arguments of `fdb-operator run`.
 #[derive(Debug, Args)]
@@ -30,9 +31,28 @@ pub struct RunArgs {
     /// Address serving Prometheus metrics at /metrics, and /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_address: SocketAddr,
-    /// The fdbcli binary.
-    #[arg(long, default_value = "/usr/bin/fdbcli")]
-    pub fdbcli: PathBuf,
+    /// The FoundationDB tools of each minor version, laid out as
+    /// DIR/<major.minor>/{fdbcli,fdbbackup,fdbrestore} (DIR/7.1/fdbcli, DIR/7.3/fdbcli,
+    /// ...), as in the operator image. Each cluster's commands run with the tools of its
+    /// running version, and with the target's once an incompatible upgrade restarted
+    /// its processes; a version without tools gets a Warning Event `MissingFdbTools` and
+    /// no upgrade to it starts.
+    #[arg(long, env = "FDB_BINARY_DIR", value_name = "DIR", default_value = DEFAULT_FDB_BINARIES_DIR)]
+    pub fdb_binaries_dir: PathBuf,
+    /// One fdbcli for every cluster, whatever its version (fdbbackup and fdbrestore are
+    /// taken from its directory): overrides --fdb-binaries-dir. Only for operators whose
+    /// clusters all run the minor version of this fdbcli; an fdbcli cannot read a
+    /// cluster of another minor version, so upgrades across minors need
+    /// --fdb-binaries-dir.
+    #[arg(long, value_name = "PATH")]
+    pub fdbcli: Option<PathBuf>,
+    /// The trace log group of the tools the operator runs, passed to them as
+    /// FDB_NETWORK_OPTION_TRACE_LOG_GROUP: their connections are listed under it in
+    /// `status json`. The operator image sets `fdb-kubernetes-operator`, which
+    /// `automationOptions.ignoreLogGroupsForUpgrade` ignores by default; with another
+    /// group, add it there or the operator's own connections block minor upgrades.
+    #[arg(long, env = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP", value_name = "GROUP")]
+    pub fdb_trace_log_group: Option<String>,
     /// Directory for the cluster files fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
     pub work_dir: PathBuf,
@@ -133,6 +153,13 @@ fn fdbcli_tls(args: &RunArgs) -> Result<Option<TlsFiles>, String> {
     )
 }
 
+/// The tools the operator runs: per version under --fdb-binaries-dir, or the one
+/// --fdbcli; with the trace log group of the operator's connections.
+fn fdb_tools(args: &RunArgs) -> FdbTools {
+    FdbTools::new(args.fdb_binaries_dir.clone(), args.fdbcli.clone())
+        .with_trace_log_group(args.fdb_trace_log_group.clone())
+}
+
 /// The operator's TLS material for sidecars: the sidecar-specific flags, else the
 /// operator's TLS files.
 fn sidecar_tls(args: &RunArgs) -> Option<SidecarClientTls> {
@@ -200,7 +227,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     let factory = SidecarClientFactory::new(tls.as_ref())
         .map_err(|e| format!("cannot build the sidecar client: {e}"))?;
     let admin = FdbcliAdminProvider {
-        fdbcli_path: args.fdbcli,
+        tools: fdb_tools(&args),
         work_dir: args.work_dir,
         tls: fdbcli_tls,
     };
@@ -265,6 +292,57 @@ mod tests {
         Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
             .unwrap()
             .run
+    }
+
+    #[test]
+    fn the_tools_are_per_version_unless_one_fdbcli_is_given() {
+        use crate::fdb::ToolLayout;
+        let default = parse(&[]);
+        assert_eq!(
+            fdb_tools(&default).layout,
+            ToolLayout::PerVersion {
+                binaries_dir: "/usr/bin/fdb".into()
+            }
+        );
+        let dir = parse(&[
+            "--fdb-binaries-dir",
+            "/opt/fdb",
+            "--fdb-trace-log-group",
+            "ops",
+        ]);
+        let tools = fdb_tools(&dir);
+        assert_eq!(
+            tools.layout,
+            ToolLayout::PerVersion {
+                binaries_dir: "/opt/fdb".into()
+            }
+        );
+        assert_eq!(tools.trace_log_group.as_deref(), Some("ops"));
+        let single = parse(&["--fdbcli", "/usr/bin/fdbcli"]);
+        assert_eq!(
+            fdb_tools(&single).layout,
+            ToolLayout::Single {
+                fdbcli: "/usr/bin/fdbcli".into()
+            }
+        );
+        // The image's environment reaches the flags (as the Go operator's image sets them).
+        let command = <Cli as clap::CommandFactory>::command();
+        let env_of = |id: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_id() == id)
+                .and_then(|arg| arg.get_env())
+                .map(|env| env.to_string_lossy().into_owned())
+        };
+        assert_eq!(
+            env_of("fdb_binaries_dir").as_deref(),
+            Some("FDB_BINARY_DIR")
+        );
+        assert_eq!(
+            env_of("fdb_trace_log_group").as_deref(),
+            Some("FDB_NETWORK_OPTION_TRACE_LOG_GROUP")
+        );
+        assert_eq!(env_of("fdbcli"), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fdb_shared::FdbVersion;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
@@ -16,13 +17,21 @@ use super::desired_memo::DesiredMemo;
 use super::metrics::OperatorMetrics;
 use super::pod_config_memo::PodConfigMemo;
 use crate::clock::Clock;
-use crate::fdb::{AdminClient, AdminError};
+use crate::fdb::{AdminClient, AdminError, MissingTool};
 
 /// Gives the admin client of a cluster's database.
 pub trait AdminClientProvider: Send + Sync {
     /// The admin client for `cluster` (its `status.connectionString` says where the
     /// database is).
     fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError>;
+
+    /// The tool of `version` this provider lacks, if any: a version whose tools the
+    /// operator does not have cannot be read nor upgraded to (see
+    /// [`super::tool_choice`]). Providers that reach every version (the simulated
+    /// databases) have none missing.
+    fn missing_tool(&self, _version: &FdbVersion) -> Option<MissingTool> {
+        None
+    }
 }
 
 /// Gives the client of a pod's sidecar.

@@ -41,6 +41,9 @@ pub enum EventReason {
     UnsupportedVersionChange,
     /// Connected clients do not support the upgrade's target version.
     IncompatibleClients,
+    /// The operator has no fdbcli of a version the cluster runs or is upgraded to (the
+    /// note names the version and the missing path).
+    MissingFdbTools,
     /// Every process was killed at once to restart on the upgrade's binary.
     UpgradeBounce,
     /// The upgrade's cluster-wide kill is refused: it could not bring the database back
@@ -93,6 +96,7 @@ impl EventReason {
             Self::LockDenyListChanged => "LockDenyListChanged",
             Self::UnsupportedVersionChange => "UnsupportedVersionChange",
             Self::IncompatibleClients => "IncompatibleClients",
+            Self::MissingFdbTools => "MissingFdbTools",
             Self::UpgradeBounce => "UpgradeBounce",
             Self::UpgradeKillRefused => "UpgradeKillRefused",
             Self::IncompatibleProcessRemoved => "IncompatibleProcessRemoved",
@@ -116,6 +120,7 @@ impl EventReason {
             | Self::InvalidSpec
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
+            | Self::MissingFdbTools
             | Self::UpgradeKillRefused
             | Self::RemovalBlocked
             | Self::MonitorAnnotationsUnreadable => "Warning",

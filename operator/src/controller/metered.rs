@@ -43,6 +43,10 @@ impl AdminClientProvider for MeteredAdminProvider {
             metrics: self.metrics.clone(),
         }))
     }
+
+    fn missing_tool(&self, version: &fdb_shared::FdbVersion) -> Option<crate::fdb::MissingTool> {
+        self.inner.missing_tool(version)
+    }
 }
 
 /// An admin client whose commands are timed.
@@ -323,12 +327,15 @@ mod tests {
     use super::*;
     use fdb_shared::sidecar::SidecarClientFactory;
 
-    /// An fdbcli that does not exist: every command fails, and is still timed.
+    /// An fdbcli that cannot run (a file without the execute bit): every command
+    /// fails, and is still timed.
     fn unavailable(
         work_dir: &std::path::Path,
     ) -> crate::controller::providers::FdbcliAdminProvider {
+        let fdbcli = work_dir.join("fdbcli");
+        std::fs::write(&fdbcli, "").unwrap();
         crate::controller::providers::FdbcliAdminProvider {
-            fdbcli_path: std::path::PathBuf::from("/nonexistent/fdbcli"),
+            tools: crate::fdb::FdbTools::new(work_dir.to_owned(), Some(fdbcli)),
             work_dir: work_dir.to_owned(),
             tls: None,
         }
@@ -340,7 +347,7 @@ mod tests {
         let work_dir = tempfile::tempdir().unwrap();
         let provider =
             MeteredAdminProvider::new(Arc::new(unavailable(work_dir.path())), metrics.clone());
-        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        let mut cluster = crate::controller::fixtures::cluster("version: 7.1.57");
         cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
             connection_string: Some("sample:abc@127.0.0.1:4501".to_owned()),
             ..Default::default()
@@ -354,6 +361,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("command=\"read_lock\""), "{text}");
+    }
+
+    #[test]
+    fn the_wrapper_reports_the_missing_tools_of_the_provider_it_wraps() {
+        // Production always wraps its provider (production.rs): without this the
+        // upgrade would start on a version the operator has no tools for.
+        let dir = tempfile::tempdir().unwrap();
+        let inner = crate::controller::providers::FdbcliAdminProvider {
+            tools: crate::fdb::FdbTools::new(dir.path().to_owned(), None),
+            work_dir: dir.path().join("work"),
+            tls: None,
+        };
+        let metered =
+            MeteredAdminProvider::new(Arc::new(inner), Arc::new(OperatorMetrics::default()));
+        let missing = metered
+            .missing_tool(&"7.3.43".parse().unwrap())
+            .expect("no 7.3 tools in an empty directory");
+        assert_eq!(missing.path, dir.path().join("7.3/fdbcli"));
     }
 
     /// Sidecars at a loopback port nothing listens on.

@@ -63,6 +63,7 @@ pub mod snapshot_pod;
 pub mod status;
 pub mod status_mutations;
 pub mod subreconcilers;
+pub mod tool_choice;
 pub mod upgrade;
 pub mod upgrade_cleanup;
 pub mod upgrade_quorum;

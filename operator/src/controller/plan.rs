@@ -76,6 +76,10 @@ pub struct PassFacts {
     /// The operator's wait for the database (`--database-wait`), which waits after a
     /// kill start from.
     pub database_wait: Duration,
+    /// The tools the cluster needs now (its running version's, an incompatible
+    /// upgrade's target's) that the operator does not have
+    /// ([`crate::controller::tool_choice::missing_tools`]).
+    pub missing_tools: Vec<crate::fdb::MissingTool>,
 }
 
 impl PassFacts {

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use fdb_shared::FdbVersion;
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::protocol::base_url;
 use fdb_shared::sidecar::{SidecarApi, SidecarClientError, SidecarClientFactory};
@@ -13,23 +14,43 @@ use kube::ResourceExt;
 
 use super::context::{AdminClientProvider, SidecarProvider};
 use super::pod_model::SIDECAR_CONTAINER;
-use crate::fdb::{AdminClient, AdminError, FdbcliAdminClient, FdbcliConfig, TlsFiles};
+use super::tool_choice::tool_versions;
+use crate::fdb::{
+    AdminClient, AdminError, FdbTool, FdbTools, FdbcliAdminClient, FdbcliConfig, MissingTool,
+    TlsFiles,
+};
 
 /// Builds fdbcli admin clients: the cluster file of `<namespace>/<name>` is written to
 /// `<work_dir>/<namespace>.<name>.cluster` from `status.connectionString` each time a
 /// client is made (fdbcli may rewrite it after a coordinator change; the status wins).
+/// The tools are those of the cluster's running version, with the upgrade target's as
+/// the fallback during an incompatible upgrade ([`tool_versions`]), chosen anew for
+/// every client (one per pass).
 #[derive(Debug, Clone)]
 pub struct FdbcliAdminProvider {
-    /// The fdbcli binary.
-    pub fdbcli_path: PathBuf,
+    /// Where the tools of each version are, and the log group they run with.
+    pub tools: FdbTools,
     /// Where cluster files are written.
     pub work_dir: PathBuf,
     /// TLS files for fdbcli, when the clusters use TLS.
     pub tls: Option<TlsFiles>,
 }
 
-impl AdminClientProvider for FdbcliAdminProvider {
-    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
+/// The command named in errors of choosing a cluster's tools.
+const CHOOSE_TOOLS: &str = "choose the FoundationDB tools";
+
+impl FdbcliAdminProvider {
+    /// How to run the tools of `version` at `fdbcli` against `cluster_file`.
+    fn config(&self, fdbcli: PathBuf, cluster_file: PathBuf, version: FdbVersion) -> FdbcliConfig {
+        let mut config = FdbcliConfig::new(fdbcli, cluster_file);
+        config.tls = self.tls.clone();
+        config.version = Some(version);
+        config.trace_log_group = self.tools.trace_log_group.clone();
+        config
+    }
+
+    /// Writes the cluster file of `cluster` from its connection string.
+    fn write_cluster_file(&self, cluster: &FoundationDBCluster) -> Result<PathBuf, AdminError> {
         let name = format!(
             "{}.{}.cluster",
             cluster.namespace().unwrap_or_default(),
@@ -52,9 +73,42 @@ impl AdminClientProvider for FdbcliAdminProvider {
                 program: path.display().to_string(),
                 source,
             })?;
-        let mut config = FdbcliConfig::new(&self.fdbcli_path, path);
-        config.tls = self.tls.clone();
-        Ok(Arc::new(FdbcliAdminClient::new(config)))
+        Ok(path)
+    }
+}
+
+impl AdminClientProvider for FdbcliAdminProvider {
+    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
+        let versions = tool_versions(cluster).map_err(|reason| AdminError::Rejected {
+            command: CHOOSE_TOOLS.to_owned(),
+            reason,
+        })?;
+        let layout = &self.tools.layout;
+        let fdbcli = layout
+            .find(FdbTool::Fdbcli, &versions.running)
+            .map_err(|missing| AdminError::MissingTool {
+                command: CHOOSE_TOOLS.to_owned(),
+                missing,
+            })?;
+        let cluster_file = self.write_cluster_file(cluster)?;
+        let mut client = FdbcliAdminClient::new(self.config(
+            fdbcli.clone(),
+            cluster_file.clone(),
+            versions.running,
+        ));
+        // A missing target tool is reported by CheckClientCompatibility (`missing_tool`),
+        // which holds the upgrade before anything is staged.
+        if let Some(target) = versions.upgrade_target
+            && let Ok(target_fdbcli) = layout.find(FdbTool::Fdbcli, &target)
+            && target_fdbcli != fdbcli
+        {
+            client = client.with_fallback(self.config(target_fdbcli, cluster_file, target));
+        }
+        Ok(Arc::new(client))
+    }
+
+    fn missing_tool(&self, version: &FdbVersion) -> Option<MissingTool> {
+        self.tools.layout.find(FdbTool::Fdbcli, version).err()
     }
 }
 
@@ -119,11 +173,11 @@ mod tests {
     fn admin_provider_writes_the_cluster_file() {
         let dir = tempfile::tempdir().unwrap();
         let provider = FdbcliAdminProvider {
-            fdbcli_path: "/usr/bin/fdbcli".into(),
+            tools: FdbTools::new(dir.path().to_owned(), Some("fdbcli".into())),
             work_dir: dir.path().join("clusters"),
             tls: None,
         };
-        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        let mut cluster = crate::controller::fixtures::cluster("version: 7.1.57");
         cluster.metadata.namespace = Some("ns".into());
         assert!(provider.admin_for(&cluster).is_err());
         cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {

@@ -74,6 +74,15 @@ pub enum AdminError {
         /// Why.
         reason: String,
     },
+    /// The operator has no tool of the version the command needs (its image lacks
+    /// that minor's directory under `--fdb-binaries-dir`); nothing was run.
+    #[error("`{command}`: {missing}")]
+    MissingTool {
+        /// The command.
+        command: String,
+        /// The tool, its version and where it was looked for.
+        missing: crate::fdb::tools::MissingTool,
+    },
 }
 
 /// A copy of a parse error; the JSON error is rebuilt from its message.
@@ -142,6 +151,10 @@ impl Clone for AdminError {
                 command: command.clone(),
                 reason: reason.clone(),
             },
+            Self::MissingTool { command, missing } => Self::MissingTool {
+                command: command.clone(),
+                missing: missing.clone(),
+            },
         }
     }
 }
@@ -166,6 +179,7 @@ impl AdminError {
             Self::Spawn { .. } => "SpawnFailed",
             Self::Rejected { .. } => "Rejected",
             Self::Unsupported { .. } => "Unsupported",
+            Self::MissingTool { .. } => "MissingTool",
         }
     }
 
@@ -179,7 +193,8 @@ impl AdminError {
             | Self::InvalidResponse { command, .. }
             | Self::Spawn { command, .. }
             | Self::Rejected { command, .. }
-            | Self::Unsupported { command, .. } => command,
+            | Self::Unsupported { command, .. }
+            | Self::MissingTool { command, .. } => command,
         }
     }
 }

@@ -4,11 +4,13 @@ pub mod backup_commands;
 pub mod commands;
 #[cfg(test)]
 mod property_tests;
+mod version_fallback;
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::DatabaseConfiguration;
 use fdb_shared::connection_string::ConnectionString;
@@ -81,6 +83,12 @@ pub struct FdbcliConfig {
     pub tls: Option<TlsFiles>,
     /// Further arguments placed before `--exec`.
     pub extra_args: Vec<String>,
+    /// The FoundationDB version of the tools, when they were chosen for one (a tool
+    /// that is not there is then reported as that version's missing tool).
+    pub version: Option<FdbVersion>,
+    /// `FDB_NETWORK_OPTION_TRACE_LOG_GROUP` given to every tool run, when set: the log
+    /// group the operator's connections are listed under in `status json`.
+    pub trace_log_group: Option<String>,
 }
 
 impl FdbcliConfig {
@@ -93,6 +101,8 @@ impl FdbcliConfig {
             process_grace: Duration::from_secs(5),
             tls: None,
             extra_args: Vec::new(),
+            version: None,
+            trace_log_group: None,
         }
     }
 
@@ -157,45 +167,72 @@ impl FdbcliConfig {
 
 /// The admin client that runs fdbcli. Lock keys go through fdbcli's `get`/`set` on the
 /// system key space.
+///
+/// During an incompatible upgrade it also holds the tools of the target version
+/// ([`FdbcliAdminClient::with_fallback`]): once the processes restarted on the target,
+/// the running version's fdbcli no longer reaches them, and the client moves to the
+/// target's tools for the rest of its life (one reconcile pass).
 #[derive(Debug, Clone)]
 pub struct FdbcliAdminClient {
     config: FdbcliConfig,
+    fallback: Option<FdbcliConfig>,
+    on_fallback: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FdbcliAdminClient {
     /// A client running fdbcli as configured.
     pub fn new(config: FdbcliConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            fallback: None,
+            on_fallback: std::sync::Arc::default(),
+        }
     }
 
-    /// The configuration.
+    /// The configuration of the tools it starts with.
     pub fn config(&self) -> &FdbcliConfig {
         &self.config
     }
 
+    /// The configuration of the tools it runs now (the fallback's once it moved).
+    pub fn active_config(&self) -> &FdbcliConfig {
+        match &self.fallback {
+            Some(fallback) if self.on_fallback() => fallback,
+            _ => &self.config,
+        }
+    }
+
     /// Runs one `--exec` command; returns standard output on success.
     pub async fn run(&self, command: &str) -> Result<String, AdminError> {
-        let args = self.config.arguments(command);
-        self.run_program(&self.config.fdbcli_path, &args, command)
+        self.run_with(self.active_config(), command).await
+    }
+
+    /// Runs one `--exec` command with the tools of `config`.
+    async fn run_with(&self, config: &FdbcliConfig, command: &str) -> Result<String, AdminError> {
+        let args = config.arguments(command);
+        self.run_program(config, &config.fdbcli_path, &args, command)
             .await
     }
 
     /// Runs `fdbbackup` or `fdbrestore` with a subcommand; returns standard output.
     pub async fn run_tool(&self, tool: &str, subcommand: &[String]) -> Result<String, AdminError> {
+        let config = self.active_config();
         let command = backup_commands::display(tool, subcommand);
-        let args = self.config.tool_arguments(tool, subcommand);
-        self.run_program(&self.config.tool_path(tool), &args, &command)
+        let args = config.tool_arguments(tool, subcommand);
+        self.run_program(config, &config.tool_path(tool), &args, &command)
             .await
     }
 
-    /// Runs `program` with `args` within the timeout; `command` names it in errors.
+    /// Runs `program` of `config` with `args` within the timeout; `command` names it in
+    /// errors.
     async fn run_program(
         &self,
+        config: &FdbcliConfig,
         program: &std::path::Path,
         args: &[String],
         command: &str,
     ) -> Result<String, AdminError> {
-        let deadline = self.config.timeout + self.config.process_grace;
+        let deadline = config.timeout + config.process_grace;
         let mut child = tokio::process::Command::new(program);
         child
             .args(args)
@@ -203,7 +240,10 @@ impl FdbcliAdminClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        tracing::debug!(command, "running fdbcli");
+        if let Some(group) = &config.trace_log_group {
+            child.env(super::tools::TRACE_LOG_GROUP_ENV, group);
+        }
+        tracing::debug!(command, program = %program.display(), "running a FoundationDB tool");
         let output = match tokio::time::timeout(deadline, child.output()).await {
             Err(_) => {
                 return Err(AdminError::Timeout {
@@ -212,11 +252,9 @@ impl FdbcliAdminClient {
                 });
             }
             Ok(Err(source)) => {
-                return Err(AdminError::Spawn {
-                    command: command.to_owned(),
-                    program: program.display().to_string(),
-                    source,
-                });
+                return Err(version_fallback::spawn_error(
+                    config, program, command, source,
+                ));
             }
             Ok(Ok(output)) => output,
         };
@@ -234,7 +272,7 @@ impl FdbcliAdminClient {
             match commands::classify_failure(&format!("{stdout}\n{stderr}")) {
                 FailureKind::Timeout => AdminError::Timeout {
                     command: command.to_owned(),
-                    seconds: self.config.timeout.as_secs(),
+                    seconds: config.timeout.as_secs(),
                 },
                 FailureKind::Unavailable => AdminError::Unavailable {
                     command: command.to_owned(),
@@ -269,12 +307,7 @@ pub fn refused(command: &str, error: commands::CommandError) -> AdminError {
 #[async_trait::async_trait]
 impl AdminClient for FdbcliAdminClient {
     async fn status(&self) -> Result<DatabaseStatus, AdminError> {
-        let command = "status json";
-        let output = self.run(command).await?;
-        DatabaseStatus::parse_fdbcli_output(&output).map_err(|source| AdminError::Parse {
-            command: command.to_owned(),
-            source,
-        })
+        self.status_with_fallback().await
     }
 
     async fn configure(

@@ -12,6 +12,7 @@ pub mod locks;
 pub mod native;
 pub mod pending_upgrades;
 pub mod restart_lists;
+pub mod tools;
 
 pub use admin::{
     AdminClient, ClientInfo, ExclusionReport, ExclusionTarget, clients_without_support_for,
@@ -25,3 +26,4 @@ pub use fdbcli::{FdbcliAdminClient, FdbcliConfig, TlsFiles};
 pub use locks::LockValue;
 pub use pending_upgrades::PendingUpgrade;
 pub use restart_lists::{RestartEntry, RestartList};
+pub use tools::{FdbTool, FdbTools, MissingTool, ToolLayout};

@@ -2,6 +2,7 @@
 //! simulated database, the world runtime, and an operator [`Context`] whose admin and
 //! sidecar clients record what the operator does.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,17 +26,66 @@ use fdb_operator::clock::{Clock, VirtualClock};
 use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
 use fdb_operator::controller::providers::HttpSidecarProvider;
-use fdb_operator::fdb::{AdminClient, AdminError};
+use fdb_operator::controller::tool_choice::tool_versions;
+use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, binary_version};
+use fdb_operator::fdb::{AdminClient, AdminError, FdbTool, MissingTool, ToolLayout};
+use fdb_shared::FdbVersion;
 
 /// The actor name of the operator's Kubernetes client.
 pub const OPERATOR_ACTOR: &str = "operator";
 /// The actor name of scenario `apply` steps (the user).
 pub const USER_ACTOR: &str = "user";
 
-/// Every cluster talks to the one simulated database, through the recording wrapper.
+/// The minor versions whose tools the operator's image holds (`world.operatorTools`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorTools {
+    minors: BTreeSet<String>,
+}
+
+impl Default for OperatorTools {
+    /// The operator image's: 7.1, 7.3 and 7.4 (images/operator/Dockerfile).
+    fn default() -> Self {
+        Self::new(["7.1", "7.3", "7.4"].map(str::to_owned))
+    }
+}
+
+impl OperatorTools {
+    /// The tools of these minor versions (`7.3`).
+    pub fn new(minors: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            minors: minors.into_iter().collect(),
+        }
+    }
+
+    /// `world.operatorTools`, else the image's.
+    pub fn of_world(world: &crate::scenario::WorldSettings) -> Self {
+        world
+            .operator_tools
+            .clone()
+            .map_or_else(Self::default, Self::new)
+    }
+
+    /// The fdbcli of `version` when the image lacks it, at the path the image would
+    /// hold it.
+    pub fn missing(&self, version: &FdbVersion) -> Option<MissingTool> {
+        let layout = ToolLayout::PerVersion {
+            binaries_dir: DEFAULT_FDB_BINARIES_DIR.into(),
+        };
+        (!self.minors.contains(&binary_version(version))).then(|| MissingTool {
+            tool: FdbTool::Fdbcli,
+            version: *version,
+            path: layout.path(FdbTool::Fdbcli, version),
+        })
+    }
+}
+
+/// Every cluster talks to the one simulated database, through the recording wrapper,
+/// with the tools of the operator's image: a cluster running a version the image has no
+/// tools for cannot be read (as `FdbcliAdminProvider` refuses it in production).
 #[derive(Debug)]
 pub struct SimulatedAdminProvider {
     admin: Arc<dyn AdminClient>,
+    tools: OperatorTools,
 }
 
 impl SimulatedAdminProvider {
@@ -49,16 +99,32 @@ impl SimulatedAdminProvider {
     ) -> Self {
         Self {
             admin: Arc::new(RecordingAdmin::new(Arc::new(fdb), log).issued_by(issuer, judge)),
+            tools: OperatorTools::default(),
         }
+    }
+
+    /// The same provider with the tools of `tools` only.
+    pub fn with_tools(mut self, tools: OperatorTools) -> Self {
+        self.tools = tools;
+        self
     }
 }
 
 impl AdminClientProvider for SimulatedAdminProvider {
-    fn admin_for(
-        &self,
-        _cluster: &FoundationDBCluster,
-    ) -> Result<Arc<dyn AdminClient>, AdminError> {
+    fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
+        if let Ok(versions) = tool_versions(cluster)
+            && let Some(missing) = self.tools.missing(&versions.running)
+        {
+            return Err(AdminError::MissingTool {
+                command: "choose the FoundationDB tools".to_owned(),
+                missing,
+            });
+        }
         Ok(self.admin.clone())
+    }
+
+    fn missing_tool(&self, version: &FdbVersion) -> Option<MissingTool> {
+        self.tools.missing(version)
     }
 }
 
@@ -193,6 +259,8 @@ pub struct OperatorIdentity {
     pub cluster: String,
     /// Judges its admin writes (`lock-not-held`).
     pub judge: Arc<dyn AdminWriteJudge>,
+    /// The tools its image holds (`world.operatorTools`).
+    pub tools: OperatorTools,
 }
 
 /// A fresh operator: nothing carried over from a previous one but what is stored in
@@ -209,12 +277,15 @@ pub fn new_operator_context(
     let clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let mut context = Context::new(
         kube,
-        Arc::new(SimulatedAdminProvider::new(
-            fdb.clone(),
-            log.clone(),
-            &identity.cluster,
-            identity.judge.clone(),
-        )),
+        Arc::new(
+            SimulatedAdminProvider::new(
+                fdb.clone(),
+                log.clone(),
+                &identity.cluster,
+                identity.judge.clone(),
+            )
+            .with_tools(identity.tools.clone()),
+        ),
         Arc::new(RecordingSidecarProvider::new(
             log.clone(),
             network,

@@ -42,8 +42,8 @@ use fdb_operator::fdb::ClientInfo;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use harness::{
-    OPERATOR_ACTOR, OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR, new_operator_context,
-    operator_kube_client, simulated_sidecar_client_settings,
+    OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR,
+    new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
 };
 pub use live::serve_scenario;
 
@@ -399,6 +399,7 @@ impl Runner {
             &OperatorIdentity {
                 cluster: name.clone(),
                 judge: judge.clone(),
+                tools: harness::OperatorTools::of_world(&scenario.world),
             },
         )?;
         context.settings.executor_rules = options.executor_rules;

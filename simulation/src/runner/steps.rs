@@ -18,7 +18,7 @@ use crate::scenario::{ExpectStep, Fault, Heal, ReconcileStep, Step};
 use fdb_operator::controller::{PassOutcome, run_pass};
 use fdb_operator::fdb::ClientInfo;
 
-use super::harness::{OperatorIdentity, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
+use super::harness::{OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
 pub(super) use super::pass_judge::{PassEnd, judge_pass};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
 use fdb_operator::controller::pass_io::ObjectKind;
@@ -118,6 +118,7 @@ impl Runner {
         let identity = OperatorIdentity {
             cluster: self.name.clone(),
             judge: self.judge.clone(),
+            tools: OperatorTools::of_world(&self.scenario.world),
         };
         match self.operator_context(&identity) {
             Ok(context) => self.context = context,

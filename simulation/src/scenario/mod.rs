@@ -144,6 +144,11 @@ pub struct WorldSettings {
     /// for the pods in this Secret and a client certificate for the operator.
     #[serde(default)]
     pub tls: Option<TlsSettings>,
+    /// The minor versions (`7.1`) whose tools the operator's image holds (default
+    /// `["7.1", "7.3", "7.4"]`, the operator image's): the operator cannot read a
+    /// cluster, nor upgrade one, to a version missing here.
+    #[serde(default)]
+    pub operator_tools: Option<Vec<String>>,
 }
 
 /// `world.tls`: the run's generated TLS material.

@@ -217,6 +217,14 @@ fn v2_semantic_errors_name_the_field() {
         ("world: {shards: 0}\n", "world.shards"),
         ("world: {storageGiB: -1}\n", "world.storageGiB"),
         ("world: {images: {a: nope}}\n", "world.images[\"a\"]"),
+        (
+            "world: {operatorTools: [\"7.1\", \"../7.3\"]}\n",
+            "world.operatorTools[1]",
+        ),
+        (
+            "world: {operatorTools: [\"7\"]}\n",
+            "world.operatorTools[0]",
+        ),
     ];
     for (body, field) in cases {
         match parse(body) {

@@ -178,6 +178,14 @@ fn check_world_quantities(world: &WorldSettings) -> Result<(), Problem> {
             "shards",
         )?;
     }
+    for (index, minor) in world.operator_tools.iter().flatten().enumerate() {
+        if !is_minor_version(minor) {
+            return problem(
+                &format!("world.operatorTools[{index}]"),
+                format!("{minor:?} is not a minor version like 7.3"),
+            );
+        }
+    }
     for (image, version) in &world.images {
         if let Err(error) = version.parse::<fdb_shared::FdbVersion>() {
             return problem(&format!("world.images[{image:?}]"), error.to_string());
@@ -345,4 +353,13 @@ impl Scenario {
     pub(super) fn check(&self, text: &str) -> Result<(), Problem> {
         check_scenario(self, text)
     }
+}
+
+/// Whether `text` is `MAJOR.MINOR` (`7.3`), the name of a tools directory.
+fn is_minor_version(text: &str) -> bool {
+    text.split_once('.').is_some_and(|(major, minor)| {
+        [major, minor].iter().all(|part| {
+            !part.is_empty() && part.len() <= 4 && part.bytes().all(|b| b.is_ascii_digit())
+        })
+    })
 }

@@ -12,6 +12,14 @@
 //!   with the target block it (Warning Event `IncompatibleClients` and a requeue naming
 //!   each client's address and log group), except clients of `ignoreLogGroupsForUpgrade`
 //!   and the cluster's own fdbserver processes. Skipped with `ignoreUpgradabilityChecks`.
+//! - The operator must have the tools of the running version and of an incompatible
+//!   upgrade's target (`--fdb-binaries-dir`, see [`crate::controller::tool_choice`]):
+//!   without them it cannot read the database, nor read it once the kill restarted the
+//!   processes on the target. A missing tool is a Warning Event `MissingFdbTools` naming
+//!   the version and the path, and a wait that ends the pass, so that an upgrade to a
+//!   version without tools never stages nor kills anything. `ignoreUpgradabilityChecks`
+//!   does not skip it (the Go operator likewise runs the target's fdbcli before any
+//!   upgrade step, `controllers/check_client_compatibility.go`).
 
 use async_trait::async_trait;
 
@@ -21,6 +29,7 @@ use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
+use crate::fdb::MissingTool;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
@@ -35,6 +44,9 @@ pub enum ClientCheck {
     Refused(String),
     /// The status could not be read during an upgrade: clients cannot be checked.
     Unknown(String),
+    /// The operator lacks tools the cluster needs (the running version's, the
+    /// upgrade target's).
+    MissingTools(Vec<MissingTool>),
     /// These clients do not support the target.
     Blocked {
         /// The target.
@@ -50,6 +62,14 @@ impl ClientCheck {
         match self {
             Self::Proceed => None,
             Self::Refused(message) | Self::Unknown(message) => Some(message.clone()),
+            Self::MissingTools(missing) => Some(format!(
+                "the operator cannot run this cluster's FoundationDB tools: {}; add them to the operator image or point --fdb-binaries-dir at them",
+                missing
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
             Self::Blocked { target, clients } => Some(format!(
                 "the upgrade to {target} waits for {} connected clients that do not support it: {} (disconnect or upgrade them, add their log group to automationOptions.ignoreLogGroupsForUpgrade, or set ignoreUpgradabilityChecks)",
                 clients.len(),
@@ -63,11 +83,14 @@ impl ClientCheck {
     }
 }
 
-/// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> ClientCheck {
+/// Decides from the snapshot and the tools the operator lacks for the cluster.
+pub fn decide(snapshot: &ClusterSnapshot, missing_tools: &[MissingTool]) -> ClientCheck {
     let change = version_change(snapshot.cluster());
     if let Some(message) = change.refusal_message() {
         return ClientCheck::Refused(message);
+    }
+    if !missing_tools.is_empty() {
+        return ClientCheck::MissingTools(missing_tools.to_vec());
     }
     let VersionChange::Incompatible { to, .. } = change else {
         return ClientCheck::Proceed;
@@ -97,8 +120,8 @@ impl Subreconciler for CheckClientCompatibility {
         "CheckClientCompatibility"
     }
 
-    fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(verdict(&decide(snapshot)))
+    fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
+        Ok(verdict(&decide(snapshot, &facts.missing_tools)))
     }
 }
 
@@ -112,6 +135,7 @@ pub fn verdict(check: &ClientCheck) -> Verdict {
     let event = match check {
         ClientCheck::Refused(_) => Some(EventReason::UnsupportedVersionChange),
         ClientCheck::Blocked { .. } => Some(EventReason::IncompatibleClients),
+        ClientCheck::MissingTools(_) => Some(EventReason::MissingFdbTools),
         ClientCheck::Proceed | ClientCheck::Unknown(_) => None,
     };
     let events = event.map(|reason_of_event| Action::Event {
@@ -162,7 +186,7 @@ mod tests {
     #[test]
     fn an_old_client_blocks_an_incompatible_upgrade_and_is_named() {
         let snapshot = with_clients("version: 7.3.43", "7.1.57", clients());
-        let decision = decide(&snapshot);
+        let decision = decide(&snapshot, &[]);
         let ClientCheck::Blocked { target, clients } = &decision else {
             panic!("{decision:?}");
         };
@@ -182,25 +206,25 @@ mod tests {
             "7.1.57",
             clients(),
         );
-        assert_eq!(decide(&ignored), ClientCheck::Proceed);
+        assert_eq!(decide(&ignored, &[]), ClientCheck::Proceed);
         let overridden = with_clients(
             "{version: 7.3.43, ignoreUpgradabilityChecks: true}",
             "7.1.57",
             clients(),
         );
-        assert_eq!(decide(&overridden), ClientCheck::Proceed);
+        assert_eq!(decide(&overridden, &[]), ClientCheck::Proceed);
     }
 
     #[test]
     fn patch_upgrades_do_not_check_clients() {
         let snapshot = with_clients("version: 7.1.63", "7.1.57", clients());
-        assert_eq!(decide(&snapshot), ClientCheck::Proceed);
+        assert_eq!(decide(&snapshot, &[]), ClientCheck::Proceed);
     }
 
     #[test]
     fn an_incompatible_downgrade_is_refused_with_a_message() {
         let snapshot = with_clients("version: 7.1.57", "7.3.43", serde_json::json!([]));
-        let decision = decide(&snapshot);
+        let decision = decide(&snapshot, &[]);
         let ClientCheck::Refused(message) = &decision else {
             panic!("{decision:?}");
         };
@@ -221,7 +245,7 @@ mod tests {
         );
         // A compatible downgrade is allowed.
         let patch_down = with_clients("version: 7.3.40", "7.3.43", serde_json::json!([]));
-        assert_eq!(decide(&patch_down), ClientCheck::Proceed);
+        assert_eq!(decide(&patch_down, &[]), ClientCheck::Proceed);
     }
 
     #[test]
@@ -231,10 +255,10 @@ mod tests {
             .connection_string("sample:abc@10.0.0.1:4501")
             .unreadable()
             .build();
-        assert!(matches!(decide(&snapshot), ClientCheck::Unknown(_)));
+        assert!(matches!(decide(&snapshot, &[]), ClientCheck::Unknown(_)));
         assert!(
             matches!(
-                verdict(&decide(&snapshot)),
+                verdict(&decide(&snapshot, &[])),
                 Verdict::Wait(Wait {
                     waits_on: WaitOn::Database,
                     goes_on: false,
@@ -244,5 +268,73 @@ mod tests {
             "no Event when the clients cannot be read"
         );
         assert_eq!(verdict(&ClientCheck::Proceed), Verdict::Continue);
+    }
+
+    #[test]
+    fn the_operators_own_connections_do_not_block_a_minor_upgrade() {
+        // Every fdbcli the operator runs is a client of the database for a while,
+        // listed with its version and the image's log group.
+        let own = serde_json::json!({"client_version": "7.1.57", "connected_clients": [
+            {"address": "10.1.0.9:45678", "log_group": "fdb-kubernetes-operator"}
+        ]});
+        let only_own = with_clients("version: 7.3.43", "7.1.57", serde_json::json!([own]));
+        assert_eq!(decide(&only_own, &[]), ClientCheck::Proceed);
+        let foreign = serde_json::json!({"client_version": "7.1.57", "connected_clients": [
+            {"address": "10.9.0.7:4000", "log_group": "default"}
+        ]});
+        let with_foreign = with_clients(
+            "version: 7.3.43",
+            "7.1.57",
+            serde_json::json!([own, foreign]),
+        );
+        let ClientCheck::Blocked { clients, .. } = decide(&with_foreign, &[]) else {
+            panic!("a foreign 7.1 client blocks the upgrade");
+        };
+        assert_eq!(
+            clients
+                .iter()
+                .map(|c| c.address.as_str())
+                .collect::<Vec<_>>(),
+            ["10.9.0.7:4000"]
+        );
+    }
+
+    #[test]
+    fn a_missing_tool_holds_the_upgrade_with_an_event_naming_it() {
+        let missing = MissingTool {
+            tool: crate::fdb::FdbTool::Fdbcli,
+            version: "7.3.43".parse().unwrap(),
+            path: "/usr/bin/fdb/7.3/fdbcli".into(),
+        };
+        for spec in [
+            "version: 7.3.43",
+            "{version: 7.3.43, ignoreUpgradabilityChecks: true}",
+        ] {
+            let snapshot = with_clients(spec, "7.1.57", serde_json::json!([]));
+            let decision = decide(&snapshot, std::slice::from_ref(&missing));
+            assert_eq!(decision, ClientCheck::MissingTools(vec![missing.clone()]));
+            let reason = decision.reason().unwrap();
+            assert!(
+                reason.contains(
+                    "no fdbcli for FoundationDB 7.3.43: /usr/bin/fdb/7.3/fdbcli does not exist"
+                ),
+                "{reason}"
+            );
+            let Verdict::Act(plan) = verdict(&decision) else {
+                panic!("a Warning Event, then the wait");
+            };
+            assert!(matches!(
+                &plan.actions[..],
+                [only] if matches!(&only.action, Action::Event { reason: EventReason::MissingFdbTools, note, .. } if *note == reason)
+            ));
+            // The wait ends the pass: nothing after this step (staging, the kill) runs.
+            assert_eq!(plan.then, Some(Wait::new(WaitOn::Database, reason)));
+        }
+        // A refused downgrade is reported as such, whatever tools there are.
+        let down = with_clients("version: 7.1.57", "7.3.43", serde_json::json!([]));
+        assert!(matches!(
+            decide(&down, std::slice::from_ref(&missing)),
+            ClientCheck::Refused(_)
+        ));
     }
 }
