@@ -31,6 +31,7 @@ pub mod patch;
 pub mod pod_updates;
 pub mod resources;
 pub mod routes;
+pub mod schema;
 pub mod selectors;
 pub mod service;
 pub mod store;

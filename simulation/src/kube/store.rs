@@ -12,6 +12,7 @@ use super::admission::{self, ServiceIps};
 use super::errors::ApiError;
 use super::patch::{PatchType, apply_patch};
 use super::resources::{ResourceRegistry, ResourceType, is_core};
+use super::schema::CrdSchemas;
 use super::update_rules::{
     admit_update, check_version, keep_server_metadata, split_status, stamp_created,
 };
@@ -82,6 +83,8 @@ pub struct State {
     name_rng: ChaCha8Rng,
     service_ips: ServiceIps,
     pub(super) watches: WatchHub,
+    /// The schemas writes of custom resources are pruned, defaulted and validated by.
+    schemas: std::sync::Arc<CrdSchemas>,
 }
 
 impl State {
@@ -95,6 +98,7 @@ impl State {
             name_rng: ChaCha8Rng::seed_from_u64(seed),
             service_ips: ServiceIps::default(),
             watches: WatchHub::default(),
+            schemas: CrdSchemas::served(),
         }
     }
 
@@ -205,6 +209,7 @@ impl State {
             }
         }
         validate_object(resource, &name, &object, true)?;
+        self.schemas.admit(resource, &name, &mut object, None)?;
         let key = ResourceKey::for_type(resource, &namespace, &name);
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
@@ -385,6 +390,10 @@ impl State {
         if !status_only {
             admit_update(resource, name, &current, &mut next)?;
         }
+        // The whole object, `/status` writes included, as `status_strategy.go` validates
+        // it; ratcheted against the stored object.
+        self.schemas
+            .admit(resource, name, &mut next, Some(&current))?;
         keep_server_metadata(resource, &current, &mut next);
         if next == current {
             // Nothing changed: the real server keeps the resourceVersion and sends no event.
