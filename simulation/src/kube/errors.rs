@@ -17,7 +17,7 @@ pub struct ApiError {
     pub message: String,
     /// The `details` of the `Status` (name, group, kind and the field `causes` of a 422),
     /// when the real server gives them.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
 }
 
 impl ApiError {
@@ -106,12 +106,12 @@ impl ApiError {
                 aggregate(errors)
             ),
         );
-        error.details = Some(json!({
+        error.details = Some(Box::new(json!({
             "name": name,
             "group": group,
             "kind": kind,
             "causes": errors.iter().map(FieldError::cause).collect::<Vec<_>>(),
-        }));
+        })));
         error
     }
 
@@ -165,7 +165,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(details) = &self.details {
-            status["details"] = details.clone();
+            status["details"] = details.as_ref().clone();
         }
         status
     }

@@ -70,6 +70,16 @@ impl ResourceKey {
     }
 }
 
+/// What a dry run may change and must give back: the objects and the counters.
+#[derive(Debug)]
+pub(super) struct DryRunSnapshot {
+    objects: BTreeMap<ResourceKey, Value>,
+    resource_version: u64,
+    uid_counter: u64,
+    name_rng: ChaCha8Rng,
+    service_ips: ServiceIps,
+}
+
 /// Kubernetes' alphabet for generated name suffixes (no vowels, no confusable digits).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -115,6 +125,28 @@ impl State {
             })
             .collect();
         format!("{prefix}{suffix}")
+    }
+
+    /// Starts a dry run: watches are muted and the state is kept for [`Self::end_dry_run`].
+    pub(super) fn begin_dry_run(&mut self) -> DryRunSnapshot {
+        self.watches.set_muted(true);
+        DryRunSnapshot {
+            objects: self.objects.clone(),
+            resource_version: self.resource_version,
+            uid_counter: self.uid_counter,
+            name_rng: self.name_rng.clone(),
+            service_ips: self.service_ips.clone(),
+        }
+    }
+
+    /// Ends a dry run: everything it changed is put back.
+    pub(super) fn end_dry_run(&mut self, snapshot: DryRunSnapshot) {
+        self.objects = snapshot.objects;
+        self.resource_version = snapshot.resource_version;
+        self.uid_counter = snapshot.uid_counter;
+        self.name_rng = snapshot.name_rng;
+        self.service_ips = snapshot.service_ips;
+        self.watches.set_muted(false);
     }
 
     /// Resolves the namespace a request works in.
@@ -349,6 +381,13 @@ impl State {
         status_only: bool,
     ) -> Result<Value, ApiError> {
         let namespace = Self::namespace_for(resource, url_namespace, None)?;
+        if patch_type == PatchType::Apply {
+            // Refused before the object is looked up: a server without server-side apply
+            // does not know the request kind at all (an apply would create a missing object).
+            return Err(ApiError::unsupported_media_type(
+                "server-side apply is not supported by the simulated API server",
+            ));
+        }
         let current = self.get(resource, &namespace, name)?;
         let patched = apply_patch(resource, name, &current, patch_type, body)?;
         if meta_str(&patched, "name") != Some(name) {

@@ -126,7 +126,7 @@ fn check_format(schema: &Schema, value: &Value, path: &str, errors: &mut Vec<Fie
 fn is_base64(text: &str) -> bool {
     let bytes = text.as_bytes();
     let padding = bytes.iter().rev().take_while(|b| **b == b'=').count();
-    bytes.len() % 4 == 0
+    bytes.len().is_multiple_of(4)
         && padding <= 2
         && bytes[..bytes.len() - padding]
             .iter()
