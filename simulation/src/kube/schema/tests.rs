@@ -53,3 +53,37 @@ fn a_refusal_is_a_422_naming_the_field_with_its_causes() {
                 "message": "Invalid value: \"string\": spec.processCounts.storage in body must be of type integer: \"string\""}])
     );
 }
+
+#[test]
+fn list_sets_and_maps_hold_each_element_once_unless_the_old_object_did_not() {
+    let schema = Schema::from_json(
+        &json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {
+                          "name": {"type": "string"}, "port": {"type": "integer"}}}},
+        }}}}),
+        "",
+    )
+    .unwrap();
+    let mut object = json!({"spec": {"tags": ["a", "b", "a"],
+        "ports": [{"name": "x", "port": 1}, {"name": "x", "port": 2}]}});
+    let messages: Vec<String> = check(&schema, &mut object.clone(), None)
+        .iter()
+        .map(FieldError::message)
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "spec.ports[1]: Duplicate value: map[string]interface {}{\"name\":\"x\"}",
+            "spec.tags[2]: Duplicate value: \"a\"",
+        ]
+    );
+    let old = object.clone();
+    object["spec"]["tags"] = json!(["a", "a", "c"]);
+    assert!(
+        check(&schema, &mut object, Some(&old)).is_empty(),
+        "the old object already had duplicates: ratcheted"
+    );
+}
