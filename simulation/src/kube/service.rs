@@ -106,6 +106,63 @@ fn parse_object_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError>
     }
 }
 
+fn options_kind(method: &Method) -> &'static str {
+    match *method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        Method::PATCH => "PatchOptions",
+        _ => "DeleteOptions",
+    }
+}
+
+/// `fieldValidation` (what `kubectl apply` sends, `Strict` by default): `Strict` refuses a
+/// create or update body with fields the schema drops (400, as the real server's strict
+/// decoding); `Ignore`, `Warn` and empty let pruning drop them (no warning header is
+/// sent); any other value is refused as `ValidateFieldValidation` refuses it. The fields
+/// of a patch body are not checked.
+fn check_field_validation(
+    store: &State,
+    route: &Route,
+    method: &Method,
+    query: &Query,
+    operation: &Operation,
+) -> Result<(), ApiError> {
+    const SUPPORTED: [&str; 4] = ["", "Ignore", "Strict", "Warn"];
+    let requested = query.get("fieldValidation").unwrap_or_default();
+    if !SUPPORTED.contains(&requested) {
+        let kind = options_kind(method);
+        let error = FieldError::new(
+            ErrorType::NotSupported,
+            "fieldValidation",
+            Value::String(requested.to_owned()),
+            "supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+        );
+        return Err(ApiError::invalid_kind(
+            &format!("{kind}.meta.k8s.io"),
+            "meta.k8s.io",
+            kind,
+            "",
+            &[error],
+        ));
+    }
+    let body = match operation {
+        Operation::Create(body) | Operation::Update(body) if requested == "Strict" => body,
+        _ => return Ok(()),
+    };
+    let unknown = store.schemas().unknown_fields(&route.resource, body);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "strict decoding error: {}",
+        unknown
+            .iter()
+            .map(|field| format!("unknown field \"{}\"", field.trim_start_matches('.')))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
 /// Whether a write runs as a dry run: `dryRun=All` (query, or a DeleteOptions body);
 /// any other value is refused as the real server's `ValidateDryRun` refuses it (422 on
 /// the request's options kind).
@@ -120,12 +177,7 @@ fn dry_run_of(method: &Method, query: &Query, operation: &Operation) -> Result<b
     if values.iter().all(|value| value == "All") {
         return Ok(true);
     }
-    let options_kind = match *method {
-        Method::POST => "CreateOptions",
-        Method::PUT => "UpdateOptions",
-        Method::PATCH => "PatchOptions",
-        _ => "DeleteOptions",
-    };
+    let options_kind = options_kind(method);
     let error = FieldError {
         kind: ErrorType::NotSupported,
         field: "dryRun".to_owned(),
@@ -224,6 +276,12 @@ impl FakeApiServer {
                     return error_response(&error);
                 }
             };
+        if let Err(error) =
+            check_field_validation(&core.store, &route, &parts.method, &query, &operation)
+        {
+            core.accounting.count(actor, operation.verb());
+            return error_response(&error);
+        }
         let dry_run = match dry_run_of(&parts.method, &query, &operation) {
             Ok(dry_run) => dry_run,
             Err(error) => {

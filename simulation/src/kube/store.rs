@@ -127,6 +127,11 @@ impl State {
         format!("{prefix}{suffix}")
     }
 
+    /// The CRD schemas writes are checked against.
+    pub(super) fn schemas(&self) -> &CrdSchemas {
+        &self.schemas
+    }
+
     /// Starts a dry run: watches are muted and the state is kept for [`Self::end_dry_run`].
     pub(super) fn begin_dry_run(&mut self) -> DryRunSnapshot {
         self.watches.set_muted(true);

@@ -281,3 +281,53 @@ async fn request_kinds_the_server_does_not_speak_are_refused_not_ignored() {
         "only the YAML create was stored"
     );
 }
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_instead_of_dropping_them() {
+    let (server, _) = server();
+    let client = server.client("user");
+    let path = "/apis/apps.foundationdb.org/v1beta2/namespaces/db/foundationdbclusters";
+    let body = serde_json::to_vec(&cluster(
+        "strict",
+        json!({"version": "7.1.57", "bogusField": 1, "processCounts": {"alsoBogus": 2}}),
+    ))
+    .unwrap();
+    let (code, status) = raw(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        "application/json",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status["message"],
+        "strict decoding error: unknown field \"spec.bogusField\", unknown field \
+         \"spec.processCounts.alsoBogus\""
+    );
+    let (code, _) = raw(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Loose"),
+        "application/json",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(code, 422, "an unknown fieldValidation value");
+    assert!(
+        server
+            .list("apps.foundationdb.org", "foundationdbclusters", None)
+            .is_empty()
+    );
+    let (code, created) = raw(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Ignore"),
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert!(created["spec"].get("bogusField").is_none());
+}

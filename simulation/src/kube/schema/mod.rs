@@ -129,6 +129,19 @@ impl CrdSchemas {
             .map(Arc::as_ref)
     }
 
+    /// The fields of a request body for `resource` that pruning would drop (none for
+    /// kinds without a schema): what `fieldValidation=Strict` refuses.
+    pub fn unknown_fields(&self, resource: &ResourceType, body: &Value) -> Vec<String> {
+        let Some(kind) = self.for_resource(resource) else {
+            return Vec::new();
+        };
+        let mut pruned = body.clone();
+        prune::prune_object(&mut pruned, &kind.schema);
+        let mut dropped = Vec::new();
+        prune::dropped_fields(body, &pruned, "", &mut dropped);
+        dropped
+    }
+
     /// Prunes, defaults and validates `object` (a write of `resource` named `name`;
     /// `old` is the stored object on an update). Kinds without a schema pass unchanged.
     pub fn admit(

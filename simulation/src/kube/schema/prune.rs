@@ -30,6 +30,28 @@ const OBJECT_META_FIELDS: &[&str] = &[
 
 const TYPE_AND_OBJECT_META: &[&str] = &["apiVersion", "kind", "metadata"];
 
+/// The fields of `original` that pruning dropped (`pruned` is the pruned copy), as
+/// `fieldValidation=Strict` names them: `.spec.bogus`, `.spec.items[0].x`.
+pub fn dropped_fields(original: &Value, pruned: &Value, path: &str, out: &mut Vec<String>) {
+    match (original, pruned) {
+        (Value::Object(before), Value::Object(after)) => {
+            for (key, value) in before {
+                let child = format!("{path}.{key}");
+                match after.get(key) {
+                    Some(kept) => dropped_fields(value, kept, &child, out),
+                    None => out.push(child),
+                }
+            }
+        }
+        (Value::Array(before), Value::Array(after)) => {
+            for (index, (value, kept)) in before.iter().zip(after).enumerate() {
+                dropped_fields(value, kept, &format!("{path}[{index}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Prunes a whole object against its kind's schema.
 pub fn prune_object(object: &mut Value, schema: &Schema) {
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
