@@ -1,7 +1,8 @@
 //! The simulated API server through real `kube::Api` clients: CRUD, selectors, conflicts,
 //! patches, generation rules, finalizers and graceful pod deletion; in `delete_wait`, what
 //! `kubectl delete` reads while it waits; in `pod_rules`, what pod updates may change,
-//! binding, eviction, deletecollection and cluster IPs.
+//! binding, eviction, deletecollection and cluster IPs; in `crd_schemas`, the CRD schema
+//! checks of the FoundationDB kinds, `dryRun` and the media types spoken.
 
 // Test helpers outside `#[test]` fns fail loudly on purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -18,6 +19,8 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+#[path = "kube_api/crd_schemas.rs"]
+mod crd_schemas;
 #[path = "kube_api/delete_wait.rs"]
 mod delete_wait;
 #[path = "kube_api/pod_rules.rs"]
@@ -386,10 +389,12 @@ async fn generation_and_status_subresource_on_a_custom_resource() {
         .replace_status("sample", &PostParams::default(), &replacement)
         .await
         .unwrap();
-    assert_eq!(
-        replaced.data["status"],
-        json!({"health": {"available": true}})
-    );
+    // The CRD's `default:`s fill what the write left out, as a real server's defaulting.
+    let defaulted_status = json!({"configured": false, "hasIncorrectConfigMap": false,
+        "hasIncorrectServiceConfig": false, "hasListenIPsForAllPods": false,
+        "needsNewCoordinators": false,
+        "health": {"available": true, "fullReplication": false, "healthy": false}});
+    assert_eq!(replaced.data["status"], defaulted_status);
     assert_eq!(replaced.data["spec"]["version"], "7.1.57");
     let stale = clusters
         .replace("sample", &PostParams::default(), &replacement)
@@ -406,8 +411,7 @@ async fn generation_and_status_subresource_on_a_custom_resource() {
         .unwrap();
     assert_eq!(replaced.data["spec"]["version"], "7.3.43");
     assert_eq!(
-        replaced.data["status"],
-        json!({"health": {"available": true}}),
+        replaced.data["status"], defaulted_status,
         "main ignores status"
     );
     assert_eq!(generation(&replaced), 3);

@@ -7,6 +7,7 @@ pub mod backup;
 pub mod cluster;
 pub mod crd;
 pub mod database_configuration;
+pub mod embedded_schema;
 pub mod image_config;
 pub mod process_class;
 pub mod restore;

@@ -51,6 +51,10 @@ pub const EXPECTATION_FAILED: &str = "expectation-failed";
 /// kill, maintenance) while the database's lock key did not name it as the holder: its
 /// cluster uses locks and it does not hold the lock, or another instance holds it.
 pub const LOCK_NOT_HELD: &str = "lock-not-held";
+/// `write-refused`: the API server refused a write of the operator as invalid (422): a
+/// real operator making it would be stuck (its change never lands) or blind (a status
+/// it cannot record).
+pub const WRITE_REFUSED: &str = "write-refused";
 /// `exclusion-left-behind`: a pass reported Reconciled while an exclusion the operator
 /// made belonged to no process group being removed.
 pub const EXCLUSION_LEFT_BEHIND: &str = "exclusion-left-behind";

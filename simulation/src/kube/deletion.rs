@@ -38,6 +38,8 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     /// Preconditions.
     pub preconditions: Option<Preconditions>,
+    /// `dryRun` of the body (`["All"]`: delete nothing).
+    pub dry_run: Option<Vec<String>>,
 }
 
 impl DeleteOptions {

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::resources::ResourceType;
+use super::schema::messages::{FieldError, aggregate};
 
 /// An error the simulated API server answers with; rendered as a `metav1.Status` body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,6 +15,9 @@ pub struct ApiError {
     pub reason: String,
     /// Human-readable message, worded like the real API server's.
     pub message: String,
+    /// The `details` of the `Status` (name, group, kind and the field `causes` of a 422),
+    /// when the real server gives them.
+    pub details: Option<Box<Value>>,
 }
 
 impl ApiError {
@@ -22,6 +26,7 @@ impl ApiError {
             code,
             reason: reason.to_string(),
             message,
+            details: None,
         }
     }
 
@@ -69,8 +74,45 @@ impl ApiError {
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {why}", resource.kind),
+            format!("{} \"{name}\" is invalid: {why}", resource.qualified_kind()),
         )
+    }
+
+    /// 422 for an object whose fields fail validation, as apimachinery's `NewInvalid`
+    /// answers it: the aggregated message and one `details.causes[]` entry per field.
+    pub fn invalid_fields(resource: &ResourceType, name: &str, errors: &[FieldError]) -> Self {
+        Self::invalid_kind(
+            &resource.qualified_kind(),
+            &resource.group,
+            &resource.kind,
+            name,
+            errors,
+        )
+    }
+
+    /// 422 naming `qualified_kind` (`Kind` or `Kind.group`) with the field `errors`.
+    pub fn invalid_kind(
+        qualified_kind: &str,
+        group: &str,
+        kind: &str,
+        name: &str,
+        errors: &[FieldError],
+    ) -> Self {
+        let mut error = Self::new(
+            422,
+            "Invalid",
+            format!(
+                "{qualified_kind} \"{name}\" is invalid: {}",
+                aggregate(errors)
+            ),
+        );
+        error.details = Some(Box::new(json!({
+            "name": name,
+            "group": group,
+            "kind": kind,
+            "causes": errors.iter().map(FieldError::cause).collect::<Vec<_>>(),
+        })));
+        error
     }
 
     /// 422 for list or watch options the real server's `ValidateListOptions` refuses,
@@ -113,7 +155,7 @@ impl ApiError {
 
     /// The `Status` object body.
     pub fn to_status(&self) -> Value {
-        json!({
+        let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -121,7 +163,11 @@ impl ApiError {
             "message": self.message,
             "reason": self.reason,
             "code": self.code,
-        })
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.as_ref().clone();
+        }
+        status
     }
 }
 

@@ -15,11 +15,15 @@
 //! writes are logged in order for the simulation's events log. A seeded share of an
 //! actor's writes can be made to fail with 409 Conflict.
 //!
+//! The FoundationDB custom resources are pruned, defaulted and validated against the
+//! served CRDs (see [`schema`]). `dryRun=All` runs a write's checks and persists nothing;
+//! bodies are JSON or YAML (other media types: 415).
+//!
 //! Not simulated: PodDisruptionBudgets (no `policy` resources; evictions always
 //! proceed), server-side apply (415), garbage collection of owned objects
-//! (`propagationPolicy` is accepted and ignored), namespace existence checks, dry runs,
+//! (`propagationPolicy` is accepted and ignored), namespace existence checks,
 //! list snapshots at an older resourceVersion (lists always show the latest state),
-//! watch timeouts and periodic bookmarks, managedFields.
+//! watch timeouts and periodic bookmarks, managedFields, protobuf.
 
 pub mod accounting;
 pub mod admission;
@@ -34,6 +38,7 @@ pub mod pod_updates;
 pub mod quantity;
 pub mod resources;
 pub mod routes;
+pub mod schema;
 pub mod selectors;
 pub mod service;
 pub mod service_account;
@@ -416,7 +421,7 @@ impl FakeApiServer {
     fn execute(&self, actor: &str, route: &Route, operation: Operation) -> Result<Value, ApiError> {
         let now = self.inner.clock.now();
         self.lock()
-            .execute(actor, route, operation, now)
+            .execute(actor, route, operation, now, false)
             .map(|(_, body)| body)
     }
 

@@ -83,13 +83,16 @@ impl Core {
         }
     }
 
-    /// Counts, maybe injects a conflict, executes and logs one operation.
+    /// Counts, maybe injects a conflict, executes and logs one operation. A `dry_run`
+    /// write (`dryRun=All`) runs every check and answers as the write would, but
+    /// persists nothing, sends no watch event and is not logged.
     pub fn execute(
         &mut self,
         actor: &str,
         route: &Route,
         operation: Operation,
         now: Timestamp,
+        dry_run: bool,
     ) -> Result<Reply, ApiError> {
         let verb = operation.verb();
         self.accounting.count(actor, verb);
@@ -119,6 +122,9 @@ impl Core {
             detail: String::new(),
             time: now.as_second(),
         };
+        if dry_run {
+            return self.dry_run(route, operation, now, &mut record);
+        }
         let result = if self.faults.should_conflict(actor) {
             record.detail = "injected conflict".to_string();
             Err(ApiError::conflict(
@@ -141,6 +147,44 @@ impl Core {
         }
         self.accounting.log_write(record);
         result
+    }
+
+    /// A write under `dryRun=All`: executed on the real state, then undone. The answer
+    /// carries no new resourceVersion (none was written), as the real dry-run storage.
+    fn dry_run(
+        &mut self,
+        route: &Route,
+        operation: Operation,
+        now: Timestamp,
+        record: &mut WriteRecord,
+    ) -> Result<Reply, ApiError> {
+        let creating = matches!(operation, Operation::Create(_));
+        let before = route
+            .name
+            .as_deref()
+            .and_then(|name| self.peek(route, name, None));
+        let snapshot = self.store.begin_dry_run();
+        let result = self.write(route, operation, now, record);
+        self.store.end_dry_run(snapshot);
+        let (code, mut body) = result?;
+        let is_status = body.get("kind").and_then(Value::as_str) == Some("Status");
+        if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut)
+            && !is_status
+        {
+            let kept = before
+                .as_ref()
+                .and_then(|b| meta_str(b, "resourceVersion"))
+                .filter(|_| !creating);
+            match kept {
+                Some(version) => {
+                    metadata.insert("resourceVersion".into(), json!(version));
+                }
+                None => {
+                    metadata.remove("resourceVersion");
+                }
+            }
+        }
+        Ok((code, body))
     }
 
     fn read(&self, route: &Route, operation: &Operation) -> Result<Reply, ApiError> {

@@ -58,6 +58,15 @@ impl ResourceType {
         }
     }
 
+    /// `Kind` or `Kind.group`, as the real server names kinds in `is invalid` messages.
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
     /// Whether this is a custom resource (strategic merge patch is refused for those).
     pub fn is_custom(&self) -> bool {
         !BUILTIN_GROUPS.contains(&self.group.as_str())

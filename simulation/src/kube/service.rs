@@ -20,6 +20,7 @@ use super::errors::ApiError;
 use super::operations::{Operation, selectors};
 use super::patch::PatchType;
 use super::routes::{Query, Route, parse_path};
+use super::schema::messages::{BadValue, ErrorType, FieldError};
 use super::store::{State, meta_str};
 use super::watch::{WatchFilter, event_line, initial_events_end};
 
@@ -87,6 +88,111 @@ fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
     })
 }
 
+/// The body of a create or update in the media types the simulated server speaks: JSON
+/// (also when no type is named, as the real server defaults to its first type) and
+/// YAML. Anything else (protobuf, CBOR, ...) is a 415 as from a server without it
+/// (apiserver `negotiation.NegotiateInputSerializer`).
+fn parse_object_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    match media {
+        "" | "application/json" | "*/*" => parse_json(body),
+        "application/yaml" => serde_yaml_ng::from_slice(body).map_err(|error| {
+            ApiError::bad_request(format!("the request body is not valid YAML: {error}"))
+        }),
+        _ => Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types \
+             include: application/json, application/yaml (got \"{media}\")"
+        ))),
+    }
+}
+
+fn options_kind(method: &Method) -> &'static str {
+    match *method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        Method::PATCH => "PatchOptions",
+        _ => "DeleteOptions",
+    }
+}
+
+/// `fieldValidation` (what `kubectl apply` sends, `Strict` by default): `Strict` refuses a
+/// create or update body with fields the schema drops (400, as the real server's strict
+/// decoding); `Ignore`, `Warn` and empty let pruning drop them (no warning header is
+/// sent); any other value is refused as `ValidateFieldValidation` refuses it. The fields
+/// of a patch body are not checked.
+fn check_field_validation(
+    store: &State,
+    route: &Route,
+    method: &Method,
+    query: &Query,
+    operation: &Operation,
+) -> Result<(), ApiError> {
+    const SUPPORTED: [&str; 4] = ["", "Ignore", "Strict", "Warn"];
+    let requested = query.get("fieldValidation").unwrap_or_default();
+    if !SUPPORTED.contains(&requested) {
+        let kind = options_kind(method);
+        let error = FieldError::new(
+            ErrorType::NotSupported,
+            "fieldValidation",
+            Value::String(requested.to_owned()),
+            "supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+        );
+        return Err(ApiError::invalid_kind(
+            &format!("{kind}.meta.k8s.io"),
+            "meta.k8s.io",
+            kind,
+            "",
+            &[error],
+        ));
+    }
+    let body = match operation {
+        Operation::Create(body) | Operation::Update(body) if requested == "Strict" => body,
+        _ => return Ok(()),
+    };
+    let unknown = store.schemas().unknown_fields(&route.resource, body);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "strict decoding error: {}",
+        unknown
+            .iter()
+            .map(|field| format!("unknown field \"{}\"", field.trim_start_matches('.')))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// Whether a write runs as a dry run: `dryRun=All` (query, or a DeleteOptions body);
+/// any other value is refused as the real server's `ValidateDryRun` refuses it (422 on
+/// the request's options kind).
+fn dry_run_of(method: &Method, query: &Query, operation: &Operation) -> Result<bool, ApiError> {
+    let mut values: Vec<String> = query.get("dryRun").map(str::to_owned).into_iter().collect();
+    if let Operation::Delete(options) | Operation::DeleteCollection(_, options) = operation {
+        values.extend(options.dry_run.iter().flatten().cloned());
+    }
+    if values.is_empty() {
+        return Ok(false);
+    }
+    if values.iter().all(|value| value == "All") {
+        return Ok(true);
+    }
+    let options_kind = options_kind(method);
+    let error = FieldError {
+        kind: ErrorType::NotSupported,
+        field: "dryRun".to_owned(),
+        value: BadValue::Strings(values),
+        detail: "supported values: \"All\"".to_owned(),
+    };
+    Err(ApiError::invalid_kind(
+        &format!("{options_kind}.meta.k8s.io"),
+        "meta.k8s.io",
+        options_kind,
+        "",
+        &[error],
+    ))
+}
+
 /// Maps method and route to an operation (or `None` for a watch).
 fn operation_for(
     method: &Method,
@@ -110,8 +216,8 @@ fn operation_for(
         Method::GET if !has_name && query.flag("watch") => return Ok(None),
         Method::GET if has_name => Operation::Get,
         Method::GET => Operation::List(query),
-        Method::POST if !has_name => Operation::Create(parse_json(body)?),
-        Method::PUT if has_name => Operation::Update(parse_json(body)?),
+        Method::POST if !has_name => Operation::Create(parse_object_body(content_type, body)?),
+        Method::PUT if has_name => Operation::Update(parse_object_body(content_type, body)?),
         Method::PATCH if has_name => {
             Operation::Patch(PatchType::from_content_type(content_type)?, body.to_vec())
         }
@@ -170,7 +276,20 @@ impl FakeApiServer {
                     return error_response(&error);
                 }
             };
-        match core.execute(actor, &route, operation, now) {
+        if let Err(error) =
+            check_field_validation(&core.store, &route, &parts.method, &query, &operation)
+        {
+            core.accounting.count(actor, operation.verb());
+            return error_response(&error);
+        }
+        let dry_run = match dry_run_of(&parts.method, &query, &operation) {
+            Ok(dry_run) => dry_run,
+            Err(error) => {
+                core.accounting.count(actor, operation.verb());
+                return error_response(&error);
+            }
+        };
+        match core.execute(actor, &route, operation, now, dry_run) {
             Ok((code, body)) => json_response(code, &body),
             Err(error) => error_response(&error),
         }

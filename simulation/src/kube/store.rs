@@ -14,6 +14,7 @@ use super::errors::ApiError;
 use super::generated_names::NAME_ALPHABET;
 use super::patch::{PatchType, apply_patch};
 use super::resources::{ResourceRegistry, ResourceType, is_core};
+use super::schema::CrdSchemas;
 use super::update_rules::{
     admit_update, check_version, keep_server_metadata, split_status, stamp_created,
 };
@@ -75,6 +76,16 @@ impl ResourceKey {
 /// DefaultStorageClass admission plugin assigns a cluster's).
 const DEFAULT_STORAGE_CLASS: &str = "standard";
 
+/// What a dry run may change and must give back: the objects and the counters.
+#[derive(Debug)]
+pub(super) struct DryRunSnapshot {
+    objects: BTreeMap<ResourceKey, Value>,
+    resource_version: u64,
+    uid_counter: u64,
+    name_rng: ChaCha8Rng,
+    service_ips: ServiceIps,
+}
+
 /// Everything behind the server's lock.
 #[derive(Debug)]
 pub struct State {
@@ -85,6 +96,8 @@ pub struct State {
     name_rng: ChaCha8Rng,
     service_ips: ServiceIps,
     pub(super) watches: WatchHub,
+    /// The schemas writes of custom resources are pruned, defaulted and validated by.
+    schemas: std::sync::Arc<CrdSchemas>,
 }
 
 impl State {
@@ -98,6 +111,7 @@ impl State {
             name_rng: ChaCha8Rng::seed_from_u64(seed),
             service_ips: ServiceIps::default(),
             watches: WatchHub::default(),
+            schemas: CrdSchemas::served(),
         }
     }
 
@@ -114,6 +128,33 @@ impl State {
             })
             .collect();
         format!("{prefix}{suffix}")
+    }
+
+    /// The CRD schemas writes are checked against.
+    pub(super) fn schemas(&self) -> &CrdSchemas {
+        &self.schemas
+    }
+
+    /// Starts a dry run: watches are muted and the state is kept for [`Self::end_dry_run`].
+    pub(super) fn begin_dry_run(&mut self) -> DryRunSnapshot {
+        self.watches.set_muted(true);
+        DryRunSnapshot {
+            objects: self.objects.clone(),
+            resource_version: self.resource_version,
+            uid_counter: self.uid_counter,
+            name_rng: self.name_rng.clone(),
+            service_ips: self.service_ips.clone(),
+        }
+    }
+
+    /// Ends a dry run: everything it changed is put back.
+    pub(super) fn end_dry_run(&mut self, snapshot: DryRunSnapshot) {
+        self.objects = snapshot.objects;
+        self.resource_version = snapshot.resource_version;
+        self.uid_counter = snapshot.uid_counter;
+        self.name_rng = snapshot.name_rng;
+        self.service_ips = snapshot.service_ips;
+        self.watches.set_muted(false);
     }
 
     /// Resolves the namespace a request works in.
@@ -208,6 +249,7 @@ impl State {
             }
         }
         validate_object(resource, &name, &object, true)?;
+        self.schemas.admit(resource, &name, &mut object, None)?;
         let key = ResourceKey::for_type(resource, &namespace, &name);
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
@@ -351,6 +393,13 @@ impl State {
         status_only: bool,
     ) -> Result<Value, ApiError> {
         let namespace = Self::namespace_for(resource, url_namespace, None)?;
+        if patch_type == PatchType::Apply {
+            // Refused before the object is looked up: a server without server-side apply
+            // does not know the request kind at all (an apply would create a missing object).
+            return Err(ApiError::unsupported_media_type(
+                "server-side apply is not supported by the simulated API server",
+            ));
+        }
         let current = self.get(resource, &namespace, name)?;
         let patched = apply_patch(resource, name, &current, patch_type, body)?;
         if meta_str(&patched, "name") != Some(name) {
@@ -392,6 +441,10 @@ impl State {
         if !status_only {
             admit_update(resource, name, &current, &mut next)?;
         }
+        // The whole object, `/status` writes included, as `status_strategy.go` validates
+        // it; ratcheted against the stored object.
+        self.schemas
+            .admit(resource, name, &mut next, Some(&current))?;
         keep_server_metadata(resource, &current, &mut next);
         if next == current {
             // Nothing changed: the real server keeps the resourceVersion and sends no event.

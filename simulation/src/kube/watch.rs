@@ -146,6 +146,8 @@ pub struct WatchHub {
     /// Highest resourceVersion dropped from the history (0 when nothing was dropped).
     dropped_up_to: u64,
     watchers: Vec<Watcher>,
+    /// While a dry run executes: nothing is recorded or sent.
+    muted: bool,
 }
 
 impl std::fmt::Debug for WatchHub {
@@ -168,6 +170,9 @@ impl WatchHub {
         object: &Value,
         previous: Option<&Value>,
     ) {
+        if self.muted {
+            return;
+        }
         let event = StoredEvent {
             resource_version,
             event_type,
@@ -250,6 +255,11 @@ impl WatchHub {
     /// Ends every open watch stream (clients see the stream end and re-watch).
     pub fn close_all(&mut self) {
         self.watchers.clear();
+    }
+
+    /// Mutes (or unmutes) publishing, for a dry run.
+    pub fn set_muted(&mut self, muted: bool) {
+        self.muted = muted;
     }
 
     /// Number of open watches.

@@ -579,6 +579,17 @@ fn record_operator_write(log: &EventLog, record: &WriteRecord) {
     } else {
         format!("{} -> {}", record.detail, record.code)
     };
+    if record.code == 422 {
+        log.note_violation(
+            crate::invariants::WRITE_REFUSED,
+            format!(
+                "the API server refused the operator's {} of {}: {}",
+                record.verb.as_str(),
+                target,
+                record.detail
+            ),
+        );
+    }
     if record.kind == "Event" {
         // Event names end in a wall-clock hash; name the event by its object instead, so
         // the same scenario and seed give the same log.
@@ -593,3 +604,7 @@ fn record_operator_write(log: &EventLog, record: &WriteRecord) {
         log.record(EventSource::K8s, record.verb.as_str(), &target, &detail);
     }
 }
+
+#[cfg(test)]
+#[path = "write_refused_tests.rs"]
+mod write_refused_tests;

@@ -159,6 +159,9 @@ pub struct ProcessSettings {
     pub pod_template: Option<PodTemplateSpec>,
     /// Template of the data volume claims of stateful classes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        schema_with = "crate::api::embedded_schema::metadata_optional::<Option<PersistentVolumeClaim>>"
+    )]
     pub volume_claim_template: Option<PersistentVolumeClaim>,
     /// Extra `key=value` lines for the fdbserver sections of the monitor conf, e.g.
     /// `knob_disable_posix_kernel_aio=1`.

@@ -106,6 +106,9 @@ pub struct FoundationDBClusterSpec {
     pub buggify: BuggifyConfig,
     /// Extra data merged into the `<cluster>-config` ConfigMap, and its metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        schema_with = "crate::api::embedded_schema::metadata_optional::<Option<ConfigMap>>"
+    )]
     pub config_map: Option<ConfigMap>,
     /// Class priorities for choosing coordinators (default: log and transaction 1,
     /// storage 0).
