@@ -26,6 +26,7 @@ pub mod admission;
 pub mod deletion;
 pub mod errors;
 pub mod faults;
+pub mod identity;
 pub mod operations;
 pub mod patch;
 pub mod pod_updates;

@@ -12,6 +12,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::kube::identity::identity_problem;
+
 /// Largest snapshot file read (a 1000-pod capture is a few MiB).
 pub const MAX_SNAPSHOT_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -89,6 +91,7 @@ impl SnapshotSpec {
                     "needs kind, apiVersion and metadata.name".to_owned(),
                 )
             })?;
+            check_identity(index, object, &kind)?;
             match kind.as_str() {
                 "FoundationDBCluster" => {
                     if !clusters.insert((namespace.clone(), name.clone())) {
@@ -135,6 +138,35 @@ impl SnapshotSpec {
             cluster,
         })
     }
+}
+
+/// The object's name, namespace and uid are what a real API server holds
+/// (`kube/identity.rs`): the world makes host paths of them, so a capture naming a
+/// namespace or uid with `/` or `..` is refused before anything runs.
+fn check_identity(index: usize, object: &Value, kind: &str) -> Result<(), Problem> {
+    let field = |name: &str| {
+        object
+            .pointer(&format!("/metadata/{name}"))
+            .and_then(Value::as_str)
+    };
+    let core = object.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    let name = field("name").unwrap_or_default();
+    let Some((which, problem)) =
+        identity_problem(kind, core, name, field("namespace"), field("uid"))
+    else {
+        return Ok(());
+    };
+    let value = field(which.trim_start_matches("metadata.")).unwrap_or_default();
+    // Only the valid parts of the identity name the object.
+    let object_name = match which {
+        "metadata.name" => kind.to_owned(),
+        "metadata.namespace" => format!("{kind} {name}"),
+        _ => format!("{kind} {}/{name}", field("namespace").unwrap_or("default")),
+    };
+    Err((
+        format!("snapshot.objects[{index}] {object_name}: {which}"),
+        format!("invalid value {value:?}: {problem}"),
+    ))
 }
 
 /// A captured pod runs on a captured node and every ConfigMap it needs is captured.
