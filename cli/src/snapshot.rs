@@ -33,7 +33,8 @@ pub struct SnapshotArgs {
     #[arg(long, value_name = "MANIFEST")]
     pub rehearse: Option<PathBuf>,
     /// Keep the values of the Secrets the pods mount (by default each value is replaced
-    /// by a placeholder; the keys stay).
+    /// by a placeholder, the keys stay, in `data`, `stringData` and every annotation,
+    /// `kubectl apply`'s last-applied copy included; `managedFields` are dropped).
     #[arg(long)]
     pub include_secret_values: bool,
     /// The fdbcli binary that reads `status json`.
