@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use fdb_operator::capture::{CaptureOptions, capture_objects, status_line};
+use fdb_operator::cli::explain::explain_manifest;
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
@@ -101,14 +102,37 @@ pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, Plug
     Ok(0)
 }
 
-/// Reads the changed manifest (one YAML or JSON document).
+/// Reads the changed manifest: one YAML or JSON document, a FoundationDBCluster that
+/// `fdb-operator explain` finds valid (a `kind: Pod` was merged as the cluster's spec,
+/// and an invalid spec ran six simulated hours without naming the field). Checked before
+/// anything is captured or written.
 fn read_manifest(path: &Path) -> Result<Value, PluginError> {
-    fdb_shared::yaml_input::read_file(path)
-        .map_err(|error| error.to_string())
-        .and_then(|text| {
-            fdb_shared::yaml_input::single_document(&text).map_err(|error| error.to_string())
-        })
-        .map_err(|error| PluginError::Usage(format!("--file {}: {error}", path.display())))
+    let usage = |error: String| PluginError::Usage(format!("--file {}: {error}", path.display()));
+    let text = fdb_shared::yaml_input::read_file(path).map_err(|error| usage(error.to_string()))?;
+    let manifest =
+        fdb_shared::yaml_input::single_document(&text).map_err(|error| usage(error.to_string()))?;
+    match manifest.get("kind").and_then(Value::as_str) {
+        Some("FoundationDBCluster") => {}
+        Some(kind) => {
+            return Err(usage(format!(
+                "holds a {kind:?}, not a FoundationDBCluster; rehearse applies a changed \
+                 cluster manifest"
+            )));
+        }
+        None => {
+            return Err(usage(
+                "holds no kind; rehearse applies a FoundationDBCluster manifest".into(),
+            ));
+        }
+    }
+    let explanation = explain_manifest(path, &text).map_err(|error| usage(error.to_string()))?;
+    if !explanation.valid {
+        return Err(usage(format!(
+            "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",
+            explanation.errors.join("; ")
+        )));
+    }
+    Ok(manifest)
 }
 
 /// Runs `rehearse`: exit 0 when the change is reconciled with no invariant violated, 1
