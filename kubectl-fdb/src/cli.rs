@@ -99,6 +99,10 @@ pub struct SnapshotArgs {
     /// Keep the values of the Secrets the pods mount (default: placeholders).
     #[arg(long)]
     pub include_secret_values: bool,
+    /// Write into a non-empty output folder (the snapshot's own files are replaced; no
+    /// symlink in it is followed).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `rehearse`.
@@ -113,6 +117,9 @@ pub struct RehearseArgs {
     /// The folder for the scenario and its `result.json` (default: `<cluster>-rehearsal`).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Write into a non-empty output folder (the rehearsal's own files are replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `version`.

@@ -63,7 +63,14 @@ fn capture_quickstart(dir: &Path, rehearse: Option<&Value>) -> SimulationResult 
             .await
             .unwrap()
     });
-    write_dir(dir, &captured.objects, captured.status.as_ref(), rehearse).unwrap();
+    write_dir(
+        dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        rehearse,
+        false,
+    )
+    .unwrap();
     result
 }
 
@@ -427,7 +434,14 @@ fn capture_with_applied_secret(dir: &Path, include_secret_values: bool) {
             .unwrap();
         captured
     });
-    write_dir(dir, &captured.objects, captured.status.as_ref(), None).unwrap();
+    write_dir(
+        dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        None,
+        false,
+    )
+    .unwrap();
 }
 
 /// The files of `dir` that hold the secret value (plain or base64).

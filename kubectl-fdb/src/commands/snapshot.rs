@@ -13,6 +13,7 @@ use fdb_operator::cli::explain::explain_manifest;
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
+use fdb_simulation::scenario::safe_write::{check_output_dir, replace_file};
 use fdb_simulation::scenario::snapshot_write::{WriteError, write_dir};
 use serde_json::Value;
 
@@ -84,10 +85,18 @@ fn output_dir(output: Option<&PathBuf>, cluster: &str, what: &str) -> PathBuf {
 
 /// Runs `snapshot`.
 pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, PluginError> {
-    let captured = capture(session, &args.cluster, args.include_secret_values).await?;
     let dir = output_dir(args.output.as_ref(), &args.cluster, "snapshot");
-    write_dir(&dir, &captured.objects, captured.status.as_ref(), None)
-        .map_err(|error| PluginError::Usage(error.to_string()))?;
+    // Refused before the capture, which may take a while.
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    let captured = capture(session, &args.cluster, args.include_secret_values).await?;
+    write_dir(
+        &dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        None,
+        args.force,
+    )
+    .map_err(|error| PluginError::Usage(error.to_string()))?;
     println!(
         "Wrote {} ({} objects, {}); run it with: fdb-operator simulate {}",
         dir.display(),
@@ -139,13 +148,15 @@ fn read_manifest(path: &Path) -> Result<Value, PluginError> {
 /// when it is not (the summary says why).
 pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, PluginError> {
     let manifest = read_manifest(&args.file)?;
-    let captured = capture(session, &args.cluster, false).await?;
     let dir = output_dir(args.output.as_ref(), &args.cluster, "rehearsal");
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    let captured = capture(session, &args.cluster, false).await?;
     write_dir(
         &dir,
         &captured.objects,
         captured.status.as_ref(),
         Some(&manifest),
+        args.force,
     )
     .map_err(|error| match error {
         WriteError::Rehearse(message) => {
@@ -164,9 +175,8 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
     let result = simulate(scenario).await?;
     let result_path = dir.join("result.json");
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
-    std::fs::write(&result_path, format!("{json}\n")).map_err(|error| {
-        PluginError::Usage(format!("cannot write {}: {error}", result_path.display()))
-    })?;
+    replace_file(&dir, "result.json", &format!("{json}\n"))
+        .map_err(|error| PluginError::Usage(error.to_string()))?;
     let summary = summarize(&result);
     for line in &summary.lines {
         println!("{line}");
