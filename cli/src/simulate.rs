@@ -40,8 +40,9 @@ pub struct SimulateArgs {
     /// With --serve: where to write a kubeconfig for the served API, once it answers.
     #[arg(long, value_name = "FILE", requires = "serve")]
     pub kubeconfig: Option<PathBuf>,
-    /// With --serve: simulated seconds per wall-clock second.
-    #[arg(long, value_name = "N", default_value_t = 1.0, requires = "serve")]
+    /// With --serve: simulated seconds per wall-clock second, from 0.001 to 1000.
+    #[arg(long, value_name = "N", default_value_t = 1.0, requires = "serve",
+          value_parser = parse_speed)]
     pub speed: f64,
 }
 
@@ -120,6 +121,15 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `--speed`: a number within the served world's bounds (`1e308` used to panic, `1e9`
+/// to grow without bound and outrun SIGTERM).
+fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    fdb_simulation::serve::check_speed(speed)
 }
 
 /// `--serve` with `--kubeconfig` (and `--speed`), checked.

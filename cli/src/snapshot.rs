@@ -12,6 +12,7 @@ use fdb_operator::capture::{CaptureOptions, capture};
 use fdb_operator::controller::providers::FdbcliAdminProvider;
 use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, TRACE_LOG_GROUP_ENV};
 use fdb_operator::fdb::{FdbTools, TlsFiles};
+use fdb_simulation::scenario::safe_write::check_output_dir;
 use fdb_simulation::scenario::snapshot_write::write_dir;
 
 /// Arguments of `fdb-operator snapshot`.
@@ -21,20 +22,27 @@ pub struct SnapshotArgs {
     /// account).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// The cluster's namespace.
-    #[arg(long, short = 'n', default_value = "default")]
+    /// The cluster's namespace (a DNS-1123 label).
+    #[arg(long, short = 'n', default_value = "default", value_parser = namespace_name)]
     pub namespace: String,
-    /// The FoundationDBCluster's name.
+    /// The FoundationDBCluster's name (a DNS-1123 subdomain).
+    #[arg(value_parser = cluster_name)]
     pub cluster: String,
-    /// The folder to write `scenario.yaml`, `live.yaml` and `status.json` to.
-    #[arg(long, short = 'o', default_value = ".", value_name = "DIR")]
-    pub output: PathBuf,
+    /// The folder to write `scenario.yaml`, `live.yaml` and `status.json` to; it must be
+    /// new or empty unless --force (default: `CLUSTER-snapshot` here).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Write into a non-empty output folder (the snapshot's own files are replaced; no
+    /// symlink in it is followed).
+    #[arg(long)]
+    pub force: bool,
     /// A changed manifest of the cluster: the scenario applies it after the take-over and
     /// waits until it is reconciled.
     #[arg(long, value_name = "MANIFEST")]
     pub rehearse: Option<PathBuf>,
     /// Keep the values of the Secrets the pods mount (by default each value is replaced
-    /// by a placeholder; the keys stay).
+    /// by a placeholder, the keys stay, in `data`, `stringData` and every annotation,
+    /// `kubectl apply`'s last-applied copy included; `managedFields` are dropped).
     #[arg(long)]
     pub include_secret_values: bool,
     /// The FoundationDB tools of each minor version, as `run` takes them
@@ -61,6 +69,23 @@ pub struct SnapshotArgs {
     /// fdbcli's `--tls_verify_peers` rules.
     #[arg(long, env = "FDB_TLS_VERIFY_PEERS")]
     pub tls_verify_peers: Option<String>,
+}
+
+/// A namespace as the API server accepts it (it joins request paths).
+fn namespace_name(value: &str) -> Result<String, String> {
+    match fdb_shared::validation::names::dns1123_label_error(value) {
+        None => Ok(value.to_owned()),
+        Some(problem) => Err(problem),
+    }
+}
+
+/// A cluster name as the API server accepts it (it joins request paths and names the
+/// default output folder).
+fn cluster_name(value: &str) -> Result<String, String> {
+    match fdb_shared::validation::names::dns1123_subdomain_error(value) {
+        None => Ok(value.to_owned()),
+        Some(problem) => Err(problem),
+    }
 }
 
 /// The files fdbcli uses with a TLS cluster, as `run` takes them: all three of
@@ -122,6 +147,15 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}-snapshot", args.cluster)));
+    // Refused before the capture, which may take a while.
+    if let Err(error) = check_output_dir(&output, args.force) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -153,22 +187,23 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
         }
     };
     match write_dir(
-        &args.output,
+        &output,
         &captured.objects,
         captured.status.as_ref(),
         rehearse.as_ref(),
+        args.force,
     ) {
         Ok(()) => {
             eprintln!(
                 "wrote {} ({} objects{}); run it with: fdb-operator simulate {}",
-                args.output.display(),
+                output.display(),
                 captured.objects.len(),
                 if captured.status.is_some() {
                     ", status json"
                 } else {
                     ", no status json"
                 },
-                args.output.join("scenario.yaml").display()
+                output.join("scenario.yaml").display()
             );
             ExitCode::SUCCESS
         }
@@ -238,5 +273,6 @@ mod tests {
                 fdbcli: "/opt/fdbcli".into()
             }
         );
+        use fdb_simulation::scenario::safe_write::check_output_dir;
     }
 }

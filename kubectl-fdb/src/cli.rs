@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use crate::names;
+
 /// kubectl plugin for FoundationDB clusters managed by the FoundationDB operator.
 #[derive(Debug, Parser)]
 #[command(
@@ -24,7 +26,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
     /// The namespace (default: the context's).
-    #[arg(long, short = 'n', global = true, value_name = "NS")]
+    #[arg(long, short = 'n', global = true, value_name = "NS", value_parser = names::label_name)]
     pub namespace: Option<String>,
     /// Act without asking for confirmation.
     #[arg(long, short = 'y', global = true)]
@@ -88,7 +90,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The folder to write `scenario.yaml`, `live.yaml` and `status.json` to (default:
     /// `<cluster>-snapshot`).
@@ -97,13 +99,17 @@ pub struct SnapshotArgs {
     /// Keep the values of the Secrets the pods mount (default: placeholders).
     #[arg(long)]
     pub include_secret_values: bool,
+    /// Write into a non-empty output folder (the snapshot's own files are replaced; no
+    /// symlink in it is followed).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `rehearse`.
 #[derive(Debug, Args)]
 pub struct RehearseArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The changed FoundationDBCluster manifest to rehearse.
     #[arg(long, short = 'f', value_name = "MANIFEST")]
@@ -111,6 +117,9 @@ pub struct RehearseArgs {
     /// The folder for the scenario and its `result.json` (default: `<cluster>-rehearsal`).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Write into a non-empty output folder (the rehearsal's own files are replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `version`.
@@ -123,7 +132,8 @@ pub struct VersionArgs {
     #[arg(
         long,
         short = 'o',
-        default_value = "fdb-kubernetes-operator-controller-manager"
+        default_value = "fdb-kubernetes-operator-controller-manager",
+        value_parser = names::object_name
     )]
     pub operator_name: String,
 }
@@ -132,6 +142,7 @@ pub struct VersionArgs {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// The clusters to analyze.
+    #[arg(value_parser = names::object_name)]
     pub clusters: Vec<String>,
     /// Replace the process groups whose pods failed (marks them for removal).
     #[arg(long)]
@@ -161,9 +172,10 @@ pub enum RemoveCommand {
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// Pod names or process group IDs.
+    #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,
     /// Exclude the processes before removing them (`--exclusion=false` removes without
     /// exclusion: their data is not moved away first).
@@ -185,9 +197,10 @@ pub struct RemoveArgs {
 #[derive(Debug, Args)]
 pub struct CordonArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The nodes.
+    #[arg(value_parser = names::object_name)]
     pub nodes: Vec<String>,
     /// Select the nodes by labels instead (`key=value,...`).
     #[arg(long, value_name = "LABELS")]
@@ -202,9 +215,10 @@ pub struct CordonArgs {
 #[derive(Debug, Args)]
 pub struct RestartArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// Pod names or process group IDs.
+    #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,
     /// Restart every process of the cluster.
     #[arg(long)]
@@ -218,10 +232,10 @@ pub struct RestartArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The pod (or process group); default: the first running pod of the cluster.
-    #[arg(long, short = 'p')]
+    #[arg(long, short = 'p', value_parser = names::process_group_or_pod)]
     pub pod: Option<String>,
     /// The command and its arguments, after `--`.
     #[arg(last = true)]
@@ -243,9 +257,10 @@ pub enum BuggifyCommand {
 #[derive(Debug, Args)]
 pub struct BuggifyListArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// Pod names or process group IDs.
+    #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,
     /// Remove the given process groups from the list instead.
     #[arg(long)]
@@ -254,7 +269,7 @@ pub struct BuggifyListArgs {
     #[arg(long, conflicts_with = "clear")]
     pub clean: bool,
     /// The container to crash-loop (crash-loop only).
-    #[arg(long, default_value = "foundationdb")]
+    #[arg(long, default_value = "foundationdb", value_parser = names::label_name)]
     pub container_name: String,
 }
 
@@ -262,7 +277,7 @@ pub struct BuggifyListArgs {
 #[derive(Debug, Args)]
 pub struct EmptyMonitorConfArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The value to set (`--set-value=false` turns it off).
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
@@ -277,7 +292,7 @@ pub struct EmptyMonitorConfArgs {
 #[derive(Debug, Args)]
 pub struct FixCoordinatorIpsArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// Print the new connection string and what would be done, and change nothing.
     #[arg(long)]
@@ -291,6 +306,7 @@ pub struct FixCoordinatorIpsArgs {
 )]
 pub struct DeprecationArgs {
     /// The clusters (default: every cluster of the namespace).
+    #[arg(value_parser = names::object_name)]
     pub clusters: Vec<String>,
     /// Pin the settings whose default the Go operator changes in its next major version
     /// (imageType unified, locality-based exclusions, DNS in the cluster file) where unset.
@@ -322,7 +338,7 @@ pub enum UpdateCommand {
 #[derive(Debug, Args)]
 pub struct UpdateConnectionStringArgs {
     /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER")]
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The new connection string (`description:id@address,...`).
     #[arg(value_name = "CONNECTION_STRING")]
@@ -345,6 +361,7 @@ pub enum GetCommand {
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// The cluster.
+    #[arg(value_parser = names::object_name)]
     pub cluster: String,
 }
 

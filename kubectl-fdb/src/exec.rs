@@ -38,7 +38,7 @@ pub async fn exec(
         .stderr(true);
     let action = format!("exec in pod {pod}");
     let mut attached = pods
-        .exec(pod, command, &params)
+        .exec(&crate::names::segment(pod), command, &params)
         .await
         .map_err(|error| session.error(error, &action))?;
     let mut stdout = attached.stdout();
@@ -87,7 +87,7 @@ pub async fn exec_attached(
         .stderr(true);
     let action = format!("exec in pod {pod}");
     let mut attached = pods
-        .exec(pod, command, &params)
+        .exec(&crate::names::segment(pod), command, &params)
         .await
         .map_err(|error| session.error(error, &action))?;
     // Standard input is read on a thread of its own: a blocking read of a terminal

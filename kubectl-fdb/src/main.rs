@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod error;
 mod exec;
+mod names;
 mod session;
 
 use std::process::ExitCode;

@@ -13,6 +13,7 @@ use kube::{Api, Client, Config};
 use serde_json::{Value, json};
 
 use crate::error::PluginError;
+use crate::names::segment;
 
 /// How many times a spec change is retried after a 409 (someone else wrote meanwhile).
 const CONFLICT_RETRIES: usize = 5;
@@ -75,6 +76,12 @@ impl Session {
             .namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
+        // The namespace of a kubeconfig context joins request paths like a `-n` one.
+        if let Err(problem) = crate::names::label_name(&namespace) {
+            return Err(PluginError::Usage(format!(
+                "namespace {namespace:?} (of the kubeconfig context): {problem}"
+            )));
+        }
         let server = config.cluster_url.to_string();
         let client = Client::try_from(config)
             .map_err(|e| PluginError::Config(crate::error::one_line(&e.to_string())))?;
@@ -97,7 +104,7 @@ impl Session {
 
     /// The cluster `name`; a clear error when it does not exist.
     pub async fn cluster(&self, name: &str) -> Result<FoundationDBCluster, PluginError> {
-        match self.clusters().get_opt(name).await {
+        match self.clusters().get_opt(&segment(name)).await {
             Ok(Some(cluster)) => Ok(cluster),
             Ok(None) => Err(PluginError::ClusterNotFound {
                 namespace: self.namespace.clone(),
@@ -156,7 +163,11 @@ impl Session {
             });
             match self
                 .clusters()
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(
+                    &segment(name),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await
             {
                 Ok(_) => return Ok(true),

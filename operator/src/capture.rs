@@ -160,8 +160,24 @@ fn mounted(pod: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     (config_maps, secrets)
 }
 
-/// Replaces every value of a Secret by the placeholder (keys stay: pods mount them).
+/// Replaces every value of a Secret by the placeholder (keys stay: pods mount them),
+/// wherever a value can hide: `data`, `stringData`, and every annotation (`kubectl apply`
+/// keeps the whole object, values included, in
+/// `kubectl.kubernetes.io/last-applied-configuration`; other tools keep copies in
+/// theirs); `managedFields` (the field manager's record of every key written) is
+/// dropped.
 fn redact(secret: &mut Value) {
+    if let Some(metadata) = secret.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+        if let Some(annotations) = metadata
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+        {
+            for value in annotations.values_mut() {
+                *value = Value::from(SECRET_PLACEHOLDER);
+            }
+        }
+    }
     if let Some(data) = secret.get_mut("data").and_then(Value::as_object_mut) {
         for value in data.values_mut() {
             *value = Value::from(SECRET_PLACEHOLDER_BASE64);

@@ -144,8 +144,14 @@ impl ProcessAddress {
     }
 }
 
-/// Letters, digits, `-` and `.`, labels not empty.
+/// Letters, digits, `-` and `.`, labels not empty; not all-numeric (`999.1.1.1` is a
+/// mistyped IPv4 address, not a name: RFC 1123 section 2.1 keeps a name from looking like
+/// a dotted-decimal address).
 fn is_dns_name(host: &str) -> bool {
+    let numeric = |label: &str| label.bytes().all(|b| b.is_ascii_digit());
+    if host.split('.').all(numeric) {
+        return false;
+    }
     host.split('.').all(|label| {
         !label.is_empty()
             && label
@@ -177,6 +183,20 @@ crate::text_serde::serde_as_text!(ProcessAddress);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mistyped_ipv4_addresses_and_ports_are_refused() {
+        for text in [
+            "999.1.1.1:4501",
+            "1.2.3:4501",
+            "10.1.2.3:99999",
+            "10.1.2.3:0",
+            "1.2.3.4.5:1",
+        ] {
+            assert!(ProcessAddress::parse(text).is_err(), "{text}");
+        }
+        assert!(ProcessAddress::parse("storage-1.sample:4501").is_ok());
+    }
 
     #[test]
     fn parses_and_prints_every_form() {

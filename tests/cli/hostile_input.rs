@@ -227,3 +227,24 @@ fn explain_refuses_nan_duplicate_keys_and_clusters_that_cannot_converge() {
         }
     }
 }
+
+#[test]
+fn speed_out_of_bounds_is_refused_by_the_command_line() {
+    for speed in ["1e308", "1e9", "1001", "0", "-1", "NaN", "inf", "fast"] {
+        let output = fdb_operator(&[
+            "simulate",
+            "scenario.yaml",
+            "--serve",
+            "127.0.0.1:0",
+            "--kubeconfig",
+            "k",
+            &format!("--speed={speed}"),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{speed}: {stderr}");
+        assert!(
+            stderr.contains("--speed") && stderr.contains(speed),
+            "{speed}: {stderr}"
+        );
+    }
+}

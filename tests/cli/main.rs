@@ -10,6 +10,7 @@ mod command_values;
 mod hostile_conf;
 mod hostile_input;
 mod hostile_names;
+mod hostile_snapshot;
 mod serve;
 mod simulate_isolation;
 

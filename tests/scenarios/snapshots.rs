@@ -63,7 +63,14 @@ fn capture_quickstart(dir: &Path, rehearse: Option<&Value>) -> SimulationResult 
             .await
             .unwrap()
     });
-    write_dir(dir, &captured.objects, captured.status.as_ref(), rehearse).unwrap();
+    write_dir(
+        dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        rehearse,
+        false,
+    )
+    .unwrap();
     result
 }
 
@@ -367,3 +374,104 @@ fn pods_with_another_operators_hash_are_restamped_and_only_a_truly_different_one
 }
 
 mod go_v2;
+
+/// A Secret value, and its base64 (as `data` and a JSON copy of it hold it).
+const SECRET_VALUE: &str = "hunter2-very-secret";
+const SECRET_VALUE_BASE64: &str = "aHVudGVyMi12ZXJ5LXNlY3JldA==";
+
+/// The quickstart with a Secret created by `kubectl apply` (its last-applied annotation
+/// and managed fields hold the value) that the pods mount, captured into `dir`.
+fn capture_with_applied_secret(dir: &Path, include_secret_values: bool) {
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/quickstart.yaml");
+    let mut scenario: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(quickstart).unwrap()).unwrap();
+    let applied = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"annotations": {}, "name": "credentials", "namespace": "default"},
+        "stringData": {"password": SECRET_VALUE},
+    });
+    scenario["objects"] = serde_json::json!([{
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {
+            "name": "credentials",
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": applied.to_string(),
+                "example.com/copy": SECRET_VALUE_BASE64,
+            },
+            "managedFields": [{
+                "manager": "kubectl-client-side-apply", "operation": "Update",
+                "apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:data": {"f:password": {}}, "f:metadata": {"f:annotations": {
+                    "f:example.com/copy": {}}}},
+            }],
+        },
+        "data": {"password": SECRET_VALUE_BASE64},
+    }]);
+    scenario["cluster"]["spec"]["processes"] = serde_json::json!({"general": {"podTemplate": {
+        "spec": {"volumes": [{"name": "credentials", "secret": {"secretName": "credentials"}}]}}}});
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), serde_yaml_ng::to_string(&scenario).unwrap()).unwrap();
+    let scenario = Scenario::from_file(file.path()).unwrap();
+    let captured = runtime().block_on(async {
+        let runner = Runner::new(scenario, RunOptions::default()).await.unwrap();
+        let (_, captured) = runner
+            .run_then(|api, fdb| async move {
+                let options = CaptureOptions {
+                    namespace: "default".into(),
+                    cluster: "sample".into(),
+                    include_secret_values,
+                };
+                capture(
+                    &api.client("snapshot"),
+                    &SimulatedAdmin(fdb),
+                    &options,
+                    &|_| {},
+                )
+                .await
+                .unwrap()
+            })
+            .await
+            .unwrap();
+        captured
+    });
+    write_dir(
+        dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        None,
+        false,
+    )
+    .unwrap();
+}
+
+/// The files of `dir` that hold the secret value (plain or base64).
+fn files_holding_the_secret(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            text.contains(SECRET_VALUE) || text.contains(SECRET_VALUE_BASE64)
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_capture_without_secret_values_holds_no_value_of_an_applied_secret_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    capture_with_applied_secret(dir.path(), false);
+    let live = std::fs::read_to_string(dir.path().join("live.yaml")).unwrap();
+    assert!(
+        live.contains("kind: Secret") && live.contains("credentials"),
+        "not captured"
+    );
+    assert_eq!(files_holding_the_secret(dir.path()), Vec::<String>::new());
+    // The same capture with the values keeps them (the check above can see them).
+    let with_values = tempfile::tempdir().unwrap();
+    capture_with_applied_secret(with_values.path(), true);
+    assert_eq!(
+        files_holding_the_secret(with_values.path()),
+        vec!["live.yaml".to_owned()]
+    );
+}

@@ -161,7 +161,7 @@ pub async fn cordon(session: &Session, args: CordonArgs) -> Result<u8, PluginErr
         (None, false) => {
             for node in &args.nodes {
                 let found = node_api
-                    .get_opt(node)
+                    .get_opt(&crate::names::segment(node))
                     .await
                     .map_err(|error| session.error(error, &format!("get node {node}")))?;
                 if found.is_none() {

@@ -9,9 +9,11 @@
 use std::path::{Path, PathBuf};
 
 use fdb_operator::capture::{CaptureOptions, capture_objects, status_line};
+use fdb_operator::cli::explain::explain_manifest;
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
+use fdb_simulation::scenario::safe_write::{check_output_dir, replace_file};
 use fdb_simulation::scenario::snapshot_write::{WriteError, write_dir};
 use serde_json::Value;
 
@@ -83,10 +85,18 @@ fn output_dir(output: Option<&PathBuf>, cluster: &str, what: &str) -> PathBuf {
 
 /// Runs `snapshot`.
 pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, PluginError> {
-    let captured = capture(session, &args.cluster, args.include_secret_values).await?;
     let dir = output_dir(args.output.as_ref(), &args.cluster, "snapshot");
-    write_dir(&dir, &captured.objects, captured.status.as_ref(), None)
-        .map_err(|error| PluginError::Usage(error.to_string()))?;
+    // Refused before the capture, which may take a while.
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    let captured = capture(session, &args.cluster, args.include_secret_values).await?;
+    write_dir(
+        &dir,
+        &captured.objects,
+        captured.status.as_ref(),
+        None,
+        args.force,
+    )
+    .map_err(|error| PluginError::Usage(error.to_string()))?;
     println!(
         "Wrote {} ({} objects, {}); run it with: fdb-operator simulate {}",
         dir.display(),
@@ -101,27 +111,52 @@ pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, Plug
     Ok(0)
 }
 
-/// Reads the changed manifest (one YAML or JSON document).
+/// Reads the changed manifest: one YAML or JSON document, a FoundationDBCluster that
+/// `fdb-operator explain` finds valid (a `kind: Pod` was merged as the cluster's spec,
+/// and an invalid spec ran six simulated hours without naming the field). Checked before
+/// anything is captured or written.
 fn read_manifest(path: &Path) -> Result<Value, PluginError> {
-    fdb_shared::yaml_input::read_file(path)
-        .map_err(|error| error.to_string())
-        .and_then(|text| {
-            fdb_shared::yaml_input::single_document(&text).map_err(|error| error.to_string())
-        })
-        .map_err(|error| PluginError::Usage(format!("--file {}: {error}", path.display())))
+    let usage = |error: String| PluginError::Usage(format!("--file {}: {error}", path.display()));
+    let text = fdb_shared::yaml_input::read_file(path).map_err(|error| usage(error.to_string()))?;
+    let manifest =
+        fdb_shared::yaml_input::single_document(&text).map_err(|error| usage(error.to_string()))?;
+    match manifest.get("kind").and_then(Value::as_str) {
+        Some("FoundationDBCluster") => {}
+        Some(kind) => {
+            return Err(usage(format!(
+                "holds a {kind:?}, not a FoundationDBCluster; rehearse applies a changed \
+                 cluster manifest"
+            )));
+        }
+        None => {
+            return Err(usage(
+                "holds no kind; rehearse applies a FoundationDBCluster manifest".into(),
+            ));
+        }
+    }
+    let explanation = explain_manifest(path, &text).map_err(|error| usage(error.to_string()))?;
+    if !explanation.valid {
+        return Err(usage(format!(
+            "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",
+            explanation.errors.join("; ")
+        )));
+    }
+    Ok(manifest)
 }
 
 /// Runs `rehearse`: exit 0 when the change is reconciled with no invariant violated, 1
 /// when it is not (the summary says why).
 pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, PluginError> {
     let manifest = read_manifest(&args.file)?;
-    let captured = capture(session, &args.cluster, false).await?;
     let dir = output_dir(args.output.as_ref(), &args.cluster, "rehearsal");
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    let captured = capture(session, &args.cluster, false).await?;
     write_dir(
         &dir,
         &captured.objects,
         captured.status.as_ref(),
         Some(&manifest),
+        args.force,
     )
     .map_err(|error| match error {
         WriteError::Rehearse(message) => {
@@ -140,9 +175,8 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
     let result = simulate(scenario).await?;
     let result_path = dir.join("result.json");
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
-    std::fs::write(&result_path, format!("{json}\n")).map_err(|error| {
-        PluginError::Usage(format!("cannot write {}: {error}", result_path.display()))
-    })?;
+    replace_file(&dir, "result.json", &format!("{json}\n"))
+        .map_err(|error| PluginError::Usage(error.to_string()))?;
     let summary = summarize(&result);
     for line in &summary.lines {
         println!("{line}");

@@ -101,7 +101,7 @@ pub async fn write_connection_string(
         Api::namespaced(session.client.clone(), &session.namespace);
     clusters
         .patch_status(
-            cluster,
+            &crate::names::segment(cluster),
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"connectionString": change.new}})),
         )
@@ -115,7 +115,7 @@ pub async fn write_connection_string(
     let config_maps: Api<ConfigMap> = Api::namespaced(session.client.clone(), &session.namespace);
     config_maps
         .patch(
-            &change.config_map,
+            &crate::names::segment(&change.config_map),
             &PatchParams::default(),
             &Patch::Merge(json!({"data": {CLUSTER_FILE_KEY: change.new}})),
         )

@@ -18,7 +18,7 @@ pub async fn run(session: &Session, args: &VersionArgs) -> Result<u8, PluginErro
     println!("Kubernetes API: {}", server.git_version);
     let deployments: Api<Deployment> = Api::namespaced(session.client.clone(), &session.namespace);
     let operator = deployments
-        .get_opt(&args.operator_name)
+        .get_opt(&crate::names::segment(&args.operator_name))
         .await
         .map_err(|error| session.error(error, "read the operator's Deployment"))?;
     let image = operator

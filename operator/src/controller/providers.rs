@@ -1,8 +1,12 @@
 //! Production providers: fdbcli admin clients over a cluster file written from
 //! `status.connectionString`, and HTTP(S) sidecar clients at `<pod IP>:8080`.
 
+use std::io::Write as _;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fdb_shared::FdbVersion;
@@ -65,9 +69,9 @@ impl FdbcliAdminProvider {
                 command: command.clone(),
                 output: "the cluster has no connection string yet".to_owned(),
             })?;
-        let path = self.work_dir.join(name);
-        std::fs::create_dir_all(&self.work_dir)
-            .and_then(|()| std::fs::write(&path, format!("{connection}\n")))
+        let path = self.work_dir.join(&name);
+        private_dir(&self.work_dir)
+            .and_then(|()| replace_file(&self.work_dir, &name, &format!("{connection}\n")))
             .map_err(|source| AdminError::Spawn {
                 command,
                 program: path.display().to_string(),
@@ -110,6 +114,54 @@ impl AdminClientProvider for FdbcliAdminProvider {
     fn missing_tool(&self, version: &FdbVersion) -> Option<MissingTool> {
         self.tools.layout.find(FdbTool::Fdbcli, version).err()
     }
+}
+
+/// Makes `dir` the operator's private directory (issue 40): created 0700 when missing;
+/// an existing one must be a real directory (not a symlink) owned by this user, and is
+/// made 0700 (the default `/tmp/fdb-operator` is in a shared directory, where another
+/// user could have made it first to swap the cluster files fdbcli reads).
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a directory but a link or a file", dir.display()),
+        ));
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to another user (uid {}); choose another --work-dir",
+                dir.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Replaces `dir/name` with `text` through a new file renamed into place: a symlink
+/// planted at the name is replaced, never written through.
+fn replace_file(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let _ = std::fs::remove_file(&partial);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)?;
+    file.write_all(text.as_bytes())?;
+    std::fs::rename(&partial, dir.join(name)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
 }
 
 /// Builds sidecar clients at `http(s)://<pod IP>:8080`: https for pods whose sidecar
@@ -188,6 +240,38 @@ mod tests {
         let written =
             std::fs::read_to_string(dir.path().join("clusters/ns.sample.cluster")).unwrap();
         assert_eq!(written, "sample:abc@10.0.0.1:4501\n");
+    }
+
+    #[test]
+    fn the_work_dir_is_private_and_a_planted_link_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let work_dir = dir.path().join("work");
+        // A shared, world-writable directory (as someone else might have left it).
+        std::fs::create_dir(&work_dir).unwrap();
+        std::fs::set_permissions(&work_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, work_dir.join("ns.sample.cluster")).unwrap();
+        let provider = FdbcliAdminProvider {
+            fdbcli_path: "/usr/bin/fdbcli".into(),
+            work_dir: work_dir.clone(),
+            tls: None,
+        };
+        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        cluster.metadata.namespace = Some("ns".into());
+        cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
+            connection_string: Some("sample:abc@10.0.0.1:4501".into()),
+            ..Default::default()
+        });
+        provider.admin_for(&cluster).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let mode = std::fs::metadata(&work_dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // A work dir that is a link is refused.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&work_dir, &link).unwrap();
+        assert!(private_dir(&link).is_err());
     }
 
     #[test]

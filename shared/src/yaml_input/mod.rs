@@ -227,6 +227,23 @@ pub fn single_document(text: &str) -> Result<Value, InputError> {
     read_value(serde_yaml_ng::Deserializer::from_str(prepare(text)?), true)
 }
 
+/// Every document of a text read strictly (a duplicate key, `.nan` or `.inf` refused with
+/// its line), its nesting and values bounded as above; the size is the caller's to bound
+/// (a snapshot's captured objects are larger than a manifest:
+/// `simulation/src/scenario/snapshot.rs`).
+pub fn strict_documents(text: &str) -> Result<Vec<Value>, InputError> {
+    let text = text.strip_prefix(BYTE_ORDER_MARK).unwrap_or(text);
+    if let Some(line) = prescan::excess_nesting_line(text, MAX_NESTING_DEPTH) {
+        return Err(InputError::TooDeep {
+            line,
+            limit: MAX_NESTING_DEPTH,
+        });
+    }
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|document| read_value(document, true))
+        .collect()
+}
+
 /// The 1-based line of the node at `path` in document `document` (0-based) of `text`,
 /// when the text parses and has such a node.
 pub fn line_of(text: &str, document: usize, path: &[PathSegment]) -> Option<usize> {

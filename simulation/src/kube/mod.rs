@@ -32,6 +32,7 @@ pub mod deletion;
 pub mod errors;
 pub mod faults;
 pub mod generated_names;
+pub mod identity;
 pub mod operations;
 pub mod patch;
 pub mod pod_updates;

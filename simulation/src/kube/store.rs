@@ -19,7 +19,7 @@ use super::update_rules::{
     admit_update, check_version, keep_server_metadata, split_status, stamp_created,
 };
 pub(super) use super::update_rules::{finalizers, meta_str, metadata_mut, rfc3339};
-use super::validation::validate_object;
+use super::validation::{validate_identity, validate_object};
 use super::watch::{EventType, WatchHub};
 
 /// Where an object is stored: group, version, plural, namespace ("" when cluster-scoped)
@@ -250,6 +250,8 @@ impl State {
         }
         validate_object(resource, &name, &object, true)?;
         self.schemas.admit(resource, &name, &mut object, None)?;
+        // The server sets the uid; the namespace is the client's and must be a label.
+        validate_identity(resource, &name, &namespace, None)?;
         let key = ResourceKey::for_type(resource, &namespace, &name);
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
@@ -301,6 +303,10 @@ impl State {
         let namespace = Self::namespace_for(resource, None, Some(&object))?;
         let name = meta_str(&object, "name").unwrap_or_default().to_string();
         validate_object(resource, &name, &object, true)?;
+        // A restored uid is another server's: it must look like one (it becomes part of
+        // host paths of the world, `world/kubelet.rs`).
+        let captured_uid = meta_str(&object, "uid").filter(|uid| !uid.is_empty());
+        validate_identity(resource, &name, &namespace, captured_uid)?;
         let key = ResourceKey::for_type(resource, &namespace, &name);
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));

@@ -10,13 +10,11 @@
 //! - pods: container, init container and volume names (DNS-1123 labels), container port
 //!   names (IANA service names); Services: port names (DNS-1123 labels).
 
-use fdb_shared::validation::names::{
-    dns1035_label_error, dns1123_label_error, dns1123_subdomain_error, label_value_error,
-    qualified_name_error,
-};
+use fdb_shared::validation::names::{dns1123_label_error, label_value_error, qualified_name_error};
 use serde_json::{Map, Value};
 
 use super::errors::ApiError;
+use super::identity;
 use super::resources::ResourceType;
 use super::resources::is_core;
 
@@ -80,13 +78,37 @@ fn invalid_value(field: &str, value: &str, problem: &str) -> String {
 
 /// The name rule of a kind, as the real server's `ValidateObjectMeta` applies it.
 fn name_error(resource: &ResourceType, name: &str) -> Option<String> {
-    if is_core(resource, "services") {
-        dns1035_label_error(name)
-    } else if is_core(resource, "namespaces") {
-        dns1123_label_error(name)
-    } else {
-        dns1123_subdomain_error(name)
+    identity::name_error(&resource.kind, resource.group.is_empty(), name)
+}
+
+/// Checks the namespace of a namespaced object being stored and, for a restored object,
+/// its uid (`kube/identity.rs`): 422 naming the field, as a real server answers an
+/// invalid `metadata.namespace`.
+pub fn validate_identity(
+    resource: &ResourceType,
+    name: &str,
+    namespace: &str,
+    uid: Option<&str>,
+) -> Result<(), ApiError> {
+    if resource.namespaced
+        && let Some(problem) = identity::namespace_error(namespace)
+    {
+        return Err(ApiError::invalid(
+            resource,
+            name,
+            &invalid_value("metadata.namespace", namespace, &problem),
+        ));
     }
+    if let Some(uid) = uid
+        && let Some(problem) = identity::uid_error(uid)
+    {
+        return Err(ApiError::invalid(
+            resource,
+            name,
+            &invalid_value("metadata.uid", uid, &problem),
+        ));
+    }
+    Ok(())
 }
 
 fn check_name(resource: &ResourceType, name: &str, object: &Value, problems: &mut Vec<String>) {
@@ -171,6 +193,9 @@ fn check_data(object: &Value, fields: &[(&str, bool)], problems: &mut Vec<String
                     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
                 ));
             }
+            if let Some(problem) = chdir_prefix_error(key) {
+                problems.push(invalid_value(&format!("{field}[{key}]"), key, problem));
+            }
             let text = value.as_str().unwrap_or_default();
             total += if *encoded {
                 base64_decoded_len(text)
@@ -183,6 +208,69 @@ fn check_data(object: &Value, fields: &[(&str, bool)], problems: &mut Vec<String
         problems.push(format!(
             "[]: Too long: must have at most {MAX_DATA_BYTES} bytes"
         ));
+    }
+}
+
+/// The real server's `hasChDirPrefix`: a key (a file name in a volume) is never `.`,
+/// `..` nor starts with `..` (the kubelet's own `..data` links).
+fn chdir_prefix_error(key: &str) -> Option<&'static str> {
+    match key {
+        "." => Some("must not be '.'"),
+        ".." => Some("must not be '..'"),
+        _ if key.starts_with("..") => Some("must not start with '..'"),
+        _ => None,
+    }
+}
+
+/// The real server's `validateLocalDescendingPath` (a `subPath`, a volume item's
+/// `path`): relative, and no `..` element; an item path also never starts with `..`.
+fn local_path_error(path: &str, item: bool) -> Option<&'static str> {
+    if path.starts_with('/') {
+        Some("must be a relative path")
+    } else if path.split('/').any(|element| element == "..") {
+        Some("must not contain '..'")
+    } else if item && path.starts_with("..") {
+        Some("must not start with '..'")
+    } else {
+        None
+    }
+}
+
+/// The `subPath` of every volume mount and the `path` of every ConfigMap or Secret
+/// volume item: the kubelet joins them to host directories.
+fn check_pod_paths(spec: &Value, problems: &mut Vec<String>) {
+    for list in ["containers", "initContainers"] {
+        for (index, container) in named_entries(spec, list) {
+            for (mount_index, mount) in named_entries(container, "volumeMounts") {
+                if let Some(sub_path) = mount.get("subPath").and_then(Value::as_str)
+                    && let Some(problem) = local_path_error(sub_path, false)
+                {
+                    problems.push(invalid_value(
+                        &format!("spec.{list}[{index}].volumeMounts[{mount_index}].subPath"),
+                        sub_path,
+                        problem,
+                    ));
+                }
+            }
+        }
+    }
+    for (index, volume) in named_entries(spec, "volumes") {
+        for source in ["configMap", "secret"] {
+            let Some(source_spec) = volume.get(source) else {
+                continue;
+            };
+            for (item_index, item) in named_entries(source_spec, "items") {
+                if let Some(path) = item.get("path").and_then(Value::as_str)
+                    && let Some(problem) = local_path_error(path, true)
+                {
+                    problems.push(invalid_value(
+                        &format!("spec.volumes[{index}].{source}.items[{item_index}].path"),
+                        path,
+                        problem,
+                    ));
+                }
+            }
+        }
     }
 }
 
@@ -215,6 +303,7 @@ fn check_pod(pod: &Value, problems: &mut Vec<String>) {
     let Some(spec) = pod.get("spec") else {
         return;
     };
+    check_pod_paths(spec, problems);
     for list in ["containers", "initContainers", "volumes"] {
         for (index, entry) in named_entries(spec, list) {
             let name = entry

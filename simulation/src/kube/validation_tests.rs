@@ -149,3 +149,75 @@ fn the_store_answers_422_before_storing_anything() {
     assert_eq!(error.code, 422, "{error}");
     assert_eq!(state.get(&pods, "ns", "p").unwrap(), stored);
 }
+
+#[test]
+fn namespaces_of_creates_and_uids_of_restores_are_refused_naming_the_field() {
+    let mut state = State::new(1);
+    let pods = kind("pods", "Pod");
+    let now = Timestamp::UNIX_EPOCH;
+    for namespace in ["../../../../victim", "a/b", "..", "Default", "a.b"] {
+        let pod = json!({"metadata": {"name": "p", "namespace": namespace}});
+        let error = state.create(&pods, None, pod.clone(), now).unwrap_err();
+        assert_eq!(error.code, 422, "{namespace:?}: {error}");
+        assert!(error.message.contains("metadata.namespace"), "{error}");
+        let error = state.restore(&pods, pod, now).unwrap_err();
+        assert!(error.message.contains("metadata.namespace"), "{error}");
+    }
+    // On the URL too (a served `POST /api/v1/namespaces/<ns>/pods`).
+    let pod = json!({"metadata": {"name": "p"}});
+    let error = state.create(&pods, Some("../x"), pod, now).unwrap_err();
+    assert!(error.message.contains("metadata.namespace"), "{error}");
+    for uid in ["x/../../../../victim", "..", "not-a-uuid"] {
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": uid}});
+        let error = state.restore(&pods, pod, now).unwrap_err();
+        assert_eq!(error.code, 422, "{uid:?}");
+        assert!(error.message.contains("metadata.uid"), "{error}");
+    }
+    assert_eq!(state.objects_of(&pods, None).count(), 0);
+    // A client's uid on create is ignored (the server sets its own), as a real server does.
+    let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "x/.."}});
+    let stored = state.create(&pods, None, pod, now).unwrap();
+    assert!(
+        stored["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .starts_with("00000000-")
+    );
+    let uid = "5f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+    let pod = json!({"metadata": {"name": "q", "namespace": "ns", "uid": uid}});
+    assert_eq!(
+        state.restore(&pods, pod, now).unwrap()["metadata"]["uid"],
+        uid
+    );
+}
+
+#[test]
+fn paths_the_kubelet_joins_are_relative_and_never_climb() {
+    let pods = kind("pods", "Pod");
+    let pod = |sub_path: &str, item_path: &str| {
+        json!({"metadata": {}, "spec": {
+            "containers": [{"name": "main", "volumeMounts": [{"name": "v", "mountPath": "/v", "subPath": sub_path}]}],
+            "volumes": [{"name": "v", "configMap": {"name": "c", "items": [{"key": "k", "path": item_path}]}}]}})
+    };
+    assert!(validate_object(&pods, "p", &pod("a/b", "conf/fdb.cluster"), true).is_ok());
+    for (object, needle) in [
+        (
+            pod("../x", "f"),
+            "spec.containers[0].volumeMounts[0].subPath",
+        ),
+        (pod("/etc", "f"), "must be a relative path"),
+        (
+            pod("a", "../../f"),
+            "spec.volumes[0].configMap.items[0].path",
+        ),
+        (pod("a", "..data"), "must not start with '..'"),
+    ] {
+        let message = refused(&pods, "p", &object);
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    let secrets = kind("secrets", "Secret");
+    for key in ["..", "..data", "."] {
+        let secret = json!({"data": {key: ""}});
+        assert!(refused(&secrets, "s", &secret).contains(&format!("data[{key}]")));
+    }
+}

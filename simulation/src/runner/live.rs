@@ -134,8 +134,11 @@ impl Runner {
                     .await?;
                 self.wake_operator();
             }
-            let target = started_sim
-                + SignedDuration::from_secs_f64(started_wall.elapsed().as_secs_f64() * speed);
+            // Bounded by the speed's check (`serve::check_speed`); never a panic here.
+            let elapsed =
+                SignedDuration::try_from_secs_f64(started_wall.elapsed().as_secs_f64() * speed)
+                    .unwrap_or(SignedDuration::ZERO);
+            let target = started_sim + elapsed;
             let behind = target.duration_since(self.now()).as_secs().max(0);
             let summary = self
                 .advance(index, u64::try_from(behind).unwrap_or(0))

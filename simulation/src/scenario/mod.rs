@@ -17,6 +17,7 @@ pub mod limits;
 pub(crate) mod objects;
 mod references;
 mod resources;
+pub mod safe_write;
 pub mod snapshot;
 pub mod snapshot_write;
 mod steps;

@@ -7,10 +7,16 @@
 //! cluster per name. Each failure names the object and the field.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::io::Read;
+use std::path::{Component, Path};
+
+use fdb_shared::yaml_input;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::limits::{MAX_NODES, MAX_PROCESSES, check_count};
+use crate::kube::identity::identity_problem;
 
 /// Largest snapshot file read (a 1000-pod capture is a few MiB).
 pub const MAX_SNAPSHOT_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -48,7 +54,7 @@ impl SnapshotSpec {
     pub fn load(&self, base: &Path) -> Result<SnapshotSpec, Problem> {
         let objects = match &self.objects {
             Value::String(path) => {
-                let text = read(base, path).map_err(|m| ("snapshot.objects".to_owned(), m))?;
+                let text = read(base, "snapshot.objects", path)?;
                 Value::Array(
                     parse_objects(&text)
                         .map_err(|m| ("snapshot.objects".to_owned(), format!("{path}: {m}")))?,
@@ -60,13 +66,11 @@ impl SnapshotSpec {
         };
         let status = match &self.status {
             Some(Value::String(path)) => {
-                let text = read(base, path).map_err(|m| ("snapshot.status".to_owned(), m))?;
-                Some(serde_json::from_str(&text).map_err(|e| {
-                    (
-                        "snapshot.status".to_owned(),
-                        format!("{path}: not JSON: {e}"),
-                    )
-                })?)
+                let text = read(base, "snapshot.status", path)?;
+                Some(
+                    parse_status(&text)
+                        .map_err(|m| ("snapshot.status".to_owned(), format!("{path}: {m}")))?,
+                )
             }
             other => other.clone(),
         };
@@ -89,6 +93,7 @@ impl SnapshotSpec {
                     "needs kind, apiVersion and metadata.name".to_owned(),
                 )
             })?;
+            check_identity(index, object, &kind)?;
             match kind.as_str() {
                 "FoundationDBCluster" => {
                     if !clusters.insert((namespace.clone(), name.clone())) {
@@ -108,6 +113,7 @@ impl SnapshotSpec {
                 _ => {}
             }
         }
+        check_world_limits(&objects)?;
         for (index, object) in objects.iter().enumerate() {
             let Some((kind, namespace, name)) = identity(object) else {
                 continue;
@@ -135,6 +141,53 @@ impl SnapshotSpec {
             cluster,
         })
     }
+}
+
+/// The world's limits (`scenario/limits.rs`) hold for a capture as for a scenario: at
+/// most [`MAX_NODES`] nodes and [`MAX_PROCESSES`] pods.
+fn check_world_limits(objects: &[Value]) -> Result<(), Problem> {
+    let count = |kind: &str| objects.iter().filter(|o| o["kind"] == kind).count() as u64;
+    check_count(
+        "snapshot.objects (Nodes)",
+        count("Node"),
+        MAX_NODES.into(),
+        "simulated nodes",
+    )?;
+    check_count(
+        "snapshot.objects (Pods)",
+        count("Pod"),
+        MAX_PROCESSES.into(),
+        "pods",
+    )
+}
+
+/// The object's name, namespace and uid are what a real API server holds
+/// (`kube/identity.rs`): the world makes host paths of them, so a capture naming a
+/// namespace or uid with `/` or `..` is refused before anything runs.
+fn check_identity(index: usize, object: &Value, kind: &str) -> Result<(), Problem> {
+    let field = |name: &str| {
+        object
+            .pointer(&format!("/metadata/{name}"))
+            .and_then(Value::as_str)
+    };
+    let core = object.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    let name = field("name").unwrap_or_default();
+    let Some((which, problem)) =
+        identity_problem(kind, core, name, field("namespace"), field("uid"))
+    else {
+        return Ok(());
+    };
+    let value = field(which.trim_start_matches("metadata.")).unwrap_or_default();
+    // Only the valid parts of the identity name the object.
+    let object_name = match which {
+        "metadata.name" => kind.to_owned(),
+        "metadata.namespace" => format!("{kind} {name}"),
+        _ => format!("{kind} {}/{name}", field("namespace").unwrap_or("default")),
+    };
+    Err((
+        format!("snapshot.objects[{index}] {object_name}: {which}"),
+        format!("invalid value {value:?}: {problem}"),
+    ))
 }
 
 /// A captured pod runs on a captured node and every ConfigMap it needs is captured.
@@ -252,31 +305,78 @@ fn object_field(index: usize, object: &Value, field: &str) -> String {
     format!("snapshot.objects[{index}] {kind} {namespace}/{name}: {field}")
 }
 
-fn read(base: &Path, path: &str) -> Result<String, String> {
-    let full = base.join(path);
-    let size = std::fs::metadata(&full)
-        .map_err(|e| format!("cannot read {}: {e}", full.display()))?
-        .len();
-    if size > MAX_SNAPSHOT_FILE_BYTES {
-        return Err(format!(
-            "{} is {size} bytes, more than {MAX_SNAPSHOT_FILE_BYTES}",
-            full.display()
+/// Reads a file the snapshot names (`field`): a relative path inside the snapshot's
+/// folder `base` (no absolute path, no `..`, no symlink leading out: snapshot folders
+/// are data people exchange), at most [`MAX_SNAPSHOT_FILE_BYTES`], UTF-8. Errors name
+/// the field and the file, never its content.
+fn read(base: &Path, field: &str, path: &str) -> Result<String, Problem> {
+    let problem = |message: String| (field.to_owned(), format!("{path:?}: {message}"));
+    let relative = Path::new(path);
+    if path.is_empty()
+        || !relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(problem(
+            "a snapshot file must be a relative path inside the snapshot folder (no absolute \
+             path, no '..')"
+                .to_owned(),
         ));
     }
-    std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    let cannot_read = |error: std::io::Error| problem(format!("cannot read: {}", error.kind()));
+    let folder = base.canonicalize().map_err(cannot_read)?;
+    let resolved = base.join(relative).canonicalize().map_err(cannot_read)?;
+    if !resolved.starts_with(&folder) {
+        return Err(problem(
+            "leads out of the snapshot folder (through a symlink); copy the file into the \
+             folder"
+                .to_owned(),
+        ));
+    }
+    let file = std::fs::File::open(&resolved).map_err(cannot_read)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SNAPSHOT_FILE_BYTES.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_FILE_BYTES {
+        return Err(problem(format!(
+            "more than {MAX_SNAPSHOT_FILE_BYTES} bytes, the largest snapshot file read"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        problem(format!(
+            "not UTF-8 text (first bad byte at offset {})",
+            error.utf8_error().valid_up_to()
+        ))
+    })
 }
 
-/// A YAML stream of objects, any of which may be a `kind: List`.
+/// A YAML stream of objects, any of which may be a `kind: List`, read within the
+/// scenario input limits (`fdb_shared::yaml_input`: nesting depth, values, no duplicate
+/// keys nor `.nan`).
 fn parse_objects(text: &str) -> Result<Vec<Value>, String> {
     let mut objects = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|e| e.to_string())?;
+    for value in yaml_input::strict_documents(text).map_err(|e| e.to_string())? {
         if value.is_null() {
             continue;
         }
         objects.extend(list_items(value)?);
     }
     Ok(objects)
+}
+
+/// A `status json`, read within the same limits (JSON is YAML).
+fn parse_status(text: &str) -> Result<Value, String> {
+    let mut documents = yaml_input::strict_documents(text).map_err(|e| e.to_string())?;
+    match (documents.pop(), documents.is_empty()) {
+        (Some(status @ Value::Object(_)), true) => Ok(status),
+        _ => Err("not one JSON object (the output of `status json`)".to_owned()),
+    }
 }
 
 /// The objects of a list, of a `kind: List`, or the object itself.
@@ -293,7 +393,22 @@ fn list_items(value: Value) -> Result<Vec<Value>, String> {
             }
         }
         Value::Object(map) => Ok(vec![Value::Object(map)]),
-        other => Err(format!("expected objects, found {other}")),
+        // The type only: the file may be anything (a key a typo pointed at).
+        other => Err(format!(
+            "expected objects (mappings with kind, apiVersion and metadata), found {}",
+            type_name(&other)
+        )),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
     }
 }
 
@@ -341,3 +456,7 @@ fn remap_text(text: &str, map: &BTreeMap<String, String>) -> Option<String> {
         out
     })
 }
+
+#[cfg(test)]
+#[path = "snapshot_tests.rs"]
+mod tests;

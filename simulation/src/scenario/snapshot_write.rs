@@ -29,6 +29,24 @@ pub enum WriteError {
     /// The rehearsed manifest is not a FoundationDBCluster of the captured name.
     #[error("--rehearse: {0}")]
     Rehearse(String),
+    /// The output folder holds files already (and `--force` was not given).
+    #[error(
+        "the output folder {} is not empty ({entries}); name a new or empty folder with -o, \
+         or pass --force to replace the snapshot's files in it",
+        path.display()
+    )]
+    NotEmpty {
+        /// The folder.
+        path: PathBuf,
+        /// A few of its entries.
+        entries: String,
+    },
+    /// The output folder (or a file to replace) is a symlink, which a write would follow.
+    #[error("{} is a symlink; name the folder itself, not a link to it", path.display())]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+    },
 }
 
 /// Seconds the rehearsal's `expect` waits for the change to be reconciled.
@@ -61,12 +79,8 @@ pub fn merge_patch(old: &Value, new: &Value) -> Value {
     }
 }
 
-fn write(path: PathBuf, text: &str) -> Result<(), WriteError> {
-    std::fs::write(&path, text).map_err(|source| WriteError::Io { path, source })
-}
-
 /// `live.yaml`: every captured object, one YAML document each.
-fn write_live(dir: &Path, objects: &[Value]) -> Result<(), WriteError> {
+fn render_live(objects: &[Value]) -> Result<String, WriteError> {
     let mut live = String::new();
     for object in objects {
         let text = serde_yaml_ng::to_string(object).map_err(|e| WriteError::Render {
@@ -76,7 +90,7 @@ fn write_live(dir: &Path, objects: &[Value]) -> Result<(), WriteError> {
         live.push_str("---\n");
         live.push_str(&text);
     }
-    write(dir.join("live.yaml"), &live)
+    Ok(live)
 }
 
 /// The rehearsal: the changed manifest applied as a merge patch over the captured
@@ -112,17 +126,30 @@ fn rehearsal_steps(
     ])
 }
 
-/// Writes the folder; `rehearse` is the changed cluster manifest, if any.
+/// Writes the folder; `rehearse` is the changed cluster manifest, if any. Every file is
+/// rendered first (a refused rehearsal writes nothing); the folder must be new or empty
+/// unless `force` (then the snapshot's own files in it are replaced, nothing else), and
+/// each file is written through a new file and renamed into place
+/// ([`super::safe_write`]), so no planted symlink is followed.
 pub fn write_dir(
     dir: &Path,
     objects: &[Value],
     status: Option<&Value>,
     rehearse: Option<&Value>,
+    force: bool,
 ) -> Result<(), WriteError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteError::Io {
-        path: dir.to_owned(),
-        source,
-    })?;
+    let files = render_files(dir, objects, status, rehearse)?;
+    super::safe_write::write_files(dir, &files, force)
+}
+
+/// The folder's files, rendered: `live.yaml`, `status.json` (when captured) and
+/// `scenario.yaml`.
+fn render_files(
+    dir: &Path,
+    objects: &[Value],
+    status: Option<&Value>,
+    rehearse: Option<&Value>,
+) -> Result<Vec<(&'static str, String)>, WriteError> {
     let cluster = objects
         .iter()
         .find(|o| o.get("kind").and_then(Value::as_str) == Some("FoundationDBCluster"))
@@ -138,14 +165,14 @@ pub fn write_dir(
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("default");
-    write_live(dir, objects)?;
+    let mut files = vec![("live.yaml", render_live(objects)?)];
     let mut snapshot = json!({"objects": "live.yaml"});
     if let Some(status) = status {
         let text = serde_json::to_string_pretty(status).map_err(|e| WriteError::Render {
             what: "status.json",
             message: e.to_string(),
         })?;
-        write(dir.join("status.json"), &text)?;
+        files.push(("status.json", text));
         snapshot["status"] = json!("status.json");
     }
     // The take-over first: it must end Reconciled (and the result's events show whether
@@ -166,11 +193,12 @@ pub fn write_dir(
         what: "scenario.yaml",
         message: e.to_string(),
     })?;
-    write(
-        dir.join("scenario.yaml"),
-        &format!(
+    files.push((
+        "scenario.yaml",
+        format!(
             "# Captured by `fdb-operator snapshot`; run it with `fdb-operator simulate {}`.\n{text}",
             dir.join("scenario.yaml").display()
         ),
-    )
+    ));
+    Ok(files)
 }

@@ -15,8 +15,11 @@
 //! - `sh -c SCRIPT NAME ARG...`: a script of those commands joined by `&&`, with its
 //!   positional arguments (`$1`...) taken from ARG..., never expanded into the text.
 //!
-//! Anything else exits 127, as a shell would for a command it cannot find. SPDY (the
-//! older exec protocol) is not served: the request is refused with 400.
+//! Anything else exits 127, as a shell would for a command it cannot find; a script or
+//! an fdbcli line with any unsupported part (`fdbcli --exec X ; rm -rf /`) is refused
+//! whole, before any of it runs. Standard input is read up to 1 MiB and output kept up
+//! to 16 MiB (`serve/exec_bounds.rs`). SPDY (the older exec protocol) is not served: the
+//! request is refused with 400.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,6 +34,10 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
+use super::exec_bounds::{
+    MAX_EXEC_OUTPUT, MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported,
+    split_shell, websocket_config,
+};
 use crate::kube::{FakeApiServer, ResourceKey};
 use fdb_operator::fdb::AdminClient;
 
@@ -142,54 +149,36 @@ fn decode(text: &str) -> String {
 }
 
 /// The fdbcli command text of an argv (`fdbcli ... --exec TEXT ...`, or a shell running
-/// one); `None` when it is not fdbcli.
-fn fdbcli_text(command: &[String]) -> Option<String> {
+/// one); `None` when it is not fdbcli, `Some(Err)` when it is fdbcli with something
+/// else (a second command, a redirection: refused whole, `serve/exec_bounds.rs`).
+fn fdbcli_text(command: &[String]) -> Option<Result<String, String>> {
     match command {
         [shell, flag, script] if (shell.ends_with("sh")) && flag == "-c" => {
             let words = split_shell(script)?;
-            fdbcli_text(&words)
+            let text = fdbcli_text(&words)?;
+            if has_shell_operator(script) {
+                return Some(Err(format!(
+                    "sh: `{script}` runs more than fdbcli (an unquoted ;, &, |, <, >, ` or $( ); \
+                     the simulated container runs fdbcli alone"
+                )));
+            }
+            Some(text)
         }
-        [program, rest @ ..] if program.ends_with("fdbcli") => rest
-            .iter()
-            .position(|a| a == "--exec")
-            .and_then(|at| rest.get(at + 1).cloned()),
+        [program, rest @ ..] if program.ends_with("fdbcli") => {
+            let text = rest
+                .iter()
+                .position(|a| a == "--exec")
+                .and_then(|at| rest.get(at + 1).cloned())?;
+            if !fdbcli_words_are_options(rest) {
+                return Some(Err(format!(
+                    "fdbcli: unexpected words in `{}`",
+                    command.join(" ")
+                )));
+            }
+            Some(Ok(text))
+        }
         _ => None,
     }
-}
-
-/// Splits a shell command line into words (single and double quotes, no expansion).
-fn split_shell(script: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in script.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return None;
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
 }
 
 impl SimulatedExec {
@@ -244,8 +233,10 @@ impl SimulatedExec {
     /// Runs a checked request's command; `stdin` is what the client sent (fdbcli without
     /// `--exec` runs each of its lines, as it does reading commands from a pipe).
     async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
-        if let Some(text) = fdbcli_text(&request.command) {
-            return self.fdbcli(&text).await;
+        match fdbcli_text(&request.command) {
+            Some(Ok(text)) => return self.fdbcli(&text).await,
+            Some(Err(message)) => return ExecOutput::failed(127, format!("{message}\n")),
+            None => {}
         }
         if let [shell, flag, script, _name, arguments @ ..] = request.command.as_slice()
             && shell.ends_with("sh")
@@ -268,10 +259,26 @@ impl SimulatedExec {
     /// A `&&` chain of simple commands; `$N` words are positional arguments.
     async fn script(&self, pod: &Value, script: &str, arguments: &[String]) -> ExecOutput {
         let mut output = ExecOutput::default();
+        // Every part is checked before any runs: a chain with one unsupported part is
+        // refused whole.
+        let mut parts = Vec::new();
         for command in script.split("&&").map(str::trim) {
             let Some(words) = split_shell(command) else {
                 return fail(output, &format!("sh: unterminated quote in `{command}`"));
             };
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            if !is_supported(&words) {
+                return ExecOutput::failed(
+                    127,
+                    format!(
+                        "sh: `{command}` is not run by the simulated container (it runs \
+                         pkill fdbserver, cat and printf to a file, joined by &&); nothing ran\n"
+                    ),
+                );
+            }
+            parts.push(words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>());
+        }
+        for words in &parts {
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
             let step = self.simple(pod, &words, arguments).await;
             output.stdout.push_str(&step.stdout);
@@ -335,6 +342,12 @@ impl SimulatedExec {
                 ["status", "json"] => {
                     let text =
                         serde_json::to_string_pretty(&(self.status_json)()).unwrap_or_default();
+                    if output.stdout.len() + text.len() > MAX_EXEC_OUTPUT {
+                        return fail(
+                            output,
+                            &format!("ERROR: output above {MAX_EXEC_OUTPUT} bytes; stopped"),
+                        );
+                    }
                     output.stdout.push_str(&text);
                     output.stdout.push('\n');
                 }
@@ -494,14 +507,24 @@ async fn stream_exec(
     upgraded: hyper::upgrade::Upgraded,
 ) {
     let io = hyper_util::rt::TokioIo::new(upgraded);
-    let mut socket =
-        tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+    let mut socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+        io,
+        Role::Server,
+        Some(websocket_config()),
+    )
+    .await;
     let stdin = if request.stdin {
         read_stdin(&mut socket).await
     } else {
-        String::new()
+        Some(String::new())
     };
-    let output = exec.execute(pod, request, &stdin).await;
+    let output = match stdin {
+        Some(stdin) => exec.execute(pod, request, &stdin).await,
+        None => ExecOutput::failed(
+            1,
+            format!("standard input above {MAX_EXEC_STDIN} bytes; nothing ran\n"),
+        ),
+    };
     let frame = |channel: u8, data: &[u8]| {
         let mut bytes = Vec::with_capacity(data.len() + 1);
         bytes.push(channel);
@@ -534,17 +557,27 @@ async fn stream_exec(
 }
 
 /// What the client sends on channel 0 until it closes standard input (v5: the message
-/// `[255, 0]`), closes the socket (v4 has no other way), or the socket ends.
-async fn read_stdin<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>) -> String
+/// `[255, 0]`), closes the socket (v4 has no other way), or the socket ends; `None` past
+/// [`MAX_EXEC_STDIN`] (reading stops there: nothing more is kept).
+async fn read_stdin<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>) -> Option<String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     use futures::StreamExt as _;
     let mut input = Vec::new();
-    while let Some(Ok(message)) = socket.next().await {
+    while let Some(message) = socket.next().await {
+        // A message above the websocket limits is an error: nothing runs.
+        let Ok(message) = message else {
+            return None;
+        };
         match message {
             Message::Binary(bytes) => match bytes.split_first() {
-                Some((0, data)) => input.extend_from_slice(data),
+                Some((0, data)) => {
+                    if input.len() + data.len() > MAX_EXEC_STDIN {
+                        return None;
+                    }
+                    input.extend_from_slice(data);
+                }
                 Some((255, [0])) => break,
                 _ => {}
             },
@@ -552,7 +585,7 @@ where
             _ => {}
         }
     }
-    String::from_utf8_lossy(&input).into_owned()
+    Some(String::from_utf8_lossy(&input).into_owned())
 }
 
 #[cfg(test)]

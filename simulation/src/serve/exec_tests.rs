@@ -31,18 +31,28 @@ fn exec_paths_and_repeated_commands_are_parsed() {
 fn fdbcli_is_found_directly_or_in_a_shell() {
     let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     assert_eq!(
-        fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])).as_deref(),
-        Some("status json")
+        fdbcli_text(&argv(&["fdbcli", "-C", "f", "--exec", "status json"])),
+        Some(Ok("status json".to_owned()))
     );
     assert_eq!(
         fdbcli_text(&argv(&[
             "bash",
             "-c",
             "fdbcli --exec 'kill; kill 1.2.3.4:4501'"
-        ]))
-        .as_deref(),
-        Some("kill; kill 1.2.3.4:4501")
+        ])),
+        Some(Ok("kill; kill 1.2.3.4:4501".to_owned()))
     );
+    // A second command after fdbcli refuses the whole text.
+    for script in [
+        "fdbcli --exec X ; rm -rf /",
+        "fdbcli --exec X && rm",
+        "fdbcli --exec X rm -rf /",
+    ] {
+        assert!(
+            matches!(fdbcli_text(&argv(&["sh", "-c", script])), Some(Err(_))),
+            "{script}"
+        );
+    }
     assert_eq!(fdbcli_text(&argv(&["ls", "-l"])), None);
     assert_eq!(
         fdbcli_text(&argv(&["sh", "-c", "fdbcli --exec 'unterminated"])),
@@ -90,12 +100,79 @@ async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
     // A positional argument that was not given fails, as does an unknown command.
     let missing = request(&["sh", "-c", "printf '%s\\n' \"$2\" > /f", "name", "x"]);
     assert_eq!(exec.execute(&pod("u1"), &missing, "").await.exit_code, 1);
+    // A chain with an unsupported part is refused whole: nothing of it runs.
     let unknown = request(&["sh", "-c", "cat /var/fdb/data/fdb.cluster && ls", "name"]);
     let chained = exec.execute(&pod("u1"), &unknown, "").await;
-    assert_eq!(chained.stdout, format!("{value}\n"));
-    assert_eq!(chained.exit_code, 127);
+    assert_eq!((chained.stdout.as_str(), chained.exit_code), ("", 127));
+    assert!(chained.stderr.contains("nothing ran"), "{}", chained.stderr);
+    let overwrite = request(&[
+        "sh",
+        "-c",
+        "printf '%s\\n' \"$1\" > /var/fdb/data/fdb.cluster && rm -rf /",
+        "name",
+        "changed",
+    ]);
+    assert_eq!(
+        exec.execute(&pod("u1"), &overwrite, "").await.exit_code,
+        127
+    );
+    let out = exec.execute(&pod("u1"), &read, "").await;
+    assert_eq!(out.stdout, format!("{value}\n"), "the first part ran");
+    // fdbcli followed by another command in a shell: refused, not run.
+    for script in [
+        "fdbcli --exec 'status json' ; rm -rf /",
+        "fdbcli --exec 'status json' | sh",
+    ] {
+        let out = exec
+            .execute(&pod("u1"), &request(&["sh", "-c", script]), "")
+            .await;
+        assert_eq!((out.stdout.as_str(), out.exit_code), ("", 127), "{script}");
+    }
     // fdbcli without --exec runs the lines of its standard input.
     let fdbcli = request(&["fdbcli"]);
     let out = exec.execute(&pod("u1"), &fdbcli, "status json\n").await;
     assert_eq!(out.stdout, "{}\n");
+}
+
+#[tokio::test]
+async fn standard_input_is_capped() {
+    use futures::SinkExt as _;
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let reader = tokio::spawn(async move {
+        let mut socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            server,
+            Role::Server,
+            Some(websocket_config()),
+        )
+        .await;
+        read_stdin(&mut socket).await
+    });
+    let mut socket =
+        tokio_tungstenite::WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+    // Many small messages, together above the cap.
+    let chunk = [&[0u8][..], &vec![b'x'; 64 * 1024]].concat();
+    for _ in 0..(MAX_EXEC_STDIN / (64 * 1024) + 2) {
+        if socket.send(Message::binary(chunk.clone())).await.is_err() {
+            break;
+        }
+    }
+    let _ = socket.send(Message::binary(vec![255u8, 0])).await;
+    assert_eq!(reader.await.unwrap(), None);
+    // One message above the cap.
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let reader = tokio::spawn(async move {
+        let mut socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            server,
+            Role::Server,
+            Some(websocket_config()),
+        )
+        .await;
+        read_stdin(&mut socket).await
+    });
+    let mut socket =
+        tokio_tungstenite::WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+    let _ = socket
+        .send(Message::binary(vec![0u8; MAX_EXEC_STDIN + 4096]))
+        .await;
+    assert_eq!(reader.await.unwrap(), None);
 }

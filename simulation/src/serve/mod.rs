@@ -10,6 +10,7 @@
 
 pub mod discovery;
 pub mod exec;
+pub mod exec_bounds;
 pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
@@ -20,6 +21,25 @@ use std::path::PathBuf;
 
 /// The actor the served API's requests are counted and logged as.
 pub const SERVED_ACTOR: &str = "kubectl";
+
+/// The fastest simulated clock served: 1000 simulated seconds per wall-clock second (a
+/// simulated day in under 90 s). Faster, the world cannot keep up: each tick's catch-up
+/// grows, memory with it, and the loop no longer gets to a stop signal in time.
+pub const MAX_SPEED: f64 = 1000.0;
+/// The slowest simulated clock served (one simulated second in about 17 minutes).
+pub const MIN_SPEED: f64 = 0.001;
+
+/// Checks a `--speed`: a finite number from [`MIN_SPEED`] to [`MAX_SPEED`].
+pub fn check_speed(speed: f64) -> Result<f64, String> {
+    if speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&speed) {
+        Ok(speed)
+    } else {
+        Err(format!(
+            "{speed} is not from {MIN_SPEED} to {MAX_SPEED} simulated seconds per wall-clock \
+             second"
+        ))
+    }
+}
 
 /// How to serve a world.
 #[derive(Debug, Clone)]
@@ -40,8 +60,8 @@ pub enum ServeError {
         "{0} is not a loopback address: the served API has no authentication, so only 127.0.0.0/8 or ::1 may serve it"
     )]
     NotLoopback(SocketAddr),
-    /// The speed is not a positive, finite number.
-    #[error("--speed {0} is not a positive number of simulated seconds per second")]
+    /// The speed is out of [`MIN_SPEED`]..=[`MAX_SPEED`].
+    #[error("--speed {0} is not from 0.001 to 1000 simulated seconds per wall-clock second")]
     InvalidSpeed(f64),
     /// The listener could not be bound.
     #[error("cannot listen on {address}: {source}")]
@@ -75,7 +95,7 @@ impl ServeOptions {
         if !self.address.ip().is_loopback() {
             return Err(ServeError::NotLoopback(self.address));
         }
-        if !(self.speed.is_finite() && self.speed > 0.0) {
+        if check_speed(self.speed).is_err() {
             return Err(ServeError::InvalidSpeed(self.speed));
         }
         Ok(())
@@ -95,7 +115,7 @@ mod tests {
     }
 
     #[test]
-    fn only_loopback_addresses_and_positive_speeds_are_served() {
+    fn only_loopback_addresses_and_bounded_speeds_are_served() {
         assert!(options("127.0.0.1:0", 1.0).validate().is_ok());
         assert!(options("[::1]:8001", 60.0).validate().is_ok());
         assert!(matches!(
@@ -111,5 +131,9 @@ mod tests {
             Err(ServeError::InvalidSpeed(_))
         ));
         assert!(options("127.0.0.1:0", f64::NAN).validate().is_err());
+        assert!(options("127.0.0.1:0", 1e308).validate().is_err());
+        assert!(options("127.0.0.1:0", 1001.0).validate().is_err());
+        assert!(options("127.0.0.1:0", 1000.0).validate().is_ok());
+        assert!(options("127.0.0.1:0", 0.001).validate().is_ok());
     }
 }

@@ -10,6 +10,7 @@ use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use sha2::{Digest, Sha256};
 
+use super::confine;
 use super::error::WorldError;
 
 /// The container path flags of the sidecar that the world rewrites to host paths, with
@@ -40,16 +41,27 @@ pub const IMAGE_BINARIES: [&str; 2] = ["fdbserver", "fdbcli"];
 /// wins), everything else in its image root.
 #[derive(Debug, Clone)]
 pub struct ContainerFs {
+    root: PathBuf,
     image_root: PathBuf,
     mounts: Vec<(PathBuf, PathBuf)>,
 }
 
 impl ContainerFs {
-    /// A filesystem with the image at `image_root` and `mounts` (container path, host
-    /// path).
-    pub fn new(image_root: PathBuf, mut mounts: Vec<(PathBuf, PathBuf)>) -> Self {
+    /// A filesystem of the world rooted at `root` (every write through it stays there:
+    /// `world/confine.rs`) with the image at `image_root` and `mounts` (container path,
+    /// host path).
+    pub fn new(root: PathBuf, image_root: PathBuf, mut mounts: Vec<(PathBuf, PathBuf)>) -> Self {
         mounts.sort_by_key(|(at, _)| std::cmp::Reverse(at.components().count()));
-        Self { image_root, mounts }
+        Self {
+            root,
+            image_root,
+            mounts,
+        }
+    }
+
+    /// The root of the world the container's host paths are in.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// The host path of an absolute container path (`None` for a relative path or one
@@ -130,30 +142,40 @@ pub fn mount_link(pod_dir: &Path, container: &str, volume: &str) -> PathBuf {
         .join(volume)
 }
 
-/// Makes `link` point at `target` (replacing whatever is there).
-pub fn set_mount_link(link: &Path, target: &Path) -> Result<(), WorldError> {
-    remove_mount_link(link)?;
+/// Makes `link` point at `target` (replacing whatever is there), both inside the world
+/// rooted at `root`.
+pub fn set_mount_link(root: &Path, link: &Path, target: &Path) -> Result<(), WorldError> {
+    remove_mount_link(root, link)?;
     if let Some(parent) = link.parent() {
-        std::fs::create_dir_all(parent).map_err(WorldError::io("create directory", parent))?;
+        confine::create_dir_all(root, parent)?;
     }
-    std::os::unix::fs::symlink(target, link).map_err(WorldError::io("link", link))
+    confine::symlink(root, target, link)
 }
 
 /// Replaces `link` with a regular file: every path through it then fails with "not a
 /// directory", for reads and writes alike, even for root (the `outputNotWritable` fault).
-pub fn break_mount_link(link: &Path) -> Result<(), WorldError> {
-    remove_mount_link(link)?;
-    std::fs::write(link, "volume unavailable (simulated fault)\n")
-        .map_err(WorldError::io("write", link))
+pub fn break_mount_link(root: &Path, link: &Path) -> Result<(), WorldError> {
+    remove_mount_link(root, link)?;
+    confine::write(root, link, "volume unavailable (simulated fault)\n")
 }
 
-fn remove_mount_link(link: &Path) -> Result<(), WorldError> {
+fn remove_mount_link(root: &Path, link: &Path) -> Result<(), WorldError> {
     match std::fs::symlink_metadata(link) {
-        Ok(meta) if meta.is_dir() => {
-            std::fs::remove_dir_all(link).map_err(WorldError::io("remove", link))
-        }
+        Ok(meta) if meta.is_dir() => confine::remove_dir_all(root, link),
         Ok(_) => std::fs::remove_file(link).map_err(WorldError::io("remove", link)),
         Err(_) => Ok(()),
+    }
+}
+
+/// The host path of a mount with `subPath`: `None` for a sub path that is not plain
+/// elements (the API refuses those: `kube/validation.rs`; the kubelet never mounts one).
+pub fn sub_path_host(dir: &Path, sub_path: Option<&str>) -> Option<PathBuf> {
+    match sub_path.filter(|s| !s.is_empty()) {
+        None => Some(dir.to_path_buf()),
+        Some(sub) => Path::new(sub)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+            .then(|| dir.join(sub)),
     }
 }
 
@@ -374,6 +396,7 @@ mod tests {
     #[test]
     fn paths_map_to_the_longest_mount_then_the_image() {
         let fs = ContainerFs::new(
+            "/tmp".into(),
             "/tmp/img".into(),
             vec![
                 ("/var".into(), "/tmp/var".into()),
@@ -399,6 +422,7 @@ mod tests {
     #[test]
     fn sidecar_path_flags_are_rewritten() {
         let fs = ContainerFs::new(
+            "/".into(),
             "/img".into(),
             vec![
                 ("/var/input-files".into(), "/h/in".into()),

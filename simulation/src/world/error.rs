@@ -36,6 +36,20 @@ pub enum WorldError {
         #[source]
         source: std::io::Error,
     },
+    /// A host path of the world would be outside its root (`world/confine.rs`).
+    #[error(
+        "refused to {action} {}: not inside the world's root {}",
+        path.display(),
+        root.display()
+    )]
+    OutsideRoot {
+        /// What was to be done (`create directory`, `write`, `remove`, ...).
+        action: &'static str,
+        /// The path refused.
+        path: PathBuf,
+        /// The world's root.
+        root: PathBuf,
+    },
     /// A fault names a node that does not exist.
     #[error("fault or heal names node {node:?}, which does not exist (nodes: {known})")]
     UnknownNode {

@@ -16,7 +16,9 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
 use fdb_shared::monitor_conf::parse::{MonitorConf, ProcessCommand};
 
+use super::confine;
 use super::containers::{ContainerFs, binary_version};
+use super::error::WorldError;
 use super::host::{ProcessHost, ProcessLaunch};
 use super::unified_monitor::UnifiedMonitor;
 
@@ -208,6 +210,7 @@ impl Monitor {
                 && description(&current) == description(connection_string)
             {
                 let _ = write_file(
+                    &self.context.fs,
                     &process.cluster_file,
                     &format!("{}\n", connection_string.trim()),
                 );
@@ -364,7 +367,7 @@ impl Monitor {
                     .ok_or_else(|| {
                         format!("no cluster file at {cluster_file_arg} or {seed_arg}")
                     })?;
-                write_file(&cluster_file, &text)
+                write_file(fs, &cluster_file, &text)
                     .map_err(|e| format!("cannot write {cluster_file_arg}: {e}"))?;
                 text
             }
@@ -394,9 +397,7 @@ impl Monitor {
     }
 }
 
-fn write_file(path: &Path, content: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, content)
+/// fdbserver's write of a cluster file: inside the world's root only (`world/confine.rs`).
+fn write_file(fs: &ContainerFs, path: &Path, content: &str) -> Result<(), WorldError> {
+    confine::write(fs.root(), path, content)
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use super::confine;
 use super::containers::{IMAGE_BINARIES, ImageContents, binary_content};
 use super::error::WorldError;
 
@@ -53,16 +54,20 @@ fn image_key(contents: ImageContents<'_>) -> String {
 /// See the module documentation.
 #[derive(Debug)]
 pub struct ImageStore {
+    /// The world's root: everything the store writes is inside it.
+    world_root: PathBuf,
     dir: PathBuf,
     /// The images whose files are in the store.
     written: Mutex<BTreeSet<String>>,
 }
 
 impl ImageStore {
-    /// A store under `dir` (created as images are written).
-    pub fn new(dir: PathBuf) -> Self {
+    /// A store under `<world root>/images` (created as images are written); every image
+    /// root it installs is inside the world's root (`world/confine.rs`).
+    pub fn new(world_root: &Path) -> Self {
         Self {
-            dir,
+            world_root: world_root.to_path_buf(),
+            dir: world_root.join("images"),
             written: Mutex::default(),
         }
     }
@@ -74,12 +79,7 @@ impl ImageStore {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
         if !written.contains(&key) {
             for (path, content) in image_files(contents) {
-                let file = dir.join(path);
-                if let Some(parent) = file.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(WorldError::io("create directory", parent))?;
-                }
-                std::fs::write(&file, content).map_err(WorldError::io("write", &file))?;
+                confine::write(&self.world_root, &dir.join(path), content)?;
             }
             written.insert(key);
         }
@@ -91,16 +91,16 @@ impl ImageStore {
     /// out), `var/fdb/version`, and the client library `var/fdb/lib/libfdb_c_<version>.so`,
     /// each a link to the store's copy. An image without a version gets an empty root.
     pub fn install(&self, root: &Path, contents: ImageContents<'_>) -> Result<(), WorldError> {
-        if root.exists() {
-            std::fs::remove_dir_all(root).map_err(WorldError::io("remove", root))?;
+        if std::fs::symlink_metadata(root).is_ok() {
+            confine::remove_dir_all(&self.world_root, root)?;
         }
         for dir in IMAGE_DIRS {
-            let dir = root.join(dir);
-            std::fs::create_dir_all(&dir).map_err(WorldError::io("create directory", &dir))?;
+            confine::create_dir_all(&self.world_root, &root.join(dir))?;
         }
         let store = self.image_dir(contents)?;
         for (path, _) in image_files(contents) {
             let link = root.join(&path);
+            confine::check_inside(&self.world_root, &link)?;
             std::fs::hard_link(store.join(&path), &link).map_err(WorldError::io("link", &link))?;
         }
         Ok(())
@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn containers_of_one_image_share_its_files_and_keep_their_own_root() {
         let temp = tempfile::tempdir().unwrap();
-        let store = ImageStore::new(temp.path().join("images"));
+        let store = ImageStore::new(temp.path());
         let version: FdbVersion = "7.1.57".parse().unwrap();
         let full = ImageContents {
             version: Some(&version),

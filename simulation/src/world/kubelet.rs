@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::World;
+use super::confine;
 use super::containers::{container_crash_loops, stamp};
 use super::error::WorldError;
 use super::fdbmonitor::MonitorChanges;
@@ -29,17 +30,10 @@ impl World {
         if pod.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        let (namespace, name, uid) = pod_key(pod);
+        let (_, _, uid) = pod_key(pod);
         let mut runtime = match self.pods.remove(&uid) {
             Some(runtime) => runtime,
-            None => {
-                let dir = self
-                    .root
-                    .path()
-                    .join("pods")
-                    .join(format!("{namespace}_{name}_{uid}"));
-                PodRuntime::new(pod, dir, node)
-            }
+            None => PodRuntime::new(pod, self.root.path(), node),
         };
         let result = self.sync_runtime(pod, &mut runtime).await;
         self.pods.insert(uid, runtime);
@@ -230,6 +224,7 @@ impl World {
             }
             let files = volume_files(&version.data, volume.items.as_deref());
             write_volume(
+                &runtime.root,
                 &volume.dir,
                 &files,
                 &stamp(version.seen_at, version.sequence),
@@ -258,9 +253,6 @@ impl World {
     }
 
     pub(super) fn pvc_dir(&self, namespace: &str, claim: &str, uid: &str) -> PathBuf {
-        self.root
-            .path()
-            .join("pvcs")
-            .join(format!("{namespace}_{claim}_{uid}"))
+        confine::object_dir(self.root.path(), "pvcs", &[namespace, claim, uid])
     }
 }

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
 use serde_json::{Value, json};
 
 use super::World;
+use super::confine;
 use super::dns::DnsPod;
 use super::error::WorldError;
 use super::pod_runtime::{PodPhase, PodRuntime};
@@ -135,7 +136,7 @@ impl World {
                 self.host.remove_process(address);
             }
         }
-        let _ = std::fs::remove_dir_all(&runtime.dir);
+        let _ = confine::remove_dir_all(self.root.path(), &runtime.dir);
         self.record(
             "remove-pod",
             format!("pod/{}/{}", runtime.namespace, runtime.name),
@@ -426,7 +427,7 @@ impl World {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if !live.iter().any(|uid| name.ends_with(&format!("_{uid}"))) {
-                    let _ = std::fs::remove_dir_all(entry.path());
+                    let _ = confine::remove_dir_all(self.root.path(), &entry.path());
                 }
             }
         }

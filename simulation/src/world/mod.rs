@@ -55,6 +55,7 @@
 //! Administration for `act` steps ([`World::cordon`], [`World::drain`],
 //! [`World::add_nodes`]) writes to the API and returns; the caller settles.
 
+pub mod confine;
 pub mod containers;
 pub mod dns;
 pub mod error;
@@ -250,7 +251,7 @@ impl World {
             .prefix("fdb-sim-world-")
             .tempdir()
             .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
-        let images = images::ImageStore::new(root.path().join("images"));
+        let images = images::ImageStore::new(root.path());
         let mut world = Self {
             images,
             lease,

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fdb_shared::address::ProcessAddress;
 use fdb_sidecar::{RunningSidecar, SidecarConfig};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
 
+use super::confine;
 use super::containers::{self, ContainerFs, PodFacts, image_root};
 use super::fdbmonitor::{Monitor, MonitorChanges};
 use super::host::ProcessHost;
@@ -110,6 +111,8 @@ pub struct PodRuntime {
     pub node: String,
     /// Process group label.
     pub group: Option<String>,
+    /// The world's root (every host path of the pod is inside it).
+    pub root: PathBuf,
     /// Pod directory.
     pub dir: PathBuf,
     /// Pod IP once started.
@@ -143,10 +146,13 @@ pub struct PodRuntime {
 }
 
 impl PodRuntime {
-    pub(super) fn new(pod: &Pod, dir: PathBuf, node: String) -> Self {
+    /// The runtime of `pod` on `node`, its directory `root/pods/<namespace>_<name>_<uid>`
+    /// (`world/confine.rs`).
+    pub(super) fn new(pod: &Pod, root: &Path, node: String) -> Self {
         let (namespace, name, uid) = pod_key(pod);
         Self {
-            dir,
+            dir: confine::object_dir(root, "pods", &[&namespace, &name, &uid]),
+            root: root.to_path_buf(),
             group: pod
                 .metadata
                 .labels
@@ -210,16 +216,17 @@ impl PodRuntime {
             .iter()
             .flatten()
             .filter(|m| self.volume_dirs.contains_key(&m.name))
-            .map(|m| {
+            .filter_map(|m| {
                 let dir = containers::mount_link(&self.dir, &container.name, &m.name);
-                let host = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                    Some(sub) => dir.join(sub),
-                    None => dir,
-                };
-                (PathBuf::from(&m.mount_path), host)
+                let host = containers::sub_path_host(&dir, m.sub_path.as_deref())?;
+                Some((PathBuf::from(&m.mount_path), host))
             })
             .collect();
-        ContainerFs::new(image_root(&self.dir, &container.name), mounts)
+        ContainerFs::new(
+            self.root.clone(),
+            image_root(&self.dir, &container.name),
+            mounts,
+        )
     }
 
     /// The host directory of a volume mounted by `container` at a container path, going
@@ -231,14 +238,16 @@ impl PodRuntime {
             .flatten()
             .filter_map(|m| {
                 let dir = self.volume_dirs.get(&m.name)?;
-                let host = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                    Some(sub) => dir.join(sub),
-                    None => dir.clone(),
-                };
+                let host = containers::sub_path_host(dir, m.sub_path.as_deref())?;
                 Some((PathBuf::from(&m.mount_path), host))
             })
             .collect();
-        ContainerFs::new(image_root(&self.dir, &container.name), mounts).host_path(container_path)
+        ContainerFs::new(
+            self.root.clone(),
+            image_root(&self.dir, &container.name),
+            mounts,
+        )
+        .host_path(container_path)
     }
 }
 

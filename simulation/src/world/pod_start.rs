@@ -3,12 +3,13 @@
 //! sidecar in `--init-mode`), then the sidecar and fdbmonitor runtimes.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim, Pod, PodSpec, Secret, Volume};
 
 use super::World;
+use super::confine;
 use super::containers::{
     self, ImageContents, conf_file_arg, image_root, mount_link, set_mount_link, stamp,
 };
@@ -101,9 +102,9 @@ impl World {
             };
             let link = mount_link(&runtime.dir, &container.name, &mount.name);
             if output.as_deref() == Some(mount.name.as_str()) {
-                containers::break_mount_link(&link)?;
+                containers::break_mount_link(&runtime.root, &link)?;
             } else {
-                set_mount_link(&link, dir)?;
+                set_mount_link(&runtime.root, &link, dir)?;
             }
         }
         Ok(())
@@ -318,7 +319,7 @@ impl World {
         if found.waiting.is_some() {
             return Ok(found.waiting);
         }
-        prepare_volume_dirs(&found.dirs, found.secret_files)?;
+        prepare_volume_dirs(&runtime.root, &found.dirs, found.secret_files)?;
         runtime.volume_dirs = found.dirs;
         runtime.volume_identities = found.identities;
         runtime.pvc_uids = found.pvc_uids;
@@ -429,6 +430,7 @@ impl World {
             if let Some(version) = self.history.latest(&namespace, &volume.config_map).cloned() {
                 let files = volume_files(&version.data, volume.items.as_deref());
                 write_volume(
+                    &runtime.root,
                     &volume.dir,
                     &files,
                     &stamp(version.seen_at, version.sequence),
@@ -442,20 +444,16 @@ impl World {
 
 /// Creates the volumes' directories and writes the secrets' files.
 fn prepare_volume_dirs(
+    root: &Path,
     volume_dirs: &BTreeMap<String, PathBuf>,
     secret_files: Vec<(PathBuf, BTreeMap<String, Vec<u8>>)>,
 ) -> Result<(), WorldError> {
     for dir in volume_dirs.values() {
-        std::fs::create_dir_all(dir).map_err(WorldError::io("create directory", dir))?;
+        confine::create_dir_all(root, dir)?;
     }
     for (dir, files) in secret_files {
         for (path, content) in files {
-            let file = dir.join(&path);
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(WorldError::io("create directory", parent))?;
-            }
-            std::fs::write(&file, content).map_err(WorldError::io("write", &file))?;
+            confine::write(root, &dir.join(&path), content)?;
         }
     }
     Ok(())

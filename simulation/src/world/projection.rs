@@ -10,6 +10,7 @@ use std::path::Path;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{ConfigMap, KeyToPath};
 
+use super::confine;
 use super::error::WorldError;
 
 /// One version of a ConfigMap as the kubelet saw it.
@@ -136,14 +137,14 @@ pub fn missing_keys(data: &BTreeMap<String, String>, items: Option<&[KeyToPath]>
 /// Writes `files` into the volume directory `dir` atomically (kubelet layout), as
 /// version `stamp`.
 pub fn write_volume(
+    root: &Path,
     dir: &Path,
     files: &BTreeMap<String, String>,
     stamp: &str,
 ) -> Result<(), WorldError> {
     let version_name = format!("..{stamp}");
     let version_dir = dir.join(&version_name);
-    std::fs::create_dir_all(&version_dir)
-        .map_err(WorldError::io("create directory", &version_dir))?;
+    confine::create_dir_all(root, &version_dir)?;
     let mut top_level = BTreeSet::new();
     for (path, content) in files {
         let relative = Path::new(path);
@@ -154,19 +155,14 @@ pub fn write_volume(
         {
             continue;
         }
-        let target = version_dir.join(relative);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(WorldError::io("create directory", parent))?;
-        }
-        std::fs::write(&target, content).map_err(WorldError::io("write", &target))?;
+        confine::write(root, &version_dir.join(relative), content)?;
         if let Some(first) = relative.components().next() {
             top_level.insert(first.as_os_str().to_string_lossy().into_owned());
         }
     }
     let tmp_link = dir.join("..data_tmp");
     let _ = std::fs::remove_file(&tmp_link);
-    std::os::unix::fs::symlink(&version_name, &tmp_link)
-        .map_err(WorldError::io("create symlink", &tmp_link))?;
+    confine::symlink(root, Path::new(&version_name), &tmp_link)?;
     let data_link = dir.join("..data");
     std::fs::rename(&tmp_link, &data_link).map_err(WorldError::io("rename", &data_link))?;
 
@@ -176,7 +172,7 @@ pub fn write_volume(
         let path = entry.path();
         if name.starts_with("..") {
             if name != "..data" && name != version_name {
-                let _ = std::fs::remove_dir_all(&path);
+                let _ = confine::remove_dir_all(root, &path);
             }
         } else if !top_level.contains(&name) {
             let _ = std::fs::remove_file(&path);
@@ -185,8 +181,7 @@ pub fn write_volume(
     for name in &top_level {
         let link = dir.join(name);
         if std::fs::symlink_metadata(&link).is_err() {
-            std::os::unix::fs::symlink(format!("..data/{name}"), &link)
-                .map_err(WorldError::io("create symlink", &link))?;
+            confine::symlink(root, &Path::new("..data").join(name), &link)?;
         }
     }
     Ok(())
@@ -196,14 +191,25 @@ pub fn write_volume(
 mod tests {
     use super::*;
 
+    /// A volume directory below a test root (the root is what the writes are confined to).
+    struct Dir<'a>(&'a Path);
+
+    impl Dir<'_> {
+        fn path(&self) -> &Path {
+            self.0
+        }
+    }
+
     #[test]
     fn volume_swaps_atomically_and_drops_removed_keys() {
-        let dir = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let volume = root.path().join("volume");
+        let dir = Dir(&volume);
         let first = BTreeMap::from([
             ("fdb.cluster".to_owned(), "a:b@1.1.1.1:4501".to_owned()),
             ("old".to_owned(), "x".to_owned()),
         ]);
-        write_volume(dir.path(), &first, "1").unwrap();
+        write_volume(root.path(), dir.path(), &first, "1").unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join("fdb.cluster")).unwrap(),
             "a:b@1.1.1.1:4501"
@@ -215,7 +221,7 @@ mod tests {
                 .is_symlink()
         );
         let second = BTreeMap::from([("fdb.cluster".to_owned(), "a:c@2.2.2.2:4501".to_owned())]);
-        write_volume(dir.path(), &second, "2").unwrap();
+        write_volume(root.path(), dir.path(), &second, "2").unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join("fdb.cluster")).unwrap(),
             "a:c@2.2.2.2:4501"

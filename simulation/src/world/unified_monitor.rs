@@ -32,6 +32,7 @@ use fdb_shared::monitor_conf::process_config::{
 };
 use k8s_openapi::api::core::v1::{Container, Pod};
 
+use super::confine;
 use super::containers::{ContainerFs, IMAGE_BINARIES};
 use super::error::WorldError;
 
@@ -254,7 +255,7 @@ pub fn copy_shared_binaries(
     let Some(target) = fs.host_path(&format!("{output}/bin/{version}")) else {
         return Ok(());
     };
-    std::fs::create_dir_all(&target).map_err(WorldError::io("create directory", &target))?;
+    confine::create_dir_all(fs.root(), &target)?;
     for name in IMAGE_BINARIES {
         let Some(source) = fs.host_path(&format!("{IMAGE_BINARY_DIR}/{name}")) else {
             continue;
@@ -263,6 +264,7 @@ pub fn copy_shared_binaries(
             continue;
         }
         let destination: PathBuf = target.join(name);
+        confine::check_inside(fs.root(), &destination)?;
         std::fs::copy(&source, &destination).map_err(WorldError::io("copy", &destination))?;
     }
     Ok(())

@@ -15,7 +15,7 @@ use super::run_path;
 /// Writes the snapshot and a scenario of `steps` (after the take-over's reconcile and
 /// expect) into `dir`.
 fn write_go_scenario(dir: &Path, snapshot: &GoV2Snapshot, steps: &[Value]) -> PathBuf {
-    write_dir(dir, &snapshot.objects, Some(&snapshot.status), None).unwrap();
+    write_dir(dir, &snapshot.objects, Some(&snapshot.status), None, true).unwrap();
     let path = dir.join("scenario.yaml");
     let mut scenario: Value =
         serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

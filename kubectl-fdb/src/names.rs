@@ -1,0 +1,102 @@
+//! Every name the plugin puts into a request, checked when the command line is parsed
+//! (issue 40): kube's `Api` joins a name into the request path as it is, so
+//! `-c sample/status` reached the status subresource. A name here is what a real API
+//! server holds (DNS-1123, as `kubernetes/kubernetes` validates object names); anything
+//! else exits 2 naming the argument, before a request is made or a file written. The
+//! names accepted are made of `a-z A-Z 0-9 - _ .` only, characters a URL carries as they
+//! are; each is still percent-encoded where it joins a request path ([`segment`]).
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use fdb_shared::validation::names::{
+    dns1123_label_error, dns1123_subdomain_error, label_value_error,
+};
+
+/// A FoundationDBCluster, pod or node name: a DNS-1123 subdomain.
+pub fn object_name(value: &str) -> Result<String, String> {
+    match dns1123_subdomain_error(value) {
+        None => Ok(value.to_owned()),
+        Some(problem) => Err(problem),
+    }
+}
+
+/// A namespace or container name: a DNS-1123 label.
+pub fn label_name(value: &str) -> Result<String, String> {
+    match dns1123_label_error(value) {
+        None => Ok(value.to_owned()),
+        Some(problem) => Err(problem),
+    }
+}
+
+/// A process group ID (a label value, as the operator labels pods with it, e.g.
+/// `storage-1`) or a pod name; never `..` in it.
+pub fn process_group_or_pod(value: &str) -> Result<String, String> {
+    if value.contains("..") {
+        return Err("must not contain '..'".to_owned());
+    }
+    if value.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    match (dns1123_subdomain_error(value), label_value_error(value)) {
+        (None, _) | (_, None) => Ok(value.to_owned()),
+        (Some(problem), Some(_)) => Err(format!(
+            "neither a pod name ({problem}) nor a process group ID (a label value: at most \
+             63 characters, alphanumeric at both ends, '-', '_' or '.' inside)"
+        )),
+    }
+}
+
+/// Everything but RFC 3986's unreserved characters is encoded in a path segment.
+const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `name` as one URL path segment: percent-encoded (kube joins names into request paths
+/// as they are). A validated name is its own encoding; anything that slipped past
+/// validation still cannot reach another path (`/` becomes `%2F`).
+pub fn segment(name: &str) -> String {
+    utf8_percent_encode(name, NOT_UNRESERVED).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_would_change_a_url_are_refused() {
+        for bad in [
+            "sample/status",
+            "sample;rm",
+            "sample\n",
+            "..",
+            "../sample",
+            "a b",
+            "",
+            "sample?x=1",
+            "sample%2Fstatus",
+            "sample#x",
+        ] {
+            assert!(object_name(bad).is_err(), "{bad:?}");
+            assert!(label_name(bad).is_err(), "{bad:?}");
+            assert!(process_group_or_pod(bad).is_err(), "{bad:?}");
+        }
+        assert!(process_group_or_pod("storage..1").is_err());
+        // Uppercase: a label value (a process group ID) but no object name.
+        assert!(object_name("Sample").is_err() && label_name("Sample").is_err());
+        for good in ["sample", "sample-storage-1", "a.b"] {
+            assert_eq!(object_name(good).as_deref(), Ok(good));
+            assert_eq!(segment(good), good);
+        }
+        // Process group IDs the Go operator makes are label values.
+        for good in ["storage-1", "sample-storage-1", "Storage_1"] {
+            assert_eq!(process_group_or_pod(good).as_deref(), Ok(good));
+            assert_eq!(segment(good), good);
+        }
+        assert_eq!(label_name("foundationdb").as_deref(), Ok("foundationdb"));
+        assert!(label_name("a.b").is_err());
+        assert_eq!(segment("sample/status"), "sample%2Fstatus");
+        assert_eq!(segment("a;b\n.."), "a%3Bb%0A..");
+    }
+}
