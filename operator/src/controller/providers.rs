@@ -254,11 +254,11 @@ mod tests {
         std::fs::write(&victim, "precious").unwrap();
         std::os::unix::fs::symlink(&victim, work_dir.join("ns.sample.cluster")).unwrap();
         let provider = FdbcliAdminProvider {
-            fdbcli_path: "/usr/bin/fdbcli".into(),
+            tools: FdbTools::new(dir.path().to_owned(), Some("fdbcli".into())),
             work_dir: work_dir.clone(),
             tls: None,
         };
-        let mut cluster = FoundationDBCluster::new("sample", Default::default());
+        let mut cluster = crate::controller::fixtures::cluster("version: 7.1.57");
         cluster.metadata.namespace = Some("ns".into());
         cluster.status = Some(fdb_shared::api::FoundationDBClusterStatus {
             connection_string: Some("sample:abc@10.0.0.1:4501".into()),
