@@ -273,6 +273,19 @@ mod tests {
                 fdbcli: "/opt/fdbcli".into()
             }
         );
-        use fdb_simulation::scenario::safe_write::check_output_dir;
+    }
+
+    #[test]
+    fn names_that_would_change_a_request_path_are_refused_by_the_parser() {
+        for words in [
+            vec!["snapshot", "sample/status"],
+            vec!["snapshot", "../x"],
+            vec!["snapshot", "-n", "a/b", "sample"],
+        ] {
+            let error = Cli::try_parse_from(words.clone()).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{words:?}");
+            assert!(error.to_string().contains("invalid value"), "{error}");
+        }
+        assert_eq!(parse(&[]).output, None);
     }
 }
