@@ -3,51 +3,11 @@
 //! them and reconciles; with a rehearsed manifest it then applies the change (as a merge
 //! patch of the captured spec) and waits for its end.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-/// Why the folder could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// An object could not be rendered.
-    #[error("cannot render {what}: {message}")]
-    Render {
-        /// Which file.
-        what: &'static str,
-        /// The error.
-        message: String,
-    },
-    /// The rehearsed manifest is not a FoundationDBCluster of the captured name.
-    #[error("--rehearse: {0}")]
-    Rehearse(String),
-    /// The output folder holds files already (and `--force` was not given).
-    #[error(
-        "the output folder {} is not empty ({entries}); name a new or empty folder with -o, \
-         or pass --force to replace the snapshot's files in it",
-        path.display()
-    )]
-    NotEmpty {
-        /// The folder.
-        path: PathBuf,
-        /// A few of its entries.
-        entries: String,
-    },
-    /// The output folder (or a file to replace) is a symlink, which a write would follow.
-    #[error("{} is a symlink; name the folder itself, not a link to it", path.display())]
-    Symlink {
-        /// The link.
-        path: PathBuf,
-    },
-}
+pub use super::safe_write::WriteError;
 
 /// Seconds the rehearsal's `expect` waits for the change to be reconciled.
 pub const REHEARSAL_SECONDS: u64 = 6 * 3600;
