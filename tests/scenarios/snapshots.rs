@@ -408,7 +408,9 @@ fn capture_with_applied_secret(dir: &Path, include_secret_values: bool) {
         "data": {"password": SECRET_VALUE_BASE64},
     }]);
     scenario["cluster"]["spec"]["processes"] = serde_json::json!({"general": {"podTemplate": {
-        "spec": {"volumes": [{"name": "credentials", "secret": {"secretName": "credentials"}}]}}}});
+        // `containers` is required in a PodSpec (the CRD's schema, as Go's, says so).
+        "spec": {"containers": [],
+                 "volumes": [{"name": "credentials", "secret": {"secretName": "credentials"}}]}}}});
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), serde_yaml_ng::to_string(&scenario).unwrap()).unwrap();
     let scenario = Scenario::from_file(file.path()).unwrap();

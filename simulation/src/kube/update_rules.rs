@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::admission;
+use super::core_defaults;
 use super::errors::ApiError;
 use super::pod_updates::validate_pod_update;
 use super::resources::{ResourceType, is_core};
@@ -117,10 +118,17 @@ pub(super) fn admit_update(
     current: &Value,
     next: &mut Value,
 ) -> Result<(), ApiError> {
+    // Defaults are applied when any body is decoded, updates included
+    // (`core_defaults`); admission plugins such as the service account's run on create.
     if is_core(resource, "pods") {
+        core_defaults::default_pod(next);
         validate_pod_update(resource, name, current, next)?;
     }
+    if is_core(resource, "persistentvolumeclaims") {
+        core_defaults::default_claim(next, None);
+    }
     if is_core(resource, "services") {
+        core_defaults::default_service(next);
         admission::update_service(resource, name, current, next)?;
     }
     validate_object(resource, name, next, false)?;
