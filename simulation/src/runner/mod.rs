@@ -20,6 +20,9 @@ mod rollout_progress;
 mod snapshot_boot;
 mod steps;
 mod world_views;
+mod write_observer;
+
+use write_observer::observe_writes;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,8 +35,8 @@ use serde_json::Value;
 use crate::event_log::{EventLog, RunPosition};
 use crate::fdb::{SimFdbSettings, SimulatedFdb};
 use crate::invariants::InvariantMonitor;
-use crate::kube::{ApiError, FakeApiServer, ResourceKey, WriteRecord};
-use crate::result::{self, ApiRequestCounts, EventSource, RunMetrics, SimulationResult};
+use crate::kube::{ApiError, FakeApiServer, ResourceKey};
+use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
 use crate::world::{HostBlock, World, WorldError, WorldOptions};
 use fdb_operator::clock::VirtualClock;
@@ -207,14 +210,6 @@ fn validate_cluster(manifest: &Value) -> Result<FoundationDBCluster, RunError> {
     ValidatedCluster::new(cluster)
         .map(ValidatedCluster::into_inner)
         .map_err(|invalid| RunError::InvalidCluster(invalid.to_string()))
-}
-
-/// Every API write lands in the run's event log (the operator's own as its actions).
-fn observe_writes(api: &FakeApiServer, log: &EventLog) {
-    let log = log.clone();
-    api.set_write_observer(Some(Arc::new(move |record: &WriteRecord| {
-        record_operator_write(&log, record)
-    })));
 }
 
 /// The cluster manifest in `default` when it names no namespace.
@@ -558,53 +553,3 @@ impl Runner {
         }
     }
 }
-
-/// Turns an operator write seen by the API server into an event: Kubernetes Events the
-/// operator emits are `operator`/`event`, every other write `k8s`/`<verb>`.
-fn record_operator_write(log: &EventLog, record: &WriteRecord) {
-    if record.actor != OPERATOR_ACTOR {
-        return;
-    }
-    // The contract's short names (`pvc/<name>`), as `act` steps name objects.
-    let kind = match record.kind.as_str() {
-        "PersistentVolumeClaim" => "pvc".to_owned(),
-        other => other.to_lowercase(),
-    };
-    let target = match &record.subresource {
-        Some(sub) => format!("{kind}/{}/{sub}", record.name),
-        None => format!("{kind}/{}", record.name),
-    };
-    let detail = if (200..300).contains(&record.code) {
-        record.detail.clone()
-    } else {
-        format!("{} -> {}", record.detail, record.code)
-    };
-    if record.code == 422 {
-        log.note_violation(
-            crate::invariants::WRITE_REFUSED,
-            format!(
-                "the API server refused the operator's {} of {}: {}",
-                record.verb.as_str(),
-                target,
-                record.detail
-            ),
-        );
-    }
-    if record.kind == "Event" {
-        // Event names end in a wall-clock hash; name the event by its object instead, so
-        // the same scenario and seed give the same log.
-        let about = record.name.split('.').next().unwrap_or_default();
-        log.record(
-            EventSource::Operator,
-            "event",
-            &format!("event/{about}"),
-            &detail,
-        );
-    } else {
-        log.record(EventSource::K8s, record.verb.as_str(), &target, &detail);
-    }
-}
-
-#[cfg(test)]
-#[path = "write_refused_tests.rs"]
-mod write_refused_tests;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use fdb_operator::clock::VirtualClock;
 use serde_json::json;
 
-use super::{OPERATOR_ACTOR, USER_ACTOR, observe_writes};
+use super::super::{OPERATOR_ACTOR, USER_ACTOR};
+use super::observe_writes;
 use crate::event_log::EventLog;
 use crate::invariants::WRITE_REFUSED;
 use crate::kube::{FakeApiServer, PatchType, ResourceKey};
