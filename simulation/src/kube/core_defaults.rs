@@ -21,6 +21,20 @@ fn default(object: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// The objects of the list at `key`, if there is one (items that are not objects are
+/// passed over, as the server's decoder would refuse them elsewhere).
+fn objects_in<'a>(
+    object: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    object
+        .get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
 /// A pod's defaults: `SetDefaults_Pod`, `SetDefaults_PodSpec`, and those of its
 /// containers, volumes, probes and resource lists.
 pub fn default_pod(pod: &mut Value) {
@@ -42,26 +56,12 @@ pub fn default_pod(pod: &mut Value) {
     }
     default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     for list in ["initContainers", "containers"] {
-        for container in spec
-            .get_mut(list)
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(container) = container.as_object_mut() {
-                default_container(container);
-            }
+        for container in objects_in(spec, list) {
+            default_container(container);
         }
     }
-    for volume in spec
-        .get_mut("volumes")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(volume) = volume.as_object_mut() {
-            default_volume(volume);
-        }
+    for volume in objects_in(spec, "volumes") {
+        default_volume(volume);
     }
 }
 
@@ -92,29 +92,18 @@ fn default_container(container: &mut Map<String, Value>) {
     } else {
         container.insert("resources".to_owned(), json!({}));
     }
-    for port in container
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(port) = port.as_object_mut() {
-            default(port, "protocol", json!("TCP"));
-        }
+    for port in objects_in(container, "ports") {
+        default(port, "protocol", json!("TCP"));
     }
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(probe) = container.get_mut(probe).and_then(Value::as_object_mut) {
             default_probe(probe);
         }
     }
-    for variable in container
-        .get_mut("env")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
+    for variable in objects_in(container, "env") {
         if let Some(field) = variable
-            .pointer_mut("/valueFrom/fieldRef")
+            .get_mut("valueFrom")
+            .and_then(|from| from.get_mut("fieldRef"))
             .and_then(Value::as_object_mut)
         {
             default(field, "apiVersion", json!("v1"));
@@ -213,21 +202,14 @@ pub fn default_service(service: &mut Value) {
         return;
     };
     default(spec, "sessionAffinity", json!("None"));
-    for port in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(port) = port.as_object_mut() {
-            default(port, "protocol", json!("TCP"));
-            let number = port.get("port").cloned().unwrap_or(Value::Null);
-            let unset = port
-                .get("targetPort")
-                .is_none_or(|t| t.is_null() || *t == json!(0) || *t == json!(""));
-            if unset && !number.is_null() {
-                port.insert("targetPort".to_owned(), number);
-            }
+    for port in objects_in(spec, "ports") {
+        default(port, "protocol", json!("TCP"));
+        let number = port.get("port").cloned().unwrap_or(Value::Null);
+        let unset = port
+            .get("targetPort")
+            .is_none_or(|t| t.is_null() || *t == json!(0) || *t == json!(""));
+        if unset && !number.is_null() {
+            port.insert("targetPort".to_owned(), number);
         }
     }
     let internal = matches!(
