@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod backups;
+mod conditions;
 mod creation;
 mod determinism;
 mod efficiency;

@@ -45,11 +45,19 @@ fn presence<K: ResourceExt>(needed: bool, object: Option<&K>) -> Presence {
     }
 }
 
-/// Whether each reporting process of the group runs the command line that the conf its
-/// pod has now (the class's template with the pod's substitutions) describes: fdbmonitor
-/// does not restart processes when the conf changes, so a difference means the process
-/// still runs an older configuration and needs a bounce (operator-behavior §5). `None`
-/// when the expected command line cannot be known from the pod and the status.
+/// Whether each reporting process of the group runs the command line that the desired
+/// conf (the class's template with the pod's substitutions) describes, and the version
+/// `spec.version` asks for ([`version_judged`]): fdbmonitor does not restart processes
+/// when the conf changes, so a difference means the process still runs an older
+/// configuration and needs a bounce. `None` when the expected command line cannot be
+/// known from the pod and the status.
+///
+/// The Go operator judges it the same way (`checkAndSetProcessStatus` in its
+/// `controllers/update_status.go`): against the desired conf whether or not the pod
+/// has it yet, so a change shows IncorrectConfigMap and IncorrectCommandLine together
+/// until the pod takes the conf, then IncorrectCommandLine alone until the restart.
+/// Runbooks and `kubectl fdb analyze` read that sequence; BounceProcesses waits for
+/// IncorrectConfigMap to clear before it kills.
 ///
 /// A unified pod's monitor starts the desired configuration with the environment it
 /// reports (see [`super::pod_agent::monitor_command_lines`]).
@@ -75,8 +83,14 @@ fn command_lines_match(
     };
     let several = expected.len() > 1;
     let instance = &group.process_group_id;
+    let wanted_version = version_judged(snapshot.cluster());
     for process in processes {
         let actual = process.command_line.as_deref()?;
+        if let (Some(wanted), Some(running)) = (&wanted_version, &process.version)
+            && wanted != running
+        {
+            return Some(false);
+        }
         // With several servers per pod, `locality_process_id` is `<instance>-<i>`.
         let index = if several {
             process
@@ -95,6 +109,24 @@ fn command_lines_match(
         }
     }
     Some(true)
+}
+
+/// The version every process must report, when the version is judged: with no version
+/// change pending, and during an incompatible upgrade (every process must be restarted
+/// onto the target). Not during a protocol-compatible change (pods roll one by one, the
+/// versions are mixed until the last), nor while the change is refused or unparsable
+/// (nothing is restarted for it). Go skips the check during compatible upgrades alone
+/// (`VersionCompatibleUpgradeInProgress`); a refused downgrade never reaches its
+/// status, its webhook refuses it first.
+fn version_judged(cluster: &FoundationDBCluster) -> Option<fdb_shared::FdbVersion> {
+    use super::version_change::{VersionChange, version_change};
+    match version_change(cluster) {
+        VersionChange::None => cluster.spec.version.parse().ok(),
+        VersionChange::Incompatible { to, .. } => Some(to),
+        VersionChange::Compatible { .. }
+        | VersionChange::Refused { .. }
+        | VersionChange::Unparsable { .. } => None,
+    }
 }
 
 /// Whether the pod's sidecar runs the image it must have now
@@ -267,7 +299,7 @@ fn observe_group(
         },
     };
     let command_lines_match = match (pod, &pod_facts) {
-        (Some(_), Some(facts)) if facts.config_confirmed && !processes.is_empty() => {
+        (Some(_), Some(_)) if !processes.is_empty() => {
             command_lines_match(snapshot, &group, servers, &processes)
         }
         _ => None,
@@ -286,7 +318,9 @@ fn observe_group(
             processes: process_facts,
             expected_processes: usize::try_from(servers).unwrap_or(1),
             command_lines_match,
-            io_error: processes.iter().any(|p| p.has_message("io_error")),
+            io_error: processes
+                .iter()
+                .any(|p| p.has_message("io_error") || p.has_message("io_timeout")),
             taints,
         },
         address: pod

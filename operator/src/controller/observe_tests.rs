@@ -112,6 +112,9 @@ fn io_errors_and_node_taints_become_conditions_through_the_status() {
     let mut db = serde_json::to_value(reporting(&["storage-1", "storage-2", "storage-3"])).unwrap();
     db["cluster"]["processes"]["p2"]["messages"] =
         serde_json::json!([{"name": "io_error", "description": "disk failure"}]);
+    // Go counts `io_timeout` as an I/O error too (`checkProcessMessagesForIOError`).
+    db["cluster"]["processes"]["p0"]["messages"] =
+        serde_json::json!([{"name": "io_timeout", "description": "slow disk"}]);
     let mut long_tainted = group("storage-2");
     long_tainted.process_group_conditions = vec![ProcessGroupCondition {
         condition_type: C::NodeTaintDetected,
@@ -168,8 +171,11 @@ fn io_errors_and_node_taints_become_conditions_through_the_status() {
     };
     assert_eq!(
         conditions("storage-1"),
-        [(C::NodeTaintDetected, 10_000)],
-        "new taint"
+        [
+            (C::NodeTaintDetected, 10_000),
+            (C::ProcessHasIoError, 10_000)
+        ],
+        "new taint; the io_timeout message counts"
     );
     assert_eq!(
         conditions("storage-2"),

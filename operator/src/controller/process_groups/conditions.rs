@@ -70,7 +70,7 @@ pub struct GroupFacts {
     /// Whether every reporting process runs the command line the pod's current conf asks
     /// for (`None`: unknown, e.g. no conf confirmed yet or no status).
     pub command_lines_match: Option<bool>,
-    /// Whether a process of the group reports an `io_error` message.
+    /// Whether a process of the group reports an `io_error` or `io_timeout` message.
     pub io_error: bool,
     /// The taints of the group's node.
     pub taints: TaintFacts,

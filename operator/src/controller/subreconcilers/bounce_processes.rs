@@ -54,6 +54,9 @@ pub enum BounceDecision {
     /// Restarts wait for groups marked for removal whose processes still run (the rest
     /// of the pass goes on, so their removal can finish).
     WaitForRemovals(String),
+    /// Restarts wait for the pods of groups that need one to be updated first
+    /// (IncorrectPodSpec); the rest of the pass goes on, so UpdatePods can update them.
+    WaitForPodUpdates(String),
     /// Kill these targets with one command.
     Kill(Vec<KillTarget>),
     /// These groups' processes survived the last cluster-wide restart (they ignore
@@ -344,14 +347,51 @@ fn held_before_any_kill(snapshot: &ClusterSnapshot, groups: &[String]) -> Option
         });
     }
     let waiting = waiting_for_config(snapshot);
-    (!waiting.is_empty()).then(|| {
-        BounceDecision::Wait(format!(
+    if !waiting.is_empty() {
+        return Some(BounceDecision::Wait(format!(
             "{} process groups need a restart, but {} have not confirmed their configuration yet: {}",
             groups.len(),
             waiting.len(),
             waiting.join(", ")
+        )));
+    }
+    let updating = waiting_for_pod_update(snapshot, groups);
+    (!updating.is_empty()).then(|| {
+        BounceDecision::WaitForPodUpdates(format!(
+            "{} process groups need a restart, but the pods of {} are not updated yet (IncorrectPodSpec): restarting first would restart them again once updated",
+            groups.len(),
+            abbreviate(&updating)
         ))
     })
+}
+
+/// The groups among `groups` (those needing a restart) whose pod is not updated yet
+/// (IncorrectPodSpec), when pod updates will come: the restart waits for them, as the Go
+/// operator's does (`GetFilterConditions` in its `internal/restarts/restarts.go`), so a
+/// change of the pod and of the command line (an environment variable a new knob reads,
+/// DNS names in the cluster file) is one restart, after the pod update, not a restart
+/// onto a half-applied change. Not while TLS is turned on or off (pod updates wait for
+/// that migration's restarts) nor with `deletionMode: None` (the operator never updates
+/// the pods).
+fn waiting_for_pod_update(snapshot: &ClusterSnapshot, groups: &[String]) -> Vec<String> {
+    use fdb_shared::api::cluster::DeletionMode;
+    let cluster = snapshot.cluster();
+    if crate::controller::process_config::listens_on_both(cluster)
+        || snapshot.spec().automation_options.deletion_mode() == DeletionMode::None
+    {
+        return Vec::new();
+    }
+    groups
+        .iter()
+        .filter(|id| {
+            snapshot.group(id).is_some_and(|g| {
+                g.status
+                    .condition_since(&ProcessGroupConditionType::IncorrectPodSpec)
+                    .is_some()
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// A group of `buggify.ignoreDuringRestart` with running processes, if any: then no kill
@@ -461,6 +501,10 @@ pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
         BounceDecision::WaitForRemovals(reason) => {
             // Not a barrier wait: the removals after this step must go on.
             return Verdict::Wait(Wait::independent(WaitOn::Database, reason));
+        }
+        BounceDecision::WaitForPodUpdates(reason) => {
+            // Not a barrier wait: UpdatePods, after this step, updates those pods.
+            return Verdict::Wait(Wait::independent(WaitOn::Kubernetes, reason));
         }
         BounceDecision::Kill(targets) => targets,
         BounceDecision::RecreatePods { groups, pod } => {

@@ -307,3 +307,46 @@ fn an_outdated_process_started_after_the_last_recovery_means_no_kill_ran_since()
     let decision = decide(&fixture(SPEC_60).database(db).build());
     assert_eq!(killed(&decision).len(), 4, "{decision:?}");
 }
+
+/// Pods that need an update and a restart: the restart waits for the pod update (Go's
+/// `GetFilterConditions`), without holding the later steps (UpdatePods must run); with
+/// `deletionMode: None` no pod update ever comes, so the restart goes on.
+#[test]
+fn a_restart_waits_for_the_pod_updates_of_the_groups_it_restarts() {
+    let outdated = |spec: &str| {
+        let pods = IDS.iter().enumerate().map(|(n, id)| {
+            pod(
+                &format!("sample-{id}"),
+                id,
+                "n",
+                &format!("10.0.0.{}", n + 1),
+            )
+        });
+        Fixture::new(spec)
+            .pods(pods)
+            .database(reporting(&IDS))
+            .groups([
+                with("log-1", &[]),
+                with("storage-1", &[C::IncorrectPodSpec, C::IncorrectCommandLine]),
+                with("storage-2", &[C::IncorrectCommandLine]),
+                with("stateless-1", &[]),
+            ])
+            .build()
+    };
+    let decision = decide(&outdated("version: 7.1.57"));
+    let BounceDecision::WaitForPodUpdates(reason) = &decision else {
+        panic!("expected a wait for the pod update, got {decision:?}");
+    };
+    assert!(
+        reason.contains("storage-1") && !reason.contains("storage-2"),
+        "{reason}"
+    );
+    match verdict(decision, Duration::from_secs(5)) {
+        Verdict::Wait(wait) => assert!(wait.goes_on, "UpdatePods must still run: {wait:?}"),
+        other => panic!("expected a wait, got {other:?}"),
+    }
+    let never_updated = decide(&outdated(
+        "{version: 7.1.57, automationOptions: {deletionMode: None}}",
+    ));
+    assert_eq!(killed(&never_updated).len(), 4, "{never_updated:?}");
+}
