@@ -7,8 +7,10 @@ use fdb_shared::api::cluster::{
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+/// A group seen running once (it has an address) that has failed since `since`.
 fn failed(id: &str, condition: C, since: i64) -> ProcessGroupStatus {
     let mut g = group(id);
+    g.addresses = vec!["10.1.0.1".to_owned()];
     g.process_group_conditions = vec![ProcessGroupCondition {
         condition_type: condition,
         timestamp: since,
@@ -254,4 +256,153 @@ fn waiting_asks_for_a_pass_when_the_next_failure_falls_due_or_taints_may_have_cl
         verdict(&decision),
         Verdict::Act(Plan { then: None, .. })
     ));
+}
+
+/// A Pending pod of `group` the scheduler could not place, with its message.
+fn unschedulable_pod(group: &str, message: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("sample-{group}"), "labels": {"foundationdb.org/fdb-process-group-id": group}},
+        "spec": {"containers": []},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": message}]}
+    }))
+    .unwrap()
+}
+
+const AT_ONCE: &str =
+    "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: 0}}}";
+
+/// With a detection time of 0 (legal, as in Go), groups being created (no address yet,
+/// missing everything) are not replaced: that was the storm a short time used to cause.
+#[test]
+fn groups_never_seen_running_are_not_replaced_by_the_timer_alone() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![
+        ProcessGroupCondition {
+            condition_type: C::MissingProcesses,
+            timestamp: 1_000,
+        },
+        ProcessGroupCondition {
+            condition_type: C::MissingPod,
+            timestamp: 1_000,
+        },
+    ];
+    let mut pending = new.clone();
+    pending.process_group_id = "storage-6".to_owned();
+    let snapshot = Fixture::new(AT_ONCE)
+        .groups([new, pending])
+        .pods([unschedulable_pod(
+            "storage-6",
+            "0/3 nodes are available: 3 Insufficient cpu.",
+        )])
+        .at(100_000)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    assert!(
+        decision
+            .waiting
+            .iter()
+            .all(|(_, why)| why.contains("never seen running"))
+    );
+    // A group that ran is replaced at once with that detection time.
+    let ran = Fixture::new(AT_ONCE)
+        .groups([failed("storage-1", C::MissingProcesses, 99_999)])
+        .at(100_000)
+        .build();
+    assert_eq!(ids(&decide(&ran)), ["storage-1"]);
+}
+
+/// A group whose pod cannot run where its claim is bound (local volume on a drained
+/// node) is replaced even if it never ran: a new group gets a new claim.
+#[test]
+fn a_group_whose_volume_is_bound_elsewhere_is_replaced_even_if_it_never_ran() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::PodPending,
+        timestamp: 1_000,
+    }];
+    for message in [
+        "0/3 nodes are available: 1 node(s) had volume node affinity conflict, 2 node(s) already run a pod.",
+        "0/3 nodes are available: 3 node(s) didn't match PersistentVolume's node affinity.",
+    ] {
+        let snapshot = Fixture::new(SPEC)
+            .groups([new.clone()])
+            .pods([unschedulable_pod("storage-5", message)])
+            .at(10_000)
+            .build();
+        assert_eq!(ids(&decide(&snapshot)), ["storage-5"], "{message}");
+    }
+}
+
+/// A negative time counts as 0, as in Go.
+#[test]
+fn a_negative_detection_time_counts_as_zero() {
+    let snapshot = Fixture::new(
+        "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: -30}}}",
+    )
+    .groups([
+        failed("storage-1", C::MissingProcesses, 10_000),
+        failed("storage-2", C::MissingProcesses, 10_001),
+    ])
+    .at(10_000)
+    .build();
+    let decision = decide(&snapshot);
+    assert_eq!(ids(&decision), ["storage-1"]);
+    assert_eq!(decision.next_due, Some((1, "storage-2".to_owned())));
+}
+
+/// An invalid replacement field stops this step alone, with an Event naming the field.
+#[test]
+fn an_invalid_replacement_field_stops_replacements_with_an_event_naming_it() {
+    let snapshot = Fixture::new(
+        "{version: 7.1.57, automationOptions: {replacements: {maxConcurrentReplacements: -1}}}",
+    )
+    .groups([failed("storage-1", C::MissingProcesses, 1_000)])
+    .at(100_000)
+    .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty());
+    let actions: Vec<_> = verdict(&decision).actions().into_iter().cloned().collect();
+    assert!(
+        matches!(&actions[..], [Action::Event { reason: EventReason::InvalidSpec, note, .. }]
+            if note.contains("spec.automationOptions.replacements.maxConcurrentReplacements")),
+        "{actions:?}"
+    );
+}
+
+/// A group whose claim names a storage class that does not exist: an Event names the
+/// class, and the group is not replaced (its replacement would wait the same way).
+#[test]
+fn a_claim_of_a_missing_storage_class_is_reported_by_name_and_not_replaced() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::PodPending,
+        timestamp: 1_000,
+    }];
+    let pvc: k8s_openapi::api::core::v1::PersistentVolumeClaim =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "sample-storage-5-data",
+                "labels": {"foundationdb.org/fdb-process-group-id": "storage-5"}},
+            "spec": {"storageClassName": "fast-ssd"},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+    let snapshot = Fixture::new(AT_ONCE)
+        .groups([new])
+        .pods([unschedulable_pod(
+            "storage-5",
+            "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        )])
+        .pvcs([pvc])
+        .at(100_000)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    let actions: Vec<_> = verdict(&decision).actions().into_iter().cloned().collect();
+    assert!(
+        matches!(&actions[..], [Action::Event { reason: EventReason::VolumeClaimUnbound, note, .. }]
+            if note.contains("\"fast-ssd\"") && note.contains("sample-storage-5-data")),
+        "{actions:?}"
+    );
 }
