@@ -21,8 +21,9 @@
 //! - The oldest failures are replaced first.
 //! - A failure not due yet asks for a pass when it falls due, so the replacement is not
 //!   late by a long requeue of another step.
-//! - A group never seen running (no address recorded: its pod never got one) is not
-//!   judged by the timer alone: missing processes, pod or claim are what a group being
+//! - A group never seen running (no address recorded: its pod never got one; or any group
+//!   while the database has never been configured: none of its processes has ever run in
+//!   it) is not judged by the timer alone: missing processes, pod or claim are what a group being
 //!   created looks like, and replacing it would create one more such group (with a short
 //!   `failureDetectionTimeSeconds`, a storm). It is replaced only when the scheduler says
 //!   its pod cannot run where its volume is (`volume node affinity conflict`): a new group
@@ -199,9 +200,10 @@ fn unbound_claim(group: &GroupView<'_>) -> Option<(String, String)> {
     Some((pvc.metadata.name.clone().unwrap_or_default(), class))
 }
 
-/// Whether the group has never been seen running: no address was ever recorded for it.
-fn never_seen_running(group: &GroupView<'_>) -> bool {
-    group.status.addresses.is_empty()
+/// Whether the group has never been seen running: no address was ever recorded for it,
+/// or the database was never configured (the cluster is being created).
+fn never_seen_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    group.status.addresses.is_empty() || !snapshot.status().configured
 }
 
 /// Whether buggify keeps this group down on purpose.
@@ -274,7 +276,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         {
             continue;
         }
-        if never_seen_running(&group) && !volume_bound_elsewhere(&group) {
+        if never_seen_running(snapshot, &group) && !volume_bound_elsewhere(&group) {
             if let Some((claim, class)) = unbound_claim(&group) {
                 decision
                     .unbound_claims
