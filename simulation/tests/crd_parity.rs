@@ -282,3 +282,70 @@ fn a_status_built_from_a_7_3_status_json_is_accepted() {
     assert!(checked > 40, "{checked}");
     assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
+
+/// The checks the Go operator's CRDs (v2.33.0) make at admission are in ours, so
+/// `kubectl apply` refuses at once, here as on a real API server: a backup's tag is
+/// immutable (`BackupTag is immutable`) and at most 64 characters; custom parameters
+/// are at most 100 of at most 100 characters; buggify lists hold process group IDs.
+#[test]
+fn our_crds_make_the_admission_checks_of_the_go_crds() {
+    let ours = CrdSchemas::served();
+    let messages = |kind: &str, object: &Value, old: Option<&Value>| -> Vec<String> {
+        let schema = &ours.for_kind(FDB_API_VERSION, kind).unwrap().schema;
+        let mut object = object.clone();
+        check(schema, &mut object, old)
+            .iter()
+            .map(|error| error.message())
+            .collect()
+    };
+    let backup = |spec: Value| {
+        serde_json::json!({"apiVersion": FDB_API_VERSION, "kind": "FoundationDBBackup",
+            "metadata": {"name": "b", "namespace": "db"},
+            "spec": spec})
+    };
+    let tagged = |tag: &str| {
+        backup(
+            serde_json::json!({"clusterName": "sample", "version": "7.1.57", "tag": tag,
+            "blobStoreConfiguration": {"accountName": "account@host"}}),
+        )
+    };
+    assert!(messages("FoundationDBBackup", &tagged("a"), None).is_empty());
+    assert_eq!(
+        messages("FoundationDBBackup", &tagged("b"), Some(&tagged("a"))),
+        ["spec.tag: Invalid value: \"string\": BackupTag is immutable"]
+    );
+    let long = "t".repeat(65);
+    let found = messages("FoundationDBBackup", &tagged(&long), None);
+    assert!(
+        found.iter().any(|m| m.starts_with("spec.tag: Too long")),
+        "{found:?}"
+    );
+    let cluster = |spec: Value| {
+        serde_json::json!({"apiVersion": FDB_API_VERSION, "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample", "namespace": "db"}, "spec": spec})
+    };
+    let many: Vec<String> = (0..101).map(|i| format!("knob_k{i}=1")).collect();
+    let found = messages(
+        "FoundationDBCluster",
+        &cluster(serde_json::json!({"version": "7.1.57",
+            "processes": {"general": {"customParameters": many}}})),
+        None,
+    );
+    assert!(
+        found
+            .iter()
+            .any(|m| m.starts_with("spec.processes.general.customParameters: Too many: 101")),
+        "{found:?}"
+    );
+    let found = messages(
+        "FoundationDBCluster",
+        &cluster(serde_json::json!({"version": "7.1.57",
+            "buggify": {"crashLoop": ["storage-1", "*", "not an id"]}})),
+        None,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("spec.buggify.crashLoop[2]"),
+        "{found:?}"
+    );
+}
