@@ -208,3 +208,144 @@ fn a_status_built_from_each_real_status_json_is_accepted() {
     }
     assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
+
+/// Why the served CRD refuses the status the operator builds from `status_json` for a
+/// cluster at `version` (empty: accepted).
+fn status_refusals(status_json: &Value, version: &str) -> Vec<String> {
+    use std::collections::BTreeMap;
+
+    use fdb_operator::controller::status::{DatabaseView, StatusInputs, build_status};
+    use fdb_shared::api::cluster::{FoundationDBCluster, FoundationDBClusterStatus};
+    use fdb_shared::status_json::DatabaseStatus;
+
+    let database = DatabaseStatus::parse_fdbcli_output(&status_json.to_string()).unwrap();
+    let cluster: FoundationDBCluster = serde_json::from_value(serde_json::json!({
+        "apiVersion": FDB_API_VERSION, "kind": "FoundationDBCluster",
+        "metadata": {"name": "sample", "namespace": "db", "generation": 1},
+        "spec": {"version": version},
+    }))
+    .unwrap();
+    let status = build_status(&StatusInputs {
+        cluster: &cluster,
+        previous: &FoundationDBClusterStatus::default(),
+        observations: &BTreeMap::new(),
+        database: DatabaseView::Status(&database),
+        config_map_in_sync: true,
+        now_unix: 1_700_000_000,
+    });
+    assert!(status.database_configuration.is_some());
+    let ours = CrdSchemas::served();
+    let schema = &ours
+        .for_kind(FDB_API_VERSION, "FoundationDBCluster")
+        .unwrap()
+        .schema;
+    let mut object = serde_json::to_value(&cluster).unwrap();
+    object["status"] = serde_json::to_value(&status).unwrap();
+    check(schema, &mut object, None)
+        .iter()
+        .map(|error| error.message())
+        .collect()
+}
+
+/// FoundationDB 7.3: a capture derived from `fdbclient/Schemas.cpp` of apple/foundationdb
+/// release-7.3 (every `$enum` resolved, every `$map` one entry; see
+/// `tests/fixtures/status-7.3-from-schemas.json`), and the same capture with each value
+/// 7.3 may report in each enum field of `cluster.configuration`
+/// (`tests/fixtures/status-7.3-configuration-enums.json`, from the same file): the status
+/// built from each is accepted by the served CRD, so a 7.3 cluster's status writes are
+/// never refused.
+#[test]
+fn a_status_built_from_a_7_3_status_json_is_accepted() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join(name)).unwrap()).unwrap()
+    };
+    let capture = read("status-7.3-from-schemas.json");
+    let enums = read("status-7.3-configuration-enums.json");
+    let mut refused = Vec::new();
+    let mut checked = 0;
+    let mut variants = vec![("as captured".to_owned(), capture.clone())];
+    for (field, values) in enums.as_object().unwrap() {
+        for value in values.as_array().unwrap() {
+            let mut variant = capture.clone();
+            variant["cluster"]["configuration"][field] = value.clone();
+            variants.push((format!("{field}={value}"), variant));
+        }
+    }
+    for (name, variant) in &variants {
+        checked += 1;
+        let errors = status_refusals(variant, "7.3.43");
+        if !errors.is_empty() {
+            refused.push(format!("{name}: {}", errors.join("; ")));
+        }
+    }
+    assert!(checked > 40, "{checked}");
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+}
+
+/// The checks the Go operator's CRDs (v2.33.0) make at admission are in ours, so
+/// `kubectl apply` refuses at once, here as on a real API server: a backup's tag is
+/// immutable (`BackupTag is immutable`) and at most 64 characters; custom parameters
+/// are at most 100 of at most 100 characters; buggify lists hold process group IDs.
+#[test]
+fn our_crds_make_the_admission_checks_of_the_go_crds() {
+    let ours = CrdSchemas::served();
+    let messages = |kind: &str, object: &Value, old: Option<&Value>| -> Vec<String> {
+        let schema = &ours.for_kind(FDB_API_VERSION, kind).unwrap().schema;
+        let mut object = object.clone();
+        check(schema, &mut object, old)
+            .iter()
+            .map(|error| error.message())
+            .collect()
+    };
+    let backup = |spec: Value| {
+        serde_json::json!({"apiVersion": FDB_API_VERSION, "kind": "FoundationDBBackup",
+            "metadata": {"name": "b", "namespace": "db"},
+            "spec": spec})
+    };
+    let tagged = |tag: &str| {
+        backup(
+            serde_json::json!({"clusterName": "sample", "version": "7.1.57", "tag": tag,
+            "blobStoreConfiguration": {"accountName": "account@host"}}),
+        )
+    };
+    assert!(messages("FoundationDBBackup", &tagged("a"), None).is_empty());
+    assert_eq!(
+        messages("FoundationDBBackup", &tagged("b"), Some(&tagged("a"))),
+        ["spec.tag: Invalid value: \"string\": BackupTag is immutable"]
+    );
+    let long = "t".repeat(65);
+    let found = messages("FoundationDBBackup", &tagged(&long), None);
+    assert!(
+        found.iter().any(|m| m.starts_with("spec.tag: Too long")),
+        "{found:?}"
+    );
+    let cluster = |spec: Value| {
+        serde_json::json!({"apiVersion": FDB_API_VERSION, "kind": "FoundationDBCluster",
+            "metadata": {"name": "sample", "namespace": "db"}, "spec": spec})
+    };
+    let many: Vec<String> = (0..101).map(|i| format!("knob_k{i}=1")).collect();
+    let found = messages(
+        "FoundationDBCluster",
+        &cluster(serde_json::json!({"version": "7.1.57",
+            "processes": {"general": {"customParameters": many}}})),
+        None,
+    );
+    assert!(
+        found
+            .iter()
+            .any(|m| m.starts_with("spec.processes.general.customParameters: Too many: 101")),
+        "{found:?}"
+    );
+    let found = messages(
+        "FoundationDBCluster",
+        &cluster(serde_json::json!({"version": "7.1.57",
+            "buggify": {"crashLoop": ["storage-1", "*", "not an id"]}})),
+        None,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("spec.buggify.crashLoop[2]"),
+        "{found:?}"
+    );
+}

@@ -37,14 +37,14 @@ fn maintenance_commands(result: &SimulationResult) -> Vec<(usize, String, String
 // ---- Maintenance zone ---------------------------------------------------------------
 
 /// test_operator: "a process is in the maintenance zone" / "should not replace the process
-/// group". Automatic replacements after 60 s (our shortest; the Go case uses 30 s); the user puts storage-1's zone in
+/// group". Automatic replacements after 30 s, as in the Go case; the user puts storage-1's zone in
 /// maintenance and its processes stop reporting (the Go case partitions the pod). For
 /// five minutes the group is not replaced; once it is back and maintenance is off, the
 /// cluster reconciles without ever having marked it.
 #[test]
 fn go_e2e_operator_a_process_is_in_the_maintenance_zone_should_not_replace_the_process_group() {
     let spec = format!(
-        "{{{}, automationOptions: {{replacements: {{enabled: true, failureDetectionTimeSeconds: 60}}}}}}",
+        "{{{}, automationOptions: {{replacements: {{enabled: true, failureDetectionTimeSeconds: 30}}}}}}",
         by_group()
     );
     let steps = "  - reconcile: {}\n  - act: {as: user, maintenance: {zone: storage-1, seconds: 600}}\n  - fault: {kind: processMissing, processGroup: storage-1}\n  - advance: 300\n  - expect: {within: 0, maintenanceZone: storage-1, processGroups: {storage: 4}, pods: 17, conditions: {storage-1: [MissingProcesses]}}\n  - heal: {processGroup: storage-1}\n  - act: {as: user, maintenance: off}\n  - expect: {within: 1800, reconciled: true, available: true, maintenanceZone: null, pods: 17}\n";

@@ -188,3 +188,11 @@ fn bouncing_the_whole_cluster_twice_in_a_row_is_caught() {
 fn an_operator_that_forgets_the_include_is_caught() {
     assert_caught("forget-include", "exclusion-left-behind");
 }
+
+/// Local volumes: a broken operator that frees a drained node's storage pod by deleting
+/// its claim (never excluded) instead of replacing the group is caught. The correct
+/// answer is `replacements/local-volume-drain.yaml`.
+#[test]
+fn deleting_the_claim_of_a_pod_held_by_its_local_volume_is_caught() {
+    assert_caught("local-volume-delete-pvc", "data-loss-risk");
+}

@@ -353,3 +353,72 @@ fn a_servers_per_pod_change_replaces_storage_and_keeps_the_old_conf_key_while_po
     assert_eq!(status_list(end, "imageTypes"), ["split"]);
     assert_eq!(end.fdb["lostShards"], 0);
 }
+
+/// Local volumes: the groups of a drained node cannot run elsewhere (their claims are
+/// bound to it), stay Pending with the scheduler's volume conflict, and are replaced
+/// after `failureDetectionTimeSeconds`; no invariant (fault tolerance, data) is broken
+/// and the cluster ends Reconciled.
+#[test]
+fn groups_of_a_drained_node_with_local_volumes_are_replaced() {
+    let result = run_file("replacements/local-volume-drain.yaml", None);
+    assert_clean(&result);
+    let drained = groups_on(&result.steps[0], "node-2");
+    assert!(!drained.is_empty(), "nothing ran on node-2");
+    let end = result.steps.last().unwrap();
+    let after = group_ids(end);
+    // The stateful groups were held Pending by their local volumes and replaced; the
+    // stateless one (no claim) came back on another node and stayed.
+    for id in drained.iter().filter(|id| !id.starts_with("stateless")) {
+        assert!(!after.contains(id), "{id} was not replaced: {after:?}");
+    }
+    assert!(
+        drained
+            .iter()
+            .any(|id| id.starts_with("stateless") && after.contains(id)),
+        "{drained:?} {after:?}"
+    );
+    assert!(
+        end.pods
+            .iter()
+            .all(|pod| pod.node.as_deref() != Some("node-2"))
+    );
+}
+
+/// A claim naming a storage class the cluster does not have stays Pending, and so does
+/// its pod: the operator says so in an Event naming the class, and neither replaces the
+/// group nor recreates the claim, though the detection time (30 s) passes many times.
+#[test]
+fn a_claim_of_a_missing_storage_class_is_reported_and_not_recreated() {
+    let spec = "{version: 7.1.57, processCounts: {storage: 4, cluster_controller: 1}, automationOptions: {replacements: {failureDetectionTimeSeconds: 30}}, processes: {storage: {volumeClaimTemplate: {spec: {storageClassName: fast-ssd, resources: {requests: {storage: 16Gi}}}}}}}";
+    let steps = "  - reconcile: {maxPasses: 30}\n  - advance: 600\n";
+    let result = fdb_e2e_tests::run(&fdb_e2e_tests::scenario(spec, steps), None);
+    let reported = result.events.iter().any(|e| {
+        e.source == EventSource::Operator
+            && e.detail.starts_with("VolumeClaimUnbound")
+            && e.detail.contains("\"fast-ssd\"")
+    });
+    assert!(reported, "no Event names the missing class");
+    let replaced: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.detail.starts_with("ReplacementChosen"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(replaced.is_empty(), "{replaced:?}");
+    let storage_claims = result
+        .events
+        .iter()
+        .filter(|e| {
+            e.action == "create" && e.target.starts_with("pvc/") && e.target.contains("storage")
+        })
+        .count();
+    assert_eq!(storage_claims, 4, "claims recreated");
+    assert!(
+        result
+            .violations
+            .iter()
+            .all(|v| v.invariant != "write-refused"),
+        "{:?}",
+        result.violations
+    );
+}

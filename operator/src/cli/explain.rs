@@ -240,16 +240,18 @@ impl Explanation {
 pub fn explain_cluster(cluster: &FoundationDBCluster, mut warnings: Vec<String>) -> Explanation {
     let spec = &cluster.spec;
     let report = validate_cluster(cluster);
+    // A field that stops only one piece of work is still an invalid field to fix.
+    let errors = report.all_errors();
     warnings.extend(report.warnings);
     if !counts_within_limits(spec) {
         // The validation errors say which count; deriving from it would overflow.
-        return Explanation::invalid(report.errors, warnings);
+        return Explanation::invalid(errors, warnings);
     }
     let desired = desired_database_configuration(spec);
     let halls = data_halls(spec, &mut warnings);
     Explanation {
-        valid: report.errors.is_empty(),
-        errors: report.errors,
+        valid: errors.is_empty(),
+        errors,
         warnings,
         version: Some(spec.version.clone()),
         fault_tolerance: Some(fault_tolerance(&spec.redundancy_mode())),

@@ -6,13 +6,14 @@
 //! Dropped before an object enters its store:
 //! - `metadata.managedFields`, on every kind: the API server's field ownership, as
 //!   large as the object's own fields (a JSON tree per manager) and never read;
-//! - a PVC's status (phase, capacity, conditions): the take-over rule judges a claim
-//!   by its spec;
+//! - a PVC's status but its phase (capacity, conditions): the take-over rule judges a
+//!   claim by its spec; ReplaceFailedPods reads whether it is bound;
 //! - of a pod's status, all but what a pass reads: the phase, the pod IP, the reason
-//!   (`Evicted`), and per container its name, image, readiness, restarts and state
-//!   (a waiting reason tells a crash loop or an image that cannot be pulled). The
-//!   conditions, host IPs, start time, init containers' statuses and each container's
-//!   last state and IDs go.
+//!   (`Evicted`), a failed `PodScheduled` condition (the scheduler's reason: a volume
+//!   bound elsewhere, a claim that cannot bind), and per container its name, image,
+//!   readiness, restarts and state (a waiting reason tells a crash loop or an image
+//!   that cannot be pulled). The other conditions, host IPs, start time, init
+//!   containers' statuses and each container's last state and IDs go.
 //!
 //! Pod specs, labels and annotations are kept whole: pods are compared with their
 //! desired spec field by field (`pod_model::equivalence`, `replace_only`). The pods'
@@ -22,7 +23,8 @@
 //! pods as listed and as a pass reads them from the cache.
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ContainerStatus, PersistentVolumeClaim, Pod, PodStatus, Service,
+    ConfigMap, ContainerStatus, PersistentVolumeClaim, PersistentVolumeClaimStatus, Pod, PodStatus,
+    Service,
 };
 use kube::api::ObjectMeta;
 
@@ -51,6 +53,15 @@ pub fn slim_pod(pod: &mut Pod) {
         phase: status.phase,
         pod_ip: status.pod_ip,
         reason: status.reason,
+        conditions: status
+            .conditions
+            .map(|conditions| {
+                conditions
+                    .into_iter()
+                    .filter(|c| c.type_ == "PodScheduled" && c.status == "False")
+                    .collect::<Vec<_>>()
+            })
+            .filter(|kept| !kept.is_empty()),
         container_statuses: status
             .container_statuses
             .map(|statuses| statuses.into_iter().map(slim_container_status).collect()),
@@ -58,10 +69,17 @@ pub fn slim_pod(pod: &mut Pod) {
     });
 }
 
-/// A PVC as its cache keeps it: metadata (without managed fields) and spec.
+/// A PVC as its cache keeps it: metadata (without managed fields), spec and phase.
 pub fn slim_pvc(pvc: &mut PersistentVolumeClaim) {
     slim_metadata(&mut pvc.metadata);
-    pvc.status = None;
+    pvc.status = pvc
+        .status
+        .take()
+        .and_then(|status| status.phase)
+        .map(|phase| PersistentVolumeClaimStatus {
+            phase: Some(phase),
+            ..PersistentVolumeClaimStatus::default()
+        });
 }
 
 /// A service as its cache keeps it (without managed fields).

@@ -212,7 +212,10 @@ fn slim_pvcs_services_and_config_maps_lose_only_server_records() {
     pvc.metadata = metadata();
     let spec = pvc.spec.clone();
     slim_pvc(&mut pvc);
-    assert_eq!((pvc.status, pvc.spec), (None, spec));
+    // The phase stays: ReplaceFailedPods reads whether a claim is bound.
+    let phase = pvc.status.as_ref().and_then(|s| s.phase.clone());
+    assert_eq!((phase, pvc.spec), (Some("Bound".to_owned()), spec));
+    assert_eq!(pvc.status.and_then(|s| s.capacity), None);
     let mut service = Service {
         metadata: metadata(),
         ..Service::default()
@@ -249,4 +252,22 @@ fn a_snapshot_of_cached_pods_decides_as_one_of_listed_pods() {
             (&slim.metadata, &slim.status)
         );
     }
+}
+
+/// The scheduler's failed PodScheduled condition stays (ReplaceFailedPods reads why a
+/// pod cannot be placed); the other conditions go.
+#[test]
+fn a_slim_unschedulable_pod_keeps_the_scheduler_reason() {
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p"},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 node(s) had volume node affinity conflict."}]}
+    }))
+    .unwrap();
+    slim_pod(&mut pod);
+    let conditions = pod.status.unwrap().conditions.unwrap();
+    assert_eq!(conditions.len(), 1);
+    assert_eq!(conditions[0].type_, "PodScheduled");
 }

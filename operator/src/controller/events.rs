@@ -76,6 +76,9 @@ pub enum EventReason {
     /// A unified pod's monitor annotations are missing or malformed (the note names the
     /// pod and the annotation); nothing is deleted because of it.
     MonitorAnnotationsUnreadable,
+    /// A process group's claim is not bound and cannot be before its pod is placed (its
+    /// storage class does not exist, or it binds immediately and has not yet).
+    VolumeClaimUnbound,
 }
 
 impl EventReason {
@@ -111,6 +114,7 @@ impl EventReason {
             Self::ReplacementBlocked => "ReplacementBlocked",
             Self::NeedsPodsDeletion => "NeedsPodsDeletion",
             Self::MonitorAnnotationsUnreadable => "MonitorAnnotationsUnreadable",
+            Self::VolumeClaimUnbound => "VolumeClaimUnbound",
         }
     }
 
@@ -123,7 +127,8 @@ impl EventReason {
             | Self::MissingFdbTools
             | Self::UpgradeKillRefused
             | Self::RemovalBlocked
-            | Self::MonitorAnnotationsUnreadable => "Warning",
+            | Self::MonitorAnnotationsUnreadable
+            | Self::VolumeClaimUnbound => "Warning",
             _ => "Normal",
         }
     }

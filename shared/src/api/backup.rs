@@ -139,8 +139,10 @@ pub struct FoundationDBBackupSpec {
     /// Where the backup is stored.
     #[serde(default, skip_serializing_if = "is_default")]
     pub blob_store_configuration: BlobStoreConfiguration,
-    /// Extra `--knob` style parameters of the backup agents.
+    /// Extra `--knob` style parameters of the backup agents (at most 100 of at most 100
+    /// characters, as the Go operator's CRD).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), inner(length(max = 100)))]
     pub custom_parameters: Vec<String>,
     /// Datacenter of the backup agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,8 +168,12 @@ pub struct FoundationDBBackupSpec {
     /// Seconds between snapshots (default 864000, ten days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_period_seconds: Option<i32>,
-    /// Backup tag (default `default`).
+    /// Backup tag (default `default`). Immutable, at most 64 characters (the Go
+    /// operator's CRD: `BackupTag is immutable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), extend("x-kubernetes-validations" = [
+        {"rule": "self == oldSelf", "message": "BackupTag is immutable"}
+    ]))]
     pub tag: Option<String>,
 }
 

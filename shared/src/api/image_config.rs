@@ -31,8 +31,10 @@ pub struct ContainerOverrides {
     /// Whether the processes listen with TLS (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_tls: Option<bool>,
-    /// FoundationDB peer verification rules (`tls_verify_peers`).
+    /// FoundationDB peer verification rules (`tls_verify_peers`), at most 10000
+    /// characters (the Go operator's CRD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10000))]
     pub peer_verification_rules: Option<String>,
     /// Whether the container gets a liveness probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]

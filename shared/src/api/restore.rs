@@ -58,8 +58,10 @@ pub struct FoundationDBRestoreSpec {
     /// Where the backup is stored.
     #[serde(default, skip_serializing_if = "is_default")]
     pub blob_store_configuration: BlobStoreConfiguration,
-    /// Extra parameters of `fdbrestore`.
+    /// Extra parameters of `fdbrestore` (at most 100 of at most 100 characters, as the
+    /// Go operator's CRD).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), inner(length(max = 100)))]
     pub custom_parameters: Vec<String>,
     /// Path of the encryption key file of the backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]

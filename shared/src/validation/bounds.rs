@@ -14,12 +14,6 @@ use crate::api::cluster::{AutomationOptions, FoundationDBClusterSpec};
 /// operator has other switches for, and keeps `now + duration` far from overflowing.
 pub const MAX_DURATION_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
-/// The shortest `automationOptions.replacements.failureDetectionTimeSeconds`: a pod that
-/// is merely restarting (a rolling update, a node drain) is back within a minute; a
-/// shorter detection time replaces healthy process groups in a storm (0 replaced 108
-/// pods in 11 simulated seconds).
-pub const MIN_FAILURE_DETECTION_SECONDS: i64 = 60;
-
 /// The shortest `automationOptions.replacements.taintReplacementTimeSeconds`: a taint
 /// that is set and removed again within a minute (a node being cordoned for a quick
 /// operation) must not replace every process group on the node.
@@ -68,22 +62,9 @@ type AutomationBound<'a> = (&'a str, Option<i64>, (i64, i64), &'a str);
 
 /// The bounded fields of `spec.automationOptions` (seconds unless the field says
 /// otherwise) and their accepted ranges.
-fn automation_bounds(automation: &AutomationOptions) -> [AutomationBound<'_>; 10] {
-    let replacements = &automation.replacements;
+fn automation_bounds(automation: &AutomationOptions) -> [AutomationBound<'_>; 7] {
     let seconds = |min| (min, MAX_DURATION_SECONDS);
     [
-        (
-            "replacements.failureDetectionTimeSeconds",
-            replacements.failure_detection_time_seconds,
-            seconds(MIN_FAILURE_DETECTION_SECONDS),
-            "a shorter time replaces pods that are only restarting",
-        ),
-        (
-            "replacements.taintReplacementTimeSeconds",
-            replacements.taint_replacement_time_seconds,
-            seconds(MIN_TAINT_REPLACEMENT_SECONDS),
-            "a shorter time replaces pods for a passing taint",
-        ),
         (
             "maintenanceModeOptions.maintenanceModeTimeSeconds",
             automation
@@ -128,12 +109,6 @@ fn automation_bounds(automation: &AutomationOptions) -> [AutomationBound<'_>; 10
             (0, i64::from(MAX_COUNT)),
             "",
         ),
-        (
-            "replacements.maxConcurrentReplacements",
-            replacements.max_concurrent_replacements.map(i64::from),
-            (0, i64::from(MAX_COUNT)),
-            "",
-        ),
     ]
 }
 
@@ -171,6 +146,52 @@ fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport
         (1, MAX_DURATION_SECONDS / 60),
         "",
     );
+}
+
+/// The errors of the fields only automatic replacements read (ReplaceFailedPods):
+/// `spec.automationOptions.replacements.failureDetectionTimeSeconds`,
+/// `taintReplacementTimeSeconds`, `maxConcurrentReplacements` and
+/// `maxFaultDomainsWithTaintedProcessGroups`. An error here stops automatic replacements
+/// and nothing else ([`super::ScopedWork::AutomaticReplacements`]).
+///
+/// `failureDetectionTimeSeconds` takes every value the Go operator takes (its CRD has no
+/// minimum; its e2e tests use 30): a short time no longer replaces groups that are only
+/// being created, since a group never seen running is not judged by the timer alone
+/// (operator/src/controller/subreconcilers/replace_failed_pods.rs). A negative time
+/// counts as 0, as in Go; only a time beyond ten years is refused, to keep
+/// `since + time` far from overflowing.
+pub fn replacement_errors(spec: &FoundationDBClusterSpec) -> Vec<String> {
+    let mut report = ValidationReport::default();
+    let replacements = &spec.automation_options.replacements;
+    let field = "spec.automationOptions.replacements";
+    if let Some(value) = replacements
+        .failure_detection_time_seconds
+        .filter(|v| *v > MAX_DURATION_SECONDS)
+    {
+        report.error(format!(
+            "{field}.failureDetectionTimeSeconds: {value} is above {MAX_DURATION_SECONDS} (ten years)"
+        ));
+    }
+    check_range(
+        &mut report,
+        &format!("{field}.taintReplacementTimeSeconds"),
+        replacements.taint_replacement_time_seconds,
+        (MIN_TAINT_REPLACEMENT_SECONDS, MAX_DURATION_SECONDS),
+        "a shorter time replaces pods for a passing taint",
+    );
+    check_range(
+        &mut report,
+        &format!("{field}.maxConcurrentReplacements"),
+        replacements.max_concurrent_replacements.map(i64::from),
+        (0, i64::from(MAX_COUNT)),
+        "",
+    );
+    if let Err(problem) = replacements.max_fault_domains_with_tainted_process_groups(1) {
+        report.error(format!(
+            "{field}.maxFaultDomainsWithTaintedProcessGroups: {problem}"
+        ));
+    }
+    report.errors
 }
 
 /// Checks the numeric fields of a cluster spec outside those of `mod.rs`.
@@ -247,25 +268,29 @@ mod tests {
             serde_yaml_ng::from_str(&format!("version: 7.1.57\n{yaml}")).unwrap();
         let mut report = ValidationReport::default();
         check_cluster_bounds(&spec, &mut report);
+        report.errors.extend(replacement_errors(&spec));
         report.errors
     }
 
+    /// The Go operator's e2e uses 30 s and its CRD has no minimum: every such value is
+    /// legal; only a time beyond ten years is refused, and only for replacements.
     #[test]
-    fn a_zero_or_negative_failure_detection_time_is_refused() {
-        for value in ["0", "-5", "59"] {
+    fn any_failure_detection_time_go_accepts_is_legal() {
+        for value in ["0", "-5", "30", "59", "60"] {
             let found = errors(&format!(
                 "automationOptions: {{replacements: {{failureDetectionTimeSeconds: {value}}}}}"
             ));
-            assert_eq!(
-                found,
-                [format!(
-                    "spec.automationOptions.replacements.failureDetectionTimeSeconds: {value} is outside 60..=315360000 (a shorter time replaces pods that are only restarting)"
-                )]
-            );
+            assert!(found.is_empty(), "{value}: {found:?}");
         }
-        assert!(
-            errors("automationOptions: {replacements: {failureDetectionTimeSeconds: 60}}")
-                .is_empty()
+        let spec: FoundationDBClusterSpec = serde_yaml_ng::from_str(
+            "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: 315360001}}}",
+        )
+        .unwrap();
+        assert_eq!(
+            replacement_errors(&spec),
+            [
+                "spec.automationOptions.replacements.failureDetectionTimeSeconds: 315360001 is above 315360000 (ten years)"
+            ]
         );
     }
 

@@ -25,19 +25,42 @@ use crate::api::restore::FoundationDBRestoreSpec;
 use crate::cluster_math::minimum_fault_domains;
 use crate::version::{FdbVersion, MINIMUM_SUPPORTED_VERSION};
 
-/// What validation found: errors make the object invalid, warnings do not.
+/// What validation found: errors make the object invalid, scoped errors stop only the
+/// work that reads their field, warnings stop nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ValidationReport {
     /// Problems that make the object unusable.
     pub errors: Vec<String>,
+    /// Invalid fields only one piece of work reads: that work stops (with an Event naming
+    /// the field), the rest of the cluster's work goes on.
+    pub scoped: Vec<(ScopedWork, String)>,
     /// Things the user should know but that do not stop the operator.
     pub warnings: Vec<String>,
 }
 
+/// A piece of the operator's work that an invalid field of its own stops without
+/// stopping the rest: the field is read by that work only, and not doing that work
+/// endangers nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ScopedWork {
+    /// Automatic replacement of failed process groups (ReplaceFailedPods): with it
+    /// stopped, failed groups wait for a fixed spec or a manual replacement.
+    AutomaticReplacements,
+}
+
 impl ValidationReport {
-    /// Whether there is no error.
+    /// Whether there is no error that stops the whole cluster's work.
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty()
+    }
+
+    /// Every error, those that stop one piece of work included.
+    pub fn all_errors(&self) -> Vec<String> {
+        self.errors
+            .iter()
+            .chain(self.scoped.iter().map(|(_, error)| error))
+            .cloned()
+            .collect()
     }
 
     fn error(&mut self, text: String) {
@@ -389,12 +412,11 @@ fn check_enums(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
 }
 
 fn check_replacements(spec: &FoundationDBClusterSpec, report: &mut ValidationReport) {
-    let replacements = &spec.automation_options.replacements;
-    if let Err(problem) = replacements.max_fault_domains_with_tainted_process_groups(1) {
-        report.error(format!(
-            "spec.automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups: {problem}"
-        ));
-    }
+    report.scoped.extend(
+        bounds::replacement_errors(spec)
+            .into_iter()
+            .map(|error| (ScopedWork::AutomaticReplacements, error)),
+    );
 }
 
 /// Validates a cluster spec.
@@ -479,6 +501,7 @@ pub struct ValidatedCluster {
     cluster: FoundationDBCluster,
     version: FdbVersion,
     warnings: Vec<String>,
+    scoped: Vec<(ScopedWork, String)>,
 }
 
 /// The cluster spec is invalid.
@@ -502,10 +525,11 @@ impl ValidatedCluster {
                 cluster,
                 version,
                 warnings: report.warnings,
+                scoped: report.scoped,
             }),
             _ => Err(InvalidCluster {
                 name: cluster.metadata.name.clone().unwrap_or_default(),
-                errors: report.errors,
+                errors: report.all_errors(),
                 warnings: report.warnings,
             }),
         }
@@ -529,6 +553,11 @@ impl ValidatedCluster {
     /// Warnings found during validation.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Invalid fields that stop one piece of work only (see [`ScopedWork`]).
+    pub fn scoped_errors(&self) -> &[(ScopedWork, String)] {
+        &self.scoped
     }
 
     /// Gives the cluster back.

@@ -5,7 +5,7 @@ fn spec(yaml: &str) -> FoundationDBClusterSpec {
 }
 
 fn errors(yaml: &str) -> Vec<String> {
-    validate_cluster_spec(&spec(yaml)).errors
+    validate_cluster_spec(&spec(yaml)).all_errors()
 }
 
 #[test]
@@ -285,4 +285,29 @@ fn max_fault_domains_with_tainted_process_groups_is_a_count_or_a_percentage() {
             "spec.automationOptions.replacements.maxFaultDomainsWithTaintedProcessGroups: -1 is negative"
         ]
     );
+}
+
+/// An invalid field only automatic replacements read stops them alone: the cluster is
+/// still valid (every other step goes on) and the error names the field.
+#[test]
+fn an_invalid_replacement_field_stops_only_replacements() {
+    let yaml =
+        "version: 7.1.57\nautomationOptions: {replacements: {maxConcurrentReplacements: -1}}";
+    let report = validate_cluster_spec(&spec(yaml));
+    assert!(report.is_valid(), "{report:?}");
+    assert_eq!(
+        report.scoped,
+        [(
+            ScopedWork::AutomaticReplacements,
+            "spec.automationOptions.replacements.maxConcurrentReplacements: -1 is outside 0..=10000".to_owned()
+        )]
+    );
+    let mut cluster: FoundationDBCluster =
+        serde_yaml_ng::from_str("metadata: {name: sample}\nspec: {version: 7.1.57}").unwrap();
+    cluster.spec = spec(yaml);
+    let validated = ValidatedCluster::new(cluster).unwrap();
+    assert_eq!(validated.scoped_errors().len(), 1);
+    let broken =
+        "version: nope\nautomationOptions: {replacements: {maxConcurrentReplacements: -1}}";
+    assert!(!validate_cluster_spec(&spec(broken)).is_valid());
 }

@@ -172,6 +172,9 @@ fn default_volume(volume: &mut Map<String, Value>) {
     }
 }
 
+/// The default storage class of a cluster that names none (`world.storageClasses`).
+pub const DEFAULT_STORAGE_CLASS: &str = "standard";
+
 /// A claim's defaults: `SetDefaults_PersistentVolumeClaimSpec` (`volumeMode`), the
 /// DefaultStorageClass admission plugin (`plugin/pkg/admission/storage/storageclass/
 /// setdefault`: the default class when none is named), canonical requests.

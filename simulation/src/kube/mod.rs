@@ -159,6 +159,12 @@ impl FakeApiServer {
         self.lock().accounting.take_writes()
     }
 
+    /// Sets the storage class created claims that name none get (the cluster's default
+    /// class; `None`: the cluster has none).
+    pub fn set_default_storage_class(&self, class: Option<String>) {
+        self.lock().store.default_storage_class = class;
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.lock().store.resource_version

@@ -72,10 +72,6 @@ impl ResourceKey {
     }
 }
 
-/// The storage class a claim that names none gets (the world's default class, as the
-/// DefaultStorageClass admission plugin assigns a cluster's).
-const DEFAULT_STORAGE_CLASS: &str = "standard";
-
 /// What a dry run may change and must give back: the objects and the counters.
 #[derive(Debug)]
 pub(super) struct DryRunSnapshot {
@@ -98,6 +94,11 @@ pub struct State {
     pub(super) watches: WatchHub,
     /// The schemas writes of custom resources are pruned, defaulted and validated by.
     schemas: std::sync::Arc<CrdSchemas>,
+    /// The storage class a created claim that names none gets: the world's default
+    /// class, as the DefaultStorageClass admission plugin assigns a cluster's
+    /// (kubernetes/kubernetes `plugin/pkg/admission/storage/storageclass/setdefault`);
+    /// none when the cluster has no default class.
+    pub(super) default_storage_class: Option<String>,
 }
 
 impl State {
@@ -112,6 +113,7 @@ impl State {
             service_ips: ServiceIps::default(),
             watches: WatchHub::default(),
             schemas: CrdSchemas::served(),
+            default_storage_class: Some(core_defaults::DEFAULT_STORAGE_CLASS.to_owned()),
         }
     }
 
@@ -260,7 +262,8 @@ impl State {
             let token_suffix = super::service_account::token_volume_suffix(self.uid_counter + 1);
             admission::admit_pod(&mut object, &token_suffix);
         } else if is_core(resource, "persistentvolumeclaims") {
-            core_defaults::default_claim(&mut object, Some(DEFAULT_STORAGE_CLASS));
+            let class = self.default_storage_class.clone();
+            core_defaults::default_claim(&mut object, class.as_deref());
         } else if is_core(resource, "services") {
             core_defaults::default_service(&mut object);
             let in_use = self.cluster_ips_in_use(resource);

@@ -21,6 +21,7 @@ pub mod safe_write;
 pub mod snapshot;
 pub mod snapshot_write;
 mod steps;
+pub mod storage_classes;
 mod targets;
 mod validate;
 
@@ -150,6 +151,10 @@ pub struct WorldSettings {
     /// cluster, nor upgrade one, to a version missing here.
     #[serde(default)]
     pub operator_tools: Option<Vec<String>>,
+    /// The storage classes (default: `standard`, the default class, WaitForFirstConsumer,
+    /// reachable from every node).
+    #[serde(default)]
+    pub storage_classes: Option<Vec<storage_classes::StorageClassSettings>>,
 }
 
 /// `world.tls`: the run's generated TLS material.

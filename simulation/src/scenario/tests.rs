@@ -225,6 +225,14 @@ fn v2_semantic_errors_name_the_field() {
             "world: {operatorTools: [\"7\"]}\n",
             "world.operatorTools[0]",
         ),
+        (
+            "world: {storageClasses: [{name: local}, {name: local}]}\n",
+            "world.storageClasses[1].name",
+        ),
+        (
+            "world: {storageClasses: [{name: a, default: true}, {name: b, default: true}]}\n",
+            "world.storageClasses",
+        ),
     ];
     for (body, field) in cases {
         match parse(body) {

@@ -186,6 +186,9 @@ fn check_world_quantities(world: &WorldSettings) -> Result<(), Problem> {
             );
         }
     }
+    if let Some(classes) = &world.storage_classes {
+        super::storage_classes::check_storage_classes(classes)?;
+    }
     for (image, version) in &world.images {
         if let Err(error) = version.parse::<fdb_shared::FdbVersion>() {
             return problem(&format!("world.images[{image:?}]"), error.to_string());

@@ -57,7 +57,7 @@ fn api_error(
     }
 }
 
-fn patch(
+pub(super) fn patch(
     api: &FakeApiServer,
     actor: &'static str,
     key: &ResourceKey,
@@ -206,6 +206,7 @@ impl World {
             })
             .collect();
         let exclusive = self.options.nodes.is_none();
+        let pvcs: Vec<PersistentVolumeClaim> = self.api.list_typed(None)?;
         for pod in pods {
             let spec = pod.spec.as_ref();
             if spec.is_some_and(|s| s.node_name.is_some())
@@ -216,21 +217,34 @@ impl World {
             }
             let (namespace, name) = pod_name(pod);
             let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let nodes = self.node_views()?;
+            let pins = self.volume_pins(pod, &pvcs, &nodes);
             let mut choice = if self.faults.pod_pending.contains(&group_of(pod)) {
                 Err(scheduler::Unschedulable(
                     "0/0 nodes are available: the pod is held pending (fault)".into(),
                 ))
             } else {
-                scheduler::choose_node(pod, &self.node_views()?, &placed, exclusive)
+                match &pins {
+                    Ok(pins) => scheduler::choose_node(pod, &nodes, &placed, exclusive, pins),
+                    Err(message) => Err(scheduler::Unschedulable(message.clone())),
+                }
             };
-            if choice.is_err() && exclusive && !self.faults.pod_pending.contains(&group_of(pod)) {
+            // A new node helps a pod that only lacks room, not one whose volume lives
+            // elsewhere or cannot bind.
+            let may_grow = pins.as_ref().is_ok_and(|p| p.is_empty());
+            if choice.is_err()
+                && exclusive
+                && may_grow
+                && !self.faults.pod_pending.contains(&group_of(pod))
+            {
                 let node = self.nodes.add(&self.api)?;
                 self.record(
                     "add-node",
                     format!("node/{node}"),
                     format!("for pod {namespace}/{name}"),
                 );
-                choice = scheduler::choose_node(pod, &self.node_views()?, &placed, exclusive);
+                let pins = pins.as_deref().unwrap_or_default();
+                choice = scheduler::choose_node(pod, &self.node_views()?, &placed, exclusive, pins);
             }
             match choice {
                 Ok(node) => {
@@ -288,7 +302,7 @@ impl World {
         Ok(())
     }
 
-    fn node_views(&self) -> Result<Vec<NodeView>, WorldError> {
+    pub(super) fn node_views(&self) -> Result<Vec<NodeView>, WorldError> {
         let nodes: Vec<Node> = self.api.list_typed(None)?;
         Ok(self
             .nodes
@@ -353,19 +367,7 @@ impl World {
             }
             let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
             if phase != Some("Bound") {
-                let requests = pvc
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.resources.as_ref()?.requests.clone())
-                    .unwrap_or_default();
-                let modes = pvc
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.access_modes.clone())
-                    .unwrap_or_default();
-                let status = json!({"status": {"phase": "Bound", "capacity": requests, "accessModes": modes}});
-                patch(&self.api, CONTROLLER_MANAGER_ACTOR, &key, &status, true)?;
-                self.record("bind", target, String::new());
+                self.bind_claim(pvc, pods, &key)?;
             }
         } else if protected {
             let in_use = pods.iter().filter(|p| !is_terminal(p)).any(|p| {

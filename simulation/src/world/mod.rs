@@ -66,6 +66,7 @@ pub mod node_lifecycle;
 pub mod nodes;
 pub mod projection;
 pub mod scheduler;
+mod storage;
 
 mod admin;
 mod deployments;
@@ -130,6 +131,8 @@ pub struct WorldOptions {
     /// Image -> the FoundationDB version it contains, for images whose tag does not say
     /// (`world.images`).
     pub images: BTreeMap<String, FdbVersion>,
+    /// The storage classes (`world.storageClasses`).
+    pub storage_classes: Vec<scenario::storage_classes::StorageClassSettings>,
 }
 
 impl Default for WorldOptions {
@@ -142,6 +145,7 @@ impl Default for WorldOptions {
             ip_block: 0,
             host_block: HostBlock::PodIps,
             images: BTreeMap::new(),
+            storage_classes: scenario::storage_classes::default_storage_classes(),
         }
     }
 }
@@ -166,6 +170,10 @@ impl WorldOptions {
                 .iter()
                 .filter_map(|(image, version)| Some((image.clone(), version.parse().ok()?)))
                 .collect(),
+            storage_classes: settings
+                .storage_classes
+                .clone()
+                .unwrap_or_else(scenario::storage_classes::default_storage_classes),
         }
     }
 }
@@ -278,6 +286,10 @@ impl World {
         for _ in 0..world.options.nodes.unwrap_or(0) {
             world.nodes.add(&world.api)?;
         }
+        let default_class = world.options.storage_classes.iter().find(|c| c.default);
+        world
+            .api
+            .set_default_storage_class(default_class.map(|c| c.name.clone()));
         Ok(world)
     }
 

@@ -7,7 +7,8 @@
 //! tolerates `node.kubernetes.io/unschedulable`. Like the real scheduler it judges nodes by
 //! what the API says: a node that just died is still a candidate until the node lifecycle
 //! controller taints it. Node affinity and pod affinity (as opposed to anti-affinity) are
-//! not simulated.
+//! not simulated. A pod's bound volumes restrict it to their node or zone
+//! ([`VolumePin`], set by the world's storage model).
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,28 @@ pub struct PlacedPod {
     pub labels: BTreeMap<String, String>,
     /// The node.
     pub node: String,
+}
+
+/// The node label naming its zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// Where a bound volume can be used from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VolumePin {
+    /// Only this node.
+    Node(String),
+    /// Only the nodes of this zone.
+    Zone(String),
+}
+
+impl VolumePin {
+    /// Whether a pod using the volume may run on `node`.
+    pub fn admits(&self, node: &NodeView) -> bool {
+        match self {
+            Self::Node(name) => &node.name == name,
+            Self::Zone(zone) => node.labels.get(ZONE_LABEL) == Some(zone),
+        }
+    }
 }
 
 /// Why no node fits (the `PodScheduled=False` message).
@@ -84,6 +107,7 @@ pub fn choose_node(
     nodes: &[NodeView],
     placed: &[PlacedPod],
     exclusive: bool,
+    volumes: &[VolumePin],
 ) -> Result<String, Unschedulable> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let spec = pod.spec.clone().unwrap_or_default();
@@ -119,6 +143,9 @@ pub fn choose_node(
             Some("node(s) didn't match Pod's node affinity/selector")
         } else if node.taints.iter().any(|t| blocks(t, &tolerations)) {
             Some("node(s) had untolerated taint")
+        } else if !volumes.iter().all(|pin| pin.admits(node)) {
+            // ErrReasonNodeConflict of the VolumeBinding plugin.
+            Some("node(s) had volume node affinity conflict")
         } else if required
             .iter()
             .any(|term| matching_in_domain(term, &namespace, node, nodes, placed) > 0)
@@ -288,15 +315,15 @@ mod tests {
         ];
         let on = [placed("storage", "node-1"), placed("log", "node-2")];
         assert_eq!(
-            choose_node(&pod("storage", json!({})), &nodes, &on, false),
+            choose_node(&pod("storage", json!({})), &nodes, &on, false, &[]),
             Ok("node-2".into())
         );
         assert_eq!(
-            choose_node(&pod("log", json!({})), &nodes, &on, false),
+            choose_node(&pod("log", json!({})), &nodes, &on, false, &[]),
             Ok("node-1".into())
         );
         assert_eq!(
-            choose_node(&pod("log", json!({})), &nodes, &on, true),
+            choose_node(&pod("log", json!({})), &nodes, &on, true, &[]),
             Ok("node-3".into())
         );
     }
@@ -315,14 +342,17 @@ mod tests {
             ..Taint::default()
         });
         let plain = pod("storage", json!({}));
-        assert_eq!(choose_node(&plain, &nodes, &[], false), Ok("node-3".into()));
+        assert_eq!(
+            choose_node(&plain, &nodes, &[], false, &[]),
+            Ok("node-3".into())
+        );
         let tolerant = pod(
             "storage",
             json!({"tolerations": [{"key": "example.com/maintenance", "operator": "Exists"}],
             "nodeSelector": {"zone": "b"}}),
         );
         assert_eq!(
-            choose_node(&tolerant, &nodes, &[], false),
+            choose_node(&tolerant, &nodes, &[], false, &[]),
             Ok("node-2".into())
         );
         let required = pod(
@@ -330,8 +360,14 @@ mod tests {
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "class", "operator": "In", "values": ["storage"]}]}}]}}}),
         );
-        let err =
-            choose_node(&required, &nodes, &[placed("storage", "node-3")], false).unwrap_err();
+        let err = choose_node(
+            &required,
+            &nodes,
+            &[placed("storage", "node-3")],
+            false,
+            &[],
+        )
+        .unwrap_err();
         assert!(err.0.contains("anti-affinity"), "{}", err.0);
         assert!(err.0.contains("unschedulable"), "{}", err.0);
         let tolerates_cordon = pod(
@@ -339,8 +375,46 @@ mod tests {
             json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}),
         );
         assert_eq!(
-            choose_node(&tolerates_cordon, &nodes, &[], false),
+            choose_node(&tolerates_cordon, &nodes, &[], false, &[]),
             Ok("node-1".into())
+        );
+    }
+
+    /// A bound local volume pins its pod to its node, a zonal one to its zone; other
+    /// nodes are refused with the VolumeBinding plugin's reason.
+    #[test]
+    fn bound_volumes_pin_the_pod_to_their_node_or_zone() {
+        let mut nodes = vec![
+            node("node-1", "a"),
+            node("node-2", "b"),
+            node("node-3", "a"),
+        ];
+        for n in &mut nodes {
+            let zone = n.labels["zone"].clone();
+            n.labels.insert(ZONE_LABEL.into(), zone);
+        }
+        let plain = pod("storage", json!({}));
+        let local = [VolumePin::Node("node-2".into())];
+        assert_eq!(
+            choose_node(&plain, &nodes, &[], false, &local),
+            Ok("node-2".into())
+        );
+        let zonal = [VolumePin::Zone("a".into())];
+        assert_eq!(
+            choose_node(
+                &plain,
+                &nodes,
+                &[placed("storage", "node-1")],
+                false,
+                &zonal
+            ),
+            Ok("node-3".into())
+        );
+        nodes[1].unschedulable = true;
+        let err = choose_node(&plain, &nodes, &[], false, &local).unwrap_err();
+        assert_eq!(
+            err.0,
+            "0/3 nodes are available: 2 node(s) had volume node affinity conflict, 1 node(s) were unschedulable"
         );
     }
 }

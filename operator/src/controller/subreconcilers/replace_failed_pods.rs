@@ -21,6 +21,18 @@
 //! - The oldest failures are replaced first.
 //! - A failure not due yet asks for a pass when it falls due, so the replacement is not
 //!   late by a long requeue of another step.
+//! - A group never seen running (no address recorded: its pod never got one; or any group
+//!   while the database has never been configured: none of its processes has ever run in
+//!   it) is not judged by the timer alone: missing processes, pod or claim are what a group being
+//!   created looks like, and replacing it would create one more such group (with a short
+//!   `failureDetectionTimeSeconds`, a storm). It is replaced only when the scheduler says
+//!   its pod cannot run where its volume is (`volume node affinity conflict`): a new group
+//!   gets a new claim. The Go operator also treats a group without addresses apart: it
+//!   never ran, so it holds no data (`internal/replacements/replace_failed_process_groups.go`
+//!   of FoundationDB/fdb-kubernetes-operator).
+//! - An invalid field of `spec.automationOptions.replacements` stops this step alone,
+//!   with an InvalidSpec Event naming the field (`fdb_shared::validation::bounds::replacement_errors`);
+//!   a negative `failureDetectionTimeSeconds` counts as 0.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -53,6 +65,11 @@ pub struct ReplaceDecision {
     /// Why taint replacements are held back (too many tainted fault domains), when
     /// a group is due for one.
     pub taints_blocked: Option<String>,
+    /// The invalid fields that stop automatic replacements, when any.
+    pub invalid: Vec<String>,
+    /// Groups never seen running whose claim cannot bind: group, claim and the storage
+    /// class it names.
+    pub unbound_claims: Vec<(String, String, String)>,
 }
 
 /// An eligible condition of a group and how long it must last.
@@ -138,6 +155,57 @@ fn taint_gate(snapshot: &ClusterSnapshot) -> Result<(), String> {
     ))
 }
 
+/// Whether the scheduler reports that the group's pod cannot run where its volume is
+/// (the claim is bound to a node or zone the pod cannot go to). The message is
+/// `ErrReasonNodeConflict` of kubernetes/kubernetes
+/// `pkg/scheduler/framework/plugins/volumebinding/binder.go`: "node(s) had volume node
+/// affinity conflict" (newer releases: "didn't match PersistentVolume's node affinity").
+pub fn volume_bound_elsewhere(group: &GroupView<'_>) -> bool {
+    let conditions = group
+        .pod_head()
+        .and_then(|head| head.status.as_ref())
+        .and_then(|status| status.conditions.as_ref());
+    conditions.into_iter().flatten().any(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+            && c.message.as_deref().is_some_and(|m| {
+                m.contains("volume node affinity conflict")
+                    || m.contains("PersistentVolume's node affinity")
+            })
+    })
+}
+
+/// The claim and storage class of a group whose pod waits for a claim that must bind
+/// before the pod is placed (`ErrUnboundImmediatePVC` of the VolumeBinding plugin: a
+/// class that does not exist is treated as immediate and never binds).
+fn unbound_claim(group: &GroupView<'_>) -> Option<(String, String)> {
+    let waits = group
+        .pod_head()
+        .and_then(|head| head.status.as_ref()?.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("unbound immediate PersistentVolumeClaims"))
+            })
+        });
+    let pvc = group.pvc.filter(|_| waits)?;
+    if pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound") {
+        return None;
+    }
+    let class = pvc.spec.as_ref()?.storage_class_name.clone()?;
+    Some((pvc.metadata.name.clone().unwrap_or_default(), class))
+}
+
+/// Whether the group has never been seen running: no address was ever recorded for it,
+/// or the database was never configured (the cluster is being created).
+fn never_seen_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+    group.status.addresses.is_empty() || !snapshot.status().configured
+}
+
 /// Whether buggify keeps this group down on purpose.
 fn crash_looping(snapshot: &ClusterSnapshot, id: &str) -> bool {
     let buggify = &snapshot.spec().buggify;
@@ -186,8 +254,12 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
     if !options.enabled() || spec.buggify.empty_monitor_conf == Some(true) {
         return decision;
     }
+    decision.invalid = fdb_shared::validation::bounds::replacement_errors(spec);
+    if !decision.invalid.is_empty() {
+        return decision;
+    }
     let now = snapshot.now_unix();
-    let detection = options.failure_detection_time_seconds();
+    let detection = options.failure_detection_time_seconds().max(0);
     let taint_time = options.taint_replacement_time_seconds();
     let maintenance_zone = snapshot
         .database_status()
@@ -202,6 +274,18 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
             || crash_looping(snapshot, group.id())
             || super::delete_pods_for_buggification::differs(snapshot, &group)
         {
+            continue;
+        }
+        if never_seen_running(snapshot, &group) && !volume_bound_elsewhere(&group) {
+            if let Some((claim, class)) = unbound_claim(&group) {
+                decision
+                    .unbound_claims
+                    .push((group.id().to_owned(), claim, class));
+            }
+            decision.waiting.push((
+                group.id().to_owned(),
+                "never seen running: not replaced for being missing while it is created".to_owned(),
+            ));
             continue;
         }
         let usable = all.iter().filter(|f| taints.is_ok() || !is_taint(f));
@@ -274,6 +358,25 @@ pub fn verdict(decision: &ReplaceDecision) -> Verdict {
         tracing::info!(%group, %reason, "replacement waits");
     }
     let mut actions = Vec::new();
+    if !decision.invalid.is_empty() {
+        actions.push(Action::Event {
+            reason: EventReason::InvalidSpec,
+            action: "ReplaceFailedPods".to_owned(),
+            note: format!(
+                "automatic replacements stopped until the spec is fixed: {}",
+                decision.invalid.join("; ")
+            ),
+        });
+    }
+    for (group, claim, class) in &decision.unbound_claims {
+        actions.push(Action::Event {
+            reason: EventReason::VolumeClaimUnbound,
+            action: "ReplaceFailedPods".to_owned(),
+            note: format!(
+                "process group {group} cannot start: its claim {claim} names storage class {class:?} and is not bound (a class that does not exist keeps it Pending); not replaced, a replacement would wait the same way"
+            ),
+        });
+    }
     if let Some(why) = &decision.taints_blocked {
         actions.push(Action::Event {
             reason: EventReason::ReplacementBlocked,

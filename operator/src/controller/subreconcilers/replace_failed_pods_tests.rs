@@ -7,13 +7,20 @@ use fdb_shared::api::cluster::{
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+/// A group seen running once (it has an address) that has failed since `since`.
 fn failed(id: &str, condition: C, since: i64) -> ProcessGroupStatus {
     let mut g = group(id);
+    g.addresses = vec!["10.1.0.1".to_owned()];
     g.process_group_conditions = vec![ProcessGroupCondition {
         condition_type: condition,
         timestamp: since,
     }];
     g
+}
+
+/// A fixture of a cluster whose database has been configured.
+fn fixture(spec: &str) -> Fixture {
+    Fixture::new(spec).status(|status| status.configured = true)
 }
 
 fn ids(decision: &ReplaceDecision) -> Vec<&str> {
@@ -25,7 +32,7 @@ const SPEC: &str =
 
 #[test]
 fn groups_failed_longer_than_the_detection_time_are_replaced_oldest_first_one_at_a_time() {
-    let snapshot = Fixture::new(SPEC)
+    let snapshot = fixture(SPEC)
         .groups([
             failed("storage-1", C::MissingProcesses, 9_000),
             failed("storage-2", C::PodPending, 8_000),
@@ -50,7 +57,7 @@ fn groups_marked_and_not_excluded_count_against_the_budget() {
     let mut done = group("storage-8");
     done.removal_timestamp = Some(Time(Timestamp::from_second(9_000).unwrap()));
     done.exclusion_timestamp = Some(Time(Timestamp::from_second(9_100).unwrap()));
-    let fixture = Fixture::new(SPEC)
+    let fixture = fixture(SPEC)
         .groups([failed("storage-1", C::MissingProcesses, 1_000), done])
         .at(10_000);
     assert_eq!(
@@ -71,21 +78,21 @@ fn maintenance_buggify_and_disabled_replacements_are_respected() {
     db["cluster"]["maintenance_zone"] = serde_json::json!("z1");
     let mut in_zone = groups[0].clone();
     in_zone.fault_domain = Some("z1".into());
-    let maintenance = Fixture::new(SPEC)
+    let maintenance = fixture(SPEC)
         .groups([in_zone])
         .database(serde_json::from_value(db).unwrap())
         .build();
     assert!(decide(&maintenance).replace.is_empty());
-    let crash = Fixture::new("{version: 7.1.57, buggify: {crashLoop: [storage-1]}, automationOptions: {replacements: {failureDetectionTimeSeconds: 600}}}")
+    let crash = fixture("{version: 7.1.57, buggify: {crashLoop: [storage-1]}, automationOptions: {replacements: {failureDetectionTimeSeconds: 600}}}")
         .groups(groups.clone())
         .build();
     assert!(decide(&crash).replace.is_empty());
-    let empty = Fixture::new("{version: 7.1.57, buggify: {emptyMonitorConf: true}, automationOptions: {replacements: {failureDetectionTimeSeconds: 600}}}")
+    let empty = fixture("{version: 7.1.57, buggify: {emptyMonitorConf: true}, automationOptions: {replacements: {failureDetectionTimeSeconds: 600}}}")
         .groups(groups.clone())
         .build();
     assert!(decide(&empty).replace.is_empty());
     let disabled =
-        Fixture::new("{version: 7.1.57, automationOptions: {replacements: {enabled: false}}}")
+        fixture("{version: 7.1.57, automationOptions: {replacements: {enabled: false}}}")
             .groups(groups)
             .build();
     assert!(decide(&disabled).replace.is_empty());
@@ -99,13 +106,13 @@ fn taint_replacing_waits_for_the_taint_replacement_time_and_io_errors_for_the_de
         failed("storage-2", C::NodeTaintDetected, 1_000),
         failed("storage-3", C::ProcessHasIoError, 9_300),
     ];
-    let early = Fixture::new(spec).groups(groups.clone()).at(10_000).build();
+    let early = fixture(spec).groups(groups.clone()).at(10_000).build();
     assert_eq!(
         ids(&decide(&early)),
         ["storage-3"],
         "NodeTaintDetected alone is never replaced; the taint needs 1200 s"
     );
-    let late = Fixture::new(spec).groups(groups).at(10_300).build();
+    let late = fixture(spec).groups(groups).at(10_300).build();
     let decision = decide(&late);
     assert_eq!(ids(&decision), ["storage-1", "storage-3"]);
     assert!(
@@ -145,7 +152,7 @@ fn taint_replacements_stop_when_more_fault_domains_are_tainted_than_allowed() {
         io_error,
         healthy("storage-4", "z4"),
     ];
-    let decision = decide(&Fixture::new(spec).groups(groups.clone()).build());
+    let decision = decide(&fixture(spec).groups(groups.clone()).build());
     assert_eq!(
         ids(&decision),
         ["storage-3"],
@@ -160,7 +167,7 @@ fn taint_replacements_stop_when_more_fault_domains_are_tainted_than_allowed() {
     );
     // One tainted fault domain is within the limit: both of its groups go.
     let one = decide(
-        &Fixture::new(spec)
+        &fixture(spec)
             .groups(
                 groups
                     .iter()
@@ -177,7 +184,7 @@ fn taint_replacements_stop_when_more_fault_domains_are_tainted_than_allowed() {
         "maxFaultDomainsWithTaintedProcessGroups: \"50%\"",
     );
     assert_eq!(
-        ids(&decide(&Fixture::new(&half).groups(groups.clone()).build())),
+        ids(&decide(&fixture(&half).groups(groups.clone()).build())),
         ["storage-3"]
     );
     let three = spec.replace(
@@ -185,14 +192,14 @@ fn taint_replacements_stop_when_more_fault_domains_are_tainted_than_allowed() {
         "maxFaultDomainsWithTaintedProcessGroups: \"75%\"",
     );
     assert_eq!(
-        ids(&decide(&Fixture::new(&three).groups(groups).build())).len(),
+        ids(&decide(&fixture(&three).groups(groups).build())).len(),
         4
     );
 }
 
 #[test]
 fn the_next_failure_to_fall_due_is_named_with_its_wait() {
-    let snapshot = Fixture::new(SPEC)
+    let snapshot = fixture(SPEC)
         .groups([
             failed("storage-1", C::MissingProcesses, 9_900),
             failed("storage-2", C::PodFailing, 9_700),
@@ -254,4 +261,165 @@ fn waiting_asks_for_a_pass_when_the_next_failure_falls_due_or_taints_may_have_cl
         verdict(&decision),
         Verdict::Act(Plan { then: None, .. })
     ));
+}
+
+/// A Pending pod of `group` the scheduler could not place, with its message.
+fn unschedulable_pod(group: &str, message: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("sample-{group}"), "labels": {"foundationdb.org/fdb-process-group-id": group}},
+        "spec": {"containers": []},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": message}]}
+    }))
+    .unwrap()
+}
+
+const AT_ONCE: &str =
+    "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: 0}}}";
+
+/// With a detection time of 0 (legal, as in Go), groups being created (no address yet,
+/// missing everything) are not replaced: that was the storm a short time used to cause.
+#[test]
+fn groups_never_seen_running_are_not_replaced_by_the_timer_alone() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![
+        ProcessGroupCondition {
+            condition_type: C::MissingProcesses,
+            timestamp: 1_000,
+        },
+        ProcessGroupCondition {
+            condition_type: C::MissingPod,
+            timestamp: 1_000,
+        },
+    ];
+    let mut pending = new.clone();
+    pending.process_group_id = "storage-6".to_owned();
+    let snapshot = fixture(AT_ONCE)
+        .groups([new, pending])
+        .pods([unschedulable_pod(
+            "storage-6",
+            "0/3 nodes are available: 3 Insufficient cpu.",
+        )])
+        .at(100_000)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    assert!(
+        decision
+            .waiting
+            .iter()
+            .all(|(_, why)| why.contains("never seen running"))
+    );
+    // A group that ran is replaced at once with that detection time.
+    let ran = fixture(AT_ONCE)
+        .groups([failed("storage-1", C::MissingProcesses, 99_999)])
+        .at(100_000)
+        .build();
+    assert_eq!(ids(&decide(&ran)), ["storage-1"]);
+}
+
+/// A group whose pod cannot run where its claim is bound (local volume on a drained
+/// node) is replaced even if it never ran: a new group gets a new claim.
+#[test]
+fn a_group_whose_volume_is_bound_elsewhere_is_replaced_even_if_it_never_ran() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::PodPending,
+        timestamp: 1_000,
+    }];
+    for message in [
+        "0/3 nodes are available: 1 node(s) had volume node affinity conflict, 2 node(s) already run a pod.",
+        "0/3 nodes are available: 3 node(s) didn't match PersistentVolume's node affinity.",
+    ] {
+        let snapshot = fixture(SPEC)
+            .groups([new.clone()])
+            .pods([unschedulable_pod("storage-5", message)])
+            .at(10_000)
+            .build();
+        assert_eq!(ids(&decide(&snapshot)), ["storage-5"], "{message}");
+    }
+}
+
+/// A negative time counts as 0, as in Go.
+#[test]
+fn a_negative_detection_time_counts_as_zero() {
+    let snapshot = fixture(
+        "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: -30}}}",
+    )
+    .groups([
+        failed("storage-1", C::MissingProcesses, 10_000),
+        failed("storage-2", C::MissingProcesses, 10_001),
+    ])
+    .at(10_000)
+    .build();
+    let decision = decide(&snapshot);
+    assert_eq!(ids(&decision), ["storage-1"]);
+    assert_eq!(decision.next_due, Some((1, "storage-2".to_owned())));
+}
+
+/// An invalid replacement field stops this step alone, with an Event naming the field.
+#[test]
+fn an_invalid_replacement_field_stops_replacements_with_an_event_naming_it() {
+    let snapshot = fixture(
+        "{version: 7.1.57, automationOptions: {replacements: {maxConcurrentReplacements: -1}}}",
+    )
+    .groups([failed("storage-1", C::MissingProcesses, 1_000)])
+    .at(100_000)
+    .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty());
+    let actions: Vec<_> = verdict(&decision).actions().into_iter().cloned().collect();
+    assert!(
+        matches!(&actions[..], [Action::Event { reason: EventReason::InvalidSpec, note, .. }]
+            if note.contains("spec.automationOptions.replacements.maxConcurrentReplacements")),
+        "{actions:?}"
+    );
+}
+
+/// A group whose claim names a storage class that does not exist: an Event names the
+/// class, and the group is not replaced (its replacement would wait the same way).
+#[test]
+fn a_claim_of_a_missing_storage_class_is_reported_by_name_and_not_replaced() {
+    let mut new = group("storage-5");
+    new.process_group_conditions = vec![ProcessGroupCondition {
+        condition_type: C::PodPending,
+        timestamp: 1_000,
+    }];
+    let pvc: k8s_openapi::api::core::v1::PersistentVolumeClaim =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "sample-storage-5-data",
+                "labels": {"foundationdb.org/fdb-process-group-id": "storage-5"}},
+            "spec": {"storageClassName": "fast-ssd"},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+    let snapshot = fixture(AT_ONCE)
+        .groups([new])
+        .pods([unschedulable_pod(
+            "storage-5",
+            "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        )])
+        .pvcs([pvc])
+        .at(100_000)
+        .build();
+    let decision = decide(&snapshot);
+    assert!(decision.replace.is_empty(), "{decision:?}");
+    let actions: Vec<_> = verdict(&decision).actions().into_iter().cloned().collect();
+    assert!(
+        matches!(&actions[..], [Action::Event { reason: EventReason::VolumeClaimUnbound, note, .. }]
+            if note.contains("\"fast-ssd\"") && note.contains("sample-storage-5-data")),
+        "{actions:?}"
+    );
+}
+
+/// While the database has never been configured (the cluster is being created) no group
+/// has ever run in it: none is replaced by the timer, even with an address.
+#[test]
+fn nothing_is_replaced_by_the_timer_before_the_database_is_configured() {
+    let creating = Fixture::new(AT_ONCE)
+        .groups([failed("cluster_controller-1", C::MissingProcesses, 1_000)])
+        .at(100_000)
+        .build();
+    let decision = decide(&creating);
+    assert!(decision.replace.is_empty(), "{decision:?}");
 }

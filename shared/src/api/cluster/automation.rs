@@ -73,6 +73,7 @@ pub struct AutomationOptions {
     /// Client log groups ignored by the upgrade compatibility check
     /// (default `[fdb-kubernetes-operator]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10), inner(length(max = 256)))]
     pub ignore_log_groups_for_upgrade: Option<Vec<String>>,
     /// Seconds a process may be missing before MissingProcesses is acted upon (default 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -164,8 +164,10 @@ pub struct ProcessSettings {
     )]
     pub volume_claim_template: Option<PersistentVolumeClaim>,
     /// Extra `key=value` lines for the fdbserver sections of the monitor conf, e.g.
-    /// `knob_disable_posix_kernel_aio=1`.
+    /// `knob_disable_posix_kernel_aio=1`. At most 100 of at most 100 characters (the Go
+    /// operator's CRD limits).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), inner(length(max = 100)))]
     pub custom_parameters: Vec<String>,
 }
 

@@ -153,20 +153,36 @@ pub struct ConnectionString {
 pub struct BuggifyConfig {
     /// Process group IDs whose main container crash-loops (`*` for all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 1000),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub crash_loop: Vec<String>,
     /// Containers to crash-loop, with their process group IDs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crash_loop_containers: Vec<CrashLoopContainerObject>,
     /// Process group IDs whose pods cannot be scheduled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 1000),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub no_schedule: Vec<String>,
     /// Process group IDs that are never removed, even when marked for removal (they are
     /// still excluded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 1000),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub block_removal: Vec<String>,
     /// Process group IDs whose processes the operator never restarts (bounces and the
     /// kill of an upgrade).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 1000),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub ignore_during_restart: Vec<String>,
     /// Whether every monitor conf is rendered empty (no processes run; nothing is
     /// replaced).
