@@ -5,12 +5,13 @@
 //! steps that must act before those deletions (ChangeCoordinators moves the
 //! coordinators off first) see what will really happen.
 
+use super::buggify_deletions;
 use super::incompatible_processes::decide_incompatible;
 use super::plan::PassFacts;
+use super::pod_update_decision;
+use super::pod_updates::Deletion;
 use super::replace_only::ReplacePolicy;
 use super::snapshot::ClusterSnapshot;
-use super::subreconcilers::delete_pods_for_buggification;
-use super::subreconcilers::update_pods::{self, Deletion};
 
 pub use super::plan::UpcomingDeletions;
 
@@ -26,11 +27,11 @@ pub fn upcoming_pod_deletions(
     policy: ReplacePolicy,
 ) -> Option<UpcomingDeletions> {
     if let Deletion::MoveCoordinators { groups, reason } =
-        update_pods::decide_with(snapshot, policy).deletion
+        pod_update_decision::decide_with(snapshot, policy).deletion
     {
         return Some(UpcomingDeletions { groups, reason });
     }
-    let buggify = delete_pods_for_buggification::decide(snapshot);
+    let buggify = buggify_deletions::decide(snapshot);
     if !buggify.hosting_coordinators.is_empty() {
         return Some(UpcomingDeletions {
             groups: buggify.hosting_coordinators.iter().cloned().collect(),
@@ -50,10 +51,10 @@ pub fn upcoming_pod_deletions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::coordinator_change::{CoordinatorAction, decide};
     use crate::controller::desired::pod_options;
     use crate::controller::fixtures::{Fixture, cluster, group, reporting};
     use crate::controller::pod_model::build_pod;
-    use crate::controller::subreconcilers::change_coordinators::{CoordinatorAction, decide};
     use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};
 
     /// A single-redundancy cluster whose storage-1 hosts the only coordinator; its pod was built before the spec set

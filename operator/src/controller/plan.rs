@@ -15,12 +15,12 @@ pub use super::context::ExecutorRules;
 use super::errors::StepError;
 use super::events::EventReason;
 use super::object_kind::{NewObject, ObjectKind};
+use super::pod_config_query::{PodConfigQuery, PodConfigResult};
 use super::replace_only::ReplacePolicy;
 use super::safety::LockedAction;
 use super::snapshot::ClusterSnapshot;
 use super::status::StatusDecision;
 use super::status_mutations::StatusMutation;
-use super::subreconcilers::update_pod_config_plan::{PodConfigQuery, PodConfigResult};
 use crate::fdb::ExclusionTarget;
 
 /// Groups whose pods are about to be deleted while they host a coordinator, and why

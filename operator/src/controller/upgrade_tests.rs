@@ -232,6 +232,8 @@ fn with_locks_the_kill_first_brings_every_own_group_to_the_pending_list() {
 
 #[test]
 fn the_pending_list_plan_adds_only_missing_groups_and_drops_other_targets() {
+    use crate::controller::pending_upgrades::plan_pending_list;
+    use crate::fdb::PendingUpgrade;
     let target = v("7.3.43");
     let listed = vec![
         PendingUpgrade::new(&target, "kc1-log-1"),

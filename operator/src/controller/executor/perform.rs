@@ -11,11 +11,11 @@ use crate::controller::events::EventReason;
 use crate::controller::locks;
 use crate::controller::object_kind::{NewObject, ObjectKind};
 use crate::controller::pass_io::{PassIo, publish};
+use crate::controller::pending_upgrades::plan_pending_list;
 use crate::controller::plan::{Action, PassFacts};
+use crate::controller::pod_config_query::PodConfigResult;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
-use crate::controller::upgrade::plan_pending_list;
 use crate::fdb::{AdminClient as _, AdminError, RestartList};
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 

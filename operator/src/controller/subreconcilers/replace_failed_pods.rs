@@ -200,7 +200,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         // A pod about to be recreated for buggify is not failing; it is being changed.
         if all.is_empty()
             || crash_looping(snapshot, group.id())
-            || super::delete_pods_for_buggification::differs(snapshot, &group)
+            || crate::controller::buggify_deletions::differs(snapshot, &group)
         {
             continue;
         }

@@ -15,11 +15,9 @@
 //! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
-pub use super::update_pod_config_monitor::{
-    monitor_report_unreadable, monitor_result, outdated_monitors,
-};
-pub use super::update_pod_config_plan::{
-    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate,
+pub use super::update_pod_config_monitor::{monitor_report_unreadable, outdated_monitors};
+pub use crate::controller::pod_config_query::{
+    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate, monitor_result,
 };
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -84,7 +82,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         }
         // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
         // (with its own back-off), so there is nothing to wait for here.
-        if super::delete_terminal_pods::is_terminal(pod) {
+        if crate::controller::objects::is_terminal(pod) {
             continue;
         }
         if !pod_is_running(pod) {
