@@ -14,8 +14,7 @@
 //!
 //! A refusal ends the plan where it stands (earlier actions stay done) with a wait whose
 //! reason is the plan's `refused` prefix and the refusal. Waits become requeues: the
-//! pass stops, or goes on when the step is not a barrier
-//! ([`super::barriers::holds_later_steps`]).
+//! pass stops, or goes on, as the step's [`Barrier`] says.
 
 mod perform;
 mod pod_agents;
@@ -23,13 +22,12 @@ mod restart_lists;
 
 use perform::perform;
 
-use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
 use super::locks;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
-use super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use super::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::safety::{self, LockNeed, Refusal};
 use super::snapshot::ClusterSnapshot;
 
@@ -100,10 +98,10 @@ fn delay(ctx: &Context, waits_on: WaitOn) -> std::time::Duration {
     }
 }
 
-/// The requeue of `step` waiting: it ends the pass when the step is a barrier.
-fn requeue(ctx: &Context, step: &'static str, wait: Wait) -> StepOutcome {
+/// The requeue of a step waiting: it ends the pass when the step's `barrier` says so.
+fn requeue(ctx: &Context, barrier: Barrier, wait: Wait) -> StepOutcome {
     let delay = delay(ctx, wait.waits_on);
-    if holds_later_steps(step) && !wait.goes_on {
+    if barrier.ends_pass(&wait) {
         StepOutcome::Requeue {
             delay,
             reason: wait.reason,
@@ -148,21 +146,21 @@ pub fn refused_before_start(
         })
 }
 
-/// Runs `verdict` of `step`: see the module documentation.
+/// Runs `verdict` of a step with `barrier`: see the module documentation.
 pub async fn execute(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
     facts: &mut PassFacts,
-    step: &'static str,
+    barrier: Barrier,
     verdict: Verdict,
 ) -> Result<StepOutcome, StepError> {
     match verdict {
         Verdict::Continue => Ok(StepOutcome::Continue),
-        Verdict::Wait(wait) => Ok(requeue(ctx, step, wait)),
+        Verdict::Wait(wait) => Ok(requeue(ctx, barrier, wait)),
         Verdict::Act(plan) => match run_plan(ctx, snapshot, io, facts, plan).await? {
             None => Ok(StepOutcome::Continue),
-            Some(wait) => Ok(requeue(ctx, step, wait)),
+            Some(wait) => Ok(requeue(ctx, barrier, wait)),
         },
     }
 }

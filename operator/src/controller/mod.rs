@@ -3,7 +3,6 @@
 //! bookkeeping, the status and its typed edits, and the desired Kubernetes objects of a
 //! cluster (pod model, ConfigMap).
 
-pub mod barriers;
 pub mod buggify_deletions;
 pub mod cache;
 pub mod cache_index;

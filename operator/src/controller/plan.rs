@@ -153,6 +153,29 @@ pub enum WaitOn {
     After(Duration),
 }
 
+/// Whether a step's waits end the pass: part of each step's type
+/// (`Subreconciler::barrier`, which every step must state), read by the executor through
+/// [`Barrier::ends_pass`] and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// The steps after it read what it writes (status, lock settings, ConfigMap,
+    /// objects, connection string, pod configs, configuration), or must not add to what
+    /// it takes down (restarts, pod updates): a wait of it ends the pass, unless the wait
+    /// is on something of its own ([`Wait::independent`]).
+    Holds,
+    /// It waits on something of its own (one stuck group, a failed pod, coordinators that
+    /// cannot be placed now, a pod still terminating): the later steps go on, and the
+    /// pass ends with the earliest of the waits.
+    GoesOn,
+}
+
+impl Barrier {
+    /// Whether `wait` of a step with this barrier ends the pass.
+    pub fn ends_pass(self, wait: &Wait) -> bool {
+        self == Self::Holds && !wait.goes_on
+    }
+}
+
 /// A step that cannot act now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
@@ -160,8 +183,8 @@ pub struct Wait {
     pub reason: String,
     /// What it waits on (when to look again).
     pub waits_on: WaitOn,
-    /// It waits on something of its own: the later steps go on even when the step is a
-    /// barrier ([`super::barriers::holds_later_steps`]).
+    /// It waits on something of its own: the later steps go on even when the step holds
+    /// them ([`Barrier::Holds`]).
     pub goes_on: bool,
 }
 

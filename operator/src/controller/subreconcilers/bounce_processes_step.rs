@@ -8,13 +8,17 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use super::bounce_processes::BounceProcesses;
 use crate::controller::errors::StepError;
-use crate::controller::plan::{PassFacts, Verdict};
+use crate::controller::plan::{Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 
 #[async_trait]
 impl Subreconciler for BounceProcesses {
     fn name(&self) -> &'static str {
         "BounceProcesses"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     /// An incompatible upgrade's cluster-wide kill when one is pending (and nothing

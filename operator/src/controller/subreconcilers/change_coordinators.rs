@@ -7,7 +7,7 @@
 use super::Subreconciler;
 use crate::controller::coordinator_change::{CoordinatorAction, decide};
 use crate::controller::errors::StepError;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::safety::LockedAction;
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -18,6 +18,10 @@ pub struct ChangeCoordinators;
 impl Subreconciler for ChangeCoordinators {
     fn name(&self) -> &'static str {
         "ChangeCoordinators"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
 use crate::fdb::MissingTool;
@@ -118,6 +118,10 @@ pub fn decide(snapshot: &ClusterSnapshot, missing_tools: &[MissingTool]) -> Clie
 impl Subreconciler for CheckClientCompatibility {
     fn name(&self) -> &'static str {
         "CheckClientCompatibility"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -14,7 +14,7 @@ use super::Subreconciler;
 use crate::controller::buggify_deletions::decide;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 
@@ -25,6 +25,10 @@ pub struct DeletePodsForBuggification;
 impl Subreconciler for DeletePodsForBuggification {
     fn name(&self) -> &'static str {
         "DeletePodsForBuggification"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -21,7 +21,7 @@ use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::objects::{group_of, is_terminal, pod_phase};
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
@@ -131,6 +131,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
 impl Subreconciler for DeleteTerminalPods {
     fn name(&self) -> &'static str {
         "DeleteTerminalPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -30,7 +30,7 @@ use crate::controller::events::EventReason;
 use crate::controller::exclusion_sync::{
     SharedExclusion, decide_shared_exclusion, shares_exclusions,
 };
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::exclusion_decision::{ExcludeDecision, decide};
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
 use crate::controller::safety::{self, LockedAction};
@@ -202,6 +202,10 @@ fn needing_exclusion(snapshot: &ClusterSnapshot) -> Vec<String> {
 impl Subreconciler for ExcludeInstances {
     fn name(&self) -> &'static str {
         "ExcludeInstances"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     /// The exclusion of this instance's groups; shared with the other instances of the

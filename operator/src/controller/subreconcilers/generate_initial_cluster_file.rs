@@ -13,7 +13,7 @@ use crate::controller::coordinator_candidates::coordinator_candidates;
 use crate::controller::coordinators::select_coordinators;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 
@@ -113,6 +113,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, StepErr
 impl Subreconciler for GenerateInitialClusterFile {
     fn name(&self) -> &'static str {
         "GenerateInitialClusterFile"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -31,13 +31,12 @@ pub mod update_sidecar_versions;
 pub mod update_status;
 pub mod upgrade_bounce;
 
-pub use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
 use super::executor;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
-use super::plan::{PassFacts, Verdict};
+use super::plan::{Barrier, PassFacts, Verdict};
 use super::snapshot::ClusterSnapshot;
 use async_trait::async_trait;
 
@@ -56,6 +55,9 @@ use async_trait::async_trait;
 pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
     fn name(&self) -> &'static str;
+
+    /// Whether a wait of the step ends the pass (no default: each step states it).
+    fn barrier(&self) -> Barrier;
 
     /// What the step decides from the snapshot and what the pass learned so far.
     fn decide(
@@ -85,12 +87,12 @@ pub trait Subreconciler: Send + Sync {
         facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
         let verdict = self.decide(snapshot, facts)?;
-        let outcome = executor::execute(ctx, snapshot, io, facts, self.name(), verdict).await?;
+        let outcome = executor::execute(ctx, snapshot, io, facts, self.barrier(), verdict).await?;
         if outcome != StepOutcome::Continue {
             return Ok(outcome);
         }
         let then = self.conclude(snapshot, facts)?;
-        executor::execute(ctx, snapshot, io, facts, self.name(), then).await
+        executor::execute(ctx, snapshot, io, facts, self.barrier(), then).await
     }
 }
 
@@ -169,6 +171,28 @@ mod tests {
                 "RemoveServices",
                 "RemovePods",
                 "UpdateStatus",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_steps_that_wait_on_something_of_their_own_let_the_pass_go_on() {
+        let going_on: Vec<_> = ordered_steps()
+            .iter()
+            .filter(|s| s.barrier() == Barrier::GoesOn)
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            going_on,
+            [
+                "ReplaceMisconfiguredPods",
+                "ReplaceFailedPods",
+                "DeleteTerminalPods",
+                "DeletePodsForBuggification",
+                "ExcludeInstances",
+                "ChangeCoordinators",
+                "RemoveServices",
+                "RemovePods",
             ]
         );
     }

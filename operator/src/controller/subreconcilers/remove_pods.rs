@@ -28,7 +28,7 @@ use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::exclusion_decision::pending_reason;
 use crate::controller::removals::release::{is_terminating, pod_released};
 use crate::controller::removals::{
@@ -339,6 +339,10 @@ fn removal_wait(
 impl Subreconciler for RemovePods {
     fn name(&self) -> &'static str {
         STEP
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

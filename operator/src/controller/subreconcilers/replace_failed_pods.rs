@@ -31,7 +31,7 @@ use fdb_shared::api::cluster::ProcessGroupConditionType;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::removals::{in_flight, placement};
 use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -311,6 +311,10 @@ pub fn verdict(decision: &ReplaceDecision) -> Verdict {
 impl Subreconciler for ReplaceFailedPods {
     fn name(&self) -> &'static str {
         "ReplaceFailedPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

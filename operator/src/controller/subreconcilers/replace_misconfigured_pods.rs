@@ -31,7 +31,7 @@ use fdb_shared::FdbVersion;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::process_config::listens_on_both;
 use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
@@ -190,6 +190,10 @@ pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
 impl Subreconciler for ReplaceMisconfiguredPods {
     fn name(&self) -> &'static str {
         "ReplaceMisconfiguredPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

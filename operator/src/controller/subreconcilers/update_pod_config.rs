@@ -30,7 +30,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
 use crate::controller::objects::pod_is_running;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type};
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -300,6 +300,10 @@ pub fn verdict_from(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> Ve
 impl Subreconciler for UpdatePodConfig {
     fn name(&self) -> &'static str {
         "UpdatePodConfig"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     /// Asks the candidates' agents (the answers come to [`Self::conclude`]); with none to

@@ -39,7 +39,7 @@ use fdb_shared::cluster_math::fault_tolerance;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::process_difference;
 pub use crate::controller::pod_update_decision::{decide, decide_with};
 pub use crate::controller::pod_updates::{Deletion, PodToDelete, PodUpdateDecision};
@@ -230,6 +230,10 @@ pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Ve
 impl Subreconciler for UpdatePods {
     fn name(&self) -> &'static str {
         "UpdatePods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -8,7 +8,7 @@ use fdb_shared::api::cluster::RequiredAddressSet;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::observe::{config_map_in_sync, observe_groups};
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 pub use crate::controller::status::StatusDecision;
 use crate::controller::status::{StatusInputs, build_status_judged};
@@ -35,6 +35,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<StatusDecision, StepError> {
 impl Subreconciler for UpdateStatus {
     fn name(&self) -> &'static str {
         "UpdateStatus"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
