@@ -251,6 +251,7 @@ fn marked_coordinator(snapshot: &ClusterSnapshot) -> Option<String> {
 /// made once for every instance.
 fn listed_for_exclusion(snapshot: &ClusterSnapshot, facts: &PassFacts) -> BTreeSet<String> {
     facts
+        .answers
         .exclusion_lists
         .as_ref()
         .map(|lists| {

@@ -52,23 +52,23 @@ pub fn admit(
     in_plan: &PlanProgress,
 ) -> Admission {
     if planned.disrupts && !in_plan.disrupted && facts.rules.one_disruption {
-        if let Err(refusal) = safety::sole_disruption(&facts.deleted_pods) {
+        if let Err(refusal) = safety::sole_disruption(&facts.record.deleted_pods) {
             return Admission::Refused(refusal);
         }
-        if let Some(earlier) = &facts.disrupted {
+        if let Some(earlier) = &facts.record.disrupted {
             return Admission::Refused(Refusal::DisruptedThisPass {
                 action: earlier.clone(),
             });
         }
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
-        let caused = facts.recovery_caused.as_deref();
+        let caused = facts.record.recovery_caused.as_deref();
         if let Err(refusal) = safety::paced(snapshot, caused, !planned.while_unavailable) {
             return Admission::Refused(refusal);
         }
     }
     let lock = planned.lock.filter(|action| {
-        !facts.lock_held
+        !facts.record.lock_held
             && matches!(
                 safety::lock_needed(snapshot, *action),
                 LockNeed::Needed { .. }
@@ -186,20 +186,20 @@ async fn run_plan(
                     format!("{}{refusal}", plan.refused),
                 )));
             }
-            facts.lock_held = true;
+            facts.record.lock_held = true;
         }
         let excludes = matches!(planned.action, Action::Exclude(_));
         let what = perform(ctx, snapshot, io, facts, planned.action).await?;
         if excludes {
-            facts.excluded.get_or_insert_with(|| what.clone());
+            facts.record.excluded.get_or_insert_with(|| what.clone());
         }
         if planned.disrupts {
             progress.disrupted = true;
-            facts.disrupted.get_or_insert(what);
+            facts.record.disrupted.get_or_insert(what);
         }
         if let Some(recovery) = planned.recovery {
             progress.recovered = true;
-            facts.recovery_caused.get_or_insert(recovery);
+            facts.record.recovery_caused.get_or_insert(recovery);
         }
     }
     Ok(plan.then)

@@ -15,9 +15,22 @@ use super::snapshot::ClusterSnapshot;
 
 pub use super::plan::UpcomingDeletions;
 
-/// The forecast for `snapshot`, built once per snapshot version and kept in `facts`.
+/// The forecast for `snapshot`: the pass's look-ahead when [`fill`] made it for this
+/// snapshot version, else made now (the same value: the forecast is pure).
 pub fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
-    facts.upcoming_pod_deletions(snapshot, upcoming_pod_deletions)
+    match facts.look_ahead.upcoming(snapshot) {
+        Some(known) => known.clone(),
+        None => upcoming_pod_deletions(snapshot, facts.settings.replace_policy),
+    }
+}
+
+/// Makes the forecast for `snapshot` into the pass's look-ahead, once per snapshot
+/// version, before the `decide` of a step that reads it.
+pub fn fill(facts: &mut PassFacts, snapshot: &ClusterSnapshot) {
+    let policy = facts.settings.replace_policy;
+    facts
+        .look_ahead
+        .fill_upcoming(snapshot, || upcoming_pod_deletions(snapshot, policy));
 }
 
 /// The forecast for `snapshot` under `policy` (`None`: no deletion waits on the

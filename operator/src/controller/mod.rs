@@ -36,6 +36,7 @@ pub mod objects;
 pub mod observe;
 pub mod outcome;
 pub mod pass;
+pub mod pass_facts;
 pub mod pass_io;
 pub mod pending_upgrades;
 pub mod plan;

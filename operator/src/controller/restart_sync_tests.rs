@@ -135,7 +135,7 @@ fn a_shared_database_writes_the_lists_before_any_kill() {
     );
     // Concluded with dc2's pending group not ready: no kill, a wait.
     let mut facts = crate::controller::plan::PassFacts::default();
-    facts.restart_lists = Some(RestartLists {
+    facts.answers.restart_lists = Some(RestartLists {
         pending: vec![entry("dc2", "dc2-log-1", 1)],
         ready: vec![
             entry("dc1", "dc1-log-1", 1),
@@ -145,7 +145,7 @@ fn a_shared_database_writes_the_lists_before_any_kill() {
     let verdict = global_bounce::conclude(&snapshot, &mut facts).unwrap();
     assert!(verdict.actions().is_empty(), "{verdict:?}");
     // All ready and settled: the ready entries cleared, then the kill of all four.
-    facts.restart_lists = Some(RestartLists {
+    facts.answers.restart_lists = Some(RestartLists {
         pending: vec![],
         ready: vec![
             entry("dc1", "dc1-log-1", 1),

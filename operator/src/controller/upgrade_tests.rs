@@ -506,10 +506,11 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         "nothing joined, nothing to conclude"
     );
 
-    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
+    facts.answers.pending_upgrade_agreed =
+        Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
     let kill = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
     assert!(
-        facts.pending_upgrade_agreed.is_none(),
+        facts.answers.pending_upgrade_agreed.is_none(),
         "the answer is taken"
     );
     let Verdict::Act(plan) = &kill else {
@@ -522,7 +523,7 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         Action::RememberUpgradeCleanup
     ));
 
-    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
+    facts.answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
     let waiting = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
     let Verdict::Act(plan) = &waiting else {
         panic!("{waiting:?}")
@@ -542,7 +543,7 @@ fn the_list_left_by_a_kill_is_cleared_only_once_the_database_is_available() {
         .build();
     let mut facts = PassFacts::default();
     assert_eq!(clear_after_kill(&snapshot, &facts), None);
-    facts.upgrade_cleanup_pending = true;
+    facts.remembered.upgrade_cleanup_pending = true;
     assert_eq!(
         clear_after_kill(&snapshot, &facts),
         Some(Action::ClearPendingUpgrades)

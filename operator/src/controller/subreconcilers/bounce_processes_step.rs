@@ -32,7 +32,7 @@ impl Subreconciler for BounceProcesses {
             None => super::global_bounce::decide(
                 snapshot,
                 facts,
-                crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
+                crate::controller::requeue::kill_wait_delay(facts.settings.database_wait, snapshot),
             ),
         };
         Ok(verdict.preceded_by(clear))

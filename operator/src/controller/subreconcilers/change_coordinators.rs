@@ -7,6 +7,7 @@
 use super::Subreconciler;
 use crate::controller::coordinator_change::{CoordinatorAction, decide};
 use crate::controller::errors::StepError;
+use crate::controller::forecast;
 use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::safety::LockedAction;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -22,6 +23,15 @@ impl Subreconciler for ChangeCoordinators {
 
     fn barrier(&self) -> Barrier {
         Barrier::GoesOn
+    }
+
+    fn look_ahead(
+        &self,
+        snapshot: &ClusterSnapshot,
+        facts: &mut PassFacts,
+    ) -> Result<(), StepError> {
+        forecast::fill(facts, snapshot);
+        Ok(())
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

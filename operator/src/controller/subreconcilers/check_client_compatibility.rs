@@ -125,7 +125,7 @@ impl Subreconciler for CheckClientCompatibility {
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(verdict(&decide(snapshot, &facts.missing_tools)))
+        Ok(verdict(&decide(snapshot, &facts.settings.missing_tools)))
     }
 }
 

@@ -254,7 +254,7 @@ impl Subreconciler for ExcludeInstances {
     ) -> Result<Verdict, StepError> {
         // Left in the facts for ChangeCoordinators, which places no coordinator on a
         // group another instance listed.
-        let lists = facts.exclusion_lists.clone();
+        let lists = facts.answers.exclusion_lists.clone();
         if !shared(snapshot, facts) {
             return Ok(Verdict::Continue);
         }

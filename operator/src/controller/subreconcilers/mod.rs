@@ -59,6 +59,17 @@ pub trait Subreconciler: Send + Sync {
     /// Whether a wait of the step ends the pass (no default: each step states it).
     fn barrier(&self) -> Barrier;
 
+    /// Fills what the step's `decide` reads of the pass's look-ahead
+    /// ([`super::pass_facts::LookAhead`]), once per snapshot version, so that `decide`
+    /// stays pure: nothing by default.
+    fn look_ahead(
+        &self,
+        _snapshot: &ClusterSnapshot,
+        _facts: &mut PassFacts,
+    ) -> Result<(), StepError> {
+        Ok(())
+    }
+
     /// What the step decides from the snapshot and what the pass learned so far.
     fn decide(
         &self,
@@ -86,6 +97,7 @@ pub trait Subreconciler: Send + Sync {
         io: &mut PassIo,
         facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
+        self.look_ahead(snapshot, facts)?;
         let verdict = self.decide(snapshot, facts)?;
         let outcome = executor::execute(ctx, snapshot, io, facts, self.barrier(), verdict).await?;
         if outcome != StepOutcome::Continue {

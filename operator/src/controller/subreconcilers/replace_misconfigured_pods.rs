@@ -197,7 +197,7 @@ impl Subreconciler for ReplaceMisconfiguredPods {
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(verdict(&decide(snapshot, facts.replace_policy)?))
+        Ok(verdict(&decide(snapshot, facts.settings.replace_policy)?))
     }
 }
 

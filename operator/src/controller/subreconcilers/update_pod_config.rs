@@ -328,7 +328,7 @@ impl Subreconciler for UpdatePodConfig {
         snapshot: &ClusterSnapshot,
         facts: &mut PassFacts,
     ) -> Result<Verdict, StepError> {
-        let Some(answers) = facts.pod_config_answers.take() else {
+        let Some(answers) = facts.answers.pod_config_answers.take() else {
             return Ok(Verdict::Continue);
         };
         let Some(plan) = decide(snapshot)? else {

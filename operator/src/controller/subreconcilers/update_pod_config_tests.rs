@@ -172,12 +172,15 @@ fn the_step_asks_first_then_concludes_with_writes_and_a_wait_from_the_answers() 
         Verdict::Continue,
         "no answers, nothing to conclude"
     );
-    facts.pod_config_answers = Some(vec![
+    facts.answers.pod_config_answers = Some(vec![
         PodConfigResult::Confirmed,
         PodConfigResult::Incorrect("differs".into()),
     ]);
     let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();
-    assert!(facts.pod_config_answers.is_none(), "the answers are taken");
+    assert!(
+        facts.answers.pod_config_answers.is_none(),
+        "the answers are taken"
+    );
     let actions = verdict.actions();
     assert!(
         matches!(actions[0], Action::Patch { kind: ObjectKind::Pods, name, patch }
@@ -229,7 +232,7 @@ fn pods_that_need_their_pod_update_first_do_not_hold_the_later_steps() {
         .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1")])
         .build();
     let mut facts = PassFacts::default();
-    facts.pod_config_answers = Some(vec![PodConfigResult::NeedsPodUpdate(
+    facts.answers.pod_config_answers = Some(vec![PodConfigResult::NeedsPodUpdate(
         "FDB_DNS_NAME is not substituted".into(),
     )]);
     let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();

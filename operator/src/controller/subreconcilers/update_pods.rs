@@ -239,7 +239,7 @@ impl Subreconciler for UpdatePods {
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         Ok(verdict_of(
             snapshot,
-            decide_with(snapshot, facts.replace_policy),
+            decide_with(snapshot, facts.settings.replace_policy),
         ))
     }
 }

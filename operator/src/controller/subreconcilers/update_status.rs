@@ -41,10 +41,21 @@ impl Subreconciler for UpdateStatus {
         Barrier::Holds
     }
 
+    fn look_ahead(
+        &self,
+        snapshot: &ClusterSnapshot,
+        facts: &mut PassFacts,
+    ) -> Result<(), StepError> {
+        facts.look_ahead.fill_status(snapshot, || decide(snapshot))
+    }
+
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
-        // decide the same again: the first decision is reused.
-        let mut decision = facts.status_decision(snapshot, decide)?;
+        // decide the same again: the first decision is reused (see `look_ahead`).
+        let mut decision = match facts.look_ahead.status(snapshot) {
+            Some(made) => made.clone(),
+            None => decide(snapshot)?,
+        };
         if !facts.rules.tls_migration {
             // The mutation test's operator: no migration through both kinds of address.
             decision.status.required_addresses =
