@@ -491,7 +491,8 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         ])
         .database(reporting(&["kc1-log-1", "kc1-log-2"]))
         .build();
-    let mut facts = PassFacts::default();
+    let facts = PassFacts::default();
+    let mut answers = crate::controller::pass_facts::Answers::default();
     let join = upgrade_bounce::decide(&snapshot, &facts).unwrap().unwrap();
     let Verdict::Act(plan) = &join else {
         panic!("{join:?}")
@@ -501,16 +502,15 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
     assert!(matches!(&plan.actions[0].action,
         Action::JoinPendingUpgrades { target, groups } if *target == v("7.3.43") && groups.len() == 2));
     assert_eq!(
-        upgrade_bounce::conclude(&snapshot, &mut facts).unwrap(),
+        upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap(),
         Verdict::Continue,
         "nothing joined, nothing to conclude"
     );
 
-    facts.answers.pending_upgrade_agreed =
-        Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
-    let kill = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
+    let kill = upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     assert!(
-        facts.answers.pending_upgrade_agreed.is_none(),
+        answers.pending_upgrade_agreed.is_none(),
         "the answer is taken"
     );
     let Verdict::Act(plan) = &kill else {
@@ -523,8 +523,8 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         Action::RememberUpgradeCleanup
     ));
 
-    facts.answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
-    let waiting = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
+    let waiting = upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     let Verdict::Act(plan) = &waiting else {
         panic!("{waiting:?}")
     };

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use super::bounce_processes::BounceProcesses;
 use crate::controller::errors::StepError;
+use crate::controller::pass_facts::Answers;
 use crate::controller::plan::{Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -43,10 +44,11 @@ impl Subreconciler for BounceProcesses {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
-        match super::upgrade_bounce::conclude(snapshot, facts)? {
-            Verdict::Continue => super::global_bounce::conclude(snapshot, facts),
+        match super::upgrade_bounce::conclude(snapshot, facts, answers)? {
+            Verdict::Continue => super::global_bounce::conclude(snapshot, facts, answers),
             upgrade => Ok(upgrade),
         }
     }

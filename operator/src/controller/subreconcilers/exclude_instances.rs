@@ -30,6 +30,7 @@ use crate::controller::events::EventReason;
 use crate::controller::exclusion_sync::{
     SharedExclusion, decide_shared_exclusion, shares_exclusions,
 };
+use crate::controller::pass_facts::Answers;
 use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::exclusion_decision::{ExcludeDecision, decide};
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
@@ -250,11 +251,12 @@ impl Subreconciler for ExcludeInstances {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
         // Left in the facts for ChangeCoordinators, which places no coordinator on a
         // group another instance listed.
-        let lists = facts.answers.exclusion_lists.clone();
+        let lists = answers.exclusion_lists.clone();
         if !shared(snapshot, facts) {
             return Ok(Verdict::Continue);
         }

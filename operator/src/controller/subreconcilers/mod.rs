@@ -35,6 +35,7 @@ use super::context::Context;
 use super::errors::StepError;
 use super::executor;
 use super::outcome::StepOutcome;
+use super::pass_facts::Answers;
 use super::pass_io::PassIo;
 use super::plan::{Barrier, PassFacts, Verdict};
 use super::snapshot::ClusterSnapshot;
@@ -79,12 +80,13 @@ pub trait Subreconciler: Send + Sync {
         Ok(Verdict::Continue)
     }
 
-    /// What the step concludes once its plan ran, from the answers its query actions
-    /// left in `facts` (which it takes): nothing more by default.
+    /// What the step concludes once its plan ran, from the `answers` its query actions
+    /// left (it takes those it consumes): nothing more by default.
     fn conclude(
         &self,
         _snapshot: &ClusterSnapshot,
-        _facts: &mut PassFacts,
+        _facts: &PassFacts,
+        _answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
         Ok(Verdict::Continue)
     }
@@ -103,7 +105,10 @@ pub trait Subreconciler: Send + Sync {
         if outcome != StepOutcome::Continue {
             return Ok(outcome);
         }
-        let then = self.conclude(snapshot, facts)?;
+        let mut answers = std::mem::take(&mut facts.answers);
+        let then = self.conclude(snapshot, facts, &mut answers);
+        facts.answers = answers;
+        let then = then?;
         executor::execute(ctx, snapshot, io, facts, self.barrier(), then).await
     }
 }

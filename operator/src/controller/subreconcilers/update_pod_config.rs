@@ -30,6 +30,7 @@ use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
 use crate::controller::objects::pod_is_running;
+use crate::controller::pass_facts::Answers;
 use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type};
 use crate::controller::removals::kept_running;
@@ -326,9 +327,10 @@ impl Subreconciler for UpdatePodConfig {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        _facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
-        let Some(answers) = facts.answers.pod_config_answers.take() else {
+        let Some(answers) = answers.pod_config_answers.take() else {
             return Ok(Verdict::Continue);
         };
         let Some(plan) = decide(snapshot)? else {

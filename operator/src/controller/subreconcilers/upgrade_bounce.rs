@@ -26,6 +26,7 @@ use fdb_shared::address::ProcessAddress;
 use super::super::errors::StepError;
 use super::super::events::EventReason;
 use super::super::executor;
+use super::super::pass_facts::Answers;
 use super::super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::super::requeue::kill_wait_delay;
 use super::super::safety::{self, LockedAction};
@@ -157,8 +158,12 @@ fn backoff_wait(
 /// Once this instance's groups joined the list: the kill when every group of the
 /// database still on the old version is listed, else the lock given up (the instances
 /// still missing need it to add theirs) and a wait.
-pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Verdict, StepError> {
-    let Some(agreed) = facts.answers.pending_upgrade_agreed.take() else {
+pub fn conclude(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    answers: &mut Answers,
+) -> Result<Verdict, StepError> {
+    let Some(agreed) = answers.pending_upgrade_agreed.take() else {
         return Ok(Verdict::Continue);
     };
     let UpgradeBounce::KillAll {
