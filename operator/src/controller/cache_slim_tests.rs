@@ -8,13 +8,13 @@ use crate::controller::cache_pod::CompactPod;
 use crate::controller::decoded_pods::DecodedPods;
 use crate::controller::desired::pod_options;
 use crate::controller::fixtures::{Fixture, database, group};
+use crate::controller::objects::is_terminal;
 use crate::controller::objects::{pod_ip, pod_is_failing, pod_is_running, pod_phase, public_ip};
 use crate::controller::observe::observe_groups;
 use crate::controller::plan::PassFacts;
 use crate::controller::pod_model::{build_pod, build_pvc, mounted_servers_per_pod};
 use crate::controller::pod_model::{expected_substitutions, expected_zone};
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::subreconcilers::delete_terminal_pods::is_terminal;
 use crate::controller::subreconcilers::ordered_steps;
 
 /// `managedFields` as an API server records them: one entry per manager.

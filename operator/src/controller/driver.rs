@@ -137,11 +137,12 @@ async fn run_steps(
 ) -> Result<(PassOutcome, Vec<StepWait>), ReconcileError> {
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
-    facts.database_wait = ctx.settings.database_wait;
+    facts.settings.database_wait = ctx.settings.database_wait;
     // What the operator remembers of this cluster between passes.
-    facts.upgrade_cleanup_pending = ctx.upgrade_cleanup.is_marked(namespace, name);
-    facts.upgrade_kills = ctx.upgrade_kills.record(namespace, name);
-    facts.missing_tools = super::tool_choice::missing_tools(ctx.admin.as_ref(), pass.cluster());
+    facts.remembered.upgrade_cleanup_pending = ctx.upgrade_cleanup.is_marked(namespace, name);
+    facts.remembered.upgrade_kills = ctx.upgrade_kills.record(namespace, name);
+    facts.settings.missing_tools =
+        super::tool_choice::missing_tools(ctx.admin.as_ref(), pass.cluster());
     // Every step that waits while the pass goes on, reported all (not only the first).
     let mut waits: Vec<StepWait> = Vec::new();
     for step in ordered_steps() {

@@ -14,8 +14,7 @@
 //!
 //! A refusal ends the plan where it stands (earlier actions stay done) with a wait whose
 //! reason is the plan's `refused` prefix and the refusal. Waits become requeues: the
-//! pass stops, or goes on when the step is not a barrier
-//! ([`super::barriers::holds_later_steps`]).
+//! pass stops, or goes on, as the step's [`Barrier`] says.
 
 mod perform;
 mod pod_agents;
@@ -23,13 +22,12 @@ mod restart_lists;
 
 use perform::perform;
 
-use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
 use super::locks;
 use super::outcome::StepOutcome;
 use super::pass_io::PassIo;
-use super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use super::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::safety::{self, LockNeed, Refusal};
 use super::snapshot::ClusterSnapshot;
 
@@ -54,23 +52,23 @@ pub fn admit(
     in_plan: &PlanProgress,
 ) -> Admission {
     if planned.disrupts && !in_plan.disrupted && facts.rules.one_disruption {
-        if let Err(refusal) = safety::sole_disruption(&facts.deleted_pods) {
+        if let Err(refusal) = safety::sole_disruption(&facts.record.deleted_pods) {
             return Admission::Refused(refusal);
         }
-        if let Some(earlier) = &facts.disrupted {
+        if let Some(earlier) = &facts.record.disrupted {
             return Admission::Refused(Refusal::DisruptedThisPass {
                 action: earlier.clone(),
             });
         }
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
-        let caused = facts.recovery_caused.as_deref();
+        let caused = facts.record.recovery_caused.as_deref();
         if let Err(refusal) = safety::paced(snapshot, caused, !planned.while_unavailable) {
             return Admission::Refused(refusal);
         }
     }
     let lock = planned.lock.filter(|action| {
-        !facts.lock_held
+        !facts.record.lock_held
             && matches!(
                 safety::lock_needed(snapshot, *action),
                 LockNeed::Needed { .. }
@@ -100,10 +98,10 @@ fn delay(ctx: &Context, waits_on: WaitOn) -> std::time::Duration {
     }
 }
 
-/// The requeue of `step` waiting: it ends the pass when the step is a barrier.
-fn requeue(ctx: &Context, step: &'static str, wait: Wait) -> StepOutcome {
+/// The requeue of a step waiting: it ends the pass when the step's `barrier` says so.
+fn requeue(ctx: &Context, barrier: Barrier, wait: Wait) -> StepOutcome {
     let delay = delay(ctx, wait.waits_on);
-    if holds_later_steps(step) && !wait.goes_on {
+    if barrier.ends_pass(&wait) {
         StepOutcome::Requeue {
             delay,
             reason: wait.reason,
@@ -148,21 +146,21 @@ pub fn refused_before_start(
         })
 }
 
-/// Runs `verdict` of `step`: see the module documentation.
+/// Runs `verdict` of a step with `barrier`: see the module documentation.
 pub async fn execute(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
     facts: &mut PassFacts,
-    step: &'static str,
+    barrier: Barrier,
     verdict: Verdict,
 ) -> Result<StepOutcome, StepError> {
     match verdict {
         Verdict::Continue => Ok(StepOutcome::Continue),
-        Verdict::Wait(wait) => Ok(requeue(ctx, step, wait)),
+        Verdict::Wait(wait) => Ok(requeue(ctx, barrier, wait)),
         Verdict::Act(plan) => match run_plan(ctx, snapshot, io, facts, plan).await? {
             None => Ok(StepOutcome::Continue),
-            Some(wait) => Ok(requeue(ctx, step, wait)),
+            Some(wait) => Ok(requeue(ctx, barrier, wait)),
         },
     }
 }
@@ -188,20 +186,20 @@ async fn run_plan(
                     format!("{}{refusal}", plan.refused),
                 )));
             }
-            facts.lock_held = true;
+            facts.record.lock_held = true;
         }
         let excludes = matches!(planned.action, Action::Exclude(_));
         let what = perform(ctx, snapshot, io, facts, planned.action).await?;
         if excludes {
-            facts.excluded.get_or_insert_with(|| what.clone());
+            facts.record.excluded.get_or_insert_with(|| what.clone());
         }
         if planned.disrupts {
             progress.disrupted = true;
-            facts.disrupted.get_or_insert(what);
+            facts.record.disrupted.get_or_insert(what);
         }
         if let Some(recovery) = planned.recovery {
             progress.recovered = true;
-            facts.recovery_caused.get_or_insert(recovery);
+            facts.record.recovery_caused.get_or_insert(recovery);
         }
     }
     Ok(plan.then)

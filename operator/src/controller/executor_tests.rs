@@ -71,7 +71,7 @@ fn the_lock_is_taken_once_per_pass_and_only_when_locks_are_in_use() {
         }
     );
     let mut held = PassFacts::default();
-    held.lock_held = true;
+    held.record.lock_held = true;
     assert_eq!(
         admit(&snapshot(LOCKS, 300.0), &held, &action, &fresh()),
         Admission::Go { lock: None }
@@ -88,8 +88,8 @@ fn the_lock_is_taken_once_per_pass_and_only_when_locks_are_in_use() {
 fn one_disruption_per_pass_but_a_plan_is_one_disruption() {
     let snapshot = snapshot(NO_LOCKS, 300.0);
     let mut after_delete = PassFacts::default();
-    after_delete.deleted_pods = vec!["s-log-1".into()];
-    after_delete.disrupted = Some("deleted pod s-log-1".into());
+    after_delete.record.deleted_pods = vec!["s-log-1".into()];
+    after_delete.record.disrupted = Some("deleted pod s-log-1".into());
     assert_eq!(
         admit(&snapshot, &after_delete, &kill(), &fresh()),
         Admission::Refused(Refusal::PodDeletedThisPass {
@@ -97,7 +97,7 @@ fn one_disruption_per_pass_but_a_plan_is_one_disruption() {
         })
     );
     let mut after_kill = PassFacts::default();
-    after_kill.disrupted = Some("kill of 3 processes".into());
+    after_kill.record.disrupted = Some("kill of 3 processes".into());
     assert_eq!(
         admit(&snapshot, &after_kill, &delete(), &fresh()),
         Admission::Refused(Refusal::DisruptedThisPass {
@@ -133,7 +133,7 @@ fn recovery_causing_actions_are_paced() {
     );
     // Old enough, but this pass already caused one.
     let mut caused = PassFacts::default();
-    caused.recovery_caused = Some("excluded log process group log-1".into());
+    caused.record.recovery_caused = Some("excluded log process group log-1".into());
     assert_eq!(
         admit(
             &snapshot(NO_LOCKS, 300.0),

@@ -5,18 +5,32 @@
 //! steps that must act before those deletions (ChangeCoordinators moves the
 //! coordinators off first) see what will really happen.
 
+use super::buggify_deletions;
 use super::incompatible_processes::decide_incompatible;
 use super::plan::PassFacts;
+use super::pod_update_decision;
+use super::pod_updates::Deletion;
 use super::replace_only::ReplacePolicy;
 use super::snapshot::ClusterSnapshot;
-use super::subreconcilers::delete_pods_for_buggification;
-use super::subreconcilers::update_pods::{self, Deletion};
 
 pub use super::plan::UpcomingDeletions;
 
-/// The forecast for `snapshot`, built once per snapshot version and kept in `facts`.
+/// The forecast for `snapshot`: the pass's look-ahead when [`fill`] made it for this
+/// snapshot version, else made now (the same value: the forecast is pure).
 pub fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
-    facts.upcoming_pod_deletions(snapshot, upcoming_pod_deletions)
+    match facts.look_ahead.upcoming(snapshot) {
+        Some(known) => known.clone(),
+        None => upcoming_pod_deletions(snapshot, facts.settings.replace_policy),
+    }
+}
+
+/// Makes the forecast for `snapshot` into the pass's look-ahead, once per snapshot
+/// version, before the `decide` of a step that reads it.
+pub fn fill(facts: &mut PassFacts, snapshot: &ClusterSnapshot) {
+    let policy = facts.settings.replace_policy;
+    facts
+        .look_ahead
+        .fill_upcoming(snapshot, || upcoming_pod_deletions(snapshot, policy));
 }
 
 /// The forecast for `snapshot` under `policy` (`None`: no deletion waits on the
@@ -26,11 +40,11 @@ pub fn upcoming_pod_deletions(
     policy: ReplacePolicy,
 ) -> Option<UpcomingDeletions> {
     if let Deletion::MoveCoordinators { groups, reason } =
-        update_pods::decide_with(snapshot, policy).deletion
+        pod_update_decision::decide_with(snapshot, policy).deletion
     {
         return Some(UpcomingDeletions { groups, reason });
     }
-    let buggify = delete_pods_for_buggification::decide(snapshot);
+    let buggify = buggify_deletions::decide(snapshot);
     if !buggify.hosting_coordinators.is_empty() {
         return Some(UpcomingDeletions {
             groups: buggify.hosting_coordinators.iter().cloned().collect(),
@@ -50,10 +64,10 @@ pub fn upcoming_pod_deletions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::coordinator_change::{CoordinatorAction, decide};
     use crate::controller::desired::pod_options;
     use crate::controller::fixtures::{Fixture, cluster, group, reporting};
     use crate::controller::pod_model::build_pod;
-    use crate::controller::subreconcilers::change_coordinators::{CoordinatorAction, decide};
     use fdb_shared::api::cluster::{ProcessGroupCondition, ProcessGroupConditionType};
 
     /// A single-redundancy cluster whose storage-1 hosts the only coordinator; its pod was built before the spec set

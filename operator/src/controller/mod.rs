@@ -3,7 +3,7 @@
 //! bookkeeping, the status and its typed edits, and the desired Kubernetes objects of a
 //! cluster (pod model, ConfigMap).
 
-pub mod barriers;
+pub mod buggify_deletions;
 pub mod cache;
 pub mod cache_index;
 pub mod cache_pod;
@@ -11,6 +11,8 @@ pub mod cache_slim;
 pub mod config_map;
 pub mod config_map_error;
 pub mod context;
+pub mod coordinator_candidates;
+pub mod coordinator_change;
 pub mod coordinators;
 pub mod decoded_pods;
 pub mod desired;
@@ -34,13 +36,19 @@ pub mod objects;
 pub mod observe;
 pub mod outcome;
 pub mod pass;
+pub mod pass_facts;
 pub mod pass_io;
+pub mod pending_upgrades;
 pub mod plan;
 pub mod pod_agent;
 pub mod pod_config_memo;
+pub mod pod_config_query;
 pub mod pod_head;
 pub mod pod_model;
 pub mod pod_spec_facts;
+pub mod pod_update_coordinators;
+pub mod pod_update_decision;
+pub mod pod_updates;
 pub mod process_config;
 /// Buggify is part of the pod model (what it does to a pod); kept at its old path too.
 pub use pod_model::buggify;

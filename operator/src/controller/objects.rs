@@ -32,6 +32,13 @@ pub fn pod_phase(pod: &impl PodParts) -> &str {
         .unwrap_or("Pending")
 }
 
+/// Whether the pod is in a terminal phase and not being deleted yet.
+pub fn is_terminal(pod: &impl PodParts) -> bool {
+    let evicted = pod.pod_status().and_then(|s| s.reason.as_deref()) == Some("Evicted");
+    pod.meta().deletion_timestamp.is_none()
+        && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
+}
+
 /// The pod's IP, when it has one.
 pub fn pod_ip(pod: &impl PodParts) -> Option<&str> {
     pod.pod_status()

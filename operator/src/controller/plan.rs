@@ -4,7 +4,6 @@
 //! shared rules (the global lock, one disruption per pass, recovery pacing) are applied:
 //! each action declares what it needs, no step re-checks them.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use fdb_shared::FdbVersion;
@@ -12,130 +11,14 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::DatabaseConfiguration;
 
 pub use super::context::ExecutorRules;
-use super::errors::StepError;
 use super::events::EventReason;
 use super::object_kind::{NewObject, ObjectKind};
-use super::replace_only::ReplacePolicy;
+pub use super::pass_facts::{PassFacts, UpcomingDeletions};
+use super::pod_config_query::PodConfigQuery;
 use super::safety::LockedAction;
-use super::snapshot::ClusterSnapshot;
 use super::status::StatusDecision;
 use super::status_mutations::StatusMutation;
-use super::subreconcilers::update_pod_config_plan::{PodConfigQuery, PodConfigResult};
 use crate::fdb::ExclusionTarget;
-
-/// Groups whose pods are about to be deleted while they host a coordinator, and why
-/// (the forecast of `forecast.rs`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpcomingDeletions {
-    /// The groups (none of them may keep a coordinator).
-    pub groups: BTreeSet<String>,
-    /// Which step deletes them, and why.
-    pub reason: String,
-}
-
-/// What the pass learned so far, for the decisions of the steps after.
-#[derive(Debug, Default)]
-pub struct PassFacts {
-    /// The forecast of pod deletions, for the snapshot version it was built from.
-    upcoming: std::sync::Mutex<Option<(u64, Option<UpcomingDeletions>)>>,
-    /// UpdateStatus's decision, for the snapshot version it was made from.
-    status: std::sync::Mutex<Option<(u64, StatusDecision)>>,
-    /// Which changes ReplaceMisconfiguredPods owns (`--replace-on-security-context-change`).
-    pub replace_policy: ReplacePolicy,
-    /// Pods this pass deleted, in order.
-    pub deleted_pods: Vec<String>,
-    /// The global lock was taken (or confirmed) this pass.
-    pub lock_held: bool,
-    /// What this pass did that disrupts the database (a kill, a pod deletion), first one.
-    pub disrupted: Option<String>,
-    /// What this pass did that causes a recovery, first one.
-    pub recovery_caused: Option<String>,
-    /// This pass's first exclusion (`exclude <targets>`): the upgrade's cluster-wide kill then
-    /// waits for the next pass, so that it runs alone.
-    pub excluded: Option<String>,
-    /// Which of the executor's rules apply (all of them, but in mutation tests).
-    pub rules: ExecutorRules,
-    /// The answers of the last [`Action::AskPodAgents`], one per candidate, until the
-    /// step that asked takes them.
-    pub pod_config_answers: Option<Vec<PodConfigResult>>,
-    /// The process groups on the pending-upgrade list for the target once
-    /// [`Action::JoinPendingUpgrades`] wrote this instance's, until the step takes them.
-    pub pending_upgrade_agreed: Option<BTreeSet<String>>,
-    /// This instance killed every process for an upgrade and has not cleared the
-    /// pending-upgrade list since (the operator remembers it between passes).
-    pub upgrade_cleanup_pending: bool,
-    /// This instance's kills for the cluster's upgrade (the operator remembers them
-    /// between passes), for the back-off between them.
-    pub upgrade_kills: Option<crate::controller::upgrade_retries::KillRecord>,
-    /// The database's restart lists as [`Action::SyncRestartLists`] left them, until
-    /// the step takes them.
-    pub restart_lists: Option<crate::controller::restart_sync::RestartLists>,
-    /// The database's exclusion lists as [`Action::SyncExclusionLists`] left them
-    /// (`pending` and `ready` for exclusion), for ExcludeInstances and ChangeCoordinators.
-    pub exclusion_lists: Option<crate::controller::restart_sync::RestartLists>,
-    /// The operator's wait for the database (`--database-wait`), which waits after a
-    /// kill start from.
-    pub database_wait: Duration,
-    /// The tools the cluster needs now (its running version's, an incompatible
-    /// upgrade's target's) that the operator does not have
-    /// ([`crate::controller::tool_choice::missing_tools`]).
-    pub missing_tools: Vec<crate::fdb::MissingTool>,
-}
-
-impl PassFacts {
-    /// The forecast of pod deletions to come for `snapshot`: made by `forecast` (see
-    /// `forecast.rs`, which gives it the pass's [`ReplacePolicy`]) once per snapshot
-    /// version.
-    pub fn upcoming_pod_deletions(
-        &self,
-        snapshot: &ClusterSnapshot,
-        forecast: impl FnOnce(&ClusterSnapshot, ReplacePolicy) -> Option<UpcomingDeletions>,
-    ) -> Option<UpcomingDeletions> {
-        let version = snapshot.version();
-        let mut memo = match self.upcoming.lock() {
-            Ok(memo) => memo,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some((built, known)) = memo.as_ref()
-            && *built == version
-        {
-            return known.clone();
-        }
-        let made = forecast(snapshot, self.replace_policy);
-        *memo = Some((version, made.clone()));
-        made
-    }
-
-    /// UpdateStatus's decision for `snapshot`: made by `decide` once per snapshot
-    /// version (the last UpdateStatus of a pass that changed nothing reuses the first's).
-    pub fn status_decision(
-        &self,
-        snapshot: &ClusterSnapshot,
-        decide: impl FnOnce(&ClusterSnapshot) -> Result<StatusDecision, StepError>,
-    ) -> Result<StatusDecision, StepError> {
-        let version = snapshot.version();
-        let mut memo = match self.status.lock() {
-            Ok(memo) => memo,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some((made, decision)) = memo.as_ref()
-            && *made == version
-        {
-            return Ok(decision.clone());
-        }
-        let decision = decide(snapshot)?;
-        *memo = Some((version, decision.clone()));
-        Ok(decision)
-    }
-
-    /// The facts at the start of a pass under `policy`.
-    pub fn new(replace_policy: ReplacePolicy) -> Self {
-        Self {
-            replace_policy,
-            ..Self::default()
-        }
-    }
-}
 
 /// What a wait waits on: the requeue delay follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +36,29 @@ pub enum WaitOn {
     After(Duration),
 }
 
+/// Whether a step's waits end the pass: part of each step's type
+/// (`Subreconciler::barrier`, which every step must state), read by the executor through
+/// [`Barrier::ends_pass`] and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// The steps after it read what it writes (status, lock settings, ConfigMap,
+    /// objects, connection string, pod configs, configuration), or must not add to what
+    /// it takes down (restarts, pod updates): a wait of it ends the pass, unless the wait
+    /// is on something of its own ([`Wait::independent`]).
+    Holds,
+    /// It waits on something of its own (one stuck group, a failed pod, coordinators that
+    /// cannot be placed now, a pod still terminating): the later steps go on, and the
+    /// pass ends with the earliest of the waits.
+    GoesOn,
+}
+
+impl Barrier {
+    /// Whether `wait` of a step with this barrier ends the pass.
+    pub fn ends_pass(self, wait: &Wait) -> bool {
+        self == Self::Holds && !wait.goes_on
+    }
+}
+
 /// A step that cannot act now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
@@ -160,8 +66,8 @@ pub struct Wait {
     pub reason: String,
     /// What it waits on (when to look again).
     pub waits_on: WaitOn,
-    /// It waits on something of its own: the later steps go on even when the step is a
-    /// barrier ([`super::barriers::holds_later_steps`]).
+    /// It waits on something of its own: the later steps go on even when the step holds
+    /// them ([`Barrier::Holds`]).
     pub goes_on: bool,
 }
 
@@ -242,7 +148,7 @@ pub enum Action {
     },
     /// Adds this instance's process groups to the database's pending-upgrade list for
     /// `target` (dropping entries of other versions) and leaves the groups listed for it
-    /// in [`PassFacts::pending_upgrade_agreed`].
+    /// in [`super::pass_facts::Answers::pending_upgrade_agreed`].
     JoinPendingUpgrades {
         /// The upgrade's version.
         target: FdbVersion,
@@ -254,7 +160,7 @@ pub enum Action {
     /// Brings this instance's entries of the database's restart lists to `pending` and
     /// `ready` (process group IDs; entries of other groups of this instance are
     /// removed), then reads both lists, every instance's entries, into
-    /// [`PassFacts::restart_lists`].
+    /// [`super::pass_facts::Answers::restart_lists`].
     SyncRestartLists {
         /// This instance's groups that need a restart.
         pending: Vec<String>,
@@ -266,7 +172,7 @@ pub enum Action {
     ClearReadyForRestart(Vec<crate::fdb::RestartEntry>),
     /// As [`Action::SyncRestartLists`] for the exclusion lists (`pendingForExclusion`:
     /// this instance's groups that need the exclude command; `readyForExclusion`: those
-    /// it would exclude now), read into [`PassFacts::exclusion_lists`].
+    /// it would exclude now), read into [`super::pass_facts::Answers::exclusion_lists`].
     SyncExclusionLists {
         /// This instance's groups that need the exclude command.
         pending: Vec<String>,
@@ -286,7 +192,7 @@ pub enum Action {
     ReleaseLock,
     /// Asks the pods' agents (HTTP sidecars, unified pods' monitors) to take the desired
     /// configuration and confirm it; the answers go into
-    /// [`PassFacts::pod_config_answers`] for the step's conclusion.
+    /// [`super::pass_facts::Answers::pod_config_answers`] for the step's conclusion.
     AskPodAgents(PodConfigQuery),
     /// Asks a unified pod's monitor to read its configuration again (the
     /// `outdated-config-map-seen` annotation, stamped with the time it is written).

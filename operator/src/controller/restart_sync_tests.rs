@@ -125,6 +125,7 @@ fn a_shared_database_writes_the_lists_before_any_kill() {
     let snapshot = shared("version: 7.1.57").build();
     assert!(matches!(decide(&snapshot), BounceDecision::Kill(_)));
     let facts = crate::controller::plan::PassFacts::default();
+    let mut answers = crate::controller::pass_facts::Answers::default();
     let verdict = global_bounce::decide(&snapshot, &facts, std::time::Duration::from_secs(5));
     assert_eq!(
         verdict.actions(),
@@ -134,25 +135,25 @@ fn a_shared_database_writes_the_lists_before_any_kill() {
         }]
     );
     // Concluded with dc2's pending group not ready: no kill, a wait.
-    let mut facts = crate::controller::plan::PassFacts::default();
-    facts.restart_lists = Some(RestartLists {
+    let facts = crate::controller::plan::PassFacts::default();
+    answers.restart_lists = Some(RestartLists {
         pending: vec![entry("dc2", "dc2-log-1", 1)],
         ready: vec![
             entry("dc1", "dc1-log-1", 1),
             entry("dc1", "dc1-storage-1", 1),
         ],
     });
-    let verdict = global_bounce::conclude(&snapshot, &mut facts).unwrap();
+    let verdict = global_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     assert!(verdict.actions().is_empty(), "{verdict:?}");
     // All ready and settled: the ready entries cleared, then the kill of all four.
-    facts.restart_lists = Some(RestartLists {
+    answers.restart_lists = Some(RestartLists {
         pending: vec![],
         ready: vec![
             entry("dc1", "dc1-log-1", 1),
             entry("dc1", "dc1-storage-1", 1),
         ],
     });
-    let verdict = global_bounce::conclude(&snapshot, &mut facts).unwrap();
+    let verdict = global_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     let actions = verdict.actions();
     assert!(
         matches!(actions[0], crate::controller::plan::Action::ClearReadyForRestart(e) if e.len() == 2),

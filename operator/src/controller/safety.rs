@@ -293,7 +293,7 @@ pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> 
 /// terminal pod recreated, a buggify change) it would not be one restart of every
 /// process but that and a pod going away at once, which the fault-tolerance budget of
 /// the pass did not count. `deleted_pods`: the pods the pass deleted so far
-/// (`PassFacts::deleted_pods`).
+/// (`PassRecord::deleted_pods` of `pass_facts.rs`).
 pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
     match deleted_pods.first() {
         Some(pod) => Err(Refusal::PodDeletedThisPass { pod: pod.clone() }),
@@ -349,7 +349,7 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// The one pacing rule for every action that causes a recovery (a kill, an exclusion or
 /// inclusion of a transaction process, a coordinators change, `configure`, deleting a
 /// pod that [`causes_recovery`]): nothing earlier in this pass caused one
-/// (`caused_this_pass`, see `PassFacts::recovery_caused`), the database is
+/// (`caused_this_pass`, see `PassRecord::recovery_caused` of `pass_facts.rs`), the database is
 /// available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes

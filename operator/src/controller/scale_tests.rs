@@ -14,9 +14,9 @@ use super::fixtures::{Fixture, database, group};
 use super::pod_model::{build_pod, build_pvc};
 use super::safety;
 use super::subreconcilers::{
-    add_pods, add_process_groups, add_pvcs, add_services, change_coordinators,
-    generate_initial_cluster_file, update_config_map, update_database_configuration, update_labels,
-    update_pod_config, update_status,
+    add_pods, add_process_groups, add_pvcs, add_services, generate_initial_cluster_file,
+    update_config_map, update_database_configuration, update_labels, update_pod_config,
+    update_status,
 };
 
 /// A reconciled-looking cluster of `n` storage groups, each with its pod (running, on
@@ -84,7 +84,10 @@ fn decide_all(fixture: &Fixture) -> Duration {
     update_pod_config::decide(&rebuilt).unwrap();
     update_labels::decide(&rebuilt);
     update_database_configuration::decide(&rebuilt);
-    change_coordinators::decide(&rebuilt, &crate::controller::plan::PassFacts::default());
+    crate::controller::coordinator_change::decide(
+        &rebuilt,
+        &crate::controller::plan::PassFacts::default(),
+    );
     safety::zone_budget(&rebuilt);
     started.elapsed()
 }

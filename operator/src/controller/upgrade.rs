@@ -38,7 +38,7 @@ use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
 use super::snapshot::{ClusterSnapshot, GroupView};
 use super::upgrade_quorum::{QuorumKept, quorum_kept};
-use crate::fdb::{ClientInfo, PendingUpgrade, clients_without_support_for};
+use crate::fdb::{ClientInfo, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
 /// (so the sidecar stages its binaries), else the image of the version pods are built
@@ -385,7 +385,7 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
 /// running version follows and no upgrade is pending any more: an operator that crashed
 /// right after the kill does not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
-/// [`plan_pending_list`] and [`check_agreement`]); the addresses are then every process
+/// [`super::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
 /// of the database, whichever operator instance manages it.
 pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
@@ -498,39 +498,6 @@ fn kill_gates(
         return Err(kept.into());
     }
     Ok(while_unavailable)
-}
-
-/// What an instance writes to the pending-upgrade list, and who agreed after it did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PendingListUpdate {
-    /// Its groups not on the list for the target yet.
-    pub add: Vec<PendingUpgrade>,
-    /// Entries for other versions, left behind by an instance that crashed between its
-    /// kill and clearing the list: they never count, and are dropped in the same write.
-    pub stale: Vec<PendingUpgrade>,
-    /// The groups on the list for the target once the write is done.
-    pub agreed: BTreeSet<String>,
-}
-
-/// Plans the instance's write to the pending-upgrade list `listed` for `target`.
-pub fn plan_pending_list(
-    listed: &[PendingUpgrade],
-    target: &FdbVersion,
-    own: &[String],
-) -> PendingListUpdate {
-    let (current, stale): (Vec<&PendingUpgrade>, Vec<&PendingUpgrade>) =
-        listed.iter().partition(|entry| entry.is_for(target));
-    let mut agreed: BTreeSet<String> = current.iter().map(|e| e.group.clone()).collect();
-    let add = own
-        .iter()
-        .filter(|group| agreed.insert((*group).clone()))
-        .map(|group| PendingUpgrade::new(target, group.clone()))
-        .collect();
-    PendingListUpdate {
-        add,
-        stale: stale.into_iter().cloned().collect(),
-        agreed,
-    }
 }
 
 /// The process group of a process in `status json`: its `instance_id` locality, else

@@ -232,6 +232,8 @@ fn with_locks_the_kill_first_brings_every_own_group_to_the_pending_list() {
 
 #[test]
 fn the_pending_list_plan_adds_only_missing_groups_and_drops_other_targets() {
+    use crate::controller::pending_upgrades::plan_pending_list;
+    use crate::fdb::PendingUpgrade;
     let target = v("7.3.43");
     let listed = vec![
         PendingUpgrade::new(&target, "kc1-log-1"),
@@ -489,7 +491,8 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         ])
         .database(reporting(&["kc1-log-1", "kc1-log-2"]))
         .build();
-    let mut facts = PassFacts::default();
+    let facts = PassFacts::default();
+    let mut answers = crate::controller::pass_facts::Answers::default();
     let join = upgrade_bounce::decide(&snapshot, &facts).unwrap().unwrap();
     let Verdict::Act(plan) = &join else {
         panic!("{join:?}")
@@ -499,15 +502,15 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
     assert!(matches!(&plan.actions[0].action,
         Action::JoinPendingUpgrades { target, groups } if *target == v("7.3.43") && groups.len() == 2));
     assert_eq!(
-        upgrade_bounce::conclude(&snapshot, &mut facts).unwrap(),
+        upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap(),
         Verdict::Continue,
         "nothing joined, nothing to conclude"
     );
 
-    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
-    let kill = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned(), "kc1-log-2".to_owned()].into());
+    let kill = upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     assert!(
-        facts.pending_upgrade_agreed.is_none(),
+        answers.pending_upgrade_agreed.is_none(),
         "the answer is taken"
     );
     let Verdict::Act(plan) = &kill else {
@@ -520,8 +523,8 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         Action::RememberUpgradeCleanup
     ));
 
-    facts.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
-    let waiting = upgrade_bounce::conclude(&snapshot, &mut facts).unwrap();
+    answers.pending_upgrade_agreed = Some(["kc1-log-1".to_owned()].into());
+    let waiting = upgrade_bounce::conclude(&snapshot, &facts, &mut answers).unwrap();
     let Verdict::Act(plan) = &waiting else {
         panic!("{waiting:?}")
     };
@@ -540,7 +543,7 @@ fn the_list_left_by_a_kill_is_cleared_only_once_the_database_is_available() {
         .build();
     let mut facts = PassFacts::default();
     assert_eq!(clear_after_kill(&snapshot, &facts), None);
-    facts.upgrade_cleanup_pending = true;
+    facts.remembered.upgrade_cleanup_pending = true;
     assert_eq!(
         clear_after_kill(&snapshot, &facts),
         Some(Action::ClearPendingUpgrades)

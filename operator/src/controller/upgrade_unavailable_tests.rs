@@ -71,7 +71,7 @@ fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
     );
 
     let now = split.now_unix();
-    facts.upgrade_kills = Some(KillRecord {
+    facts.remembered.upgrade_kills = Some(KillRecord {
         target: v("7.3.43"),
         kills: 2,
         last_unix: now - 10,
@@ -87,14 +87,14 @@ fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
         wait.reason
     );
 
-    facts.upgrade_kills = Some(KillRecord {
+    facts.remembered.upgrade_kills = Some(KillRecord {
         target: v("7.3.43"),
         kills: 2,
         last_unix: now - 60,
     });
     let due = upgrade_bounce::decide(&split, &facts).unwrap();
     assert!(matches!(due, Some(Verdict::Act(_))), "{due:?}");
-    facts.upgrade_kills = Some(KillRecord {
+    facts.remembered.upgrade_kills = Some(KillRecord {
         target: v("7.4.1"),
         kills: 5,
         last_unix: now,
@@ -128,7 +128,7 @@ fn the_kill_waits_for_the_next_pass_after_an_exclusion_in_this_one() {
             .any(|action| matches!(action, Action::Kill(_))),
         "{kill:?}"
     );
-    facts.excluded = Some("exclude locality_instance_id:storage-2".to_owned());
+    facts.record.excluded = Some("exclude locality_instance_id:storage-2".to_owned());
     let Verdict::Wait(wait) = upgrade_bounce::decide(&ready, &facts).unwrap().unwrap() else {
         panic!("the kill must wait after an exclusion in the same pass");
     };

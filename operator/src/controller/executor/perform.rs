@@ -11,11 +11,11 @@ use crate::controller::events::EventReason;
 use crate::controller::locks;
 use crate::controller::object_kind::{NewObject, ObjectKind};
 use crate::controller::pass_io::{PassIo, publish};
+use crate::controller::pending_upgrades::plan_pending_list;
 use crate::controller::plan::{Action, PassFacts};
+use crate::controller::pod_config_query::PodConfigResult;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
-use crate::controller::subreconcilers::update_pod_config_plan::PodConfigResult;
-use crate::controller::upgrade::plan_pending_list;
 use crate::fdb::{AdminClient as _, AdminError, RestartList};
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 
@@ -59,7 +59,7 @@ pub(super) async fn perform(
             let pair = [RestartList::Pending, RestartList::Ready];
             let (what, lists) =
                 super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
-            facts.restart_lists = lists;
+            facts.answers.restart_lists = lists;
             Ok(what)
         }
         Action::ClearReadyForRestart(entries) => {
@@ -70,7 +70,7 @@ pub(super) async fn perform(
             let pair = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
             let (what, lists) =
                 super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
-            facts.exclusion_lists = lists;
+            facts.answers.exclusion_lists = lists;
             Ok(what)
         }
         Action::ClearExclusionEntries(entries) => {
@@ -83,7 +83,7 @@ pub(super) async fn perform(
                 .iter()
                 .filter(|a| **a == PodConfigResult::Confirmed)
                 .count();
-            facts.pod_config_answers = Some(answers);
+            facts.answers.pod_config_answers = Some(answers);
             Ok(format!(
                 "asked {} pod agents ({confirmed} confirmed)",
                 query.candidates.len()
@@ -130,7 +130,7 @@ async fn upgrade_bookkeeping(
                     tracing::info!("cleared the pending-upgrade list after the upgrade's kill");
                     ctx.upgrade_cleanup
                         .done(snapshot.namespace(), snapshot.name());
-                    facts.upgrade_cleanup_pending = false;
+                    facts.remembered.upgrade_cleanup_pending = false;
                     Ok("cleared the pending-upgrade list".to_owned())
                 }
                 Err(error) => {
@@ -144,7 +144,7 @@ async fn upgrade_bookkeeping(
         Action::RememberUpgradeCleanup => {
             ctx.upgrade_cleanup
                 .mark(snapshot.namespace(), snapshot.name());
-            facts.upgrade_cleanup_pending = true;
+            facts.remembered.upgrade_cleanup_pending = true;
             Ok("the pending-upgrade list is cleared once the database is back".to_owned())
         }
         Action::RememberUpgradeKill(target) => {
@@ -155,7 +155,7 @@ async fn upgrade_bookkeeping(
                 snapshot.now_unix(),
             );
             let wait = crate::controller::upgrade_retries::backoff(record.kills);
-            facts.upgrade_kills = Some(record);
+            facts.remembered.upgrade_kills = Some(record);
             Ok(format!(
                 "another kill for the upgrade to {target} waits at least {}s",
                 wait.as_secs()
@@ -163,7 +163,7 @@ async fn upgrade_bookkeeping(
         }
         Action::ReleaseLock => {
             locks::release(ctx, snapshot, io).await?;
-            facts.lock_held = false;
+            facts.record.lock_held = false;
             Ok("gave the lock up".to_owned())
         }
         other => Err(misrouted(&other)),
@@ -205,7 +205,7 @@ async fn join_pending_upgrades(
         update.agreed.len(),
         groups.len()
     );
-    facts.pending_upgrade_agreed = Some(update.agreed);
+    facts.answers.pending_upgrade_agreed = Some(update.agreed);
     Ok(what)
 }
 
@@ -342,7 +342,7 @@ async fn write(
         Action::DeletePod(name) => {
             io.delete::<Pod>(ctx, &name, format!("delete pod {name}"))
                 .await?;
-            facts.deleted_pods.push(name.clone());
+            facts.record.deleted_pods.push(name.clone());
             Ok(format!("deleted pod {name}"))
         }
         Action::Create(object) => {
@@ -398,7 +398,7 @@ async fn write(
             match kind {
                 ObjectKind::Pods => {
                     io.delete::<Pod>(ctx, &name, what.clone()).await?;
-                    facts.deleted_pods.push(name);
+                    facts.record.deleted_pods.push(name);
                 }
                 ObjectKind::Pvcs => {
                     io.delete::<PersistentVolumeClaim>(ctx, &name, what.clone())

@@ -21,13 +21,12 @@ use crate::controller::config_map::{expected_monitor_conf, sha256_hex};
 use crate::controller::context::Context;
 use crate::controller::pod_agent::PodAgent;
 use crate::controller::pod_config_memo::PodMemo;
+use crate::controller::pod_config_query::{
+    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, monitor_result,
+};
 use crate::controller::pod_model::live_sidecar_image;
 use crate::controller::pod_model::{expected_substitutions, pod_servers_per_pod};
 use crate::controller::snapshot::ClusterSnapshot;
-use crate::controller::subreconcilers::update_pod_config_monitor::monitor_result;
-use crate::controller::subreconcilers::update_pod_config_plan::{
-    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult,
-};
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {

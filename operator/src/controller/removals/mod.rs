@@ -4,8 +4,10 @@
 //! which survivors a shrink keeps ([`choice`]).
 
 pub mod choice;
+pub mod exclusion_decision;
 pub mod exclusions;
 pub mod placement;
+pub mod release;
 
 use fdb_shared::api::cluster::DeletionMode;
 

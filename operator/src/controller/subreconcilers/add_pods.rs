@@ -14,7 +14,7 @@ use super::Subreconciler;
 use crate::controller::desired::pod_options;
 use crate::controller::errors::StepError;
 use crate::controller::object_kind::NewObject;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{PUBLIC_IP_ANNOTATION, build_pod, pod_name};
 use crate::controller::removals::ready_for_deletion;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -76,6 +76,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepError> {
 impl Subreconciler for AddPods {
     fn name(&self) -> &'static str {
         "AddPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

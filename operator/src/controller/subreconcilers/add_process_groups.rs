@@ -14,7 +14,7 @@ use fdb_shared::status_json::DatabaseStatus;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{parse_any_process_group_id, process_group_id};
 use crate::controller::process_groups::next_free_numbers;
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
@@ -131,6 +131,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> AddGroupsDecision {
 impl Subreconciler for AddProcessGroups {
     fn name(&self) -> &'static str {
         "AddProcessGroups"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

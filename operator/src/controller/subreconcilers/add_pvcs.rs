@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::object_kind::NewObject;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::pod_model::{build_pvc, pvc_name};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -37,6 +37,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<PersistentVolumeClaim>, 
 impl Subreconciler for AddPvcs {
     fn name(&self) -> &'static str {
         "AddPVCs"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

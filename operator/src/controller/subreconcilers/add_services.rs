@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::object_kind::NewObject;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::pod_model::{build_headless_service, build_process_group_service};
 use crate::controller::snapshot::ClusterSnapshot;
 
@@ -37,6 +37,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<Service>, StepError> {
 impl Subreconciler for AddServices {
     fn name(&self) -> &'static str {
         "AddServices"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -8,13 +8,18 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use super::bounce_processes::BounceProcesses;
 use crate::controller::errors::StepError;
-use crate::controller::plan::{PassFacts, Verdict};
+use crate::controller::pass_facts::Answers;
+use crate::controller::plan::{Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 
 #[async_trait]
 impl Subreconciler for BounceProcesses {
     fn name(&self) -> &'static str {
         "BounceProcesses"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     /// An incompatible upgrade's cluster-wide kill when one is pending (and nothing
@@ -28,7 +33,7 @@ impl Subreconciler for BounceProcesses {
             None => super::global_bounce::decide(
                 snapshot,
                 facts,
-                crate::controller::requeue::kill_wait_delay(facts.database_wait, snapshot),
+                crate::controller::requeue::kill_wait_delay(facts.settings.database_wait, snapshot),
             ),
         };
         Ok(verdict.preceded_by(clear))
@@ -39,10 +44,11 @@ impl Subreconciler for BounceProcesses {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
-        match super::upgrade_bounce::conclude(snapshot, facts)? {
-            Verdict::Continue => super::global_bounce::conclude(snapshot, facts),
+        match super::upgrade_bounce::conclude(snapshot, facts, answers)? {
+            Verdict::Continue => super::global_bounce::conclude(snapshot, facts, answers),
             upgrade => Ok(upgrade),
         }
     }

@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{BlockingClient, VersionChange, blocking_clients, version_change};
 use crate::fdb::MissingTool;
@@ -120,8 +120,12 @@ impl Subreconciler for CheckClientCompatibility {
         "CheckClientCompatibility"
     }
 
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
+    }
+
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(verdict(&decide(snapshot, &facts.missing_tools)))
+        Ok(verdict(&decide(snapshot, &facts.settings.missing_tools)))
     }
 }
 

@@ -13,7 +13,7 @@ use fdb_shared::cluster_math::desired_process_counts;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::pod_model::parse_any_process_group_id;
 use crate::controller::removals::choice::{self, Candidate};
 use crate::controller::removals::placement;
@@ -102,6 +102,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> RemovalDecision {
 impl Subreconciler for ChooseRemovals {
     fn name(&self) -> &'static str {
         "ChooseRemovals"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

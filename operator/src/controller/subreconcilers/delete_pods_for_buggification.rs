@@ -10,83 +10,25 @@
 //! be available when it has been configured, so that turning a fault off is never what
 //! takes the database down.
 
-use kube::ResourceExt;
-
 use super::Subreconciler;
-use crate::controller::buggify::desired_state;
+use crate::controller::buggify_deletions::decide;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
-use crate::controller::removals::placement;
-use crate::controller::safety;
-use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DeletePodsForBuggification;
 
-/// What this step does.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BuggifyDecision {
-    /// `(group, pod)` to delete.
-    pub delete: Vec<(String, String)>,
-    /// Groups that wait, and why.
-    pub waiting: Vec<String>,
-    /// Groups that wait for their coordinator to move (ChangeCoordinators moves it).
-    pub hosting_coordinators: Vec<String>,
-}
-
-/// Whether the group's pod runs another buggify state than the spec asks for.
-pub fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
-    group
-        .pod_facts()
-        .is_some_and(|facts| facts.buggify != desired_state(snapshot.cluster(), group.id()))
-}
-
-/// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
-    let mut decision = BuggifyDecision::default();
-    let changed: Vec<GroupView<'_>> = snapshot
-        .live_groups()
-        .filter(|g| {
-            g.pod_head()
-                .is_some_and(|pod| pod.metadata.deletion_timestamp.is_none())
-        })
-        .filter(|g| differs(snapshot, g))
-        .collect();
-    if changed.is_empty() {
-        return decision;
-    }
-    let unavailable = snapshot
-        .status()
-        .configured
-        .then(|| safety::available(snapshot).err())
-        .flatten();
-    for group in changed {
-        let Some(pod) = group.pod_head() else {
-            continue;
-        };
-        if let Some(refusal) = &unavailable {
-            decision.waiting.push(format!("{}: {refusal}", group.id()));
-        } else if let Some(coordinator) = placement::hosted_coordinator(snapshot, &group) {
-            decision.hosting_coordinators.push(group.id().to_owned());
-            decision.waiting.push(format!(
-                "{}: its pod hosts coordinator {coordinator}; the coordinators move first",
-                group.id()
-            ));
-        } else {
-            decision
-                .delete
-                .push((group.id().to_owned(), pod.name_any()));
-        }
-    }
-    decision
-}
-
 impl Subreconciler for DeletePodsForBuggification {
     fn name(&self) -> &'static str {
         "DeletePodsForBuggification"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
@@ -197,7 +139,7 @@ mod tests {
     fn only_the_groups_whose_buggify_state_changed_are_deleted() {
         assert_eq!(
             decide(&snapshot(PLAIN, PLAIN, false)),
-            BuggifyDecision::default()
+            crate::controller::buggify_deletions::BuggifyDecision::default()
         );
         let on = decide(&snapshot(PLAIN, LOOPING, false));
         assert_eq!(

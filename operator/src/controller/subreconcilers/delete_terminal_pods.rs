@@ -14,15 +14,14 @@
 //! survives operator restarts. A group that keeps failing is left to ReplaceFailedPods
 //! once `failureDetectionTimeSeconds` have passed.
 
-use crate::controller::pod_head::PodParts;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 use kube::ResourceExt;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::objects::{group_of, pod_phase};
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::objects::{group_of, is_terminal, pod_phase};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
@@ -67,13 +66,6 @@ pub struct TerminalDecision {
     pub delete: Vec<TerminalPod>,
     /// Pods whose deletion waits.
     pub backing_off: Vec<BackingOff>,
-}
-
-/// Whether the pod is in a terminal phase and not being deleted yet.
-pub(crate) fn is_terminal(pod: &impl PodParts) -> bool {
-    let evicted = pod.pod_status().and_then(|s| s.reason.as_deref()) == Some("Evicted");
-    pod.meta().deletion_timestamp.is_none()
-        && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
 }
 
 /// When the group started failing: the earliest first-seen time of MissingProcesses and
@@ -139,6 +131,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
 impl Subreconciler for DeleteTerminalPods {
     fn name(&self) -> &'static str {
         "DeleteTerminalPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

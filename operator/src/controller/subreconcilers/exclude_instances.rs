@@ -21,155 +21,27 @@
 //! ([`crate::controller::exclusion_sync`]), so that replacing the transaction groups of
 //! every instance costs one recovery, not one per instance.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fdb_shared::api::ProcessClass;
-use fdb_shared::cluster_math::desired_process_counts;
-
 use super::Subreconciler;
+use crate::controller::coordinator_change::{self, CoordinatorAction};
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::exclusion_sync::{
     SharedExclusion, decide_shared_exclusion, shares_exclusions,
 };
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::pass_facts::Answers;
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::removals::exclusion_decision::{ExcludeDecision, decide};
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
-use crate::controller::safety::{self, LockedAction, MINIMUM_SECONDS_SINCE_RECOVERY};
-use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::safety::{self, LockedAction};
+use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ExcludeInstances;
-
-/// What ExcludeInstances does.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ExcludeDecision {
-    /// Groups to exclude now, with their targets.
-    pub exclude: Vec<(String, Vec<ExclusionTarget>)>,
-    /// Groups whose exclusion is complete (`exclusionTimestamp` to record).
-    pub complete: Vec<String>,
-    /// Groups that wait, with why.
-    pub waiting: Vec<(String, String)>,
-}
-
-/// Whether the group serves: all its processes report and none is excluded.
-fn serving(group: &GroupView<'_>) -> bool {
-    let expected = group.servers_per_pod();
-    let processes: Vec<_> = group.processes().collect();
-    u32::try_from(processes.len()).unwrap_or(u32::MAX) >= expected
-        && processes.iter().all(|p| !p.excluded)
-}
-
-/// Live serving groups per class.
-fn serving_per_class(snapshot: &ClusterSnapshot) -> BTreeMap<ProcessClass, i32> {
-    let mut counts = BTreeMap::new();
-    for group in snapshot.live_groups() {
-        if serving(&group) {
-            *counts.entry(group.status.process_class).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
-/// Why a group that must be excluded cannot be now, if it cannot.
-fn gate(
-    snapshot: &ClusterSnapshot,
-    group: &GroupView<'_>,
-    serving_counts: &BTreeMap<ProcessClass, i32>,
-) -> Option<String> {
-    if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
-        return Some(format!(
-            "it hosts coordinator {coordinator}; coordinators change first"
-        ));
-    }
-    let class = group.status.process_class;
-    let gates = safety::available(snapshot)
-        .and_then(|()| safety::recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY))
-        .and_then(|()| safety::no_recently_missing(snapshot, class));
-    if let Err(refusal) = gates {
-        return Some(refusal.to_string());
-    }
-    if serving(group) {
-        let desired = desired_process_counts(snapshot.spec()).count(class);
-        let up = serving_counts.get(&class).copied().unwrap_or(0);
-        if up < desired {
-            return Some(format!(
-                "only {up} of {desired} desired {class} process groups serve; replacements come up first"
-            ));
-        }
-    }
-    None
-}
-
-/// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> ExcludeDecision {
-    let mut decision = ExcludeDecision::default();
-    let pending: Vec<GroupView<'_>> = snapshot
-        .groups()
-        .filter(|g| {
-            g.is_marked_for_removal()
-                && g.status.exclusion_timestamp.is_none()
-                && !skips_exclusion(snapshot, g)
-        })
-        .collect();
-    if pending.is_empty() {
-        return decision;
-    }
-    let db = match safety::database(snapshot) {
-        Ok(db) => db,
-        Err(refusal) => {
-            for group in &pending {
-                decision
-                    .waiting
-                    .push((group.id().to_owned(), refusal.to_string()));
-            }
-            return decision;
-        }
-    };
-    let serving_counts = serving_per_class(snapshot);
-    for group in pending {
-        let id = group.id().to_owned();
-        let targets = match exclusions::targets(snapshot, &group) {
-            Ok(targets) => targets,
-            Err(error) => {
-                decision.waiting.push((id, error.to_string()));
-                continue;
-            }
-        };
-        if targets.iter().all(|t| exclusions::is_listed(db, t)) {
-            match exclusions::verdict(db, &targets) {
-                Ok(()) => decision.complete.push(id),
-                Err(reason) => decision
-                    .waiting
-                    .push((id, format!("exclusion in progress: {reason}"))),
-            }
-            continue;
-        }
-        match gate(snapshot, &group, &serving_counts) {
-            Some(reason) => decision
-                .waiting
-                .push((id, format!("not excluded: {reason}"))),
-            None => decision.exclude.push((id, targets)),
-        }
-    }
-    decision
-}
-
-/// Why the marked group `id` is not ready for its resources to be deleted (for the
-/// requeue reason of RemovePods).
-pub fn pending_reason(snapshot: &ClusterSnapshot, id: &str) -> String {
-    decide(snapshot)
-        .waiting
-        .into_iter()
-        .find(|(group, _)| group == id)
-        .map_or_else(
-            || format!("waiting for the exclusion of {id}"),
-            |(group, reason)| format!("process group {group} is not fully excluded: {reason}"),
-        )
-}
 
 /// What of the group makes excluding it cause a recovery, if anything.
 fn exclusion_recovery(snapshot: &ClusterSnapshot, id: &str) -> Option<String> {
@@ -202,8 +74,8 @@ pub fn order_after_coordinators(
         return decision;
     }
     let movable = matches!(
-        super::change_coordinators::decide(snapshot, facts),
-        super::change_coordinators::CoordinatorAction::Change { .. }
+        coordinator_change::decide(snapshot, facts),
+        CoordinatorAction::Change { .. }
     );
     if !movable {
         return decision;
@@ -333,6 +205,10 @@ impl Subreconciler for ExcludeInstances {
         "ExcludeInstances"
     }
 
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
+    }
+
     /// The exclusion of this instance's groups; shared with the other instances of the
     /// database ([`crate::controller::exclusion_sync`]), the lists are written first
     /// and the exclusion left to [`Subreconciler::conclude`].
@@ -375,11 +251,12 @@ impl Subreconciler for ExcludeInstances {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
         // Left in the facts for ChangeCoordinators, which places no coordinator on a
         // group another instance listed.
-        let lists = facts.exclusion_lists.clone();
+        let lists = answers.exclusion_lists.clone();
         if !shared(snapshot, facts) {
             return Ok(Verdict::Continue);
         }

@@ -9,15 +9,12 @@ use fdb_shared::connection_string::ConnectionString;
 use sha2::{Digest, Sha256};
 
 use super::Subreconciler;
-use crate::controller::coordinators::{
-    CoordinatorCandidate, coordinator_address, select_coordinators,
-};
+use crate::controller::coordinator_candidates::coordinator_candidates;
+use crate::controller::coordinators::select_coordinators;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::objects::public_ip;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
-use crate::controller::pod_model::parse_any_process_group_id;
-use crate::controller::snapshot::{ClusterSnapshot, GroupView};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status_mutations::StatusMutation;
 
 /// See the module documentation.
@@ -49,59 +46,6 @@ pub fn description_for(name: &str) -> String {
 pub fn generation_id(uid: &str, now_unix: i64) -> String {
     let digest = Sha256::digest(format!("{uid}/{now_unix}").as_bytes());
     hex::encode(digest)[..16].to_owned()
-}
-
-/// Why candidates could not all be examined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CandidateGaps {
-    /// Stateful groups without a pod, or whose pod is not scheduled (or has no IP when
-    /// IPs are used).
-    pub waiting: Vec<String>,
-}
-
-/// The coordinator candidates of a cluster from its live stateful process groups and
-/// their pods, skipping groups for which `unusable` says so; groups whose pod cannot be
-/// placed yet are listed in the gaps.
-pub fn coordinator_candidates(
-    snapshot: &ClusterSnapshot,
-    current: &[String],
-    unusable: &dyn Fn(&GroupView<'_>) -> bool,
-) -> (Vec<CoordinatorCandidate>, CandidateGaps) {
-    let cluster = snapshot.cluster();
-    let mut candidates = Vec::new();
-    let mut waiting = Vec::new();
-    for group in snapshot.live_groups() {
-        if !group.status.process_class.may_host_coordinators() || unusable(&group) {
-            continue;
-        }
-        let Some((_, number)) = parse_any_process_group_id(group.id()) else {
-            continue;
-        };
-        let class = group.status.process_class;
-        let pod = group
-            .pod_head()
-            .filter(|pod| pod.metadata.deletion_timestamp.is_none());
-        let placed = pod.and_then(|pod| {
-            let zone = group.pod_zone()?.to_owned();
-            let name = pod.metadata.name.as_deref()?;
-            let address = coordinator_address(cluster, name, public_ip(cluster, pod))?;
-            Some((zone, address))
-        });
-        match placed {
-            Some((zone, address)) => candidates.push(CoordinatorCandidate {
-                current: current.contains(&address.to_string()),
-                process_group_id: group.id().to_owned(),
-                class,
-                number,
-                zone,
-                dc: cluster.spec.data_center.clone(),
-                address,
-                hall: group.processes().find_map(|p| p.locality.data_hall.clone()),
-            }),
-            None => waiting.push(group.id().to_owned()),
-        }
-    }
-    (candidates, CandidateGaps { waiting })
 }
 
 /// What GenerateInitialClusterFile does.
@@ -169,6 +113,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, StepErr
 impl Subreconciler for GenerateInitialClusterFile {
     fn name(&self) -> &'static str {
         "GenerateInitialClusterFile"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

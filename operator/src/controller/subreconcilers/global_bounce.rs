@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::bounce_processes::{self, BounceDecision, KillReason};
 use crate::controller::errors::StepError;
 use crate::controller::executor;
+use crate::controller::pass_facts::Answers;
 use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::restart_sync::{SharedKill, decide_shared_kill, synchronized};
 use crate::controller::snapshot::ClusterSnapshot;
@@ -49,8 +50,12 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts, delay: Duration) ->
 
 /// After the lists were written and read: when this instance would kill, the kill of
 /// every process of the database if the lists allow it, else the wait.
-pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Verdict, StepError> {
-    let lists = facts.restart_lists.take();
+pub fn conclude(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    answers: &mut Answers,
+) -> Result<Verdict, StepError> {
+    let lists = answers.restart_lists.take();
     if !facts.rules.shared_restarts
         || !synchronized(snapshot)
         || !matches!(bounce_processes::decide(snapshot), BounceDecision::Kill(_))
@@ -75,7 +80,7 @@ pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Ver
         }
         SharedKill::Kill { targets, ready } => (targets, ready),
     };
-    let delay = facts.database_wait;
+    let delay = facts.settings.database_wait;
     let verdict = bounce_processes::verdict(BounceDecision::Kill(targets), delay)
         .preceded_by(Some(Action::ClearReadyForRestart(ready)));
     // The shared rules (lock, one disruption, pacing) before the ready entries are

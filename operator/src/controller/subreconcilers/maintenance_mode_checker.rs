@@ -17,7 +17,7 @@ use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::objects::pod_is_running;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
@@ -102,6 +102,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
 impl Subreconciler for MaintenanceModeChecker {
     fn name(&self) -> &'static str {
         "MaintenanceModeChecker"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

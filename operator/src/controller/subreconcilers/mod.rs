@@ -26,21 +26,18 @@ pub mod update_labels;
 pub mod update_lock_configuration;
 pub mod update_pod_config;
 pub mod update_pod_config_monitor;
-pub mod update_pod_config_plan;
 pub mod update_pods;
-pub mod update_pods_coordinators;
-pub mod update_pods_decision;
 pub mod update_sidecar_versions;
 pub mod update_status;
 pub mod upgrade_bounce;
 
-pub use super::barriers::holds_later_steps;
 use super::context::Context;
 use super::errors::StepError;
 use super::executor;
 use super::outcome::StepOutcome;
+use super::pass_facts::Answers;
 use super::pass_io::PassIo;
-use super::plan::{PassFacts, Verdict};
+use super::plan::{Barrier, PassFacts, Verdict};
 use super::snapshot::ClusterSnapshot;
 use async_trait::async_trait;
 
@@ -60,6 +57,20 @@ pub trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
     fn name(&self) -> &'static str;
 
+    /// Whether a wait of the step ends the pass (no default: each step states it).
+    fn barrier(&self) -> Barrier;
+
+    /// Fills what the step's `decide` reads of the pass's look-ahead
+    /// ([`super::pass_facts::LookAhead`]), once per snapshot version, so that `decide`
+    /// stays pure: nothing by default.
+    fn look_ahead(
+        &self,
+        _snapshot: &ClusterSnapshot,
+        _facts: &mut PassFacts,
+    ) -> Result<(), StepError> {
+        Ok(())
+    }
+
     /// What the step decides from the snapshot and what the pass learned so far.
     fn decide(
         &self,
@@ -69,12 +80,13 @@ pub trait Subreconciler: Send + Sync {
         Ok(Verdict::Continue)
     }
 
-    /// What the step concludes once its plan ran, from the answers its query actions
-    /// left in `facts` (which it takes): nothing more by default.
+    /// What the step concludes once its plan ran, from the `answers` its query actions
+    /// left (it takes those it consumes): nothing more by default.
     fn conclude(
         &self,
         _snapshot: &ClusterSnapshot,
-        _facts: &mut PassFacts,
+        _facts: &PassFacts,
+        _answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
         Ok(Verdict::Continue)
     }
@@ -87,13 +99,17 @@ pub trait Subreconciler: Send + Sync {
         io: &mut PassIo,
         facts: &mut PassFacts,
     ) -> Result<StepOutcome, StepError> {
+        self.look_ahead(snapshot, facts)?;
         let verdict = self.decide(snapshot, facts)?;
-        let outcome = executor::execute(ctx, snapshot, io, facts, self.name(), verdict).await?;
+        let outcome = executor::execute(ctx, snapshot, io, facts, self.barrier(), verdict).await?;
         if outcome != StepOutcome::Continue {
             return Ok(outcome);
         }
-        let then = self.conclude(snapshot, facts)?;
-        executor::execute(ctx, snapshot, io, facts, self.name(), then).await
+        let mut answers = std::mem::take(&mut facts.answers);
+        let then = self.conclude(snapshot, facts, &mut answers);
+        facts.answers = answers;
+        let then = then?;
+        executor::execute(ctx, snapshot, io, facts, self.barrier(), then).await
     }
 }
 
@@ -172,6 +188,28 @@ mod tests {
                 "RemoveServices",
                 "RemovePods",
                 "UpdateStatus",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_steps_that_wait_on_something_of_their_own_let_the_pass_go_on() {
+        let going_on: Vec<_> = ordered_steps()
+            .iter()
+            .filter(|s| s.barrier() == Barrier::GoesOn)
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            going_on,
+            [
+                "ReplaceMisconfiguredPods",
+                "ReplaceFailedPods",
+                "DeleteTerminalPods",
+                "DeletePodsForBuggification",
+                "ExcludeInstances",
+                "ChangeCoordinators",
+                "RemoveServices",
+                "RemovePods",
             ]
         );
     }

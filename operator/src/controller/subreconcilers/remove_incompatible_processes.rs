@@ -10,7 +10,7 @@ use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::incompatible_processes::decide_incompatible;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -20,6 +20,10 @@ pub struct RemoveIncompatibleProcesses;
 impl Subreconciler for RemoveIncompatibleProcesses {
     fn name(&self) -> &'static str {
         "RemoveIncompatibleProcesses"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

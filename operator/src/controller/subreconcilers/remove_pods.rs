@@ -20,17 +20,17 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::controller::pod_head::PodHead;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use super::exclude_instances::pending_reason;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::removals::exclusion_decision::pending_reason;
+use crate::controller::removals::release::{is_terminating, pod_released};
 use crate::controller::removals::{
     exclusions, placement, ready_for_deletion, removal_held, skips_exclusion,
 };
@@ -61,42 +61,6 @@ pub struct RemovePodsDecision {
     /// Groups whose removal the user holds back, with why: they wait without an Event
     /// per pass (the user knows), and keep the cluster from Reconciled.
     pub held: Vec<(String, String)>,
-}
-
-/// Whether an object has been terminating longer than `seconds`.
-fn terminating_longer_than<K: ResourceExt>(
-    snapshot: &ClusterSnapshot,
-    object: &K,
-    seconds: i64,
-) -> bool {
-    object
-        .meta()
-        .deletion_timestamp
-        .as_ref()
-        .is_some_and(|since| snapshot.now_unix() - since.0.as_second() > seconds)
-}
-
-fn is_terminating<K: ResourceExt>(object: &K) -> bool {
-    object.meta().deletion_timestamp.is_some()
-}
-
-/// Whether the group's pod no longer holds back its PVC and service: gone, or stuck
-/// terminating past `ignoreTerminatingPodsSeconds`.
-pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
-    let ignore = snapshot
-        .spec()
-        .automation_options
-        .ignore_terminating_pods_seconds();
-    group
-        .pod_head()
-        .is_none_or(|pod| terminating_longer_than(snapshot, pod, ignore))
-}
-
-/// Whether the group's PVC is gone or terminating.
-pub fn pvc_released(group: &GroupView<'_>) -> bool {
-    group
-        .pvc
-        .is_none_or(|pvc: &PersistentVolumeClaim| is_terminating(pvc))
 }
 
 /// A removed group's pod still running: deleted unless it hosts a coordinator or, not
@@ -375,6 +339,10 @@ fn removal_wait(
 impl Subreconciler for RemovePods {
     fn name(&self) -> &'static str {
         STEP
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

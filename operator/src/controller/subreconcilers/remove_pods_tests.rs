@@ -2,6 +2,7 @@ use super::*;
 use crate::controller::fixtures::{Fixture, group, pod, reporting};
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 const SPEC: &str = "{version: 7.1.57, processCounts: {storage: 2, log: -1, stateless: -1, cluster_controller: -1}, routing: {useDNSInClusterFile: false}}";

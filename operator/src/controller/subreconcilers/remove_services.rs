@@ -6,11 +6,11 @@ use async_trait::async_trait;
 use kube::ResourceExt;
 
 use super::Subreconciler;
-use super::remove_pods::{pod_released, pvc_released};
 use crate::controller::errors::StepError;
 use crate::controller::object_kind::ObjectKind;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::removals::ready_for_deletion;
+use crate::controller::removals::release::{pod_released, pvc_released};
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -33,6 +33,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<String> {
 impl Subreconciler for RemoveServices {
     fn name(&self) -> &'static str {
         "RemoveServices"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

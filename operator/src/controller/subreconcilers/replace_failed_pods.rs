@@ -43,7 +43,7 @@ use fdb_shared::api::cluster::ProcessGroupConditionType;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::removals::{in_flight, placement};
 use crate::controller::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
@@ -272,7 +272,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         // A pod about to be recreated for buggify is not failing; it is being changed.
         if all.is_empty()
             || crash_looping(snapshot, group.id())
-            || super::delete_pods_for_buggification::differs(snapshot, &group)
+            || crate::controller::buggify_deletions::differs(snapshot, &group)
         {
             continue;
         }
@@ -414,6 +414,10 @@ pub fn verdict(decision: &ReplaceDecision) -> Verdict {
 impl Subreconciler for ReplaceFailedPods {
     fn name(&self) -> &'static str {
         "ReplaceFailedPods"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

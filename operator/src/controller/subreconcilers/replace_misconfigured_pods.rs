@@ -31,7 +31,7 @@ use fdb_shared::FdbVersion;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::process_config::listens_on_both;
 use crate::controller::removals::in_flight;
 use crate::controller::replace_only::{ReplaceOnlyChange, ReplacePolicy, replace_only_change};
@@ -192,8 +192,12 @@ impl Subreconciler for ReplaceMisconfiguredPods {
         "ReplaceMisconfiguredPods"
     }
 
+    fn barrier(&self) -> Barrier {
+        Barrier::GoesOn
+    }
+
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
-        Ok(verdict(&decide(snapshot, facts.replace_policy)?))
+        Ok(verdict(&decide(snapshot, facts.settings.replace_policy)?))
     }
 }
 

@@ -14,7 +14,7 @@ use crate::controller::desired::desired_config_map_for;
 use crate::controller::errors::StepError;
 use crate::controller::merge_patch::merge_diff;
 use crate::controller::object_kind::{NewObject, ObjectKind};
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
@@ -80,6 +80,10 @@ pub fn config_map_patch(live: &ConfigMap, desired: &ConfigMap) -> Option<serde_j
 impl Subreconciler for UpdateConfigMap {
     fn name(&self) -> &'static str {
         "UpdateConfigMap"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -20,7 +20,7 @@ use fdb_shared::status_json::DatabaseStatus;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
-use crate::controller::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
+use crate::controller::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::safety::LockedAction;
 use crate::controller::safety::{
     self, MINIMUM_SECONDS_SINCE_RECOVERY, Refusal, available_and_healthy, recovered_for,
@@ -215,6 +215,10 @@ pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<
 impl Subreconciler for UpdateDatabaseConfiguration {
     fn name(&self) -> &'static str {
         "UpdateDatabaseConfiguration"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {

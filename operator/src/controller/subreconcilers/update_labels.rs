@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::object_kind::ObjectKind;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::pod_model::{
     LAST_APPLIED_SPEC_ANNOTATION, process_difference, process_group_labels,
 };
@@ -154,6 +154,10 @@ fn restamp(
 impl Subreconciler for UpdateLabels {
     fn name(&self) -> &'static str {
         "UpdateLabels"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::locks;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::{ClusterSnapshot, DatabaseState};
 use crate::controller::status_mutations::StatusMutation;
 
@@ -48,6 +48,10 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Verdict {
 impl Subreconciler for UpdateLockConfiguration {
     fn name(&self) -> &'static str {
         "UpdateLockConfiguration"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {

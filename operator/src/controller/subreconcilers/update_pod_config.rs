@@ -15,11 +15,9 @@
 //! binary (see [`crate::controller::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
-pub use super::update_pod_config_monitor::{
-    monitor_report_unreadable, monitor_result, outdated_monitors,
-};
-pub use super::update_pod_config_plan::{
-    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate,
+pub use super::update_pod_config_monitor::{monitor_report_unreadable, outdated_monitors};
+pub use crate::controller::pod_config_query::{
+    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate, monitor_result,
 };
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -32,7 +30,8 @@ use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::object_kind::ObjectKind;
 use crate::controller::objects::pod_is_running;
-use crate::controller::plan::{Action, PassFacts, Verdict, Wait, WaitOn};
+use crate::controller::pass_facts::Answers;
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type};
 use crate::controller::removals::kept_running;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -84,7 +83,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
         }
         // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
         // (with its own back-off), so there is nothing to wait for here.
-        if super::delete_terminal_pods::is_terminal(pod) {
+        if crate::controller::objects::is_terminal(pod) {
             continue;
         }
         if !pod_is_running(pod) {
@@ -304,6 +303,10 @@ impl Subreconciler for UpdatePodConfig {
         "UpdatePodConfig"
     }
 
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
+    }
+
     /// Asks the candidates' agents (the answers come to [`Self::conclude`]); with none to
     /// ask, waits for the pods that do not run yet.
     fn decide(&self, snapshot: &ClusterSnapshot, _facts: &PassFacts) -> Result<Verdict, StepError> {
@@ -324,9 +327,10 @@ impl Subreconciler for UpdatePodConfig {
     fn conclude(
         &self,
         snapshot: &ClusterSnapshot,
-        facts: &mut PassFacts,
+        _facts: &PassFacts,
+        answers: &mut Answers,
     ) -> Result<Verdict, StepError> {
-        let Some(answers) = facts.pod_config_answers.take() else {
+        let Some(answers) = answers.pod_config_answers.take() else {
             return Ok(Verdict::Continue);
         };
         let Some(plan) = decide(snapshot)? else {

@@ -1,24 +1,12 @@
 //! UpdatePodConfig for unified pods: their agent is fdb-kubernetes-monitor, read from
 //! pod annotations (see [`crate::controller::pod_agent`]), never an HTTP call.
 
-use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::update_pod_config_plan::{Candidate, PodConfigPlan, PodConfigResult};
-use crate::controller::pod_agent::{MonitorCheck, PodAgent, check_monitor, monitor_report};
-
-/// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
-/// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
-/// or malformed annotation is named with its pod).
-pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) -> PodConfigResult {
-    match check_monitor(cluster, candidate.group, candidate.pod) {
-        MonitorCheck::Confirmed => PodConfigResult::Confirmed,
-        MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),
-        MonitorCheck::Unreadable(problem) => PodConfigResult::Unreadable(problem.to_string()),
-    }
-}
+use crate::controller::pod_agent::{PodAgent, monitor_report};
+use crate::controller::pod_config_query::{PodConfigPlan, PodConfigResult};
 
 /// Whether `pod` is a unified pod whose monitor annotations are missing or do not
 /// parse: even with its configuration confirmed, UpdatePodConfig asks it again, so the
@@ -60,6 +48,7 @@ mod tests {
 
     use super::*;
     use crate::controller::fixtures::{Fixture, group, pod};
+    use crate::controller::pod_config_query::monitor_result;
     use crate::controller::pod_model::IMAGE_TYPE_ANNOTATION;
     use crate::controller::process_config::desired_process_configuration;
     use crate::controller::status_mutations::StatusMutation;

@@ -160,7 +160,8 @@ fn the_step_asks_first_then_concludes_with_writes_and_a_wait_from_the_answers() 
             pod("sample-log-2", "log-2", "n2", "10.0.0.2"),
         ])
         .build();
-    let mut facts = PassFacts::default();
+    let facts = PassFacts::default();
+    let mut answers = crate::controller::pass_facts::Answers::default();
     let asked = UpdatePodConfig.decide(&snapshot, &facts).unwrap();
     let [Action::AskPodAgents(query)] = &asked.actions()[..] else {
         panic!("{asked:?}")
@@ -168,16 +169,23 @@ fn the_step_asks_first_then_concludes_with_writes_and_a_wait_from_the_answers() 
     let pods: Vec<&str> = query.candidates.iter().map(|c| c.pod.as_str()).collect();
     assert_eq!(pods, ["sample-log-1", "sample-log-2"]);
     assert_eq!(
-        UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap(),
+        UpdatePodConfig
+            .conclude(&snapshot, &facts, &mut answers)
+            .unwrap(),
         Verdict::Continue,
         "no answers, nothing to conclude"
     );
-    facts.pod_config_answers = Some(vec![
+    answers.pod_config_answers = Some(vec![
         PodConfigResult::Confirmed,
         PodConfigResult::Incorrect("differs".into()),
     ]);
-    let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();
-    assert!(facts.pod_config_answers.is_none(), "the answers are taken");
+    let verdict = UpdatePodConfig
+        .conclude(&snapshot, &facts, &mut answers)
+        .unwrap();
+    assert!(
+        answers.pod_config_answers.is_none(),
+        "the answers are taken"
+    );
     let actions = verdict.actions();
     assert!(
         matches!(actions[0], Action::Patch { kind: ObjectKind::Pods, name, patch }
@@ -228,11 +236,16 @@ fn pods_that_need_their_pod_update_first_do_not_hold_the_later_steps() {
         .connection_string("sample:abc@10.0.0.1:4501")
         .pods([pod("sample-log-1", "log-1", "n1", "10.0.0.1")])
         .build();
-    let mut facts = PassFacts::default();
-    facts.pod_config_answers = Some(vec![PodConfigResult::NeedsPodUpdate(
-        "FDB_DNS_NAME is not substituted".into(),
-    )]);
-    let verdict = UpdatePodConfig.conclude(&snapshot, &mut facts).unwrap();
+    let facts = PassFacts::default();
+    let mut answers = crate::controller::pass_facts::Answers {
+        pod_config_answers: Some(vec![PodConfigResult::NeedsPodUpdate(
+            "FDB_DNS_NAME is not substituted".into(),
+        )]),
+        ..Default::default()
+    };
+    let verdict = UpdatePodConfig
+        .conclude(&snapshot, &facts, &mut answers)
+        .unwrap();
     let Verdict::Act(plan) = &verdict else {
         panic!("{verdict:?}")
     };

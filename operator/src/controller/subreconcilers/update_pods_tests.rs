@@ -435,7 +435,10 @@ fn a_coordinator_that_cannot_move_anywhere_has_its_group_replaced_instead_of_wai
     // ChangeCoordinators is told of no pod about to go: the coordinators stay until the
     // replacement reports.
     assert_eq!(
-        crate::controller::forecast::upcoming_pod_deletions(&stuck, ReplacePolicy::default()),
+        crate::controller::forecast::upcoming_pod_deletions(
+            &stuck,
+            crate::controller::replace_only::ReplacePolicy::default()
+        ),
         None
     );
 }

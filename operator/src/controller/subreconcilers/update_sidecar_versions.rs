@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::objects::pod_is_running;
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::pod_model::SIDECAR_CONTAINER;
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::upgrade::{
@@ -115,6 +115,10 @@ impl SidecarUpdate {
 impl Subreconciler for UpdateSidecarVersions {
     fn name(&self) -> &'static str {
         "UpdateSidecarVersions"
+    }
+
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
     }
 
     /// The sidecar patches; the restarted sidecars are confirmed by UpdatePodConfig,

@@ -8,7 +8,7 @@ use fdb_shared::api::cluster::RequiredAddressSet;
 use super::Subreconciler;
 use crate::controller::errors::StepError;
 use crate::controller::observe::{config_map_in_sync, observe_groups};
-use crate::controller::plan::{Action, PassFacts, Verdict};
+use crate::controller::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 pub use crate::controller::status::StatusDecision;
 use crate::controller::status::{StatusInputs, build_status_judged};
@@ -37,10 +37,25 @@ impl Subreconciler for UpdateStatus {
         "UpdateStatus"
     }
 
+    fn barrier(&self) -> Barrier {
+        Barrier::Holds
+    }
+
+    fn look_ahead(
+        &self,
+        snapshot: &ClusterSnapshot,
+        facts: &mut PassFacts,
+    ) -> Result<(), StepError> {
+        facts.look_ahead.fill_status(snapshot, || decide(snapshot))
+    }
+
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         // The last UpdateStatus of a pass that changed nothing since the first would
-        // decide the same again: the first decision is reused.
-        let mut decision = facts.status_decision(snapshot, decide)?;
+        // decide the same again: the first decision is reused (see `look_ahead`).
+        let mut decision = match facts.look_ahead.status(snapshot) {
+            Some(made) => made.clone(),
+            None => decide(snapshot)?,
+        };
         if !facts.rules.tls_migration {
             // The mutation test's operator: no migration through both kinds of address.
             decision.status.required_addresses =

@@ -26,6 +26,7 @@ use fdb_shared::address::ProcessAddress;
 use super::super::errors::StepError;
 use super::super::events::EventReason;
 use super::super::executor;
+use super::super::pass_facts::Answers;
 use super::super::plan::{Action, PassFacts, Plan, Planned, Verdict, Wait, WaitOn};
 use super::super::requeue::kill_wait_delay;
 use super::super::safety::{self, LockedAction};
@@ -39,7 +40,7 @@ const STEP: &str = "BounceProcesses";
 /// The clear of the pending-upgrade list this instance's kill left, once the database
 /// is available again.
 pub fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option<Action> {
-    (facts.upgrade_cleanup_pending && safety::available(snapshot).is_ok())
+    (facts.remembered.upgrade_cleanup_pending && safety::available(snapshot).is_ok())
         .then_some(Action::ClearPendingUpgrades)
 }
 
@@ -51,7 +52,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
     let (target, addresses, agreement, while_unavailable) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
-            let delay = WaitOn::After(kill_wait_delay(facts.database_wait, snapshot));
+            let delay = WaitOn::After(kill_wait_delay(facts.settings.database_wait, snapshot));
             if !matches!(wait, UpgradeWait::QuorumKept(_)) {
                 return Ok(Some(Verdict::Wait(Wait::new(delay, wait.to_string()))));
             }
@@ -127,7 +128,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
 /// and a database change in the same pass (an exclusion that became possible with the
 /// same snapshot) would land on a database that is entirely down.
 fn alone_wait(facts: &PassFacts, target: &FdbVersion) -> Option<Wait> {
-    let excluded = facts.excluded.as_ref()?;
+    let excluded = facts.record.excluded.as_ref()?;
     Some(Wait::new(
         WaitOn::Database,
         format!(
@@ -144,7 +145,7 @@ fn backoff_wait(
     facts: &PassFacts,
     target: &FdbVersion,
 ) -> Option<Wait> {
-    let record = facts.upgrade_kills.as_ref();
+    let record = facts.remembered.upgrade_kills.as_ref();
     let left = retry_wait(record, target, snapshot.now_unix())?;
     let kills = record.map_or(0, |r| r.kills);
     let reason = format!(
@@ -157,8 +158,12 @@ fn backoff_wait(
 /// Once this instance's groups joined the list: the kill when every group of the
 /// database still on the old version is listed, else the lock given up (the instances
 /// still missing need it to add theirs) and a wait.
-pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Verdict, StepError> {
-    let Some(agreed) = facts.pending_upgrade_agreed.take() else {
+pub fn conclude(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    answers: &mut Answers,
+) -> Result<Verdict, StepError> {
+    let Some(agreed) = answers.pending_upgrade_agreed.take() else {
         return Ok(Verdict::Continue);
     };
     let UpgradeBounce::KillAll {
@@ -186,7 +191,7 @@ pub fn conclude(snapshot: &ClusterSnapshot, facts: &mut PassFacts) -> Result<Ver
         ))),
         Err(wait) => Ok(Verdict::Act(
             Plan::new(vec![Planned::plain(Action::ReleaseLock)], "").then(Wait::new(
-                WaitOn::After(kill_wait_delay(facts.database_wait, snapshot)),
+                WaitOn::After(kill_wait_delay(facts.settings.database_wait, snapshot)),
                 wait.to_string(),
             )),
         )),
@@ -236,7 +241,10 @@ fn kill_all(
         format!("the upgrade to {target} is ready to restart every process: "),
     )
     .then(Wait::new(
-        WaitOn::After(Duration::max(facts.database_wait, Duration::from_secs(1))),
+        WaitOn::After(Duration::max(
+            facts.settings.database_wait,
+            Duration::from_secs(1),
+        )),
         format!(
             "killed {} processes for the upgrade to {target}; waiting for them to restart on it",
             addresses.len()

@@ -1,9 +1,14 @@
-//! What UpdatePodConfig decides and learns, shared by its two branches (the HTTP sidecar
-//! in `update_pod_config.rs`, fdb-kubernetes-monitor annotations in
-//! `update_pod_config_monitor.rs`), so neither imports the other.
+//! The query of the pods' agents (the HTTP sidecar, fdb-kubernetes-monitor's
+//! annotations) and their answers: which pods must confirm the desired configuration
+//! ([`PodConfigPlan`], [`PodConfigQuery`]) and what each agent says
+//! ([`PodConfigResult`]). The vocabulary between the step that asks and the executor
+//! that asks them.
 
+use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use k8s_openapi::api::core::v1::Pod;
+
+use super::pod_agent::{MonitorCheck, check_monitor};
 
 /// What the sidecar protocol found for one pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,5 +100,16 @@ impl PodConfigQuery {
                 })
                 .collect(),
         }
+    }
+}
+
+/// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
+/// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
+/// or malformed annotation is named with its pod).
+pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) -> PodConfigResult {
+    match check_monitor(cluster, candidate.group, candidate.pod) {
+        MonitorCheck::Confirmed => PodConfigResult::Confirmed,
+        MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),
+        MonitorCheck::Unreadable(problem) => PodConfigResult::Unreadable(problem.to_string()),
     }
 }

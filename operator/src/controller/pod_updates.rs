@@ -1,6 +1,8 @@
-//! What UpdatePods decides: the pods to delete, or why not, and the groups to replace.
-//! A leaf, so the coordinator helpers (`update_pods_coordinators.rs`) and the step share
-//! these types without importing each other.
+//! What the rollout of pod spec changes (IncorrectPodSpec) intends, as data: the pods to
+//! delete next, or why not, and the groups to replace. A leaf, so the decision
+//! (`pod_update_decision.rs`), its coordinator helpers (`pod_update_coordinators.rs`),
+//! the step that acts on it and the look-ahead (`forecast.rs`) share these types without
+//! importing each other.
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,4 @@
-//! UpdatePods and the coordinators: which candidate groups host one, the order of the
+//! The rollout of pod spec changes and the coordinators: which candidate groups host one, the order of the
 //! zones, the wait for them to move first, and whether they can move at all (issue 26,
 //! short seed 26).
 //!
@@ -18,11 +18,11 @@ use fdb_shared::api::RedundancyMode;
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 
-use super::generate_initial_cluster_file::coordinator_candidates;
-use super::update_pods_decision::{Deletion, PodToDelete};
+use crate::controller::coordinator_candidates::coordinator_candidates;
 use crate::controller::coordinators::{
     CoordinatorChoiceError, configured_datacenters, database_candidates, select_coordinators_spread,
 };
+use crate::controller::pod_updates::{Deletion, PodToDelete};
 use crate::controller::removals::placement;
 use crate::controller::snapshot::ClusterSnapshot;
 
