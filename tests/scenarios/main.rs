@@ -14,6 +14,7 @@ mod go_e2e;
 mod go_e2e_faults;
 mod go_e2e_maintenance;
 mod go_e2e_migrations;
+mod go_e2e_replacements;
 mod halls;
 mod idempotence;
 mod kubernetes;
