@@ -139,7 +139,13 @@ impl Runner {
                 SignedDuration::try_from_secs_f64(started_wall.elapsed().as_secs_f64() * speed)
                     .unwrap_or(SignedDuration::ZERO);
             let target = started_sim + elapsed;
-            let behind = target.duration_since(self.now()).as_secs().max(0);
+            // At most one wall second's worth per round, so a world slower than the
+            // clock lags behind instead of advancing ever longer between two looks at
+            // `shutdown`.
+            let most = i64::try_from(speed.ceil() as u64)
+                .unwrap_or(i64::MAX)
+                .max(1);
+            let behind = target.duration_since(self.now()).as_secs().clamp(0, most);
             let summary = self
                 .advance(index, u64::try_from(behind).unwrap_or(0))
                 .await?;
