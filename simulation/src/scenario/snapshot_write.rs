@@ -66,6 +66,17 @@ fn rehearsal_steps(
             "the manifest's metadata.name is not the captured cluster's ({name:?})"
         )));
     }
+    // A manifest of another namespace's namesake is not this cluster's change.
+    if let Some(other) = manifest
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        && other != namespace
+    {
+        return Err(WriteError::Rehearse(format!(
+            "the manifest's metadata.namespace ({other:?}) is not the captured cluster's \
+             ({namespace:?})"
+        )));
+    }
     let current = super::snapshot::manifest_of(cluster);
     let mut desired = super::snapshot::manifest_of(manifest);
     desired["metadata"]["namespace"] = json!(namespace);
@@ -126,7 +137,7 @@ fn render_files(
         .and_then(Value::as_str)
         .unwrap_or("default");
     let mut files = vec![("live.yaml", render_live(objects)?)];
-    let mut snapshot = json!({"objects": "live.yaml"});
+    let mut snapshot = json!({"objects": "live.yaml", "cluster": format!("{namespace}/{name}")});
     if let Some(status) = status {
         let text = serde_json::to_string_pretty(status).map_err(|e| WriteError::Render {
             what: "status.json",
