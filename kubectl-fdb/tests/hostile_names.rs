@@ -126,6 +126,10 @@ fn rehearse_takes_only_a_valid_foundationdb_cluster_and_writes_nothing_otherwise
             "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: sample}\nspec: {version: 7.1.57, processCounts: {storage: -5}}\n",
             vec!["processCounts.storage", "fdb-operator explain"],
         ),
+        (
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: sample, namespace: decoy}\nspec: {version: 7.3.43}\n",
+            vec!["metadata.namespace", "\"decoy\""],
+        ),
     ] {
         let file = dir.path().join("manifest.yaml");
         std::fs::write(&file, manifest).unwrap();
