@@ -9,6 +9,7 @@ use clap::Args;
 
 use fdb_simulation::runner::{RunOptions, run_scenario, serve_scenario};
 use fdb_simulation::scenario::Scenario;
+use fdb_simulation::scenario::snapshot_secrets::placeholder_warning;
 use fdb_simulation::serve::ServeOptions;
 
 use crate::stop_signals::StopSignals;
@@ -66,6 +67,15 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Up front, --quiet or not: it changes what the result means.
+    if let Some(warning) = scenario
+        .snapshot
+        .as_ref()
+        .and_then(|snapshot| snapshot.objects.as_array())
+        .and_then(|objects| placeholder_warning(objects))
+    {
+        eprintln!("warning: {warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -170,3 +170,38 @@ fn a_wrong_rehearsal_manifest_is_named_before_the_capture_and_nothing_is_written
         assert!(!output_dir.exists(), "{needle}");
     }
 }
+
+#[test]
+fn a_capture_whose_secrets_hold_placeholders_says_so_up_front_naming_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let folder = temp.path().join("snapshot");
+    std::fs::create_dir_all(&folder).unwrap();
+    let secret = "---\napiVersion: v1\nkind: Secret\nmetadata: {name: fdb-tls, namespace: default, uid: 00000000-0000-4000-8000-0000000000a4}\ndata: {cert.pem: Y2FwdHVyZWQtd2l0aG91dC12YWx1ZQ==}\n";
+    std::fs::write(
+        folder.join("live.yaml"),
+        format!(
+            "{}{secret}",
+            capture("default", "00000000-0000-4000-8000-0000000000a3")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("scenario.yaml"),
+        "name: from-snapshot\nsnapshot:\n  objects: live.yaml\nsteps:\n  - advance: 60\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
+        .args(["simulate", "--quiet", "-o"])
+        .arg(temp.path().join("result.json"))
+        .arg(folder.join("scenario.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("warning: ")
+            && first.contains("default/fdb-tls")
+            && first.contains("--include-secret-values"),
+        "{stderr}"
+    );
+}

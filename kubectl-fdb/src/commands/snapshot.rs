@@ -14,6 +14,7 @@ use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
 use fdb_simulation::scenario::safe_write::{check_output_dir, replace_file};
+use fdb_simulation::scenario::snapshot_secrets::placeholder_warning;
 use fdb_simulation::scenario::snapshot_write::{WriteError, rehearsal_identity_error, write_dir};
 use serde_json::Value;
 
@@ -178,6 +179,9 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
             crate::error::one_line(&error.to_string())
         ))
     })?;
+    if let Some(warning) = placeholder_warning(&captured.objects) {
+        eprintln!("warning: {warning}");
+    }
     eprintln!("simulating {} ...", path.display());
     let result = simulate(scenario).await?;
     let result_path = dir.join("result.json");
