@@ -4,5 +4,6 @@
 pub mod commands;
 pub mod simulate;
 pub mod snapshot;
+pub mod stop_signals;
 
 pub use commands::{Cli, Command, main, run};

@@ -9,7 +9,10 @@ use clap::Args;
 
 use fdb_simulation::runner::{RunOptions, run_scenario, serve_scenario};
 use fdb_simulation::scenario::Scenario;
+use fdb_simulation::scenario::snapshot_secrets::placeholder_warning;
 use fdb_simulation::serve::ServeOptions;
+
+use crate::stop_signals::StopSignals;
 
 /// Arguments of `fdb-operator simulate`.
 #[derive(Debug, Args)]
@@ -49,6 +52,14 @@ pub struct SimulateArgs {
 /// Runs the scenario; exit 0 when no invariant was violated, 1 when one was, 2 when the
 /// scenario is invalid or cannot run.
 pub fn run(args: &SimulateArgs) -> ExitCode {
+    // First of all: from here on a signal removes the world's directory.
+    let stop = match StopSignals::install() {
+        Ok(stop) => stop,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let scenario = match Scenario::from_file(&args.scenario) {
         Ok(scenario) => scenario,
         Err(error) => {
@@ -56,6 +67,15 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Up front, --quiet or not: it changes what the result means.
+    if let Some(warning) = scenario
+        .snapshot
+        .as_ref()
+        .and_then(|snapshot| snapshot.objects.as_array())
+        .and_then(|objects| placeholder_warning(objects))
+    {
+        eprintln!("warning: {warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -87,7 +107,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     };
     let run = async {
         match serve {
-            Some(serve) => serve_scenario(&scenario, options, serve, stop_signal()).await,
+            Some(serve) => serve_scenario(&scenario, options, serve, stop.graceful_stop()).await,
             None => run_scenario(&scenario, options).await,
         }
     };
@@ -165,22 +185,6 @@ fn write_result(
         None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| error.to_string())?,
     }
     Ok(output)
-}
-
-/// Completes at the first SIGINT or SIGTERM (never, if neither can be listened for).
-async fn stop_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = interrupt => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = interrupt.await;
-        }
-    }
 }
 
 /// `<scenario name>.result.json`, the name made safe for a file name.

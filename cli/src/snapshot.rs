@@ -13,7 +13,7 @@ use fdb_operator::controller::providers::FdbcliAdminProvider;
 use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, TRACE_LOG_GROUP_ENV};
 use fdb_operator::fdb::{FdbTools, TlsFiles};
 use fdb_simulation::scenario::safe_write::check_output_dir;
-use fdb_simulation::scenario::snapshot_write::write_dir;
+use fdb_simulation::scenario::snapshot_write::{rehearsal_identity_error, write_dir};
 
 /// Arguments of `fdb-operator snapshot`.
 #[derive(Debug, Args)]
@@ -123,12 +123,39 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, Strin
     kube::Client::try_from(config).map_err(|e| format!("cannot connect to Kubernetes: {e}"))
 }
 
-/// The manifest `--rehearse` names: one YAML document.
-fn read_rehearsal(path: &std::path::Path) -> Result<serde_json::Value, String> {
-    fdb_shared::yaml_input::read_file(path)
+/// The manifest `--rehearse` names: one YAML document, a FoundationDBCluster that
+/// `fdb-operator explain` finds valid, of the cluster captured. Checked before the
+/// capture, so a wrong manifest is named as such, never reported as what the capture met
+/// (an unreachable API).
+fn read_rehearsal(
+    path: &std::path::Path,
+    cluster: &str,
+    namespace: &str,
+) -> Result<serde_json::Value, String> {
+    let checked = fdb_shared::yaml_input::read_file(path)
         .map_err(|e| e.to_string())
-        .and_then(|text| fdb_shared::yaml_input::single_document(&text).map_err(|e| e.to_string()))
-        .map_err(|error| format!("--rehearse {}: {error}", path.display()))
+        .and_then(|text| {
+            let manifest =
+                fdb_shared::yaml_input::single_document(&text).map_err(|e| e.to_string())?;
+            match manifest.get("kind").and_then(serde_json::Value::as_str) {
+                Some("FoundationDBCluster") => {}
+                Some(kind) => return Err(format!("holds a {kind:?}, not a FoundationDBCluster")),
+                None => return Err("holds no kind, not a FoundationDBCluster".to_owned()),
+            }
+            let explanation = fdb_operator::cli::explain::explain_manifest(path, &text)
+                .map_err(|e| e.to_string())?;
+            if !explanation.valid {
+                return Err(format!(
+                    "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",
+                    explanation.errors.join("; ")
+                ));
+            }
+            match rehearsal_identity_error(&manifest, cluster, namespace) {
+                Some(problem) => Err(problem),
+                None => Ok(manifest),
+            }
+        });
+    checked.map_err(|error| format!("--rehearse {}: {error}", path.display()))
 }
 
 /// Exit 0 when the folder is written, 1 when the capture failed, 2 on unusable input.
@@ -140,7 +167,12 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rehearse = match args.rehearse.as_deref().map(read_rehearsal).transpose() {
+    let rehearse = match args
+        .rehearse
+        .as_deref()
+        .map(|path| read_rehearsal(path, &args.cluster, &args.namespace))
+        .transpose()
+    {
         Ok(rehearse) => rehearse,
         Err(error) => {
             eprintln!("error: {error}");

@@ -151,7 +151,7 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub all_clusters: bool,
     /// A process group condition not to report (repeatable).
-    #[arg(long, value_name = "CONDITION")]
+    #[arg(long, value_name = "CONDITION", value_parser = names::condition)]
     pub ignore_condition: Vec<String>,
     /// Do not report process groups marked for removal.
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
@@ -186,10 +186,10 @@ pub struct RemoveArgs {
     #[arg(long)]
     pub remove_all_failed: bool,
     /// Select every process group of this process class.
-    #[arg(long, value_name = "CLASS")]
+    #[arg(long, value_name = "CLASS", value_parser = names::process_class)]
     pub process_class: Option<String>,
     /// Select every process group with this condition (repeatable).
-    #[arg(long, value_name = "CONDITION")]
+    #[arg(long, value_name = "CONDITION", value_parser = names::condition)]
     pub process_condition: Vec<String>,
 }
 
@@ -203,7 +203,7 @@ pub struct CordonArgs {
     #[arg(value_parser = names::object_name)]
     pub nodes: Vec<String>,
     /// Select the nodes by labels instead (`key=value,...`).
-    #[arg(long, value_name = "LABELS")]
+    #[arg(long, value_name = "LABELS", value_parser = names::label_selector)]
     pub node_selector: Option<String>,
     /// Exclude the processes before removing them.
     #[arg(long, short = 'e', action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
@@ -224,7 +224,7 @@ pub struct RestartArgs {
     #[arg(long)]
     pub all_processes: bool,
     /// Select every process group with this condition (repeatable).
-    #[arg(long, value_name = "CONDITION")]
+    #[arg(long, value_name = "CONDITION", value_parser = names::condition)]
     pub process_condition: Vec<String>,
 }
 
@@ -271,6 +271,10 @@ pub struct BuggifyListArgs {
     /// The container to crash-loop (crash-loop only).
     #[arg(long, default_value = "foundationdb", value_parser = names::label_name)]
     pub container_name: String,
+    /// Crash-loop more fault domains at once than the cluster's redundancy tolerates
+    /// (crash-loop only; refused without it: the database could become unavailable).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `buggify empty-monitor-conf`.
@@ -341,7 +345,7 @@ pub struct UpdateConnectionStringArgs {
     #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
     pub cluster: String,
     /// The new connection string (`description:id@address,...`).
-    #[arg(value_name = "CONNECTION_STRING")]
+    #[arg(value_name = "CONNECTION_STRING", value_parser = names::connection_string)]
     pub connection_string: String,
     /// Show what would change and change nothing.
     #[arg(long)]

@@ -41,17 +41,20 @@ pub enum PluginError {
     /// The user answered no.
     #[error("aborted: nothing was changed")]
     Aborted,
+    /// The plugin declined an action that endangers the database (unless forced).
+    #[error("{0}")]
+    Declined(String),
     /// The command needs something this plugin cannot do here.
     #[error("{0}")]
     Unsupported(String),
 }
 
 impl PluginError {
-    /// The exit status: 1 when the user declined, 2 for everything else (bad usage, a
+    /// The exit status: 1 when the user or the plugin declined, 2 for everything else (bad usage, a
     /// missing object, an unreachable API).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Aborted => 1,
+            Self::Aborted | Self::Declined(_) => 1,
             _ => 2,
         }
     }

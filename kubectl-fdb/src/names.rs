@@ -8,9 +8,13 @@
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use fdb_shared::api::cluster::conditions::ProcessGroupConditionType;
+use fdb_shared::api::process_class::{ALL_PROCESS_CLASSES, ProcessClass};
+use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::validation::names::{
     dns1123_label_error, dns1123_subdomain_error, label_value_error,
 };
+use fdb_simulation::kube::selectors::LabelSelector;
 
 /// A FoundationDBCluster, pod or node name: a DNS-1123 subdomain.
 pub fn object_name(value: &str) -> Result<String, String> {
@@ -44,6 +48,51 @@ pub fn process_group_or_pod(value: &str) -> Result<String, String> {
              63 characters, alphanumeric at both ends, '-', '_' or '.' inside)"
         )),
     }
+}
+
+/// A process class (`--process-class`): one of FoundationDB's, as the operator names
+/// them (`storage`, `cluster_controller`...).
+pub fn process_class(value: &str) -> Result<String, String> {
+    match value.parse::<ProcessClass>() {
+        Ok(class) => Ok(class.as_str().to_owned()),
+        Err(_) => Err(format!(
+            "not a process class; one of: {}",
+            ALL_PROCESS_CLASSES.map(ProcessClass::as_str).join(", ")
+        )),
+    }
+}
+
+/// A process group condition (`--process-condition`, `--ignore-condition`), as the
+/// operator names them (`MissingProcesses`, `PodFailing`...).
+pub fn condition(value: &str) -> Result<String, String> {
+    if ProcessGroupConditionType::from(value).is_known() {
+        Ok(value.to_owned())
+    } else {
+        Err(
+            "not a process group condition (e.g. MissingProcesses, PodFailing, \
+             MissingPod, SidecarUnreachable; see `kubectl fdb analyze`)"
+                .to_owned(),
+        )
+    }
+}
+
+/// A label selector (`--node-selector`): `key=value`, `key!=value`, `key in (a,b)`,
+/// `key`, `!key`, comma separated; never empty (it would select every node).
+pub fn label_selector(value: &str) -> Result<String, String> {
+    if value.trim().is_empty() {
+        return Err("must not be empty (an empty selector selects every node)".to_owned());
+    }
+    LabelSelector::parse(value).map_err(|error| error.message)?;
+    Ok(value.to_owned())
+}
+
+/// A connection string (`description:id@address,...`), one line.
+pub fn connection_string(value: &str) -> Result<String, String> {
+    if value.trim().contains(['\n', '\r']) {
+        return Err("not valid: a connection string is one line".to_owned());
+    }
+    ConnectionString::parse(value.trim()).map_err(|error| format!("not valid: {error}"))?;
+    Ok(value.to_owned())
 }
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment.

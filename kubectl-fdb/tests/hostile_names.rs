@@ -126,6 +126,10 @@ fn rehearse_takes_only_a_valid_foundationdb_cluster_and_writes_nothing_otherwise
             "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: sample}\nspec: {version: 7.1.57, processCounts: {storage: -5}}\n",
             vec!["processCounts.storage", "fdb-operator explain"],
         ),
+        (
+            "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\nmetadata: {name: sample, namespace: decoy}\nspec: {version: 7.3.43}\n",
+            vec!["metadata.namespace", "\"decoy\""],
+        ),
     ] {
         let file = dir.path().join("manifest.yaml");
         std::fs::write(&file, manifest).unwrap();
@@ -145,5 +149,124 @@ fn rehearse_takes_only_a_valid_foundationdb_cluster_and_writes_nothing_otherwise
         }
         assert!(!output_dir.exists(), "{message}");
     }
+    world.stop();
+}
+
+#[test]
+fn every_flag_is_validated_and_crash_loop_stays_within_the_fault_tolerance() {
+    let world = World::serve(
+        &scenario("hostile-flags", "{nodes: 11}", "  - reconcile: {}\n"),
+        20.0,
+    );
+    let before = world.cluster();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["analyze", "sample", "--ignore-condition", "Bogus"],
+            "--ignore-condition",
+        ),
+        (
+            vec![
+                "remove",
+                "process-groups",
+                "-c",
+                "sample",
+                "--process-condition",
+                "Bogus",
+                "--yes",
+            ],
+            "--process-condition",
+        ),
+        (
+            vec![
+                "remove",
+                "process-groups",
+                "-c",
+                "sample",
+                "--process-class",
+                "storage;x",
+                "--yes",
+            ],
+            "--process-class",
+        ),
+        (
+            vec![
+                "restart",
+                "-c",
+                "sample",
+                "--process-condition",
+                "x/y",
+                "--yes",
+            ],
+            "--process-condition",
+        ),
+        (
+            vec!["cordon", "-c", "sample", "--node-selector", "a b", "--yes"],
+            "--node-selector",
+        ),
+        // An empty selector would select (and cordon) every node.
+        (
+            vec!["cordon", "-c", "sample", "--node-selector", "", "--yes"],
+            "--node-selector",
+        ),
+        (
+            vec![
+                "update",
+                "connection-string",
+                "-c",
+                "sample",
+                "garbage",
+                "--yes",
+            ],
+            "<CONNECTION_STRING>",
+        ),
+    ];
+    for (args, argument) in cases {
+        let output = world.plugin(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(
+            message.contains(argument) && message.contains("invalid value"),
+            "{args:?}: {message}"
+        );
+    }
+    // Double redundancy tolerates one fault domain down: two storage groups on two
+    // nodes are declined (exit 1, nothing written) unless forced.
+    let declined = world.plugin(&[
+        "buggify",
+        "crash-loop",
+        "-c",
+        "sample",
+        "storage-1",
+        "storage-2",
+        "--yes",
+    ]);
+    let message = stderr(&declined);
+    assert_eq!(declined.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("--force") && message.contains("tolerates (1)"),
+        "{message}"
+    );
+    let after = world.cluster();
+    assert_eq!(
+        after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "the cluster was written"
+    );
+    let forced = world.plugin(&[
+        "buggify",
+        "crash-loop",
+        "-c",
+        "sample",
+        "storage-1",
+        "storage-2",
+        "--yes",
+        "--force",
+    ]);
+    assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
+    assert_eq!(
+        world.cluster()["spec"]["buggify"]["crashLoopContainers"][0]["targets"],
+        serde_json::json!(["storage-1", "storage-2"])
+    );
+    let cleaned = world.plugin(&["buggify", "crash-loop", "-c", "sample", "--clean", "--yes"]);
+    assert_eq!(cleaned.status.code(), Some(0), "{}", stderr(&cleaned));
     world.stop();
 }

@@ -270,6 +270,8 @@ fn restart_all_processes_is_one_kill_and_exec_runs_fdbcli() {
         .filter(|e| e.step == served_step && e.action == "kill")
         .collect();
     assert_eq!(kills.len(), 1, "{kills:?}");
+    // The user's act, whatever the operator did meanwhile.
+    assert_eq!(kills[0].by.as_deref(), Some("user"), "{kills:?}");
     assert_eq!(
         kills[0].detail.matches(":4501").count(),
         11,

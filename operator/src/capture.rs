@@ -21,7 +21,7 @@ use fdb_shared::api::{FoundationDBBackup, FoundationDBCluster, FoundationDBResto
 /// What a Secret's values become in a capture without `--include-secret-values`.
 pub const SECRET_PLACEHOLDER: &str = "captured-without-value";
 /// [`SECRET_PLACEHOLDER`] in base64, as a Secret's `data` holds it.
-const SECRET_PLACEHOLDER_BASE64: &str = "Y2FwdHVyZWQtd2l0aG91dC12YWx1ZQ==";
+pub const SECRET_PLACEHOLDER_BASE64: &str = "Y2FwdHVyZWQtd2l0aG91dC12YWx1ZQ==";
 
 /// What to capture.
 #[derive(Debug, Clone, PartialEq, Eq)]

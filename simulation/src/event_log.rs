@@ -30,11 +30,14 @@ pub enum Actor {
     User,
 }
 
+/// The `by` of a user's events.
+pub const USER_BY: &str = "user";
+
 impl Actor {
     fn by(self) -> &'static str {
         match self {
             Self::Operator | Self::ActAsOperator => "operator",
-            Self::User => "user",
+            Self::User => USER_BY,
         }
     }
 }
@@ -174,10 +177,24 @@ impl EventLog {
         detail: &str,
         issuer: Option<&str>,
     ) {
+        self.record_by(None, source, action, target, detail, issuer);
+    }
+
+    /// Appends an event by `actor` (`None`: whoever the log says acts now). A served
+    /// world's users act while the operator runs, so their events name them explicitly.
+    pub fn record_by(
+        &self,
+        actor: Option<Actor>,
+        source: EventSource,
+        action: &str,
+        target: &str,
+        detail: &str,
+        issuer: Option<&str>,
+    ) {
         let time = self.elapsed_seconds();
         let mut state = self.lock();
         let position = state.position;
-        let actor = state.actor;
+        let actor = actor.unwrap_or(state.actor);
         if actor == Actor::Operator
             && source != EventSource::Operator
             && state.crash_after.as_deref() == Some(action)

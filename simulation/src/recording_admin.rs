@@ -21,7 +21,7 @@ use fdb_operator::fdb::{
     RestoreStart,
 };
 
-use super::event_log::EventLog;
+use super::event_log::{Actor, EventLog};
 use super::invariants::LOCK_NOT_HELD;
 use super::lock_judge::{AdminWriteJudge, JUDGED_ACTIONS};
 use super::result::EventSource;
@@ -33,6 +33,8 @@ pub struct RecordingAdmin {
     log: EventLog,
     /// The operator instance issuing the commands (its cluster's name), if known.
     issuer: Option<String>,
+    /// The commands are a user's (a served world's `pods/exec`), not the operator's.
+    by_user: bool,
     /// Judges the instance's admin writes as they happen (`lock-not-held`).
     judge: Option<Arc<dyn AdminWriteJudge>>,
 }
@@ -45,6 +47,17 @@ impl RecordingAdmin {
             log,
             issuer: None,
             judge: None,
+            by_user: false,
+        }
+    }
+
+    /// Wraps `inner` for a user's commands (a served world's `pods/exec`): recorded as
+    /// the user's whatever the operator does meanwhile, and not refused when the
+    /// operator has crashed.
+    pub fn for_user(inner: Arc<dyn AdminClient>, log: EventLog) -> Self {
+        Self {
+            by_user: true,
+            ..Self::new(inner, log)
         }
     }
 
@@ -59,7 +72,7 @@ impl RecordingAdmin {
     /// Refuses every call once the operator has crashed (`restartOperator: {after}`):
     /// nothing a dead process would have sent may reach the database.
     fn alive(&self, command: &str) -> Result<(), AdminError> {
-        if self.log.operator_crashed() {
+        if !self.by_user && self.log.operator_crashed() {
             return Err(AdminError::Unavailable {
                 command: command.to_owned(),
                 output: "the operator crashed (simulated restart pending)".to_owned(),
@@ -86,7 +99,8 @@ impl RecordingAdmin {
             Ok(_) => detail,
             Err(error) => format!("{detail} -> {}: {error}", error.category()),
         };
-        self.log.record_issued(
+        self.log.record_by(
+            self.by_user.then_some(Actor::User),
             EventSource::Fdb,
             action,
             target,
@@ -137,7 +151,7 @@ impl AdminClient for RecordingAdmin {
         let mode = if blocking { "" } else { "no_wait " };
         self.judge_write("exclude", &format!("exclude {mode}{}", join(targets)));
         let result = self.inner.exclude(targets, blocking).await;
-        if result.is_ok() {
+        if result.is_ok() && !self.by_user {
             let texts: Vec<String> = targets.iter().map(ToString::to_string).collect();
             self.log
                 .note_operator_exclusions(self.issuer.as_deref(), &texts);

@@ -114,3 +114,94 @@ fn a_snapshot_pod_namespace_with_dots_is_refused_naming_the_field() {
     );
     assert!(entries(&victim).is_empty(), "{:?}", entries(&victim));
 }
+
+#[test]
+fn a_wrong_rehearsal_manifest_is_named_before_the_capture_and_nothing_is_written() {
+    let temp = tempfile::tempdir().unwrap();
+    // Nothing answers on port 1: had the capture run first, that is what would be said.
+    let kubeconfig = temp.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://127.0.0.1:1\"}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\nusers: []\n",
+    )
+    .unwrap();
+    let output_dir = temp.path().join("out");
+    let cluster = "apiVersion: apps.foundationdb.org/v1beta2\nkind: FoundationDBCluster\n";
+    for (manifest, needle) in [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: sample}\nspec: {containers: []}\n"
+                .to_owned(),
+            "not a FoundationDBCluster",
+        ),
+        (
+            format!(
+                "{cluster}metadata: {{name: sample}}\nspec: {{version: 7.1.57, processCounts: {{storage: -5}}}}\n"
+            ),
+            "processCounts.storage",
+        ),
+        (
+            format!("{cluster}metadata: {{name: other}}\nspec: {{version: 7.1.57}}\n"),
+            "metadata.name",
+        ),
+        (
+            format!(
+                "{cluster}metadata: {{name: sample, namespace: decoy}}\nspec: {{version: 7.1.57}}\n"
+            ),
+            "metadata.namespace",
+        ),
+    ] {
+        let file = temp.path().join("manifest.yaml");
+        std::fs::write(&file, &manifest).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
+            .args(["snapshot", "sample", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .arg("--rehearse")
+            .arg(&file)
+            .arg("-o")
+            .arg(&output_dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{needle}: {stderr}");
+        assert!(
+            stderr.contains("--rehearse") && stderr.contains(needle),
+            "{needle}: {stderr}"
+        );
+        assert!(!output_dir.exists(), "{needle}");
+    }
+}
+
+#[test]
+fn a_capture_whose_secrets_hold_placeholders_says_so_up_front_naming_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let folder = temp.path().join("snapshot");
+    std::fs::create_dir_all(&folder).unwrap();
+    let secret = "---\napiVersion: v1\nkind: Secret\nmetadata: {name: fdb-tls, namespace: default, uid: 00000000-0000-4000-8000-0000000000a4}\ndata: {cert.pem: Y2FwdHVyZWQtd2l0aG91dC12YWx1ZQ==}\n";
+    std::fs::write(
+        folder.join("live.yaml"),
+        format!(
+            "{}{secret}",
+            capture("default", "00000000-0000-4000-8000-0000000000a3")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("scenario.yaml"),
+        "name: from-snapshot\nsnapshot:\n  objects: live.yaml\nsteps:\n  - advance: 60\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
+        .args(["simulate", "--quiet", "-o"])
+        .arg(temp.path().join("result.json"))
+        .arg(folder.join("scenario.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("warning: ")
+            && first.contains("default/fdb-tls")
+            && first.contains("--include-secret-values"),
+        "{stderr}"
+    );
+}

@@ -12,6 +12,7 @@ mod hostile_input;
 mod hostile_names;
 mod hostile_snapshot;
 mod serve;
+mod simulate_bounds;
 mod simulate_isolation;
 
 fn fdb_operator(args: &[&str]) -> Output {

@@ -1,8 +1,11 @@
 //! `buggify crash-loop|no-schedule|empty-monitor-conf`: fault injection through the
 //! cluster's `spec.buggify`, which the operator applies to the pods.
 
-use fdb_shared::api::FoundationDBClusterSpec;
+use std::collections::BTreeSet;
+
 use fdb_shared::api::cluster::settings::CrashLoopContainerObject;
+use fdb_shared::api::{FoundationDBCluster, FoundationDBClusterSpec};
+use fdb_shared::cluster_math::fault_tolerance;
 
 use crate::cli::{BuggifyCommand, BuggifyListArgs};
 use crate::error::PluginError;
@@ -54,6 +57,73 @@ pub fn edit_crash_loop(spec: &mut FoundationDBClusterSpec, container: &str, edit
     changed
 }
 
+/// The fault domains whose process groups crash-loop under `spec` (every container's
+/// list and the older `crashLoop` list; `*` is every group), by the groups' fault
+/// domains in `cluster`'s status (a group without one is a domain of its own).
+pub fn crash_looping_domains(
+    cluster: &FoundationDBCluster,
+    spec: &FoundationDBClusterSpec,
+) -> BTreeSet<String> {
+    let targets: BTreeSet<&str> = spec
+        .buggify
+        .crash_loop
+        .iter()
+        .chain(
+            spec.buggify
+                .crash_loop_containers
+                .iter()
+                .flat_map(|entry| entry.targets.iter()),
+        )
+        .map(String::as_str)
+        .collect();
+    let groups = cluster
+        .status
+        .as_ref()
+        .map(|status| status.process_groups.as_slice())
+        .unwrap_or_default();
+    let domain_of = |id: &str| {
+        groups
+            .iter()
+            .find(|group| group.process_group_id == id)
+            .and_then(|group| group.fault_domain.clone())
+            .unwrap_or_else(|| id.to_owned())
+    };
+    if targets.contains("*") {
+        return groups
+            .iter()
+            .map(|group| domain_of(&group.process_group_id))
+            .collect();
+    }
+    targets.into_iter().map(domain_of).collect()
+}
+
+/// Refuses (unless `force`) a crash-loop change that takes more fault domains down at
+/// once than the cluster's redundancy mode tolerates and more than are down already
+/// (pure). The Go plugin has no such check (`kubectl-fdb/cmd/buggify_crash_loop.go` of
+/// FoundationDB/fdb-kubernetes-operator); one mistyped group list there takes a
+/// database down.
+pub fn check_crash_loop_tolerance(
+    cluster: &FoundationDBCluster,
+    after: &FoundationDBClusterSpec,
+    force: bool,
+) -> Result<(), PluginError> {
+    let mode = cluster.spec.redundancy_mode();
+    let tolerance = usize::try_from(fault_tolerance(&mode)).unwrap_or(0);
+    let before = crash_looping_domains(cluster, &cluster.spec);
+    let domains = crash_looping_domains(cluster, after);
+    if force || domains.len() <= tolerance || domains.len() <= before.len() {
+        return Ok(());
+    }
+    Err(PluginError::Declined(format!(
+        "buggify crash-loop: {} fault domain(s) would crash-loop at once ({}), more than \
+         the {mode} redundancy of cluster {} tolerates ({tolerance}): the database could \
+         become unavailable; nothing was changed (--force does it anyway)",
+        domains.len(),
+        domains.into_iter().collect::<Vec<_>>().join(", "),
+        cluster.metadata.name.as_deref().unwrap_or_default(),
+    )))
+}
+
 /// Applies `edit` to the no-schedule list (pure); true when it changed.
 pub fn edit_no_schedule(spec: &mut FoundationDBClusterSpec, edit: &Edit) -> bool {
     let list = &mut spec.buggify.no_schedule;
@@ -90,6 +160,11 @@ async fn edit_list(
             Edit::Add(groups)
         }
     };
+    if list == List::CrashLoop && matches!(edit, Edit::Add(_)) {
+        let mut after = cluster.spec.clone();
+        edit_crash_loop(&mut after, &args.container_name, &edit);
+        check_crash_loop_tolerance(&cluster, &after, args.force)?;
+    }
     let what = match list {
         List::CrashLoop => format!("crash-loop list (container {})", args.container_name),
         List::NoSchedule => "no-schedule list".to_owned(),
@@ -204,5 +279,57 @@ mod tests {
         assert_eq!(spec.buggify.no_schedule, ["b"]);
         assert!(edit_no_schedule(&mut spec, &Edit::Clean));
         assert!(!edit_no_schedule(&mut spec, &Edit::Clean));
+    }
+
+    #[test]
+    fn crash_loops_beyond_the_fault_tolerance_are_declined_unless_forced() {
+        let cluster = |mode: &str, crash_loop: &[&str]| -> FoundationDBCluster {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "sample"},
+                "spec": {"version": "7.1.57",
+                         "databaseConfiguration": {"redundancy_mode": mode},
+                         "buggify": {"crashLoop": crash_loop}},
+                "status": {"processGroups": [
+                    {"processGroupID": "storage-1", "processClass": "storage", "faultDomain": "z1"},
+                    {"processGroupID": "storage-2", "processClass": "storage", "faultDomain": "z1"},
+                    {"processGroupID": "storage-3", "processClass": "storage", "faultDomain": "z2"},
+                    {"processGroupID": "log-1", "processClass": "log", "faultDomain": "z3"}
+                ]}
+            }))
+            .unwrap()
+        };
+        let add = |cluster: &FoundationDBCluster, groups: &[&str]| {
+            let mut after = cluster.spec.clone();
+            edit_crash_loop(
+                &mut after,
+                "foundationdb",
+                &Edit::Add(groups.iter().map(|g| (*g).to_owned()).collect()),
+            );
+            after
+        };
+        let double = cluster("double", &[]);
+        // Two groups of one fault domain: one failure, within double's tolerance.
+        let one_zone = add(&double, &["storage-1", "storage-2"]);
+        assert!(check_crash_loop_tolerance(&double, &one_zone, false).is_ok());
+        let two_zones = add(&double, &["storage-1", "storage-3"]);
+        let declined = check_crash_loop_tolerance(&double, &two_zones, false).unwrap_err();
+        assert_eq!(declined.exit_code(), 1);
+        let message = declined.to_string();
+        assert!(
+            message.contains("z1, z2") && message.contains("tolerates (1)"),
+            "{message}"
+        );
+        assert!(check_crash_loop_tolerance(&double, &two_zones, true).is_ok());
+        // The older list counts too, and `*` is every group.
+        let crashing = cluster("double", &["log-1"]);
+        let more = add(&crashing, &["storage-3"]);
+        assert!(check_crash_loop_tolerance(&crashing, &more, false).is_err());
+        let everything = add(&cluster("triple", &[]), &["*"]);
+        assert!(check_crash_loop_tolerance(&cluster("triple", &[]), &everything, false).is_err());
+        // Single redundancy tolerates no failure; a list already beyond it can shrink.
+        let single = cluster("single", &[]);
+        assert!(check_crash_loop_tolerance(&single, &add(&single, &["log-1"]), false).is_err());
+        let beyond = cluster("double", &["storage-1", "storage-3", "log-1"]);
+        assert!(check_crash_loop_tolerance(&beyond, &add(&beyond, &["storage-2"]), false).is_ok());
     }
 }

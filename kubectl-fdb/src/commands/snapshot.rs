@@ -14,7 +14,8 @@ use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
 use fdb_simulation::scenario::safe_write::{check_output_dir, replace_file};
-use fdb_simulation::scenario::snapshot_write::{WriteError, write_dir};
+use fdb_simulation::scenario::snapshot_secrets::placeholder_warning;
+use fdb_simulation::scenario::snapshot_write::{WriteError, rehearsal_identity_error, write_dir};
 use serde_json::Value;
 
 use crate::cli::{RehearseArgs, SnapshotArgs};
@@ -148,6 +149,13 @@ fn read_manifest(path: &Path) -> Result<Value, PluginError> {
 /// when it is not (the summary says why).
 pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, PluginError> {
     let manifest = read_manifest(&args.file)?;
+    // Before the capture: a manifest of another cluster is named as such.
+    if let Some(problem) = rehearsal_identity_error(&manifest, &args.cluster, &session.namespace) {
+        return Err(PluginError::Usage(format!(
+            "--file {}: {problem}",
+            args.file.display()
+        )));
+    }
     let dir = output_dir(args.output.as_ref(), &args.cluster, "rehearsal");
     check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
     let captured = capture(session, &args.cluster, false).await?;
@@ -171,6 +179,9 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
             crate::error::one_line(&error.to_string())
         ))
     })?;
+    if let Some(warning) = placeholder_warning(&captured.objects) {
+        eprintln!("warning: {warning}");
+    }
     eprintln!("simulating {} ...", path.display());
     let result = simulate(scenario).await?;
     let result_path = dir.join("result.json");

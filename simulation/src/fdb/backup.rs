@@ -162,7 +162,7 @@ impl Backups {
                     let version = version_at(at);
                     container.snapshots.push(BlobSnapshot {
                         version,
-                        digest: data.digest_at(version).to_owned(),
+                        digest: data.digest_at(version),
                         completed_unix: origin + at,
                     });
                 }
@@ -434,7 +434,7 @@ mod tests {
         );
         let (_, last) = container.restorable_range().unwrap();
         assert_eq!(last, version_at(300));
-        let at_300 = data.digest_at(version_at(300)).to_owned();
+        let at_300 = data.digest_at(version_at(300));
         backups.discontinue("default").unwrap();
         assert!(
             backups

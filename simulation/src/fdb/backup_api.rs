@@ -37,7 +37,7 @@ impl SimulatedFdb {
 
     /// The digest the user data had at `version` (the database's own history).
     pub fn data_digest_at(&self, version: i64) -> String {
-        self.caught_up().user_data.digest_at(version).to_owned()
+        self.caught_up().user_data.digest_at(version)
     }
 
     /// The blob store: every backup container by URL.

@@ -69,9 +69,11 @@ impl Runner {
         });
         let clock = std::sync::Arc::new(self.clock.clone());
         let execs = Arc::new(AtomicU64::new(0));
+        let turn = Arc::new(tokio::sync::Mutex::new(()));
         let exec = SimulatedExec {
             api: self.api.clone(),
-            admin: Arc::new(RecordingAdmin::new(
+            // The user's commands, recorded and judged as the user's.
+            admin: Arc::new(RecordingAdmin::for_user(
                 Arc::new(self.fdb.clone()),
                 self.log.clone(),
             )),
@@ -86,6 +88,7 @@ impl Runner {
                 }
             }),
             files: Arc::default(),
+            turn: turn.clone(),
         };
         let server = http::start(&self.api, clock, serve.address, Some(exec)).await?;
         let address = server.address;
@@ -99,7 +102,7 @@ impl Runner {
             serve.speed
         ));
         let outcome = self
-            .follow_wall_clock(index, serve.speed, &execs, shutdown)
+            .follow_wall_clock(index, serve.speed, (&execs, &turn), shutdown)
             .await;
         server.stop().await;
         self.say("stopped serving");
@@ -107,12 +110,13 @@ impl Runner {
     }
 
     /// The served phase's loop: the simulated clock follows the wall clock, users' writes
-    /// wake the operator and are judged like a user's `act`.
+    /// wake the operator and are judged like a user's `act`. The world advances holding
+    /// `turn`, so the users' commands run between two advances.
     async fn follow_wall_clock(
         &mut self,
         index: usize,
         speed: f64,
-        execs: &AtomicU64,
+        (execs, turn): (&AtomicU64, &tokio::sync::Mutex<()>),
         shutdown: impl Future<Output = ()>,
     ) -> Result<u64, RunError> {
         tokio::pin!(shutdown);
@@ -120,6 +124,7 @@ impl Runner {
         let started_sim = self.now();
         let mut passes = 0;
         let mut writes_seen = self.served_writes(execs);
+        let mut execs_seen = execs.load(Ordering::Relaxed);
         let mut before = self.track()?;
         let mut events_before = self.log.len();
         loop {
@@ -127,9 +132,17 @@ impl Runner {
                 () = &mut shutdown => break,
                 () = tokio::time::sleep(TICK) => {}
             }
+            let _turn = turn.lock().await;
             let writes = self.served_writes(execs);
             if writes != writes_seen {
                 writes_seen = writes;
+                let execs_now = execs.load(Ordering::Relaxed);
+                if execs_now != execs_seen {
+                    // A user's command changed the database (a kill) at this very
+                    // moment: an outage beginning now is the user's.
+                    execs_seen = execs_now;
+                    self.disrupted_by_others();
+                }
                 self.judge_action(&before, events_before, SERVED_ACTOR, false)
                     .await?;
                 self.wake_operator();
@@ -139,7 +152,13 @@ impl Runner {
                 SignedDuration::try_from_secs_f64(started_wall.elapsed().as_secs_f64() * speed)
                     .unwrap_or(SignedDuration::ZERO);
             let target = started_sim + elapsed;
-            let behind = target.duration_since(self.now()).as_secs().max(0);
+            // At most one wall second's worth per round, so a world slower than the
+            // clock lags behind instead of advancing ever longer between two looks at
+            // `shutdown`.
+            let most = i64::try_from(speed.ceil() as u64)
+                .unwrap_or(i64::MAX)
+                .max(1);
+            let behind = target.duration_since(self.now()).as_secs().clamp(0, most);
             let summary = self
                 .advance(index, u64::try_from(behind).unwrap_or(0))
                 .await?;

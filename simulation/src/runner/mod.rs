@@ -251,6 +251,10 @@ fn build_world(
             world.network().pod_block(),
             lock.display()
         ));
+        progress(&format!(
+            "world files in {} (removed when the run ends, however it ends)",
+            world.root().display()
+        ));
     }
     Ok(world)
 }

@@ -10,6 +10,7 @@ use fdb_shared::cluster_math::fault_tolerance;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::Value;
 
+use crate::event_log::USER_BY;
 use crate::invariants::{
     ActionTimes, ActionWindow, ClientView, OutageAllowance, ServiceState, TrackedObject,
     divergences,
@@ -42,7 +43,10 @@ fn admin_actions_of(events: &[crate::result::Event]) -> Vec<&str> {
     events
         .iter()
         .filter(|event| {
-            event.source == EventSource::Fdb && ADMIN_ACTIONS.contains(&event.action.as_str())
+            event.source == EventSource::Fdb
+                && ADMIN_ACTIONS.contains(&event.action.as_str())
+                // A served world's user acts while a pass runs: not the pass's action.
+                && event.by.as_deref() != Some(USER_BY)
         })
         .map(|event| event.detail.as_str())
         .collect()

@@ -19,6 +19,7 @@ mod references;
 mod resources;
 pub mod safe_write;
 pub mod snapshot;
+pub mod snapshot_secrets;
 pub mod snapshot_write;
 mod steps;
 pub mod storage_classes;

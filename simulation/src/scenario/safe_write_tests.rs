@@ -85,3 +85,18 @@ fn a_refused_rehearsal_leaves_no_folder_and_created_files_are_private() {
     assert_eq!(mode(&folder.join("live.yaml")), 0o600);
     assert_eq!(names(&folder), ["live.yaml", "scenario.yaml"]);
 }
+
+#[test]
+fn the_folder_names_its_cluster_and_a_namesakes_manifest_is_refused() {
+    let temp = tempfile::tempdir().unwrap();
+    let folder = temp.path().join("snapshot");
+    write_dir(&folder, &objects(), None, None, false).unwrap();
+    let scenario = std::fs::read_to_string(folder.join("scenario.yaml")).unwrap();
+    assert!(scenario.contains("cluster: default/sample"), "{scenario}");
+    let namesake = json!({"apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+        "metadata": {"name": "sample", "namespace": "decoy"}, "spec": {"version": "7.3.43"}});
+    let rehearsal = temp.path().join("rehearsal");
+    let error = write_dir(&rehearsal, &objects(), None, Some(&namesake), false).unwrap_err();
+    assert!(error.to_string().contains("metadata.namespace"), "{error}");
+    assert!(!rehearsal.exists());
+}

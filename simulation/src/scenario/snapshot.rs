@@ -31,6 +31,11 @@ pub struct SnapshotSpec {
     /// `status json` of the captured database: a path, or inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Value>,
+    /// The FoundationDBCluster the run takes over, as `NAMESPACE/NAME`; needed when the
+    /// capture holds more than one (`fdb-operator snapshot` always writes it), so a
+    /// cluster added to a folder cannot stand in for the captured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// A problem: the field (`snapshot.objects[3] Pod default/x: spec.nodeName`) and what is
@@ -44,7 +49,8 @@ pub struct Captured {
     pub objects: Vec<Value>,
     /// The captured `status json`, when given.
     pub status: Option<Value>,
-    /// The captured FoundationDBCluster the scenario's operator manages (the first).
+    /// The captured FoundationDBCluster the scenario's operator manages (`cluster`, or
+    /// the only one).
     pub cluster: Value,
 }
 
@@ -74,15 +80,18 @@ impl SnapshotSpec {
             }
             other => other.clone(),
         };
-        Ok(SnapshotSpec { objects, status })
+        Ok(SnapshotSpec {
+            objects,
+            status,
+            cluster: self.cluster.clone(),
+        })
     }
 
     /// Checks that the (loaded) capture holds together.
     pub fn check(&self) -> Result<Captured, Problem> {
         let objects =
             list_items(self.objects.clone()).map_err(|m| ("snapshot.objects".to_owned(), m))?;
-        let mut clusters = BTreeSet::new();
-        let mut cluster = None;
+        let mut clusters: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut nodes = BTreeSet::new();
         let mut config_maps = BTreeSet::new();
         let mut pod_ips = BTreeMap::new();
@@ -96,13 +105,15 @@ impl SnapshotSpec {
             check_identity(index, object, &kind)?;
             match kind.as_str() {
                 "FoundationDBCluster" => {
-                    if !clusters.insert((namespace.clone(), name.clone())) {
+                    // Names are unique across namespaces (simulation.md, Additions v3): a
+                    // namesake in another namespace is refused, not chosen instead.
+                    if let Some((other, _)) = clusters.get(&name) {
                         return Err((
                             object_field(index, object, "metadata.name"),
-                            "two clusters with the same name".to_owned(),
+                            format!("two clusters with the same name (also in namespace {other})"),
                         ));
                     }
-                    cluster.get_or_insert_with(|| object.clone());
+                    clusters.insert(name.clone(), (namespace.clone(), index));
                 }
                 "Node" => {
                     nodes.insert(name);
@@ -126,12 +137,8 @@ impl SnapshotSpec {
                 pod_ips.insert(ip.to_owned(), format!("{namespace}/{name}"));
             }
         }
-        let cluster = cluster.ok_or_else(|| {
-            (
-                "snapshot.objects".to_owned(),
-                "no FoundationDBCluster captured".to_owned(),
-            )
-        })?;
+        let index = chosen_cluster(&clusters, self.cluster.as_deref())?;
+        let cluster = objects[index].clone();
         if let Some(status) = &self.status {
             check_process_addresses(status, &pod_ips)?;
         }
@@ -140,6 +147,51 @@ impl SnapshotSpec {
             status: self.status.clone(),
             cluster,
         })
+    }
+}
+
+/// The index of the cluster the run takes over: the one `snapshot.cluster` names
+/// (`NAMESPACE/NAME`), or the only one captured.
+fn chosen_cluster(
+    clusters: &BTreeMap<String, (String, usize)>,
+    wanted: Option<&str>,
+) -> Result<usize, Problem> {
+    let listed = || {
+        clusters
+            .iter()
+            .map(|(name, (namespace, _))| format!("{namespace}/{name}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if clusters.is_empty() {
+        return Err((
+            "snapshot.objects".to_owned(),
+            "no FoundationDBCluster captured".to_owned(),
+        ));
+    }
+    let Some(wanted) = wanted else {
+        return match clusters.values().collect::<Vec<_>>().as_slice() {
+            [(_, index)] => Ok(*index),
+            _ => Err((
+                "snapshot.cluster".to_owned(),
+                format!(
+                    "the capture holds several FoundationDBClusters ({}); name the one to \
+                     take over as NAMESPACE/NAME",
+                    listed()
+                ),
+            )),
+        };
+    };
+    let (namespace, name) = wanted.split_once('/').unwrap_or(("default", wanted));
+    match clusters.get(name) {
+        Some((found, index)) if found == namespace => Ok(*index),
+        _ => Err((
+            "snapshot.cluster".to_owned(),
+            format!(
+                "no FoundationDBCluster {namespace}/{name} in the capture (it holds {})",
+                listed()
+            ),
+        )),
     }
 }
 

@@ -14,6 +14,7 @@ fn spec(objects: &str) -> SnapshotSpec {
     SnapshotSpec {
         objects: json!(objects),
         status: None,
+        cluster: None,
     }
 }
 
@@ -60,6 +61,7 @@ fn file_references_stay_inside_the_snapshot_folder() {
     let status = SnapshotSpec {
         objects: json!([]),
         status: Some(json!("key.yaml")),
+        cluster: None,
     };
     let (field, message) = status.load(&folder).unwrap_err();
     assert_eq!(field, "snapshot.status");
@@ -91,6 +93,7 @@ fn snapshot_files_are_read_within_the_scenario_input_limits() {
     let status = SnapshotSpec {
         objects: json!([]),
         status: Some(json!("deep.yaml")),
+        cluster: None,
     };
     assert!(
         status
@@ -117,12 +120,57 @@ fn a_capture_above_the_world_limits_is_refused() {
     let (field, message) = SnapshotSpec {
         objects: Value::Array(nodes),
         status: None,
+        cluster: None,
     }
     .check()
     .unwrap_err();
     assert_eq!(field, "snapshot.objects (Nodes)");
     assert!(
         message.contains("1001 is above the limit of 1000"),
+        "{message}"
+    );
+}
+
+/// A FoundationDBCluster `namespace/name` for a capture.
+fn cluster(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": "apps.foundationdb.org/v1beta2", "kind": "FoundationDBCluster",
+           "metadata": {"name": name, "namespace": namespace}, "spec": {"version": "7.1.57"}})
+}
+
+fn check(objects: Vec<Value>, wanted: Option<&str>) -> Result<Captured, Problem> {
+    SnapshotSpec {
+        objects: Value::Array(objects),
+        status: None,
+        cluster: wanted.map(str::to_owned),
+    }
+    .check()
+}
+
+#[test]
+fn a_decoy_cluster_in_another_namespace_is_never_taken_over() {
+    // A namesake in another namespace, listed first: refused (names are unique).
+    let (field, message) = check(
+        vec![cluster("decoy", "sample"), cluster("default", "sample")],
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        field,
+        "snapshot.objects[1] FoundationDBCluster default/sample: metadata.name"
+    );
+    assert!(message.contains("also in namespace decoy"), "{message}");
+    // Another cluster listed first: the capture must say which one it is of.
+    let both = vec![cluster("decoy", "evil"), cluster("default", "sample")];
+    let (field, message) = check(both.clone(), None).unwrap_err();
+    assert_eq!(field, "snapshot.cluster");
+    assert!(message.contains("decoy/evil, default/sample"), "{message}");
+    let chosen = check(both.clone(), Some("default/sample")).unwrap();
+    assert_eq!(chosen.cluster["metadata"]["namespace"], "default");
+    assert_eq!(chosen.cluster["metadata"]["name"], "sample");
+    let (field, message) = check(both, Some("decoy/sample")).unwrap_err();
+    assert_eq!(field, "snapshot.cluster");
+    assert!(
+        message.contains("no FoundationDBCluster decoy/sample"),
         "{message}"
     );
 }

@@ -53,6 +53,29 @@ fn render_live(objects: &[Value]) -> Result<String, WriteError> {
     Ok(live)
 }
 
+/// Why `manifest` is not a change of the cluster `namespace/name`, if it is not: another
+/// name, or another namespace's namesake (checked before a capture too, so the error
+/// names the manifest rather than what the capture met).
+pub fn rehearsal_identity_error(manifest: &Value, name: &str, namespace: &str) -> Option<String> {
+    let given = manifest.pointer("/metadata/name").and_then(Value::as_str);
+    if given != Some(name) {
+        return Some(format!(
+            "the manifest's metadata.name ({}) is not the captured cluster's ({name:?})",
+            given.map_or_else(|| "none".to_owned(), |given| format!("{given:?}"))
+        ));
+    }
+    match manifest
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+    {
+        Some(other) if other != namespace => Some(format!(
+            "the manifest's metadata.namespace ({other:?}) is not the captured cluster's \
+             ({namespace:?})"
+        )),
+        _ => None,
+    }
+}
+
 /// The rehearsal: the changed manifest applied as a merge patch over the captured
 /// cluster, then the end it must reach.
 fn rehearsal_steps(
@@ -61,10 +84,8 @@ fn rehearsal_steps(
     name: &str,
     namespace: &str,
 ) -> Result<Vec<Value>, WriteError> {
-    if manifest.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
-        return Err(WriteError::Rehearse(format!(
-            "the manifest's metadata.name is not the captured cluster's ({name:?})"
-        )));
+    if let Some(message) = rehearsal_identity_error(manifest, name, namespace) {
+        return Err(WriteError::Rehearse(message));
     }
     let current = super::snapshot::manifest_of(cluster);
     let mut desired = super::snapshot::manifest_of(manifest);
@@ -126,7 +147,7 @@ fn render_files(
         .and_then(Value::as_str)
         .unwrap_or("default");
     let mut files = vec![("live.yaml", render_live(objects)?)];
-    let mut snapshot = json!({"objects": "live.yaml"});
+    let mut snapshot = json!({"objects": "live.yaml", "cluster": format!("{namespace}/{name}")});
     if let Some(status) = status {
         let text = serde_json::to_string_pretty(status).map_err(|e| WriteError::Render {
             what: "status.json",

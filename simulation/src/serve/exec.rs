@@ -94,6 +94,10 @@ pub struct SimulatedExec {
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// Files written through exec, by pod uid and path.
     pub files: Arc<Mutex<BTreeMap<(String, String), String>>>,
+    /// Held by the served world while it advances (`runner/live.rs`): a command runs
+    /// between two advances, at one simulated moment, never inside an operator pass
+    /// whose effects would then include the user's.
+    pub turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for SimulatedExec {
@@ -233,6 +237,7 @@ impl SimulatedExec {
     /// Runs a checked request's command; `stdin` is what the client sent (fdbcli without
     /// `--exec` runs each of its lines, as it does reading commands from a pipe).
     async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
+        let _turn = self.turn.lock().await;
         match fdbcli_text(&request.command) {
             Some(Ok(text)) => return self.fdbcli(&text).await,
             Some(Err(message)) => return ExecOutput::failed(127, format!("{message}\n")),

@@ -71,6 +71,7 @@ async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
         status_json: Arc::new(|| json!({})),
         on_change: Arc::new(|| {}),
         files: Arc::default(),
+        turn: Arc::default(),
     };
     let pod = |uid: &str| json!({"metadata": {"name": "p", "uid": uid}});
     let request = |command: &[&str]| ExecRequest {
@@ -175,4 +176,49 @@ async fn standard_input_is_capped() {
         .send(Message::binary(vec![0u8; MAX_EXEC_STDIN + 4096]))
         .await;
     assert_eq!(reader.await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed() {
+    let clock: Arc<dyn fdb_operator::clock::Clock> =
+        Arc::new(fdb_operator::clock::VirtualClock::fixed_epoch());
+    let fdb = crate::fdb::SimulatedFdb::new(clock.clone(), Default::default());
+    let log = crate::event_log::EventLog::new(clock.clone());
+    // The log's actor is the operator's (a pass is running), and it has crashed.
+    log.arm_crash("kill");
+    log.record(crate::result::EventSource::Fdb, "kill", "database", "kill");
+    assert!(log.operator_crashed());
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(clock, 1),
+        admin: Arc::new(crate::recording_admin::RecordingAdmin::for_user(
+            Arc::new(fdb),
+            log.clone(),
+        )),
+        status_json: Arc::new(|| json!({})),
+        on_change: Arc::new(|| {}),
+        files: Arc::default(),
+        turn: Arc::default(),
+    };
+    let request = ExecRequest {
+        namespace: "db".into(),
+        pod: "p".into(),
+        container: None,
+        command: ["fdbcli", "--exec", "kill; kill 127.0.0.1:4501"]
+            .map(str::to_owned)
+            .to_vec(),
+        stdin: false,
+    };
+    let out = exec
+        .execute(
+            &json!({"metadata": {"name": "p", "uid": "u"}}),
+            &request,
+            "",
+        )
+        .await;
+    // Not refused for the operator's crash (the empty database has no quorum).
+    assert!(out.stderr.contains("quorum"), "{out:?}");
+    let events = log.events();
+    let kill = events.last().unwrap();
+    assert!(kill.detail.starts_with("kill 127.0.0.1:4501"), "{kill:?}");
+    assert_eq!(kill.by.as_deref(), Some("user"), "{kill:?}");
 }

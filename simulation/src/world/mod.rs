@@ -61,6 +61,7 @@ pub mod dns;
 pub mod error;
 pub mod fdbmonitor;
 pub mod host;
+pub mod live_roots;
 pub mod network;
 pub mod node_lifecycle;
 pub mod nodes;
@@ -207,6 +208,8 @@ pub struct World {
     host: Arc<dyn ProcessHost>,
     clock: VirtualClock,
     root: tempfile::TempDir,
+    /// `root` listed for a stop by signal (`live_roots`).
+    _live_root: live_roots::LiveRoot,
     /// The fake images' files, one copy per image (under `root`).
     images: images::ImageStore,
     lease: BlockLease,
@@ -260,7 +263,9 @@ impl World {
             .tempdir()
             .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
         let images = images::ImageStore::new(root.path());
+        let live_root = live_roots::LiveRoot::register(root.path());
         let mut world = Self {
+            _live_root: live_root,
             images,
             lease,
             network,

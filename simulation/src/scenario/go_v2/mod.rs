@@ -504,6 +504,7 @@ mod tests {
         let spec = SnapshotSpec {
             objects: Value::Array(snapshot.objects.clone()),
             status: Some(snapshot.status.clone()),
+            cluster: None,
         };
         let captured = spec.check().unwrap_or_else(|(f, m)| panic!("{f}: {m}"));
         let pods = captured
@@ -528,6 +529,7 @@ mod tests {
         let spec = SnapshotSpec {
             objects: Value::Array(snapshot.objects.clone()),
             status: Some(snapshot.status.clone()),
+            cluster: None,
         };
         let captured = spec.check().unwrap_or_else(|(f, m)| panic!("{f}: {m}"));
         assert_eq!(captured.cluster["spec"].get("imageType"), None);
