@@ -18,8 +18,9 @@ fn with(id: &str, conditions: &[C]) -> fdb_shared::api::cluster::ProcessGroupSta
     g
 }
 
-/// Four reporting groups, `storage-1` and `storage-2` with an outdated command line.
-fn fixture(spec: &str) -> Fixture {
+/// Four reporting groups, `storage-1` with `storage_1` and `storage-2` with an outdated
+/// command line.
+fn fixture_where_storage_1_has(spec: &str, storage_1: &[C]) -> Fixture {
     let pods = IDS.iter().enumerate().map(|(n, id)| {
         pod(
             &format!("sample-{id}"),
@@ -31,12 +32,17 @@ fn fixture(spec: &str) -> Fixture {
     Fixture::new(spec)
         .groups([
             with("log-1", &[]),
-            with("storage-1", &[C::IncorrectCommandLine]),
+            with("storage-1", storage_1),
             with("storage-2", &[C::IncorrectCommandLine]),
             with("stateless-1", &[]),
         ])
         .pods(pods)
         .database(reporting(&IDS))
+}
+
+/// Four reporting groups, `storage-1` and `storage-2` with an outdated command line.
+fn fixture(spec: &str) -> Fixture {
+    fixture_where_storage_1_has(spec, &[C::IncorrectCommandLine])
 }
 
 fn killed(decision: &BounceDecision) -> Vec<String> {
@@ -314,24 +320,7 @@ fn an_outdated_process_started_after_the_last_recovery_means_no_kill_ran_since()
 #[test]
 fn a_restart_waits_for_the_pod_updates_of_the_groups_it_restarts() {
     let outdated = |spec: &str| {
-        let pods = IDS.iter().enumerate().map(|(n, id)| {
-            pod(
-                &format!("sample-{id}"),
-                id,
-                "n",
-                &format!("10.0.0.{}", n + 1),
-            )
-        });
-        Fixture::new(spec)
-            .pods(pods)
-            .database(reporting(&IDS))
-            .groups([
-                with("log-1", &[]),
-                with("storage-1", &[C::IncorrectPodSpec, C::IncorrectCommandLine]),
-                with("storage-2", &[C::IncorrectCommandLine]),
-                with("stateless-1", &[]),
-            ])
-            .build()
+        fixture_where_storage_1_has(spec, &[C::IncorrectPodSpec, C::IncorrectCommandLine]).build()
     };
     let decision = decide(&outdated("version: 7.1.57"));
     let BounceDecision::WaitForPodUpdates(reason) = &decision else {
