@@ -158,6 +158,13 @@ impl Drop for Run {
     }
 }
 
+/// How long a signalled run may take to end in these tests: a liveness bound, wide enough
+/// for a loaded CI machine, not a performance figure. The run itself answers within a
+/// second (the signal thread and the served loop's one-wall-second rounds,
+/// `cli/src/stop_signals.rs`); an ignored signal shows in the exit code and the files
+/// (a busy run goes on to its end and writes its result, a served world serves on).
+const HONOURED_WITHIN: Duration = Duration::from_secs(10);
+
 #[test]
 fn sigterm_abandons_a_busy_run_at_once_and_removes_its_world() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +186,7 @@ fn sigterm_abandons_a_busy_run_at_once_and_removes_its_world() {
     let (code, took) = run.terminate();
     let rest = run.rest();
     assert_eq!(code, Some(143), "128 + SIGTERM: {rest}");
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(took < HONOURED_WITHIN, "took {took:?}");
     assert!(!world.exists(), "{} left behind", world.display());
     assert!(!result.exists(), "no result for an abandoned run");
     assert!(rest.contains("SIGTERM: the run is abandoned"), "{rest}");
@@ -215,7 +222,7 @@ fn sigterm_before_serving_abandons_the_run_and_while_serving_writes_the_result()
     run.wait_for("pass 2:");
     let (code, took) = run.terminate();
     assert_eq!(code, Some(143), "{}", run.rest());
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(took < HONOURED_WITHIN, "took {took:?}");
     assert!(!world.exists(), "{} left behind", world.display());
     assert!(!kubeconfig.exists() && !result.exists());
     // While serving at the highest speed: stopped at once, with the result.
@@ -227,7 +234,7 @@ fn sigterm_before_serving_abandons_the_run_and_while_serving_writes_the_result()
     let (code, took) = run.terminate();
     let rest = run.rest();
     assert_eq!(code, Some(0), "{rest}");
-    assert!(took < Duration::from_secs(1), "took {took:?}: {rest}");
+    assert!(took < HONOURED_WITHIN, "took {took:?}: {rest}");
     assert!(!world.exists(), "{} left behind", world.display());
     let result: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
