@@ -30,16 +30,20 @@ open_string_enum! {
 pub struct BlobStoreConfiguration {
     /// Blob store account, `<user>@<host>[:<port>]` or a host name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100))]
     pub account_name: Option<String>,
     /// Name of the backup in the bucket (default the name of the FoundationDBBackup or
     /// FoundationDBRestore resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
     pub backup_name: Option<String>,
     /// Bucket name (default `fdb-backups`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 3, max = 63))]
     pub bucket: Option<String>,
     /// Extra URL parameters of the backup URL, `key=value`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), inner(length(max = 1024)))]
     pub url_parameters: Vec<String>,
 }
 
@@ -132,9 +136,11 @@ pub struct FoundationDBBackupSpec {
     pub backup_deployment_metadata: Option<ObjectMeta>,
     /// Backup mode (e.g. continuous or one-time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub backup_mode: Option<String>,
     /// Backup type (e.g. `default` or `partitioned_log`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub backup_type: Option<String>,
     /// Where the backup is stored.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -149,9 +155,11 @@ pub struct FoundationDBBackupSpec {
     pub data_center: Option<String>,
     /// What happens to the backup when the resource is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub deletion_policy: Option<String>,
     /// Path of the encryption key file of the backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub encryption_key_path: Option<String>,
     /// Pod model of the backup agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]

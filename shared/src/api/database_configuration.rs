@@ -123,9 +123,11 @@ impl StorageMigrationType {
 pub struct ExcludedServer {
     /// `IP:port` or IP address of the excluded server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 48))]
     pub address: Option<String>,
     /// Locality of the excluded servers, e.g. `locality_instance_id:storage-1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
     pub locality: Option<String>,
 }
 
@@ -140,6 +142,7 @@ pub struct DataCenter {
     pub priority: Option<i32>,
     /// 1 when the datacenter is a satellite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
     pub satellite: Option<i32>,
 }
 
@@ -154,6 +157,7 @@ pub struct Region {
     pub satellite_logs: Option<i32>,
     /// Redundancy mode of the satellites (e.g. `one_satellite_double`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100))]
     pub satellite_redundancy_mode: Option<String>,
 }
 
@@ -202,6 +206,7 @@ pub struct DatabaseConfiguration {
     pub storage: Option<i32>,
     /// Servers excluded from the database.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1024))]
     pub excluded_servers: Vec<ExcludedServer>,
     /// Log spill mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +222,7 @@ pub struct DatabaseConfiguration {
     pub perpetual_storage_wiggle_engine: Option<StorageEngine>,
     /// Locality filter of the perpetual wiggle (`<key>:<value>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([\w.-]+:[\w.-]+|0)$"))]
     pub perpetual_storage_wiggle_locality: Option<String>,
     /// How storage engine migrations are done (`disabled`, `aggressive`, `gradual`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,15 +12,19 @@ use serde::{Deserialize, Serialize};
 pub struct ImageConfig {
     /// The FoundationDB version this rule applies to; empty for every version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20))]
     pub version: Option<String>,
     /// Image repository without tag, e.g. `foundationdb/foundationdb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
     pub base_image: Option<String>,
     /// Full tag to use; overrides `<version><tagSuffix>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100))]
     pub tag: Option<String>,
     /// Suffix appended to the version to build the tag, e.g. `-1` for sidecar images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 50))]
     pub tag_suffix: Option<String>,
 }
 
@@ -44,6 +48,7 @@ pub struct ContainerOverrides {
     pub enable_readiness_probe: Option<bool>,
     /// Rules for the container image name; see `ImageConfig`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub image_configs: Vec<ImageConfig>,
 }
 

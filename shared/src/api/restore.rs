@@ -13,9 +13,11 @@ use crate::api::defaults::is_default;
 pub struct FoundationDBKeyRange {
     /// First key of the range (inclusive).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9\/\\-]+$"))]
     pub start: String,
     /// End of the range (exclusive).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9\/\\-]+$"))]
     pub end: String,
 }
 
@@ -65,6 +67,7 @@ pub struct FoundationDBRestoreSpec {
     pub custom_parameters: Vec<String>,
     /// Path of the encryption key file of the backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub encryption_key_path: Option<String>,
     /// Key ranges to restore (default everything).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

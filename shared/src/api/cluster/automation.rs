@@ -54,6 +54,7 @@ pub struct AutomationOptions {
     pub cache_database_status_for_reconciliation: Option<bool>,
     /// How the operator talks to the database (e.g. through fdbcli or the management API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
     pub database_interaction_mode: Option<String>,
     /// How many pods are deleted at once during rolling updates: `Zone` (default),
     /// `ProcessGroup`, `All` or `None`.
@@ -90,6 +91,7 @@ pub struct AutomationOptions {
     /// Maximum number of process groups replaced at once because of a misconfiguration
     /// (default unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub max_concurrent_replacements: Option<i32>,
     /// Automatic replacement of failed process groups.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -154,6 +156,7 @@ pub struct AutomaticReplacementOptions {
     /// Maximum number of process groups marked for removal but not yet excluded
     /// (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub max_concurrent_replacements: Option<i32>,
     /// Maximum number (or percentage, e.g. `"10%"`) of fault domains with tainted
     /// process groups that may be replaced at once.
@@ -161,6 +164,7 @@ pub struct AutomaticReplacementOptions {
     pub max_fault_domains_with_tainted_process_groups: Option<IntOrString>,
     /// Node taints that make the process groups on the node be replaced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub taint_replacement_options: Vec<TaintReplacementOption>,
     /// Seconds a node must have been tainted before its process groups are replaced
     /// (default 1800).
@@ -174,9 +178,11 @@ pub struct AutomaticReplacementOptions {
 pub struct TaintReplacementOption {
     /// Taint key; `*` matches every taint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256), regex(pattern = r"^([\-._\/a-z0-9A-Z\*])*$"))]
     pub key: Option<String>,
     /// Seconds the taint must have been present before replacement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub duration_in_seconds: Option<i64>,
 }
 

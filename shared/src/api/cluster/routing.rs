@@ -58,6 +58,7 @@ pub struct RoutingConfig {
     pub define_dns_locality_fields: Option<bool>,
     /// DNS domain of the Kubernetes cluster (default `cluster.local`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
     pub dns_domain: Option<String>,
 }
 

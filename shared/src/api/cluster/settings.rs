@@ -77,6 +77,7 @@ pub struct LabelConfig {
     pub resource_labels: Option<BTreeMap<String, String>>,
     /// Label keys holding the process class (default `[foundationdb.org/fdb-process-class]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100))]
     pub process_class_labels: Option<Vec<String>>,
     /// Label keys holding the process group ID
     /// (default `[foundationdb.org/fdb-process-group-id]`).
@@ -85,6 +86,7 @@ pub struct LabelConfig {
         rename = "processGroupIDLabels",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(length(max = 100))]
     pub process_group_id_labels: Option<Vec<String>>,
     /// Whether listed resources are also filtered by owner reference (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,6 +162,7 @@ pub struct BuggifyConfig {
     pub crash_loop: Vec<String>,
     /// Containers to crash-loop, with their process group IDs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
     pub crash_loop_containers: Vec<CrashLoopContainerObject>,
     /// Process group IDs whose pods cannot be scheduled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -196,8 +199,13 @@ pub struct BuggifyConfig {
 pub struct CrashLoopContainerObject {
     /// Container name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
     pub container_name: Option<String>,
     /// Process group IDs (`*` for all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 10000),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub targets: Vec<String>,
 }

@@ -87,6 +87,7 @@ open_string_enum! {
 pub struct FoundationDBClusterSpec {
     /// FoundationDB version of the database, `MAJOR.MINOR.PATCH` (e.g. `7.1.57`).
     #[serde(default)]
+    #[schemars(regex(pattern = r"(\d+)\.(\d+)\.(\d+)"))]
     pub version: String,
     /// Database configuration (`fdbcli configure`), in FoundationDB's snake_case names.
     /// Unset fields take defaults from the redundancy mode.
@@ -150,6 +151,7 @@ pub struct FoundationDBClusterSpec {
     pub max_zones_with_unavailable_pods: Option<i32>,
     /// Minimum uptime of every process before a bounce, in seconds (default 600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub minimum_uptime_seconds_for_bounce: Option<i32>,
     /// Parts of the connection string to keep.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -160,12 +162,24 @@ pub struct FoundationDBClusterSpec {
         rename = "processGroupIDPrefix",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(
+        length(max = 43),
+        regex(pattern = r"^[a-z0-9A-Z]([\-._a-z0-9A-Z])*[a-z0-9A-Z]$")
+    )]
     pub process_group_id_prefix: Option<String>,
     /// Process group IDs to remove (they are excluded first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 500),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub process_groups_to_remove: Vec<String>,
     /// Process group IDs to remove without exclusion (dangerous).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 500),
+        inner(length(max = 63), regex(pattern = r"^(([\w-]+)-(\d+)|\*)$"))
+    )]
     pub process_groups_to_remove_without_exclusion: Vec<String>,
     /// Whether bigger resource requests replace process groups instead of recreating pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
