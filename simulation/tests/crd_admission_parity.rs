@@ -9,10 +9,12 @@
 // Test-only: helpers fail loudly on purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod reference;
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use reference::{documents, reference_dir, yaml_files};
 use serde_json::Value;
 
 const CHECKS: [&str; 7] = [
@@ -24,27 +26,6 @@ const CHECKS: [&str; 7] = [
     "maximum",
     "x-kubernetes-validations",
 ];
-
-fn reference_dir() -> PathBuf {
-    let dir = std::env::var_os("FDB_REFERENCE_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.is_dir(),
-        "the Go operator's reference material is not at {} (set FDB_REFERENCE_DIR)",
-        dir.display()
-    );
-    dir
-}
-
-fn documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .filter_map(|document| Value::deserialize(document).ok())
-        .filter(Value::is_object)
-        .collect()
-}
 
 /// The v1beta2 `spec` schema of each kind in `crds`.
 fn spec_schemas(crds: &[Value]) -> BTreeMap<String, Value> {
@@ -84,11 +65,9 @@ fn nodes(schema: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
 
 #[test]
 fn every_admission_check_of_the_go_crds_on_a_spec_is_in_ours() {
-    let go_crds: Vec<Value> = std::fs::read_dir(reference_dir().join("go-operator-crds"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .flat_map(|path| documents(&path))
+    let go_crds: Vec<Value> = yaml_files(&reference_dir().join("go-operator-crds"))
+        .iter()
+        .flat_map(|path| documents(path))
         .collect();
     let ours =
         documents(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds/foundationdb-crds.yaml"));
