@@ -14,30 +14,19 @@ type Module = Vec<String>;
 /// Every `.rs` file under `root`, by its module path (`controller::pass_io`).
 fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
     let mut found = BTreeMap::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
-                continue;
-            }
-            let relative = path.strip_prefix(root).unwrap().with_extension("");
-            let mut module: Module = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if matches!(
-                module.last().map(String::as_str),
-                Some("mod" | "lib" | "main")
-            ) {
-                module.pop();
-            }
-            found.insert(module, path);
+    for path in fdb_e2e_tests::rust_files(root) {
+        let relative = path.strip_prefix(root).unwrap().with_extension("");
+        let mut module: Module = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(
+            module.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            module.pop();
         }
+        found.insert(module, path);
     }
     found
 }

@@ -2,6 +2,7 @@
 //! reading their results.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use fdb_simulation::result::{SimulationResult, StepResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
@@ -148,4 +149,27 @@ pub fn conditions_of(step: &StepResult, group: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Every `.rs` file under `root`, at any depth, sorted: the source trees the structure
+/// tests (`import_layers`, `step_boundaries`) read.
+pub fn rust_files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries =
+            std::fs::read_dir(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+                .path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }

@@ -35,26 +35,18 @@ fn operator_src() -> PathBuf {
 /// Every production `.rs` file under `root`, by its path relative to `root`.
 fn production_files(root: &Path) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name == "fixtures.rs" {
-                continue;
-            }
-            let relative = path.strip_prefix(root).unwrap();
-            let source = std::fs::read_to_string(&path).unwrap();
-            let production = match source.find("#[cfg(test)]") {
-                Some(at) => source[..at].to_owned(),
-                None => source,
-            };
-            found.insert(relative.to_string_lossy().replace('\\', "/"), production);
+    for path in fdb_e2e_tests::rust_files(root) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("_tests.rs") || name == "fixtures.rs" {
+            continue;
         }
+        let relative = path.strip_prefix(root).unwrap();
+        let source = std::fs::read_to_string(&path).unwrap();
+        let production = match source.find("#[cfg(test)]") {
+            Some(at) => source[..at].to_owned(),
+            None => source,
+        };
+        found.insert(relative.to_string_lossy().replace('\\', "/"), production);
     }
     found
 }
