@@ -348,3 +348,19 @@ fn a_process_that_survives_the_knob_restart_gets_its_pod_recreated_instead_of_a_
             .all(|p| p["commandLine"].as_str().unwrap().contains(KNOB))
     );
 }
+
+#[test]
+fn a_triple_rollout_with_a_replacement_and_an_eviction_in_flight_finishes() {
+    let result = run_file("rollouts/triple-rollout-replacement-eviction.yaml", None);
+    assert!(violated(&result).is_empty(), "{:#?}", result.violations);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true));
+    // Reconciled means no group has IncorrectPodSpec left: the storage pods were
+    // recreated from the new template.
+    assert!(
+        result
+            .events
+            .iter()
+            .any(|e| e.action == "delete" && e.target.starts_with("pod/sample-storage"))
+    );
+}

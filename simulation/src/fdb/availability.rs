@@ -168,7 +168,8 @@ fn data_state(
 
 /// `(max_zone_failures_without_losing_data, ..._availability)`: the fewest of what the
 /// storage replicas (live zones of the worst shard, less one), the logs (replicas of the
-/// log data; zones able to host logs beyond the replication factor) and the coordinators
+/// log data; zones able to host logs beyond the replication factor, counted as
+/// `getExtraTLogEligibleZones` in FoundationDB's fdbserver/Status.actor.cpp does) and the coordinators
 /// (zones whose loss leaves a majority) survive.
 pub(crate) fn fault_tolerance(state: &State, health: &Health) -> (i64, i64) {
     if !health.available {
@@ -191,9 +192,15 @@ pub(crate) fn fault_tolerance(state: &State, health: &Health) -> (i64, i64) {
         .eligible()
         .into_iter()
         .filter(|p| {
+            // A process may host a log when its class fits the role at all
+            // (`machineClassFitness(TLog) < NeverAssign` in FoundationDB's
+            // fdbrpc/Locality.cpp): storage processes count, as the worst fit.
             matches!(
                 p.launch.class,
-                ProcessClass::Log | ProcessClass::Transaction | ProcessClass::Unset
+                ProcessClass::Log
+                    | ProcessClass::Transaction
+                    | ProcessClass::Unset
+                    | ProcessClass::Storage
             )
         })
         .map(|p| p.zone())

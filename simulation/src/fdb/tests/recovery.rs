@@ -265,3 +265,20 @@ async fn fault_tolerance_counts_storage_zones_logs_and_coordinators() {
         .unwrap();
     assert!(fdb.service_gaps().log_zones_down.is_empty());
 }
+
+/// FoundationDB counts every zone with a process able to host a log toward the
+/// availability fault tolerance, storage processes included (their fitness for the log
+/// role is the worst, not never: `machineClassFitness` in fdbrpc/Locality.cpp, used by
+/// `getExtraTLogEligibleZones` in fdbserver/Status.actor.cpp). With a log excluded, the
+/// three storage zones still leave one zone to spare in double redundancy.
+#[tokio::test]
+async fn storage_zones_count_as_able_to_host_logs() {
+    let (fdb, clock) = configured_cluster().await;
+    fdb.exclude(&[ExclusionTarget::instance_id("log-3").unwrap()], false)
+        .await
+        .unwrap();
+    advance(&fdb, &clock, 30);
+    let status = fdb.status().await.unwrap();
+    assert!(status.is_available());
+    assert_eq!(tolerance(&status).1, Some(1), "availability tolerance");
+}
