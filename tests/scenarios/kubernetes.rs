@@ -114,3 +114,39 @@ fn passes_are_at_least_a_second_apart_so_the_clock_never_freezes() {
         );
     }
 }
+
+#[test]
+fn a_restricting_operator_creates_nothing_for_a_template_asking_for_the_host_until_it_complies() {
+    use fdb_simulation::result::EventSource;
+    let result = fdb_e2e_tests::run_file("tenants/pod-template-restricted.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let refused: Vec<&str> = result
+        .events
+        .iter()
+        .filter(|e| e.source == EventSource::Operator && e.detail.starts_with("PodTemplateRefused"))
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert!(!refused.is_empty(), "no PodTemplateRefused Event");
+    for field in [
+        "spec.processes.general.podTemplate.spec.hostNetwork",
+        "spec.processes.general.podTemplate.spec.initContainers[0].securityContext.privileged",
+    ] {
+        assert!(
+            refused[0].contains(field),
+            "{field} not named: {}",
+            refused[0]
+        );
+    }
+    // The allowed service account is not named.
+    assert!(!refused[0].contains("serviceAccountName"), "{}", refused[0]);
+    let refused_step = &result.steps[0];
+    assert!(
+        refused_step.pods.is_empty(),
+        "pods created for a refused template"
+    );
+    assert!(
+        refused_step.pvcs.is_empty(),
+        "claims created for a refused template"
+    );
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+}

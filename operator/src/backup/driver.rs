@@ -94,6 +94,13 @@ pub async fn run_backup_pass(
         refuse(&backups, &backup, &message).await?;
         return Ok(requeue(STALL_WAIT, "ValidateSpec", message));
     }
+    // The agents' template is judged before any Deployment exists for it, as an
+    // invalid spec is (`run --restrict-pod-templates`).
+    if let Err(refused) = ctx.settings.pod_template_policy.check_backup(&backup) {
+        let message = refused.to_string();
+        refuse(&backups, &backup, &message).await?;
+        return Ok(requeue(STALL_WAIT, "ValidateSpec", message));
+    }
     let Some(cluster) = cluster else {
         return Ok(requeue(
             CLUSTER_WAIT,

@@ -6,4 +6,5 @@ pub mod crds;
 pub mod explain;
 pub mod explain_backup;
 pub mod manifest;
+pub mod pod_template_args;
 pub mod run;

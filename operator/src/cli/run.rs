@@ -121,6 +121,9 @@ pub struct RunArgs {
     /// ownership changes (fsGroup, fsGroupChangePolicy, runAsUser, runAsGroup).
     #[arg(long)]
     pub replace_on_security_context_change: bool,
+    /// What pod templates may ask for (--restrict-pod-templates and its --allow* flags).
+    #[command(flatten)]
+    pub pod_templates: super::pod_template_args::PodTemplatePolicyArgs,
 }
 
 /// Parses `500ms`, `15s`, `2m` or a plain number of seconds.
@@ -239,6 +242,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         Arc::new(SystemClock),
     );
     ctx.settings.replace_on_security_context_change = args.replace_on_security_context_change;
+    ctx.settings.pod_template_policy = args.pod_templates.policy();
     let options = RunOptions {
         namespace: args.namespace,
         metrics_address: Some(args.metrics_address),

@@ -62,6 +62,9 @@ pub struct OperatorSettings {
     /// `--replace-on-security-context-change`: file ownership changes replace process
     /// groups instead of recreating their pods (see [`super::replace_only`]).
     pub replace_on_security_context_change: bool,
+    /// `--restrict-pod-templates` and its `--allow*` flags: what the pod templates of
+    /// clusters and backups may ask for (unrestricted by default, as the Go operator).
+    pub pod_template_policy: super::pod_template_policy::PodTemplatePolicy,
     /// The executor's rules; all on, except in the mutation tests that prove the
     /// scenarios catch an executor without one.
     pub executor_rules: ExecutorRules,
@@ -77,6 +80,7 @@ impl Default for OperatorSettings {
             publish_events: true,
             sidecar_concurrency: 16,
             replace_on_security_context_change: false,
+            pod_template_policy: super::pod_template_policy::PodTemplatePolicy::default(),
             executor_rules: ExecutorRules::default(),
         }
     }

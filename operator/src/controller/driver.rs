@@ -69,7 +69,8 @@ fn record_groups(
 }
 
 /// The cluster to reconcile, validated; `None` when `spec.skip` asks to leave it alone.
-/// An invalid spec is reported with an InvalidSpec Event and ends the pass.
+/// An invalid spec is reported with an InvalidSpec Event and ends the pass, and so is a
+/// pod template the operator's policy refuses (PodTemplateRefused).
 async fn read_cluster(
     ctx: &Context,
     namespace: &str,
@@ -91,6 +92,19 @@ async fn read_cluster(
     if cluster.spec.skip() {
         tracing::info!("spec.skip is set; not reconciling");
         return Ok(None);
+    }
+    if let Err(refused) = ctx.settings.pod_template_policy.check_cluster(&cluster) {
+        // Before anything is created or changed for it: a refused template must not
+        // reach a pod (issue 38 item 3, FoundationDB/fdb-kubernetes-operator#2487).
+        publish(
+            ctx,
+            &cluster,
+            EventReason::PodTemplateRefused,
+            "Validate",
+            refused.to_string(),
+        )
+        .await;
+        return Err(refused.into());
     }
     match ValidatedCluster::new(cluster.clone()) {
         Ok(validated) => {

@@ -129,6 +129,10 @@ pub enum ReconcileError {
     /// The spec is invalid; the operator waits for the user to change it.
     #[error(transparent)]
     InvalidSpec(#[from] fdb_shared::validation::InvalidCluster),
+    /// A pod template asks for more than the operator's policy allows; the operator
+    /// waits for the user to change it.
+    #[error(transparent)]
+    PodTemplateRefused(#[from] super::pod_template_policy::PodTemplateRefused),
     /// A step failed.
     #[error("step {step} failed: {source}")]
     Step {
@@ -146,6 +150,7 @@ impl ReconcileError {
             Self::ReadCluster { source, .. } => kube_category(source),
             Self::ClusterNotFound { .. } => "ClusterNotFound",
             Self::InvalidSpec(_) => "InvalidSpec",
+            Self::PodTemplateRefused(_) => "PodTemplateRefused",
             Self::Step { source, .. } => source.category(),
         }
     }
@@ -154,7 +159,9 @@ impl ReconcileError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::ReadCluster { .. } => true,
-            Self::ClusterNotFound { .. } | Self::InvalidSpec(_) => false,
+            Self::ClusterNotFound { .. } | Self::InvalidSpec(_) | Self::PodTemplateRefused(_) => {
+                false
+            }
             Self::Step { source, .. } => source.is_transient(),
         }
     }

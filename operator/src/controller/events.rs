@@ -24,6 +24,9 @@ pub enum EventReason {
     StepFailed,
     /// The spec is invalid.
     InvalidSpec,
+    /// A pod template asks for more than `run --restrict-pod-templates` allows; nothing
+    /// is created for the object.
+    PodTemplateRefused,
     /// Processes were restarted with `kill` (BounceProcesses).
     ProcessesBounced,
     /// Pods were deleted to roll out a pod spec change (UpdatePods).
@@ -91,6 +94,7 @@ impl EventReason {
             Self::CoordinatorsChanged => "CoordinatorsChanged",
             Self::StepFailed => "StepFailed",
             Self::InvalidSpec => "InvalidSpec",
+            Self::PodTemplateRefused => "PodTemplateRefused",
             Self::ProcessesBounced => "ProcessesBounced",
             Self::PodsUpdated => "PodsUpdated",
             Self::ProcessGroupsReplaced => "ProcessGroupsReplaced",
@@ -122,6 +126,7 @@ impl EventReason {
         match self {
             Self::StepFailed
             | Self::InvalidSpec
+            | Self::PodTemplateRefused
             | Self::UnsupportedVersionChange
             | Self::IncompatibleClients
             | Self::MissingFdbTools

@@ -46,6 +46,7 @@ pub mod pod_config_query;
 pub mod pod_head;
 pub mod pod_model;
 pub mod pod_spec_facts;
+pub mod pod_template_policy;
 pub mod pod_update_coordinators;
 pub mod pod_update_decision;
 pub mod pod_updates;

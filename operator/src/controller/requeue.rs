@@ -72,9 +72,9 @@ impl RequeuePolicy {
     /// a long resync); transient failures retry soon; others later.
     pub fn backoff_for(&self, error: &ReconcileError) -> Action {
         match error {
-            ReconcileError::InvalidSpec(_) | ReconcileError::ClusterNotFound { .. } => {
-                Action::requeue(self.resync)
-            }
+            ReconcileError::InvalidSpec(_)
+            | ReconcileError::PodTemplateRefused(_)
+            | ReconcileError::ClusterNotFound { .. } => Action::requeue(self.resync),
             error if error.is_transient() => Action::requeue(self.transient_backoff),
             _ => Action::requeue(self.error_backoff),
         }

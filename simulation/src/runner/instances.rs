@@ -9,6 +9,7 @@
 //! one's (the database-wide invariants), and each cluster's reconciled passes against its
 //! own spec (`reconciled-but-diverged`).
 
+use crate::scenario::operator_flags::apply_operator_flags;
 use std::collections::BTreeSet;
 
 use fdb_shared::api::FoundationDBCluster;
@@ -88,6 +89,7 @@ impl Runner {
             identity,
         )?;
         context.settings.executor_rules = self.executor_rules;
+        apply_operator_flags(&self.scenario.world, &mut context.settings);
         Ok(context)
     }
 

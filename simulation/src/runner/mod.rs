@@ -402,6 +402,10 @@ impl Runner {
             },
         )?;
         context.settings.executor_rules = options.executor_rules;
+        crate::scenario::operator_flags::apply_operator_flags(
+            &scenario.world,
+            &mut context.settings,
+        );
         let instances = instances::Instance::all(&scenario.clusters, &namespace);
         create_user_objects(
             &scenario, manifest, &namespace, &api, &mut world, &fdb, &options,

@@ -15,6 +15,7 @@ mod faults;
 pub mod go_v2;
 pub mod limits;
 pub(crate) mod objects;
+pub mod operator_flags;
 mod references;
 mod resources;
 pub mod safe_write;
@@ -156,6 +157,11 @@ pub struct WorldSettings {
     /// reachable from every node).
     #[serde(default)]
     pub storage_classes: Option<Vec<storage_classes::StorageClassSettings>>,
+    /// Flags of `fdb-operator run` the operator runs with, written as on its command
+    /// line (`[--restrict-pod-templates, --allow-host-network]`); only the flags that
+    /// change what a pass decides ([`operator_flags::OperatorFlags`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operator_flags: Vec<String>,
 }
 
 /// `world.tls`: the run's generated TLS material.
