@@ -364,3 +364,10 @@ fn a_triple_rollout_with_a_replacement_and_an_eviction_in_flight_finishes() {
             .any(|e| e.action == "delete" && e.target.starts_with("pod/sample-storage"))
     );
 }
+
+#[test]
+fn a_knob_rollout_under_slow_recoveries_is_not_judged_an_operator_outage() {
+    let result = run_file("rollouts/knob-rollout-slow-recovery.yaml", None);
+    assert!(violated(&result).is_empty(), "{:#?}", result.violations);
+    assert_eq!(admin_events(&result, "kill").len(), 1, "one kill");
+}

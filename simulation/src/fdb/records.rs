@@ -87,6 +87,9 @@ pub struct Outage {
     /// "shards without a live replica"); later causes of the same outage are appended
     /// ("...; then ...").
     pub cause: String,
+    /// The longest a recovery took while it lasted (the world's `recoverySeconds`, or a
+    /// `slowRecovery` fault's): what the database itself needed, whoever caused it.
+    pub recovery_seconds: i64,
 }
 
 /// The data's state.

@@ -195,6 +195,7 @@ fn update_silence(state: &mut State, now: i64) {
 /// closes it when it is available again.
 fn track_outages(state: &mut State, now: i64) {
     let health = assess(state);
+    let recovery_seconds = state.recovery_seconds();
     let open = state.outages.last_mut().filter(|o| o.end.is_none());
     match (health.available, open) {
         (true, open) => {
@@ -204,6 +205,7 @@ fn track_outages(state: &mut State, now: i64) {
             }
         }
         (false, Some(outage)) => {
+            outage.recovery_seconds = outage.recovery_seconds.max(recovery_seconds);
             let cause = health.cause.unwrap_or_default();
             if !outage.cause.ends_with(&cause) {
                 outage.cause = format!("{}; then {cause}", outage.cause);
@@ -213,6 +215,7 @@ fn track_outages(state: &mut State, now: i64) {
             start: now,
             end: None,
             cause: health.cause.unwrap_or_default(),
+            recovery_seconds,
         }),
         (false, None) => {}
     }

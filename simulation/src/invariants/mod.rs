@@ -358,7 +358,8 @@ impl InvariantMonitor {
     }
 
     /// Judges outages that began at an operator action: each may last one recovery
-    /// (`allowed.recovery`), or `restart + recovery` (`allowed.bounce`) when it began at
+    /// (`allowed.recovery`, or the longer one a `slowRecovery` fault imposed while the
+    /// outage lasted), or `restart + recovery` (`allowed.bounce`) when it began at
     /// the one cluster-wide kill of a bounce. Outages less than one recovery apart count
     /// as one: clients see a database that keeps failing them (a storm of recoveries, as
     /// a rolling restart of transaction processes one by one causes). Open outages are
@@ -392,11 +393,18 @@ impl InvariantMonitor {
             else {
                 continue;
             };
+            // A recovery the database itself made slower (a `slowRecovery` fault) is
+            // the fault's doing: the action is allowed the recovery it actually needed.
+            let slower = outage
+                .recovery_seconds
+                .saturating_sub(allowed_seconds)
+                .max(0);
             let allowed = if cluster_wide {
                 bounce_allowance
             } else {
                 allowed_seconds
-            };
+            }
+            .saturating_add(slower);
             let lasted = outage.end.unwrap_or(now) - outage.start;
             if lasted > allowed {
                 self.outages_reported.insert(outage.start);
@@ -482,6 +490,7 @@ fn merge_outages(
                 if !last.cause.contains(&outage.cause) {
                     last.cause = format!("{}, then {}", last.cause, outage.cause);
                 }
+                last.recovery_seconds = last.recovery_seconds.max(outage.recovery_seconds);
                 continue;
             }
         }

@@ -69,6 +69,9 @@ pub struct Outage {
     pub end: Option<i64>,
     /// Why, in words.
     pub cause: String,
+    /// The longest one recovery took while it lasted (a `slowRecovery` fault makes it
+    /// longer than the world's `recoverySeconds`).
+    pub recovery_seconds: i64,
 }
 
 /// The clients connected to the database, and the cluster's upgrade settings.

@@ -26,7 +26,39 @@ fn outage(start: i64, end: Option<i64>) -> Outage {
         start,
         end,
         cause: "recovery".into(),
+        recovery_seconds: 5,
     }
+}
+
+#[test]
+fn a_recovery_a_fault_slows_is_allowed_the_time_it_needed_and_no_more() {
+    let mut monitor = InvariantMonitor::new();
+    // A bounce's kill at 100 while recoveries take 90 s (slowRecovery): restart (5 s)
+    // plus the 90 s recovery is the database's time, not the operator's.
+    let slow = Outage {
+        recovery_seconds: 90,
+        ..outage(100, Some(195))
+    };
+    judge(&mut monitor, 300, 0, &[slow.clone()], &[(100, true)], &[]);
+    assert!(
+        invariants(&monitor).is_empty(),
+        "{:?}",
+        monitor.violations()
+    );
+    // A second recovery chained onto it is still the operator's.
+    let storm = Outage {
+        recovery_seconds: 90,
+        ..outage(196, Some(290))
+    };
+    judge(
+        &mut monitor,
+        300,
+        0,
+        &[slow, storm],
+        &[(100, true), (196, false)],
+        &[],
+    );
+    assert_eq!(invariants(&monitor), [UNAVAILABLE_BY_OPERATOR]);
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub(super) fn outages(fdb: &SimulatedFdb) -> Vec<Outage> {
             start: outage.start,
             end: outage.end,
             cause: outage.cause,
+            recovery_seconds: outage.recovery_seconds,
         })
         .collect()
 }

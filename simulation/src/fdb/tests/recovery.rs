@@ -87,6 +87,7 @@ async fn kill_restarts_after_restart_seconds_from_the_current_conf_and_binary() 
             start: t1,
             end: Some(t1 + 10),
             cause: "recovery after kill of 3 processes".to_owned(),
+            recovery_seconds: 5,
         }]
     );
 }
@@ -113,6 +114,7 @@ async fn a_cluster_wide_kill_is_one_outage_of_restart_plus_recovery_with_exact_t
             start: t0,
             end: Some(t0 + 10),
             cause: "recovery after kill of 8 processes".to_owned(),
+            recovery_seconds: 5,
         }]
     );
     assert_eq!(fdb.snapshot().recoveries, recoveries + 1);
