@@ -39,7 +39,14 @@ fn a_recovery_a_fault_slows_is_allowed_the_time_it_needed_and_no_more() {
         recovery_seconds: 90,
         ..outage(100, Some(195))
     };
-    judge(&mut monitor, 300, 0, &[slow.clone()], &[(100, true)], &[]);
+    judge(
+        &mut monitor,
+        300,
+        0,
+        std::slice::from_ref(&slow),
+        &[(100, true)],
+        &[],
+    );
     assert!(
         invariants(&monitor).is_empty(),
         "{:?}",
