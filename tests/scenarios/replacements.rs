@@ -422,3 +422,33 @@ fn a_claim_of_a_missing_storage_class_is_reported_and_not_recreated() {
         result.violations
     );
 }
+
+#[test]
+fn a_failed_group_whose_coordinator_cannot_move_does_not_hold_the_replacement_budget() {
+    let result = run_file("replacements/blocked-coordinator-budget.yaml", None);
+    assert_clean(&result);
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+    let chosen_at = |group: &str| {
+        result
+            .events
+            .iter()
+            .find(|e| {
+                e.source == EventSource::Operator
+                    && e.detail.starts_with("ReplacementChosen")
+                    && e.detail.contains(&format!(" {group}:"))
+            })
+            .map(|e| e.time)
+    };
+    // node-1 went down at 393 s; with a 300 s detection time its storage groups are
+    // replaced within minutes, not when the node returns (2793 s).
+    for group in ["storage-1", "storage-4"] {
+        let at = chosen_at(group).unwrap_or_else(|| panic!("{group} never replaced"));
+        assert!(at < 1500, "{group} replaced at {at} s");
+    }
+    // log-1 hosts a coordinator that had nowhere to go while node-1 was down.
+    let log_at = chosen_at("log-1");
+    assert!(
+        log_at.is_none_or(|at| at >= 2793),
+        "log-1 replaced at {log_at:?} s"
+    );
+}

@@ -13,6 +13,7 @@ pub mod config_map_error;
 pub mod context;
 pub mod coordinator_candidates;
 pub mod coordinator_change;
+pub mod coordinator_room;
 pub mod coordinators;
 pub mod decoded_pods;
 pub mod desired;

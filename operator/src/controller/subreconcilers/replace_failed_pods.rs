@@ -41,6 +41,7 @@ use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 use super::Subreconciler;
+use crate::controller::coordinator_room::coordinator_cannot_move;
 use crate::controller::errors::StepError;
 use crate::controller::events::EventReason;
 use crate::controller::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
@@ -216,11 +217,14 @@ fn crash_looping(snapshot: &ClusterSnapshot, id: &str) -> bool {
             .any(|c| c.targets.iter().any(|g| g == id || g == "*"))
 }
 
+/// A failed group: when it failed, its ID and why it is replaced.
+type FailedGroup = (i64, String, String);
+
 /// Marks the failed groups, oldest failure first, within the replacement budget (the
 /// replacements in flight count against it); the rest wait.
 fn spend_budget(
     snapshot: &ClusterSnapshot,
-    failed: Vec<(i64, String, String)>,
+    failed: Vec<FailedGroup>,
     decision: &mut ReplaceDecision,
 ) {
     let options = &snapshot.spec().automation_options.replacements;
@@ -266,7 +270,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
         .and_then(|db| db.cluster.maintenance_zone.clone())
         .filter(|zone| !zone.is_empty());
     let taints = taint_gate(snapshot);
-    let mut failed: Vec<(i64, String, String)> = Vec::new();
+    let mut failed: Vec<FailedGroup> = Vec::new();
     for group in snapshot.live_groups() {
         let all: Vec<Failure> = failures(&group, detection, taint_time).collect();
         // A pod about to be recreated for buggify is not failing; it is being changed.
@@ -310,6 +314,17 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
             decision.waiting.push((
                 group.id().to_owned(),
                 "its zone is in maintenance".to_owned(),
+            ));
+            continue;
+        }
+        // Its exclusion would wait for a coordinator change that cannot happen (a zone
+        // down and no free zone), holding the budget while other failed groups wait;
+        // once marked it could never return to the coordinators when its zone does.
+        // It is replaced once its coordinator can move (issue 38 item 4).
+        if coordinator_cannot_move(snapshot, &group) {
+            decision.waiting.push((
+                group.id().to_owned(),
+                "it hosts a coordinator that no coordinator change could move now (too few zones with candidates); its replacement could not finish".to_owned(),
             ));
             continue;
         }
