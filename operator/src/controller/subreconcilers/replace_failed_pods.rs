@@ -229,6 +229,10 @@ fn spend_budget(
 ) {
     let options = &snapshot.spec().automation_options.replacements;
     let busy = in_flight(snapshot);
+    if options.fault_domain_based_replacements() {
+        spend_budget_by_fault_domain(snapshot, failed, &busy, decision);
+        return;
+    }
     let mut budget = usize::try_from(options.max_concurrent_replacements())
         .unwrap_or(0)
         .saturating_sub(busy.len());
@@ -246,6 +250,40 @@ fn spend_budget(
             continue;
         }
         budget -= 1;
+        decision.replace.push((id, reason));
+    }
+}
+
+/// `faultDomainBasedReplacements`: the budget counts fault domains, not groups. Every
+/// failed group of a fault domain that already has a replacement in flight may be
+/// replaced; a new fault domain only while fewer than `maxConcurrentReplacements` have
+/// one (as the Go operator's `removalAllowed` in
+/// internal/replacements/replace_failed_process_groups.go decides).
+fn spend_budget_by_fault_domain(
+    snapshot: &ClusterSnapshot,
+    failed: Vec<FailedGroup>,
+    busy: &[String],
+    decision: &mut ReplaceDecision,
+) {
+    let options = &snapshot.spec().automation_options.replacements;
+    let max = usize::try_from(options.max_concurrent_replacements()).unwrap_or(0);
+    let domain_of = |id: &str| snapshot.group(id).map(|group| placement::zone(&group));
+    let mut domains: BTreeSet<String> = busy.iter().filter_map(|id| domain_of(id)).collect();
+    for (_, id, reason) in failed {
+        let domain = domain_of(&id).unwrap_or_else(|| id.clone());
+        // More domains in flight than allowed (the setting was lowered): none more.
+        let allowed = domains.len() < max || (domains.len() == max && domains.contains(&domain));
+        if !allowed {
+            decision.waiting.push((
+                id,
+                format!(
+                    "fault domains with replacements in flight: {} (at most {max} at a time, faultDomainBasedReplacements)",
+                    domains.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+            continue;
+        }
+        domains.insert(domain);
         decision.replace.push((id, reason));
     }
 }

@@ -423,3 +423,27 @@ fn nothing_is_replaced_by_the_timer_before_the_database_is_configured() {
     let decision = decide(&creating);
     assert!(decision.replace.is_empty(), "{decision:?}");
 }
+
+#[test]
+fn fault_domain_based_replacements_replace_every_failed_group_of_a_domain_in_flight() {
+    let spec = "{version: 7.1.57, automationOptions: {replacements: {failureDetectionTimeSeconds: 600, maxConcurrentReplacements: 1, faultDomainBasedReplacements: true}}}";
+    let zoned = |id: &str, zone: &str, since: i64| {
+        let mut g = failed(id, C::MissingProcesses, since);
+        g.fault_domain = Some(zone.into());
+        g
+    };
+    let groups = [
+        zoned("storage-1", "zone-a", 1_000),
+        zoned("log-1", "zone-a", 1_000),
+        zoned("storage-2", "zone-b", 2_000),
+        zoned("storage-3", "zone-a", 3_000),
+    ];
+    let decision = decide(&fixture(spec).groups(groups.clone()).at(10_000).build());
+    assert_eq!(ids(&decision), ["log-1", "storage-1", "storage-3"]);
+    assert_eq!(decision.waiting[0].0, "storage-2");
+    assert!(decision.waiting[0].1.contains("zone-a"), "{decision:?}");
+    // The same failures group by group: one at a time.
+    let by_group = spec.replace(", faultDomainBasedReplacements: true", "");
+    let decision = decide(&fixture(&by_group).groups(groups).at(10_000).build());
+    assert_eq!(ids(&decision), ["log-1"]);
+}
