@@ -465,3 +465,22 @@ fn an_operator_without_the_targets_tools_never_starts_the_upgrade() {
         );
     }
 }
+
+#[test]
+fn a_users_restart_onto_the_staged_binary_is_followed_by_the_operators_kill_at_once() {
+    let result = fdb_e2e_tests::run_file("upgrades/user-restart-onto-staged-binary.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let kills: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "kill")
+        .map(|e| (e.time, e.by.clone()))
+        .collect();
+    assert_eq!(kills.len(), 2, "the user's kill and the operator's: {kills:?}");
+    let (user_at, operator_at) = (kills[0].0, kills[1].0);
+    assert!(
+        operator_at - user_at <= 30,
+        "the operator's kill came {} s after the user's",
+        operator_at - user_at
+    );
+}

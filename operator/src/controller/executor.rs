@@ -63,7 +63,7 @@ pub fn admit(
     }
     if planned.recovery.is_some() && !in_plan.recovered && facts.rules.pacing {
         let caused = facts.record.recovery_caused.as_deref();
-        if let Err(refusal) = safety::paced(snapshot, caused, !planned.while_unavailable) {
+        if let Err(refusal) = safety::paced(snapshot, caused, planned.ends_mixed_versions) {
             return Admission::Refused(refusal);
         }
     }

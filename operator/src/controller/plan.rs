@@ -242,9 +242,10 @@ pub struct Planned {
     pub disrupts: bool,
     /// What of it causes a recovery, if it does: paced.
     pub recovery: Option<String>,
-    /// It is what brings an unavailable database back (the upgrade's kill while
-    /// processes already run the target): pacing does not wait for availability.
-    pub while_unavailable: bool,
+    /// It ends mixed versions (the upgrade's kill while processes already run the
+    /// target): pacing waits neither for availability nor for the last recovery to
+    /// settle, since waiting keeps those processes out of the database.
+    pub ends_mixed_versions: bool,
 }
 
 impl Planned {
@@ -255,7 +256,7 @@ impl Planned {
             lock: None,
             disrupts: false,
             recovery: None,
-            while_unavailable: false,
+            ends_mixed_versions: false,
         }
     }
 
@@ -281,11 +282,11 @@ impl Planned {
         self
     }
 
-    /// This action, paced without waiting for availability when `restores` is set: it
-    /// is what brings the unavailable database back.
+    /// This action, paced without waiting for availability or the last recovery's
+    /// settling when `restores` is set: it ends mixed versions.
     #[must_use]
-    pub fn while_unavailable(mut self, restores: bool) -> Self {
-        self.while_unavailable = restores;
+    pub fn ends_mixed_versions(mut self, restores: bool) -> Self {
+        self.ends_mixed_versions = restores;
         self
     }
 }

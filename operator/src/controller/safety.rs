@@ -354,22 +354,23 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
-/// `needs_available: false` (`Planned::while_unavailable`, the upgrade's kill while
-/// processes already run the target, which brings the database back): all but availability.
+/// `ends_mixed_versions` (`Planned::ends_mixed_versions`, the upgrade's kill while
+/// processes already run the target): neither availability nor the settling of the last
+/// recovery, which only keep those processes out of the database longer.
 pub fn paced(
     snapshot: &ClusterSnapshot,
     caused_this_pass: Option<&str>,
-    needs_available: bool,
+    ends_mixed_versions: bool,
 ) -> Result<(), Refusal> {
     if let Some(action) = caused_this_pass {
         return Err(Refusal::RecoveryCausedThisPass {
             action: action.to_owned(),
         });
     }
-    if needs_available {
+    if !ends_mixed_versions {
         available(snapshot)?;
+        recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
     }
-    recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY)?;
     let pending = snapshot.groups().find_map(|group| {
         let pod = group.pod_head()?;
         pod.metadata.deletion_timestamp.as_ref()?;

@@ -199,10 +199,11 @@ pub enum UpgradeBounce {
         /// With locks in use: the instance must first agree with the others through
         /// the pending-upgrade list.
         agreement: Option<Agreement>,
-        /// Processes of the cluster already run the target (see [`on_target`]) and the
-        /// database is unavailable: the kill is what brings it back, so it does not
-        /// wait for availability.
-        while_unavailable: bool,
+        /// Processes of the cluster already run the target (see [`on_target`]): they
+        /// are out of the database until the others join them, so the kill is what
+        /// ends the mixed versions (and brings the database back when it is down). It
+        /// waits neither for availability nor for the last recovery to settle.
+        ends_mixed_versions: bool,
     },
 }
 
@@ -434,8 +435,8 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
             pods: not_ready,
         });
     }
-    let while_unavailable = match kill_gates(snapshot, missing, &left_out, &on_target) {
-        Ok(while_unavailable) => while_unavailable,
+    let ends_mixed_versions = match kill_gates(snapshot, missing, &left_out, &on_target) {
+        Ok(ends_mixed_versions) => ends_mixed_versions,
         Err(w) => return wait(w),
     };
     // The processes already on the target are killed too: the kill restarts every
@@ -454,14 +455,15 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         target,
         addresses,
         agreement,
-        while_unavailable,
+        ends_mixed_versions,
     })
 }
 
 /// The gates between pods ready for the kill and the kill: an available database (unless
 /// processes already on the target hold it down: then `Ok(true)`, the kill is what
 /// brings it back), every live group's processes reporting (`missing` names those that
-/// do not), no zone in maintenance, `minimumUptimeSecondsForBounce`, and a majority of
+/// do not), no zone in maintenance, `minimumUptimeSecondsForBounce` (unless processes
+/// already run the target: the versions are mixed until the kill), and a majority of
 /// the coordinators restarted with the others ([`super::upgrade_quorum`]).
 fn kill_gates(
     snapshot: &ClusterSnapshot,
@@ -472,8 +474,8 @@ fn kill_gates(
     // Processes already on the target cannot rejoin before the others move: when the
     // database is unavailable then (their data is out of reach, issue 26 seed 18),
     // waiting for it would wait forever, and the kill is what brings it back.
-    let while_unavailable = safety::available(snapshot).is_err() && !on_target.is_empty();
-    if !while_unavailable && let Err(refusal) = safety::available(snapshot) {
+    let ends_mixed_versions = !on_target.is_empty();
+    if !ends_mixed_versions && let Err(refusal) = safety::available(snapshot) {
         return Err(refusal.into());
     }
     if !missing.is_empty() {
@@ -486,7 +488,12 @@ fn kill_gates(
     {
         return Err(UpgradeWait::Maintenance { zone });
     }
-    if let Err(refusal) = safety::minimum_uptime(snapshot) {
+    // Processes already on the target (a user's restart onto the staged binary, or a
+    // kill some missed) are out of the database until the others join them: waiting
+    // for the others' uptime only keeps the versions mixed longer (issue 38 item 5).
+    if on_target.is_empty()
+        && let Err(refusal) = safety::minimum_uptime(snapshot)
+    {
         return Err(refusal.into());
     }
     let restarted = |group: &GroupView<'_>| {
@@ -497,7 +504,7 @@ fn kill_gates(
     if let Some(kept) = quorum_kept(snapshot, restarted) {
         return Err(kept.into());
     }
-    Ok(while_unavailable)
+    Ok(ends_mixed_versions)
 }
 
 /// The process group of a process in `status json`: its `instance_id` locality, else

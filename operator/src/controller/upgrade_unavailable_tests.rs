@@ -26,13 +26,13 @@ fn a_process_already_on_the_target_lets_the_kill_go_ahead_while_unavailable() {
     let split = ready.database(db).build();
     let UpgradeBounce::KillAll {
         addresses,
-        while_unavailable,
+        ends_mixed_versions,
         ..
     } = decide_bounce(&split).unwrap()
     else {
         panic!("must kill");
     };
-    assert!(while_unavailable);
+    assert!(ends_mixed_versions);
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
     assert_eq!(listed, ["10.0.0.1:4501", "10.0.0.2:4501"]);
 }

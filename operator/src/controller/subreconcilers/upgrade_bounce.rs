@@ -49,7 +49,7 @@ pub fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option
 /// pending-upgrade list (concluded by [`conclude`]) or why it waits. It always ends the
 /// pass but when the user turned restarts off.
 pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Verdict>, StepError> {
-    let (target, addresses, agreement, while_unavailable) = match decide_bounce(snapshot)? {
+    let (target, addresses, agreement, ends_mixed_versions) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
             let delay = WaitOn::After(kill_wait_delay(facts.settings.database_wait, snapshot));
@@ -72,8 +72,8 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
             target,
             addresses,
             agreement,
-            while_unavailable,
-        } => (target, addresses, agreement, while_unavailable),
+            ends_mixed_versions,
+        } => (target, addresses, agreement, ends_mixed_versions),
     };
     if !snapshot.spec().automation_options.kill_processes() {
         // The user turned the operator's restarts off: the upgrade stays staged (every
@@ -102,7 +102,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Ve
         &target,
         &addresses,
         agreement.is_some(),
-        while_unavailable,
+        ends_mixed_versions,
         facts,
     );
     if let Some(wait) = executor::refused_before_start(snapshot, facts, &kill) {
@@ -169,7 +169,7 @@ pub fn conclude(
     let UpgradeBounce::KillAll {
         target,
         addresses,
-        while_unavailable,
+        ends_mixed_versions,
         ..
     } = decide_bounce(snapshot)?
     else {
@@ -186,7 +186,7 @@ pub fn conclude(
             &target,
             &addresses,
             true,
-            while_unavailable,
+            ends_mixed_versions,
             facts,
         ))),
         Err(wait) => Ok(Verdict::Act(
@@ -199,14 +199,14 @@ pub fn conclude(
 }
 
 /// The plan of the cluster-wide kill: locked, one disruption, a recovery (paced without
-/// availability when `while_unavailable`: processes already run the target and only the
+/// availability when `ends_mixed_versions`: processes already run the target and only the
 /// kill brings the database back); an Event; with `listed`, the list to clear once the
 /// database is back; then the wait for the processes to restart.
 fn kill_all(
     target: &FdbVersion,
     addresses: &[ProcessAddress],
     listed: bool,
-    while_unavailable: bool,
+    ends_mixed_versions: bool,
     facts: &PassFacts,
 ) -> Plan {
     let texts: Vec<String> = addresses.iter().map(ToString::to_string).collect();
@@ -220,7 +220,7 @@ fn kill_all(
         .recovering(Some(format!(
             "killed every process for the upgrade to {target}"
         )))
-        .while_unavailable(while_unavailable);
+        .ends_mixed_versions(ends_mixed_versions);
     let mut actions = vec![
         kill,
         Planned::plain(Action::Event {
