@@ -11,6 +11,7 @@ mod hostile_conf;
 mod hostile_input;
 mod hostile_names;
 mod hostile_snapshot;
+mod run_metrics;
 mod serve;
 mod simulate_bounds;
 mod simulate_isolation;
