@@ -47,6 +47,15 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", default_value_t = 1.0, requires = "serve",
           value_parser = parse_speed)]
     pub speed: f64,
+    /// With --serve: run the world without its own operator, for an operator run outside
+    /// it (`fdb-operator run`). The steps may then only set up the world and make user
+    /// changes (a `reconcile`, `expect`, `restartOperator` or `act: {as: operator}` step
+    /// is refused, naming it); the world's clock starts at the real current time and
+    /// runs at speed 1. The operator's kubeconfig is written to FILE.operator (FILE of
+    /// --kubeconfig): it points at a listener of its own, and what arrives there is the
+    /// operator's: judged by the invariants, in the result's events and violations.
+    #[arg(long, requires = "serve")]
+    pub external_operator: bool,
 }
 
 /// Runs the scenario; exit 0 when no invariant was violated, 1 when one was, 2 when the
@@ -161,6 +170,7 @@ fn serve_options(args: &SimulateArgs) -> Result<Option<ServeOptions>, String> {
         address: *address,
         kubeconfig: kubeconfig.clone(),
         speed: args.speed,
+        external_operator: args.external_operator,
     };
     serve.validate().map_err(|error| error.to_string())?;
     Ok(Some(serve))

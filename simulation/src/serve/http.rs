@@ -1,5 +1,5 @@
 //! The HTTP listener of a served world: discovery and health paths answered here, every
-//! other request handed to the in-memory API server as actor [`SERVED_ACTOR`], and lists,
+//! other request handed to the in-memory API server as actor [`super::SERVED_ACTOR`], and lists,
 //! objects and watch events turned into `Table`s when the client asks for them.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{SERVED_ACTOR, ServeError, discovery, exec, openapi, table};
+use super::{ServeError, discovery, exec, openapi, table};
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
 use crate::kube::{FakeApiServer, ResourceType};
@@ -39,6 +39,10 @@ struct Served {
     printer_columns: BTreeMap<(String, String), Vec<Value>>,
     /// Runs `pods/exec` commands; `None`: exec is refused.
     exec: Option<exec::SimulatedExec>,
+    /// The actor every request of this listener is counted and judged as.
+    actor: &'static str,
+    /// See [`Extras::turn`].
+    turn: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 /// A listener serving a world's API until [`RunningServer::stop`].
@@ -51,13 +55,25 @@ pub struct RunningServer {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` through `exec`);
-/// returns once the listener answers its own `/version` request.
+/// What a served listener answers besides the API, and as whom.
+pub struct Extras {
+    /// Runs `pods/exec` commands; `None`: exec is refused.
+    pub exec: Option<exec::SimulatedExec>,
+    /// The actor every request is counted and judged as: [`super::SERVED_ACTOR`] for the users'
+    /// listener, the operator's for the external operator's (`--external-operator`).
+    pub actor: &'static str,
+    /// Held by the world while it advances: writes wait for it, so that each lands
+    /// between two advances and is judged against the world as it was before it.
+    pub turn: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
+/// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` and the actor
+/// from `extras`); returns once the listener answers its own `/version` request.
 pub async fn start(
     api: &FakeApiServer,
     clock: Arc<dyn Clock>,
     address: SocketAddr,
-    exec: Option<exec::SimulatedExec>,
+    extras: Extras,
 ) -> Result<RunningServer, ServeError> {
     let printer_columns = install_crds(api);
     let listener = tokio::net::TcpListener::bind(address)
@@ -70,7 +86,9 @@ pub async fn start(
         api: api.clone(),
         clock,
         printer_columns,
-        exec,
+        exec: extras.exec,
+        actor: extras.actor,
+        turn: extras.turn,
     });
     let router = axum::Router::new().fallback(handle).with_state(served);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -201,9 +219,16 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let wants_table = (parts.method == Method::GET)
         .then(|| table::requested_version(&accept))
         .flatten();
+    let actor = served.actor;
+    let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
     let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
-    let mut service = served.api.service(SERVED_ACTOR);
+    let mut service = served.api.service(actor);
+    let turn = match (&served.turn, write) {
+        (Some(turn), true) => Some(turn.lock().await),
+        _ => None,
+    };
     let Ok(response) = service.call(request).await;
+    drop(turn);
     let (mut head, body) = response.into_parts();
     let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
         return Response::from_parts(head, Body::new(body));
