@@ -56,6 +56,14 @@ pub struct SimulateArgs {
     /// operator's: judged by the invariants, in the result's events and violations.
     #[arg(long, requires = "serve")]
     pub external_operator: bool,
+    /// With --external-operator: write stand-in FoundationDB tools for it to DIR, per
+    /// minor version of `world.operatorTools` (DIR/7.1/fdbcli, fdbbackup, fdbrestore,
+    /// ...), as the operator image lays out the real ones: run the operator with
+    /// --fdb-binaries-dir DIR. They reach the world's database through the cluster file
+    /// given with -C, as real tools do; so far they run fdbcli `status json` and `kill`
+    /// and refuse anything else (exit 1, saying so).
+    #[arg(long, value_name = "DIR", requires = "external_operator")]
+    pub fdb_tools_dir: Option<PathBuf>,
 }
 
 /// Runs the scenario; exit 0 when no invariant was violated, 1 when one was, 2 when the
@@ -171,6 +179,14 @@ fn serve_options(args: &SimulateArgs) -> Result<Option<ServeOptions>, String> {
         kubeconfig: kubeconfig.clone(),
         speed: args.speed,
         external_operator: args.external_operator,
+        fdb_tools: match &args.fdb_tools_dir {
+            Some(dir) => Some(fdb_simulation::serve::ToolsDir {
+                dir: dir.clone(),
+                program: std::env::current_exe()
+                    .map_err(|e| format!("cannot find the fdb-operator binary: {e}"))?,
+            }),
+            None => None,
+        },
     };
     serve.validate().map_err(|error| error.to_string())?;
     Ok(Some(serve))

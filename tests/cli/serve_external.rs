@@ -9,7 +9,7 @@ use super::serve::{Served, eventually, kubectl, run};
 use super::{fdb_operator, repo_file};
 
 /// The quickstart scenario without its steps (they need the world's own operator).
-fn scenario_without_steps(dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn scenario_without_steps(dir: &std::path::Path) -> std::path::PathBuf {
     let quickstart = std::fs::read_to_string(repo_file("docs/examples/quickstart.yaml")).unwrap();
     let world = quickstart.split("\nsteps:").next().unwrap();
     let path = dir.join("no-steps.yaml");

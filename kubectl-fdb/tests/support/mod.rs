@@ -32,6 +32,7 @@ impl World {
             kubeconfig: kubeconfig.clone(),
             speed,
             external_operator: false,
+            fdb_tools: None,
         };
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -3,8 +3,20 @@
 //! writes arrive under [`OPERATOR_ACTOR`] (through a listener of its own) and are
 //! judged after each tick as the world judges an operator pass.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use jiff::Timestamp;
 use serde_json::Value;
+
+use crate::fdb::SimulatedFdb;
+use crate::kube::FakeApiServer;
+use crate::recording_admin::RecordingAdmin;
+use crate::serve::exec::SimulatedExec;
+use crate::serve::tools::ServedTools;
+use crate::world::network::FREE_BLOCKS;
+use crate::world::{HostBlock, World, WorldError, WorldOptions};
+use fdb_operator::clock::VirtualClock;
 
 use super::{OPERATOR_ACTOR, RunError, Runner};
 use crate::scenario::{Actor, Scenario, Step};
@@ -50,6 +62,38 @@ pub(super) fn start_time(external_operator: bool) -> Option<Timestamp> {
         .flatten()
 }
 
+/// A world whose sidecars listen on the pods' own IPs (`127.N.y.z`, N the given block or
+/// the first free one), so that an operator outside the process reaches them where the
+/// API says the pods are.
+pub(super) fn world_at_pod_ips(
+    mut options: WorldOptions,
+    fixed: Option<u8>,
+    api: &FakeApiServer,
+    fdb: &SimulatedFdb,
+    clock: &VirtualClock,
+) -> Result<World, RunError> {
+    options.host_block = HostBlock::PodIps;
+    let blocks = match fixed {
+        Some(block) => block..=block,
+        None => FREE_BLOCKS,
+    };
+    let mut last = None;
+    for block in blocks {
+        options.ip_block = block;
+        match World::new(
+            options.clone(),
+            api.clone(),
+            Arc::new(fdb.clone()),
+            clock.clone(),
+        ) {
+            Ok(world) => return Ok(world),
+            Err(error @ WorldError::BlockInUse { .. }) if fixed.is_none() => last = Some(error),
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(last.map_or_else(|| RunError::Act("no IP block".to_owned()), RunError::from))
+}
+
 /// What the serve loop remembers between two looks at the external operator's writes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ExternalMark {
@@ -64,8 +108,44 @@ impl Runner {
             .api
             .request_counts()
             .get(OPERATOR_ACTOR)
-            .map_or(0, |c| c.create + c.update + c.patch + c.delete);
+            .map_or(0, |c| c.create + c.update + c.patch + c.delete)
+            + self.external_tool_changes.load(Ordering::Relaxed);
         ExternalMark { writes }
+    }
+
+    /// The minor versions of the operator's tools (`world.operatorTools`, else the
+    /// image's).
+    pub(super) fn tool_minors(&self) -> Vec<String> {
+        super::OperatorTools::of_world(&self.scenario.world).minors()
+    }
+
+    /// What the external operator's stand-in tools reach: the database, through an
+    /// admin interface that records and judges their commands as the operator's.
+    pub(super) fn served_tools(&self, turn: &Arc<tokio::sync::Mutex<()>>) -> ServedTools {
+        let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
+            .issued_by(&self.name, self.judge.clone());
+        let changes = self.external_tool_changes.clone();
+        let exec = SimulatedExec {
+            api: self.api.clone(),
+            admin: Arc::new(admin),
+            status_json: Arc::new({
+                let fdb = self.fdb.clone();
+                move || fdb.render_status_json()
+            }),
+            on_change: Arc::new(move || {
+                changes.fetch_add(1, Ordering::Relaxed);
+            }),
+            files: Arc::default(),
+            turn: turn.clone(),
+        };
+        let fdb = self.fdb.clone();
+        let versions = self.fdb.clone();
+        ServedTools {
+            exec,
+            minors: self.tool_minors().into_iter().collect(),
+            connection_string: Arc::new(move || fdb.connection_string()),
+            running_version: Arc::new(move || versions.snapshot().version),
+        }
     }
 
     /// When the external operator wrote since `seen`: judges what it did since `before`

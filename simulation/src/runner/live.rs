@@ -98,6 +98,7 @@ impl Runner {
         let extras = http::Extras {
             exec: Some(exec),
             actor: SERVED_ACTOR,
+            tools: None,
             turn: Some(turn.clone()),
         };
         let server = http::start(&self.api, clock.clone(), serve.address, extras).await?;
@@ -107,6 +108,7 @@ impl Runner {
             let extras = http::Extras {
                 exec: None,
                 actor: OPERATOR_ACTOR,
+                tools: serve.fdb_tools.is_some().then(|| self.served_tools(&turn)),
                 turn: Some(turn.clone()),
             };
             let own = std::net::SocketAddr::new(serve.address.ip(), 0);
@@ -236,6 +238,21 @@ impl Runner {
         operator: Option<std::net::SocketAddr>,
     ) -> Result<(), RunError> {
         if let Some(operator) = operator {
+            if let Some(tools) = &serve.fdb_tools {
+                let dir = crate::serve::tool_files::write_tools(
+                    &tools.dir,
+                    &tools.program,
+                    &self.tool_minors(),
+                    operator,
+                )
+                .map_err(crate::serve::ServeError::from)?;
+                self.say(&format!(
+                    "stand-in FoundationDB tools in {} (run the operator with \
+                     --fdb-binaries-dir {})",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
             kubeconfig::write_operator(&serve.operator_kubeconfig(), operator, &self.namespace)?;
         }
         kubeconfig::write(&serve.kubeconfig, address, &self.namespace)?;

@@ -191,6 +191,8 @@ pub struct Runner {
     /// No operator of the world's own: one outside reconciles through the served API
     /// ([`RunOptions::external_operator`]).
     external_operator: bool,
+    /// Commands of the external operator's tools that changed the database.
+    external_tool_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -253,12 +255,18 @@ fn build_world(
         world_options.zones = None;
     }
     world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-    let world = World::new(
-        world_options,
-        api.clone(),
-        Arc::new(fdb.clone()),
-        clock.clone(),
-    )?;
+    let world = if options.external_operator {
+        // An operator outside reaches the sidecars at the pods' IPs, as in a real
+        // cluster: the pods get their IPs in the block the sidecars listen in.
+        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
+    } else {
+        World::new(
+            world_options,
+            api.clone(),
+            Arc::new(fdb.clone()),
+            clock.clone(),
+        )?
+    };
     if let Some(progress) = &options.progress {
         let (block, lock) = world.host_block();
         progress(&format!(
@@ -444,6 +452,7 @@ impl Runner {
             ever_marked: std::collections::BTreeSet::new(),
             operator_disabled: options.operator_disabled || options.external_operator,
             external_operator: options.external_operator,
+            external_tool_changes: Arc::default(),
             executor_rules: options.executor_rules,
             resource_pass_due: Some(start),
             last_resource_pass_at: None,

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{ServeError, discovery, exec, openapi, table};
+use super::{ServeError, discovery, exec, openapi, table, tools};
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
 use crate::kube::{FakeApiServer, ResourceType};
@@ -41,6 +41,8 @@ struct Served {
     exec: Option<exec::SimulatedExec>,
     /// The actor every request of this listener is counted and judged as.
     actor: &'static str,
+    /// See [`Extras::tools`].
+    tools: Option<tools::ServedTools>,
     /// See [`Extras::turn`].
     turn: Option<Arc<tokio::sync::Mutex<()>>>,
 }
@@ -62,6 +64,8 @@ pub struct Extras {
     /// The actor every request is counted and judged as: [`super::SERVED_ACTOR`] for the users'
     /// listener, the operator's for the external operator's (`--external-operator`).
     pub actor: &'static str,
+    /// The stand-in tools' endpoint ([`tools::TOOLS_PATH`]); `None`: not served.
+    pub tools: Option<tools::ServedTools>,
     /// Held by the world while it advances: writes wait for it, so that each lands
     /// between two advances and is judged against the world as it was before it.
     pub turn: Option<Arc<tokio::sync::Mutex<()>>>,
@@ -88,6 +92,7 @@ pub async fn start(
         printer_columns,
         exec: extras.exec,
         actor: extras.actor,
+        tools: extras.tools,
         turn: extras.turn,
     });
     let router = axum::Router::new().fallback(handle).with_state(served);
@@ -195,6 +200,17 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
         return match &served.exec {
             Some(runner) => exec::serve(runner, exec_request, &parts.headers, upgrade).await,
             None => json_response(StatusCode::NOT_FOUND, &not_found(&path)),
+        };
+    }
+    if path == tools::TOOLS_PATH
+        && let Some(runner) = &served.tools
+    {
+        if parts.method != Method::POST {
+            return json_response(StatusCode::METHOD_NOT_ALLOWED, &not_found(&path));
+        }
+        return match axum::body::to_bytes(body, BODY_LIMIT).await {
+            Ok(body) => tools::serve(runner, &body).await,
+            Err(_) => json_response(StatusCode::PAYLOAD_TOO_LARGE, &not_found(&path)),
         };
     }
     let types = served.api.resource_types();

@@ -15,6 +15,8 @@ pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
 pub mod table;
+pub mod tool_files;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -54,6 +56,19 @@ pub struct ServeOptions {
     /// kubeconfig ([`ServeOptions::operator_kubeconfig`]) points at a listener of its own,
     /// and every request arriving there is the operator's.
     pub external_operator: bool,
+    /// With `external_operator`: where to write the stand-in FoundationDB tools
+    /// (`--fdb-tools-dir`), and the program they run.
+    pub fdb_tools: Option<ToolsDir>,
+}
+
+/// `--fdb-tools-dir`: the directory of the stand-in tools and the `fdb-operator`
+/// binary they run (`fdb-operator served-tool`).
+#[derive(Debug, Clone)]
+pub struct ToolsDir {
+    /// `DIR`: the tools go to `DIR/<minor>/`.
+    pub dir: PathBuf,
+    /// The `fdb-operator` binary (absolute).
+    pub program: PathBuf,
 }
 
 impl ServeOptions {
@@ -80,6 +95,15 @@ pub enum ServeError {
         "--speed {0} with --external-operator: the external operator runs on the wall clock, so the world runs at speed 1"
     )]
     ExternalSpeed(f64),
+    /// `--fdb-tools-dir` without `--external-operator`: the world's own operator runs
+    /// the simulated database directly, so the tools would have no user.
+    #[error(
+        "--fdb-tools-dir needs --external-operator: the tools are for an operator run outside the world"
+    )]
+    ToolsWithoutExternalOperator,
+    /// The stand-in tools could not be written.
+    #[error(transparent)]
+    Tools(#[from] tool_files::ToolFilesError),
     /// The speed is out of [`MIN_SPEED`]..=[`MAX_SPEED`].
     #[error("--speed {0} is not from 0.001 to 1000 simulated seconds per wall-clock second")]
     InvalidSpeed(f64),
@@ -121,6 +145,9 @@ impl ServeOptions {
         if self.external_operator && (self.speed - 1.0).abs() > f64::EPSILON {
             return Err(ServeError::ExternalSpeed(self.speed));
         }
+        if self.fdb_tools.is_some() && !self.external_operator {
+            return Err(ServeError::ToolsWithoutExternalOperator);
+        }
         Ok(())
     }
 }
@@ -135,6 +162,7 @@ mod tests {
             kubeconfig: PathBuf::from("k"),
             speed,
             external_operator: false,
+            fdb_tools: None,
         }
     }
 
