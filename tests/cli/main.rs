@@ -14,6 +14,7 @@ mod hostile_snapshot;
 mod run_metrics;
 mod serve;
 mod serve_external;
+mod serve_fidelity;
 mod serve_tools;
 mod simulate_bounds;
 mod simulate_isolation;

@@ -23,7 +23,8 @@
 //! proceed), server-side apply (415), garbage collection of owned objects
 //! (`propagationPolicy` is accepted and ignored), namespace existence checks,
 //! list snapshots at an older resourceVersion (lists always show the latest state),
-//! watch timeouts and periodic bookmarks, managedFields, protobuf.
+//! watch timeouts and periodic bookmarks (the served HTTP layer adds them on the wall
+//! clock: `serve/watch_timing.rs`), managedFields, protobuf.
 
 pub mod accounting;
 pub mod admission;

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{ServeError, discovery, exec, openapi, table, tools};
+use super::{ServeError, discovery, exec, openapi, table, tools, watch_timing};
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
 use crate::kube::{FakeApiServer, ResourceType};
@@ -246,14 +246,29 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let Ok(response) = service.call(request).await;
     drop(turn);
     let (mut head, body) = response.into_parts();
-    let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
-        return Response::from_parts(head, Body::new(body));
-    };
     let mut registry = ResourceRegistry::default();
     for resource in types {
         registry.register(resource);
     }
-    let Ok(route) = parse_path(&registry, &path) else {
+    let route = parse_path(&registry, &path).ok();
+    let watching = query.flag("watch") && head.status == StatusCode::OK;
+    let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
+        if watching {
+            let bookmarks = route
+                .filter(|_| query.flag("allowWatchBookmarks"))
+                .map(|route| watch_timing::BookmarkSource {
+                    api: served.api.clone(),
+                    kind: route.resource.kind.clone(),
+                    api_version: api_version(&route.resource),
+                });
+            let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
+            let events = body.into_data_stream();
+            let timed = watch_timing::timed(events, lifetime, bookmarks);
+            return Response::from_parts(head, Body::from_stream(timed));
+        }
+        return Response::from_parts(head, Body::new(body));
+    };
+    let Some(route) = route else {
         return Response::from_parts(head, Body::new(body));
     };
     let columns = served
@@ -266,7 +281,9 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let resource = route.resource;
     if query.flag("watch") {
         let events = watch_tables(body, resource, clock, version, include, columns);
-        return Response::from_parts(head, Body::from_stream(events));
+        let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
+        let timed = watch_timing::timed(events, lifetime, None);
+        return Response::from_parts(head, Body::from_stream(timed));
     }
     let Ok(collected) = body.collect().await;
     let Ok(value) = serde_json::from_slice::<Value>(&collected.to_bytes()) else {
@@ -344,6 +361,15 @@ where
         }
         Ok::<_, std::convert::Infallible>(Bytes::from(out))
     })
+}
+
+/// `v1` for the core group, `GROUP/VERSION` otherwise.
+fn api_version(resource: &ResourceType) -> String {
+    if resource.group.is_empty() {
+        resource.version.clone()
+    } else {
+        format!("{}/{}", resource.group, resource.version)
+    }
 }
 
 fn not_found(path: &str) -> Value {

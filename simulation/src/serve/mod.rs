@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod table;
 pub mod tool_files;
 pub mod tools;
+pub mod watch_timing;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
