@@ -1,10 +1,11 @@
 //! The served world's API as a real API server answers the shipped binary and kubectl:
-//! watch timeouts and bookmarks.
+//! watch timeouts and bookmarks, garbage collection of owned objects.
 
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use super::serve::Served;
+use super::repo_file;
+use super::serve::{Served, eventually, kubectl, ok};
 use super::serve_external::scenario_without_steps;
 
 /// The address in a kubeconfig (`server: http://ADDR`).
@@ -83,4 +84,35 @@ fn served_watches_end_at_their_timeout_with_a_bookmark_before() {
     assert!(!reply.contains("BOOKMARK"), "{reply}");
     let (code, _) = served.stop();
     assert_eq!(code, Some(0));
+}
+
+#[test]
+fn deleting_a_cluster_collects_everything_it_owns() {
+    let Some(kubectl) = kubectl() else { return };
+    let served = Served::start_with(
+        &repo_file("docs/examples/quickstart.yaml"),
+        &["--speed", "30"],
+    );
+    let config = served.kubeconfig.clone();
+    let owned = [
+        "get",
+        "pods,pvc,services,configmaps",
+        "-l",
+        "foundationdb.org/fdb-cluster-name=sample",
+        "-o",
+        "name",
+    ];
+    let before = ok(&kubectl, &config, &owned);
+    assert!(before.contains("pod/sample-storage-1"), "{before}");
+    assert!(before.contains("configmap/sample-config"), "{before}");
+    let deleted = ok(
+        &kubectl,
+        &config,
+        &["delete", "fdb", "sample", "--wait=false"],
+    );
+    assert!(deleted.contains("deleted"), "{deleted}");
+    // The garbage collector deletes what the cluster owned; the kubelet ends the pods.
+    eventually(&kubectl, &config, &owned, |out| out.trim().is_empty());
+    let (code, result) = served.stop();
+    assert_eq!(code, Some(0), "{}", result["violations"]);
 }

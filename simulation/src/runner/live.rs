@@ -173,6 +173,7 @@ impl Runner {
         let mut before = self.track()?;
         let mut events_before = self.log.len();
         let mut operator_seen = self.external_mark();
+        let mut objects = self.api.object_count();
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
@@ -217,6 +218,7 @@ impl Runner {
                 .advance(index, u64::try_from(behind).unwrap_or(0))
                 .await?;
             passes += summary.passes;
+            objects = self.collect_garbage(objects)?;
             before = self.track()?;
             events_before = self.log.len();
         }
@@ -273,6 +275,28 @@ impl Runner {
                 -behind.as_secs()
             ));
         }
+    }
+
+    /// The garbage collector of the served world: when objects went away since the last
+    /// look (`objects` of them were stored then), dependents of absent owners are deleted
+    /// (`kube/garbage.rs`). Returns the count now.
+    fn collect_garbage(&mut self, objects: usize) -> Result<usize, RunError> {
+        if self.api.object_count() < objects {
+            let collected = self.api.collect_garbage()?;
+            if !collected.is_empty() {
+                self.say(&format!(
+                    "garbage collector: deleted {} objects whose owners are gone{}",
+                    collected.deleted.len(),
+                    if collected.released.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", released {} from absent owners", collected.released.len())
+                    }
+                ));
+                self.wake_operator();
+            }
+        }
+        Ok(self.api.object_count())
     }
 
     /// How many writes the served API's users made so far, `pods/exec` commands that
