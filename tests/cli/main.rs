@@ -15,6 +15,7 @@ mod run_metrics;
 mod serve;
 mod serve_external;
 mod serve_fidelity;
+mod serve_leader;
 mod serve_tools;
 mod simulate_bounds;
 mod simulate_isolation;

@@ -18,17 +18,28 @@ pub(crate) fn scenario_without_steps(dir: &std::path::Path) -> std::path::PathBu
 }
 
 /// A running `fdb-operator run`, killed if the test fails.
-struct Operator(Option<Child>);
+pub(crate) struct Operator(Option<Child>);
 
 impl Operator {
     fn start(kubeconfig: &std::path::Path, work: &std::path::Path) -> Self {
+        let no_tools = work.join("no-tools");
+        Self::start_with(
+            kubeconfig,
+            work,
+            &["--fdb-binaries-dir", no_tools.to_str().unwrap()],
+        )
+    }
+
+    /// `fdb-operator run --metrics-address 127.0.0.1:0 --work-dir WORK/work ARGS...`.
+    pub(crate) fn start_with(
+        kubeconfig: &std::path::Path,
+        work: &std::path::Path,
+        args: &[&str],
+    ) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
             .args(["run", "--metrics-address", "127.0.0.1:0"])
             .args(["--work-dir", work.join("work").to_str().unwrap()])
-            .args([
-                "--fdb-binaries-dir",
-                work.join("no-tools").to_str().unwrap(),
-            ])
+            .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
             .stdout(Stdio::null())
@@ -38,8 +49,15 @@ impl Operator {
         Self(Some(child))
     }
 
+    /// SIGKILL, as a node or the OOM killer ends a process.
+    pub(crate) fn kill(mut self) {
+        let mut child = self.0.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     /// SIGTERM; the exit status within 30 s.
-    fn stop(mut self) -> Option<i32> {
+    pub(crate) fn stop(mut self) -> Option<i32> {
         let mut child = self.0.take().unwrap();
         let sent = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])

@@ -103,24 +103,12 @@ impl Runner {
         };
         let server = http::start(&self.api, clock.clone(), serve.address, extras).await?;
         let address = server.address;
-        // The external operator's own listener: whatever arrives there is the operator's.
-        let operator = if serve.external_operator {
-            let extras = http::Extras {
-                exec: None,
-                actor: OPERATOR_ACTOR,
-                tools: serve.fdb_tools.is_some().then(|| self.served_tools(&turn)),
-                turn: Some(turn.clone()),
-            };
-            let own = std::net::SocketAddr::new(serve.address.ip(), 0);
-            match http::start(&self.api, clock, own, extras).await {
-                Ok(listener) => Some(listener),
-                Err(error) => {
-                    server.stop().await;
-                    return Err(error.into());
-                }
+        let operator = match self.operator_listener(serve, clock, &turn).await {
+            Ok(operator) => operator,
+            Err(error) => {
+                server.stop().await;
+                return Err(error);
             }
-        } else {
-            None
         };
         let operator_address = operator.as_ref().map(|listener| listener.address);
         if let Err(error) = self.write_kubeconfigs(serve, address, operator_address) {
@@ -229,6 +217,27 @@ impl Runner {
                 .await?;
         }
         Ok(passes)
+    }
+
+    /// With `--external-operator`, the operator's own listener: whatever arrives there
+    /// is the operator's (and the stand-in tools post there).
+    async fn operator_listener(
+        &self,
+        serve: &ServeOptions,
+        clock: Arc<fdb_operator::clock::VirtualClock>,
+        turn: &Arc<tokio::sync::Mutex<()>>,
+    ) -> Result<Option<http::RunningServer>, RunError> {
+        if !serve.external_operator {
+            return Ok(None);
+        }
+        let extras = http::Extras {
+            exec: None,
+            actor: OPERATOR_ACTOR,
+            tools: serve.fdb_tools.is_some().then(|| self.served_tools(turn)),
+            turn: Some(turn.clone()),
+        };
+        let own = std::net::SocketAddr::new(serve.address.ip(), 0);
+        Ok(Some(http::start(&self.api, clock, own, extras).await?))
     }
 
     /// Writes the users' kubeconfig and, with an external operator, the operator's

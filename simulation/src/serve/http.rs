@@ -205,13 +205,7 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     if path == tools::TOOLS_PATH
         && let Some(runner) = &served.tools
     {
-        if parts.method != Method::POST {
-            return json_response(StatusCode::METHOD_NOT_ALLOWED, &not_found(&path));
-        }
-        return match axum::body::to_bytes(body, BODY_LIMIT).await {
-            Ok(body) => tools::serve(runner, &body).await,
-            Err(_) => json_response(StatusCode::PAYLOAD_TOO_LARGE, &not_found(&path)),
-        };
+        return tool_request(runner, &parts.method, &path, body).await;
     }
     let types = served.api.resource_types();
     if let Some(response) = fixed_response(&path, &parts, &types) {
@@ -235,17 +229,8 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let wants_table = (parts.method == Method::GET)
         .then(|| table::requested_version(&accept))
         .flatten();
-    let actor = served.actor;
-    let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
-    let mut service = served.api.service(actor);
-    let turn = match (&served.turn, write) {
-        (Some(turn), true) => Some(turn.lock().await),
-        _ => None,
-    };
-    let Ok(response) = service.call(request).await;
-    drop(turn);
-    let (mut head, body) = response.into_parts();
+    let response = call_api(&served, parts, body).await;
+    let (head, body) = response.into_parts();
     let mut registry = ResourceRegistry::default();
     for resource in types {
         registry.register(resource);
@@ -254,16 +239,7 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let watching = query.flag("watch") && head.status == StatusCode::OK;
     let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
         if watching {
-            let bookmarks = route
-                .filter(|_| query.flag("allowWatchBookmarks"))
-                .map(|route| watch_timing::BookmarkSource {
-                    api: served.api.clone(),
-                    kind: route.resource.kind.clone(),
-                    api_version: api_version(&route.resource),
-                });
-            let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
-            let events = body.into_data_stream();
-            let timed = watch_timing::timed(events, lifetime, bookmarks);
+            let timed = timed_watch(&served.api, route.as_ref(), &query, body);
             return Response::from_parts(head, Body::from_stream(timed));
         }
         return Response::from_parts(head, Body::new(body));
@@ -271,6 +247,17 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let Some(route) = route else {
         return Response::from_parts(head, Body::new(body));
     };
+    table_response(&served, route, &query, version, (head, body)).await
+}
+
+/// A list, an object or a watch as `Table`s (`kubectl get`).
+async fn table_response(
+    served: &Served,
+    route: crate::kube::routes::Route,
+    query: &Query,
+    version: &'static str,
+    (mut head, body): (http::response::Parts, crate::kube::service::ResponseBody),
+) -> Response {
     let columns = served
         .printer_columns
         .get(&(route.resource.group.clone(), route.resource.plural.clone()))
@@ -299,6 +286,59 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     );
     head.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(head, Body::from(table.to_string()))
+}
+
+/// A POST of a stand-in tool ([`tools::TOOLS_PATH`]).
+async fn tool_request(
+    runner: &tools::ServedTools,
+    method: &Method,
+    path: &str,
+    body: Body,
+) -> Response {
+    if *method != Method::POST {
+        return json_response(StatusCode::METHOD_NOT_ALLOWED, &not_found(path));
+    }
+    match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(body) => tools::serve(runner, &body).await,
+        Err(_) => json_response(StatusCode::PAYLOAD_TOO_LARGE, &not_found(path)),
+    }
+}
+
+/// Hands a request to the in-memory API server as this listener's actor; a write waits
+/// for the world's turn ([`Extras::turn`]).
+async fn call_api(
+    served: &Served,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> http::Response<crate::kube::service::ResponseBody> {
+    let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
+    let mut service = served.api.service(served.actor);
+    let turn = match (&served.turn, write) {
+        (Some(turn), true) => Some(turn.lock().await),
+        _ => None,
+    };
+    let Ok(response) = service.call(request).await;
+    drop(turn);
+    response
+}
+
+/// A watch's events with a real server's lifetime and, when asked for, bookmarks.
+fn timed_watch(
+    api: &FakeApiServer,
+    route: Option<&crate::kube::routes::Route>,
+    query: &Query,
+    body: crate::kube::service::ResponseBody,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    let bookmarks = route
+        .filter(|_| query.flag("allowWatchBookmarks"))
+        .map(|route| watch_timing::BookmarkSource {
+            api: api.clone(),
+            kind: route.resource.kind.clone(),
+            api_version: api_version(&route.resource),
+        });
+    let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
+    watch_timing::timed(body.into_data_stream(), lifetime, bookmarks)
 }
 
 /// The routes answered without the API server: health, OpenAPI, discovery.
