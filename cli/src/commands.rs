@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use fdb_operator::cli::{crds, explain, run};
 
-use crate::{simulate, snapshot};
+use crate::{served_tool, simulate, snapshot};
 
 /// The FoundationDB operator for Kubernetes.
 #[derive(Debug, Parser)]
@@ -92,6 +92,10 @@ pub enum Command {
         fdb-operator simulate snap/scenario.yaml"
     )]
     Snapshot(snapshot::SnapshotArgs),
+    /// What the stand-in FoundationDB tools of a served world run (`simulate
+    /// --fdb-tools-dir`); not for direct use.
+    #[command(hide = true)]
+    ServedTool(served_tool::ServedToolArgs),
 }
 
 /// Runs a parsed command line.
@@ -102,6 +106,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Snapshot(args) => snapshot::run(&args),
+        Command::ServedTool(args) => served_tool::run(&args),
     }
 }
 

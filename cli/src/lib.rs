@@ -2,6 +2,7 @@
 //! [`commands`] holds the subcommands, [`simulate`] runs a scenario in the simulated world.
 
 pub mod commands;
+pub mod served_tool;
 pub mod simulate;
 pub mod snapshot;
 pub mod stop_signals;

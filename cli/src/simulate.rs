@@ -47,6 +47,23 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", default_value_t = 1.0, requires = "serve",
           value_parser = parse_speed)]
     pub speed: f64,
+    /// With --serve: run the world without its own operator, for an operator run outside
+    /// it (`fdb-operator run`). The steps may then only set up the world and make user
+    /// changes (a `reconcile`, `expect`, `restartOperator` or `act: {as: operator}` step
+    /// is refused, naming it); the world's clock starts at the real current time and
+    /// runs at speed 1. The operator's kubeconfig is written to FILE.operator (FILE of
+    /// --kubeconfig): it points at a listener of its own, and what arrives there is the
+    /// operator's: judged by the invariants, in the result's events and violations.
+    #[arg(long, requires = "serve")]
+    pub external_operator: bool,
+    /// With --external-operator: write stand-in FoundationDB tools for it to DIR, per
+    /// minor version of `world.operatorTools` (DIR/7.1/fdbcli, fdbbackup, fdbrestore,
+    /// ...), as the operator image lays out the real ones: run the operator with
+    /// --fdb-binaries-dir DIR. They reach the world's database through the cluster file
+    /// given with -C, as real tools do; so far they run fdbcli `status json` and `kill`
+    /// and refuse anything else (exit 1, saying so).
+    #[arg(long, value_name = "DIR", requires = "external_operator")]
+    pub fdb_tools_dir: Option<PathBuf>,
 }
 
 /// Runs the scenario; exit 0 when no invariant was violated, 1 when one was, 2 when the
@@ -161,6 +178,15 @@ fn serve_options(args: &SimulateArgs) -> Result<Option<ServeOptions>, String> {
         address: *address,
         kubeconfig: kubeconfig.clone(),
         speed: args.speed,
+        external_operator: args.external_operator,
+        fdb_tools: match &args.fdb_tools_dir {
+            Some(dir) => Some(fdb_simulation::serve::ToolsDir {
+                dir: dir.clone(),
+                program: std::env::current_exe()
+                    .map_err(|e| format!("cannot find the fdb-operator binary: {e}"))?,
+            }),
+            None => None,
+        },
     };
     serve.validate().map_err(|error| error.to_string())?;
     Ok(Some(serve))

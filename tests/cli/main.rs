@@ -11,7 +11,12 @@ mod hostile_conf;
 mod hostile_input;
 mod hostile_names;
 mod hostile_snapshot;
+mod run_metrics;
 mod serve;
+mod serve_external;
+mod serve_fidelity;
+mod serve_leader;
+mod serve_tools;
 mod simulate_bounds;
 mod simulate_isolation;
 

@@ -9,15 +9,20 @@ use std::time::{Duration, Instant};
 use super::{fdb_operator, repo_file};
 
 /// A running `fdb-operator simulate --serve`, killed if the test fails.
-struct Served {
+pub(crate) struct Served {
     child: Option<Child>,
-    kubeconfig: PathBuf,
+    pub(crate) kubeconfig: PathBuf,
     result: PathBuf,
-    _dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Served {
     fn start(scenario: &Path, speed: &str) -> Self {
+        Self::start_with(scenario, &["--speed", speed])
+    }
+
+    /// `simulate SCENARIO --serve 127.0.0.1:0 --kubeconfig DIR/kubeconfig ARGS...`.
+    pub(crate) fn start_with(scenario: &Path, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let result = dir.path().join("result.json");
@@ -28,12 +33,8 @@ impl Served {
                 "--serve",
                 "127.0.0.1:0",
             ])
-            .args([
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--speed",
-                speed,
-            ])
+            .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
+            .args(args)
             .args(["--output", result.to_str().unwrap()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -43,7 +44,7 @@ impl Served {
             child: Some(child),
             kubeconfig,
             result,
-            _dir: dir,
+            dir,
         };
         let started = Instant::now();
         while !served.kubeconfig.exists() {
@@ -60,7 +61,7 @@ impl Served {
     }
 
     /// SIGTERM, then the exit status and the result document.
-    fn stop(mut self) -> (Option<i32>, serde_json::Value) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, serde_json::Value) {
         let mut child = self.child.take().unwrap();
         let killed = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
@@ -84,7 +85,7 @@ impl Drop for Served {
 
 /// `kubectl`, installed from Debian's `kubernetes-client` when missing; `None` (the test
 /// is skipped, saying why) only where there is no apt to install it with.
-fn kubectl() -> Option<PathBuf> {
+pub(crate) fn kubectl() -> Option<PathBuf> {
     let found = |name: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {name}")])
@@ -121,7 +122,7 @@ fn kubectl() -> Option<PathBuf> {
 const KUBECTL_DEADLINE: Duration = Duration::from_secs(120);
 
 /// `kubectl args`, killed (and the test failed) when it runs past [`KUBECTL_DEADLINE`].
-fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
     let mut child = Command::new(kubectl)
         .env("KUBECONFIG", kubeconfig)
         .args(args)
@@ -161,7 +162,7 @@ fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
     }
 }
 
-fn ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) fn ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
     let output = run(kubectl, kubeconfig, args);
     assert!(
         output.status.success(),
@@ -172,7 +173,12 @@ fn ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
 }
 
 /// Waits (wall clock) until `kubectl args` prints something that satisfies `done`.
-fn eventually(kubectl: &Path, kubeconfig: &Path, args: &[&str], done: impl Fn(&str) -> bool) {
+pub(crate) fn eventually(
+    kubectl: &Path,
+    kubeconfig: &Path,
+    args: &[&str],
+    done: impl Fn(&str) -> bool,
+) {
     let started = Instant::now();
     loop {
         let out = ok(kubectl, kubeconfig, args);

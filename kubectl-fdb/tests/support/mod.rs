@@ -31,6 +31,8 @@ impl World {
             address: "127.0.0.1:0".parse().unwrap(),
             kubeconfig: kubeconfig.clone(),
             speed,
+            external_operator: false,
+            fdb_tools: None,
         };
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -15,7 +15,8 @@ use crate::controller::Context;
 use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector};
 use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
 use crate::controller::production::{
-    DEFAULT_MAX_CONCURRENT_RECONCILES, RunOptions, run as run_controller,
+    DEFAULT_MAX_CONCURRENT_RECONCILES, RunError as ProductionRunError, RunOptions,
+    run as run_controller,
 };
 use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use crate::controller::requeue::RequeuePolicy;
@@ -28,8 +29,10 @@ pub struct RunArgs {
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Address serving Prometheus metrics at /metrics, and /healthz and /readyz.
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    /// Address serving Prometheus metrics at /metrics, and /healthz and /readyz. The
+    /// operator refuses to start when another process holds it (as the sidecars of a
+    /// served simulated world hold port 8080): pick a free one, e.g. 127.0.0.1:9090.
+    #[arg(long, default_value = "0.0.0.0:8080", value_name = "ADDR")]
     pub metrics_address: SocketAddr,
     /// The FoundationDB tools of each minor version, laid out as
     /// DIR/<major.minor>/{fdbcli,fdbbackup,fdbrestore} (DIR/7.1/fdbcli, DIR/7.3/fdbcli,
@@ -254,7 +257,29 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     };
     run_controller(ctx, options)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|error| explain_run_error(&error))
+}
+
+/// The controller's error as the command line explains it: a metrics address another
+/// process holds names the flag that moves it (the default 0.0.0.0:8080 is often taken,
+/// e.g. by a sidecar or another operator on the same host).
+fn explain_run_error(error: &ProductionRunError) -> String {
+    match error {
+        ProductionRunError::Metrics { address, source }
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            format!(
+                "the metrics address {address} is already in use ({source}): another process \
+                 listens on that port; give a free address with --metrics-address ADDR \
+                 (e.g. --metrics-address 127.0.0.1:9090)"
+            )
+        }
+        ProductionRunError::Metrics { address, source } => format!(
+            "cannot serve /metrics, /healthz and /readyz on {address} ({source}); choose \
+             another address with --metrics-address ADDR"
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// Runs the operator until it is stopped.

@@ -126,17 +126,22 @@ fn error_policy(
     shared.requeue.backoff_for(error)
 }
 
+/// Binds the endpoints' address: before anything else runs, so that a taken address
+/// stops the operator before it watches or takes the Lease.
+fn bind_endpoints(address: SocketAddr) -> Result<tokio::net::TcpListener, RunError> {
+    fdb_bounded_http::limited::listen(address, ENDPOINT_BACKLOG)
+        .map_err(|source| RunError::Metrics { address, source })
+}
+
 async fn serve_endpoints(
     app: axum::Router,
-    address: SocketAddr,
+    listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
-    let listener = fdb_bounded_http::limited::listen(address, ENDPOINT_BACKLOG)
-        .map_err(|source| RunError::Metrics { address, source })?;
-    let bound = listener.local_addr().unwrap_or(address);
-    tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
+) {
+    if let Ok(bound) = listener.local_addr() {
+        tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
+    }
     endpoints::serve(listener, app, Slots::new(ENDPOINT_LIMITS), shutdown).await;
-    Ok(())
 }
 
 /// Whether a controller error needs no log line of its own: failed reconciles are
@@ -365,6 +370,7 @@ async fn run_with(
         ctx.sidecars.clone(),
         ctx.metrics.clone(),
     ));
+    let listener = options.metrics_address.map(bind_endpoints).transpose()?;
     let shared = Arc::new(ControllerState {
         ctx,
         requeue: options.requeue.clone(),
@@ -375,16 +381,15 @@ async fn run_with(
     };
     let app = router(shared.ctx.metrics.clone(), options.health.clone());
     let work = lead_and_run(shared, &options, shutdown, stop.clone());
-    match options.metrics_address {
-        Some(address) => {
-            let server = serve_endpoints(app, address, stop);
+    match listener {
+        Some(listener) => {
+            let server = serve_endpoints(app, listener, stop);
             tokio::pin!(work, server);
             tokio::select! {
                 result = &mut work => result,
-                result = &mut server => {
+                () = &mut server => {
                     // The endpoints stop on the same signal as the controller, and
                     // sooner: the controller still has to finish its running reconciles.
-                    result?;
                     work.await
                 }
             }

@@ -20,10 +20,12 @@
 //! bodies are JSON or YAML (other media types: 415).
 //!
 //! Not simulated: PodDisruptionBudgets (no `policy` resources; evictions always
-//! proceed), server-side apply (415), garbage collection of owned objects
-//! (`propagationPolicy` is accepted and ignored), namespace existence checks,
+//! proceed), server-side apply (415), garbage collection of owned objects in scenario
+//! steps (the served phase runs the collector of `kube/garbage.rs`; `propagationPolicy` is accepted
+//! and ignored), namespace existence checks,
 //! list snapshots at an older resourceVersion (lists always show the latest state),
-//! watch timeouts and periodic bookmarks, managedFields, protobuf.
+//! watch timeouts and periodic bookmarks (the served HTTP layer adds them on the wall
+//! clock: `serve/watch_timing.rs`), managedFields, protobuf.
 
 pub mod accounting;
 pub mod admission;
@@ -31,6 +33,7 @@ pub mod core_defaults;
 pub mod deletion;
 pub mod errors;
 pub mod faults;
+pub mod garbage;
 pub mod generated_names;
 pub mod identity;
 pub mod operations;

@@ -57,6 +57,11 @@ impl OperatorTools {
         }
     }
 
+    /// The minor versions, in order.
+    pub fn minors(&self) -> Vec<String> {
+        self.minors.iter().cloned().collect()
+    }
+
     /// `world.operatorTools`, else the image's.
     pub fn of_world(world: &crate::scenario::WorldSettings) -> Self {
         world

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use jiff::SignedDuration;
 
-use super::{RunError, RunOptions, Runner};
+use super::{OPERATOR_ACTOR, RunError, RunOptions, Runner};
 use crate::recording_admin::RecordingAdmin;
 use crate::result::SimulationResult;
 use crate::scenario::{Scenario, StepSpec};
@@ -29,6 +29,10 @@ pub async fn serve_scenario(
 ) -> Result<SimulationResult, RunError> {
     serve.validate()?;
     let wall = Instant::now();
+    let options = RunOptions {
+        external_operator: options.external_operator || serve.external_operator,
+        ..options
+    };
     let mut runner = Runner::new(scenario.clone(), options).await?;
     let mut steps = runner.run_steps().await?;
     let index = steps.len();
@@ -45,6 +49,7 @@ pub async fn serve_scenario(
     entry.step = serde_json::json!({"serve": {
         "address": address.to_string(),
         "speed": serve.speed,
+        "externalOperator": serve.external_operator,
         "seconds": runner.elapsed().saturating_sub(served_from),
     }});
     steps.push(entry);
@@ -90,21 +95,49 @@ impl Runner {
             files: Arc::default(),
             turn: turn.clone(),
         };
-        let server = http::start(&self.api, clock, serve.address, Some(exec)).await?;
+        let extras = http::Extras {
+            exec: Some(exec),
+            actor: SERVED_ACTOR,
+            tools: None,
+            turn: Some(turn.clone()),
+        };
+        let server = http::start(&self.api, clock.clone(), serve.address, extras).await?;
         let address = server.address;
-        if let Err(error) = kubeconfig::write(&serve.kubeconfig, address, &self.namespace) {
+        let operator = match self.operator_listener(serve, clock, &turn).await {
+            Ok(operator) => operator,
+            Err(error) => {
+                server.stop().await;
+                return Err(error);
+            }
+        };
+        let operator_address = operator.as_ref().map(|listener| listener.address);
+        if let Err(error) = self.write_kubeconfigs(serve, address, operator_address) {
             server.stop().await;
-            return Err(error.into());
+            if let Some(operator) = operator {
+                operator.stop().await;
+            }
+            return Err(error);
         }
         self.say(&format!(
             "serving the Kubernetes API on http://{address} (kubeconfig {}), {}x speed; Ctrl-C stops",
             serve.kubeconfig.display(),
             serve.speed
         ));
+        if let Some(operator_address) = operator_address {
+            self.catch_up_with_the_wall_clock();
+            self.say(&format!(
+                "no operator of the world's own: run one with KUBECONFIG={} (served on \
+                 http://{operator_address}; what arrives there is judged as the operator's)",
+                serve.operator_kubeconfig().display()
+            ));
+        }
         let outcome = self
             .follow_wall_clock(index, serve.speed, (&execs, &turn), shutdown)
             .await;
         server.stop().await;
+        if let Some(operator) = operator {
+            operator.stop().await;
+        }
         self.say("stopped serving");
         outcome.map(|passes| (passes, address))
     }
@@ -127,6 +160,8 @@ impl Runner {
         let mut execs_seen = execs.load(Ordering::Relaxed);
         let mut before = self.track()?;
         let mut events_before = self.log.len();
+        let mut operator_seen = self.external_mark();
+        let mut objects = self.api.object_count();
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
@@ -146,6 +181,14 @@ impl Runner {
                 self.judge_action(&before, events_before, SERVED_ACTOR, false)
                     .await?;
                 self.wake_operator();
+                // What the external operator did in the same round is judged from here.
+                before = self.track()?;
+                events_before = self.log.len();
+            }
+            if self.external_operator {
+                operator_seen = self
+                    .judge_external_writes(operator_seen, &before, events_before)
+                    .await?;
             }
             // Bounded by the speed's check (`serve::check_speed`); never a panic here.
             let elapsed =
@@ -163,10 +206,106 @@ impl Runner {
                 .advance(index, u64::try_from(behind).unwrap_or(0))
                 .await?;
             passes += summary.passes;
+            objects = self.collect_garbage(objects)?;
             before = self.track()?;
             events_before = self.log.len();
         }
+        if self.external_operator {
+            // What the operator wrote since the last round, up to the stop, is judged too.
+            let _turn = turn.lock().await;
+            self.judge_external_writes(operator_seen, &before, events_before)
+                .await?;
+        }
         Ok(passes)
+    }
+
+    /// With `--external-operator`, the operator's own listener: whatever arrives there
+    /// is the operator's (and the stand-in tools post there).
+    async fn operator_listener(
+        &self,
+        serve: &ServeOptions,
+        clock: Arc<fdb_operator::clock::VirtualClock>,
+        turn: &Arc<tokio::sync::Mutex<()>>,
+    ) -> Result<Option<http::RunningServer>, RunError> {
+        if !serve.external_operator {
+            return Ok(None);
+        }
+        let extras = http::Extras {
+            exec: None,
+            actor: OPERATOR_ACTOR,
+            tools: serve.fdb_tools.is_some().then(|| self.served_tools(turn)),
+            turn: Some(turn.clone()),
+        };
+        let own = std::net::SocketAddr::new(serve.address.ip(), 0);
+        Ok(Some(http::start(&self.api, clock, own, extras).await?))
+    }
+
+    /// Writes the users' kubeconfig and, with an external operator, the operator's
+    /// (before the users': a script waiting for the users' file finds both).
+    fn write_kubeconfigs(
+        &self,
+        serve: &ServeOptions,
+        address: std::net::SocketAddr,
+        operator: Option<std::net::SocketAddr>,
+    ) -> Result<(), RunError> {
+        if let Some(operator) = operator {
+            if let Some(tools) = &serve.fdb_tools {
+                let dir = crate::serve::tool_files::write_tools(
+                    &tools.dir,
+                    &tools.program,
+                    &self.tool_minors(),
+                    operator,
+                )
+                .map_err(crate::serve::ServeError::from)?;
+                self.say(&format!(
+                    "stand-in FoundationDB tools in {} (run the operator with \
+                     --fdb-binaries-dir {})",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
+            kubeconfig::write_operator(&serve.operator_kubeconfig(), operator, &self.namespace)?;
+        }
+        kubeconfig::write(&serve.kubeconfig, address, &self.namespace)?;
+        Ok(())
+    }
+
+    /// With an external operator the world's clock is the wall clock: the steps started
+    /// it at the real time; what they spent waiting for nothing is caught up here (a
+    /// clock ahead of the wall, after `advance` steps, stays ahead by that much).
+    fn catch_up_with_the_wall_clock(&self) {
+        let wall = jiff::Timestamp::now();
+        let behind = wall.duration_since(self.now());
+        if behind > SignedDuration::ZERO {
+            self.clock.advance(behind);
+        } else if behind < -SignedDuration::from_secs(1) {
+            self.say(&format!(
+                "the world's clock is {}s ahead of the wall clock (the steps advanced it)",
+                -behind.as_secs()
+            ));
+        }
+    }
+
+    /// The garbage collector of the served world: when objects went away since the last
+    /// look (`objects` of them were stored then), dependents of absent owners are deleted
+    /// (`kube/garbage.rs`). Returns the count now.
+    fn collect_garbage(&mut self, objects: usize) -> Result<usize, RunError> {
+        if self.api.object_count() < objects {
+            let collected = self.api.collect_garbage()?;
+            if !collected.is_empty() {
+                self.say(&format!(
+                    "garbage collector: deleted {} objects whose owners are gone{}",
+                    collected.deleted.len(),
+                    if collected.released.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", released {} from absent owners", collected.released.len())
+                    }
+                ));
+                self.wake_operator();
+            }
+        }
+        Ok(self.api.object_count())
     }
 
     /// How many writes the served API's users made so far, `pods/exec` commands that

@@ -9,6 +9,7 @@
 mod act;
 mod exclusion_check;
 mod expect;
+mod external;
 mod fdb_bridge;
 mod harness;
 mod instances;
@@ -71,6 +72,10 @@ pub struct RunOptions {
     /// The operator's executor rules (mutation tests switch one off to prove a
     /// scenario catches it).
     pub executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    /// Run the world without its own operator (`simulate --serve --external-operator`):
+    /// the clock starts at the real current time, the steps may only set up the world
+    /// and make user changes, and an operator outside reconciles through the served API.
+    pub external_operator: bool,
 }
 
 /// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
@@ -102,6 +107,10 @@ pub enum RunError {
     /// exist, or the world refused it.
     #[error("act: {0}")]
     Act(String),
+    /// The scenario needs the world's own operator, which `--external-operator` leaves
+    /// out: the step or field is named.
+    #[error("--external-operator: {0}")]
+    ExternalOperator(String),
     /// The world's API could not be served (`simulate --serve`).
     #[error("serve: {0}")]
     Serve(#[from] crate::serve::ServeError),
@@ -110,7 +119,10 @@ pub enum RunError {
 impl RunError {
     /// Whether the error is the scenario's fault (exit 2) rather than the simulator's.
     pub fn is_invalid_scenario(&self) -> bool {
-        matches!(self, Self::InvalidCluster(_) | Self::Act(_))
+        matches!(
+            self,
+            Self::InvalidCluster(_) | Self::Act(_) | Self::ExternalOperator(_)
+        )
     }
 }
 
@@ -176,6 +188,11 @@ pub struct Runner {
     judge: Arc<dyn crate::lock_judge::AdminWriteJudge>,
     /// The operator instances of the scenario's other clusters (`clusters:`).
     instances: Vec<instances::Instance>,
+    /// No operator of the world's own: one outside reconciles through the served API
+    /// ([`RunOptions::external_operator`]).
+    external_operator: bool,
+    /// Commands of the external operator's tools that changed the database.
+    external_tool_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -238,12 +255,18 @@ fn build_world(
         world_options.zones = None;
     }
     world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-    let world = World::new(
-        world_options,
-        api.clone(),
-        Arc::new(fdb.clone()),
-        clock.clone(),
-    )?;
+    let world = if options.external_operator {
+        // An operator outside reaches the sidecars at the pods' IPs, as in a real
+        // cluster: the pods get their IPs in the block the sidecars listen in.
+        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
+    } else {
+        World::new(
+            world_options,
+            api.clone(),
+            Arc::new(fdb.clone()),
+            clock.clone(),
+        )?
+    };
     if let Some(progress) = &options.progress {
         let (block, lock) = world.host_block();
         progress(&format!(
@@ -373,7 +396,11 @@ impl Runner {
         let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
         let name = cluster.metadata.name.clone().unwrap_or_default();
 
-        let clock = VirtualClock::fixed_epoch();
+        if options.external_operator {
+            external::check_scenario(&scenario)?;
+        }
+        let clock = external::start_time(options.external_operator)
+            .map_or_else(VirtualClock::fixed_epoch, VirtualClock::starting_at);
         let start = fdb_operator::clock::Clock::now(&clock);
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
         let settings = fdb_settings(&scenario.world, seed);
@@ -415,7 +442,8 @@ impl Runner {
             scenario,
             seed,
             start,
-            next_pass_due: Some(start),
+            // An external operator's passes are its own: the world schedules none.
+            next_pass_due: (!options.external_operator).then_some(start),
             last_pass_at: None,
             last_pass_reconciled: false,
             last_pass_waits: Vec::new(),
@@ -426,7 +454,9 @@ impl Runner {
             default_recovery_seconds: recovery_seconds,
             restart_seconds,
             ever_marked: std::collections::BTreeSet::new(),
-            operator_disabled: options.operator_disabled,
+            operator_disabled: options.operator_disabled || options.external_operator,
+            external_operator: options.external_operator,
+            external_tool_changes: Arc::default(),
             executor_rules: options.executor_rules,
             resource_pass_due: Some(start),
             last_resource_pass_at: None,

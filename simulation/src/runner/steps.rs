@@ -422,6 +422,10 @@ impl Runner {
     pub(super) fn wake_operator(&mut self) {
         self.wake_resources();
         self.wake_instances();
+        if self.external_operator {
+            // The operator outside watches the served API itself.
+            return;
+        }
         let now = self.now();
         let earliest = self.last_pass_at.map_or(now, |at| {
             (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)

@@ -339,7 +339,7 @@ impl SimulatedExec {
     }
 
     /// fdbcli's `--exec` commands, one after the other; the first failure stops it.
-    async fn fdbcli(&self, text: &str) -> ExecOutput {
+    pub(crate) async fn fdbcli(&self, text: &str) -> ExecOutput {
         let mut output = ExecOutput::default();
         for command in text.split(';').map(str::trim).filter(|c| !c.is_empty()) {
             let words: Vec<&str> = command.split_whitespace().collect();

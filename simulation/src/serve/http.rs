@@ -1,5 +1,5 @@
 //! The HTTP listener of a served world: discovery and health paths answered here, every
-//! other request handed to the in-memory API server as actor [`SERVED_ACTOR`], and lists,
+//! other request handed to the in-memory API server as actor [`super::SERVED_ACTOR`], and lists,
 //! objects and watch events turned into `Table`s when the client asks for them.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{SERVED_ACTOR, ServeError, discovery, exec, openapi, table};
+use super::{ServeError, discovery, exec, openapi, table, tools, watch_timing};
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
 use crate::kube::{FakeApiServer, ResourceType};
@@ -39,6 +39,12 @@ struct Served {
     printer_columns: BTreeMap<(String, String), Vec<Value>>,
     /// Runs `pods/exec` commands; `None`: exec is refused.
     exec: Option<exec::SimulatedExec>,
+    /// The actor every request of this listener is counted and judged as.
+    actor: &'static str,
+    /// See [`Extras::tools`].
+    tools: Option<tools::ServedTools>,
+    /// See [`Extras::turn`].
+    turn: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 /// A listener serving a world's API until [`RunningServer::stop`].
@@ -51,13 +57,27 @@ pub struct RunningServer {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` through `exec`);
-/// returns once the listener answers its own `/version` request.
+/// What a served listener answers besides the API, and as whom.
+pub struct Extras {
+    /// Runs `pods/exec` commands; `None`: exec is refused.
+    pub exec: Option<exec::SimulatedExec>,
+    /// The actor every request is counted and judged as: [`super::SERVED_ACTOR`] for the users'
+    /// listener, the operator's for the external operator's (`--external-operator`).
+    pub actor: &'static str,
+    /// The stand-in tools' endpoint ([`tools::TOOLS_PATH`]); `None`: not served.
+    pub tools: Option<tools::ServedTools>,
+    /// Held by the world while it advances: writes wait for it, so that each lands
+    /// between two advances and is judged against the world as it was before it.
+    pub turn: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
+/// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` and the actor
+/// from `extras`); returns once the listener answers its own `/version` request.
 pub async fn start(
     api: &FakeApiServer,
     clock: Arc<dyn Clock>,
     address: SocketAddr,
-    exec: Option<exec::SimulatedExec>,
+    extras: Extras,
 ) -> Result<RunningServer, ServeError> {
     let printer_columns = install_crds(api);
     let listener = tokio::net::TcpListener::bind(address)
@@ -70,7 +90,10 @@ pub async fn start(
         api: api.clone(),
         clock,
         printer_columns,
-        exec,
+        exec: extras.exec,
+        actor: extras.actor,
+        tools: extras.tools,
+        turn: extras.turn,
     });
     let router = axum::Router::new().fallback(handle).with_state(served);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -179,6 +202,11 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
             None => json_response(StatusCode::NOT_FOUND, &not_found(&path)),
         };
     }
+    if path == tools::TOOLS_PATH
+        && let Some(runner) = &served.tools
+    {
+        return tool_request(runner, &parts.method, &path, body).await;
+    }
     let types = served.api.resource_types();
     if let Some(response) = fixed_response(&path, &parts, &types) {
         return response;
@@ -201,20 +229,35 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let wants_table = (parts.method == Method::GET)
         .then(|| table::requested_version(&accept))
         .flatten();
-    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
-    let mut service = served.api.service(SERVED_ACTOR);
-    let Ok(response) = service.call(request).await;
-    let (mut head, body) = response.into_parts();
-    let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
-        return Response::from_parts(head, Body::new(body));
-    };
+    let response = call_api(&served, parts, body).await;
+    let (head, body) = response.into_parts();
     let mut registry = ResourceRegistry::default();
     for resource in types {
         registry.register(resource);
     }
-    let Ok(route) = parse_path(&registry, &path) else {
+    let route = parse_path(&registry, &path).ok();
+    let watching = query.flag("watch") && head.status == StatusCode::OK;
+    let Some(version) = wants_table.filter(|_| head.status == StatusCode::OK) else {
+        if watching {
+            let timed = timed_watch(&served.api, route.as_ref(), &query, body);
+            return Response::from_parts(head, Body::from_stream(timed));
+        }
         return Response::from_parts(head, Body::new(body));
     };
+    let Some(route) = route else {
+        return Response::from_parts(head, Body::new(body));
+    };
+    table_response(&served, route, &query, version, (head, body)).await
+}
+
+/// A list, an object or a watch as `Table`s (`kubectl get`).
+async fn table_response(
+    served: &Served,
+    route: crate::kube::routes::Route,
+    query: &Query,
+    version: &'static str,
+    (mut head, body): (http::response::Parts, crate::kube::service::ResponseBody),
+) -> Response {
     let columns = served
         .printer_columns
         .get(&(route.resource.group.clone(), route.resource.plural.clone()))
@@ -225,7 +268,9 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     let resource = route.resource;
     if query.flag("watch") {
         let events = watch_tables(body, resource, clock, version, include, columns);
-        return Response::from_parts(head, Body::from_stream(events));
+        let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
+        let timed = watch_timing::timed(events, lifetime, None);
+        return Response::from_parts(head, Body::from_stream(timed));
     }
     let Ok(collected) = body.collect().await;
     let Ok(value) = serde_json::from_slice::<Value>(&collected.to_bytes()) else {
@@ -241,6 +286,59 @@ async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response
     );
     head.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(head, Body::from(table.to_string()))
+}
+
+/// A POST of a stand-in tool ([`tools::TOOLS_PATH`]).
+async fn tool_request(
+    runner: &tools::ServedTools,
+    method: &Method,
+    path: &str,
+    body: Body,
+) -> Response {
+    if *method != Method::POST {
+        return json_response(StatusCode::METHOD_NOT_ALLOWED, &not_found(path));
+    }
+    match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(body) => tools::serve(runner, &body).await,
+        Err(_) => json_response(StatusCode::PAYLOAD_TOO_LARGE, &not_found(path)),
+    }
+}
+
+/// Hands a request to the in-memory API server as this listener's actor; a write waits
+/// for the world's turn ([`Extras::turn`]).
+async fn call_api(
+    served: &Served,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> http::Response<crate::kube::service::ResponseBody> {
+    let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
+    let mut service = served.api.service(served.actor);
+    let turn = match (&served.turn, write) {
+        (Some(turn), true) => Some(turn.lock().await),
+        _ => None,
+    };
+    let Ok(response) = service.call(request).await;
+    drop(turn);
+    response
+}
+
+/// A watch's events with a real server's lifetime and, when asked for, bookmarks.
+fn timed_watch(
+    api: &FakeApiServer,
+    route: Option<&crate::kube::routes::Route>,
+    query: &Query,
+    body: crate::kube::service::ResponseBody,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    let bookmarks = route
+        .filter(|_| query.flag("allowWatchBookmarks"))
+        .map(|route| watch_timing::BookmarkSource {
+            api: api.clone(),
+            kind: route.resource.kind.clone(),
+            api_version: api_version(&route.resource),
+        });
+    let lifetime = watch_timing::lifetime(query.get("timeoutSeconds"));
+    watch_timing::timed(body.into_data_stream(), lifetime, bookmarks)
 }
 
 /// The routes answered without the API server: health, OpenAPI, discovery.
@@ -303,6 +401,15 @@ where
         }
         Ok::<_, std::convert::Infallible>(Bytes::from(out))
     })
+}
+
+/// `v1` for the core group, `GROUP/VERSION` otherwise.
+fn api_version(resource: &ResourceType) -> String {
+    if resource.group.is_empty() {
+        resource.version.clone()
+    } else {
+        format!("{}/{}", resource.group, resource.version)
+    }
 }
 
 fn not_found(path: &str) -> Value {

@@ -15,6 +15,9 @@ pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
 pub mod table;
+pub mod tool_files;
+pub mod tools;
+pub mod watch_timing;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +53,33 @@ pub struct ServeOptions {
     pub kubeconfig: PathBuf,
     /// Simulated seconds per wall-clock second.
     pub speed: f64,
+    /// Serve the world to an operator run outside it (`--external-operator`): its own
+    /// kubeconfig ([`ServeOptions::operator_kubeconfig`]) points at a listener of its own,
+    /// and every request arriving there is the operator's.
+    pub external_operator: bool,
+    /// With `external_operator`: where to write the stand-in FoundationDB tools
+    /// (`--fdb-tools-dir`), and the program they run.
+    pub fdb_tools: Option<ToolsDir>,
+}
+
+/// `--fdb-tools-dir`: the directory of the stand-in tools and the `fdb-operator`
+/// binary they run (`fdb-operator served-tool`).
+#[derive(Debug, Clone)]
+pub struct ToolsDir {
+    /// `DIR`: the tools go to `DIR/<minor>/`.
+    pub dir: PathBuf,
+    /// The `fdb-operator` binary (absolute).
+    pub program: PathBuf,
+}
+
+impl ServeOptions {
+    /// The external operator's kubeconfig: the users' file with `.operator` appended
+    /// (`sim.kubeconfig` -> `sim.kubeconfig.operator`), next to it.
+    pub fn operator_kubeconfig(&self) -> PathBuf {
+        let mut path = self.kubeconfig.as_os_str().to_owned();
+        path.push(".operator");
+        PathBuf::from(path)
+    }
 }
 
 /// Why the world cannot be served.
@@ -60,6 +90,21 @@ pub enum ServeError {
         "{0} is not a loopback address: the served API has no authentication, so only 127.0.0.0/8 or ::1 may serve it"
     )]
     NotLoopback(SocketAddr),
+    /// `--external-operator` with a `--speed` other than 1: the operator outside reads
+    /// the wall clock, so the world's must follow it.
+    #[error(
+        "--speed {0} with --external-operator: the external operator runs on the wall clock, so the world runs at speed 1"
+    )]
+    ExternalSpeed(f64),
+    /// `--fdb-tools-dir` without `--external-operator`: the world's own operator runs
+    /// the simulated database directly, so the tools would have no user.
+    #[error(
+        "--fdb-tools-dir needs --external-operator: the tools are for an operator run outside the world"
+    )]
+    ToolsWithoutExternalOperator,
+    /// The stand-in tools could not be written.
+    #[error(transparent)]
+    Tools(#[from] tool_files::ToolFilesError),
     /// The speed is out of [`MIN_SPEED`]..=[`MAX_SPEED`].
     #[error("--speed {0} is not from 0.001 to 1000 simulated seconds per wall-clock second")]
     InvalidSpeed(f64),
@@ -98,6 +143,12 @@ impl ServeOptions {
         if check_speed(self.speed).is_err() {
             return Err(ServeError::InvalidSpeed(self.speed));
         }
+        if self.external_operator && (self.speed - 1.0).abs() > f64::EPSILON {
+            return Err(ServeError::ExternalSpeed(self.speed));
+        }
+        if self.fdb_tools.is_some() && !self.external_operator {
+            return Err(ServeError::ToolsWithoutExternalOperator);
+        }
         Ok(())
     }
 }
@@ -111,6 +162,8 @@ mod tests {
             address: address.parse().unwrap(),
             kubeconfig: PathBuf::from("k"),
             speed,
+            external_operator: false,
+            fdb_tools: None,
         }
     }
 
@@ -135,5 +188,18 @@ mod tests {
         assert!(options("127.0.0.1:0", 1001.0).validate().is_err());
         assert!(options("127.0.0.1:0", 1000.0).validate().is_ok());
         assert!(options("127.0.0.1:0", 0.001).validate().is_ok());
+        let external = |speed| ServeOptions {
+            external_operator: true,
+            ..options("127.0.0.1:0", speed)
+        };
+        assert!(external(1.0).validate().is_ok());
+        assert!(matches!(
+            external(10.0).validate(),
+            Err(ServeError::ExternalSpeed(_))
+        ));
+        assert_eq!(
+            external(1.0).operator_kubeconfig(),
+            PathBuf::from("k.operator")
+        );
     }
 }
