@@ -451,3 +451,49 @@ async fn backup_and_restore_command_lines_round_trip() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_blocking_exclude_waits_to_its_timeout_and_restore_and_delete_lines_round_trip() {
+    use fdb_operator::fdb::RestoreStart;
+    use fdb_operator::fdb::backup::KeyRange;
+    let (fixture, client) = configured().await;
+    // The data of storage-3 has to move first: fdbcli waits, then gives up at its
+    // timeout; the exclusion itself is in place.
+    let target = ExclusionTarget::instance_id("storage-3").unwrap();
+    let error = client
+        .exclude(std::slice::from_ref(&target), true)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, AdminError::Timeout { .. }), "{error:?}");
+    assert!(
+        fixture
+            .fdb
+            .snapshot()
+            .excluded
+            .contains(&target.to_string())
+    );
+    let restore = RestoreStart {
+        url: "blobstore://a@b:443/none?bucket=fdb-backups".into(),
+        key_ranges: vec![KeyRange::parse("a", "b").unwrap()],
+        version: None,
+        encryption_key_path: None,
+        custom_parameters: Vec::new(),
+    };
+    // No backup there: fdbrestore's refusal comes back as a failed command.
+    let error = client.start_restore(&restore).await.unwrap_err();
+    assert!(matches!(error, AdminError::Failed { .. }), "{error:?}");
+    let deleted = client
+        .delete_backup_data("blobstore://a@b:443/none?bucket=fdb-backups")
+        .await;
+    let actions: Vec<String> = fixture
+        .log
+        .events()
+        .iter()
+        .map(|e| e.action.clone())
+        .collect();
+    assert!(actions.iter().any(|a| a == "restore-start"), "{actions:?}");
+    assert!(
+        actions.iter().any(|a| a == "backup-delete"),
+        "{actions:?} {deleted:?}"
+    );
+}
