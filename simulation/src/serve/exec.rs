@@ -37,14 +37,12 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::exec_bounds::{
-    MAX_EXEC_OUTPUT, MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported,
-    split_shell, websocket_config,
+    MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported, split_shell,
+    websocket_config,
 };
 use crate::fdb::SimulatedFdb;
-use crate::fdbcli::SimulatedTools;
 use crate::kube::{FakeApiServer, ResourceKey};
-use fdb_operator::fdb::{AdminClient, FdbTool};
-use fdb_shared::FdbVersion;
+use fdb_operator::fdb::AdminClient;
 
 /// The subprotocols served (v5 only adds a close signal from the client, which a
 /// command without stdin never needs), in order of preference.
@@ -77,7 +75,7 @@ pub struct ExecOutput {
 }
 
 impl ExecOutput {
-    fn failed(code: i32, message: impl Into<String>) -> Self {
+    pub(super) fn failed(code: i32, message: impl Into<String>) -> Self {
         Self {
             stdout: String::new(),
             stderr: message.into(),
@@ -343,64 +341,6 @@ impl SimulatedExec {
         }
     }
 
-    /// fdbcli's `--exec` line, run by the simulated fdbcli of the container's version
-    /// (its own fdbserver's; the database's when it runs none).
-    async fn fdbcli(&self, pod: &Value, text: &str) -> ExecOutput {
-        let Some(version) = self.container_version(pod) else {
-            return ExecOutput::failed(
-                1,
-                "fdbcli: no FoundationDB process of this container or database to take the version from\n",
-            );
-        };
-        let tools = SimulatedTools::new(
-            self.admin.clone(),
-            self.fdb.clone(),
-            std::iter::empty(),
-            "/usr/bin",
-        )
-        .with_on_change(self.on_change.clone());
-        let args = ["--exec".to_owned(), text.to_owned()];
-        let printed = tools
-            .run_tool(FdbTool::Fdbcli, version, &args, "default", false)
-            .await;
-        let mut output = ExecOutput {
-            stdout: printed.stdout,
-            stderr: printed.stderr,
-            exit_code: printed.code,
-        };
-        if output.stdout.len() > MAX_EXEC_OUTPUT {
-            output.stdout.truncate(
-                (0..=MAX_EXEC_OUTPUT)
-                    .rev()
-                    .find(|at| output.stdout.is_char_boundary(*at))
-                    .unwrap_or(0),
-            );
-            return fail(
-                output,
-                &format!("ERROR: output above {MAX_EXEC_OUTPUT} bytes; stopped"),
-            );
-        }
-        output
-    }
-
-    /// The version of the container's fdbcli: its fdbserver's, else the database's.
-    fn container_version(&self, pod: &Value) -> Option<FdbVersion> {
-        let ip = pod.pointer("/status/podIP").and_then(Value::as_str);
-        let own = ip.and_then(|ip| {
-            self.fdb
-                .snapshot()
-                .processes
-                .iter()
-                .find(|p| {
-                    p.address
-                        .parse::<fdb_shared::address::ProcessAddress>()
-                        .is_ok_and(|a| a.host == ip)
-                })
-                .map(|p| p.version)
-        });
-        own.or_else(|| self.fdb.protocol_version())
-    }
-
     /// `pkill fdbserver`: the pod's processes are killed (they listen on its IP).
     async fn pkill(&self, pod: &Value) -> ExecOutput {
         let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
@@ -429,7 +369,7 @@ impl SimulatedExec {
     }
 }
 
-fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
+pub(super) fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
     output.stderr.push_str(message);
     output.stderr.push('\n');
     output.exit_code = 1;
