@@ -204,6 +204,7 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
         tools: fdb_tools(args),
         work_dir: args.work_dir.clone(),
         tls,
+        runner: fdb_operator::fdb::ProcessRunner::shared(),
     };
     let captured = runtime.block_on(async {
         let client = kube_client(args.kubeconfig.as_ref()).await?;

@@ -74,6 +74,7 @@ fn provider(dir: &Path) -> FdbcliAdminProvider {
             .with_trace_log_group(Some("fdb-kubernetes-operator".into())),
         work_dir: dir.join("work"),
         tls: None,
+        runner: fdb_operator::fdb::ProcessRunner::shared(),
     }
 }
 
@@ -226,6 +227,7 @@ async fn one_fdbcli_overrides_the_layout_for_every_version() {
         tools: FdbTools::new("/nonexistent".into(), Some(dir.path().join("7.1/fdbcli"))),
         work_dir: dir.path().join("work"),
         tls: None,
+        runner: fdb_operator::fdb::ProcessRunner::shared(),
     };
     let admin = provider
         .admin_for(&cluster("7.3.43", Some("7.3.43")))

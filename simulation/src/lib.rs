@@ -3,6 +3,7 @@
 
 pub mod event_log;
 pub mod fdb;
+pub mod fdbcli;
 pub mod fleet;
 pub mod invariants;
 pub mod kube;

@@ -37,6 +37,7 @@ async fn refused_pass(name: &str) -> (FakeApiServer, String) {
             ),
             work_dir: std::env::temp_dir(),
             tls: None,
+            runner: fdb_operator::fdb::ProcessRunner::shared(),
         }),
         Arc::new(HttpSidecarProvider::new(
             SidecarClientFactory::new(None).unwrap(),

@@ -335,3 +335,45 @@ fn serving_a_non_loopback_address_is_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("not a loopback address"), "{stderr}");
 }
+
+/// Issue 36: `kubectl exec` into a served pod runs FoundationDB's fdbcli (the simulated
+/// one the operator's tools run on): `kill` of an address the cluster controller does
+/// not list refuses the whole command with FoundationDB's text and exit code 1, and
+/// nothing is killed.
+#[test]
+fn kubectl_exec_fdbcli_refuses_a_kill_of_an_unlisted_address() {
+    let Some(kubectl) = kubectl() else { return };
+    let served = Served::start(&repo_file("docs/examples/quickstart.yaml"), "30");
+    let config = served.kubeconfig.clone();
+    let output = run(
+        &kubectl,
+        &config,
+        &[
+            "exec",
+            "sample-log-1",
+            "-c",
+            "foundationdb",
+            "--",
+            "fdbcli",
+            "--exec",
+            "kill; kill 10.99.99.99:4501",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("ERROR: process `10.99.99.99:4501' not recognized."),
+        "{stderr}"
+    );
+    assert!(stdout.contains("can be killed:"), "{stdout}");
+    let (code, result) = served.stop();
+    assert_eq!(code, Some(0), "violations: {}", result["violations"]);
+    let user_kills: Vec<&serde_json::Value> = result["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "kill" && e["by"] == "user")
+        .collect();
+    assert!(user_kills.is_empty(), "{user_kills:?}");
+}

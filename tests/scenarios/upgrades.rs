@@ -129,6 +129,61 @@ fn the_readme_main_job_creates_the_quickstart_cluster_and_upgrades_it() {
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
 }
 
+/// Issue 36: the quickstart upgrade with the operator reaching the database as in
+/// production, through `fdbcli --exec` texts run by the tools of each version
+/// (`/usr/bin/fdb/7.1/fdbcli`, then `7.3`). Every tool run is a client of the database
+/// for 10 s, listed in its log group: the operator image's `fdb-kubernetes-operator`,
+/// which the client check ignores, so its own connections never hold the upgrade. One
+/// kill, at most three recoveries for the whole upgrade.
+#[test]
+fn the_quickstart_upgrade_runs_each_versions_tools_and_lists_the_operators_connections() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/quickstart-upgrade.yaml"
+    );
+    let result = run(&std::fs::read_to_string(path).unwrap(), None);
+    assert_eq!(violations(&result), Vec::<String>::new());
+    assert_upgraded(&result);
+    let clients = |step: &fdb_simulation::result::StepResult| -> Vec<String> {
+        step.fdb["clients"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(str::to_owned))
+            .collect()
+    };
+    let before = clients(&result.steps[1]);
+    assert!(
+        before
+            .iter()
+            .any(|c| c.ends_with(" 7.1.57 fdb-kubernetes-operator")),
+        "the operator's 7.1 fdbcli is a listed client: {before:?}"
+    );
+    let last = result.steps.last().unwrap();
+    let after = clients(last);
+    assert!(
+        after
+            .iter()
+            .any(|c| c.ends_with(" 7.3.43 fdb-kubernetes-operator")),
+        "the operator's 7.3 fdbcli is a listed client: {after:?}"
+    );
+    assert!(
+        after.iter().all(|c| !c.contains(" 7.1.57 ")),
+        "no 7.1 client can reach a 7.3 database: {after:?}"
+    );
+    let upgrade_started = result.steps[2].time;
+    let recoveries: Vec<&serde_json::Value> = last.fdb["recoveryLog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["started"].as_u64().is_some_and(|t| t >= upgrade_started))
+        .collect();
+    assert!(
+        !recoveries.is_empty() && recoveries.len() <= 3,
+        "{recoveries:?}"
+    );
+}
+
 #[test]
 fn an_incompatible_upgrade_stages_through_the_sidecars_and_kills_every_process_once() {
     let result = run(
@@ -476,7 +531,11 @@ fn a_users_restart_onto_the_staged_binary_is_followed_by_the_operators_kill_at_o
         .filter(|e| e.action == "kill")
         .map(|e| (e.time, e.by.clone()))
         .collect();
-    assert_eq!(kills.len(), 2, "the user's kill and the operator's: {kills:?}");
+    assert_eq!(
+        kills.len(),
+        2,
+        "the user's kill and the operator's: {kills:?}"
+    );
     let (user_at, operator_at) = (kills[0].0, kills[1].0);
     assert!(
         operator_at - user_at <= 30,

@@ -236,6 +236,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         tools: fdb_tools(&args),
         work_dir: args.work_dir,
         tls: fdbcli_tls,
+        runner: crate::fdb::ProcessRunner::shared(),
     };
     // https is chosen per pod, from whether its sidecar runs with --tls.
     let mut ctx = Context::new(

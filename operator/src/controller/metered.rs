@@ -338,6 +338,7 @@ mod tests {
             tools: crate::fdb::FdbTools::new(work_dir.to_owned(), Some(fdbcli)),
             work_dir: work_dir.to_owned(),
             tls: None,
+            runner: crate::fdb::ProcessRunner::shared(),
         }
     }
 
@@ -372,6 +373,7 @@ mod tests {
             tools: crate::fdb::FdbTools::new(dir.path().to_owned(), None),
             work_dir: dir.path().join("work"),
             tls: None,
+            runner: crate::fdb::ProcessRunner::shared(),
         };
         let metered =
             MeteredAdminProvider::new(Arc::new(inner), Arc::new(OperatorMetrics::default()));

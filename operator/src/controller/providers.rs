@@ -21,7 +21,7 @@ use super::pod_model::SIDECAR_CONTAINER;
 use super::tool_choice::tool_versions;
 use crate::fdb::{
     AdminClient, AdminError, FdbTool, FdbTools, FdbcliAdminClient, FdbcliConfig, MissingTool,
-    TlsFiles,
+    TlsFiles, ToolRunner,
 };
 
 /// Builds fdbcli admin clients: the cluster file of `<namespace>/<name>` is written to
@@ -38,6 +38,8 @@ pub struct FdbcliAdminProvider {
     pub work_dir: PathBuf,
     /// TLS files for fdbcli, when the clusters use TLS.
     pub tls: Option<TlsFiles>,
+    /// Runs the tools: child processes in production ([`crate::fdb::ProcessRunner`]).
+    pub runner: Arc<dyn ToolRunner>,
 }
 
 /// The command named in errors of choosing a cluster's tools.
@@ -88,8 +90,9 @@ impl AdminClientProvider for FdbcliAdminProvider {
             reason,
         })?;
         let layout = &self.tools.layout;
+        let installed = |path: &Path| self.runner.is_installed(path);
         let fdbcli = layout
-            .find(FdbTool::Fdbcli, &versions.running)
+            .find_with(FdbTool::Fdbcli, &versions.running, &installed)
             .map_err(|missing| AdminError::MissingTool {
                 command: CHOOSE_TOOLS.to_owned(),
                 missing,
@@ -99,11 +102,12 @@ impl AdminClientProvider for FdbcliAdminProvider {
             fdbcli.clone(),
             cluster_file.clone(),
             versions.running,
-        ));
+        ))
+        .with_runner(self.runner.clone());
         // A missing target tool is reported by CheckClientCompatibility (`missing_tool`),
         // which holds the upgrade before anything is staged.
         if let Some(target) = versions.upgrade_target
-            && let Ok(target_fdbcli) = layout.find(FdbTool::Fdbcli, &target)
+            && let Ok(target_fdbcli) = layout.find_with(FdbTool::Fdbcli, &target, &installed)
             && target_fdbcli != fdbcli
         {
             client = client.with_fallback(self.config(target_fdbcli, cluster_file, target));
@@ -112,7 +116,11 @@ impl AdminClientProvider for FdbcliAdminProvider {
     }
 
     fn missing_tool(&self, version: &FdbVersion) -> Option<MissingTool> {
-        self.tools.layout.find(FdbTool::Fdbcli, version).err()
+        let installed = |path: &Path| self.runner.is_installed(path);
+        self.tools
+            .layout
+            .find_with(FdbTool::Fdbcli, version, &installed)
+            .err()
     }
 }
 
@@ -228,6 +236,7 @@ mod tests {
             tools: FdbTools::new(dir.path().to_owned(), Some("fdbcli".into())),
             work_dir: dir.path().join("clusters"),
             tls: None,
+            runner: crate::fdb::ProcessRunner::shared(),
         };
         let mut cluster = crate::controller::fixtures::cluster("version: 7.1.57");
         cluster.metadata.namespace = Some("ns".into());
@@ -257,6 +266,7 @@ mod tests {
             tools: FdbTools::new(dir.path().to_owned(), Some("fdbcli".into())),
             work_dir: work_dir.clone(),
             tls: None,
+            runner: crate::fdb::ProcessRunner::shared(),
         };
         let mut cluster = crate::controller::fixtures::cluster("version: 7.1.57");
         cluster.metadata.namespace = Some("ns".into());

@@ -439,17 +439,12 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
         Ok(ends_mixed_versions) => ends_mixed_versions,
         Err(w) => return wait(w),
     };
-    // The processes already on the target are killed too: the kill restarts every
-    // process of the cluster at once, and theirs come back on the same binary.
-    let mut addresses = kill_addresses(snapshot, &left_out);
-    addresses.extend(
-        on_target
-            .into_iter()
-            .filter(|(id, _)| !left_out.contains(id.as_str()))
-            .flat_map(|(_, addresses)| addresses),
-    );
-    addresses.sort_by_key(ToString::to_string);
-    addresses.dedup();
+    // Only the processes the database lists: those already on the target need no
+    // restart, and fdbcli refuses a whole `kill` naming one address its cluster
+    // controller does not list (they are only in `incompatible_connections`;
+    // apple/foundationdb `fdbcli/KillCommand.actor.cpp`, `process `ADDR' not
+    // recognized`).
+    let addresses = kill_addresses(snapshot, &left_out);
     let agreement = kill_agreement(snapshot);
     Ok(UpgradeBounce::KillAll {
         target,

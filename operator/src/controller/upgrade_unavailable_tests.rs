@@ -5,8 +5,10 @@ use super::*;
 
 /// Issue 26, seed 18: a process that restarted on the staged target (log-2, in
 /// `incompatible_connections`) holds the database unavailable; the kill goes ahead
-/// without waiting for availability, includes it, and does not count log-2 as missing.
-/// Unavailable with nothing on the target, the kill waits.
+/// without waiting for availability and does not count log-2 as missing. It names only
+/// log-1: log-2 needs no restart, and fdbcli refuses a whole kill naming an address its
+/// cluster controller does not list (issue 36). Unavailable with nothing on the target,
+/// the kill waits.
 #[test]
 fn a_process_already_on_the_target_lets_the_kill_go_ahead_while_unavailable() {
     let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
@@ -34,7 +36,7 @@ fn a_process_already_on_the_target_lets_the_kill_go_ahead_while_unavailable() {
     };
     assert!(ends_mixed_versions);
     let listed: Vec<String> = addresses.iter().map(ToString::to_string).collect();
-    assert_eq!(listed, ["10.0.0.1:4501", "10.0.0.2:4501"]);
+    assert_eq!(listed, ["10.0.0.1:4501"]);
 }
 
 /// Issue 26: the kill is counted, and while the upgrade is still pending after it (some
@@ -64,7 +66,7 @@ fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
     let Some(Verdict::Act(plan)) = &first else {
         panic!("{first:?}")
     };
-    assert!(matches!(&plan.actions[0].action, Action::Kill(a) if a.len() == 2));
+    assert!(matches!(&plan.actions[0].action, Action::Kill(a) if a.len() == 1));
     assert_eq!(
         plan.actions.last().map(|p| &p.action),
         Some(&Action::RememberUpgradeKill(v("7.3.43")))

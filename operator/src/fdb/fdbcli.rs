@@ -7,7 +7,7 @@ mod property_tests;
 mod version_fallback;
 
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fdb_shared::FdbVersion;
@@ -29,6 +29,7 @@ use super::locks::{
 };
 use super::pending_upgrades::{PendingUpgrade, UPGRADES_PREFIX, upgrades_range_end};
 use super::restart_lists::{RestartEntry, RestartList};
+use super::tool_runner::{ProcessRunner, ToolRun, ToolRunError, ToolRunner};
 
 /// TLS files passed to fdbcli.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,21 +173,32 @@ impl FdbcliConfig {
 /// ([`FdbcliAdminClient::with_fallback`]): once the processes restarted on the target,
 /// the running version's fdbcli no longer reaches them, and the client moves to the
 /// target's tools for the rest of its life (one reconcile pass).
+///
+/// The tools run through a [`ToolRunner`]: child processes in production, an
+/// interpreter of the same argv in the simulation.
 #[derive(Debug, Clone)]
 pub struct FdbcliAdminClient {
     config: FdbcliConfig,
     fallback: Option<FdbcliConfig>,
-    on_fallback: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    on_fallback: Arc<std::sync::atomic::AtomicBool>,
+    runner: Arc<dyn ToolRunner>,
 }
 
 impl FdbcliAdminClient {
-    /// A client running fdbcli as configured.
+    /// A client running fdbcli as configured, as child processes.
     pub fn new(config: FdbcliConfig) -> Self {
         Self {
             config,
             fallback: None,
-            on_fallback: std::sync::Arc::default(),
+            on_fallback: Arc::default(),
+            runner: Arc::new(ProcessRunner),
         }
+    }
+
+    /// The same client, running its tools with `runner`.
+    pub fn with_runner(mut self, runner: Arc<dyn ToolRunner>) -> Self {
+        self.runner = runner;
+        self
     }
 
     /// The configuration of the tools it starts with.
@@ -233,35 +245,34 @@ impl FdbcliAdminClient {
         command: &str,
     ) -> Result<String, AdminError> {
         let deadline = config.timeout + config.process_grace;
-        let mut child = tokio::process::Command::new(program);
-        child
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(group) = &config.trace_log_group {
-            child.env(super::tools::TRACE_LOG_GROUP_ENV, group);
-        }
+        let run = ToolRun {
+            program: program.to_owned(),
+            args: args.to_vec(),
+            env: config
+                .trace_log_group
+                .iter()
+                .map(|group| (super::tools::TRACE_LOG_GROUP_ENV.to_owned(), group.clone()))
+                .collect(),
+            deadline,
+        };
         tracing::debug!(command, program = %program.display(), "running a FoundationDB tool");
-        let output = match tokio::time::timeout(deadline, child.output()).await {
-            Err(_) => {
+        let output = match self.runner.run(&run).await {
+            Err(ToolRunError::DeadlinePassed) => {
                 return Err(AdminError::Timeout {
                     command: command.to_owned(),
                     seconds: deadline.as_secs(),
                 });
             }
-            Ok(Err(source)) => {
+            Err(ToolRunError::Spawn(source)) => {
                 return Err(version_fallback::spawn_error(
                     config, program, command, source,
                 ));
             }
-            Ok(Ok(output)) => output,
+            Ok(output) => output,
         };
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        if output.status.success() && !commands::reports_error(&stdout) {
-            return Ok(stdout);
+        let (stdout, stderr) = (&output.stdout, &output.stderr);
+        if output.success() && !commands::reports_error(stdout) {
+            return Ok(output.stdout);
         }
         let message = if stderr.trim().is_empty() {
             stdout.trim().to_owned()
@@ -280,7 +291,7 @@ impl FdbcliAdminClient {
                 },
                 FailureKind::Failed => AdminError::Failed {
                     command: command.to_owned(),
-                    code: output.status.code(),
+                    code: output.exit_code,
                     stderr: message,
                 },
             },

@@ -12,6 +12,7 @@ pub mod locks;
 pub mod native;
 pub mod pending_upgrades;
 pub mod restart_lists;
+pub mod tool_runner;
 pub mod tools;
 
 pub use admin::{
@@ -26,4 +27,5 @@ pub use fdbcli::{FdbcliAdminClient, FdbcliConfig, TlsFiles};
 pub use locks::LockValue;
 pub use pending_upgrades::PendingUpgrade;
 pub use restart_lists::{RestartEntry, RestartList};
+pub use tool_runner::{ProcessRunner, ToolOutput, ToolRun, ToolRunError, ToolRunner};
 pub use tools::{FdbTool, FdbTools, MissingTool, ToolLayout};

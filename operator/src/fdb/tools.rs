@@ -113,8 +113,20 @@ impl ToolLayout {
 
     /// `tool` of `version`, or why the operator does not have it (no file there).
     pub fn find(&self, tool: FdbTool, version: &FdbVersion) -> Result<PathBuf, MissingTool> {
+        self.find_with(tool, version, &is_present)
+    }
+
+    /// `tool` of `version` where `installed` says whether a program is there (the
+    /// runner's view: a file in production, the simulated image's tools in the
+    /// simulation).
+    pub fn find_with(
+        &self,
+        tool: FdbTool,
+        version: &FdbVersion,
+        installed: &dyn Fn(&Path) -> bool,
+    ) -> Result<PathBuf, MissingTool> {
         let path = self.path(tool, version);
-        if is_present(&path) {
+        if installed(&path) {
             Ok(path)
         } else {
             Err(MissingTool {
@@ -128,7 +140,7 @@ impl ToolLayout {
 
 /// Whether a tool is at `path`. A bare name (`--fdbcli fdbcli`) is looked up on `PATH`
 /// by the process spawn, so it counts as present.
-fn is_present(path: &Path) -> bool {
+pub fn is_present(path: &Path) -> bool {
     if path.components().count() == 1 && path.is_relative() {
         return true;
     }

@@ -44,6 +44,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 mod timeline;
+mod tool_api;
 mod user_data;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -63,6 +64,7 @@ pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
 pub use records::Outage;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
+pub use tool_api::{TOOL_CLIENT_SECONDS, ToolClient};
 pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
 /// Tunables of the simulated database (the scenario's `world` settings).

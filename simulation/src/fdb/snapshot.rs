@@ -59,6 +59,9 @@ pub struct SimFdbSnapshot {
     pub lock_holder: Option<String>,
     /// The pending-upgrade list, as `<target version>/<process group ID>`.
     pub pending_upgrades: Vec<String>,
+    /// The clients `status json` lists now, as `<address> <version> <log group>` (the
+    /// operator's tool runs among them for 10 s each).
+    pub clients: Vec<String>,
 }
 
 /// One recovery of the transaction system.
@@ -170,6 +173,11 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
             .keys()
             .filter_map(|key| PendingUpgrade::from_key(key))
             .map(|entry| format!("{}/{}", entry.version, entry.group))
+            .collect(),
+        clients: state
+            .clients
+            .iter()
+            .map(|c| format!("{} {} {}", c.address, c.version, c.log_group))
             .collect(),
     }
 }

@@ -52,6 +52,9 @@ pub(crate) struct State {
     /// list), byte for byte.
     pub system_keys: BTreeMap<Vec<u8>, Vec<u8>>,
     pub clients: Vec<ClientInfo>,
+    /// The clients of tool runs (`fdb/tool_api.rs`), by address: when each stops being
+    /// listed (unix seconds).
+    pub tool_clients: BTreeMap<String, i64>,
     pub recovery: Recovery,
     pub transaction_system: Option<TransactionSystem>,
     pub recoveries: u64,
@@ -109,6 +112,7 @@ impl State {
             deny_list: BTreeSet::new(),
             system_keys: BTreeMap::new(),
             clients: Vec::new(),
+            tool_clients: BTreeMap::new(),
             recovery: Recovery::default(),
             transaction_system: None,
             recoveries: 0,

@@ -26,6 +26,7 @@ pub(crate) fn catch_up(state: &mut State, now: i64) {
     move_data(state, target);
     refresh(state, now);
     play_workload(state, now);
+    super::tool_api::expire_tool_clients(state, now);
 }
 
 /// The user workload writes and the backup agents work up to `now` (at the availability

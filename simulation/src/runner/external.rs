@@ -128,10 +128,7 @@ impl Runner {
         let exec = SimulatedExec {
             api: self.api.clone(),
             admin: Arc::new(admin),
-            status_json: Arc::new({
-                let fdb = self.fdb.clone();
-                move || fdb.render_status_json()
-            }),
+            fdb: self.fdb.clone(),
             on_change: Arc::new(move || {
                 changes.fetch_add(1, Ordering::Relaxed);
             }),

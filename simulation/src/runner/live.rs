@@ -82,10 +82,7 @@ impl Runner {
                 Arc::new(self.fdb.clone()),
                 self.log.clone(),
             )),
-            status_json: Arc::new({
-                let fdb = self.fdb.clone();
-                move || fdb.render_status_json()
-            }),
+            fdb: self.fdb.clone(),
             on_change: Arc::new({
                 let execs = execs.clone();
                 move || {

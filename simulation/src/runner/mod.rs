@@ -425,7 +425,7 @@ impl Runner {
             &OperatorIdentity {
                 cluster: name.clone(),
                 judge: judge.clone(),
-                tools: harness::OperatorTools::of_world(&scenario.world),
+                tools: harness::OperatorTools::of_scenario(&scenario),
             },
         )?;
         context.settings.executor_rules = options.executor_rules;

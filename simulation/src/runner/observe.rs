@@ -187,13 +187,21 @@ impl Runner {
             pvcs,
             service: fdb_bridge::service_state(&self.fdb),
             lost_shards: fdb_bridge::lost_shards(&self.fdb),
-            // The processes the operator may restart (the cluster-wide bounce's scope).
+            // The processes the operator may restart (the cluster-wide bounce's scope):
+            // those the database lists. A process already on another protocol (one
+            // that restarted early on an upgrade's staged binary) is not listed, so
+            // fdbcli cannot name it in a kill, and it needs no restart (issue 36).
             running_processes: {
                 let ignored = ignored_during_restart(self.cluster_object().as_ref());
                 snapshot
                     .processes
                     .iter()
                     .filter(|p| !in_groups(p, &ignored))
+                    .filter(|p| {
+                        snapshot
+                            .version
+                            .is_none_or(|v| v.is_protocol_compatible(&p.version))
+                    })
                     .count()
             },
             running_groups: snapshot

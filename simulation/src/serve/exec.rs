@@ -3,10 +3,12 @@
 //! the channel: 1 stdout, 2 stderr, 3 the final `Status`), and the commands a simulated
 //! container can run:
 //!
-//! - `fdbcli --exec "CMD; CMD..."` (other fdbcli flags are ignored), alone or as
-//!   `sh -c` / `bash -c` text, with the commands `status json`, `kill` (lists nothing) and
-//!   `kill ADDRESS...`, carried out through the world's admin interface, so they are
-//!   logged and judged like any other admin command;
+//! - `fdbcli --exec "CMD; CMD..."` (other fdbcli flags are ignored: the container's
+//!   fdbcli reaches its own database), alone or as `sh -c` / `bash -c` text, read and
+//!   answered by the simulated fdbcli the operator's tools run on too
+//!   (`crate::fdbcli`: every command the operator sends, with FoundationDB's texts and
+//!   exit codes), carried out through the world's admin interface, so they are logged
+//!   and judged like any other admin command;
 //! - `pkill fdbserver`: kills the pod's own fdbserver processes;
 //! - `cat PATH`, and `printf '%s\n' "$N" > PATH` (the value of a positional argument
 //!   written to a file, as `kubectl fdb fix-coordinator-ips` rewrites the cluster file):
@@ -35,9 +37,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::exec_bounds::{
-    MAX_EXEC_OUTPUT, MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported,
-    split_shell, websocket_config,
+    MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported, split_shell,
+    websocket_config,
 };
+use crate::fdb::SimulatedFdb;
 use crate::kube::{FakeApiServer, ResourceKey};
 use fdb_operator::fdb::AdminClient;
 
@@ -72,7 +75,7 @@ pub struct ExecOutput {
 }
 
 impl ExecOutput {
-    fn failed(code: i32, message: impl Into<String>) -> Self {
+    pub(super) fn failed(code: i32, message: impl Into<String>) -> Self {
         Self {
             stdout: String::new(),
             stderr: message.into(),
@@ -88,8 +91,8 @@ pub struct SimulatedExec {
     pub api: FakeApiServer,
     /// The admin interface commands go through (a recording one, so they are logged).
     pub admin: Arc<dyn AdminClient>,
-    /// `status json` in FoundationDB's format.
-    pub status_json: Arc<dyn Fn() -> Value + Send + Sync>,
+    /// The database the containers' fdbcli reaches (its protocol, its texts).
+    pub fdb: SimulatedFdb,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// Files written through exec, by pod uid and path.
@@ -239,7 +242,7 @@ impl SimulatedExec {
     async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
         let _turn = self.turn.lock().await;
         match fdbcli_text(&request.command) {
-            Some(Ok(text)) => return self.fdbcli(&text).await,
+            Some(Ok(text)) => return self.fdbcli(pod, &text).await,
             Some(Err(message)) => return ExecOutput::failed(127, format!("{message}\n")),
             None => {}
         }
@@ -255,7 +258,7 @@ impl SimulatedExec {
             .is_some_and(|p| p.ends_with("fdbcli"))
         {
             let text: Vec<&str> = stdin.lines().map(str::trim).collect();
-            return self.fdbcli(&text.join(";")).await;
+            return self.fdbcli(pod, &text.join(";")).await;
         }
         let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
         self.simple(pod, &words, &[]).await
@@ -338,50 +341,6 @@ impl SimulatedExec {
         }
     }
 
-    /// fdbcli's `--exec` commands, one after the other; the first failure stops it.
-    pub(crate) async fn fdbcli(&self, text: &str) -> ExecOutput {
-        let mut output = ExecOutput::default();
-        for command in text.split(';').map(str::trim).filter(|c| !c.is_empty()) {
-            let words: Vec<&str> = command.split_whitespace().collect();
-            match words.as_slice() {
-                ["status", "json"] => {
-                    let text =
-                        serde_json::to_string_pretty(&(self.status_json)()).unwrap_or_default();
-                    if output.stdout.len() + text.len() > MAX_EXEC_OUTPUT {
-                        return fail(
-                            output,
-                            &format!("ERROR: output above {MAX_EXEC_OUTPUT} bytes; stopped"),
-                        );
-                    }
-                    output.stdout.push_str(&text);
-                    output.stdout.push('\n');
-                }
-                ["kill"] => {}
-                ["kill", addresses @ ..] => {
-                    let parsed: Result<Vec<fdb_shared::address::ProcessAddress>, _> =
-                        addresses.iter().map(|a| a.parse()).collect();
-                    let Ok(parsed) = parsed else {
-                        return fail(output, &format!("ERROR: invalid address in `{command}`"));
-                    };
-                    if let Err(error) = self.admin.kill(&parsed).await {
-                        return fail(output, &error.to_string());
-                    }
-                    (self.on_change)();
-                    output
-                        .stdout
-                        .push_str(&format!("Attempted to kill {} processes\n", parsed.len()));
-                }
-                _ => {
-                    return fail(
-                        output,
-                        &format!("ERROR: `{command}` is not simulated (status json, kill are)"),
-                    );
-                }
-            }
-        }
-        output
-    }
-
     /// `pkill fdbserver`: the pod's processes are killed (they listen on its IP).
     async fn pkill(&self, pod: &Value) -> ExecOutput {
         let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
@@ -410,7 +369,7 @@ impl SimulatedExec {
     }
 }
 
-fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
+pub(super) fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
     output.stderr.push_str(message);
     output.stderr.push('\n');
     output.exit_code = 1;

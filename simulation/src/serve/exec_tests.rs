@@ -60,15 +60,40 @@ fn fdbcli_is_found_directly_or_in_a_shell() {
     );
 }
 
+/// A database of one process (127.0.0.1:4501, its coordinator) on 7.1.57, configured
+/// `single memory` (its quorum is enough to list and kill processes).
+async fn one_process_database() -> (crate::fdb::SimulatedFdb, fdb_operator::clock::VirtualClock) {
+    use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode, StorageEngine};
+    let clock = fdb_operator::clock::VirtualClock::fixed_epoch();
+    let fdb = crate::fdb::SimulatedFdb::new(Arc::new(clock.clone()), Default::default());
+    fdb.start_process(crate::fdb::ProcessLaunch {
+        address: "127.0.0.1:4501".parse().unwrap(),
+        other_addresses: Vec::new(),
+        command_line: "/usr/bin/fdbserver --class=storage".into(),
+        class: ProcessClass::Storage,
+        locality: [("instance_id".to_owned(), "storage-1".to_owned())].into(),
+        version: "7.1.57".parse().unwrap(),
+        cluster_file_contents: "t:x@127.0.0.1:4501\n".into(),
+        pod: "p".into(),
+        data_identity: "pvc:db/p/data".into(),
+    });
+    let single = DatabaseConfiguration {
+        redundancy_mode: Some(RedundancyMode::Single),
+        storage_engine: Some(StorageEngine::from("memory")),
+        ..Default::default()
+    };
+    fdb.configure(&single, true).await.unwrap();
+    clock.advance_seconds(10);
+    (fdb, clock)
+}
+
 #[tokio::test]
 async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
-    let clock: Arc<dyn fdb_operator::clock::Clock> =
-        Arc::new(fdb_operator::clock::VirtualClock::fixed_epoch());
-    let fdb = crate::fdb::SimulatedFdb::new(clock.clone(), Default::default());
+    let (fdb, clock) = one_process_database().await;
     let exec = SimulatedExec {
-        api: FakeApiServer::new(clock, 1),
-        admin: Arc::new(fdb),
-        status_json: Arc::new(|| json!({})),
+        api: FakeApiServer::new(Arc::new(clock), 1),
+        admin: Arc::new(fdb.clone()),
+        fdb,
         on_change: Arc::new(|| {}),
         files: Arc::default(),
         turn: Arc::default(),
@@ -132,7 +157,67 @@ async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
     // fdbcli without --exec runs the lines of its standard input.
     let fdbcli = request(&["fdbcli"]);
     let out = exec.execute(&pod("u1"), &fdbcli, "status json\n").await;
-    assert_eq!(out.stdout, "{}\n");
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(document["cluster"]["processes"].is_object(), "{document}");
+}
+
+/// Issue 36: the container's fdbcli is FoundationDB's: `kill` of an address the
+/// cluster controller does not list refuses the whole command, nothing is killed, and
+/// it exits 1 (apple/foundationdb `fdbcli/KillCommand.actor.cpp`); an unknown command is
+/// fdbcli's own error, never a silent success.
+#[tokio::test]
+async fn kill_of_an_unlisted_address_prints_foundationdbs_refusal() {
+    let (fdb, clock) = one_process_database().await;
+    let log = crate::event_log::EventLog::new(Arc::new(clock.clone()));
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(Arc::new(clock), 1),
+        admin: Arc::new(crate::recording_admin::RecordingAdmin::for_user(
+            Arc::new(fdb.clone()),
+            log.clone(),
+        )),
+        fdb,
+        on_change: Arc::new(|| {}),
+        files: Arc::default(),
+        turn: Arc::default(),
+    };
+    let run = |command: &[&str]| ExecRequest {
+        namespace: "db".into(),
+        pod: "p".into(),
+        container: None,
+        command: command.iter().map(|w| (*w).to_owned()).collect(),
+        stdin: false,
+    };
+    let pod = json!({"metadata": {"name": "p", "uid": "u"}});
+    let refused = exec
+        .execute(
+            &pod,
+            &run(&["fdbcli", "--exec", "kill; kill 10.99.99.99:4501"]),
+            "",
+        )
+        .await;
+    assert_eq!(refused.exit_code, 1, "{refused:?}");
+    assert_eq!(
+        refused.stderr,
+        "ERROR: process `10.99.99.99:4501' not recognized.\n"
+    );
+    assert!(
+        refused
+            .stdout
+            .contains("The following address can be killed:\n127.0.0.1:4501\n"),
+        "{refused:?}"
+    );
+    assert!(
+        log.events().iter().all(|e| e.action != "kill"),
+        "nothing killed"
+    );
+    let unknown = exec
+        .execute(&pod, &run(&["sh", "-c", "fdbcli --exec 'frobnicate'"]), "")
+        .await;
+    assert_eq!(
+        (unknown.exit_code, unknown.stderr.as_str()),
+        (1, "ERROR: Unknown command `frobnicate'. Try `help'?\n")
+    );
 }
 
 #[tokio::test]
@@ -180,9 +265,8 @@ async fn standard_input_is_capped() {
 
 #[tokio::test]
 async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed() {
-    let clock: Arc<dyn fdb_operator::clock::Clock> =
-        Arc::new(fdb_operator::clock::VirtualClock::fixed_epoch());
-    let fdb = crate::fdb::SimulatedFdb::new(clock.clone(), Default::default());
+    let (fdb, clock) = one_process_database().await;
+    let clock: Arc<dyn fdb_operator::clock::Clock> = Arc::new(clock);
     let log = crate::event_log::EventLog::new(clock.clone());
     // The log's actor is the operator's (a pass is running), and it has crashed.
     log.arm_crash("kill");
@@ -191,10 +275,10 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
     let exec = SimulatedExec {
         api: FakeApiServer::new(clock, 1),
         admin: Arc::new(crate::recording_admin::RecordingAdmin::for_user(
-            Arc::new(fdb),
+            Arc::new(fdb.clone()),
             log.clone(),
         )),
-        status_json: Arc::new(|| json!({})),
+        fdb,
         on_change: Arc::new(|| {}),
         files: Arc::default(),
         turn: Arc::default(),
@@ -215,8 +299,12 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
             "",
         )
         .await;
-    // Not refused for the operator's crash (the empty database has no quorum).
-    assert!(out.stderr.contains("quorum"), "{out:?}");
+    // Not refused for the operator's crash: the process is killed.
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("Attempted to kill 1 processes"),
+        "{out:?}"
+    );
     let events = log.events();
     let kill = events.last().unwrap();
     assert!(kill.detail.starts_with("kill 127.0.0.1:4501"), "{kill:?}");

@@ -11,6 +11,7 @@
 pub mod discovery;
 pub mod exec;
 pub mod exec_bounds;
+mod exec_fdbcli;
 pub mod http;
 pub mod kubeconfig;
 pub mod openapi;

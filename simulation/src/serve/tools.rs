@@ -167,7 +167,9 @@ async fn fdbcli(tools: &ServedTools, args: &[String]) -> ExecOutput {
         }
     }
     let _turn = tools.exec.turn.lock().await;
-    tools.exec.fdbcli(text).await
+    // No container: the simulated fdbcli of the database's version (the request's
+    // version was checked against it in `reachable`).
+    tools.exec.fdbcli(&serde_json::Value::Null, text).await
 }
 
 fn failed(message: String) -> ExecOutput {

@@ -264,18 +264,22 @@ pub enum FailureKind {
     Failed,
 }
 
-/// Classifies fdbcli's output of a failed run.
+/// Classifies fdbcli's output of a failed run. A run that waited on an unreachable
+/// database prints both its status line (`The database is unavailable; type `status'
+/// for more information.`, after 5 s) and, at its `--timeout`, `Specified timeout
+/// reached -- exiting...` (`fdbcli/fdbcli.actor.cpp`: `checkStatus`, `timeExit`): the
+/// unavailability is the cause, so it is looked for first.
 pub fn classify_failure(output: &str) -> FailureKind {
     let lower = output.to_ascii_lowercase();
-    if lower.contains("timed out") || lower.contains("timeout reached") {
-        FailureKind::Timeout
-    } else if lower.contains("unavailable")
+    if lower.contains("unavailable")
         || lower.contains("could not communicate")
         || lower.contains("unable to communicate")
         || lower.contains("unreachable")
         || lower.contains("no cluster file")
     {
         FailureKind::Unavailable
+    } else if lower.contains("timed out") || lower.contains("timeout reached") {
+        FailureKind::Timeout
     } else {
         FailureKind::Failed
     }
@@ -472,6 +476,13 @@ mod tests {
         );
         assert_eq!(
             classify_failure("ERROR: The database is unavailable"),
+            FailureKind::Unavailable
+        );
+        // A run that waited on an unavailable database to its timeout.
+        assert_eq!(
+            classify_failure(
+                "\nWARNING: Long delay (Ctrl-C to interrupt)\n\nThe database is unavailable; type `status' for more information.\n\nSpecified timeout reached -- exiting...\n"
+            ),
             FailureKind::Unavailable
         );
         assert_eq!(

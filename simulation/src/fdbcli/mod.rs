@@ -1,0 +1,297 @@
+//! The FoundationDB tools of the simulated world: an in-process [`ToolRunner`] that
+//! reads the argv exactly as the real `fdbcli`, `fdbbackup` and `fdbrestore` receive it,
+//! carries each command out on the simulated database through the admin interface it
+//! is given (the recording one: the events log and the judges see every command), and
+//! answers with the text and exit code the real tool of that version prints.
+//!
+//! Clients have versions: the tool's minor version comes from its path
+//! (`DIR/<major.minor>/fdbcli`, `fdb/tools.rs`), and a tool whose protocol the
+//! database does not speak reaches nothing (it waits to its timeout; `status json` shows
+//! no reachable coordinator). Every run of a tool that reaches the database is listed as
+//! a client for 10 s with its version and trace log group
+//! (`FDB_NETWORK_OPTION_TRACE_LOG_GROUP`, `default` when unset).
+
+mod argv;
+mod backup;
+mod configure;
+mod keys;
+mod line;
+mod output;
+mod session;
+#[cfg(test)]
+mod tests;
+mod texts;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use fdb_operator::fdb::tools::{TRACE_LOG_GROUP_ENV, binary_version};
+use fdb_operator::fdb::{AdminClient, FdbTool, ToolOutput, ToolRun, ToolRunError, ToolRunner};
+use fdb_shared::FdbVersion;
+use fdb_shared::connection_string::ConnectionString;
+
+use self::output::Printed;
+use self::session::Session;
+use self::texts::{Stop, hang_output, tool_hang_output, unreachable_status};
+use crate::fdb::{SimulatedFdb, ToolClient};
+
+pub use self::output::Printed as ToolPrinted;
+
+/// The version of each minor's tools in the operator image (`images/operator/Dockerfile`
+/// `FDB_7_1_VERSION`, `FDB_7_3_VERSION`, `FDB_7_4_VERSION`).
+const IMAGE_TOOL_VERSIONS: [&str; 3] = ["7.1.57", "7.3.43", "7.4.5"];
+
+/// The address the operator's tool runs connect from (a pod IP of the operator);
+/// each run gets its own port, as each fdbcli process has its own connection.
+const TOOL_CLIENT_HOST: &str = "10.1.255.250";
+
+/// Called after a run that changed the database.
+pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+
+/// The simulated tools of one database.
+#[derive(Clone)]
+pub struct SimulatedTools {
+    admin: Arc<dyn AdminClient>,
+    fdb: SimulatedFdb,
+    installed: BTreeSet<String>,
+    binaries_dir: PathBuf,
+    on_change: Option<OnChange>,
+    next_port: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for SimulatedTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimulatedTools")
+            .field("installed", &self.installed)
+            .field("binaries_dir", &self.binaries_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimulatedTools {
+    /// The tools of minors `installed` (`7.3`) under `binaries_dir`, reaching `fdb`
+    /// through `admin`.
+    pub fn new(
+        admin: Arc<dyn AdminClient>,
+        fdb: SimulatedFdb,
+        installed: impl IntoIterator<Item = String>,
+        binaries_dir: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            admin,
+            fdb,
+            installed: installed.into_iter().collect(),
+            binaries_dir: binaries_dir.into(),
+            on_change: None,
+            next_port: Arc::new(AtomicU32::new(40000)),
+        }
+    }
+
+    /// The same tools, calling `on_change` after a run that changed the database.
+    pub fn with_on_change(mut self, on_change: OnChange) -> Self {
+        self.on_change = Some(on_change);
+        self
+    }
+
+    /// The tool and version of an installed program path, if it is one.
+    fn installed_tool(&self, program: &Path) -> Option<(FdbTool, FdbVersion)> {
+        let tool = [FdbTool::Fdbcli, FdbTool::Fdbbackup, FdbTool::Fdbrestore]
+            .into_iter()
+            .find(|tool| program.file_name() == Some(tool.file_name().as_ref()))?;
+        let minor_dir = program.parent()?;
+        if minor_dir.parent()? != self.binaries_dir {
+            return None;
+        }
+        let minor = minor_dir.file_name()?.to_str()?;
+        if !self.installed.contains(minor) {
+            return None;
+        }
+        let version = IMAGE_TOOL_VERSIONS
+            .iter()
+            .filter_map(|v| v.parse::<FdbVersion>().ok())
+            .find(|v| binary_version(v) == minor)
+            .or_else(|| format!("{minor}.0").parse().ok())?;
+        Some((tool, version))
+    }
+
+    /// Runs `tool` of `version` with `args`, as a client in `log_group`; `cluster_file`
+    /// says how the tool reaches the database (`None`: the container's own, always the
+    /// database's).
+    pub async fn run_tool(
+        &self,
+        tool: FdbTool,
+        version: FdbVersion,
+        args: &[String],
+        log_group: &str,
+        cluster_file_required: bool,
+    ) -> Printed {
+        let invocation = match argv::parse(tool, args) {
+            Ok(invocation) => invocation,
+            Err(text) => return Printed::failed(1, &text),
+        };
+        let reach = match (&invocation.cluster_file, cluster_file_required) {
+            (Some(path), _) => self.reach(path),
+            (None, true) => {
+                return Printed::failed(
+                    1,
+                    "Unable to read cluster file `./fdb.cluster' or `/etc/foundationdb/fdb.cluster' and FDB_CLUSTER_FILE unset: 1515 No cluster file found in current directory or default location\n",
+                );
+            }
+            (None, false) => Reach::Database,
+        };
+        let coordinators = match reach {
+            Reach::Failed(printed) => return printed,
+            Reach::Database => None,
+            Reach::NoCoordinator(coordinators) => Some(coordinators),
+        };
+        let speaks = self
+            .fdb
+            .protocol_version()
+            .map(|running| running.is_protocol_compatible(&version));
+        if speaks == Some(false) || coordinators.is_some() {
+            return self.unreached(tool, &invocation, coordinators.unwrap_or_default());
+        }
+        if speaks == Some(true) {
+            // Without a quorum there is no cluster controller to list the client.
+            self.fdb.connect_tool_client(&ToolClient {
+                address: format!(
+                    "{TOOL_CLIENT_HOST}:{}",
+                    self.next_port.fetch_add(1, Ordering::Relaxed)
+                ),
+                version,
+                log_group: log_group.to_owned(),
+            });
+        }
+        let (printed, changed) = match tool {
+            FdbTool::Fdbcli => self.fdbcli(&invocation).await,
+            _ => backup::run(tool, &invocation.subcommand, self.admin.as_ref(), &self.fdb).await,
+        };
+        if changed && let Some(on_change) = &self.on_change {
+            on_change();
+        }
+        printed
+    }
+
+    async fn fdbcli(&self, invocation: &argv::Invocation) -> (Printed, bool) {
+        let Some(line) = &invocation.exec else {
+            return (
+                Printed::failed(1, "ERROR: the simulated fdbcli runs only with --exec\n"),
+                false,
+            );
+        };
+        let (printed, session) = Session::new(self.admin.as_ref(), &self.fdb)
+            .run_line(line)
+            .await;
+        if let (Some(connection), Some(path)) = (&session.new_connection, &invocation.cluster_file)
+        {
+            // fdbcli rewrites its cluster file after a coordinators change.
+            let _ = std::fs::write(path, format!("{connection}\n"));
+        }
+        (printed, session.changed)
+    }
+
+    /// A tool that reaches no coordinator it can talk to: `status json` answers with
+    /// the client section alone, anything else waits to its timeout.
+    fn unreached(
+        &self,
+        tool: FdbTool,
+        invocation: &argv::Invocation,
+        coordinators: Vec<String>,
+    ) -> Printed {
+        let stop = Stop::Unavailable;
+        if tool != FdbTool::Fdbcli {
+            return tool_hang_output(stop);
+        }
+        let only_status = invocation.exec.as_deref().map(str::trim) == Some("status json");
+        if !only_status {
+            return hang_output(stop);
+        }
+        let coordinators = if coordinators.is_empty() {
+            self.fdb
+                .connection_string()
+                .map(|c| c.coordinators.iter().map(ToString::to_string).collect())
+                .unwrap_or_default()
+        } else {
+            coordinators
+        };
+        let path = invocation
+            .cluster_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let now = self.fdb.now_unix();
+        let document = unreachable_status(&path, &coordinators, now);
+        let mut printed = Printed::default();
+        printed.out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&document).unwrap_or_default()
+        ));
+        printed
+    }
+
+    /// Whether the cluster file at `path` leads to the database.
+    fn reach(&self, path: &Path) -> Reach {
+        let shown = path.display();
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Reach::Failed(Printed::failed(
+                1,
+                &format!(
+                    "Unable to read cluster file `{shown}': 1515 No cluster file found in current directory or default location\n"
+                ),
+            ));
+        };
+        let Ok(file) = text.trim().parse::<ConnectionString>() else {
+            return Reach::Failed(Printed::failed(
+                1,
+                &format!("Invalid cluster file `{shown}': 2101 Connection string invalid\n"),
+            ));
+        };
+        let current = self.fdb.connection_string();
+        let shares_a_coordinator = current.as_ref().is_some_and(|current| {
+            file.coordinators
+                .iter()
+                .any(|c| current.coordinators.contains(c))
+        });
+        if shares_a_coordinator {
+            Reach::Database
+        } else {
+            Reach::NoCoordinator(file.coordinators.iter().map(ToString::to_string).collect())
+        }
+    }
+}
+
+/// Where a cluster file leads.
+enum Reach {
+    /// To the database.
+    Database,
+    /// To coordinators none of which is the database's.
+    NoCoordinator(Vec<String>),
+    /// Nowhere: the tool printed this and exited.
+    Failed(Printed),
+}
+
+#[async_trait::async_trait]
+impl ToolRunner for SimulatedTools {
+    async fn run(&self, run: &ToolRun) -> Result<ToolOutput, ToolRunError> {
+        let Some((tool, version)) = self.installed_tool(&run.program) else {
+            return Err(ToolRunError::Spawn(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} is not in the simulated operator image",
+                    run.program.display()
+                ),
+            )));
+        };
+        let log_group = run.env_value(TRACE_LOG_GROUP_ENV).unwrap_or("default");
+        Ok(self
+            .run_tool(tool, version, &run.args, log_group, true)
+            .await
+            .into())
+    }
+
+    fn is_installed(&self, program: &Path) -> bool {
+        self.installed_tool(program).is_some()
+    }
+}
