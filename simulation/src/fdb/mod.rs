@@ -35,6 +35,8 @@ mod records;
 mod recovery;
 mod regions;
 mod render;
+mod render_configuration;
+mod render_metrics;
 mod roles;
 mod seed;
 mod shards;
