@@ -26,6 +26,7 @@ mod availability;
 mod backup;
 mod backup_api;
 mod disks;
+mod engines;
 mod faults;
 mod inspect;
 mod movement;
