@@ -296,3 +296,23 @@ async fn engine_names_are_rendered_as_each_version_prints_them() {
         );
     }
 }
+
+/// The protocol each version reports (flow/ProtocolVersion.h at release-7.1,
+/// flow/ProtocolVersions.cmake at release-7.3 and -7.4).
+#[tokio::test]
+async fn protocol_versions_are_the_releases() {
+    for (version, protocol) in [
+        ("7.1.57", "fdb00b071010000"),
+        ("7.3.63", "fdb00b073000000"),
+        ("7.4.5", "fdb00b074000000"),
+    ] {
+        let (fdb, _) = cluster_at(version).await;
+        let status = fdb.render_status_json();
+        assert_eq!(status["cluster"]["protocol_version"], protocol, "{version}");
+        assert_eq!(
+            status["client"]["coordinators"]["coordinators"][0]["protocol"],
+            format!("0{protocol}"),
+            "{version}"
+        );
+    }
+}
