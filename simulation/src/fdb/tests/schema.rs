@@ -316,3 +316,47 @@ async fn protocol_versions_are_the_releases() {
         );
     }
 }
+
+/// Two regions: the same small cluster in `dc1` and `dc2`.
+#[tokio::test]
+async fn two_regions_validate() {
+    for (version, _) in VERSIONS {
+        let clock = VirtualClock::fixed_epoch();
+        let fdb = SimulatedFdb::new(Arc::new(clock.clone()), SimFdbSettings::default());
+        for (index, dc) in ["dc1", "dc2"].into_iter().enumerate() {
+            for mut process in all_launches(version) {
+                process.locality.insert("dcid".to_owned(), dc.to_owned());
+                if index == 1 {
+                    let host = process.address.host.replace("127.0.0.", "127.0.1.");
+                    process.address = ProcessAddress::new(host, 4501);
+                    for key in ["instance_id", "zoneid", "machineid"] {
+                        let value = format!("{dc}-{}", process.locality[key]);
+                        process.locality.insert(key.to_owned(), value);
+                    }
+                    process.data_identity = format!("{}-{dc}", process.data_identity);
+                }
+                fdb.start_process(process);
+            }
+        }
+        let regions: Vec<fdb_shared::api::database_configuration::Region> =
+            serde_json::from_value(serde_json::json!([
+                {"datacenters": [{"id": "dc1", "priority": 1}]},
+                {"datacenters": [{"id": "dc2", "priority": 0}]},
+            ]))
+            .unwrap();
+        let configuration = DatabaseConfiguration {
+            regions,
+            usable_regions: Some(2),
+            ..double_ssd()
+        };
+        fdb.configure(&configuration, true).await.unwrap();
+        advance(&fdb, &clock, 30);
+        let status = assert_valid(&fdb, &version[..3], "two regions");
+        assert_eq!(
+            status["cluster"]["configuration"]["regions"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
+    }
+}
