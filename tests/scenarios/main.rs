@@ -9,6 +9,7 @@ mod conditions;
 mod creation;
 mod determinism;
 mod efficiency;
+mod engines;
 mod faults;
 mod go_e2e;
 mod go_e2e_faults;

@@ -124,10 +124,7 @@ fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
     // The primary (dc1) holds the stateless roles, the satellite (dc3) its logs, the
     // remote (dc2) its logs and the log routers.
     assert_eq!(role_dcs(last, "master").keys().collect::<Vec<_>>(), ["dc1"]);
-    assert_eq!(
-        role_dcs(last, "log_router").keys().collect::<Vec<_>>(),
-        ["dc2"]
-    );
+    assert_eq!(role_dcs(last, "router").keys().collect::<Vec<_>>(), ["dc2"]);
     let logs = role_dcs(last, "log");
     assert_eq!(logs.get("dc3"), Some(&2), "{logs:?}");
     assert!(logs.get("dc2").is_some_and(|n| *n > 0), "{logs:?}");
@@ -136,7 +133,7 @@ fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
     // processes with fewer roles first), one on each storage process and the third
     // beside a remote log.
     assert_eq!(
-        role_dcs(last, "log_router"),
+        role_dcs(last, "router"),
         BTreeMap::from([("dc2".to_owned(), 3)])
     );
     let beside_a_log = last.fdb["processes"]
@@ -145,7 +142,7 @@ fn the_multi_dc_sample_migrates_from_one_region_to_two_in_order() {
         .iter()
         .filter(|p| {
             let roles = p["roles"].as_array().unwrap();
-            roles.iter().any(|r| r == "log") && roles.iter().any(|r| r == "log_router")
+            roles.iter().any(|r| r == "log") && roles.iter().any(|r| r == "router")
         })
         .count();
     assert_eq!(beside_a_log, 1, "{}", last.fdb["processes"]);

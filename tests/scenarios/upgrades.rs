@@ -543,3 +543,35 @@ fn a_users_restart_onto_the_staged_binary_is_followed_by_the_operators_kill_at_o
         operator_at - user_at
     );
 }
+
+#[test]
+fn an_incompatible_upgrade_from_7_3_to_7_4_ends_reconciled_on_the_new_images() {
+    // FoundationDB 7.4 speaks its own protocol: the same staged binaries and one kill as
+    // 7.1 -> 7.3, with the 7.4 tools of the operator's image once the kill restarted
+    // every process.
+    let result = run(
+        &scenario(
+            SPEC_73,
+            "  - reconcile: {}\n  - apply: {spec: {version: 7.4.5}}\n  - expect: {within: 7200, reconciled: true, available: true, version: \"7.4.5\", runningVersion: \"7.4.5\", images: {main: \"foundationdb/foundationdb:7.4.5\", sidecar: \"foundationdb/foundationdb-kubernetes-sidecar:7.4.5-1\"}}\n",
+        ),
+        None,
+    );
+    assert_eq!(violations(&result), Vec::<String>::new());
+    let last = result.steps.last().unwrap();
+    let processes = last.fdb["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 17);
+    assert!(
+        processes.iter().all(|p| p["version"] == "7.4.5"),
+        "{processes:?}"
+    );
+    assert_eq!(last.cluster["status"]["runningVersion"], "7.4.5");
+    let kills = kills(&result);
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(kills[0].split_whitespace().count(), 1 + 17, "{}", kills[0]);
+    assert_eq!(operator_events(&result, "UpgradeBounce").len(), 1);
+    assert!(
+        last.fdb["recoveries"].as_u64().unwrap_or(0) <= 3 + 1,
+        "{}",
+        last.fdb["recoveries"]
+    );
+}

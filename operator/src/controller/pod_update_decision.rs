@@ -39,6 +39,8 @@ fn replaced(strategy: &PodUpdateStrategy, class: ProcessClass) -> bool {
 /// for any replaced storage group). Other transaction roles a storage process may hold
 /// (a cluster short of stateless processes) do not count: their pods are deleted as the
 /// Go operator does, rather than copy a storage server's data to save one recovery.
+/// FoundationDB lists a log router as the role `router` (`roles.addRole("router", ...)`
+/// in fdbserver/Status.actor.cpp; the schema's role enum in fdbclient/Schemas.cpp).
 fn replaced_for_roles(strategy: &PodUpdateStrategy, group: &GroupView<'_>) -> bool {
     let replaces_transaction_system = !matches!(
         strategy,
@@ -47,7 +49,7 @@ fn replaced_for_roles(strategy: &PodUpdateStrategy, group: &GroupView<'_>) -> bo
     replaces_transaction_system
         && group
             .processes()
-            .any(|process| process.roles.iter().any(|r| r.role == "log_router"))
+            .any(|process| process.roles.iter().any(|r| r.role == "router"))
 }
 
 fn needs_update(group: &GroupView<'_>) -> bool {

@@ -336,8 +336,11 @@ fn judge_database(
             }
             if let Some(configuration) = &db.cluster.configuration {
                 status.configured = true;
-                live_configuration_matches =
-                    Some(configure_change_command(configuration, &desired_config).is_none());
+                let running = db.cluster.running_version();
+                live_configuration_matches = Some(
+                    configure_change_command(configuration, &desired_config, running.as_ref())
+                        .is_none(),
+                );
                 status.database_configuration = Some(shown_configuration(spec, configuration));
             }
             if let Some(reported) = &db.cluster.connection_string {
@@ -364,10 +367,13 @@ fn judge_database(
         status.running_version = Some(spec.version.clone());
     }
     judgement.configuration_matches = live_configuration_matches.unwrap_or_else(|| {
-        status
-            .database_configuration
-            .as_ref()
-            .is_some_and(|live| configure_change_command(live, &desired_config).is_none())
+        status.database_configuration.as_ref().is_some_and(|live| {
+            let running = status
+                .running_version
+                .as_deref()
+                .and_then(|v| v.parse::<fdb_shared::FdbVersion>().ok());
+            configure_change_command(live, &desired_config, running.as_ref()).is_none()
+        })
     });
     judgement
 }

@@ -5,6 +5,7 @@ use crate::api::cluster::FoundationDBClusterSpec;
 use crate::api::database_configuration::{
     DatabaseConfiguration, RedundancyMode, StorageEngine, StorageMigrationType,
 };
+use crate::version::FdbVersion;
 
 use super::counts::role_counts;
 
@@ -106,27 +107,34 @@ pub fn configure_new_command(desired: &DatabaseConfiguration) -> String {
     format!("configure new {}", configuration_string(desired))
 }
 
-/// The command that moves a configured database from `current` to `desired`, naming only
-/// the settings that differ; `None` when nothing differs.
+/// The command that moves a configured database from `current` (as the database running
+/// `running` reports it) to `desired`, naming only the settings that differ; `None` when
+/// nothing differs. Engine names are compared as `running` reports them: 7.3 reports a
+/// Redwood database `ssd-redwood-1` whichever name configured it.
 pub fn configure_change_command(
     current: &DatabaseConfiguration,
     desired: &DatabaseConfiguration,
+    running: Option<&FdbVersion>,
 ) -> Option<String> {
     let mut current = current.clone();
     // Compare aliases by what FoundationDB reports (`ssd` is reported as `ssd-2`, ...).
     current.redundancy_mode = current.redundancy_mode.or(Some(RedundancyMode::DEFAULT));
-    current.storage_engine = current.storage_engine.map(canonical_engine);
+    current.storage_engine = current
+        .storage_engine
+        .map(|e| storage_engine_as_reported(e, running));
     // FoundationDB before 7.1.43 leaves out a perpetual wiggle engine that is not set;
     // later versions report `none` (`toJSON` in fdbclient/DatabaseConfiguration.cpp).
     current.perpetual_storage_wiggle_engine = current
         .perpetual_storage_wiggle_engine
         .or(Some(StorageEngine::None))
-        .map(canonical_engine);
+        .map(|e| reported_wiggle_engine(e, running));
     let mut desired = desired.clone();
-    desired.storage_engine = desired.storage_engine.map(canonical_engine);
+    desired.storage_engine = desired
+        .storage_engine
+        .map(|e| storage_engine_as_reported(e, running));
     desired.perpetual_storage_wiggle_engine = desired
         .perpetual_storage_wiggle_engine
-        .map(canonical_engine);
+        .map(|e| reported_wiggle_engine(e, running));
     let current_args = arguments(&current);
     let changed: Vec<String> = arguments(&desired)
         .into_iter()
@@ -136,11 +144,54 @@ pub fn configure_change_command(
     (!changed.is_empty()).then(|| format!("configure {}", changed.join(" ")))
 }
 
-fn canonical_engine(engine: StorageEngine) -> StorageEngine {
+/// Whether `running` prints engine names as 7.3 and later do: the storage type alone
+/// (`getStoreTypeStr`, fdbclient/FDBTypes.cpp), rather than 7.1's log/storage pair.
+fn names_storage_type(running: Option<&FdbVersion>) -> bool {
+    running.is_some_and(FdbVersion::supports_redwood_1)
+}
+
+/// The `storage_engine` the database running `running` reports after `configure
+/// <engine>` (`DatabaseConfiguration::toJSON`, fdbclient/DatabaseConfiguration.cpp):
+/// 7.1 names the log/storage pair (`memory` is `memory-2`, Redwood
+/// `ssd-redwood-1-experimental`), 7.3 the storage type (`memory-1` and `memory-2` are
+/// `memory`, Redwood `ssd-redwood-1`), 7.4 renames the radix tree. A name that
+/// configures the same engine compares equal; an unknown version is read as 7.1,
+/// Redwood's two names as one engine.
+pub fn storage_engine_as_reported(
+    engine: StorageEngine,
+    running: Option<&FdbVersion>,
+) -> StorageEngine {
+    use StorageEngine as E;
     match engine {
-        StorageEngine::Ssd => StorageEngine::Ssd2,
-        StorageEngine::Memory => StorageEngine::Memory2,
-        // 7.4 reports the engine 7.1 and 7.3 call `memory-radixtree-beta` by its new name.
+        E::Ssd => E::Ssd2,
+        E::Memory | E::Memory1 | E::Memory2 if names_storage_type(running) => E::Memory,
+        E::Memory => E::Memory2,
+        E::SsdRedwood1Experimental | E::SsdRedwood1 => E::SsdRedwood1,
+        other => reported_radix_tree(other, running),
+    }
+}
+
+/// The `perpetual_storage_wiggle_engine` `running` reports: the storage type's name
+/// (`KeyValueStoreType::toString`, fdbclient/FDBTypes.h in 7.1): `memory` for every
+/// memory engine.
+fn reported_wiggle_engine(engine: StorageEngine, running: Option<&FdbVersion>) -> StorageEngine {
+    use StorageEngine as E;
+    match engine {
+        E::Ssd => E::Ssd2,
+        E::Memory | E::Memory1 | E::Memory2 => E::Memory,
+        E::SsdRedwood1Experimental | E::SsdRedwood1 => E::SsdRedwood1,
+        other => reported_radix_tree(other, running),
+    }
+}
+
+/// 7.4 reports the engine 7.1 and 7.3 call `memory-radixtree-beta` by its new name.
+fn reported_radix_tree(engine: StorageEngine, running: Option<&FdbVersion>) -> StorageEngine {
+    match engine {
+        StorageEngine::MemoryRadixtree | StorageEngine::MemoryRadixtreeBeta
+            if running.is_some_and(FdbVersion::names_memory_radixtree) =>
+        {
+            StorageEngine::MemoryRadixtree
+        }
         StorageEngine::MemoryRadixtree => StorageEngine::MemoryRadixtreeBeta,
         other => other,
     }
@@ -176,12 +227,12 @@ mod tests {
             "databaseConfiguration: {redundancy_mode: triple, logs: 5}",
         ));
         let mut current = desired.clone();
-        assert_eq!(configure_change_command(&current, &desired), None);
+        assert_eq!(configure_change_command(&current, &desired, None), None);
         current.redundancy_mode = Some(RedundancyMode::Double);
         current.logs = Some(3);
         current.storage_engine = Some(StorageEngine::Ssd);
         assert_eq!(
-            configure_change_command(&current, &desired).as_deref(),
+            configure_change_command(&current, &desired, None).as_deref(),
             Some("configure triple logs=5")
         );
     }
@@ -192,21 +243,69 @@ mod tests {
         let desired = desired_database_configuration(&spec("{}"));
         let mut current = desired.clone();
         current.perpetual_storage_wiggle_engine = Some(StorageEngine::None);
-        assert_eq!(configure_change_command(&current, &desired), None);
+        assert_eq!(configure_change_command(&current, &desired, None), None);
         // Asking for `none` matches a version that leaves the key out.
         let desired = desired_database_configuration(&spec(
             "databaseConfiguration: {perpetual_storage_wiggle_engine: none}",
         ));
         let mut current = desired.clone();
         current.perpetual_storage_wiggle_engine = None;
-        assert_eq!(configure_change_command(&current, &desired), None);
+        assert_eq!(configure_change_command(&current, &desired, None), None);
         // 7.4 renames the radix-tree engine in status json.
         let desired = desired_database_configuration(&spec(
             "databaseConfiguration: {storage_engine: memory-radixtree-beta}",
         ));
         let mut current = desired.clone();
         current.storage_engine = Some(StorageEngine::MemoryRadixtree);
-        assert_eq!(configure_change_command(&current, &desired), None);
+        assert_eq!(configure_change_command(&current, &desired, None), None);
+    }
+
+    #[test]
+    fn engines_compare_as_the_running_version_reports_them() {
+        let v = |text: &str| text.parse::<FdbVersion>().unwrap();
+        let cases = [
+            // 7.3 reports Redwood as `ssd-redwood-1` for a spec in 7.1's naming.
+            ("ssd-redwood-1-experimental", "ssd-redwood-1", "7.3.43"),
+            (
+                "ssd-redwood-1-experimental",
+                "ssd-redwood-1-experimental",
+                "7.1.57",
+            ),
+            // 7.3 reports every memory engine as `memory`, 7.1 `memory` as `memory-2`.
+            ("memory-1", "memory", "7.3.43"),
+            ("memory", "memory-2", "7.1.57"),
+            ("ssd", "ssd-2", "7.4.5"),
+            ("memory-radixtree-beta", "memory-radixtree", "7.4.5"),
+        ];
+        for (asked, reported, running) in cases {
+            let desired = desired_database_configuration(&spec(&format!(
+                "databaseConfiguration: {{storage_engine: {asked}}}"
+            )));
+            let mut current = desired.clone();
+            current.storage_engine = Some(StorageEngine::from(reported));
+            assert_eq!(
+                configure_change_command(&current, &desired, Some(&v(running))),
+                None,
+                "{asked} reported as {reported} by {running}"
+            );
+        }
+        // A real change is still one.
+        let desired = desired_database_configuration(&spec(
+            "databaseConfiguration: {storage_engine: ssd-redwood-1}",
+        ));
+        let mut current = desired.clone();
+        current.storage_engine = Some(StorageEngine::Ssd2);
+        assert_eq!(
+            configure_change_command(&current, &desired, Some(&v("7.3.43"))).as_deref(),
+            Some("configure ssd-redwood-1")
+        );
+        // 7.1 tells memory-1 from memory-2.
+        let desired = desired_database_configuration(&spec(
+            "databaseConfiguration: {storage_engine: memory-1}",
+        ));
+        let mut current = desired.clone();
+        current.storage_engine = Some(StorageEngine::Memory2);
+        assert!(configure_change_command(&current, &desired, Some(&v("7.1.57"))).is_some());
     }
 
     #[test]

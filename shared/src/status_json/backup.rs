@@ -30,7 +30,7 @@ pub struct BackupStatus {
     #[serde(default, rename = "DestinationURL")]
     pub destination_url: Option<String>,
     /// Snapshot period.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub snapshot_interval_seconds: Option<i64>,
     /// The end of the last completed snapshot.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -69,10 +69,10 @@ pub struct BackupState {
 #[serde(rename_all = "PascalCase")]
 pub struct BackupPoint {
     /// The database version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub version: Option<i64>,
     /// Unix seconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub epoch_seconds: Option<i64>,
     /// The time as fdbbackup prints it.
     #[serde(default)]

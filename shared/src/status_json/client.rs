@@ -21,7 +21,7 @@ pub struct ClientStatus {
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub messages: Vec<ClientMessage>,
     /// `client.timestamp` (unix seconds).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub timestamp: Option<i64>,
 }
 

@@ -19,7 +19,7 @@ pub struct ClusterStatus {
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub processes: BTreeMap<String, ProcessStatus>,
     /// The database configuration; `None` for an unconfigured database.
-    #[serde(default, deserialize_with = "lenient::or_default")]
+    #[serde(default, deserialize_with = "lenient::object_by_key")]
     pub configuration: Option<DatabaseConfiguration>,
     /// Data distribution state.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -64,7 +64,7 @@ pub struct ClusterStatus {
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub layers: Layers,
     /// The transaction system generation, bumped by every recovery.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub generation: Option<i64>,
     /// The cluster's protocol version (hex).
     #[serde(default)]
@@ -136,7 +136,7 @@ pub struct UnreachableProcess {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ConnectedClients {
     /// Number of connected clients.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub count: Option<i64>,
     /// Clients grouped by the versions they support.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -156,7 +156,7 @@ pub struct ClientVersionStatus {
     #[serde(default)]
     pub source_version: Option<String>,
     /// Number of clients supporting it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub count: Option<i64>,
     /// The clients supporting it.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -195,7 +195,7 @@ pub struct BackupLayer {
     #[serde(default)]
     pub paused: Option<bool>,
     /// Backup agents reporting.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub instances_running: Option<i64>,
     /// Backups by tag.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -218,6 +218,6 @@ pub struct BackupTag {
     #[serde(default)]
     pub last_restorable_seconds_behind: Option<f64>,
     /// The last restorable version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub last_restorable_version: Option<i64>,
 }

@@ -18,19 +18,19 @@ pub struct DataStatus {
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub moving_data: MovingData,
     /// Logical size of the data.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub total_kv_size_bytes: Option<i64>,
     /// Disk space used by the data.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub total_disk_used_bytes: Option<i64>,
     /// Number of shards.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub partitions_count: Option<i64>,
     /// Least free space of any storage server.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub least_operating_space_bytes_storage_server: Option<i64>,
     /// Least free space of any log server.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub least_operating_space_bytes_log_server: Option<i64>,
 }
 
@@ -45,7 +45,7 @@ pub struct DataState {
     #[serde(default)]
     pub name: Option<String>,
     /// Fewest replicas any piece of data has.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub min_replicas_remaining: Option<i64>,
     /// Human-readable description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,10 +59,10 @@ pub struct TeamTracker {
     #[serde(default)]
     pub primary: Option<bool>,
     /// Bytes in flight.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub in_flight_bytes: Option<i64>,
     /// Number of unhealthy servers.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub unhealthy_servers: Option<i64>,
     /// The tracker's state.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -73,16 +73,16 @@ pub struct TeamTracker {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MovingData {
     /// Bytes being moved now.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub in_flight_bytes: Option<i64>,
     /// Bytes waiting to be moved.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub in_queue_bytes: Option<i64>,
     /// Priority of the most urgent movement.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub highest_priority: Option<i64>,
     /// Bytes moved so far.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub total_written_bytes: Option<i64>,
 }
 
@@ -93,13 +93,13 @@ pub struct LogSystem {
     #[serde(default)]
     pub current: Option<bool>,
     /// Its epoch.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub epoch: Option<i64>,
     /// How many log failures it tolerates.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub log_fault_tolerance: Option<i64>,
     /// Copies of each mutation.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub log_replication_factor: Option<i64>,
     /// Its logs.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -127,7 +127,7 @@ pub struct Lag {
     #[serde(default)]
     pub seconds: Option<f64>,
     /// Lag in versions.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub versions: Option<i64>,
 }
 
@@ -146,13 +146,13 @@ pub struct PerformanceLimitedBy {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct QosStatus {
     /// Largest log server queue.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub worst_queue_bytes_log_server: Option<i64>,
     /// Largest storage server queue.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub worst_queue_bytes_storage_server: Option<i64>,
     /// Storage queue that limits the rate.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub limiting_queue_bytes_storage_server: Option<i64>,
     /// Worst storage data lag.
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -175,10 +175,10 @@ pub struct QosStatus {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FaultTolerance {
     /// Zone failures survivable without losing availability.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub max_zone_failures_without_losing_availability: Option<i64>,
     /// Zone failures survivable without losing data.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub max_zone_failures_without_losing_data: Option<i64>,
 }
 
@@ -196,6 +196,6 @@ pub struct RecoveryState {
     #[serde(default)]
     pub seconds_since_last_recovered: Option<f64>,
     /// Number of active log generations (more than 1 while old logs drain).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub active_generations: Option<i64>,
 }

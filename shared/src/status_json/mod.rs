@@ -12,6 +12,7 @@ pub mod data;
 mod lenient;
 pub mod parse;
 pub mod processes;
+pub mod schema;
 
 use serde::{Deserialize, Serialize};
 

@@ -114,10 +114,18 @@ pub struct ProcessRole {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Bytes stored (storage roles).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub stored_bytes: Option<i64>,
     /// Bytes used in the key-value store (storage and log roles).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kvstore_used_bytes: Option<i64>,
 }
 

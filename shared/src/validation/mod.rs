@@ -7,6 +7,7 @@ pub mod commands;
 mod conf_values;
 pub mod config_map_size;
 mod custom_parameters;
+mod engine_change;
 pub mod names;
 
 pub use custom_parameters::{
@@ -14,6 +15,7 @@ pub use custom_parameters::{
     RESERVED_CUSTOM_PARAMETER_KEYS, custom_parameter_errors, custom_parameter_errors_for,
     parse_custom_parameter,
 };
+pub use engine_change::engine_change_error;
 
 use crate::api::backup::FoundationDBBackupSpec;
 use crate::api::cluster::{
@@ -46,6 +48,9 @@ pub enum ScopedWork {
     /// Automatic replacement of failed process groups (ReplaceFailedPods): with it
     /// stopped, failed groups wait for a fixed spec or a manual replacement.
     AutomaticReplacements,
+    /// Changes of the database configuration (UpdateDatabaseConfiguration): with them
+    /// stopped, the database keeps its configuration; nothing else waits on it.
+    DatabaseConfiguration,
 }
 
 impl ValidationReport {
@@ -444,6 +449,20 @@ pub fn validate_cluster_spec(spec: &FoundationDBClusterSpec) -> ValidationReport
 pub fn validate_cluster(cluster: &FoundationDBCluster) -> ValidationReport {
     let mut report = validate_cluster_spec(&cluster.spec);
     names::check_cluster_name(cluster, &mut report);
+    // Against the configuration the database last reported (the status).
+    if let Some(status) = &cluster.status
+        && let Some(live) = &status.database_configuration
+    {
+        let running = status
+            .running_version
+            .as_deref()
+            .and_then(|v| v.parse::<FdbVersion>().ok());
+        if let Some(error) = engine_change_error(&cluster.spec, live, running.as_ref()) {
+            report
+                .scoped
+                .push((ScopedWork::DatabaseConfiguration, error));
+        }
+    }
     report
 }
 

@@ -15,7 +15,7 @@ use super::availability::assess;
 use super::regions;
 use super::state::State;
 use super::timeline::{catch_up, refresh};
-use super::{SimulatedFdb, recovery, render};
+use super::{SimulatedFdb, engines, recovery, render};
 use fdb_shared::status_json::BackupStatus;
 
 use fdb_operator::fdb::backup::{parse_restore_status, render_restore_status};
@@ -178,11 +178,13 @@ impl AdminClient for SimulatedFdb {
             let merged = merge_configuration(current.clone(), configuration);
             // A new database takes any valid configuration; changes follow FoundationDB's
             // rules for regions.
-            if let Some(error) = regions::refusal(&current, &merged).filter(|_| !new_database) {
+            let refusal = regions::refusal(&current, &merged)
+                .or_else(|| engines::migration_refusal(&current, &merged));
+            if let Some(error) = refusal.filter(|_| !new_database) {
                 state.configuration = Some(current);
                 return Err(failed(&command, error.to_owned()));
             }
-            if merged.storage_engine != current.storage_engine
+            if engines::changes_storage_type(&current, &merged)
                 && let Some(data) = state.data.as_mut()
             {
                 // Every replica is rewritten with the new engine.

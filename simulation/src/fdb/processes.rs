@@ -134,13 +134,21 @@ pub(crate) fn locality_of(
     }
 }
 
-/// FoundationDB's protocol version of a release, in status json's hex form
-/// (`7.1.x` -> `fdb00b071010000`).
+/// FoundationDB's protocol version of a release, in status json's hex form: 7.1 is
+/// `fdb00b071010000` (`currentProtocolVersionValue`, flow/ProtocolVersion.h at
+/// release-7.1), 7.3 `fdb00b073000000` and 7.4 `fdb00b074000000`
+/// (`FDB_PV_DEFAULT_VERSION`, flow/ProtocolVersions.cmake); a release candidate gets a
+/// protocol of its own.
 pub(crate) fn protocol_hex(version: &FdbVersion) -> String {
+    let revision = match (version.major, version.minor, version.release_candidate) {
+        (_, _, Some(rc)) => rc % 10 + 2,
+        (7, 1, None) => 1,
+        _ => 0,
+    };
     format!(
         "fdb00b0{}{}0{}0000",
         version.major % 10,
         version.minor % 10,
-        version.release_candidate.map_or(1, |rc| rc % 10 + 2)
+        revision
     )
 }

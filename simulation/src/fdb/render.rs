@@ -3,14 +3,14 @@
 
 use serde_json::{Map, Value, json};
 
-use fdb_shared::FdbVersion;
 use fdb_shared::api::ProcessClass;
 
 use super::availability::{Health, assess, fault_tolerance};
 use super::processes::{SimProcess, locality_of, protocol_hex};
 use super::records::Recovery;
+use super::render_configuration::render_configuration;
+use super::render_metrics::{machines, process_metrics};
 use super::state::State;
-use fdb_operator::fdb::ExclusionTarget;
 
 /// The roles a process plays right now.
 pub(crate) fn roles_of(state: &State, process: &SimProcess) -> Vec<&'static str> {
@@ -72,6 +72,9 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
         "uptime_seconds": (now - process.started_unix).max(0) as f64,
         "version": process.launch.version.to_string(),
     });
+    if let Value::Object(map) = &mut entry {
+        map.extend(process_metrics(state, process));
+    }
     if under_maintenance {
         entry["under_maintenance"] = json!(true);
     }
@@ -111,64 +114,6 @@ fn fxhash(text: &str, salt: usize) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325_u64 ^ salt as u64, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         })
-}
-
-fn render_configuration(state: &State, version: Option<&FdbVersion>) -> Value {
-    let Some(configuration) = &state.configuration else {
-        return Value::Null;
-    };
-    let mut value = serde_json::to_value(configuration).unwrap_or_else(|_| json!({}));
-    if let Value::Object(map) = &mut value {
-        for (key, default) in always_reported_configuration(version) {
-            map.entry(key).or_insert(default);
-        }
-    }
-    let excluded: Vec<Value> = state
-        .exclusions
-        .iter()
-        .map(|target| match target {
-            ExclusionTarget::Locality(locality) => json!({ "locality": locality.to_string() }),
-            other => json!({ "address": other.to_string() }),
-        })
-        .collect();
-    if let Value::Object(map) = &mut value {
-        map.insert("excluded_servers".to_owned(), Value::Array(excluded));
-        let coordinators = state
-            .connection_string
-            .as_ref()
-            .map_or(0, |c| c.coordinators.len());
-        map.insert("coordinators_count".to_owned(), json!(coordinators));
-    }
-    value
-}
-
-/// The configuration keys FoundationDB writes whether or not they were ever configured,
-/// with the value it writes when they were not (`DatabaseConfiguration::toJSON` in
-/// fdbclient/DatabaseConfiguration.cpp): the perpetual wiggle engine as `none` from 7.1.43
-/// on (the 7.1 captures in shared/tests/fixtures show it), `tenant_mode`, blob granules and
-/// the backup worker in every supported version, the encryption mode from 7.3.
-pub(crate) fn always_reported_configuration(version: Option<&FdbVersion>) -> Vec<(String, Value)> {
-    let mut keys = vec![
-        ("backup_worker_enabled", json!(0)),
-        ("blob_granules_enabled", json!(0)),
-        ("log_spill", json!(2)),
-        ("perpetual_storage_wiggle", json!(0)),
-        ("perpetual_storage_wiggle_locality", json!("0")),
-        ("storage_migration_type", json!("disabled")),
-        ("tenant_mode", json!("disabled")),
-    ];
-    let at_least = |major, minor, patch| {
-        version.is_some_and(|v| v.is_at_least(&FdbVersion::new(major, minor, patch)))
-    };
-    if at_least(7, 1, 43) {
-        keys.push(("perpetual_storage_wiggle_engine", json!("none")));
-    }
-    if at_least(7, 3, 0) {
-        keys.push(("encryption_at_rest_mode", json!("disabled")));
-    }
-    keys.into_iter()
-        .map(|(key, value)| (key.to_owned(), value))
-        .collect()
 }
 
 fn render_clients(state: &State) -> Value {
@@ -286,12 +231,14 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
     let version = state.cluster_version();
     let mut processes = Map::new();
     let mut incompatible = Vec::new();
+    let mut members = Vec::new();
     for process in state.processes.values().filter(|p| p.running) {
         if state.is_member(process, version.as_ref()) {
             processes.insert(
                 process.process_id.clone(),
                 render_process(state, process, now),
             );
+            members.push(process);
         } else {
             incompatible.push(json!(process.launch.address.to_string()));
         }
@@ -328,11 +275,21 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
             .values()
             .filter(|p| io_latency_ms(state, p).is_some())
             .count(),
+        "machines": machines(state, members.iter().copied()),
+        "datacenter_lag": {"seconds": 0.0, "versions": 0},
+        "active_tss_count": 0,
+        "cluster_controller_timestamp": now,
     });
     let configuration = render_configuration(state, version.as_ref());
     if let Value::Object(map) = &mut cluster {
         if !configuration.is_null() {
             map.insert("configuration".to_owned(), configuration);
+        }
+        // Read through a transaction: only while the database is available
+        // (`lockedStatusFetcher` in fdbserver/Status.actor.cpp). The operator's lock key
+        // is not FoundationDB's `lock` of the database.
+        if health.available {
+            map.insert("database_lock_state".to_owned(), json!({"locked": false}));
         }
         if let Some((zone, until)) = &state.maintenance {
             map.insert("maintenance_zone".to_owned(), json!(zone));

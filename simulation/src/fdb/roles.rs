@@ -281,7 +281,7 @@ fn region_roles(
         pick(std::slice::from_ref(remote), remote_logs);
         for p in routers_in(eligible, remote, routers, members) {
             members.push(RoleAssignment {
-                role: "log_router",
+                role: "router",
                 address: p.launch.address.clone(),
                 started_unix: p.started_unix,
             });

@@ -170,7 +170,8 @@ fn without_reported_defaults(
     let Ok(serde_json::Value::Object(mut fields)) = serde_json::to_value(&configuration) else {
         return configuration;
     };
-    for (key, unset) in super::render::always_reported_configuration(version.as_ref()) {
+    for (key, unset) in super::render_configuration::always_reported_configuration(version.as_ref())
+    {
         if fields.get(&key) == Some(&unset) {
             fields.remove(&key);
         }

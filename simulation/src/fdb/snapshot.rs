@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::availability::assess;
 use super::render::roles_of;
+use super::render_configuration::render_configuration;
 use super::shards::MIB;
 use super::state::State;
 use fdb_operator::fdb::PendingUpgrade;
@@ -22,7 +23,9 @@ pub struct SimFdbSnapshot {
     pub configured: bool,
     /// The version most member processes run.
     pub version: Option<FdbVersion>,
-    /// The database configuration.
+    /// The database configuration as the database reports it (`status json`'s, without
+    /// the exclusions: engine names of the running version, `proxies=N` split into commit
+    /// and GRV proxies as FoundationDB stores it).
     pub configuration: Option<DatabaseConfiguration>,
     /// The connection string.
     pub connection_string: Option<String>,
@@ -140,7 +143,7 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
             .into_iter()
             .max_by_key(|(version, count)| (*count, *version))
             .map(|(version, _)| version),
-        configuration: state.configuration.clone(),
+        configuration: reported_configuration(state),
         connection_string: state.connection_string.as_ref().map(ToString::to_string),
         coordinators: state
             .coordinator_processes()
@@ -180,4 +183,13 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
             .map(|c| format!("{} {} {}", c.address, c.version, c.log_group))
             .collect(),
     }
+}
+
+/// The configuration as `status json` reports it, the exclusions left out (they are
+/// `excluded`).
+fn reported_configuration(state: &State) -> Option<DatabaseConfiguration> {
+    let rendered = render_configuration(state, state.cluster_version().as_ref());
+    let mut configuration: DatabaseConfiguration = serde_json::from_value(rendered).ok()?;
+    configuration.excluded_servers.clear();
+    Some(configuration)
 }

@@ -82,7 +82,18 @@ pub fn divergences(desired: &DesiredWorld, actual: &ActualWorld) -> Vec<String> 
     version_and_image_divergences(desired, actual, &mut found);
     match &actual.configuration {
         Some(configuration) => {
-            if let Some(command) = configure_change_command(configuration, &desired.configuration) {
+            // Engine names as the version most processes run reports them.
+            let mut counts: BTreeMap<&FdbVersion, usize> = BTreeMap::new();
+            for version in actual.process_versions.values() {
+                *counts.entry(version).or_default() += 1;
+            }
+            let running = counts
+                .into_iter()
+                .max_by_key(|(version, count)| (*count, **version))
+                .map(|(version, _)| *version);
+            if let Some(command) =
+                configure_change_command(configuration, &desired.configuration, running.as_ref())
+            {
                 found.push(format!(
                     "the database configuration differs from the spec (would need `{command}`)"
                 ));

@@ -16,6 +16,7 @@ use fdb_shared::cluster_math::{
     next_configuration_change,
 };
 use fdb_shared::status_json::DatabaseStatus;
+use fdb_shared::validation::engine_change_error;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -49,6 +50,9 @@ pub enum ConfigurationAction {
     /// `configure` this configuration (the live one differs): the desired one, or the
     /// next step towards it when the regions change.
     Change(DatabaseConfiguration),
+    /// The spec asks for a change FoundationDB would refuse, for the reason given
+    /// (naming the field): no `configure`, an InvalidSpec Event, the other steps go on.
+    Refused(String),
 }
 
 /// The wait a safety refusal means for a configuration change, in this step's words.
@@ -105,8 +109,14 @@ fn decide_ordered(snapshot: &ClusterSnapshot, region_order: bool) -> Configurati
     let Some(live) = &db.cluster.configuration else {
         return ConfigurationAction::Wait("the database reports no configuration yet".to_owned());
     };
-    if configure_change_command(live, &desired).is_none() {
+    let running = db.cluster.running_version();
+    if configure_change_command(live, &desired, running.as_ref()).is_none() {
         return ConfigurationAction::None;
+    }
+    // An engine change without a migration type fails on every try: refuse it once,
+    // naming the field (fdb_shared::validation::engine_change_error).
+    if let Some(error) = engine_change_error(snapshot.spec(), live, running.as_ref()) {
+        return ConfigurationAction::Refused(error);
     }
     // three_data_hall before every process has its data hall would leave the logs and
     // the data no policy-conforming team: the database could not recover.
@@ -228,6 +238,14 @@ impl Subreconciler for UpdateDatabaseConfiguration {
             ConfigurationAction::WaitForHalls(reason) => {
                 Verdict::Wait(Wait::independent(WaitOn::Database, reason))
             }
+            ConfigurationAction::Refused(error) => Verdict::plain([Action::Event {
+                reason: EventReason::InvalidSpec,
+                action: "Configure".to_owned(),
+                note: format!(
+                    "the database configuration is not changed until the spec is fixed: {error}"
+                ),
+            }])
+            .then(Some(Wait::independent(WaitOn::Database, error))),
             ConfigurationAction::MarkConfigured => Verdict::Act(Plan::new(
                 vec![Planned::plain(Action::StageStatus(vec![
                     StatusMutation::MarkConfigured,
@@ -259,8 +277,11 @@ impl Subreconciler for UpdateDatabaseConfiguration {
             ConfigurationAction::Change(desired) => {
                 let command = snapshot
                     .database_status()
-                    .and_then(|db| db.cluster.configuration.as_ref())
-                    .and_then(|live| configure_change_command(live, &desired))
+                    .and_then(|db| {
+                        let running = db.cluster.running_version();
+                        let live = db.cluster.configuration.as_ref()?;
+                        configure_change_command(live, &desired, running.as_ref())
+                    })
                     .unwrap_or_default();
                 let configure = Planned::locked(
                     Action::Configure {

@@ -95,7 +95,7 @@ fn storage_1_plays(role: &str) -> impl Fn(&mut DatabaseStatus) + Copy + '_ {
 /// their pods. Under `Delete` it is deleted as every group.
 #[test]
 fn a_storage_group_running_a_log_router_is_replaced_with_the_transaction_system() {
-    let router = storage_1_plays("log_router");
+    let router = storage_1_plays("router");
     let decision = decide(&fixture_with("version: 7.1.57", router).build());
     assert_eq!(decision.replace, ["storage-1", "log-1", "stateless-1"]);
     assert_eq!(deleted(&decision), ["sample-storage-2"]);

@@ -40,6 +40,7 @@ async fn an_unconfigured_database_becomes_available_after_configure_new() {
             perpetual_storage_wiggle_engine: Some(StorageEngine::None),
             perpetual_storage_wiggle_locality: Some("0".to_owned()),
             storage_migration_type: Some(StorageMigrationType::Disabled),
+            usable_regions: Some(1),
             ..double_ssd()
         })
     );

@@ -422,10 +422,38 @@ async fn redundancy_changes_add_and_drop_replicas() {
 #[tokio::test]
 async fn a_storage_engine_change_rewrites_every_replica() {
     let (fdb, clock) = cluster_with(even()).await;
-    let redwood = DatabaseConfiguration {
-        storage_engine: Some(StorageEngine::SsdRedwood1),
+    // FoundationDB refuses a new storage type while storage_migration_type is disabled
+    // (fdbcli/ConfigureCommand.actor.cpp, STORAGE_MIGRATION_DISABLED), and changes nothing.
+    let mut redwood = DatabaseConfiguration {
+        storage_engine: Some(StorageEngine::SsdRedwood1Experimental),
         ..Default::default()
     };
+    let Err(AdminError::Failed { stderr, code, .. }) = fdb.configure(&redwood, false).await else {
+        panic!("an engine change without a migration type is refused");
+    };
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.starts_with(
+            "ERROR: Storage engine type cannot be changed because storage_migration_type=disabled.\n"
+        ),
+        "{stderr}"
+    );
+    let status = fdb.status().await.unwrap();
+    let configuration = status.cluster.configuration.unwrap();
+    assert_eq!(configuration.storage_engine, Some(StorageEngine::Ssd2));
+    // `ssd` is the engine `ssd-2` is: no change, no refusal.
+    let ssd = DatabaseConfiguration {
+        storage_engine: Some(StorageEngine::Ssd),
+        ..Default::default()
+    };
+    fdb.configure(&ssd, false).await.unwrap();
+    advance(&fdb, &clock, 5);
+    assert!(
+        fdb.status().await.unwrap().is_healthy(),
+        "no replica rewritten"
+    );
+    // With a migration type in the same command, the change goes through.
+    redwood.storage_migration_type = Some(StorageMigrationType::Aggressive);
     fdb.configure(&redwood, false).await.unwrap();
     advance(&fdb, &clock, 5);
     let status = fdb.status().await.unwrap();

@@ -6,6 +6,7 @@ mod data;
 mod faults;
 mod maintenance;
 mod recovery;
+mod schema;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
