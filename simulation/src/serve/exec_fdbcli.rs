@@ -20,6 +20,11 @@ impl SimulatedExec {
                 "fdbcli: no FoundationDB process of this container or database to take the version from\n",
             );
         };
+        self.fdbcli_of_version(version, text).await
+    }
+
+    /// fdbcli's `--exec` line, run by the simulated fdbcli of `version`.
+    pub(super) async fn fdbcli_of_version(&self, version: FdbVersion, text: &str) -> ExecOutput {
         let tools = SimulatedTools::new(
             self.admin.clone(),
             self.fdb.clone(),

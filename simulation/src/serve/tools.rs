@@ -85,7 +85,7 @@ pub async fn run_tool(tools: &ServedTools, request: &ToolRequest) -> ExecOutput 
         return refusal;
     }
     match request.tool.as_str() {
-        "fdbcli" => fdbcli(tools, &request.args).await,
+        "fdbcli" => fdbcli(tools, &request.version, &request.args).await,
         other => failed(format!(
             "{other} {}: not supported by the stand-in yet (the served world's stand-ins \
              run fdbcli `status json` and `kill` so far)",
@@ -147,7 +147,7 @@ fn reachable(tools: &ServedTools, request: &ToolRequest) -> Result<(), ExecOutpu
 }
 
 /// fdbcli: only `--exec` texts, and of those only `status json` and `kill` so far.
-async fn fdbcli(tools: &ServedTools, args: &[String]) -> ExecOutput {
+async fn fdbcli(tools: &ServedTools, version_minor: &str, args: &[String]) -> ExecOutput {
     let Some(text) = args
         .iter()
         .position(|arg| arg == "--exec")
@@ -167,9 +167,19 @@ async fn fdbcli(tools: &ServedTools, args: &[String]) -> ExecOutput {
         }
     }
     let _turn = tools.exec.turn.lock().await;
-    // No container: the simulated fdbcli of the database's version (the request's
-    // version was checked against it in `reachable`).
-    tools.exec.fdbcli(&serde_json::Value::Null, text).await
+    // The simulated fdbcli of the stand-in's version (checked against the database's
+    // in `reachable`): the running version when it is of that minor, else the minor's
+    // first release (a database not created yet runs none).
+    let running = (tools.running_version)();
+    let version = running
+        .filter(|v| format!("{}.{}", v.major, v.minor) == version_minor)
+        .or_else(|| format!("{version_minor}.0").parse().ok());
+    let Some(version) = version else {
+        return failed(format!(
+            "fdbcli {version_minor}: not a FoundationDB version"
+        ));
+    };
+    tools.exec.fdbcli_of_version(version, text).await
 }
 
 fn failed(message: String) -> ExecOutput {
