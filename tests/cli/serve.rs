@@ -17,6 +17,14 @@ pub(crate) struct Served {
 }
 
 impl Served {
+    /// The kubeconfig of the operator's identity that `--external-operator` writes next
+    /// to the users' (`FILE.operator`).
+    pub(crate) fn operator_kubeconfig(&self) -> PathBuf {
+        let mut path = self.kubeconfig.as_os_str().to_owned();
+        path.push(".operator");
+        PathBuf::from(path)
+    }
+
     fn start(scenario: &Path, speed: &str) -> Self {
         Self::start_with(scenario, &["--speed", speed])
     }

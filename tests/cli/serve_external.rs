@@ -114,9 +114,7 @@ fn the_shipped_operator_reconciles_a_served_world_and_is_judged_as_the_operator(
     let scenario = scenario_without_steps(scenarios.path());
     let served = Served::start_with(&scenario, &["--external-operator"]);
     let users = served.kubeconfig.clone();
-    let mut operators = served.kubeconfig.as_os_str().to_owned();
-    operators.push(".operator");
-    let operators = std::path::PathBuf::from(operators);
+    let operators = served.operator_kubeconfig();
     assert!(
         operators.exists(),
         "no operator kubeconfig next to the users'"

@@ -53,9 +53,7 @@ fn a_standby_replica_takes_over_when_the_leader_is_killed() {
         ],
     );
     let users = served.kubeconfig.clone();
-    let mut operators = users.as_os_str().to_owned();
-    operators.push(".operator");
-    let operators = std::path::PathBuf::from(operators);
+    let operators = served.operator_kubeconfig();
     let replica = |identity: &str| {
         let work = scenarios.path().join(identity);
         Operator::start_with(

@@ -354,9 +354,8 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
-/// `ends_mixed_versions` (`Planned::ends_mixed_versions`, the upgrade's kill while
-/// processes already run the target): neither availability nor the settling of the last
-/// recovery, which only keep those processes out of the database longer.
+/// With `ends_mixed_versions` (`Planned::ends_mixed_versions`) neither availability nor
+/// the last recovery's settling: they only keep processes on the target out longer.
 pub fn paced(
     snapshot: &ClusterSnapshot,
     caused_this_pass: Option<&str>,
