@@ -11,6 +11,7 @@ mod determinism;
 mod efficiency;
 mod engines;
 mod faults;
+mod field_reports;
 mod go_e2e;
 mod go_e2e_faults;
 mod go_e2e_maintenance;

@@ -85,6 +85,7 @@ fn update_group(
     group: &ProcessGroupStatus,
     observation: Option<&GroupObservation>,
     now_unix: i64,
+    database_unavailable: bool,
 ) -> ProcessGroupStatus {
     let Some(observation) = observation else {
         return group.clone();
@@ -103,7 +104,11 @@ fn update_group(
         detected.timestamp = detected.timestamp.min(detected_since);
     }
     if let Some(address) = &observation.address {
-        record_addresses(&mut updated, std::slice::from_ref(address));
+        record_addresses(
+            &mut updated,
+            std::slice::from_ref(address),
+            database_unavailable,
+        );
     }
     if let Some(zone) = &observation.fault_domain {
         updated.fault_domain = Some(zone.clone());
@@ -217,6 +222,11 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
     let generation = cluster.metadata.generation.unwrap_or(0);
     // The groups are rebuilt below: not cloned twice.
     let mut status = inputs.previous.without_process_groups();
+    let database_unavailable = match inputs.database {
+        DatabaseView::NotCreated => false,
+        DatabaseView::Unreachable => true,
+        DatabaseView::Status(database) => !database.is_available(),
+    };
     status.process_groups = inputs
         .previous
         .process_groups
@@ -226,6 +236,7 @@ pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterSta
                 group,
                 inputs.observations.get(&group.process_group_id),
                 inputs.now_unix,
+                database_unavailable,
             )
         })
         .collect();

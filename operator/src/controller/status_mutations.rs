@@ -85,11 +85,19 @@ pub fn clear_condition(
 }
 
 /// Records the addresses the group is seen with now. While the group is marked for
-/// removal every address it ever had is kept (each must be excluded); otherwise the
-/// current ones replace the old.
-pub fn record_addresses(group: &mut ProcessGroupStatus, current: &[String]) -> bool {
+/// removal every address it ever had is kept (each must be excluded), and so while the
+/// database is unavailable (`database_unavailable`): a connection string may still name
+/// an old address, and `kubectl fdb fix-coordinator-ips` maps each coordinator to its
+/// group by it (the Go operator's `AddAddresses(..., IsMarkedForRemoval() ||
+/// !Health.Available)` in its update_status.go). Otherwise the current ones replace the
+/// old.
+pub fn record_addresses(
+    group: &mut ProcessGroupStatus,
+    current: &[String],
+    database_unavailable: bool,
+) -> bool {
     let before = group.addresses.clone();
-    if group.is_marked_for_removal() {
+    if group.is_marked_for_removal() || database_unavailable {
         for address in current {
             if !group.addresses.contains(address) {
                 group.addresses.push(address.clone());
@@ -279,9 +287,11 @@ pub fn apply(
             StatusMutation::RecordExcludedTargets { group, targets } => {
                 record_excluded_targets(group_mut(status, &index, group, mutation)?, targets)
             }
-            StatusMutation::RecordAddresses { group, addresses } => {
-                record_addresses(group_mut(status, &index, group, mutation)?, addresses)
-            }
+            StatusMutation::RecordAddresses { group, addresses } => record_addresses(
+                group_mut(status, &index, group, mutation)?,
+                addresses,
+                false,
+            ),
             StatusMutation::SkipExclusion { group } => {
                 let group = group_mut(status, &index, group, mutation)?;
                 !std::mem::replace(&mut group.exclusion_skipped, true)
@@ -371,13 +381,26 @@ mod tests {
     #[test]
     fn addresses_accumulate_only_while_removing() {
         let mut group = new_process_group("log-1".into(), ProcessClass::Log, 10);
-        assert!(record_addresses(&mut group, &["10.0.0.1".into()]));
-        assert!(!record_addresses(&mut group, &["10.0.0.1".into()]));
-        assert!(record_addresses(&mut group, &["10.0.0.2".into()]));
+        assert!(record_addresses(&mut group, &["10.0.0.1".into()], false));
+        assert!(!record_addresses(&mut group, &["10.0.0.1".into()], false));
+        assert!(record_addresses(&mut group, &["10.0.0.2".into()], false));
         assert_eq!(group.addresses, ["10.0.0.2"]);
         mark_for_removal(&mut group, at(1));
-        assert!(record_addresses(&mut group, &["10.0.0.3".into()]));
+        assert!(record_addresses(&mut group, &["10.0.0.3".into()], false));
         assert_eq!(group.addresses, ["10.0.0.2", "10.0.0.3"]);
+    }
+
+    #[test]
+    fn addresses_accumulate_while_the_database_is_unavailable() {
+        let mut group = new_process_group("log-1".into(), ProcessClass::Log, 10);
+        assert!(record_addresses(&mut group, &["10.0.0.1".into()], false));
+        // Every pod came back at a new IP while the database is down: the connection
+        // string still names 10.0.0.1, so the group keeps it.
+        assert!(record_addresses(&mut group, &["10.0.0.2".into()], true));
+        assert_eq!(group.addresses, ["10.0.0.1", "10.0.0.2"]);
+        // Available again: the current address alone.
+        assert!(record_addresses(&mut group, &["10.0.0.2".into()], false));
+        assert_eq!(group.addresses, ["10.0.0.2"]);
     }
 
     #[test]

@@ -281,7 +281,7 @@ fn an_excluded_group_included_again_loses_its_exclusion_timestamp() {
         group.exclusion_skipped = skipped;
         let mut observation = observation.clone();
         observation.facts.processes = processes;
-        update_group(&group, Some(&observation), 200).exclusion_timestamp
+        update_group(&group, Some(&observation), 200, false).exclusion_timestamp
     };
     let included = ProcessFacts::Reported {
         reporting: 1,

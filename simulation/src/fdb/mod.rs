@@ -25,6 +25,7 @@ mod admin;
 mod availability;
 mod backup;
 mod backup_api;
+mod coordinator_moves;
 mod disks;
 mod engines;
 mod faults;
@@ -149,6 +150,8 @@ impl SimulatedFdb {
             state.connection_string = Some(connection);
         }
         let disk = disk_key(&launch);
+        let cluster_file = launch.cluster_file_contents.clone();
+        coordinator_moves::remember_coordinator_disks(&mut state);
         state.pending_restarts.remove(&launch.address);
         // A stopped process that mounted this disk elsewhere is this one, moved.
         let moved_from: Vec<ProcessAddress> = state
@@ -182,6 +185,7 @@ impl SimulatedFdb {
                 disk,
             },
         );
+        coordinator_moves::adopt_moved_coordinators(&mut state, &cluster_file);
         state.dirty = true;
         refresh(&mut state, now);
     }

@@ -55,6 +55,9 @@ pub(crate) struct State {
     /// The clients of tool runs (`fdb/tool_api.rs`), by address: when each stops being
     /// listed (unix seconds).
     pub tool_clients: BTreeMap<String, i64>,
+    /// The disk holding each coordinator's coordinated state, by the coordinator's
+    /// address in the connection string (`fdb/coordinator_moves.rs`).
+    pub coordinator_disks: BTreeMap<String, DiskKey>,
     pub recovery: Recovery,
     pub transaction_system: Option<TransactionSystem>,
     pub recoveries: u64,
@@ -113,6 +116,7 @@ impl State {
             system_keys: BTreeMap::new(),
             clients: Vec::new(),
             tool_clients: BTreeMap::new(),
+            coordinator_disks: BTreeMap::new(),
             recovery: Recovery::default(),
             transaction_system: None,
             recoveries: 0,

@@ -132,7 +132,7 @@ impl Runner {
             on_change: Arc::new(move || {
                 changes.fetch_add(1, Ordering::Relaxed);
             }),
-            files: Arc::default(),
+            container_files: self.world.container_files(),
             turn: turn.clone(),
         };
         let fdb = self.fdb.clone();

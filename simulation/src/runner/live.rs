@@ -89,7 +89,7 @@ impl Runner {
                     execs.fetch_add(1, Ordering::Relaxed);
                 }
             }),
-            files: Arc::default(),
+            container_files: self.world.container_files(),
             turn: turn.clone(),
         };
         let extras = http::Extras {

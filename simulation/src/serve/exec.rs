@@ -9,11 +9,13 @@
 //!   (`crate::fdbcli`: every command the operator sends, with FoundationDB's texts and
 //!   exit codes), carried out through the world's admin interface, so they are logged
 //!   and judged like any other admin command;
-//! - `pkill fdbserver`: kills the pod's own fdbserver processes;
+//! - `pkill fdbserver`: stops the pod's own fdbserver processes, which its fdbmonitor
+//!   starts again (a signal: it needs no database, unlike fdbcli's `kill`);
 //! - `cat PATH`, and `printf '%s\n' "$N" > PATH` (the value of a positional argument
 //!   written to a file, as `kubectl fdb fix-coordinator-ips` rewrites the cluster file):
-//!   files written through exec are kept per pod (by uid) and read back by `cat`; the
-//!   simulated fdbserver reads no file, so writing one changes nothing else;
+//!   in the pod's main container, through its volumes (`world/container_files.rs`), so
+//!   the cluster file written on the data volume is the one fdbmonitor starts fdbserver
+//!   with after `pkill fdbserver`;
 //! - `sh -c SCRIPT NAME ARG...`: a script of those commands joined by `&&`, with its
 //!   positional arguments (`$1`...) taken from ARG..., never expanded into the text.
 //!
@@ -23,8 +25,7 @@
 //! to 16 MiB (`serve/exec_bounds.rs`). SPDY (the older exec protocol) is not served: the
 //! request is refused with 400.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -95,8 +96,8 @@ pub struct SimulatedExec {
     pub fdb: SimulatedFdb,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
-    /// Files written through exec, by pod uid and path.
-    pub files: Arc<Mutex<BTreeMap<(String, String), String>>>,
+    /// The running pods' main container filesystems (`cat`, `printf ... > PATH`).
+    pub container_files: crate::world::container_files::ContainerFiles,
     /// Held by the served world while it advances (`runner/live.rs`): a command runs
     /// between two advances, at one simulated moment, never inside an operator pass
     /// whose effects would then include the user's.
@@ -306,15 +307,17 @@ impl SimulatedExec {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let files = || self.files.lock().unwrap_or_else(PoisonError::into_inner);
         match words {
-            ["pkill", .., "fdbserver"] => self.pkill(pod).await,
-            ["cat", path] => match files().get(&(uid, (*path).to_owned())) {
-                Some(text) => ExecOutput {
-                    stdout: text.clone(),
+            ["pkill", .., "fdbserver"] => self.pkill(pod),
+            ["cat", path] => match self.container_files.read(&uid, path) {
+                Ok(Some(text)) => ExecOutput {
+                    stdout: text,
                     ..ExecOutput::default()
                 },
-                None => ExecOutput::failed(1, format!("cat: {path}: No such file or directory\n")),
+                Ok(None) => {
+                    ExecOutput::failed(1, format!("cat: {path}: No such file or directory\n"))
+                }
+                Err(error) => ExecOutput::failed(1, format!("cat: {error}\n")),
             },
             ["printf", "%s\\n", argument, ">", path] if path.starts_with('/') => {
                 let value = argument
@@ -328,8 +331,13 @@ impl SimulatedExec {
                         format!("sh: {argument}: not a positional argument\n"),
                     );
                 };
-                files().insert((uid, (*path).to_owned()), format!("{value}\n"));
-                ExecOutput::default()
+                match self
+                    .container_files
+                    .write(&uid, path, &format!("{value}\n"))
+                {
+                    Ok(()) => ExecOutput::default(),
+                    Err(error) => ExecOutput::failed(1, format!("sh: {error}\n")),
+                }
             }
             _ => ExecOutput::failed(
                 127,
@@ -341,28 +349,15 @@ impl SimulatedExec {
         }
     }
 
-    /// `pkill fdbserver`: the pod's processes are killed (they listen on its IP).
-    async fn pkill(&self, pod: &Value) -> ExecOutput {
+    /// `pkill fdbserver`: the pod's processes (they listen on its IP) stop and their
+    /// fdbmonitor starts them again.
+    fn pkill(&self, pod: &Value) -> ExecOutput {
         let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
             return ExecOutput::failed(1, "");
         };
-        let status = match self.admin.status().await {
-            Ok(status) => status,
-            Err(error) => return ExecOutput::failed(1, error.to_string()),
-        };
-        let addresses: Vec<fdb_shared::address::ProcessAddress> = status
-            .cluster
-            .processes
-            .values()
-            .filter_map(|p| p.address.clone())
-            .filter(|a| a.host == ip)
-            .collect();
-        if addresses.is_empty() {
+        if self.fdb.signal_processes_on_host(ip) == 0 {
             // pkill's status when nothing matched.
             return ExecOutput::failed(1, "");
-        }
-        if let Err(error) = self.admin.kill(&addresses).await {
-            return ExecOutput::failed(1, error.to_string());
         }
         (self.on_change)();
         ExecOutput::default()

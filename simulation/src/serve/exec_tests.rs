@@ -2,6 +2,8 @@
 //! container runs.
 
 use super::*;
+use crate::world::container_files::ContainerFiles;
+use crate::world::containers::ContainerFs;
 
 #[test]
 fn exec_paths_and_repeated_commands_are_parsed() {
@@ -90,12 +92,22 @@ async fn one_process_database() -> (crate::fdb::SimulatedFdb, fdb_operator::cloc
 #[tokio::test]
 async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
     let (fdb, clock) = one_process_database().await;
+    // Two running pods, each with its own data volume.
+    let root = tempfile::tempdir().unwrap();
+    let containers = ContainerFiles::default();
+    for uid in ["u1", "u2"] {
+        let data = root.path().join(uid).join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let mounts = vec![(std::path::PathBuf::from("/var/fdb/data"), data)];
+        let image = root.path().join(uid).join("image");
+        containers.insert(uid, ContainerFs::new(root.path().to_owned(), image, mounts));
+    }
     let exec = SimulatedExec {
         api: FakeApiServer::new(Arc::new(clock), 1),
         admin: Arc::new(fdb.clone()),
         fdb,
         on_change: Arc::new(|| {}),
-        files: Arc::default(),
+        container_files: containers.clone(),
         turn: Arc::default(),
     };
     let pod = |uid: &str| json!({"metadata": {"name": "p", "uid": uid}});
@@ -178,7 +190,7 @@ async fn kill_of_an_unlisted_address_prints_foundationdbs_refusal() {
         )),
         fdb,
         on_change: Arc::new(|| {}),
-        files: Arc::default(),
+        container_files: ContainerFiles::default(),
         turn: Arc::default(),
     };
     let run = |command: &[&str]| ExecRequest {
@@ -280,7 +292,7 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
         )),
         fdb,
         on_change: Arc::new(|| {}),
-        files: Arc::default(),
+        container_files: ContainerFiles::default(),
         turn: Arc::default(),
     };
     let request = ExecRequest {

@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
+use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::monitor_conf::parse::{MonitorConf, ProcessCommand};
 
 use super::confine;
@@ -201,13 +202,21 @@ impl Monitor {
     }
 
     /// Rewrites running processes' cluster files to `connection_string` when it names
-    /// their cluster (fdbserver follows coordinator changes).
+    /// their cluster at a later generation: fdbserver follows coordinator changes (the
+    /// old coordinators forward it to the new connection string, whose ID a `coordinators`
+    /// change always renews). A file naming the same generation at other addresses (a
+    /// user's edit, `fix-coordinator-ips`) is not forwarded anywhere: it stays as written.
     pub fn follow_connection_string(&self, connection_string: &str) {
-        let description = |text: &str| text.trim().split(':').next().map(str::to_owned);
+        let Ok(current) = ConnectionString::parse(connection_string) else {
+            return;
+        };
         for process in self.running.values() {
-            let current = std::fs::read_to_string(&process.cluster_file).unwrap_or_default();
-            if current.trim() != connection_string.trim()
-                && description(&current) == description(connection_string)
+            let text = std::fs::read_to_string(&process.cluster_file).unwrap_or_default();
+            let Ok(file) = ConnectionString::parse(&text) else {
+                continue;
+            };
+            if file.description == current.description
+                && file.generation_id != current.generation_id
             {
                 let _ = write_file(
                     &self.context.fs,

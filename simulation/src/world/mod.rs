@@ -56,6 +56,7 @@
 //! [`World::add_nodes`]) writes to the API and returns; the caller settles.
 
 pub mod confine;
+pub mod container_files;
 pub mod containers;
 pub mod dns;
 pub mod error;
@@ -230,6 +231,8 @@ pub struct World {
     faults: faults::FaultState,
     /// Backup agent pods running, as last told to the host.
     backup_agents: usize,
+    /// The running pods' main container filesystems, for the served `pods/exec`.
+    container_files: container_files::ContainerFiles,
     /// The pods as last listed, with the API server's resourceVersion before that list:
     /// a round lists the pods four times, mostly with no write in between, and
     /// deserializing every pod was the largest share of a run's CPU.
@@ -287,6 +290,7 @@ impl World {
             pvc_processes: BTreeMap::new(),
             faults: faults::FaultState::default(),
             backup_agents: 0,
+            container_files: container_files::ContainerFiles::default(),
         };
         for _ in 0..world.options.nodes.unwrap_or(0) {
             world.nodes.add(&world.api)?;
@@ -368,6 +372,7 @@ impl World {
         }
         self.write_statuses(&pods)?;
         self.rebuild_dns(&pods)?;
+        self.publish_container_files(&pods);
         Ok(())
     }
 

@@ -1,0 +1,16 @@
+//! Field reports of Go-operator users (FoundationDB/fdb-kubernetes-operator issues), each
+//! as the scenario a careful operator must pass.
+
+use fdb_e2e_tests::{run_file, violated};
+
+fn assert_clean(result: &fdb_simulation::result::SimulationResult) {
+    assert!(violated(result).is_empty(), "{:#?}", result.violations);
+}
+
+#[test]
+fn every_pod_lost_at_once_with_dns_names_comes_back_from_the_pvcs() {
+    let result = run_file("field-reports/every-pod-lost-dns.yaml", None);
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}
