@@ -284,3 +284,43 @@ async fn storage_zones_count_as_able_to_host_logs() {
     assert!(status.is_available());
     assert_eq!(tolerance(&status).1, Some(1), "availability tolerance");
 }
+
+/// Every process back on its disk at a new address (`127.0.0.1xx`): the connection string
+/// names addresses nobody answers at, so the database stays down; processes started with
+/// a cluster file naming the same cluster at the new addresses reach the coordinators'
+/// disks, and the database comes back with that connection string. A file naming
+/// addresses where no coordinator disk answers changes nothing.
+#[tokio::test]
+async fn coordinators_back_at_new_addresses_are_reached_through_a_rewritten_cluster_file() {
+    let (fdb, clock) = configured_cluster().await;
+    let moved = |launch: &ProcessLaunch, file: &str| {
+        let mut moved = launch.clone();
+        let host = launch.address.host.rsplit('.').next().unwrap();
+        moved.address = ProcessAddress::new(format!("127.0.1.{host}"), 4501);
+        moved.cluster_file_contents = format!("{file}\n");
+        moved
+    };
+    for launch in all_launches("7.1.57") {
+        fdb.stop_process(&launch.address);
+    }
+    for launch in all_launches("7.1.57") {
+        fdb.start_process(moved(&launch, CONNECTION));
+    }
+    advance(&fdb, &clock, 60);
+    assert!(!fdb.snapshot().available, "the old addresses answer no more");
+    // Addresses of storage processes, which hold no coordinated state: nothing changes.
+    let elsewhere = "sample:initial1@127.0.1.21:4501,127.0.1.22:4501,127.0.1.23:4501";
+    fdb.start_process(moved(&launch(ProcessClass::Storage, 1, "7.1.57"), elsewhere));
+    assert_eq!(fdb.connection_string().unwrap().to_string(), CONNECTION);
+    // Another cluster ID: nothing changes either.
+    let other = "sample:other1@127.0.1.11:4501,127.0.1.12:4501,127.0.1.13:4501";
+    fdb.start_process(moved(&launch(ProcessClass::Log, 1, "7.1.57"), other));
+    assert_eq!(fdb.connection_string().unwrap().to_string(), CONNECTION);
+    let fixed = "sample:initial1@127.0.1.11:4501,127.0.1.12:4501,127.0.1.13:4501";
+    for launch in all_launches("7.1.57") {
+        fdb.start_process(moved(&launch, fixed));
+    }
+    assert_eq!(fdb.connection_string().unwrap().to_string(), fixed);
+    advance(&fdb, &clock, 60);
+    assert!(fdb.snapshot().available, "back from the coordinators' disks");
+}
