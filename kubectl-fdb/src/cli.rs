@@ -159,6 +159,24 @@ pub struct AnalyzeArgs {
     pub ignore_removals: bool,
 }
 
+/// The cluster of a command that selects process groups, as the Go plugin's selection
+/// flags choose it.
+#[derive(Debug, Args)]
+pub struct ClusterChoice {
+    /// The cluster. Without it, name pods: each pod's `--cluster-label` label names its
+    /// cluster (pods of several clusters in one command).
+    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
+    pub cluster: Option<String>,
+    /// Without `-c`: the pod label that names each named pod's cluster.
+    #[arg(long, short = 'l', value_name = "LABEL", default_value = "foundationdb.org/fdb-cluster-name",
+          value_parser = names::label_key)]
+    pub cluster_label: String,
+    /// Also select the cluster's pods that carry every one of these labels
+    /// (`key=value,...`; needs `-c`).
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = names::match_labels)]
+    pub match_labels: Option<names::MatchLabels>,
+}
+
 /// `remove ...`.
 #[derive(Debug, Subcommand)]
 pub enum RemoveCommand {
@@ -171,9 +189,9 @@ pub enum RemoveCommand {
 /// `remove process-groups`.
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
-    /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
-    pub cluster: String,
+    /// The cluster (`-c`), or each named pod's (`-l`).
+    #[command(flatten)]
+    pub choice: ClusterChoice,
     /// Pod names or process group IDs.
     #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,
@@ -214,15 +232,18 @@ pub struct CordonArgs {
 /// `restart`.
 #[derive(Debug, Args)]
 pub struct RestartArgs {
-    /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
-    pub cluster: String,
+    /// The cluster (`-c`), or each named pod's (`-l`).
+    #[command(flatten)]
+    pub choice: ClusterChoice,
     /// Pod names or process group IDs.
     #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,
     /// Restart every process of the cluster.
     #[arg(long)]
     pub all_processes: bool,
+    /// Select every process group of this process class.
+    #[arg(long, value_name = "CLASS", value_parser = names::process_class)]
+    pub process_class: Option<String>,
     /// Select every process group with this condition (repeatable).
     #[arg(long, value_name = "CONDITION", value_parser = names::condition)]
     pub process_condition: Vec<String>,
@@ -256,9 +277,9 @@ pub enum BuggifyCommand {
 /// `buggify crash-loop` and `buggify no-schedule`.
 #[derive(Debug, Args)]
 pub struct BuggifyListArgs {
-    /// The cluster.
-    #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
-    pub cluster: String,
+    /// The cluster (`-c`), or each named pod's (`-l`).
+    #[command(flatten)]
+    pub choice: ClusterChoice,
     /// Pod names or process group IDs.
     #[arg(value_parser = names::process_group_or_pod)]
     pub names: Vec<String>,

@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod exec;
 mod names;
+mod selection;
 mod session;
 
 use std::process::ExitCode;

@@ -12,7 +12,7 @@ use fdb_shared::api::cluster::conditions::ProcessGroupConditionType;
 use fdb_shared::api::process_class::{ALL_PROCESS_CLASSES, ProcessClass};
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::validation::names::{
-    dns1123_label_error, dns1123_subdomain_error, label_value_error,
+    dns1123_label_error, dns1123_subdomain_error, label_value_error, qualified_name_error,
 };
 use fdb_simulation::kube::selectors::LabelSelector;
 
@@ -84,6 +84,48 @@ pub fn label_selector(value: &str) -> Result<String, String> {
     }
     LabelSelector::parse(value).map_err(|error| error.message)?;
     Ok(value.to_owned())
+}
+
+/// A label key (`[prefix/]name`, as Kubernetes validates label keys).
+pub fn label_key(value: &str) -> Result<String, String> {
+    match qualified_name_error(value) {
+        Some(error) => Err(error),
+        None => Ok(value.to_owned()),
+    }
+}
+
+/// Labels to match, `key=value,...` (the Go plugin's `--match-labels`): each key a label
+/// key, each value a label value.
+pub fn match_labels(value: &str) -> Result<MatchLabels, String> {
+    let mut labels = std::collections::BTreeMap::new();
+    for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((key, label)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not key=value"));
+        };
+        let key = label_key(key.trim()).map_err(|e| format!("key {key:?}: {e}"))?;
+        let label = label.trim();
+        if let Some(error) = label_value_error(label) {
+            return Err(format!("value {label:?} of {key}: {error}"));
+        }
+        labels.insert(key, label.to_owned());
+    }
+    if labels.is_empty() {
+        return Err("must name at least one key=value".to_owned());
+    }
+    Ok(MatchLabels(labels))
+}
+
+/// Labels a pod must all carry (`--match-labels`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchLabels(pub std::collections::BTreeMap<String, String>);
+
+impl MatchLabels {
+    /// Whether `labels` holds every one of these.
+    pub fn matches(&self, labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+        self.0
+            .iter()
+            .all(|(key, value)| labels.and_then(|l| l.get(key)) == Some(value))
+    }
 }
 
 /// A connection string (`description:id@address,...`), one line.

@@ -71,15 +71,10 @@ fn remove_cordon_and_buggify_act_through_the_operator() {
         &scenario("day-2", "{nodes: 11}", "  - reconcile: {}\n"),
         20.0,
     );
-    // remove process-groups by pod name: the operator excludes, replaces, then deletes.
-    let removed = world.plugin(&[
-        "remove",
-        "process-groups",
-        "-c",
-        "sample",
-        "sample-storage-1",
-        "--yes",
-    ]);
+    // remove process-groups by pod name, without -c: the pod's cluster label names its
+    // cluster (the Go plugin's cross-cluster selection). The operator excludes,
+    // replaces, then deletes.
+    let removed = world.plugin(&["remove", "process-groups", "sample-storage-1", "--yes"]);
     assert_eq!(removed.status.code(), Some(0), "{}", stderr(&removed));
     world.eventually("storage-1 removed", |w| {
         !group_exists(w, "storage-1") && pod(&w.pods(), "sample-storage-1").is_none()
@@ -144,6 +139,41 @@ fn remove_cordon_and_buggify_act_through_the_operator() {
                 .any(|c| c["state"]["waiting"]["reason"] == "CrashLoopBackOff")
         })
     });
+    // --match-labels selects the cluster's pods carrying every label.
+    let by_labels = world.plugin(&[
+        "buggify",
+        "no-schedule",
+        "-c",
+        "sample",
+        "--match-labels",
+        "foundationdb.org/fdb-process-class=log",
+        "-y",
+    ]);
+    assert_eq!(by_labels.status.code(), Some(0), "{}", stderr(&by_labels));
+    let mut no_schedule: Vec<String> = world.cluster()["spec"]["buggify"]["noSchedule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap().to_owned())
+        .collect();
+    no_schedule.sort();
+    let mut logs: Vec<String> = world
+        .pods()
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["foundationdb.org/fdb-process-class"] == "log")
+        .filter_map(|p| p["metadata"]["labels"]["foundationdb.org/fdb-process-group-id"].as_str())
+        .map(str::to_owned)
+        .collect();
+    logs.sort();
+    logs.dedup();
+    assert_eq!(no_schedule, logs);
+    let unscheduled = world.plugin(&["buggify", "no-schedule", "-c", "sample", "--clean", "-y"]);
+    assert_eq!(
+        unscheduled.status.code(),
+        Some(0),
+        "{}",
+        stderr(&unscheduled)
+    );
     let cleaned = world.plugin(&["buggify", "crash-loop", "-c", "sample", "--clean", "-y"]);
     assert_eq!(cleaned.status.code(), Some(0));
     assert!(world.cluster()["spec"]["buggify"]["crashLoopContainers"].is_null());
@@ -190,7 +220,14 @@ fn bad_usage_missing_clusters_and_unreachable_apis_are_one_line_and_exit_2() {
             vec!["analyze", "sample"],
             "cannot reach the Kubernetes API at http://127.0.0.1:1",
         ),
-        (vec!["remove", "process-groups", "x"], "--fdb-cluster"),
+        (
+            vec!["remove", "process-groups", "--process-class", "log"],
+            "--process-class selects within one cluster: name it with -c",
+        ),
+        (
+            vec!["restart", "--match-labels", "a=b"],
+            "--match-labels selects within one cluster",
+        ),
     ] {
         let output = run(&args);
         let message = stderr(&output);

@@ -14,3 +14,11 @@ fn every_pod_lost_at_once_with_dns_names_comes_back_from_the_pvcs() {
     let last = result.steps.last().unwrap();
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
 }
+
+#[test]
+fn every_pod_evicted_while_the_database_is_down_is_recreated() {
+    let result = run_file("field-reports/every-pod-evicted-while-down.yaml", None);
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}

@@ -9,6 +9,7 @@ use fdb_shared::cluster_math::fault_tolerance;
 
 use crate::cli::{BuggifyCommand, BuggifyListArgs};
 use crate::error::PluginError;
+use crate::selection;
 use crate::session::{Session, resolve_groups};
 
 /// Which list a command edits.
@@ -143,27 +144,50 @@ async fn edit_list(
     list: List,
     args: BuggifyListArgs,
 ) -> Result<u8, PluginError> {
-    let cluster = session.cluster(&args.cluster).await?;
-    let edit = if args.clean {
-        Edit::Clean
-    } else {
-        if args.names.is_empty() {
+    if args.clean {
+        let Some(name) = &args.choice.cluster else {
             return Err(PluginError::Usage(
-                "buggify: name pods or process groups, or use --clean".into(),
+                "buggify --clean empties one cluster's list: name it with -c".into(),
+            ));
+        };
+        let cluster = session.cluster(name).await?;
+        return apply_edit(session, list, &args, &cluster, Edit::Clean).await;
+    }
+    let selected = selection::select(session, &args.choice, &args.names, None).await?;
+    for one in selected {
+        if one.names.is_empty() {
+            if args.choice.match_labels.is_some() {
+                println!("{}: no pod matches, nothing to change", one.name());
+                continue;
+            }
+            return Err(PluginError::Usage(
+                "buggify: name pods or process groups, use --match-labels, or --clean".into(),
             ));
         }
-        let pods = session.pods_of(&cluster).await?;
-        let groups = resolve_groups(&cluster, &pods, &args.names)?;
-        if args.clear {
+        let groups = resolve_groups(&one.cluster, &one.pods, &one.names)?;
+        let edit = if args.clear {
             Edit::Clear(groups)
         } else {
             Edit::Add(groups)
-        }
-    };
+        };
+        apply_edit(session, list, &args, &one.cluster, edit).await?;
+    }
+    Ok(0)
+}
+
+/// Edits one cluster's list, after the crash-loop tolerance check and confirmation.
+async fn apply_edit(
+    session: &Session,
+    list: List,
+    args: &BuggifyListArgs,
+    cluster: &FoundationDBCluster,
+    edit: Edit,
+) -> Result<u8, PluginError> {
+    let name = cluster.metadata.name.clone().unwrap_or_default();
     if list == List::CrashLoop && matches!(edit, Edit::Add(_)) {
         let mut after = cluster.spec.clone();
         edit_crash_loop(&mut after, &args.container_name, &edit);
-        check_crash_loop_tolerance(&cluster, &after, args.force)?;
+        check_crash_loop_tolerance(cluster, &after, args.force)?;
     }
     let what = match list {
         List::CrashLoop => format!("crash-loop list (container {})", args.container_name),
@@ -174,13 +198,10 @@ async fn edit_list(
         Edit::Clear(groups) => format!("Remove {} from the {what}", groups.join(", ")),
         Edit::Clean => format!("Empty the {what}"),
     };
-    session.confirm(&format!(
-        "{plan} of cluster {}/{}",
-        session.namespace, args.cluster
-    ))?;
+    session.confirm(&format!("{plan} of cluster {}/{name}", session.namespace))?;
     let container = args.container_name.clone();
     let changed = session
-        .update_spec(&args.cluster, |spec| match list {
+        .update_spec(&name, |spec| match list {
             List::CrashLoop => edit_crash_loop(spec, &container, &edit),
             List::NoSchedule => edit_no_schedule(spec, &edit),
         })

@@ -12,15 +12,17 @@ use kube::api::ListParams;
 
 use crate::cli::{CordonArgs, RemoveArgs};
 use crate::error::PluginError;
+use crate::selection;
 use crate::session::{Session, process_group_of, resolve_groups};
 
 /// The process groups a `remove process-groups` selects (pure).
 pub fn select_groups(
     cluster: &FoundationDBCluster,
     pods: &[Pod],
+    names: &[String],
     args: &RemoveArgs,
 ) -> Result<Vec<String>, PluginError> {
-    let mut groups = resolve_groups(cluster, pods, &args.names)?;
+    let mut groups = resolve_groups(cluster, pods, names)?;
     let conditions: Vec<ProcessGroupConditionType> = args
         .process_condition
         .iter()
@@ -97,22 +99,31 @@ async fn mark(
 
 /// `remove process-groups`.
 pub async fn run(session: &Session, args: RemoveArgs) -> Result<u8, PluginError> {
-    let cluster = session.cluster(&args.cluster).await?;
-    let pods = session.pods_of(&cluster).await?;
-    let groups = select_groups(&cluster, &pods, &args)?;
-    if groups.is_empty() {
-        if args.remove_all_failed
-            || args.process_class.is_some()
-            || !args.process_condition.is_empty()
-        {
-            println!("No process group matches: nothing to remove");
-            return Ok(0);
+    let within = args
+        .process_class
+        .as_ref()
+        .map(|_| "--process-class")
+        .or((!args.process_condition.is_empty()).then_some("--process-condition"))
+        .or(args.remove_all_failed.then_some("--remove-all-failed"));
+    let selected = selection::select(session, &args.choice, &args.names, within).await?;
+    let mut status = 0;
+    for one in selected {
+        let groups = select_groups(&one.cluster, &one.pods, &one.names, &args)?;
+        if groups.is_empty() {
+            if within.is_some() || args.choice.match_labels.is_some() {
+                println!(
+                    "{}: no process group matches, nothing to remove",
+                    one.name()
+                );
+                continue;
+            }
+            return Err(PluginError::Usage(
+                "remove process-groups: name pods or process groups, or use --remove-all-failed, --process-class, --process-condition or --match-labels".into(),
+            ));
         }
-        return Err(PluginError::Usage(
-            "remove process-groups: name pods or process groups, or use --remove-all-failed, --process-class or --process-condition".into(),
-        ));
+        status = status.max(mark(session, one.name(), groups, args.exclusion).await?);
     }
-    mark(session, &args.cluster, groups, args.exclusion).await
+    Ok(status)
 }
 
 /// The process groups whose pods run on `nodes` (pure).
@@ -189,6 +200,7 @@ pub async fn cordon(session: &Session, args: CordonArgs) -> Result<u8, PluginErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::ClusterChoice;
     use serde_json::json;
 
     fn cluster() -> FoundationDBCluster {
@@ -219,7 +231,11 @@ mod tests {
 
     fn args(names: &[&str]) -> RemoveArgs {
         RemoveArgs {
-            cluster: "sample".into(),
+            choice: ClusterChoice {
+                cluster: Some("sample".into()),
+                cluster_label: "foundationdb.org/fdb-cluster-name".into(),
+                match_labels: None,
+            },
             names: names.iter().map(|n| (*n).to_owned()).collect(),
             exclusion: true,
             remove_all_failed: false,
@@ -233,31 +249,31 @@ mod tests {
         let cluster = cluster();
         let pods = [pod("sample-storage-1", "storage-1", "node-1")];
         assert_eq!(
-            select_groups(&cluster, &pods, &args(&["sample-storage-1"])).unwrap(),
+            select_groups(&cluster, &pods, &["sample-storage-1".into()], &args(&[])).unwrap(),
             ["storage-1"]
         );
         let mut failed = args(&[]);
         failed.remove_all_failed = true;
         // IncorrectCommandLine is not a failure; log-2 is already marked.
         assert_eq!(
-            select_groups(&cluster, &pods, &failed).unwrap(),
+            select_groups(&cluster, &pods, &[], &failed).unwrap(),
             ["storage-2"]
         );
         let mut by_class = args(&[]);
         by_class.process_class = Some("log".into());
         assert_eq!(
-            select_groups(&cluster, &pods, &by_class).unwrap(),
+            select_groups(&cluster, &pods, &[], &by_class).unwrap(),
             ["log-1"]
         );
         let mut by_condition = args(&[]);
         by_condition.process_condition = vec!["IncorrectCommandLine".into()];
         assert_eq!(
-            select_groups(&cluster, &pods, &by_condition).unwrap(),
+            select_groups(&cluster, &pods, &[], &by_condition).unwrap(),
             ["log-1"]
         );
         by_condition.process_condition = vec!["Nonsense".into()];
         assert!(matches!(
-            select_groups(&cluster, &pods, &by_condition),
+            select_groups(&cluster, &pods, &[], &by_condition),
             Err(PluginError::Usage(_))
         ));
     }

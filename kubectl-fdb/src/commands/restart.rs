@@ -11,12 +11,14 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cli::{ExecArgs, RestartArgs};
 use crate::error::PluginError;
 use crate::exec::{self, MAIN_CONTAINER};
+use crate::selection;
 use crate::session::{Session, process_group_of, resolve_groups};
 
 /// The process groups a `restart` selects (pure).
 pub fn select_groups(
     cluster: &FoundationDBCluster,
     pods: &[Pod],
+    names: &[String],
     args: &RestartArgs,
 ) -> Result<Vec<String>, PluginError> {
     let conditions: Vec<ProcessGroupConditionType> = args
@@ -29,10 +31,15 @@ pub fn select_groups(
             "--process-condition: unknown process group condition {unknown}"
         )));
     }
-    let mut groups = resolve_groups(cluster, pods, &args.names)?;
+    let mut groups = resolve_groups(cluster, pods, names)?;
     let status = cluster.status.clone().unwrap_or_default();
     for group in &status.process_groups {
+        let by_class = args
+            .process_class
+            .as_deref()
+            .is_some_and(|class| group.process_class.to_string() == class);
         let selected = args.all_processes
+            || by_class
             || group
                 .process_group_conditions
                 .iter()
@@ -65,27 +72,48 @@ pub fn addresses_of(status: &DatabaseStatus, groups: &[String]) -> Vec<ProcessAd
 
 /// `restart`.
 pub async fn run(session: &Session, args: RestartArgs) -> Result<u8, PluginError> {
-    let cluster = session.cluster(&args.cluster).await?;
-    let pods = session.pods_of(&cluster).await?;
-    let groups = select_groups(&cluster, &pods, &args)?;
-    if groups.is_empty() {
-        if args.all_processes || !args.process_condition.is_empty() {
-            println!("No process group matches: nothing to restart");
-            return Ok(0);
+    let within = args
+        .process_class
+        .as_ref()
+        .map(|_| "--process-class")
+        .or((!args.process_condition.is_empty()).then_some("--process-condition"))
+        .or(args.all_processes.then_some("--all-processes"));
+    let selected = selection::select(session, &args.choice, &args.names, within).await?;
+    let mut status = 0;
+    for one in selected {
+        let groups = select_groups(&one.cluster, &one.pods, &one.names, &args)?;
+        if groups.is_empty() {
+            if within.is_some() || args.choice.match_labels.is_some() {
+                println!(
+                    "{}: no process group matches, nothing to restart",
+                    one.name()
+                );
+                continue;
+            }
+            return Err(PluginError::Usage(
+                "restart: name pods or process groups, or use --all-processes, --process-class, --process-condition or --match-labels"
+                    .into(),
+            ));
         }
-        return Err(PluginError::Usage(
-            "restart: name pods or process groups, or use --all-processes or --process-condition"
-                .into(),
-        ));
+        status = status.max(restart_groups(session, &one, &groups).await?);
     }
-    let pod = exec::fdbcli_pod(&cluster, &pods)?;
+    Ok(status)
+}
+
+/// Restarts the processes of `groups` of one cluster with one kill.
+async fn restart_groups(
+    session: &Session,
+    one: &selection::Selected,
+    groups: &[String],
+) -> Result<u8, PluginError> {
+    let pod = exec::fdbcli_pod(&one.cluster, &one.pods)?;
     let text = exec::fdbcli(session, &pod, "status json").await?;
     let status: DatabaseStatus = serde_json::from_str(&text).map_err(|e| {
         PluginError::Unsupported(format!(
             "the status json read in pod {pod} does not parse: {e}"
         ))
     })?;
-    let addresses = addresses_of(&status, &groups);
+    let addresses = addresses_of(&status, groups);
     if addresses.is_empty() {
         return Err(PluginError::NotFound(format!(
             "no running process of {} in the database",
@@ -97,7 +125,7 @@ pub async fn run(session: &Session, args: RestartArgs) -> Result<u8, PluginError
         "Restart {} processes of cluster {}/{} (process groups {}) with one kill: kill {}",
         addresses.len(),
         session.namespace,
-        args.cluster,
+        one.name(),
         groups.join(", "),
         list.join(" ")
     ))?;
@@ -173,17 +201,28 @@ mod tests {
         }))
         .unwrap();
         let mut args = RestartArgs {
-            cluster: "sample".into(),
+            choice: crate::cli::ClusterChoice {
+                cluster: Some("sample".into()),
+                cluster_label: "foundationdb.org/fdb-cluster-name".into(),
+                match_labels: None,
+            },
             names: vec![],
             all_processes: true,
+            process_class: None,
             process_condition: vec![],
         };
         assert_eq!(
-            select_groups(&cluster, &[], &args).unwrap(),
+            select_groups(&cluster, &[], &[], &args).unwrap(),
             ["storage-1", "log-1"]
         );
         args.all_processes = false;
         args.process_condition = vec!["MissingProcesses".into()];
-        assert_eq!(select_groups(&cluster, &[], &args).unwrap(), ["log-1"]);
+        assert_eq!(select_groups(&cluster, &[], &[], &args).unwrap(), ["log-1"]);
+        args.process_condition = vec![];
+        args.process_class = Some("storage".into());
+        assert_eq!(
+            select_groups(&cluster, &[], &[], &args).unwrap(),
+            ["storage-1"]
+        );
     }
 }

@@ -307,10 +307,16 @@ async fn coordinators_back_at_new_addresses_are_reached_through_a_rewritten_clus
         fdb.start_process(moved(&launch, CONNECTION));
     }
     advance(&fdb, &clock, 60);
-    assert!(!fdb.snapshot().available, "the old addresses answer no more");
+    assert!(
+        !fdb.snapshot().available,
+        "the old addresses answer no more"
+    );
     // Addresses of storage processes, which hold no coordinated state: nothing changes.
     let elsewhere = "sample:initial1@127.0.1.21:4501,127.0.1.22:4501,127.0.1.23:4501";
-    fdb.start_process(moved(&launch(ProcessClass::Storage, 1, "7.1.57"), elsewhere));
+    fdb.start_process(moved(
+        &launch(ProcessClass::Storage, 1, "7.1.57"),
+        elsewhere,
+    ));
     assert_eq!(fdb.connection_string().unwrap().to_string(), CONNECTION);
     // Another cluster ID: nothing changes either.
     let other = "sample:other1@127.0.1.11:4501,127.0.1.12:4501,127.0.1.13:4501";
@@ -322,5 +328,8 @@ async fn coordinators_back_at_new_addresses_are_reached_through_a_rewritten_clus
     }
     assert_eq!(fdb.connection_string().unwrap().to_string(), fixed);
     advance(&fdb, &clock, 60);
-    assert!(fdb.snapshot().available, "back from the coordinators' disks");
+    assert!(
+        fdb.snapshot().available,
+        "back from the coordinators' disks"
+    );
 }
