@@ -376,13 +376,38 @@ pub struct UpdateConnectionStringArgs {
 /// `get ...`.
 #[derive(Debug, Subcommand)]
 pub enum GetCommand {
-    /// Print the cluster's database configuration (spec, and what the database reports).
-    Configuration(GetArgs),
+    /// Print the database configuration the spec asks for, as the arguments of `fdbcli
+    /// configure` (as the Go plugin does); `--fail-over` swaps the priorities of the main
+    /// and remote data centers, `--update` writes that into the spec.
+    #[command(
+        after_help = "Examples:\n  kubectl fdb get configuration sample\n  kubectl fdb get configuration --fail-over sample\n  kubectl fdb get configuration --fail-over --update sample\n  kubectl fdb get configuration -o json sample"
+    )]
+    Configuration(ConfigurationArgs),
     /// Print the exclusions of process groups marked for removal.
     ExclusionStatus(GetArgs),
 }
 
-/// `get configuration` and `get exclusion-status`.
+/// `get configuration`.
+#[derive(Debug, Args)]
+pub struct ConfigurationArgs {
+    /// The cluster.
+    #[arg(value_parser = names::object_name)]
+    pub cluster: String,
+    /// Swap the priorities of the main and the remote data center (a fail-over of a
+    /// two-region cluster; satellites keep theirs).
+    #[arg(long)]
+    pub fail_over: bool,
+    /// Write the configuration (with `--fail-over`: the failed-over one) into
+    /// `spec.databaseConfiguration`, after showing the change.
+    #[arg(long)]
+    pub update: bool,
+    /// `json`: the configuration the spec asks for (defaults filled in) and the one the
+    /// operator last read from the database, as JSON.
+    #[arg(long, short = 'o', value_name = "FORMAT", value_parser = ["json"])]
+    pub output: Option<String>,
+}
+
+/// `get exclusion-status`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// The cluster.

@@ -267,6 +267,54 @@ fn restart_all_processes_is_one_kill_and_exec_runs_fdbcli() {
     assert_eq!(processes, 11);
     let unknown = world.plugin(&["exec", "-c", "sample", "--", "ls"]);
     assert_eq!(unknown.status.code(), Some(127));
+    // `get configuration` prints what `fdbcli configure` takes (the Go plugin's output):
+    // the database accepts it as it is.
+    let configuration = world.plugin(&["get", "configuration", "sample"]);
+    assert_eq!(
+        configuration.status.code(),
+        Some(0),
+        "{}",
+        stderr(&configuration)
+    );
+    let arguments = stdout(&configuration).trim().to_owned();
+    assert!(
+        arguments.starts_with("double ssd-2 usable_regions=1"),
+        "{arguments}"
+    );
+    let configure = world.plugin(&[
+        "exec",
+        "-c",
+        "sample",
+        "--",
+        "fdbcli",
+        "--exec",
+        &format!("configure {arguments}"),
+    ]);
+    assert_eq!(
+        configure.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&configure),
+        stderr(&configure)
+    );
+    let json = world.plugin(&["get", "configuration", "-o", "json", "sample"]);
+    let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(json["spec"]["redundancy_mode"], "double");
+    // A single-region cluster has nothing to fail over.
+    let over = world.plugin(&[
+        "get",
+        "configuration",
+        "--fail-over",
+        "--update",
+        "sample",
+        "-y",
+    ]);
+    assert_eq!(
+        stdout(&over).trim(),
+        "Nothing to change",
+        "{}",
+        stderr(&over)
+    );
     // Standard input reaches the command: fdbcli reads its commands from it.
     let mut piped = Command::new(env!("CARGO_BIN_EXE_kubectl-fdb"))
         .arg("--kubeconfig")

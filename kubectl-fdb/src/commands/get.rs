@@ -1,26 +1,111 @@
-//! `get configuration` and `get exclusion-status`: read-only views of a cluster.
+//! `get configuration` (the configuration string, optionally failed over and written into the spec) and `get exclusion-status`.
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::cluster_math::desired_database_configuration;
 use fdb_shared::status_json::DatabaseStatus;
 use serde_json::json;
 
-use crate::cli::GetArgs;
+use fdb_operator::fdb::fdbcli::commands;
+use fdb_shared::api::DatabaseConfiguration;
+
+use crate::cli::{ConfigurationArgs, GetArgs};
 use crate::error::PluginError;
 use crate::exec;
 use crate::session::Session;
 
-/// `get configuration`: the database configuration the spec asks for (defaults filled
-/// in) and the one the operator last saw in the database, as JSON.
-pub async fn configuration(session: &Session, args: &GetArgs) -> Result<u8, PluginError> {
+/// The configuration with the priorities of the main (non-satellite) data centers of a
+/// two-region configuration swapped, satellites unchanged (pure; the Go operator's
+/// `DatabaseConfiguration.FailOver`). Fewer than two regions: unchanged.
+pub fn failed_over(configuration: &DatabaseConfiguration) -> DatabaseConfiguration {
+    let mut result = configuration.clone();
+    if result.regions.len() <= 1 {
+        return result;
+    }
+    let main: Vec<(String, Option<i32>)> = configuration
+        .regions
+        .iter()
+        .flat_map(|region| &region.datacenters)
+        .filter(|dc| dc.satellite != Some(1))
+        .map(|dc| (dc.id.clone(), dc.priority))
+        .collect();
+    for dc in result
+        .regions
+        .iter_mut()
+        .flat_map(|region| region.datacenters.iter_mut())
+        .filter(|dc| dc.satellite != Some(1))
+    {
+        if let Some((_, priority)) = main.iter().find(|(id, _)| *id != dc.id) {
+            dc.priority = *priority;
+        }
+    }
+    result
+}
+
+/// The arguments of `fdbcli configure` for `configuration` (pure).
+pub fn configuration_string(configuration: &DatabaseConfiguration) -> Result<String, PluginError> {
+    let command = commands::configure(configuration, false)
+        .map_err(|e| PluginError::Unsupported(format!("spec.databaseConfiguration: {e}")))?;
+    Ok(command
+        .strip_prefix("configure ")
+        .unwrap_or(&command)
+        .to_owned())
+}
+
+/// `get configuration`: the configuration the spec asks for (defaults filled in), as the
+/// arguments of `fdbcli configure`, optionally failed over and written into the spec.
+pub async fn configuration(session: &Session, args: &ConfigurationArgs) -> Result<u8, PluginError> {
     let cluster = session.cluster(&args.cluster).await?;
-    let document = json!({
-        "spec": desired_database_configuration(&cluster.spec),
-        "status": cluster.status.as_ref().and_then(|s| s.database_configuration.clone()),
-    });
+    if args.output.is_some() {
+        let document = json!({
+            "spec": desired_database_configuration(&cluster.spec),
+            "status": cluster.status.as_ref().and_then(|s| s.database_configuration.clone()),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&document).unwrap_or_else(|_| document.to_string())
+        );
+        return Ok(0);
+    }
+    let desired = desired_database_configuration(&cluster.spec);
+    let shown = if args.fail_over {
+        failed_over(&desired)
+    } else {
+        desired
+    };
+    if !args.update {
+        println!("{}", configuration_string(&shown)?);
+        return Ok(0);
+    }
+    let before = &cluster.spec.database_configuration;
+    let after = if args.fail_over {
+        failed_over(before)
+    } else {
+        before.clone()
+    };
+    if &after == before {
+        println!("Nothing to change");
+        return Ok(0);
+    }
+    let diff = serde_json::to_string_pretty(&after.regions).unwrap_or_default();
+    session.confirm(&format!(
+        "Set spec.databaseConfiguration.regions of cluster {}/{} to\n{diff}\n(the operator then configures the database: the main data center moves)",
+        session.namespace, args.cluster
+    ))?;
+    let regions = after.regions.clone();
+    let changed = session
+        .update_spec(&args.cluster, |spec| {
+            let current = spec.database_configuration.regions.clone();
+            spec.database_configuration.regions = regions.clone();
+            current != regions
+        })
+        .await?;
     println!(
         "{}",
-        serde_json::to_string_pretty(&document).unwrap_or_else(|_| document.to_string())
+        if changed {
+            "Updated"
+        } else {
+            "Nothing to change"
+        }
     );
     Ok(0)
 }
@@ -130,6 +215,45 @@ pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fail_over_swaps_the_main_data_centers_and_keeps_satellites() {
+        let configuration: DatabaseConfiguration = serde_json::from_value(json!({
+            "redundancy_mode": "double", "usable_regions": 2,
+            "regions": [
+                {"datacenters": [{"id": "primary", "priority": 1},
+                                 {"id": "primary-sat", "priority": 1, "satellite": 1}],
+                 "satellite_logs": 3, "satellite_redundancy_mode": "one_satellite_double"},
+                {"datacenters": [{"id": "remote", "priority": 0},
+                                 {"id": "remote-sat", "priority": 0, "satellite": 1}]}]
+        }))
+        .unwrap();
+        let over = failed_over(&configuration);
+        let priority =
+            |c: &DatabaseConfiguration, r: usize, d: usize| c.regions[r].datacenters[d].priority;
+        assert_eq!(priority(&over, 0, 0), Some(0));
+        assert_eq!(priority(&over, 1, 0), Some(1));
+        assert_eq!(priority(&over, 0, 1), Some(1), "satellites keep theirs");
+        assert_eq!(priority(&over, 1, 1), Some(0));
+        assert_eq!(over.regions[0].satellite_logs, Some(3));
+        assert_eq!(failed_over(&over), configuration, "twice is no change");
+        let single = DatabaseConfiguration::default();
+        assert_eq!(failed_over(&single), single);
+    }
+
+    #[test]
+    fn the_configuration_string_is_what_fdbcli_configure_takes() {
+        let spec: fdb_shared::api::FoundationDBClusterSpec =
+            serde_json::from_value(json!({"version": "7.1.57",
+                "databaseConfiguration": {"redundancy_mode": "triple"}}))
+            .unwrap();
+        let text = configuration_string(&desired_database_configuration(&spec)).unwrap();
+        assert!(
+            text.starts_with("triple ssd-2 usable_regions=1 logs=3"),
+            "{text}"
+        );
+        assert!(!text.starts_with("configure"), "{text}");
+    }
 
     #[test]
     fn excluded_processes_show_the_data_they_still_hold() {
