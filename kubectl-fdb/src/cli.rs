@@ -409,10 +409,21 @@ pub struct ConfigurationArgs {
 
 /// `get exclusion-status`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl fdb get exclusion-status sample\n  kubectl fdb get exclusion-status sample --ignore-fully-excluded=false\n  kubectl fdb get exclusion-status sample --interval=5m"
+)]
 pub struct GetArgs {
     /// The cluster.
     #[arg(value_parser = names::object_name)]
     pub cluster: String,
+    /// Leave out processes that are fully excluded (`=false` lists them too).
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub ignore_fully_excluded: bool,
+    /// While a process still holds data, read the status again after this long and print
+    /// the progress, until every exclusion is done (`30s`, `5m`, `1h30m`).
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = names::duration)]
+    pub interval: std::time::Duration,
 }
 
 #[cfg(test)]

@@ -128,6 +128,41 @@ impl MatchLabels {
     }
 }
 
+/// A Go-style duration (`30s`, `5m`, `1h30m`, `500ms`): at least one second, at most a
+/// day.
+pub fn duration(value: &str) -> Result<std::time::Duration, String> {
+    let mut total_millis: u64 = 0;
+    let mut rest = value.trim();
+    if rest.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let (number, after) = rest.split_at(digits);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("{value:?} is not a duration like 30s, 5m or 1h30m"))?;
+        let unit_len = after.len() - after.trim_start_matches(char::is_alphabetic).len();
+        let (unit, next) = after.split_at(unit_len);
+        let millis = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return Err(format!("{value:?} is not a duration like 30s, 5m or 1h30m")),
+        };
+        total_millis = number
+            .checked_mul(millis)
+            .and_then(|m| total_millis.checked_add(m))
+            .ok_or_else(|| format!("{value:?} is too long"))?;
+        rest = next;
+    }
+    if !(1_000..=86_400_000).contains(&total_millis) {
+        return Err("must be between 1s and 24h".to_owned());
+    }
+    Ok(std::time::Duration::from_millis(total_millis))
+}
+
 /// A connection string (`description:id@address,...`), one line.
 pub fn connection_string(value: &str) -> Result<String, String> {
     if value.trim().contains(['\n', '\r']) {

@@ -136,39 +136,100 @@ pub fn exclusion_lines(cluster: &FoundationDBCluster) -> Vec<String> {
         .collect()
 }
 
-/// One line per excluded process in `status json` (pure): the data its stateful roles
-/// still hold, or that it holds none.
-pub fn database_exclusion_lines(status: &DatabaseStatus) -> Vec<String> {
-    let mut lines: Vec<String> = status
+/// An excluded process as `status json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExcludedProcess {
+    /// Its process group (instance ID).
+    pub id: String,
+    /// Its address.
+    pub address: String,
+    /// The bytes its storage and log roles still hold, by role.
+    pub held: Vec<(String, i64)>,
+}
+
+impl ExcludedProcess {
+    /// The bytes it still holds.
+    pub fn total(&self) -> i64 {
+        self.held.iter().map(|(_, bytes)| bytes).sum()
+    }
+
+    /// Whether it is fully excluded: no stateful role left.
+    pub fn done(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+/// The excluded processes in `status json`, by ID (pure).
+pub fn excluded_processes(status: &DatabaseStatus) -> Vec<ExcludedProcess> {
+    let mut processes: Vec<ExcludedProcess> = status
         .cluster
         .processes
         .values()
         .filter(|p| p.excluded)
-        .map(|p| {
-            let id = p
+        .map(|p| ExcludedProcess {
+            id: p
                 .locality
                 .instance_id
                 .clone()
-                .unwrap_or_else(|| "unknown".to_owned());
-            let address = p
+                .unwrap_or_else(|| "unknown".to_owned()),
+            address: p
                 .address
                 .as_ref()
-                .map_or_else(String::new, ToString::to_string);
-            let held: Vec<String> = p
+                .map_or_else(String::new, ToString::to_string),
+            held: p
                 .roles
                 .iter()
                 .filter(|r| matches!(r.role.as_str(), "storage" | "log"))
-                .map(|r| format!("{} {}", r.role, bytes(r.stored_bytes.unwrap_or(0))))
-                .collect();
-            if held.is_empty() {
-                format!("{id} ({address}): fully excluded")
-            } else {
-                format!("{id} ({address}): still holds {}", held.join(", "))
-            }
+                .map(|r| (r.role.clone(), r.stored_bytes.unwrap_or(0)))
+                .collect(),
         })
         .collect();
-    lines.sort();
-    lines
+    processes.sort_by(|a, b| (&a.id, &a.address).cmp(&(&b.id, &b.address)));
+    processes
+}
+
+/// One line per excluded process (pure): the data its stateful roles still hold, with an
+/// estimate of the time left from the bytes it held `elapsed` earlier (`previous`), or
+/// that it is fully excluded (left out with `ignore_fully_excluded`).
+pub fn database_exclusion_lines(
+    processes: &[ExcludedProcess],
+    previous: &[ExcludedProcess],
+    elapsed: std::time::Duration,
+    ignore_fully_excluded: bool,
+) -> Vec<String> {
+    processes
+        .iter()
+        .filter(|p| !(ignore_fully_excluded && p.done()))
+        .map(|p| {
+            let (id, address) = (&p.id, &p.address);
+            if p.done() {
+                return format!("{id} ({address}): fully excluded");
+            }
+            let held: Vec<String> = p
+                .held
+                .iter()
+                .map(|(role, stored)| format!("{role} {}", bytes(*stored)))
+                .collect();
+            let before = previous
+                .iter()
+                .find(|q| q.id == p.id && q.address == p.address)
+                .map(ExcludedProcess::total);
+            let moved = before.map(|b| b - p.total()).filter(|moved| *moved > 0);
+            let estimate = match moved {
+                Some(moved) => {
+                    let left = u64::try_from(p.total()).unwrap_or(0);
+                    let moved = u64::try_from(moved).unwrap_or(1);
+                    let seconds = elapsed.as_secs().saturating_mul(left) / moved;
+                    format!(" (about {seconds}s left)")
+                }
+                None => String::new(),
+            };
+            format!(
+                "{id} ({address}): still holds {}{estimate}",
+                held.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn bytes(count: i64) -> String {
@@ -180,36 +241,65 @@ fn bytes(count: i64) -> String {
     }
 }
 
-/// `get exclusion-status`: the excluded processes as the database reports them (`status
-/// json`, read with fdbcli in a pod), then the groups marked for removal as the operator
-/// last recorded them.
-pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, PluginError> {
-    let cluster = session.cluster(&args.cluster).await?;
-    let pods = session.pods_of(&cluster).await?;
-    let pod = exec::fdbcli_pod(&cluster, &pods)?;
+/// Reads `status json` in a pod of the cluster.
+async fn read_status(
+    session: &Session,
+    cluster: &FoundationDBCluster,
+) -> Result<DatabaseStatus, PluginError> {
+    let pods = session.pods_of(cluster).await?;
+    let pod = exec::fdbcli_pod(cluster, &pods)?;
     let text = exec::fdbcli(session, &pod, "status json").await?;
-    let status: DatabaseStatus = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         PluginError::Unsupported(format!(
             "the status json read in pod {pod} does not parse: {e}"
         ))
-    })?;
-    let database = database_exclusion_lines(&status);
-    println!("Excluded processes (status json):");
-    if database.is_empty() {
-        println!("  none");
+    })
+}
+
+/// `get exclusion-status`: the excluded processes as the database reports them (`status
+/// json`, read with fdbcli in a pod), then the groups marked for removal as the operator
+/// last recorded them; again every `--interval` while a process still holds data (as
+/// the Go plugin follows an exclusion until it is done), with an estimate of the time
+/// left.
+pub async fn exclusion_status(session: &Session, args: &GetArgs) -> Result<u8, PluginError> {
+    let mut previous: Vec<ExcludedProcess> = Vec::new();
+    loop {
+        let cluster = session.cluster(&args.cluster).await?;
+        let processes = excluded_processes(&read_status(session, &cluster).await?);
+        let database = database_exclusion_lines(
+            &processes,
+            &previous,
+            args.interval,
+            args.ignore_fully_excluded,
+        );
+        if !previous.is_empty() {
+            println!();
+        }
+        println!("Excluded processes (status json):");
+        if database.is_empty() {
+            println!("  none");
+        }
+        for line in database {
+            println!("  {line}");
+        }
+        println!("Process groups marked for removal (operator status):");
+        let lines = exclusion_lines(&cluster);
+        if lines.is_empty() {
+            println!("  none");
+        }
+        for line in lines {
+            println!("  {line}");
+        }
+        if processes.iter().all(ExcludedProcess::done) {
+            return Ok(0);
+        }
+        println!(
+            "(data still moving: reading again in {}s; Ctrl-C stops)",
+            args.interval.as_secs()
+        );
+        previous = processes;
+        tokio::time::sleep(args.interval).await;
     }
-    for line in database {
-        println!("  {line}");
-    }
-    println!("Process groups marked for removal (operator status):");
-    let lines = exclusion_lines(&cluster);
-    if lines.is_empty() {
-        println!("  none");
-    }
-    for line in lines {
-        println!("  {line}");
-    }
-    Ok(0)
 }
 
 #[cfg(test)]
@@ -265,13 +355,34 @@ mod tests {
                   "roles": [{"role": "storage", "stored_bytes": 1}]},
         }}}))
         .unwrap();
+        let processes = excluded_processes(&status);
+        let one_minute = std::time::Duration::from_secs(60);
         assert_eq!(
-            database_exclusion_lines(&status),
+            database_exclusion_lines(&processes, &[], one_minute, false),
             [
                 "storage-1 (127.0.0.1:4501): still holds storage 3 MiB",
                 "storage-2 (127.0.0.2:4501): fully excluded",
             ]
         );
+        // Fully excluded processes are left out by default.
+        assert_eq!(
+            database_exclusion_lines(&processes, &[], one_minute, true),
+            ["storage-1 (127.0.0.1:4501): still holds storage 3 MiB"]
+        );
+        // A minute earlier it held 4 MiB: 1 MiB a minute, 3 minutes left.
+        let mut earlier = processes.clone();
+        earlier[0].held = vec![("storage".into(), 4 << 20)];
+        assert_eq!(
+            database_exclusion_lines(&processes, &earlier, one_minute, true),
+            ["storage-1 (127.0.0.1:4501): still holds storage 3 MiB (about 180s left)"]
+        );
+        assert_eq!(
+            crate::names::duration("1h30m").unwrap(),
+            std::time::Duration::from_secs(5400)
+        );
+        assert!(crate::names::duration("5").is_err());
+        assert!(crate::names::duration("0s").is_err());
+        assert!(crate::names::duration("99999999999999h").is_err());
     }
 
     #[test]
