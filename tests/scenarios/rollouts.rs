@@ -371,3 +371,29 @@ fn a_knob_rollout_under_slow_recoveries_is_not_judged_an_operator_outage() {
     assert!(violated(&result).is_empty(), "{:#?}", result.violations);
     assert_eq!(admin_events(&result, "kill").len(), 1, "one kill");
 }
+
+#[test]
+fn buggify_no_schedule_on_every_log_stays_within_the_fault_tolerance_and_clears() {
+    let result = run_file("rollouts/buggify-no-schedule-every-log.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    assert_eq!(result.steps.last().unwrap().reconciled, Some(true));
+    // While noSchedule listed every log group, at most one log pod was deleted for it.
+    let deleted_for_no_schedule = result
+        .events
+        .iter()
+        .filter(|e| {
+            (3..=4).contains(&e.step)
+                && e.action == "delete"
+                && e.target.starts_with("pod/sample-log")
+        })
+        .count();
+    assert!(deleted_for_no_schedule <= 1, "{deleted_for_no_schedule}");
+    // The database stayed available throughout.
+    assert!(
+        result
+            .steps
+            .iter()
+            .all(|s| s.cluster["status"]["health"]["available"] != false),
+        "unavailable at some step"
+    );
+}

@@ -3,12 +3,15 @@
 //! [`crate::controller::buggify`]) differs from the spec's, so AddPods recreates them
 //! with the fault turned on or off.
 //!
-//! Reduced safety, on purpose: buggify is fault injection a user asks for on named
-//! groups, so these deletions wait for neither the fault-tolerance budget nor the zone
-//! order of UpdatePods (which leaves these groups alone). They still never delete a pod
-//! hosting a coordinator, nor a pod already terminating, and they wait for the database to
-//! be available when it has been configured, so that turning a fault off is never what
-//! takes the database down.
+//! Buggify is fault injection a user asks for on named groups, yet a deletion never
+//! takes more zones down than the fault tolerance allows (`noSchedule` on every log
+//! group would otherwise take them all down at once, for good: their pods never come
+//! back). A pod running its processes is deleted only while the database is available
+//! and within the zone budget; a pod that runs nothing (pending, crash-looping, failed)
+//! is down already and is deleted at once, so turning a fault off is never held back by
+//! the outage it caused. A pod hosting a coordinator waits for the coordinators to move;
+//! a pod already terminating is left alone. (The Go operator's
+//! deletePodsForBuggification deletes them all at once.)
 
 use super::Subreconciler;
 use crate::controller::buggify_deletions::decide;
