@@ -153,6 +153,19 @@ fn a_backup_without_running_agents_says_so() {
 }
 
 #[test]
+fn evicted_backup_agents_are_replaced_and_the_backup_goes_on() {
+    let result = run_file("backups/agents-evicted.yaml", None);
+    assert_clean(&result);
+    // The evicted pods stay (Failed, Evicted) next to the agents that replaced them.
+    let evicted = result.steps[2]
+        .pods
+        .iter()
+        .filter(|p| p.name.starts_with("sample-backup-agents") && p.phase == "Failed")
+        .count();
+    assert!(evicted >= 1, "{:?}", result.steps[2].pods);
+}
+
+#[test]
 fn an_operator_crash_right_after_a_start_starts_nothing_twice() {
     let result = run_file("backups/restart-after-start.yaml", None);
     assert_clean(&result);

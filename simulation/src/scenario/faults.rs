@@ -136,6 +136,10 @@ pub enum Fault {
         /// The latency of one I/O.
         milliseconds: u64,
     },
+    /// Every running backup agent pod is evicted once, as the kubelet evicts a pod over
+    /// its ephemeral-storage limit: phase Failed, reason Evicted; the pod objects stay
+    /// (their Deployment's ReplicaSet creates others).
+    BackupAgentsEvicted,
     /// The group's pod cannot reach the Kubernetes API: its agent (the unified image's
     /// fdb-kubernetes-monitor) cannot update the pod's annotations. The database and the
     /// kubelet are not affected.
@@ -221,6 +225,7 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
                 Ok(())
             }
         }
+        Fault::BackupAgentsEvicted => Ok(()),
         Fault::NodeDown { node } => non_empty("node", node),
         Fault::ZoneDown { zone } => non_empty("zone", zone),
         Fault::DataCenterDown { data_center } => non_empty("dataCenter", data_center),

@@ -122,11 +122,20 @@ impl World {
             .unwrap_or(1)
             .max(0);
         let replicas = usize::try_from(replicas).unwrap_or(0);
+        // Only active pods count: a Failed or Succeeded pod (evicted, say) stays until
+        // the pod garbage collector removes it, and the ReplicaSet creates another
+        // (`IsPodActive` in kubernetes/kubernetes pkg/controller/controller_utils.go).
         let owned: Vec<&Pod> = pods
             .iter()
             .map(|pod| &**pod)
             .filter(|pod| owner_uid(pod) == Some(uid.as_str()))
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter(|pod| {
+                !matches!(
+                    pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Failed" | "Succeeded")
+                )
+            })
             .collect();
         let is_current = |pod: &Pod| {
             pod.metadata
@@ -146,7 +155,8 @@ impl World {
         for pod in current.iter().skip(replicas) {
             self.delete_pod(pod, "its deployment scaled down")?;
         }
-        let used: BTreeSet<String> = current
+        // Names of every pod still in the API (a terminal or deleting one too) are taken.
+        let used: BTreeSet<String> = pods
             .iter()
             .filter_map(|p| p.metadata.name.clone())
             .collect();
@@ -279,23 +289,28 @@ impl World {
         Ok(())
     }
 
+    /// The uids of the backup agent pods that run now.
+    pub(super) fn running_backup_agents(&self) -> Vec<String> {
+        let Ok(pods) = self.list_pods() else {
+            return Vec::new();
+        };
+        pods.iter()
+            .filter(|pod| is_backup_agent(pod))
+            .filter_map(|pod| pod.metadata.uid.clone())
+            .filter(|uid| {
+                self.pods
+                    .get(uid)
+                    .is_some_and(|runtime| runtime.phase == PodPhase::Running)
+            })
+            .collect()
+    }
+
     /// Counts the running backup agent pods and tells the database.
     pub(super) fn report_backup_agents(&mut self, pods: &[Arc<Pod>]) {
         let count = pods
             .iter()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-            .filter(|pod| {
-                pod.spec.as_ref().is_some_and(|spec| {
-                    spec.containers.iter().any(|c| {
-                        c.name == AGENT_CONTAINER
-                            && c.command
-                                .as_ref()
-                                .and_then(|cmd| cmd.first())
-                                .map(String::as_str)
-                                == Some(AGENT_PROGRAM)
-                    })
-                })
-            })
+            .filter(|pod| is_backup_agent(pod))
             .filter(|pod| {
                 pod.metadata.uid.as_ref().is_some_and(|uid| {
                     self.pods.get(uid).is_some_and(|runtime| {
@@ -315,4 +330,18 @@ impl World {
             );
         }
     }
+}
+
+/// Whether the pod runs a backup agent (its agent container runs `backup_agent`).
+fn is_backup_agent(pod: &Pod) -> bool {
+    pod.spec.as_ref().is_some_and(|spec| {
+        spec.containers.iter().any(|c| {
+            c.name == AGENT_CONTAINER
+                && c.command
+                    .as_ref()
+                    .and_then(|cmd| cmd.first())
+                    .map(String::as_str)
+                    == Some(AGENT_PROGRAM)
+        })
+    })
 }

@@ -41,6 +41,8 @@ pub struct FaultState {
     /// The groups' pods cannot reach the Kubernetes API (their monitor cannot annotate
     /// them).
     pub kube_api_unreachable: BTreeSet<String>,
+    /// Pods evicted (`backupAgentsEvicted`), by uid: Failed with reason Evicted.
+    pub evicted_pods: BTreeSet<String>,
 }
 
 impl FaultState {
@@ -157,6 +159,16 @@ impl World {
                     format!("node/{node}"),
                     format!("taint {key}:NoSchedule"),
                 );
+                return self.settle().await;
+            }
+            Fault::BackupAgentsEvicted => {
+                let agents = self.running_backup_agents();
+                self.record(
+                    "fault",
+                    "backup-agents".to_owned(),
+                    format!("evicted: {}", agents.join(", ")),
+                );
+                self.faults.evicted_pods.extend(agents);
                 return self.settle().await;
             }
             Fault::DataCenterDown { .. } => return not_a_world_fault("dataCenterDown"),

@@ -59,7 +59,9 @@ impl World {
         if runtime.lost_with_node {
             self.restart_lost_containers(pod, runtime);
         }
-        if self.faults.pod_failed.contains(&group) && runtime.phase != PodPhase::Failed {
+        let failed = self.faults.pod_failed.contains(&group)
+            || self.faults.evicted_pods.contains(&runtime.uid);
+        if failed && runtime.phase != PodPhase::Failed {
             let changes = runtime.stop_containers(self.host.as_ref()).await;
             runtime.phase = PodPhase::Failed;
             self.record(

@@ -103,7 +103,14 @@ impl World {
             status["podIPs"] = json!([{"ip": ip.to_string()}]);
             status["startTime"] = json!(ts(started));
         }
-        if phase == "Failed" {
+        if phase == "Failed" && self.faults.evicted_pods.contains(&runtime.uid) {
+            // The kubelet's eviction for a pod over its ephemeral-storage limit
+            // (pkg/kubelet/eviction/helpers.go in kubernetes/kubernetes).
+            status["reason"] = json!("Evicted");
+            status["message"] = json!(
+                "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "
+            );
+        } else if phase == "Failed" {
             status["reason"] = json!("Error");
             status["message"] = json!("the pod failed (simulated fault)");
         }
