@@ -371,6 +371,7 @@ async fn backup_and_restore_tools_get_their_command_lines_and_outputs_are_parsed
             tag: "default".into(),
             url: None,
             snapshot_period_seconds: Some(60),
+            encryption_key_path: None,
         })
         .await
         .unwrap();

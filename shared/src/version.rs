@@ -75,6 +75,18 @@ impl FdbVersion {
         }
     }
 
+    /// Whether `fdbbackup modify` takes `--encryption-key-file`, so a new destination keeps
+    /// the backup encrypted: 7.3.72 and later on the 7.3 line, 7.4.6 and later on 7.4,
+    /// every later line (apple/foundationdb #12554, in fdbbackup/backup.actor.cpp of those
+    /// releases). Before, `modify -d` opens the new container without encryption.
+    pub fn supports_backup_modify_encryption(&self) -> bool {
+        match (self.major, self.minor) {
+            (7, 3) => self.is_at_least(&FdbVersion::new(7, 3, 72)),
+            (7, 4) => self.is_at_least(&FdbVersion::new(7, 4, 6)),
+            (major, minor) => major > 7 || (major == 7 && minor > 4),
+        }
+    }
+
     /// Whether the `ssd-sharded-rocksdb` storage engine exists (7.2.0 and later).
     pub fn supports_sharded_rocksdb(&self) -> bool {
         self.is_at_least(&FdbVersion::new(7, 2, 0))
@@ -248,6 +260,11 @@ mod tests {
         assert!(!v("7.2.9").supports_locality_based_exclusions());
         assert!(!v("7.3.25").supports_locality_based_exclusions());
         assert!(v("7.3.26").supports_locality_based_exclusions());
+        assert!(!v("7.1.57").supports_backup_modify_encryption());
+        assert!(!v("7.3.71").supports_backup_modify_encryption());
+        assert!(v("7.3.72").supports_backup_modify_encryption());
+        assert!(!v("7.4.5").supports_backup_modify_encryption());
+        assert!(v("7.4.6").supports_backup_modify_encryption());
         assert!(!v("7.1.57").supports_sharded_rocksdb());
         assert!(v("7.2.0").supports_sharded_rocksdb());
         assert!(!v("7.2.5").supports_redwood_1());

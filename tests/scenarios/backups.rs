@@ -153,6 +153,14 @@ fn a_backup_without_running_agents_says_so() {
 }
 
 #[test]
+fn an_encrypted_backup_never_moves_to_an_unencrypted_destination() {
+    // The scenario's expectations: the destination stays (encrypted) on 7.1 and with
+    // the image's 7.3.43 tools; plan.rs unit tests check the status message.
+    let result = run_file("backups/encrypted-destination.yaml", None);
+    assert_clean(&result);
+}
+
+#[test]
 fn evicted_backup_agents_are_replaced_and_the_backup_goes_on() {
     let result = run_file("backups/agents-evicted.yaml", None);
     assert_clean(&result);

@@ -19,6 +19,7 @@ use super::errors::BackupError;
 use super::plan::{self, Observed};
 use crate::controller::{Context, PassOutcome, PassReport};
 use crate::fdb::AdminClient;
+use crate::fdb::AdminError;
 
 /// The finalizer that lets the operator carry out the deletion policy.
 pub const FINALIZER: &str = "foundationdb.org/backup";
@@ -194,11 +195,25 @@ impl BackupPass {
         }
         // ModifyBackup
         if let Some(request) = plan::modify(&self.backup, &observed) {
-            self.admin
-                .modify_backup(&request)
-                .await
-                .map_err(BackupError::admin("ModifyBackup: modify the backup"))?;
-            observed = self.observe().await?;
+            match self.admin.modify_backup(&request).await {
+                Ok(()) => observed = self.observe().await?,
+                Err(error) if request.encryption_key_path.is_some() && refuses_key(&error) => {
+                    // The tool is older than the database (the image's tools of this
+                    // minor predate apple/foundationdb #12554): without the key the new
+                    // destination would be unencrypted, so it stays.
+                    let message = "spec.blobStoreConfiguration asks for a new destination of a \
+                         backup encrypted with spec.encryptionKeyPath, but this operator's \
+                         fdbbackup does not take --encryption-key-file on modify (a release \
+                         before 7.3.72 or 7.4.6) and would write it unencrypted: the \
+                         destination stays; stop the backup (backupState: Stopped) and start \
+                         it again";
+                    self.write_status(&observed).await?;
+                    return Ok(requeue(STALL_WAIT, "ModifyBackup", message));
+                }
+                Err(error) => {
+                    return Err(BackupError::admin("ModifyBackup: modify the backup")(error));
+                }
+            }
         }
         // UpdateBackupStatus
         let status = self.write_status(&observed).await?;
@@ -234,7 +249,14 @@ impl BackupPass {
             .layers
             .backup
             .and_then(|layer| layer.instances_running);
+        let running_version = self
+            .cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.running_version.as_deref())
+            .and_then(|v| v.parse().ok());
         Ok(Observed {
+            running_version,
             deployment,
             desired_deployment: desired,
             backup,
@@ -474,4 +496,12 @@ async fn finalize(
     }
     set_finalizer(backups, backup, false).await?;
     Ok(completed(true))
+}
+
+/// Whether `fdbbackup modify` refused `--encryption-key-file` as an unknown option (its
+/// releases before apple/foundationdb #12554 print ``ERROR: unknown option
+/// `--encryption-key-file'``).
+fn refuses_key(error: &AdminError) -> bool {
+    matches!(error, AdminError::Failed { stderr, .. }
+        if stderr.contains("unknown option `--encryption-key-file'"))
 }

@@ -1,6 +1,7 @@
 //! What a backup pass decides from what it observed (pure functions): the status to
 //! report, and for each step whether it has work.
 
+use fdb_shared::FdbVersion;
 use fdb_shared::api::backup::{BackupDetails, BackupGenerationStatus, BackupState};
 use fdb_shared::api::{FoundationDBBackup, FoundationDBBackupStatus};
 use fdb_shared::status_json::BackupStatus;
@@ -21,6 +22,8 @@ pub struct Observed {
     /// Backup agents the database sees (`status json` `layers.backup.instances_running`),
     /// when it reports them.
     pub agents_reporting: Option<i64>,
+    /// The version the cluster runs (its status's `runningVersion`), when known.
+    pub running_version: Option<FdbVersion>,
 }
 
 impl Observed {
@@ -86,19 +89,64 @@ pub fn toggle_pause(backup: &FoundationDBBackup, observed: &Observed) -> Option<
 }
 
 /// ModifyBackup: a running backup whose snapshot period or URL differs from the spec.
+/// A new destination of an encrypted backup carries its key where `fdbbackup modify`
+/// takes one; where it does not, the destination is not changed (modify would open the
+/// new container unencrypted, field report FoundationDB/fdb-kubernetes-operator#2393):
+/// [`encrypted_destination_refusal`] says why.
 pub fn modify(backup: &FoundationDBBackup, observed: &Observed) -> Option<BackupModify> {
     if !observed.running() || backup.spec.backup_state() == BackupState::Stopped {
         return None;
     }
     let period = i64::from(backup.spec.snapshot_period_seconds());
     let url = backup_url(backup);
+    let new_url = (observed.backup.destination_url.as_deref() != Some(url.as_str())).then_some(url);
+    let key = backup.spec.encryption_key_path.clone();
+    let url = new_url.filter(|_| key.is_none() || modify_keeps_encryption(observed));
     let request = BackupModify {
         tag: backup.spec.tag().to_owned(),
-        url: (observed.backup.destination_url.as_deref() != Some(url.as_str())).then_some(url),
+        encryption_key_path: url.as_ref().and(key),
+        url,
         snapshot_period_seconds: (observed.backup.snapshot_interval_seconds != Some(period))
             .then_some(period),
     };
     (!request.is_empty()).then_some(request)
+}
+
+fn modify_keeps_encryption(observed: &Observed) -> bool {
+    observed
+        .running_version
+        .as_ref()
+        .is_some_and(FdbVersion::supports_backup_modify_encryption)
+}
+
+/// Why the destination of a running encrypted backup is not changed as the spec asks,
+/// when it is not: the running FoundationDB's `fdbbackup modify` would drop the
+/// encryption.
+pub fn encrypted_destination_refusal(
+    backup: &FoundationDBBackup,
+    observed: &Observed,
+) -> Option<String> {
+    if !observed.running()
+        || backup.spec.backup_state() == BackupState::Stopped
+        || backup.spec.encryption_key_path.is_none()
+        || modify_keeps_encryption(observed)
+    {
+        return None;
+    }
+    let url = backup_url(backup);
+    (observed.backup.destination_url.as_deref() != Some(url.as_str())).then(|| {
+        let version = observed
+            .running_version
+            .as_ref()
+            .map_or_else(|| "unknown".to_owned(), ToString::to_string);
+        format!(
+            "spec.blobStoreConfiguration asks for a new destination ({url}) of a backup \
+             encrypted with spec.encryptionKeyPath, but fdbbackup modify of FoundationDB \
+             {version} would write the new destination unencrypted (7.3.72, 7.4.6 and later \
+             keep the key): the destination stays; stop the backup (backupState: Stopped) \
+             and start it again, or upgrade the cluster"
+        )
+    })
 }
 
 /// The status to report: details from fdbbackup, the agents, the pending work by
@@ -112,7 +160,10 @@ pub fn status(backup: &FoundationDBBackup, observed: &Observed) -> FoundationDBB
         needs_backup_start: pending(start(backup, observed).is_some()),
         needs_backup_stop: pending(stop(backup, observed)),
         needs_backup_pause_toggle: pending(toggle_pause(backup, observed).is_some()),
-        needs_backup_modification: pending(modify(backup, observed).is_some()),
+        needs_backup_modification: pending(
+            modify(backup, observed).is_some()
+                || encrypted_destination_refusal(backup, observed).is_some(),
+        ),
     };
     let nothing_pending = generations == BackupGenerationStatus::default();
     let previous = backup
@@ -169,7 +220,7 @@ fn stall_message(backup: &FoundationDBBackup, observed: &Observed) -> Option<Str
     if observed.paused() {
         return Some("the backup agents are paused".to_owned());
     }
-    None
+    encrypted_destination_refusal(backup, observed)
 }
 
 #[cfg(test)]
@@ -218,7 +269,36 @@ mod tests {
                 ..BackupStatus::default()
             },
             agents_reporting: Some(i64::from(ready)),
+            running_version: Some("7.1.57".parse().unwrap()),
         }
+    }
+
+    #[test]
+    fn an_encrypted_backup_keeps_its_destination_where_modify_would_drop_the_key() {
+        let mut encrypted = backup("Running", 3600);
+        encrypted.spec.encryption_key_path = Some("/keys/k".into());
+        encrypted.spec.blob_store_configuration.bucket = Some("other".into());
+        let mut seen = observed(&encrypted, true, false, 1);
+        // 7.1: modify -d would write the new destination unencrypted: nothing changes,
+        // and the status says why, naming the fields.
+        assert_eq!(modify(&encrypted, &seen), None);
+        let why = encrypted_destination_refusal(&encrypted, &seen).unwrap();
+        assert!(why.contains("spec.encryptionKeyPath"), "{why}");
+        let status = status(&encrypted, &seen);
+        assert_eq!(status.message.as_deref(), Some(why.as_str()));
+        assert!(status.generations.needs_backup_modification.is_some());
+        // 7.3.72: the key goes with the new destination.
+        seen.running_version = Some("7.3.72".parse().unwrap());
+        let request = modify(&encrypted, &seen).unwrap();
+        assert_eq!(request.encryption_key_path.as_deref(), Some("/keys/k"));
+        assert!(request.url.is_some());
+        assert_eq!(encrypted_destination_refusal(&encrypted, &seen), None);
+        // Unencrypted: the destination changes on any version.
+        let plain = backup("Running", 3600);
+        let mut moved = plain.clone();
+        moved.spec.blob_store_configuration.bucket = Some("other".into());
+        let seen = observed(&moved, true, false, 1);
+        assert!(modify(&moved, &seen).unwrap().url.is_some());
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct BackupModify {
     pub url: Option<String>,
     /// The new snapshot period (`-s`), when it changes.
     pub snapshot_period_seconds: Option<i64>,
+    /// The key file the new destination is encrypted with (`--encryption-key-file`, only
+    /// with a new `url`; FoundationDB versions that take it on `modify`).
+    pub encryption_key_path: Option<String>,
 }
 
 impl BackupModify {

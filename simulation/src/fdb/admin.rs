@@ -466,6 +466,7 @@ impl AdminClient for SimulatedFdb {
                     &request.tag,
                     request.url.as_deref(),
                     request.snapshot_period_seconds,
+                    request.encryption_key_path.as_deref(),
                 )
                 .map_err(|stderr| failed(&command, stderr))
         })

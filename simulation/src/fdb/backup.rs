@@ -222,11 +222,16 @@ impl Backups {
     }
 
     /// `fdbbackup modify`.
+    /// `fdbbackup modify`. A new destination is a new container, encrypted with the key
+    /// given here or not at all: the backup's former key is not carried over
+    /// (`modifyBackup` in fdbbackup/backup.actor.cpp opens the new container with the
+    /// options' key only); the same destination with another key is refused.
     pub fn modify(
         &mut self,
         tag: &str,
         url: Option<&str>,
         period: Option<i64>,
+        encryption_key_path: Option<&str>,
     ) -> Result<(), String> {
         let backup = self
             .tags
@@ -240,10 +245,20 @@ impl Backups {
             backup.snapshot_period_seconds = period;
         }
         if let Some(url) = url {
+            let same = backup.url.trim_end_matches('/') == url.trim_end_matches('/');
+            if same && backup.encryption_key_path.as_deref() != encryption_key_path {
+                return Err(format!(
+                    "Destination URL matches the existing backup URL for tag '{tag}', but the encryption key file does not match."
+                ));
+            }
             backup.url = url.to_owned();
+            backup.encryption_key_path = encryption_key_path.map(str::to_owned);
             // The next snapshot starts over in the new container.
             backup.progress = 0;
-            self.blob.entry(url.to_owned()).or_default();
+            let container = self.blob.entry(url.to_owned()).or_default();
+            if container.snapshots.is_empty() {
+                container.encryption_key_path = encryption_key_path.map(str::to_owned);
+            }
         }
         Ok(())
     }

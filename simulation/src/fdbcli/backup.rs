@@ -6,6 +6,7 @@ use fdb_operator::fdb::backup::{KeyRange, render_restore_status};
 use fdb_operator::fdb::{
     AdminClient, AdminError, BackupModify, BackupStart, FdbTool, RestoreStart,
 };
+use fdb_shared::FdbVersion;
 
 use super::output::Printed;
 use super::texts::{Stop, tool_hang_output};
@@ -31,16 +32,25 @@ fn usage(tool: FdbTool, detail: &str) -> Printed {
     )
 }
 
+/// Which tool runs, and its own version (its options differ by release).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The tool.
+    pub tool: FdbTool,
+    /// The tool binary's version.
+    pub version: &'a FdbVersion,
+}
+
 /// Runs `tool SUBCOMMAND...` (the cluster file and TLS options already taken out).
 pub async fn run(
-    tool: FdbTool,
+    call: ToolCall<'_>,
     args: &[String],
     admin: &dyn AdminClient,
     fdb: &SimulatedFdb,
 ) -> (Printed, bool) {
-    let result = match tool {
+    let result = match call.tool {
         FdbTool::Fdbrestore => restore(args, admin).await,
-        _ => backup(args, admin, fdb).await,
+        _ => backup(args, call.version, admin, fdb).await,
     };
     match result {
         Ok(Ok(printed)) => {
@@ -79,7 +89,12 @@ fn ok(text: String) -> Printed {
     }
 }
 
-async fn backup(args: &[String], admin: &dyn AdminClient, fdb: &SimulatedFdb) -> Outcome {
+async fn backup(
+    args: &[String],
+    version: &FdbVersion,
+    admin: &dyn AdminClient,
+    fdb: &SimulatedFdb,
+) -> Outcome {
     let tool = FdbTool::Fdbbackup;
     let tag = option(args, &["-t", "--tagname"])
         .unwrap_or("default")
@@ -120,10 +135,21 @@ async fn backup(args: &[String], admin: &dyn AdminClient, fdb: &SimulatedFdb) ->
                 ),
                 None => None,
             };
+            let encryption_key_path =
+                option(args, &["--encryption-key-file", "--encryption_key_file"]);
+            if encryption_key_path.is_some() && !version.supports_backup_modify_encryption() {
+                // The modify options of fdbbackup before apple/foundationdb #12554 have no
+                // such option (g_rgBackupModifyOptions in fdbbackup/backup.actor.cpp).
+                return Err(Printed::failed(
+                    1,
+                    "ERROR: unknown option `--encryption-key-file'\nTry `fdbbackup --help' for more information.\n",
+                ));
+            }
             let request = BackupModify {
                 tag: tag.clone(),
                 url: option(args, &["-d", "--destcontainer"]).map(str::to_owned),
                 snapshot_period_seconds: seconds,
+                encryption_key_path: encryption_key_path.map(str::to_owned),
             };
             admin
                 .modify_backup(&request)

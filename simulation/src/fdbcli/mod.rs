@@ -166,7 +166,19 @@ impl SimulatedTools {
         }
         let (printed, changed) = match tool {
             FdbTool::Fdbcli => self.fdbcli(&invocation).await,
-            _ => backup::run(tool, &invocation.subcommand, self.admin.as_ref(), &self.fdb).await,
+            _ => {
+                let tool_call = backup::ToolCall {
+                    tool,
+                    version: &version,
+                };
+                backup::run(
+                    tool_call,
+                    &invocation.subcommand,
+                    self.admin.as_ref(),
+                    &self.fdb,
+                )
+                .await
+            }
         };
         if changed && let Some(on_change) = &self.on_change {
             on_change();

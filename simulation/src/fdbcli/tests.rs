@@ -426,6 +426,7 @@ async fn backup_and_restore_command_lines_round_trip() {
         tag: "default".into(),
         url: None,
         snapshot_period_seconds: Some(60),
+        encryption_key_path: None,
     };
     client.modify_backup(&modify).await.unwrap();
     client.set_backups_paused(true).await.unwrap();

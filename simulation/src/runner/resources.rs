@@ -316,10 +316,22 @@ impl Runner {
                 "{field}.status: expected to include {want}, found {status}"
             ));
         }
+        let url = serde_json::from_value::<FoundationDBBackup>(object)
+            .map(|backup| backup_url(&backup))
+            .unwrap_or_default();
+        if let Some(want) = expectation.encrypted {
+            let have = self
+                .fdb
+                .blob_store()
+                .get(&url)
+                .is_some_and(|container| container.encryption_key_path.is_some());
+            if have != want {
+                failed.push(format!(
+                    "{field}.encrypted: expected {want} for {url}, found {have}"
+                ));
+            }
+        }
         if let Some(want) = expectation.snapshots {
-            let url = serde_json::from_value::<FoundationDBBackup>(object)
-                .map(|backup| backup_url(&backup))
-                .unwrap_or_default();
             let have = self
                 .fdb
                 .blob_store()

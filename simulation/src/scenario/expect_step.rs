@@ -100,6 +100,9 @@ pub struct ResourceExpectation {
     /// Backups only: at least this many completed snapshots in its blob store URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshots: Option<u32>,
+    /// Backups only: whether the container at its blob store URL is encrypted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
 }
 
 impl ExpectStep {
@@ -130,6 +133,9 @@ impl ExpectStep {
                 }
                 if field == "restores" && expectation.snapshots.is_some() {
                     return Err((field, format!("{name}.snapshots applies to backups only")));
+                }
+                if field == "restores" && expectation.encrypted.is_some() {
+                    return Err((field, format!("{name}.encrypted applies to backups only")));
                 }
                 if expectation.exists == Some(false)
                     && (expectation.status.is_some() || expectation.snapshots.is_some())

@@ -24,11 +24,14 @@ pub fn backup_start(request: &BackupStart) -> Vec<String> {
     args
 }
 
-/// `fdbbackup modify -t <tag> [-d <url>] [-s <seconds>]`.
+/// `fdbbackup modify -t <tag> [-d <url> [--encryption-key-file <path>]] [-s <seconds>]`.
 pub fn backup_modify(request: &BackupModify) -> Vec<String> {
     let mut args = vec!["modify".to_owned(), "-t".to_owned(), request.tag.clone()];
     if let Some(url) = &request.url {
         args.extend(["-d".to_owned(), url.clone()]);
+        if let Some(path) = &request.encryption_key_path {
+            args.extend(["--encryption-key-file".to_owned(), path.clone()]);
+        }
     }
     if let Some(seconds) = request.snapshot_period_seconds {
         args.extend(["-s".to_owned(), seconds.to_string()]);
@@ -131,10 +134,22 @@ mod tests {
             tag: "default".into(),
             url: None,
             snapshot_period_seconds: Some(60),
+            encryption_key_path: Some("/keys/k".into()),
         };
+        // The key goes only with a new destination.
         assert_eq!(
             display("fdbbackup", &backup_modify(&modify)),
             "fdbbackup modify -t default -s 60"
+        );
+        let moved = BackupModify {
+            url: Some("blobstore://a@b:443/d?bucket=fdb-backups".into()),
+            snapshot_period_seconds: None,
+            ..modify
+        };
+        assert_eq!(
+            display("fdbbackup", &backup_modify(&moved)),
+            "fdbbackup modify -t default -d blobstore://a@b:443/d?bucket=fdb-backups \
+             --encryption-key-file /keys/k"
         );
         let restore = RestoreStart {
             url: "blobstore://a@b:443/c?bucket=fdb-backups".into(),
