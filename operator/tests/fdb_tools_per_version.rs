@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use fdb_operator::controller::context::AdminClientProvider;
-use fdb_operator::controller::providers::FdbcliAdminProvider;
+use fdb_operator::controller::production::providers::FdbcliAdminProvider;
 use fdb_operator::fdb::{AdminError, FdbTool, FdbTools};
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;

@@ -28,16 +28,16 @@ use serde_json::{Value, json};
 use crate::fdb::{ProcessLaunch, SimFdbSettings, SimulatedFdb};
 use crate::kube::{FakeApiServer, PatchType, ResourceKey};
 use fdb_operator::clock::Clock;
-use fdb_operator::controller::config_map::{expected_monitor_conf, sha256_hex};
 use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
-use fdb_operator::controller::desired::{ConfigHashes, desired_config_map, pod_options};
-use fdb_operator::controller::pod_model::{
+use fdb_operator::controller::model::config_map::{expected_monitor_conf, sha256_hex};
+use fdb_operator::controller::model::desired::{ConfigHashes, desired_config_map, pod_options};
+use fdb_operator::controller::model::pod::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, build_pod, build_pvc, expected_substitutions,
     pod_servers_per_pod,
 };
 use fdb_operator::controller::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts};
-use fdb_operator::controller::status_mutations::apply;
-use fdb_operator::controller::subreconcilers::add_process_groups::{AddGroupsDecision, decide};
+use fdb_operator::controller::status::mutations::apply;
+use fdb_operator::controller::steps::add_process_groups::{AddGroupsDecision, decide};
 use fdb_operator::fdb::{AdminClient, AdminError};
 
 /// The actor the fleet is written as.

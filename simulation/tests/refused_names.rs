@@ -11,7 +11,7 @@ use fdb_shared::sidecar::client::SidecarClientFactory;
 use kube::api::PostParams;
 
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
+use fdb_operator::controller::production::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use fdb_operator::controller::{Context, ReconcileError, run_pass};
 use fdb_shared::api::FoundationDBCluster;
 use fdb_simulation::kube::FakeApiServer;

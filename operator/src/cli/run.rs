@@ -13,13 +13,15 @@ use fdb_shared::sidecar::{SidecarClientFactory, SidecarClientTls};
 use crate::clock::SystemClock;
 use crate::controller::Context;
 use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector};
-use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
+use crate::controller::pass::requeue::RequeuePolicy;
+use crate::controller::production::leader::{
+    DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity,
+};
+use crate::controller::production::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use crate::controller::production::{
     DEFAULT_MAX_CONCURRENT_RECONCILES, RunError as ProductionRunError, RunOptions,
     run as run_controller,
 };
-use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
-use crate::controller::requeue::RequeuePolicy;
 use crate::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
 use crate::fdb::{FdbTools, TlsFiles};
 

@@ -1,11 +1,11 @@
-//! Which pods a change of `spec.buggify` deletes (see [`crate::controller::buggify`]):
+//! Which pods a change of `spec.buggify` deletes (see [`crate::controller::model::pod::buggify`]):
 //! the pods whose buggify state differs from the spec's, minus those that must wait (the
 //! database unavailable, a coordinator to move first). One decision, read by the step
 //! that deletes them and by the look-ahead of the steps that must act before.
 
 use kube::ResourceExt;
 
-use super::buggify::desired_state;
+use super::model::pod::buggify::desired_state;
 use super::removals::placement;
 use super::safety;
 use super::snapshot::{ClusterSnapshot, GroupView};

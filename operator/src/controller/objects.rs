@@ -4,7 +4,7 @@
 use fdb_shared::api::FoundationDBCluster;
 use kube::ResourceExt;
 
-use super::pod_head::PodParts;
+use super::snapshot::pod_head::PodParts;
 
 /// The process group ID a labelled object belongs to (first configured ID label).
 pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Option<String> {
@@ -56,7 +56,7 @@ pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a impl PodParts) -> O
             .meta()
             .annotations
             .as_ref()?
-            .get(crate::controller::pod_model::PUBLIC_IP_ANNOTATION)
+            .get(crate::controller::model::pod::PUBLIC_IP_ANNOTATION)
             .map(String::as_str)
             .filter(|ip| !ip.is_empty());
     }

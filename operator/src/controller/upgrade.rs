@@ -8,7 +8,7 @@
 //! `status.runningVersion` (the most common process version) differing from
 //! `spec.version` across a protocol boundary; staging is the sidecar image and the
 //! `last-applied-config-map` annotation (whose hash includes the staged binary while an
-//! upgrade is pending, see [`super::desired::desired_config_hash`]); the kill happened
+//! upgrade is pending, see [`super::model::desired::desired_config_hash`]); the kill happened
 //! when the processes report the new version. So every decision here can be taken again
 //! after an operator crash at any point.
 
@@ -22,22 +22,22 @@ use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
 use kube::ResourceExt;
 
-pub use super::version_change::{
+pub use super::versions::change::{
     VersionChange, pending_upgrade_target, staged_fdbserver, version_change,
 };
 
-use super::desired::ConfigHashes;
 use super::errors::StepError;
-#[cfg(test)]
-use super::incompatible_processes::decide_incompatible;
-use super::incompatible_processes::ip_of;
+use super::model::desired::ConfigHashes;
+use super::model::pod::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
 use super::objects::pod_is_running;
-use super::pod_head::PodHead;
-use super::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
-use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
+use super::snapshot::pod_head::PodHead;
+use super::snapshot::pod_spec_facts::SpecFacts;
 use super::snapshot::{ClusterSnapshot, GroupView};
-use super::upgrade_quorum::{QuorumKept, quorum_kept};
+#[cfg(test)]
+use super::versions::incompatible_processes::decide_incompatible;
+use super::versions::incompatible_processes::ip_of;
+use super::versions::quorum::{QuorumKept, quorum_kept};
 use crate::fdb::{ClientInfo, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
@@ -162,7 +162,7 @@ pub enum UpgradeWait {
         zone: String,
     },
     /// Coordinators kept out of the kill would hold the quorum on the old version: the
-    /// kill cannot bring the database back ([`super::upgrade_quorum`]).
+    /// kill cannot bring the database back ([`super::versions::quorum`]).
     #[error("{0}")]
     QuorumKept(#[from] QuorumKept),
     /// Process groups of the database on the old version (other operator instances')
@@ -382,11 +382,11 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
 /// its monitor conf, every live group's processes report, every process has been up
 /// `minimumUptimeSecondsForBounce` and the database is available, every process of the
 /// cluster is killed in one command, unless coordinators kept out of it would hold the
-/// old version's quorum ([`super::upgrade_quorum`]: then it is refused). After the kill the processes report the target, the
+/// old version's quorum ([`super::versions::quorum`]: then it is refused). After the kill the processes report the target, the
 /// running version follows and no upgrade is pending any more: an operator that crashed
 /// right after the kill does not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
-/// [`super::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
+/// [`super::versions::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
 /// of the database, whichever operator instance manages it.
 pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
@@ -459,7 +459,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
 /// brings it back), every live group's processes reporting (`missing` names those that
 /// do not), no zone in maintenance, `minimumUptimeSecondsForBounce` (unless processes
 /// already run the target: the versions are mixed until the kill), and a majority of
-/// the coordinators restarted with the others ([`super::upgrade_quorum`]).
+/// the coordinators restarted with the others ([`super::versions::quorum`]).
 fn kill_gates(
     snapshot: &ClusterSnapshot,
     missing: Vec<String>,

@@ -71,7 +71,7 @@ pub struct RunOptions {
     pub operator_disabled: bool,
     /// The operator's executor rules (mutation tests switch one off to prove a
     /// scenario catches it).
-    pub executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    pub executor_rules: fdb_operator::controller::pass::plan::ExecutorRules,
     /// Run the world without its own operator (`simulate --serve --external-operator`):
     /// the clock starts at the real current time, the steps may only set up the world
     /// and make user changes, and an operator outside reconciles through the served API.
@@ -172,7 +172,7 @@ pub struct Runner {
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
     /// The operator's executor rules ([`RunOptions::executor_rules`]).
-    executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    executor_rules: fdb_operator::controller::pass::plan::ExecutorRules,
     /// When the backup and restore controllers next run.
     resource_pass_due: Option<Timestamp>,
     /// When they last ran.

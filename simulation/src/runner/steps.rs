@@ -21,7 +21,7 @@ use fdb_operator::fdb::ClientInfo;
 use super::harness::{OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
 pub(super) use super::pass_judge::{PassEnd, judge_pass};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
-use fdb_operator::controller::pass_io::ObjectKind;
+use fdb_operator::controller::pass::io::ObjectKind;
 
 /// A `reconcile` step without `maxPasses` stops after this many passes...
 pub const RECONCILE_PASS_BUDGET: u64 = 500;
