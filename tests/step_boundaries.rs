@@ -36,6 +36,19 @@ fn is_test_file(name: &str) -> bool {
         || name == "fixtures.rs"
 }
 
+/// Where the file's test module starts (`#[cfg(test)]` then `mod`): a `#[cfg(test)]`
+/// item before it (a helper kept for the tests) is read as production, to stay strict.
+fn test_module_at(source: &str) -> Option<usize> {
+    source
+        .match_indices("#[cfg(test)]")
+        .map(|(at, _)| at)
+        .find(|at| {
+            let rest = source[at + "#[cfg(test)]".len()..].trim_start();
+            let rest = rest.strip_prefix("pub(crate) ").unwrap_or(rest);
+            rest.starts_with("mod ") || rest.starts_with("#[path")
+        })
+}
+
 /// Every production `.rs` file under `root`, by its path relative to `root`.
 fn production_files(root: &Path) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
@@ -46,7 +59,7 @@ fn production_files(root: &Path) -> BTreeMap<String, String> {
         }
         let relative = path.strip_prefix(root).unwrap();
         let source = std::fs::read_to_string(&path).unwrap();
-        let production = match source.find("#[cfg(test)]") {
+        let production = match test_module_at(&source) {
             Some(at) => source[..at].to_owned(),
             None => source,
         };

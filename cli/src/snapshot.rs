@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use fdb_operator::capture::{CaptureOptions, capture};
-use fdb_operator::controller::production::providers::FdbcliAdminProvider;
+use fdb_operator::controller::FdbcliAdminProvider;
 use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, TRACE_LOG_GROUP_ENV};
 use fdb_operator::fdb::{FdbTools, TlsFiles};
 use fdb_simulation::scenario::safe_write::check_output_dir;

@@ -28,16 +28,16 @@ use serde_json::{Value, json};
 use crate::fdb::{ProcessLaunch, SimFdbSettings, SimulatedFdb};
 use crate::kube::{FakeApiServer, PatchType, ResourceKey};
 use fdb_operator::clock::Clock;
-use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
-use fdb_operator::controller::model::config_map::{expected_monitor_conf, sha256_hex};
-use fdb_operator::controller::model::desired::{ConfigHashes, desired_config_map, pod_options};
-use fdb_operator::controller::model::pod::{
+use fdb_operator::controller::apply_status_mutations;
+use fdb_operator::controller::{AddGroupsDecision, decide_new_process_groups};
+use fdb_operator::controller::{AdminClientProvider, Context, SidecarProvider};
+use fdb_operator::controller::{ClusterSnapshot, DatabaseState, SnapshotParts};
+use fdb_operator::controller::{ConfigHashes, desired_config_map, pod_options};
+use fdb_operator::controller::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, build_pod, build_pvc, expected_substitutions,
     pod_servers_per_pod,
 };
-use fdb_operator::controller::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts};
-use fdb_operator::controller::status::mutations::apply;
-use fdb_operator::controller::steps::add_process_groups::{AddGroupsDecision, decide};
+use fdb_operator::controller::{expected_monitor_conf, sha256_hex};
 use fdb_operator::fdb::{AdminClient, AdminError};
 
 /// The actor the fleet is written as.
@@ -361,11 +361,12 @@ impl Fleet {
             database: DatabaseState::NotCreated,
             nodes: None,
         });
-        let AddGroupsDecision::Add(mutations) = decide(&snapshot) else {
+        let AddGroupsDecision::Add(mutations) = decide_new_process_groups(&snapshot) else {
             return Err(invalid("no process groups to add".to_owned()));
         };
         let mut status = cluster.status.clone().unwrap_or_default();
-        apply(&mut status, &mutations, clock.now()).map_err(|e| invalid(e.to_string()))?;
+        apply_status_mutations(&mut status, &mutations, clock.now())
+            .map_err(|e| invalid(e.to_string()))?;
         // Coordinators: the first three log groups (each pod on its own node).
         let coordinators: Vec<String> = status
             .process_groups

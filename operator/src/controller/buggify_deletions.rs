@@ -12,7 +12,7 @@ use super::snapshot::{ClusterSnapshot, GroupView};
 
 /// What a change of `spec.buggify` deletes this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BuggifyDecision {
+pub(crate) struct BuggifyDecision {
     /// `(group, pod)` to delete.
     pub delete: Vec<(String, String)>,
     /// Groups that wait, and why.
@@ -22,14 +22,14 @@ pub struct BuggifyDecision {
 }
 
 /// Whether the group's pod runs another buggify state than the spec asks for.
-pub fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     group
         .pod_facts()
         .is_some_and(|facts| facts.buggify != desired_state(snapshot.cluster(), group.id()))
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
     let mut decision = BuggifyDecision::default();
     let changed: Vec<GroupView<'_>> = snapshot
         .live_groups()

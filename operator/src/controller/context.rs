@@ -27,7 +27,7 @@ pub trait AdminClientProvider: Send + Sync {
 
     /// The tool of `version` this provider lacks, if any: a version whose tools the
     /// operator does not have cannot be read nor upgraded to (see
-    /// `controller/tool_choice.rs`). Providers that reach every version (the simulated
+    /// `controller/versions/tool_choice.rs`). Providers that reach every version (the simulated
     /// databases) have none missing.
     fn missing_tool(&self, _version: &FdbVersion) -> Option<MissingTool> {
         None

@@ -22,7 +22,7 @@ use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
 use kube::ResourceExt;
 
-pub use super::versions::change::{
+pub(crate) use super::versions::change::{
     VersionChange, pending_upgrade_target, staged_fdbserver, version_change,
 };
 
@@ -45,7 +45,7 @@ use crate::fdb::{ClientInfo, clients_without_support_for};
 /// with.
 ///
 /// A unified pod's sidecar-mode container runs the monitor image of that version.
-pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
+pub(crate) fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
     let version = match pending_upgrade_target(cluster) {
         Some(target) => target.to_string(),
         None => pod_version(cluster).to_owned(),
@@ -58,7 +58,7 @@ pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
 
 /// The main container image pods are built with now (the unified monitor image or the
 /// split main image of [`pod_version`]).
-pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
+pub(crate) fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
     let version = pod_version(cluster);
     match cluster.image_type() {
         ImageType::Unified => unified_image(&cluster.spec, version),
@@ -68,7 +68,7 @@ pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
 
 /// A connected client that does not support the upgrade's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockingClient {
+pub(crate) struct BlockingClient {
     /// Its address.
     pub address: String,
     /// Its log group.
@@ -94,7 +94,10 @@ impl std::fmt::Display for BlockingClient {
 /// `ignoreLogGroupsForUpgrade` and without the cluster's own fdbserver processes and pods
 /// (fdbserver processes connect to each other as clients; they are restarted by the
 /// upgrade, not left behind by it). Empty when the status was not read.
-pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<BlockingClient> {
+pub(crate) fn blocking_clients(
+    snapshot: &ClusterSnapshot,
+    target: &FdbVersion,
+) -> Vec<BlockingClient> {
     let Some(status) = snapshot.database_status() else {
         return Vec::new();
     };
@@ -136,7 +139,7 @@ pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<
 
 /// Why the cluster-wide kill of an upgrade must wait.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum UpgradeWait {
+pub(crate) enum UpgradeWait {
     /// A gate of [`super::safety`] refuses.
     #[error("{0}")]
     Unsafe(#[from] Refusal),
@@ -185,7 +188,7 @@ pub enum UpgradeWait {
 
 /// The decision of the upgrade's bounce.
 #[derive(Debug, Clone, PartialEq)]
-pub enum UpgradeBounce {
+pub(crate) enum UpgradeBounce {
     /// No incompatible upgrade is pending.
     NotUpgrading,
     /// The upgrade waits.
@@ -209,7 +212,7 @@ pub enum UpgradeBounce {
 
 /// What an instance brings to the pending-upgrade list before the kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Agreement {
+pub(crate) struct Agreement {
     /// Its lock ID.
     pub lock_id: String,
     /// Its process groups, all ready for the kill, sorted.
@@ -253,7 +256,7 @@ fn pod_not_ready(
 /// beside the new ones). A group being removed whose pod is gone, terminating or not
 /// running, or whose processes do not report to the database (the kill restarts only
 /// processes that report), is left out of the kill instead of holding it.
-pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
+pub(crate) fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
     if !group.is_marked_for_removal() {
         return true;
     }
@@ -269,7 +272,7 @@ pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
 /// the database has no quorum) would start on the target whenever it comes back, beside
 /// processes on the old version, and the kill that would end that mix needs the
 /// database. Unstaged, it comes back on the running version, joins, and is staged then.
-pub fn processes_report(group: &GroupView<'_>) -> bool {
+pub(crate) fn processes_report(group: &GroupView<'_>) -> bool {
     let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
     group.processes().count() >= expected
 }
@@ -303,7 +306,7 @@ fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
 /// They cannot join the database, which lists them in `incompatible_connections` (the
 /// only other binary their pod has is the target), not in its processes. Groups in
 /// status order, with the incompatible addresses on their pod's IP.
-pub fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>)> {
+pub(crate) fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>)> {
     let Some(status) = snapshot.database_status() else {
         return Vec::new();
     };
@@ -388,7 +391,7 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
 /// [`super::versions::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
 /// of the database, whichever operator instance manages it.
-pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
+pub(crate) fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
     let Some(target) = pending_upgrade_target(cluster) else {
         return Ok(UpgradeBounce::NotUpgrading);
@@ -515,7 +518,7 @@ fn status_group(process: &fdb_shared::status_json::ProcessStatus) -> Option<&str
 /// Checks the pending-upgrade list against the whole database: every process group with
 /// a process in `status` not on `target` yet (of any operator instance) must be in
 /// `agreed`. `Err` names the missing groups.
-pub fn check_agreement(
+pub(crate) fn check_agreement(
     status: &DatabaseStatus,
     target: &FdbVersion,
     agreed: &BTreeSet<String>,

@@ -15,7 +15,7 @@ use super::pod::{CompactPod, DecodeError};
 
 /// How many decoded pods [`DecodedPods`] keeps by default: a 1000-group cluster's
 /// passes that read every pod's spec decode nothing twice; at most about 32 MiB.
-pub const DECODED_PODS: usize = 1024;
+pub(crate) const DECODED_PODS: usize = 1024;
 
 /// A decoded pod and the compact pod it came from.
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 //! watches: with many clusters a scan per pass would grow with the whole fleet.
 //!
 //! Fed by the same watch events as the store, after the store applied them (see
-//! `cache.rs`); a lookup then reads the objects from the store by name, so an
+//! `cache/mod.rs`); a lookup then reads the objects from the store by name, so an
 //! object the index names but the store no longer has is simply skipped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -57,7 +57,7 @@ struct State {
 
 /// See the module documentation.
 #[derive(Debug, Default)]
-pub struct LabelIndex {
+pub(crate) struct LabelIndex {
     keys: Vec<String>,
     state: Mutex<State>,
 }
@@ -65,7 +65,7 @@ pub struct LabelIndex {
 impl LabelIndex {
     /// An index by these label keys; with none, it indexes nothing and every lookup
     /// says so (`None`).
-    pub fn new(keys: &[String]) -> Self {
+    pub(crate) fn new(keys: &[String]) -> Self {
         Self {
             keys: keys.to_vec(),
             state: Mutex::default(),
@@ -87,7 +87,7 @@ impl LabelIndex {
     }
 
     /// Applies one watch event.
-    pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
+    pub(crate) fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
         if self.keys.is_empty() {
             return;
         }
@@ -132,7 +132,7 @@ impl LabelIndex {
     /// The names of the objects in `namespace` whose labels include `labels`' values of
     /// the index's keys; `None` when the index cannot answer (no keys, or `labels` lacks
     /// one): the caller then scans.
-    pub fn names(
+    pub(crate) fn names(
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,

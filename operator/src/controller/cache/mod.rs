@@ -6,7 +6,7 @@
 //! managed fields, only the pod status a pass reads; pods in their compact form,
 //! [`self::pod`], with the facts the steps read from their specs, and decoded
 //! only for a step that asks for a pod's spec). A pass reads its cluster's objects from here instead of LISTing them (see
-//! `pass_io::PassIo`); in steady state a pass makes no LIST at all. Pods,
+//! `pass::io::PassIo`); in steady state a pass makes no LIST at all. Pods,
 //! PVCs and services are also indexed by namespace and selector key values
 //! ([`self::index`]), so a pass reads its own cluster's objects without scanning
 //! the other clusters'.
@@ -21,10 +21,10 @@
 //! reconciles a cluster when one of its objects changes ([`CacheStreams`]); the
 //! simulation drives them itself ([`ObjectCache::spawn`]).
 
-pub mod decoded_pods;
-pub mod index;
-pub mod pod;
-pub mod slim;
+pub(crate) mod decoded_pods;
+pub(crate) mod index;
+pub(crate) mod pod;
+pub(crate) mod slim;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,7 +46,7 @@ use super::object_kind::ObjectKind;
 use super::snapshot::pod::PodSource;
 
 /// How long a pass waits for the cache to show its own write before it LISTs instead.
-pub const OWN_WRITE_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const OWN_WRITE_WAIT: Duration = Duration::from_secs(10);
 
 /// The label keys every object of the cache carries (an "exists" requirement each);
 /// empty: every object of the watched namespaces.

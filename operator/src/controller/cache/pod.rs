@@ -138,7 +138,7 @@ impl kube::Resource for CompactPod {
 }
 
 /// A pods' watch event with its pod compacted.
-pub fn compact_event(event: watcher::Event<Pod>) -> watcher::Event<CompactPod> {
+pub(crate) fn compact_event(event: watcher::Event<Pod>) -> watcher::Event<CompactPod> {
     match event {
         watcher::Event::Apply(pod) => watcher::Event::Apply(CompactPod::new(pod)),
         watcher::Event::Delete(pod) => watcher::Event::Delete(CompactPod::new(pod)),

@@ -17,7 +17,7 @@
 //!
 //! Pod specs, labels and annotations are kept whole: pods are compared with their
 //! desired spec field by field (`pod_model::equivalence`, `replace_only`). The pods'
-//! cache then keeps each slimmed pod compact, its spec as JSON (`cache_pod.rs`),
+//! cache then keeps each slimmed pod compact, its spec as JSON (`cache/pod.rs`),
 //! and passes read it decoded. A field a pass starts reading must be kept here; the
 //! tests below hold the read helpers and every step's decision to the same answers on
 //! pods as listed and as a pass reads them from the cache.
@@ -70,7 +70,7 @@ pub fn slim_pod(pod: &mut Pod) {
 }
 
 /// A PVC as its cache keeps it: metadata (without managed fields), spec and phase.
-pub fn slim_pvc(pvc: &mut PersistentVolumeClaim) {
+pub(crate) fn slim_pvc(pvc: &mut PersistentVolumeClaim) {
     slim_metadata(&mut pvc.metadata);
     pvc.status = pvc
         .status
@@ -83,12 +83,12 @@ pub fn slim_pvc(pvc: &mut PersistentVolumeClaim) {
 }
 
 /// A service as its cache keeps it (without managed fields).
-pub fn slim_service(service: &mut Service) {
+pub(crate) fn slim_service(service: &mut Service) {
     slim_metadata(&mut service.metadata);
 }
 
 /// A ConfigMap as its cache keeps it (without managed fields).
-pub fn slim_config_map(config_map: &mut ConfigMap) {
+pub(crate) fn slim_config_map(config_map: &mut ConfigMap) {
     slim_metadata(&mut config_map.metadata);
 }
 

@@ -10,7 +10,7 @@ use super::{CoordinatorCandidate, coordinator_address};
 
 /// Why candidates could not all be examined.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CandidateGaps {
+pub(crate) struct CandidateGaps {
     /// Stateful groups without a pod, or whose pod is not scheduled (or has no IP when
     /// IPs are used).
     pub waiting: Vec<String>,
@@ -19,7 +19,7 @@ pub struct CandidateGaps {
 /// The coordinator candidates of a cluster from its live stateful process groups and
 /// their pods, skipping groups for which `unusable` says so; groups whose pod cannot be
 /// placed yet are listed in the gaps.
-pub fn coordinator_candidates(
+pub(crate) fn coordinator_candidates(
     snapshot: &ClusterSnapshot,
     current: &[String],
     unusable: &dyn Fn(&GroupView<'_>) -> bool,

@@ -1,5 +1,5 @@
 //! Whether the coordinators must change, and to which (the decision of the step that
-//! changes them, `subreconcilers/change_coordinators.rs`, and of the exclusions that wait
+//! changes them, `steps/change_coordinators/mod.rs`, and of the exclusions that wait
 //! for it): when a current coordinator is unreachable, excluded, under
 //! maintenance, marked for removal, not a live stateful process group or of a class
 //! `coordinatorSelection` does not name, when two share a
@@ -36,7 +36,7 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// What to do about the coordinators.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CoordinatorAction {
+pub(crate) enum CoordinatorAction {
     /// They are fine.
     None,
     /// Something is wrong but cannot be fixed now.
@@ -421,7 +421,7 @@ fn choose(
 /// Decides from the snapshot (nothing before the database is configured); the pods
 /// about to be deleted come from the pass's one forecast
 /// ([`upcoming`], under the configured replace policy).
-pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorAction {
+pub(crate) fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> CoordinatorAction {
     let status = snapshot.status();
     if !status.configured || status.connection_string.is_none() {
         return CoordinatorAction::None;

@@ -3,9 +3,9 @@
 //! distinct zone, never excluded or marked for removal, higher `coordinatorSelection`
 //! priority first.
 
-pub mod candidates;
-pub mod change;
-pub mod room;
+pub(crate) mod candidates;
+pub(crate) mod change;
+pub(crate) mod room;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,13 +14,13 @@ use fdb_shared::api::cluster::CoordinatorSelectionSetting;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 
 /// The port of the first process of a pod (4501; 4500 with TLS).
-pub fn first_process_port(tls: bool) -> u16 {
+pub(crate) fn first_process_port(tls: bool) -> u16 {
     if tls { 4500 } else { 4501 }
 }
 
 /// A process group that could host a coordinator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CoordinatorCandidate {
+pub(crate) struct CoordinatorCandidate {
     /// The process group ID.
     pub process_group_id: String,
     /// Its class.
@@ -44,7 +44,7 @@ pub struct CoordinatorCandidate {
 /// Not enough distinct zones to place the coordinators.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{wanted} coordinators need {wanted} zones, but eligible process groups span only {zones}")]
-pub struct NotEnoughZones {
+pub(crate) struct NotEnoughZones {
     /// Coordinators wanted.
     pub wanted: usize,
     /// Distinct zones among the eligible candidates.
@@ -57,7 +57,7 @@ pub struct NotEnoughZones {
 #[error(
     "{wanted} coordinators need distinct zones and at most {per_hall} per data hall, but the eligible process groups allow only {possible} ({halls} data halls; {without_hall} groups report no data_hall locality)"
 )]
-pub struct NotEnoughHalls {
+pub(crate) struct NotEnoughHalls {
     /// Coordinators wanted.
     pub wanted: usize,
     /// Most coordinators one hall may hold.
@@ -76,7 +76,7 @@ pub struct NotEnoughHalls {
 #[error(
     "{wanted} coordinators need distinct zones and at most {per_dc} per datacenter ({datacenters} datacenters in the regions), but the eligible process groups do not allow it"
 )]
-pub struct NotEnoughDatacenters {
+pub(crate) struct NotEnoughDatacenters {
     /// Coordinators wanted.
     pub wanted: usize,
     /// Most coordinators one datacenter may hold.
@@ -87,7 +87,7 @@ pub struct NotEnoughDatacenters {
 
 /// Why no coordinators could be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CoordinatorChoiceError {
+pub(crate) enum CoordinatorChoiceError {
     /// Not enough zones.
     #[error(transparent)]
     Zones(#[from] NotEnoughZones),
@@ -103,7 +103,7 @@ pub enum CoordinatorChoiceError {
 /// regions (main datacenters and satellites), 0 with one usable region: then the
 /// coordinators are spread over the datacenters the candidates span, as far as they can
 /// be (the Go operator's hard limit per `dcid` also applies only with two regions).
-pub fn configured_datacenters(spec: &fdb_shared::api::FoundationDBClusterSpec) -> usize {
+pub(crate) fn configured_datacenters(spec: &fdb_shared::api::FoundationDBClusterSpec) -> usize {
     if spec.usable_regions() <= 1 {
         return 0;
     }
@@ -120,7 +120,7 @@ pub fn configured_datacenters(spec: &fdb_shared::api::FoundationDBClusterSpec) -
 /// The most coordinators of `count` one datacenter may hold with `configured`
 /// datacenters in the regions ([`configured_datacenters`]) and the candidates': `count`
 /// divided by the larger number, rounded up; `None` within one datacenter.
-pub fn dc_limit(
+pub(crate) fn dc_limit(
     candidates: &[CoordinatorCandidate],
     count: usize,
     configured: usize,
@@ -132,12 +132,15 @@ pub fn dc_limit(
 
 /// Most coordinators one data hall may hold in three_data_hall: a third of them (3 of
 /// 9, as the Go operator's hard limit), so losing a hall leaves a majority.
-pub fn coordinators_per_hall(count: usize) -> usize {
+pub(crate) fn coordinators_per_hall(count: usize) -> usize {
     count.div_ceil(3).max(1)
 }
 
 /// The class priority, `None` for classes that may not host coordinators.
-pub fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -> Option<i32> {
+pub(crate) fn priority(
+    settings: &[CoordinatorSelectionSetting],
+    class: ProcessClass,
+) -> Option<i32> {
     if !class.may_host_coordinators() {
         return None;
     }
@@ -150,7 +153,7 @@ pub fn priority(settings: &[CoordinatorSelectionSetting], class: ProcessClass) -
 /// At most this many of `count` coordinators in one datacenter when the candidates span
 /// several (`count` divided by the datacenters, rounded up: 3 of 9 across 3), so the
 /// loss of one datacenter leaves a majority; `None` within one datacenter.
-pub fn per_dc_limit(candidates: &[CoordinatorCandidate], count: usize) -> Option<usize> {
+pub(crate) fn per_dc_limit(candidates: &[CoordinatorCandidate], count: usize) -> Option<usize> {
     let dcs: BTreeSet<&str> = candidates.iter().filter_map(|c| c.dc.as_deref()).collect();
     (dcs.len() > 1).then(|| count.div_ceil(dcs.len()))
 }
@@ -161,7 +164,7 @@ pub fn per_dc_limit(candidates: &[CoordinatorCandidate], count: usize) -> Option
 /// maintenance or marked for removal. While a datacenter is lost the spread cannot be
 /// had: distinct zones alone then (coordinators that answer beat a spread that cannot
 /// be made); the spread comes back once the datacenter does.
-pub fn select_coordinators(
+pub(crate) fn select_coordinators(
     candidates: &[CoordinatorCandidate],
     settings: &[CoordinatorSelectionSetting],
     count: usize,
@@ -215,7 +218,7 @@ fn select_within(
 /// when the datacenters up cannot hold their share (one lost, or its groups marked for
 /// removal) no coordinators are chosen rather than a majority in one datacenter, whose
 /// loss would then take the database down.
-pub fn select_coordinators_spread(
+pub(crate) fn select_coordinators_spread(
     candidates: &[CoordinatorCandidate],
     settings: &[CoordinatorSelectionSetting],
     count: usize,
@@ -303,7 +306,7 @@ fn ranked<'a>(
 /// the Go operator does. Excluded processes, processes under maintenance and those
 /// without a zone or instance ID are left out. `dns` writes their addresses with their
 /// DNS name locality (`useDNSInClusterFile`).
-pub fn database_candidates(
+pub(crate) fn database_candidates(
     db: &fdb_shared::status_json::DatabaseStatus,
     ours: &BTreeSet<String>,
     current: &[String],
@@ -353,7 +356,7 @@ pub fn database_candidates(
 /// The address a coordinator on `pod_name` is written with: its DNS name through the
 /// headless Service with `useDNSInClusterFile` (the default), else its pod IP (`None`
 /// while the pod has none).
-pub fn coordinator_address(
+pub(crate) fn coordinator_address(
     cluster: &FoundationDBCluster,
     pod_name: &str,
     pod_ip: Option<&str>,

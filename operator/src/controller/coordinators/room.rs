@@ -18,7 +18,7 @@ use super::candidates::coordinator_candidates;
 /// now: the reachable candidates besides it span fewer zones than the coordinators
 /// wanted. Only for one usable region (several regions draw coordinators from the
 /// other clusters too, which this snapshot does not hold).
-pub fn coordinator_cannot_move(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn coordinator_cannot_move(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     let spec = &snapshot.cluster().spec;
     if spec.usable_regions() > 1 || hosted_coordinator(snapshot, group).is_none() {
         return false;

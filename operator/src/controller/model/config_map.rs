@@ -7,31 +7,30 @@ use std::collections::{BTreeMap, BTreeSet};
 use fdb_shared::api::cluster::ImageType;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use fdb_shared::cluster_math::desired_process_counts;
-use fdb_shared::monitor_conf::render::{
-    MonitorConfParams, class_custom_parameters, monitor_conf_key, render_monitor_conf,
-};
+use fdb_shared::monitor_conf::render::{MonitorConfParams, monitor_conf_key, render_monitor_conf};
 use fdb_shared::monitor_conf::substitute::substitute;
 use fdb_shared::validation::config_map_size::{CONFIG_MAP_SIZE_LIMIT, config_map_data_size};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-pub use super::pod::sha256_hex;
+pub(crate) use super::pod::sha256_hex;
 use super::pod::{
     ClusterIdentity, cluster_labels, merged_labels, running_version, servers_per_pod,
 };
 
 // The pod model mounts these keys; the ConfigMap is built from the pod model, so they
 // live on its side (no import circle) and are re-exported here.
-pub use super::pod::volumes::{
+pub(crate) use super::pod::volumes::{
     CA_FILE_KEY, CLUSTER_FILE_KEY, RUNNING_VERSION_KEY, config_map_name,
 };
 
-pub use super::config_map_error::ConfigMapError;
+pub(crate) use super::config_map_error::ConfigMapError;
 
 /// The custom parameters of a class: `processes.<class>.customParameters` when the class
 /// sets any, else `processes.general.customParameters`.
-pub fn custom_parameters(cluster: &FoundationDBCluster, class: ProcessClass) -> Vec<String> {
-    class_custom_parameters(&cluster.spec, class).to_vec()
+#[cfg(test)]
+pub(crate) fn custom_parameters(cluster: &FoundationDBCluster, class: ProcessClass) -> Vec<String> {
+    fdb_shared::monitor_conf::render::class_custom_parameters(&cluster.spec, class).to_vec()
 }
 
 fn render_template(
@@ -49,12 +48,12 @@ fn render_template(
     render_monitor_conf(&params).map_err(|source| ConfigMapError::Render { class, source })
 }
 
-pub use super::process_config::listens_on_both;
+pub(crate) use super::process_config::listens_on_both;
 
 /// The monitor conf template of a class at `servers` per pod (the ConfigMap key a pod of
 /// that density mounts), whether or not the connection string is known yet — the
 /// ConfigMap holds it only once it is. Empty with `buggify.emptyMonitorConf`.
-pub fn monitor_conf_template(
+pub(crate) fn monitor_conf_template(
     cluster: &FoundationDBCluster,
     class: ProcessClass,
     servers: u32,
@@ -78,7 +77,7 @@ pub fn expected_monitor_conf(
 
 /// Hash of a pod's dynamic configuration, for `foundationdb.org/last-applied-config-map`:
 /// SHA-256 hex over the cluster file, a NUL separator and the monitor conf.
-pub fn dynamic_conf_hash(cluster_file: &str, monitor_conf: &str) -> String {
+pub(crate) fn dynamic_conf_hash(cluster_file: &str, monitor_conf: &str) -> String {
     let mut bytes = Vec::with_capacity(cluster_file.len() + monitor_conf.len() + 1);
     bytes.extend_from_slice(cluster_file.as_bytes());
     bytes.push(0);
@@ -90,7 +89,9 @@ pub fn dynamic_conf_hash(cluster_file: &str, monitor_conf: &str) -> String {
 /// class with desired process groups or with groups in the status (pods of a class being
 /// removed still mount their key), at the spec's density and at every density still in
 /// use according to `status.storageServersPerDisk` / `status.logServersPerDisk`.
-pub fn monitor_conf_keys(cluster: &FoundationDBCluster) -> BTreeMap<String, (ProcessClass, u32)> {
+pub(crate) fn monitor_conf_keys(
+    cluster: &FoundationDBCluster,
+) -> BTreeMap<String, (ProcessClass, u32)> {
     let mut classes: BTreeSet<ProcessClass> = desired_process_counts(&cluster.spec)
         .positive()
         .into_keys()
@@ -132,7 +133,7 @@ pub fn monitor_conf_keys(cluster: &FoundationDBCluster) -> BTreeMap<String, (Pro
 /// with a wrong cluster file); `running_version`: default `status.runningVersion`, else
 /// `spec.version`. `spec.configMap` data, labels and annotations are merged in; the
 /// operator's keys and labels win on conflicts.
-pub fn build_config_map(
+pub(crate) fn build_config_map(
     cluster: &FoundationDBCluster,
     connection_string: Option<&str>,
     running_version_override: Option<&str>,

@@ -33,7 +33,7 @@ pub fn pod_options(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) ->
 ///
 /// For a unified pod (`image_type`), the monitor conf is the class's process
 /// configuration JSON, whatever the density.
-pub fn desired_config_hash(
+pub(crate) fn desired_config_hash(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
     servers: u32,
@@ -71,7 +71,7 @@ pub fn desired_config_hash(
 /// `is_present/bin/<target>/fdbserver`), so a pod confirmed before the upgrade is asked
 /// again and stays IncorrectConfigMap until its sidecar has staged the binary. Outside an
 /// upgrade the hash is unchanged.
-pub fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> String {
+pub(crate) fn upgrade_staging_hash(cluster: &FoundationDBCluster, hash: String) -> String {
     match super::super::versions::change::pending_upgrade_target(cluster) {
         Some(target) => {
             let staged = super::super::versions::change::staged_fdbserver(&target);
@@ -113,7 +113,7 @@ impl ConfigHashes {
 /// was emptied): a kubelet refuses a ConfigMap version missing a key a pod mounts, so
 /// dropping it would freeze those pods' configuration until they are replaced. The
 /// pods are given by their [`SpecFacts`] (their ConfigMap mounts).
-pub fn desired_config_map_for<'a>(
+pub(crate) fn desired_config_map_for<'a>(
     cluster: &FoundationDBCluster,
     live_config_map: Option<&ConfigMap>,
     live_pods: impl IntoIterator<Item = &'a SpecFacts>,

@@ -90,7 +90,7 @@ impl DesiredObjects {
 }
 
 /// A fingerprint of what the desired objects depend on besides the group.
-pub fn fingerprint(cluster: &FoundationDBCluster) -> u64 {
+pub(crate) fn fingerprint(cluster: &FoundationDBCluster) -> u64 {
     let mut hasher = DefaultHasher::new();
     let meta = &cluster.metadata;
     (

@@ -2,13 +2,13 @@
 //! `<cluster>-config` ConfigMap and process configuration, what a difference between live
 //! and desired objects asks for, and the quantities and template policies they use.
 
-pub mod config_map;
-pub mod config_map_error;
-pub mod desired;
-pub mod desired_memo;
-pub mod pod;
-pub mod pod_template_policy;
-pub mod process_config;
-pub mod process_groups;
-pub mod quantity;
-pub mod replace_only;
+pub(crate) mod config_map;
+pub(crate) mod config_map_error;
+pub(crate) mod desired;
+pub(crate) mod desired_memo;
+pub(crate) mod pod;
+pub(crate) mod pod_template_policy;
+pub(crate) mod process_config;
+pub(crate) mod process_groups;
+pub(crate) mod quantity;
+pub(crate) mod replace_only;

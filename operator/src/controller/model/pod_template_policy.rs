@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, Volume};
 
 /// Volume sources a restricted template may use without `--allowed-volume-sources`:
 /// the kinds that read only what the namespace already holds or keep data in the pod.
-pub const DEFAULT_ALLOWED_VOLUME_SOURCES: [&str; 6] = [
+pub(crate) const DEFAULT_ALLOWED_VOLUME_SOURCES: [&str; 6] = [
     "configMap",
     "secret",
     "emptyDir",

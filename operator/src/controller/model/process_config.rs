@@ -19,7 +19,7 @@ use super::config_map_error::ConfigMapError;
 
 /// The pod models the ConfigMap serves: the spec's, and every one the status says pods
 /// still run.
-pub fn image_types_in_use(cluster: &FoundationDBCluster) -> BTreeSet<ImageType> {
+pub(crate) fn image_types_in_use(cluster: &FoundationDBCluster) -> BTreeSet<ImageType> {
     let mut types = BTreeSet::from([cluster.image_type()]);
     for name in cluster
         .status
@@ -51,7 +51,7 @@ pub fn desired_process_configuration(
 }
 
 /// The JSON keys the ConfigMap must hold, one per class of `classes`.
-pub fn process_config_entries(
+pub(crate) fn process_config_entries(
     cluster: &FoundationDBCluster,
     classes: impl IntoIterator<Item = ProcessClass>,
     has_connection_string: bool,
@@ -71,7 +71,7 @@ pub fn process_config_entries(
 /// Whether the processes must listen on a TLS and a non-TLS address at once: TLS is
 /// being turned on or off and the coordinators have not all moved to the spec's kind
 /// (`status.requiredAddresses` holds both).
-pub fn listens_on_both(cluster: &FoundationDBCluster) -> bool {
+pub(crate) fn listens_on_both(cluster: &FoundationDBCluster) -> bool {
     cluster
         .status
         .as_ref()

@@ -3,7 +3,7 @@
 
 /// Why a quantity cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuantityError {
+pub(crate) enum QuantityError {
     /// The text is not a number with a known suffix.
     #[error("{0:?} is not a Kubernetes quantity")]
     Invalid(String),
@@ -35,7 +35,7 @@ fn multiplier(suffix: &str) -> Option<f64> {
 }
 
 /// The value of a quantity in base units (cores, bytes).
-pub fn parse_quantity(text: &str) -> Result<f64, QuantityError> {
+pub(crate) fn parse_quantity(text: &str) -> Result<f64, QuantityError> {
     let invalid = || QuantityError::Invalid(text.to_owned());
     let trimmed = text.trim();
     // The number ends where the suffix starts; `e`/`E` followed by a digit or sign is an

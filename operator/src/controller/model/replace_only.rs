@@ -39,7 +39,7 @@ pub struct ReplacePolicy {
 
 /// A change that needs a new process group.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplaceOnlyChange {
+pub(crate) enum ReplaceOnlyChange {
     /// The ID does not have the current `processGroupIDPrefix`.
     ProcessGroupIdPrefix {
         /// The ID the group would have now.
@@ -205,7 +205,7 @@ fn file_security_context_changed(desired: &PodSpec, live: &PodSpec) -> bool {
 /// The first change of `group` that needs a new process group, if any (checked in the
 /// order of [`ReplaceOnlyChange`]). Objects being deleted are not judged: they are going
 /// anyway.
-pub fn replace_only_change(
+pub(crate) fn replace_only_change(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
     policy: ReplacePolicy,

@@ -33,7 +33,7 @@ use super::plan::{Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, Wait
 
 /// What the shared rules say about one action, before the lock.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// It may run (after taking the lock, when `lock` is set).
     Go {
         /// The lock to take first (locks in use, not yet held this pass).
@@ -45,7 +45,7 @@ pub enum Admission {
 
 /// The rules for `planned`, as the `earlier` actions of its own plan leave the pass
 /// (`facts`): pure, so each rule is tested once, on plans.
-pub fn admit(
+pub(crate) fn admit(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,
     planned: &Planned,
@@ -80,7 +80,7 @@ pub fn admit(
 /// What the actions of the running plan did so far: a plan's deletions are one
 /// disruption, and its recovery-causing actions one recovery.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PlanProgress {
+pub(crate) struct PlanProgress {
     /// An action of this plan disrupted.
     pub disrupted: bool,
     /// An action of this plan caused a recovery.
@@ -132,7 +132,7 @@ fn refused(prefix: &str, refusal: &Refusal) -> Wait {
 /// The wait a shared rule would end `plan` with before any of its actions ran, if one
 /// refuses an action of it: for a step that must know before it commits to something
 /// the plan depends on (the upgrade's pending-upgrade list before its kill).
-pub fn refused_before_start(
+pub(crate) fn refused_before_start(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,
     plan: &Plan,
@@ -147,7 +147,7 @@ pub fn refused_before_start(
 }
 
 /// Runs `verdict` of a step with `barrier`: see the module documentation.
-pub async fn execute(
+pub(crate) async fn execute(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,

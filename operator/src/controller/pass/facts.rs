@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-pub use super::super::context::ExecutorRules;
+pub(crate) use super::super::context::ExecutorRules;
 use super::super::model::replace_only::ReplacePolicy;
 use super::super::pod_agent::config_query::PodConfigResult;
 use super::super::safety::restart_sync::RestartLists;
@@ -24,9 +24,9 @@ use super::super::versions::retries::KillRecord;
 use crate::fdb::MissingTool;
 
 /// Groups whose pods are about to be deleted while they host a coordinator, and why
-/// (the forecast of `forecast.rs`).
+/// (the forecast of `pass/forecast.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpcomingDeletions {
+pub(crate) struct UpcomingDeletions {
     /// The groups (none of them may keep a coordinator).
     pub groups: BTreeSet<String>,
     /// Which step deletes them, and why.
@@ -35,7 +35,7 @@ pub struct UpcomingDeletions {
 
 /// What the pass knows besides its snapshot: see the module documentation.
 #[derive(Debug, Default)]
-pub struct PassFacts {
+pub(crate) struct PassFacts {
     /// What the pass starts from.
     pub settings: PassSettings,
     /// What the operator remembers of the cluster between passes.
@@ -52,7 +52,7 @@ pub struct PassFacts {
 
 /// What a pass starts from: set by the driver, read by the steps.
 #[derive(Debug, Default, Clone)]
-pub struct PassSettings {
+pub(crate) struct PassSettings {
     /// Which changes ReplaceMisconfiguredPods owns (`--replace-on-security-context-change`).
     pub replace_policy: ReplacePolicy,
     /// The operator's wait for the database (`--database-wait`), which waits after a
@@ -67,7 +67,7 @@ pub struct PassSettings {
 /// What the operator remembers of the cluster between passes: read by the driver at the
 /// start of the pass, kept up to date by the executor's bookkeeping actions.
 #[derive(Debug, Default, Clone)]
-pub struct Remembered {
+pub(crate) struct Remembered {
     /// This instance killed every process for an upgrade and has not cleared the
     /// pending-upgrade list since.
     pub upgrade_cleanup_pending: bool,
@@ -78,7 +78,7 @@ pub struct Remembered {
 /// What the executor did so far this pass: what its shared rules (one disruption,
 /// pacing, the lock) and the upgrade's lone kill read.
 #[derive(Debug, Default, Clone)]
-pub struct PassRecord {
+pub(crate) struct PassRecord {
     /// Pods this pass deleted, in order.
     pub deleted_pods: Vec<String>,
     /// The global lock was taken (or confirmed) this pass.
@@ -95,7 +95,7 @@ pub struct PassRecord {
 /// What the executor's query actions learned (`AskPodAgents`, `JoinPendingUpgrades`,
 /// `SyncRestartLists`, `SyncExclusionLists`), for the `conclude` of the step that asked.
 #[derive(Debug, Default, Clone)]
-pub struct Answers {
+pub(crate) struct Answers {
     /// The answers of the last `AskPodAgents`, one per candidate, until the step that
     /// asked takes them.
     pub pod_config_answers: Option<Vec<PodConfigResult>>,
@@ -111,10 +111,10 @@ pub struct Answers {
 }
 
 /// The pass's look-ahead, per snapshot version: filled by the steps' `look_ahead` (see
-/// `subreconcilers/mod.rs`) before their pure `decide`, which reads it, or computes the
+/// `steps/mod.rs`) before their pure `decide`, which reads it, or computes the
 /// same value itself when it was not filled for this snapshot (a test calling `decide`).
 #[derive(Debug, Default, Clone)]
-pub struct LookAhead {
+pub(crate) struct LookAhead {
     /// The forecast of pod deletions, for the snapshot version it was built from.
     upcoming: Option<(u64, Option<UpcomingDeletions>)>,
     /// UpdateStatus's decision, for the snapshot version it was made from.
@@ -123,7 +123,10 @@ pub struct LookAhead {
 
 impl LookAhead {
     /// The forecast of pod deletions for `snapshot`, when it was filled for its version.
-    pub fn upcoming(&self, snapshot: &ClusterSnapshot) -> Option<&Option<UpcomingDeletions>> {
+    pub(crate) fn upcoming(
+        &self,
+        snapshot: &ClusterSnapshot,
+    ) -> Option<&Option<UpcomingDeletions>> {
         self.upcoming
             .as_ref()
             .filter(|(version, _)| *version == snapshot.version())
@@ -132,7 +135,7 @@ impl LookAhead {
 
     /// Keeps the forecast of pod deletions for `snapshot`, made by `forecast` unless it
     /// was made for its version already.
-    pub fn fill_upcoming(
+    pub(crate) fn fill_upcoming(
         &mut self,
         snapshot: &ClusterSnapshot,
         forecast: impl FnOnce() -> Option<UpcomingDeletions>,
@@ -143,7 +146,7 @@ impl LookAhead {
     }
 
     /// UpdateStatus's decision for `snapshot`, when it was made for its version.
-    pub fn status(&self, snapshot: &ClusterSnapshot) -> Option<&StatusDecision> {
+    pub(crate) fn status(&self, snapshot: &ClusterSnapshot) -> Option<&StatusDecision> {
         self.status
             .as_ref()
             .filter(|(version, _)| *version == snapshot.version())
@@ -153,7 +156,7 @@ impl LookAhead {
     /// Keeps UpdateStatus's decision for `snapshot`, made by `decide` unless it was made
     /// for its version already (the last UpdateStatus of a pass that changed nothing
     /// reuses the first's).
-    pub fn fill_status<E>(
+    pub(crate) fn fill_status<E>(
         &mut self,
         snapshot: &ClusterSnapshot,
         decide: impl FnOnce() -> Result<StatusDecision, E>,
@@ -167,7 +170,7 @@ impl LookAhead {
 
 impl PassFacts {
     /// The facts at the start of a pass under `policy`.
-    pub fn new(replace_policy: ReplacePolicy) -> Self {
+    pub(crate) fn new(replace_policy: ReplacePolicy) -> Self {
         Self {
             settings: PassSettings {
                 replace_policy,

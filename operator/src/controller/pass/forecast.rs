@@ -13,11 +13,11 @@ use super::super::snapshot::ClusterSnapshot;
 use super::super::versions::incompatible_processes::decide_incompatible;
 use super::plan::PassFacts;
 
-pub use super::plan::UpcomingDeletions;
+pub(crate) use super::plan::UpcomingDeletions;
 
 /// The forecast for `snapshot`: the pass's look-ahead when [`fill`] made it for this
 /// snapshot version, else made now (the same value: the forecast is pure).
-pub fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
+pub(crate) fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<UpcomingDeletions> {
     match facts.look_ahead.upcoming(snapshot) {
         Some(known) => known.clone(),
         None => upcoming_pod_deletions(snapshot, facts.settings.replace_policy),
@@ -26,7 +26,7 @@ pub fn upcoming(facts: &PassFacts, snapshot: &ClusterSnapshot) -> Option<Upcomin
 
 /// Makes the forecast for `snapshot` into the pass's look-ahead, once per snapshot
 /// version, before the `decide` of a step that reads it.
-pub fn fill(facts: &mut PassFacts, snapshot: &ClusterSnapshot) {
+pub(crate) fn fill(facts: &mut PassFacts, snapshot: &ClusterSnapshot) {
     let policy = facts.settings.replace_policy;
     facts
         .look_ahead
@@ -35,7 +35,7 @@ pub fn fill(facts: &mut PassFacts, snapshot: &ClusterSnapshot) {
 
 /// The forecast for `snapshot` under `policy` (`None`: no deletion waits on the
 /// coordinators).
-pub fn upcoming_pod_deletions(
+pub(crate) fn upcoming_pod_deletions(
     snapshot: &ClusterSnapshot,
     policy: ReplacePolicy,
 ) -> Option<UpcomingDeletions> {

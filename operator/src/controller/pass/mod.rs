@@ -2,12 +2,12 @@
 //! the plan vocabulary, the pass's state, facts and I/O, the look-ahead of pod deletions,
 //! and when a cluster is looked at again.
 
-pub mod driver;
-pub mod executor;
-pub mod facts;
-pub mod forecast;
-pub mod io;
-pub mod outcome;
-pub mod plan;
-pub mod requeue;
-pub mod state;
+pub(crate) mod driver;
+pub(crate) mod executor;
+pub(crate) mod facts;
+pub(crate) mod forecast;
+pub(crate) mod io;
+pub(crate) mod outcome;
+pub(crate) mod plan;
+pub(crate) mod requeue;
+pub(crate) mod state;

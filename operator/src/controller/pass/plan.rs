@@ -17,12 +17,12 @@ use super::super::pod_agent::config_query::PodConfigQuery;
 use super::super::safety::LockedAction;
 use super::super::status::StatusDecision;
 use super::super::status::mutations::StatusMutation;
-pub use super::facts::{PassFacts, UpcomingDeletions};
+pub(crate) use super::facts::{PassFacts, UpcomingDeletions};
 use crate::fdb::ExclusionTarget;
 
 /// What a wait waits on: the requeue delay follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitOn {
+pub(crate) enum WaitOn {
     /// Kubernetes (pods scheduled, started, terminated).
     Kubernetes,
     /// Kubernetes, for something that takes longer than a pod starting (nodes in more
@@ -40,7 +40,7 @@ pub enum WaitOn {
 /// (`Subreconciler::barrier`, which every step must state), read by the executor through
 /// [`Barrier::ends_pass`] and nowhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Barrier {
+pub(crate) enum Barrier {
     /// The steps after it read what it writes (status, lock settings, ConfigMap,
     /// objects, connection string, pod configs, configuration), or must not add to what
     /// it takes down (restarts, pod updates): a wait of it ends the pass, unless the wait
@@ -54,14 +54,14 @@ pub enum Barrier {
 
 impl Barrier {
     /// Whether `wait` of a step with this barrier ends the pass.
-    pub fn ends_pass(self, wait: &Wait) -> bool {
+    pub(crate) fn ends_pass(self, wait: &Wait) -> bool {
         self == Self::Holds && !wait.goes_on
     }
 }
 
 /// A step that cannot act now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Wait {
+pub(crate) struct Wait {
     /// Why, in words a user understands.
     pub reason: String,
     /// What it waits on (when to look again).
@@ -73,7 +73,7 @@ pub struct Wait {
 
 impl Wait {
     /// A wait on `waits_on` because of `reason`.
-    pub fn new(waits_on: WaitOn, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(waits_on: WaitOn, reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
             waits_on,
@@ -82,7 +82,7 @@ impl Wait {
     }
 
     /// A wait on `waits_on` that lets the later steps act.
-    pub fn independent(waits_on: WaitOn, reason: impl Into<String>) -> Self {
+    pub(crate) fn independent(waits_on: WaitOn, reason: impl Into<String>) -> Self {
         Self {
             goes_on: true,
             ..Self::new(waits_on, reason)
@@ -92,7 +92,7 @@ impl Wait {
 
 /// One typed I/O of a plan.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     /// `configure` (`new` for a new database; "already exists" is then fine).
     Configure {
         /// The configuration (boxed: it is large beside the other actions).
@@ -233,7 +233,7 @@ pub enum Action {
 
 /// An action with what it needs from the shared rules.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// The I/O.
     pub action: Action,
     /// The global lock it needs (when locks are in use).
@@ -250,7 +250,7 @@ pub struct Planned {
 
 impl Planned {
     /// An action that needs none of the shared rules (status, Events).
-    pub fn plain(action: Action) -> Self {
+    pub(crate) fn plain(action: Action) -> Self {
         Self {
             action,
             lock: None,
@@ -261,7 +261,7 @@ impl Planned {
     }
 
     /// An action that needs the lock for `lock`.
-    pub fn locked(action: Action, lock: LockedAction) -> Self {
+    pub(crate) fn locked(action: Action, lock: LockedAction) -> Self {
         Self {
             lock: Some(lock),
             ..Self::plain(action)
@@ -270,14 +270,14 @@ impl Planned {
 
     /// This action, disrupting the database.
     #[must_use]
-    pub fn disrupting(mut self) -> Self {
+    pub(crate) fn disrupting(mut self) -> Self {
         self.disrupts = true;
         self
     }
 
     /// This action, causing a recovery (of `what`) when `what` is set.
     #[must_use]
-    pub fn recovering(mut self, what: Option<String>) -> Self {
+    pub(crate) fn recovering(mut self, what: Option<String>) -> Self {
         self.recovery = what;
         self
     }
@@ -285,7 +285,7 @@ impl Planned {
     /// This action, paced without waiting for availability or the last recovery's
     /// settling when `restores` is set: it ends mixed versions.
     #[must_use]
-    pub fn ends_mixed_versions(mut self, restores: bool) -> Self {
+    pub(crate) fn ends_mixed_versions(mut self, restores: bool) -> Self {
         self.ends_mixed_versions = restores;
         self
     }
@@ -293,7 +293,7 @@ impl Planned {
 
 /// Actions to run in order, and how the step ends once they ran.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The actions.
     pub actions: Vec<Planned>,
     /// Prefix of the reason when a shared rule refuses an action ("pods of zone z need
@@ -306,7 +306,7 @@ pub struct Plan {
 
 impl Plan {
     /// A plan of `actions` that goes on afterwards.
-    pub fn new(actions: Vec<Planned>, refused: impl Into<String>) -> Self {
+    pub(crate) fn new(actions: Vec<Planned>, refused: impl Into<String>) -> Self {
         Self {
             actions,
             refused: refused.into(),
@@ -316,7 +316,7 @@ impl Plan {
 
     /// This plan, ending the step with `wait` after its actions.
     #[must_use]
-    pub fn then(mut self, wait: Wait) -> Self {
+    pub(crate) fn then(mut self, wait: Wait) -> Self {
         self.then = Some(wait);
         self
     }
@@ -324,7 +324,7 @@ impl Plan {
 
 /// What a step decides.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Nothing to do: the pass goes on.
     Continue,
     /// It must wait.
@@ -336,7 +336,7 @@ pub enum Verdict {
 impl Verdict {
     /// A plan of `actions` that need none of the shared rules (creates, patches, status,
     /// Events) and go on afterwards; `Continue` when there are none.
-    pub fn plain(actions: impl IntoIterator<Item = Action>) -> Self {
+    pub(crate) fn plain(actions: impl IntoIterator<Item = Action>) -> Self {
         let actions: Vec<Planned> = actions.into_iter().map(Planned::plain).collect();
         if actions.is_empty() {
             Self::Continue
@@ -347,7 +347,7 @@ impl Verdict {
 
     /// This verdict, then `wait`: a plan's `then`, a wait when there was nothing to do.
     #[must_use]
-    pub fn then(self, wait: Option<Wait>) -> Self {
+    pub(crate) fn then(self, wait: Option<Wait>) -> Self {
         match (self, wait) {
             (verdict, None) => verdict,
             (Self::Act(plan), Some(wait)) => Self::Act(plan.then(wait)),
@@ -358,7 +358,7 @@ impl Verdict {
     /// This verdict with `first` (an action none of the shared rules refuse) run before
     /// anything else it plans or waits for.
     #[must_use]
-    pub fn preceded_by(self, first: Option<Action>) -> Self {
+    pub(crate) fn preceded_by(self, first: Option<Action>) -> Self {
         let Some(first) = first else {
             return self;
         };
@@ -373,7 +373,8 @@ impl Verdict {
     }
 
     /// The actions this verdict plans (none for `Continue` or `Wait`).
-    pub fn actions(&self) -> Vec<&Action> {
+    #[cfg(test)]
+    pub(crate) fn actions(&self) -> Vec<&Action> {
         match self {
             Self::Act(plan) => plan.actions.iter().map(|p| &p.action).collect(),
             _ => Vec::new(),

@@ -12,10 +12,10 @@ use super::super::snapshot::ClusterSnapshot;
 use super::outcome::{PassOutcome, PassReport};
 
 /// How often a reconciled cluster is looked at again without any change.
-pub const RESYNC_INTERVAL: Duration = Duration::from_secs(600);
+pub(crate) const RESYNC_INTERVAL: Duration = Duration::from_secs(600);
 /// How soon a cluster whose pass completed but is not reconciled is looked at again
 /// (the same as the simulation's resync of such a pass).
-pub const UNRECONCILED_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const UNRECONCILED_INTERVAL: Duration = Duration::from_secs(30);
 
 /// How long the controller waits before looking at a cluster again, after a pass and
 /// after a failure. The defaults are what `fdb-operator run` uses; tests shorten them
@@ -84,7 +84,7 @@ impl RequeuePolicy {
 /// How long a waiting kill (a bounce or an upgrade's) waits before looking again: when
 /// only the minimum uptime holds it back, until that is met (nothing else can change
 /// sooner), else `usual`. Clamped to a day: a spec value can be anything.
-pub fn kill_wait_delay(
+pub(crate) fn kill_wait_delay(
     usual: std::time::Duration,
     snapshot: &ClusterSnapshot,
 ) -> std::time::Duration {

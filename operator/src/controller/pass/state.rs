@@ -27,7 +27,7 @@ enum Observed {
 
 /// The per-pass state.
 #[derive(Debug)]
-pub struct PassState {
+pub(crate) struct PassState {
     now: Timestamp,
     observed: Observed,
     io: PassIo,
@@ -98,7 +98,7 @@ fn with_status_of(
 
 impl PassState {
     /// A pass over `cluster` at `now`.
-    pub fn new(cluster: ValidatedCluster, now: Timestamp) -> Self {
+    pub(crate) fn new(cluster: ValidatedCluster, now: Timestamp) -> Self {
         Self {
             now,
             io: PassIo::new(cluster.cluster()),
@@ -107,7 +107,7 @@ impl PassState {
     }
 
     /// The cluster as last read or written.
-    pub fn cluster(&self) -> &FoundationDBCluster {
+    pub(crate) fn cluster(&self) -> &FoundationDBCluster {
         if let Some(written) = self.io.written_cluster() {
             return written;
         }
@@ -119,19 +119,19 @@ impl PassState {
 
     /// Writes the status the steps staged (see [`PassIo::flush_status`]): the pass's
     /// one status write, at its end.
-    pub async fn flush(&mut self, ctx: &Context) -> Result<bool, StepError> {
+    pub(crate) async fn flush(&mut self, ctx: &Context) -> Result<bool, StepError> {
         self.io.flush_status(ctx).await
     }
 
     /// The pass's latest status (written or staged); the spec and metadata are
     /// [`PassState::cluster`]'s.
-    pub fn latest_status(&self) -> &FoundationDBClusterStatus {
+    pub(crate) fn latest_status(&self) -> &FoundationDBClusterStatus {
         self.io.latest_status()
     }
 
     /// Why a pod a step asked for did not decode (see
     /// [`ClusterSnapshot::decode_failure`]): the pass fails after that step.
-    pub fn decode_failure(&self) -> Option<String> {
+    pub(crate) fn decode_failure(&self) -> Option<String> {
         match &self.observed {
             Observed::Snapshot(snapshot) => snapshot.decode_failure().map(str::to_owned),
             Observed::Nothing(_) => None,
@@ -139,13 +139,13 @@ impl PassState {
     }
 
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled.
-    pub fn judged_reconciled(&self) -> Option<bool> {
+    pub(crate) fn judged_reconciled(&self) -> Option<bool> {
         self.io.judged_reconciled()
     }
 
     /// The snapshot for the next step (read, or refreshed from what was written since),
     /// and the I/O to act through.
-    pub async fn prepare(
+    pub(crate) async fn prepare(
         &mut self,
         ctx: &Context,
     ) -> Result<(&ClusterSnapshot, &mut PassIo), StepError> {

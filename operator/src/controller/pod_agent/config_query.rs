@@ -12,7 +12,7 @@ use super::{MonitorCheck, check_monitor};
 
 /// What the sidecar protocol found for one pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodConfigResult {
+pub(crate) enum PodConfigResult {
     /// Both files are as desired.
     Confirmed,
     /// The sidecar did not answer.
@@ -35,7 +35,7 @@ pub enum PodConfigResult {
 
 /// A pod whose configuration the sidecar must confirm.
 #[derive(Debug, Clone)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// Its process group.
     pub group: &'a ProcessGroupStatus,
     /// The pod.
@@ -46,7 +46,7 @@ pub struct Candidate<'a> {
 
 /// Which pods to ask.
 #[derive(Debug, Clone, Default)]
-pub struct PodConfigPlan<'a> {
+pub(crate) struct PodConfigPlan<'a> {
     /// The cluster file the pods must have.
     pub cluster_file: String,
     /// Running pods of live groups whose annotation is not the desired hash, in status
@@ -62,7 +62,7 @@ pub struct PodConfigPlan<'a> {
 /// One pod whose agent is asked, by name (a plan's action holds no borrow of the
 /// snapshot).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueryCandidate {
+pub(crate) struct QueryCandidate {
     /// Its process group.
     pub group: String,
     /// The pod.
@@ -74,7 +74,7 @@ pub struct QueryCandidate {
 /// What UpdatePodConfig asks the pods' agents: take the desired configuration and
 /// confirm it. The answers, one per candidate in order, land in the pass's facts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PodConfigQuery {
+pub(crate) struct PodConfigQuery {
     /// The cluster file the pods must have.
     pub cluster_file: String,
     /// During an incompatible upgrade, the staged `fdbserver` every pod must have.
@@ -85,7 +85,7 @@ pub struct PodConfigQuery {
 
 impl PodConfigQuery {
     /// The query of `plan`'s candidates.
-    pub fn of(plan: &PodConfigPlan<'_>) -> Self {
+    pub(crate) fn of(plan: &PodConfigPlan<'_>) -> Self {
         use kube::ResourceExt as _;
         Self {
             cluster_file: plan.cluster_file.clone(),
@@ -106,7 +106,10 @@ impl PodConfigQuery {
 /// What a unified pod's monitor reports, as the sidecar protocol's result: confirmed
 /// when it runs the desired configuration, else IncorrectConfigMap with why (a missing
 /// or malformed annotation is named with its pod).
-pub fn monitor_result(cluster: &FoundationDBCluster, candidate: &Candidate<'_>) -> PodConfigResult {
+pub(crate) fn monitor_result(
+    cluster: &FoundationDBCluster,
+    candidate: &Candidate<'_>,
+) -> PodConfigResult {
     match check_monitor(cluster, candidate.group, candidate.pod) {
         MonitorCheck::Confirmed => PodConfigResult::Confirmed,
         MonitorCheck::Outdated(why) => PodConfigResult::Incorrect(why),

@@ -14,8 +14,8 @@
 //!
 //! Steps ask [`PodAgent::of`] and never look at which it is beyond that.
 
-pub mod config_memo;
-pub mod config_query;
+pub(crate) mod config_memo;
+pub(crate) mod config_query;
 
 use std::collections::BTreeMap;
 
@@ -32,7 +32,7 @@ use super::model::process_config::desired_process_configuration;
 
 /// Who answers for a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodAgent {
+pub(crate) enum PodAgent {
     /// The HTTP sidecar of a split pod.
     Sidecar,
     /// The fdb-kubernetes-monitor of a unified pod (pod annotations).
@@ -41,7 +41,7 @@ pub enum PodAgent {
 
 impl PodAgent {
     /// The agent of `pod`, from the pod model it was made with.
-    pub fn of(pod: &impl kube::Resource) -> Self {
+    pub(crate) fn of(pod: &impl kube::Resource) -> Self {
         match pod_image_type(pod) {
             ImageType::Unified => Self::Monitor,
             _ => Self::Sidecar,
@@ -51,7 +51,7 @@ impl PodAgent {
 
 /// A monitor annotation that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AnnotationProblem {
+pub(crate) enum AnnotationProblem {
     /// The monitor has not written it (yet).
     #[error("pod {pod} has no {annotation} annotation (its monitor has not reported)")]
     Missing {
@@ -74,7 +74,7 @@ pub enum AnnotationProblem {
 
 /// What a unified pod's monitor reports it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MonitorReport {
+pub(crate) struct MonitorReport {
     /// The configuration it accepted last.
     pub configuration: ProcessConfiguration,
     /// The environment its arguments use (with `BINARY_DIR`).
@@ -100,7 +100,7 @@ fn annotation<'a, T: serde::Deserialize<'a>>(
 }
 
 /// The monitor's report, read from the pod's annotations.
-pub fn monitor_report(
+pub(crate) fn monitor_report(
     pod: &impl kube::Resource<DynamicType = ()>,
 ) -> Result<MonitorReport, AnnotationProblem> {
     Ok(MonitorReport {
@@ -111,7 +111,7 @@ pub fn monitor_report(
 
 /// What the monitor of a unified pod says about the configuration it must run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MonitorCheck {
+pub(crate) enum MonitorCheck {
     /// It runs the desired configuration.
     Confirmed,
     /// It runs another one (the kubelet has not projected the ConfigMap, or the binary
@@ -123,7 +123,7 @@ pub enum MonitorCheck {
 
 /// Compares what the monitor of `pod` reports with the class's desired configuration
 /// (parsed values, so the JSON's spacing and key order do not matter).
-pub fn check_monitor(
+pub(crate) fn check_monitor(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
     pod: &Pod,
@@ -150,7 +150,7 @@ pub fn check_monitor(
 /// The command lines the processes of a unified pod must run (the desired configuration
 /// with the environment its monitor reports), by process number; `None` when the
 /// monitor has not reported or an argument cannot be generated.
-pub fn monitor_command_lines(
+pub(crate) fn monitor_command_lines(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
     pod: &impl kube::Resource<DynamicType = ()>,

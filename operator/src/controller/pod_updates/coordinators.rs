@@ -30,7 +30,7 @@ use crate::controller::snapshot::ClusterSnapshot;
 /// the next batch), once every stateful group's pod is placed and its processes report;
 /// `None` when they could, or when that cannot be told yet (a pod not placed, a group
 /// not reporting: it may give the zone that is missing once it is back).
-pub fn unplaceable_without(
+pub(crate) fn unplaceable_without(
     snapshot: &ClusterSnapshot,
     leaving: &BTreeSet<String>,
 ) -> Option<CoordinatorChoiceError> {

@@ -1,8 +1,8 @@
 //! The decision of the rollout of pod spec changes (IncorrectPodSpec): the pods to delete
 //! next, or why not, and the groups to replace (see the step that acts on it,
-//! `subreconcilers/update_pods.rs`, for the rules). Pure, from the snapshot: the step
+//! `steps/update_pods/mod.rs`, for the rules). Pure, from the snapshot: the step
 //! acts on it, and the look-ahead of the steps that must act before those deletions
-//! (`forecast.rs`) reads it.
+//! (`pass/forecast.rs`) reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -73,12 +73,13 @@ fn replacement_slots(snapshot: &ClusterSnapshot) -> Option<usize> {
 }
 
 /// Decides from the snapshot, with the default [`ReplacePolicy`].
-pub fn decide(snapshot: &ClusterSnapshot) -> PodUpdateDecision {
+#[cfg(test)]
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> PodUpdateDecision {
     decide_with(snapshot, ReplacePolicy::default())
 }
 
 /// Decides from the snapshot; `policy` says which changes are ReplaceMisconfiguredPods's.
-pub fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpdateDecision {
+pub(crate) fn decide_with(snapshot: &ClusterSnapshot, policy: ReplacePolicy) -> PodUpdateDecision {
     let options = &snapshot.spec().automation_options;
     let strategy = options.pod_update_strategy();
     let mut to_replace = Vec::new();

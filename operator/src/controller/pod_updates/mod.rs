@@ -1,11 +1,11 @@
 //! What the rollout of pod spec changes (IncorrectPodSpec) intends, as data: the pods to
 //! delete next, or why not, and the groups to replace. A leaf, so the decision
-//! (`pod_update_decision.rs`), its coordinator helpers (`pod_update_coordinators.rs`),
-//! the step that acts on it and the look-ahead (`forecast.rs`) share these types without
+//! (`pod_updates/decision.rs`), its coordinator helpers (`pod_updates/coordinators.rs`),
+//! the step that acts on it and the look-ahead (`pass/forecast.rs`) share these types without
 //! importing each other.
 
-pub mod coordinators;
-pub mod decision;
+pub(crate) mod coordinators;
+pub(crate) mod decision;
 
 use std::collections::BTreeSet;
 
@@ -13,7 +13,7 @@ use fdb_shared::api::ProcessClass;
 
 /// A pod to delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodToDelete {
+pub(crate) struct PodToDelete {
     /// Its process group.
     pub group: String,
     /// The pod's name.
@@ -24,7 +24,7 @@ pub struct PodToDelete {
 
 /// What to do about pods to delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Deletion {
+pub(crate) enum Deletion {
     /// No pod needs deleting.
     Nothing,
     /// `deletionMode: None`: these groups' pods would be deleted.
@@ -67,7 +67,7 @@ pub enum Deletion {
 
 /// UpdatePods's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodUpdateDecision {
+pub(crate) struct PodUpdateDecision {
     /// Groups to mark for removal (their replacements carry the new spec).
     pub replace: Vec<String>,
     /// Groups whose replacement waits for `maxConcurrentReplacements`.

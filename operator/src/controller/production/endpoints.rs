@@ -80,7 +80,7 @@ impl Health {
 }
 
 /// The router serving `/healthz`, `/readyz` and `/metrics`.
-pub fn router(metrics: Arc<OperatorMetrics>, health: Arc<Health>) -> axum::Router {
+pub(crate) fn router(metrics: Arc<OperatorMetrics>, health: Arc<Health>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .route(
@@ -111,17 +111,17 @@ pub fn router(metrics: Arc<OperatorMetrics>, health: Arc<Health>) -> axum::Route
 /// once and is answered in milliseconds, so idle connections are closed after 10 s
 /// (header timeout, also between keep-alive requests) and, when all 256 slots are taken,
 /// after 250 ms to make room, so that idle connections cannot starve `/healthz`.
-pub const ENDPOINT_LIMITS: ConnectionLimits = ConnectionLimits {
+pub(crate) const ENDPOINT_LIMITS: ConnectionLimits = ConnectionLimits {
     max_connections: 256,
     header_timeout: Duration::from_secs(10),
     evict_after: Duration::from_millis(250),
 };
 
 /// Listen queue of the endpoints: connections beyond [`ENDPOINT_LIMITS`] wait there.
-pub const ENDPOINT_BACKLOG: u32 = 4096;
+pub(crate) const ENDPOINT_BACKLOG: u32 = 4096;
 
 /// Serves `app` on `listener` within `slots` until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: axum::Router,
     slots: Slots,

@@ -20,13 +20,13 @@ use tokio::time::Instant;
 use crate::clock::Clock;
 
 /// Default `--leader-election-id`: the Lease's name.
-pub const DEFAULT_LEASE_NAME: &str = "fdb-operator-leader";
+pub(crate) const DEFAULT_LEASE_NAME: &str = "fdb-operator-leader";
 /// Default lease duration (client-go's).
-pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// Default renew deadline (client-go's).
-pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// Default retry period (client-go's).
-pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
 
 /// Where the Lease is and how it is held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl LeaderElectionConfig {
 }
 
 /// The identity of this replica: `POD_NAME` (the downward API), else the host name.
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     std::env::var("POD_NAME")
         .ok()
         .filter(|name| !name.is_empty())
@@ -142,7 +142,7 @@ impl RecordKey {
 }
 
 /// A replica's handle on the Lease.
-pub struct LeaseLock {
+pub(crate) struct LeaseLock {
     api: Api<Lease>,
     config: LeaderElectionConfig,
     clock: Arc<dyn Clock>,
@@ -160,7 +160,7 @@ impl std::fmt::Debug for LeaseLock {
 
 impl LeaseLock {
     /// A handle on the Lease of `config` through `client`; `clock` stamps the record.
-    pub fn new(
+    pub(crate) fn new(
         client: kube::Client,
         config: LeaderElectionConfig,
         clock: Arc<dyn Clock>,
@@ -175,7 +175,7 @@ impl LeaseLock {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &LeaderElectionConfig {
+    pub(crate) fn config(&self) -> &LeaderElectionConfig {
         &self.config
     }
 
@@ -197,7 +197,7 @@ impl LeaseLock {
 
     /// One attempt to take or renew the Lease: `Ok(true)` when this replica holds it
     /// now, `Ok(false)` when another does (or won a race).
-    pub async fn try_acquire_or_renew(&mut self) -> Result<bool, LeaderError> {
+    pub(crate) async fn try_acquire_or_renew(&mut self) -> Result<bool, LeaderError> {
         let name = self.config.lease_name.clone();
         let identity = self.config.identity.clone();
         let existing = self
@@ -268,7 +268,7 @@ impl LeaseLock {
 
     /// Waits until this replica holds the Lease, trying every retry period. Failed
     /// requests are logged and retried.
-    pub async fn acquire(&mut self) {
+    pub(crate) async fn acquire(&mut self) {
         loop {
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
@@ -290,7 +290,7 @@ impl LeaseLock {
     /// was not renewed within the renew deadline (or another replica holds it). The
     /// deadline runs from the start of the last successful renewal, so that the leader
     /// stops before a replica that saw that renewal may take over.
-    pub async fn hold(&mut self) {
+    pub(crate) async fn hold(&mut self) {
         let mut renewed_at = Instant::now();
         loop {
             let deadline = renewed_at + self.config.renew_deadline;
@@ -319,7 +319,7 @@ impl LeaseLock {
 
     /// Gives the Lease up (holder cleared, one-second duration) so that another replica
     /// takes over at once after a graceful stop. Best effort: logged when it fails.
-    pub async fn release(&mut self) {
+    pub(crate) async fn release(&mut self) {
         let name = self.config.lease_name.clone();
         let result = async {
             let Some(mut lease) = self.api.get_opt(&name).await? else {

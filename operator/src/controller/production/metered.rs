@@ -24,14 +24,14 @@ use crate::fdb::{
 };
 
 /// Wraps an [`AdminClientProvider`]; its clients time each command.
-pub struct MeteredAdminProvider {
+pub(crate) struct MeteredAdminProvider {
     inner: Arc<dyn AdminClientProvider>,
     metrics: Arc<OperatorMetrics>,
 }
 
 impl MeteredAdminProvider {
     /// Measures the clients of `inner` into `metrics`.
-    pub fn new(inner: Arc<dyn AdminClientProvider>, metrics: Arc<OperatorMetrics>) -> Self {
+    pub(crate) fn new(inner: Arc<dyn AdminClientProvider>, metrics: Arc<OperatorMetrics>) -> Self {
         Self { inner, metrics }
     }
 }
@@ -207,14 +207,14 @@ impl AdminClient for MeteredAdmin {
 }
 
 /// Wraps a [`SidecarProvider`]; its clients count failed requests.
-pub struct MeteredSidecarProvider {
+pub(crate) struct MeteredSidecarProvider {
     inner: Arc<dyn SidecarProvider>,
     metrics: Arc<OperatorMetrics>,
 }
 
 impl MeteredSidecarProvider {
     /// Counts the failures of the clients of `inner` into `metrics`.
-    pub fn new(inner: Arc<dyn SidecarProvider>, metrics: Arc<OperatorMetrics>) -> Self {
+    pub(crate) fn new(inner: Arc<dyn SidecarProvider>, metrics: Arc<OperatorMetrics>) -> Self {
         Self { inner, metrics }
     }
 }
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn the_wrapper_reports_the_missing_tools_of_the_provider_it_wraps() {
-        // Production always wraps its provider (production.rs): without this the
+        // Production always wraps its provider (production/mod.rs): without this the
         // upgrade would start on a version the operator has no tools for.
         let dir = tempfile::tempdir().unwrap();
         let inner = crate::controller::production::providers::FdbcliAdminProvider {

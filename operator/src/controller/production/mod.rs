@@ -4,11 +4,11 @@
 //! (one reconcile per cluster at a time); with leader election only the replica holding
 //! the Lease reconciles; `/metrics`, `/healthz` and `/readyz` are served.
 
-pub mod endpoints;
-pub mod leader;
-pub mod metered;
-pub mod metrics;
-pub mod providers;
+pub(crate) mod endpoints;
+pub(crate) mod leader;
+pub(crate) mod metered;
+pub(crate) mod metrics;
+pub(crate) mod providers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,13 +32,14 @@ use super::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use super::context::Context;
 use super::errors::ReconcileError;
 use super::pass::driver::run_pass;
+#[cfg(test)]
 use super::pass::outcome::PassOutcome;
 use super::pass::requeue::RequeuePolicy;
 use crate::scoped_api::api;
 
 /// Default `--max-concurrent-reconciles`: clusters reconciled at once (one reconcile
 /// per cluster at a time, whatever the setting).
-pub const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 4;
+pub(crate) const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 4;
 
 /// What `run` needs besides the context.
 #[derive(Debug, Clone)]
@@ -99,12 +100,14 @@ pub enum RunError {
 }
 
 /// The requeue after a successful pass, with the default [`RequeuePolicy`].
-pub fn action_for(outcome: &PassOutcome) -> Action {
+#[cfg(test)]
+pub(crate) fn action_for(outcome: &PassOutcome) -> Action {
     RequeuePolicy::default().action_for(outcome)
 }
 
 /// The back-off after a failed pass, with the default [`RequeuePolicy`].
-pub fn backoff_for(error: &ReconcileError) -> Action {
+#[cfg(test)]
+pub(crate) fn backoff_for(error: &ReconcileError) -> Action {
     RequeuePolicy::default().backoff_for(error)
 }
 
@@ -170,7 +173,7 @@ enum Shutdown {
 }
 
 /// Runs the controller until SIGINT/SIGTERM.
-pub async fn run(ctx: Context, options: RunOptions) -> Result<(), RunError> {
+pub(crate) async fn run(ctx: Context, options: RunOptions) -> Result<(), RunError> {
     run_with(ctx, options, Shutdown::Signals).await
 }
 

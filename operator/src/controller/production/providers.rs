@@ -128,7 +128,7 @@ impl AdminClientProvider for FdbcliAdminProvider {
 /// an existing one must be a real directory (not a symlink) owned by this user, and is
 /// made 0700 (the default `/tmp/fdb-operator` is in a shared directory, where another
 /// user could have made it first to swap the cluster files fdbcli reads).
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -190,7 +190,7 @@ impl HttpSidecarProvider {
 }
 
 /// Whether the pod's sidecar container runs with `--tls` (it then serves only https).
-pub fn sidecar_serves_tls(pod: &Pod) -> bool {
+pub(crate) fn sidecar_serves_tls(pod: &Pod) -> bool {
     pod.spec
         .iter()
         .flat_map(|spec| spec.containers.iter())

@@ -23,13 +23,13 @@ use crate::fdb::{ExclusionTarget, RestartEntry};
 
 /// Whether this instance excludes through the database's lists: it restarts through
 /// them ([`synchronized`]) and excludes by locality.
-pub fn shares_exclusions(snapshot: &ClusterSnapshot) -> bool {
+pub(crate) fn shares_exclusions(snapshot: &ClusterSnapshot) -> bool {
     synchronized(snapshot) && uses_localities(snapshot)
 }
 
 /// What the lists allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SharedExclusion {
+pub(crate) enum SharedExclusion {
     /// Not yet: why, and after how many seconds to look again.
     Wait {
         /// Why.
@@ -50,7 +50,7 @@ pub enum SharedExclusion {
 /// Judges the lists of the whole database at `now` for this instance, whose ready
 /// groups are `own` (with their targets; `owner` its `processGroupIDPrefix`): every
 /// pending group must be ready and the newest entry at least [`SETTLE_SECONDS`] old.
-pub fn decide_shared_exclusion(
+pub(crate) fn decide_shared_exclusion(
     lists: &RestartLists,
     owner: &str,
     own: &[(String, Vec<ExclusionTarget>)],

@@ -17,14 +17,13 @@ use fdb_shared::cluster_math::uses_locks;
 use super::super::context::Context;
 use super::super::errors::StepError;
 use super::super::pass::io::PassIo;
-use super::super::pass::outcome::StepOutcome;
 use super::super::snapshot::ClusterSnapshot;
 use crate::controller::safety::{self, LockNeed, LockedAction, Refusal};
 use crate::fdb::{AdminClient as _, LockValue};
 
 /// What the lock means for an instance now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockDecision {
+pub(crate) enum LockDecision {
     /// It holds the lock with enough time left.
     Held,
     /// It takes (or renews) the lock: write this value.
@@ -42,7 +41,7 @@ pub enum LockDecision {
 
 /// Decides for `lock_id` at `now`, given the stored lock and the deny list;
 /// `duration` is the lock duration in seconds.
-pub fn decide_lock(
+pub(crate) fn decide_lock(
     lock_id: &str,
     current: Option<&LockValue>,
     denied: &[String],
@@ -78,13 +77,13 @@ pub fn decide_lock(
 }
 
 /// The lock duration of the cluster in seconds (`lockOptions.lockDurationMinutes`).
-pub fn lock_duration_seconds(snapshot: &ClusterSnapshot) -> i64 {
+pub(crate) fn lock_duration_seconds(snapshot: &ClusterSnapshot) -> i64 {
     i64::from(snapshot.spec().lock_options.lock_duration_minutes().max(1)) * 60
 }
 
 /// Takes (or confirms) the lock for `action`. `Ok(Err(refusal))` when another instance
 /// holds it or this one is denied; errors are admin failures.
-pub async fn acquire(
+pub(crate) async fn acquire(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
@@ -131,27 +130,9 @@ pub async fn acquire(
     }
 }
 
-/// Takes the lock for `action`, or says how the step ends instead: `Some(requeue)` with
-/// `reason(refusal)` when another instance holds it or this one is denied.
-pub async fn acquire_or_requeue(
-    ctx: &Context,
-    snapshot: &ClusterSnapshot,
-    io: &mut PassIo,
-    action: LockedAction,
-    reason: impl FnOnce(&Refusal) -> String,
-) -> Result<Option<StepOutcome>, StepError> {
-    match acquire(ctx, snapshot, io, action).await? {
-        Ok(()) => Ok(None),
-        Err(refusal) => Ok(Some(StepOutcome::Requeue {
-            delay: ctx.settings.database_wait,
-            reason: reason(&refusal),
-        })),
-    }
-}
-
 /// Gives the lock up (it expires now) when this instance holds it, so another instance
 /// this one waits for can take it. Nothing to do without locks or when another holds it.
-pub async fn release(
+pub(crate) async fn release(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
@@ -178,7 +159,7 @@ pub async fn release(
 /// The deny list changes the spec asks for: entries to add (listed without
 /// `allow: true` and not on the list) and to remove (listed with `allow: true` and on
 /// the list). Entries the spec does not mention stay as they are.
-pub fn deny_list_changes(
+pub(crate) fn deny_list_changes(
     snapshot: &ClusterSnapshot,
     live: &[String],
 ) -> (Vec<String>, Vec<String>) {
@@ -201,7 +182,7 @@ pub fn deny_list_changes(
 }
 
 /// Whether the cluster manages the deny list and lock at all.
-pub fn locks_in_use(snapshot: &ClusterSnapshot) -> bool {
+pub(crate) fn locks_in_use(snapshot: &ClusterSnapshot) -> bool {
     uses_locks(snapshot.spec())
 }
 

@@ -2,7 +2,7 @@
 //! functions of the snapshot, each `Ok(())` or a [`Refusal`] that names what blocks (the
 //! group, the zone, the seconds left). Steps apply the gates of their decision; the
 //! rules every plan shares ([`paced`], [`sole_disruption`], the lock) are applied by the
-//! executor (`executor.rs`) to each action that declares it needs them.
+//! executor (`pass/executor.rs`) to each action that declares it needs them.
 //!
 //! | action | gates in the step's decision | rules of the executor |
 //! |---|---|---|
@@ -19,9 +19,9 @@
 //! earlier action. It reads the database and the pods, not the operator's memory, so it
 //! holds across operator restarts.
 
-pub mod exclusion_sync;
-pub mod locks;
-pub mod restart_sync;
+pub(crate) mod exclusion_sync;
+pub(crate) mod locks;
+pub(crate) mod restart_sync;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -37,15 +37,15 @@ use super::snapshot::{ClusterSnapshot, DatabaseState, GroupView};
 
 /// How long after a recovery every recovery-causing action waits (§8 names exclusions
 /// and configuration changes; [`paced`] applies it to all of them).
-pub const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
+pub(crate) const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
 
 /// How long exclusions of a class wait after one of its groups went missing (§8): long
 /// enough to tell a restart from a loss.
-pub const MISSING_PROCESSES_GRACE_SECONDS: i64 = 300;
+pub(crate) const MISSING_PROCESSES_GRACE_SECONDS: i64 = 300;
 
 /// A zone that is down, and the groups that make it so.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZoneDown {
+pub(crate) struct ZoneDown {
     /// The zone (or, when a group's zone is unknown, the group counted as its own zone).
     pub zone: String,
     /// The groups of the zone that are down.
@@ -55,7 +55,7 @@ pub struct ZoneDown {
 /// The actions that change the database for every operator instance managing it, and so
 /// take the global lock when locks are in use (§8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockedAction {
+pub(crate) enum LockedAction {
     /// `configure`.
     ConfigureDatabase,
     /// `coordinators`.
@@ -88,7 +88,7 @@ impl fmt::Display for LockedAction {
 
 /// Whether an action must hold the global lock first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockNeed {
+pub(crate) enum LockNeed {
     /// Locks are not in use for this cluster.
     NotNeeded,
     /// The lock, under this ID (`processGroupIDPrefix`), must be held.
@@ -100,7 +100,7 @@ pub enum LockNeed {
 
 /// Why a gate refuses.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// There is no connection string yet.
     #[error("there is no database yet")]
     NoDatabase,
@@ -210,6 +210,7 @@ pub enum Refusal {
     },
     /// The action needs the global lock.
     #[error("{action} needs the operator lock {lock_id:?}, which is not held")]
+    #[cfg_attr(not(test), expect(dead_code, reason = "built by the tests only"))]
     LockNotHeld {
         /// The action.
         action: LockedAction,
@@ -255,7 +256,7 @@ fn describe_budget(requested: &[String], down: &[ZoneDown], remaining: &usize) -
 }
 
 /// The database status, or why there is none to judge from.
-pub fn database(snapshot: &ClusterSnapshot) -> Result<&DatabaseStatus, Refusal> {
+pub(crate) fn database(snapshot: &ClusterSnapshot) -> Result<&DatabaseStatus, Refusal> {
     match snapshot.database() {
         DatabaseState::Read(status) => Ok(status),
         DatabaseState::NotCreated => Err(Refusal::NoDatabase),
@@ -266,7 +267,7 @@ pub fn database(snapshot: &ClusterSnapshot) -> Result<&DatabaseStatus, Refusal> 
 }
 
 /// The database is available (as the client sees it).
-pub fn available(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
+pub(crate) fn available(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
     if database(snapshot)?.is_available() {
         Ok(())
     } else {
@@ -275,7 +276,7 @@ pub fn available(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
 }
 
 /// The database is available and healthy.
-pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
+pub(crate) fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
     available(snapshot)?;
     let db = database(snapshot)?;
     if db.is_healthy() {
@@ -297,8 +298,8 @@ pub fn available_and_healthy(snapshot: &ClusterSnapshot) -> Result<(), Refusal> 
 /// terminal pod recreated, a buggify change) it would not be one restart of every
 /// process but that and a pod going away at once, which the fault-tolerance budget of
 /// the pass did not count. `deleted_pods`: the pods the pass deleted so far
-/// (`PassRecord::deleted_pods` of `pass_facts.rs`).
-pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
+/// (`PassRecord::deleted_pods` of `pass/facts.rs`).
+pub(crate) fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
     match deleted_pods.first() {
         Some(pod) => Err(Refusal::PodDeletedThisPass { pod: pod.clone() }),
         None => Ok(()),
@@ -306,7 +307,10 @@ pub fn sole_disruption(deleted_pods: &[String]) -> Result<(), Refusal> {
 }
 
 /// The last recovery was at least `minimum_seconds` ago (or is not reported).
-pub fn recovered_for(snapshot: &ClusterSnapshot, minimum_seconds: f64) -> Result<(), Refusal> {
+pub(crate) fn recovered_for(
+    snapshot: &ClusterSnapshot,
+    minimum_seconds: f64,
+) -> Result<(), Refusal> {
     match database(snapshot)?
         .cluster
         .recovery_state
@@ -323,7 +327,7 @@ pub fn recovered_for(snapshot: &ClusterSnapshot, minimum_seconds: f64) -> Result
 /// Whether processes of `class` may hold roles of the transaction system (logs, proxies,
 /// resolvers, the master, the cluster controller...): taking one down that does causes a
 /// recovery. Storage, coordinator-only, backup and test processes do not.
-pub fn runs_transaction_roles(class: ProcessClass) -> bool {
+pub(crate) fn runs_transaction_roles(class: ProcessClass) -> bool {
     !matches!(
         class,
         ProcessClass::Storage
@@ -339,7 +343,7 @@ pub fn runs_transaction_roles(class: ProcessClass) -> bool {
 /// What of the group makes taking it down (deleting its pod, killing, excluding or
 /// including its processes) cause a recovery, if anything: a coordinator it hosts, or a
 /// process of a transaction class that is not excluded.
-pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<String> {
+pub(crate) fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<String> {
     if let Some(coordinator) = placement::hosted_coordinator(snapshot, group) {
         return Some(format!("coordinator {coordinator}"));
     }
@@ -353,14 +357,14 @@ pub fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Opt
 /// The one pacing rule for every action that causes a recovery (a kill, an exclusion or
 /// inclusion of a transaction process, a coordinators change, `configure`, deleting a
 /// pod that [`causes_recovery`]): nothing earlier in this pass caused one
-/// (`caused_this_pass`, see `PassRecord::recovery_caused` of `pass_facts.rs`), the database is
+/// (`caused_this_pass`, see `PassRecord::recovery_caused` of `pass/facts.rs`), the database is
 /// available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.
 /// With `ends_mixed_versions` (`Planned::ends_mixed_versions`) neither availability nor
 /// the last recovery's settling: they only keep processes on the target out longer.
-pub fn paced(
+pub(crate) fn paced(
     snapshot: &ClusterSnapshot,
     caused_this_pass: Option<&str>,
     ends_mixed_versions: bool,
@@ -394,7 +398,7 @@ pub fn paced(
 /// Every reporting, non-excluded process has been up `minimumUptimeSecondsForBounce`
 /// (an uptime of exactly 0 is a status artefact and is skipped, as the Go operator
 /// does). The refusal names the youngest process.
-pub fn minimum_uptime(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
+pub(crate) fn minimum_uptime(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
     let minimum = f64::from(snapshot.spec().minimum_uptime_seconds_for_bounce());
     let youngest = database(snapshot)?
         .cluster
@@ -420,7 +424,10 @@ pub fn minimum_uptime(snapshot: &ClusterSnapshot) -> Result<(), Refusal> {
 /// No live group of `class` has been missing processes for less than
 /// [`MISSING_PROCESSES_GRACE_SECONDS`] (from its `MissingProcesses` condition). The
 /// refusal names the group with the longest wait left.
-pub fn no_recently_missing(snapshot: &ClusterSnapshot, class: ProcessClass) -> Result<(), Refusal> {
+pub(crate) fn no_recently_missing(
+    snapshot: &ClusterSnapshot,
+    class: ProcessClass,
+) -> Result<(), Refusal> {
     let now = snapshot.now_unix();
     let latest = snapshot
         .live_groups()
@@ -446,7 +453,7 @@ pub fn no_recently_missing(snapshot: &ClusterSnapshot, class: ProcessClass) -> R
 
 /// How many zones may be down at once, and which are.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZoneBudget {
+pub(crate) struct ZoneBudget {
     /// The redundancy mode's fault tolerance, capped by `maxZonesWithUnavailablePods`.
     pub tolerated: usize,
     /// How many more zone failures the database reports it survives (the lower of
@@ -463,7 +470,7 @@ pub struct ZoneBudget {
 
 impl ZoneBudget {
     /// How many more zones may go down now.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         if self.one_zone_at_a_time {
             return usize::from(self.down.is_empty());
         }
@@ -488,7 +495,7 @@ fn is_down(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
 
 /// The zone a group counts in for [`zone_budget`] and [`may_take_down`] (its fault
 /// domain, else its pod's zone; a group of unknown zone is its own zone).
-pub fn group_zone(group: &GroupView<'_>) -> String {
+pub(crate) fn group_zone(group: &GroupView<'_>) -> String {
     group
         .status
         .fault_domain
@@ -498,7 +505,7 @@ pub fn group_zone(group: &GroupView<'_>) -> String {
 }
 
 /// The fault-tolerance budget of the cluster now. One pass over the groups.
-pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
+pub(crate) fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
     let spec = snapshot.spec();
     let mut tolerated = usize::try_from(fault_tolerance(&spec.redundancy_mode())).unwrap_or(0);
     let one_zone_at_a_time = tolerated == 0 && spec.max_zones_with_unavailable_pods != Some(0);
@@ -537,7 +544,10 @@ pub fn zone_budget(snapshot: &ClusterSnapshot) -> ZoneBudget {
 
 /// Taking down `zones` now keeps the cluster within its fault tolerance: zones already
 /// down cost nothing more, every other zone costs one of [`ZoneBudget::remaining`].
-pub fn may_take_down(snapshot: &ClusterSnapshot, zones: &BTreeSet<String>) -> Result<(), Refusal> {
+pub(crate) fn may_take_down(
+    snapshot: &ClusterSnapshot,
+    zones: &BTreeSet<String>,
+) -> Result<(), Refusal> {
     let budget = zone_budget(snapshot);
     if budget.one_zone_at_a_time && budget.down.is_empty() && !zones.is_empty() {
         // Single redundancy: the zone's data is unavailable until it returns, so the
@@ -563,7 +573,7 @@ pub fn may_take_down(snapshot: &ClusterSnapshot, zones: &BTreeSet<String>) -> Re
 
 /// No zone other than `zone` is under maintenance (taking a second zone down while one
 /// is in maintenance risks the data the maintenance keeps from being re-replicated).
-pub fn maintenance(snapshot: &ClusterSnapshot, zone: &str) -> Result<(), Refusal> {
+pub(crate) fn maintenance(snapshot: &ClusterSnapshot, zone: &str) -> Result<(), Refusal> {
     let cluster = &database(snapshot)?.cluster;
     let seconds_left = cluster.maintenance_seconds_remaining;
     match cluster.maintenance_zone.as_deref() {
@@ -580,7 +590,7 @@ pub fn maintenance(snapshot: &ClusterSnapshot, zone: &str) -> Result<(), Refusal
 /// Whether `action` needs the global lock: when locks are in use (multi-region, a zone
 /// count, three_data_hall; not with `lockOptions.disableLocks`), every [`LockedAction`]
 /// does. Taking the lock is the lock client's job; this is the decision.
-pub fn lock_needed(snapshot: &ClusterSnapshot, _action: LockedAction) -> LockNeed {
+pub(crate) fn lock_needed(snapshot: &ClusterSnapshot, _action: LockedAction) -> LockNeed {
     let spec = snapshot.spec();
     if uses_locks(spec) {
         LockNeed::Needed {
@@ -592,7 +602,12 @@ pub fn lock_needed(snapshot: &ClusterSnapshot, _action: LockedAction) -> LockNee
 }
 
 /// `action` may run: it needs no lock, or the lock is `held`.
-pub fn lock(snapshot: &ClusterSnapshot, action: LockedAction, held: bool) -> Result<(), Refusal> {
+#[cfg(test)]
+pub(crate) fn lock(
+    snapshot: &ClusterSnapshot,
+    action: LockedAction,
+    held: bool,
+) -> Result<(), Refusal> {
     match lock_needed(snapshot, action) {
         LockNeed::Needed { lock_id } if !held => Err(Refusal::LockNotHeld { action, lock_id }),
         _ => Ok(()),

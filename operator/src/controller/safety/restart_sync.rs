@@ -23,11 +23,11 @@ use crate::fdb::RestartEntry;
 
 /// How long no instance may have added an entry before the kill (the Go operator's
 /// `--global-synchronization-wait-duration` default).
-pub const SETTLE_SECONDS: i64 = 30;
+pub(crate) const SETTLE_SECONDS: i64 = 30;
 
 /// Both lists, every instance's entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RestartLists {
+pub(crate) struct RestartLists {
     /// Groups that need a restart.
     pub pending: Vec<RestartEntry>,
     /// Groups ready for it.
@@ -38,7 +38,7 @@ impl RestartLists {
     /// While an entry was added less than [`SETTLE_SECONDS`] ago, the wait (its reason,
     /// and the seconds left) that lets an instance a pass behind add its own: `what`
     /// says what the listed groups wait for ("needs a restart").
-    pub fn unsettled(&self, now: i64, what: &str) -> Option<(String, u64)> {
+    pub(crate) fn unsettled(&self, now: i64, what: &str) -> Option<(String, u64)> {
         let newest = self
             .pending
             .iter()
@@ -62,7 +62,7 @@ impl RestartLists {
 /// `automationOptions.synchronizationMode` is `global`, or, unless it is `local`, when
 /// the database runs processes of other instances (process groups this cluster does not
 /// have), so a kill of this instance's processes alone would not be the only one.
-pub fn synchronized(snapshot: &ClusterSnapshot) -> bool {
+pub(crate) fn synchronized(snapshot: &ClusterSnapshot) -> bool {
     match snapshot
         .spec()
         .automation_options
@@ -85,7 +85,7 @@ pub fn synchronized(snapshot: &ClusterSnapshot) -> bool {
 /// The changes that bring `owner`'s entries of a list (`listed`: the whole list) to
 /// `wanted`: entries to add (stamped `now`) and entries to remove. Other instances'
 /// entries are never touched.
-pub fn own_changes(
+pub(crate) fn own_changes(
     owner: &str,
     listed: &[RestartEntry],
     wanted: &[String],
@@ -115,7 +115,7 @@ pub fn own_changes(
 }
 
 /// The list after `add` and `remove` were written.
-pub fn applied(
+pub(crate) fn applied(
     mut listed: Vec<RestartEntry>,
     add: Vec<RestartEntry>,
     remove: &[RestartEntry],
@@ -127,7 +127,7 @@ pub fn applied(
 
 /// What the lists allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SharedKill {
+pub(crate) enum SharedKill {
     /// Not yet: why, and after how many seconds to look again.
     Wait {
         /// Why.
@@ -149,7 +149,7 @@ pub enum SharedKill {
 /// every pending group that reports must be ready, and the newest entry at least
 /// [`SETTLE_SECONDS`] old. Pending groups without a reporting process are left out (a
 /// kill cannot restart them; they start on their new configuration).
-pub fn decide_shared_kill(
+pub(crate) fn decide_shared_kill(
     snapshot: &ClusterSnapshot,
     lists: &RestartLists,
     now: i64,

@@ -6,9 +6,9 @@
 //! Steps decide from a `&ClusterSnapshot` alone; it never changes under them.
 //!
 //! # Refresh rule
-//! Steps write only through `pass_io::PassIo` (Kubernetes objects, the cluster
+//! Steps write only through `pass::io::PassIo` (Kubernetes objects, the cluster
 //! status) and its admin handle (the database); both record what they changed. Before the
-//! next step runs, the pass refreshes exactly those parts (see `pass.rs`): it reads
+//! next step runs, the pass refreshes exactly those parts (see `pass/state.rs`): it reads
 //! again the kinds that were written (from the watch caches once they show the writes,
 //! see [`super::cache`], else by LIST), takes the status written or staged, and
 //! reads `status json` again when the database was written or the connection string
@@ -20,11 +20,11 @@
 //! Building the index is one pass over the objects and processes, keyed by process group
 //! ID: O((groups + objects + processes) · log n). Nothing here scans all objects per group.
 
-pub mod group;
-pub mod observe;
-pub mod pod;
-pub mod pod_head;
-pub mod pod_spec_facts;
+pub(crate) mod group;
+pub(crate) mod observe;
+pub(crate) mod pod;
+pub(crate) mod pod_head;
+pub(crate) mod pod_spec_facts;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -38,8 +38,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Se
 use kube::Resource;
 use kube::api::ObjectMeta;
 
-pub use self::group::GroupView;
-pub use self::pod::{PodSource, SnapshotPod};
+pub(crate) use self::group::GroupView;
+pub(crate) use self::pod::{PodSource, SnapshotPod};
 use self::pod_head::PodHead;
 use self::pod_spec_facts::SpecFacts;
 use super::model::desired_memo::{self, DesiredMemo, DesiredObjects};

@@ -332,7 +332,7 @@ fn observe_group(
 }
 
 /// Observes every process group, by ID (of a duplicated ID, the last entry's).
-pub fn observe_groups(
+pub(crate) fn observe_groups(
     snapshot: &ClusterSnapshot,
 ) -> Result<BTreeMap<String, GroupObservation>, StepError> {
     let mut shared = Shared {
@@ -348,7 +348,7 @@ pub fn observe_groups(
 }
 
 /// Whether the ConfigMap exists with exactly the desired data.
-pub fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
+pub(crate) fn config_map_in_sync(snapshot: &ClusterSnapshot) -> Result<bool, StepError> {
     let desired = desired_config_map_for(
         snapshot.cluster(),
         snapshot.config_map(),

@@ -57,7 +57,7 @@ impl kube::Resource for PodHead {
 }
 
 /// A pod's metadata and status, of a whole pod or of its head.
-pub trait PodParts: kube::Resource<DynamicType = ()> {
+pub(crate) trait PodParts: kube::Resource<DynamicType = ()> {
     /// The pod's status.
     fn pod_status(&self) -> Option<&PodStatus>;
 }

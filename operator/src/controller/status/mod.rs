@@ -2,7 +2,7 @@
 //! group conditions, health, version, connection string, configuration, the `needs*`
 //! generations, and `generations.reconciled` only when the cluster is Reconciled.
 
-pub mod mutations;
+pub(crate) mod mutations;
 
 use std::collections::BTreeMap;
 
@@ -25,7 +25,7 @@ use super::model::process_groups::{
 
 /// The status to write, and whether it judges the cluster Reconciled.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StatusDecision {
+pub(crate) struct StatusDecision {
     /// The whole new status (the write sends only what differs).
     pub status: FoundationDBClusterStatus,
     /// Whether this observation judged the cluster Reconciled.
@@ -159,7 +159,7 @@ fn only_terminating_left(group: &ProcessGroupStatus, observation: &GroupObservat
 }
 
 /// Live (not marked for removal) group counts per class.
-pub fn live_counts(groups: &[ProcessGroupStatus]) -> BTreeMap<ProcessClass, i32> {
+pub(crate) fn live_counts(groups: &[ProcessGroupStatus]) -> BTreeMap<ProcessClass, i32> {
     let mut counts = BTreeMap::new();
     for group in groups.iter().filter(|g| !g.is_marked_for_removal()) {
         *counts.entry(group.process_class).or_insert(0) += 1;
@@ -213,7 +213,7 @@ pub fn build_status(inputs: &StatusInputs<'_>) -> FoundationDBClusterStatus {
 /// Reconciled. `generations.reconciled` keeps the last generation that was reconciled (as
 /// the Go operator does, for the printer column), so it alone cannot tell that a cluster
 /// that was reconciled has since lost a process.
-pub fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterStatus, bool) {
+pub(crate) fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClusterStatus, bool) {
     let cluster = inputs.cluster;
     let spec = &cluster.spec;
     let generation = cluster.metadata.generation.unwrap_or(0);

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::super::model::process_groups::{condition_rank, new_process_group};
 
 /// Marks the group for removal at `now`; a group already marked keeps its timestamp.
-pub fn mark_for_removal(group: &mut ProcessGroupStatus, now: Timestamp) -> bool {
+pub(crate) fn mark_for_removal(group: &mut ProcessGroupStatus, now: Timestamp) -> bool {
     if group.removal_timestamp.is_some() {
         return false;
     }
@@ -28,7 +28,7 @@ pub fn mark_for_removal(group: &mut ProcessGroupStatus, now: Timestamp) -> bool 
 }
 
 /// Records that the group is fully excluded at `now`; an earlier record stays.
-pub fn record_exclusion(group: &mut ProcessGroupStatus, now: Timestamp) -> bool {
+pub(crate) fn record_exclusion(group: &mut ProcessGroupStatus, now: Timestamp) -> bool {
     if group.exclusion_timestamp.is_some() {
         return false;
     }
@@ -38,7 +38,7 @@ pub fn record_exclusion(group: &mut ProcessGroupStatus, now: Timestamp) -> bool 
 
 /// Adds `targets` to the group's excluded targets (kept sorted, each once): what was
 /// excluded is kept until the group is included and dropped.
-pub fn record_excluded_targets(group: &mut ProcessGroupStatus, targets: &[String]) -> bool {
+pub(crate) fn record_excluded_targets(group: &mut ProcessGroupStatus, targets: &[String]) -> bool {
     let before = group.excluded_targets.len();
     group.excluded_targets.extend(targets.iter().cloned());
     group.excluded_targets.sort();
@@ -48,7 +48,7 @@ pub fn record_excluded_targets(group: &mut ProcessGroupStatus, targets: &[String
 
 /// Gives the group `condition`, first seen `now_unix` unless it already has it (then its
 /// first-seen time stays). Conditions stay in the canonical order.
-pub fn set_condition(
+pub(crate) fn set_condition(
     group: &mut ProcessGroupStatus,
     condition: ProcessGroupConditionType,
     now_unix: i64,
@@ -73,7 +73,7 @@ pub fn set_condition(
 }
 
 /// Takes `condition` off the group.
-pub fn clear_condition(
+pub(crate) fn clear_condition(
     group: &mut ProcessGroupStatus,
     condition: &ProcessGroupConditionType,
 ) -> bool {
@@ -87,7 +87,7 @@ pub fn clear_condition(
 /// Records the addresses the group is seen with now. While the group is marked for
 /// removal every address it ever had is kept (each must be excluded); otherwise the
 /// current ones replace the old.
-pub fn record_addresses(group: &mut ProcessGroupStatus, current: &[String]) -> bool {
+pub(crate) fn record_addresses(group: &mut ProcessGroupStatus, current: &[String]) -> bool {
     let before = group.addresses.clone();
     if group.is_marked_for_removal() {
         for address in current {

@@ -1,31 +1,31 @@
 //! The subreconcilers, one module per step of operator-behavior §8, and their order.
 
-pub mod add_pods;
-pub mod add_process_groups;
-pub mod add_pvcs;
-pub mod add_services;
-pub mod bounce_processes;
-pub mod change_coordinators;
-pub mod check_client_compatibility;
-pub mod choose_removals;
-pub mod delete_pods_for_buggification;
-pub mod delete_terminal_pods;
-pub mod exclude_instances;
-pub mod generate_initial_cluster_file;
-pub mod maintenance_mode_checker;
-pub mod remove_incompatible_processes;
-pub mod remove_pods;
-pub mod remove_services;
-pub mod replace_failed_pods;
-pub mod replace_misconfigured_pods;
-pub mod update_config_map;
-pub mod update_database_configuration;
-pub mod update_labels;
-pub mod update_lock_configuration;
-pub mod update_pod_config;
-pub mod update_pods;
-pub mod update_sidecar_versions;
-pub mod update_status;
+pub(crate) mod add_pods;
+pub(crate) mod add_process_groups;
+pub(crate) mod add_pvcs;
+pub(crate) mod add_services;
+pub(crate) mod bounce_processes;
+pub(crate) mod change_coordinators;
+pub(crate) mod check_client_compatibility;
+pub(crate) mod choose_removals;
+pub(crate) mod delete_pods_for_buggification;
+pub(crate) mod delete_terminal_pods;
+pub(crate) mod exclude_instances;
+pub(crate) mod generate_initial_cluster_file;
+pub(crate) mod maintenance_mode_checker;
+pub(crate) mod remove_incompatible_processes;
+pub(crate) mod remove_pods;
+pub(crate) mod remove_services;
+pub(crate) mod replace_failed_pods;
+pub(crate) mod replace_misconfigured_pods;
+pub(crate) mod update_config_map;
+pub(crate) mod update_database_configuration;
+pub(crate) mod update_labels;
+pub(crate) mod update_lock_configuration;
+pub(crate) mod update_pod_config;
+pub(crate) mod update_pods;
+pub(crate) mod update_sidecar_versions;
+pub(crate) mod update_status;
 
 use super::context::Context;
 use super::errors::StepError;
@@ -49,7 +49,7 @@ use async_trait::async_trait;
 /// pods' agents) plans a query action; the executor puts the answers into the facts, and
 /// the step's pure [`Subreconciler::conclude`] turns them into a second verdict.
 #[async_trait]
-pub trait Subreconciler: Send + Sync {
+pub(crate) trait Subreconciler: Send + Sync {
     /// The step's name, as in operator-behavior §8 (`AddPods`).
     fn name(&self) -> &'static str;
 
@@ -110,7 +110,7 @@ pub trait Subreconciler: Send + Sync {
 }
 
 /// The steps of a pass, in the order of operator-behavior §8.
-pub fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
+pub(crate) fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
     vec![
         Box::new(update_status::UpdateStatus),
         Box::new(update_lock_configuration::UpdateLockConfiguration),

@@ -1,6 +1,6 @@
 //! Which kind of version change `spec.version` asks of a cluster (operator-behavior §2):
 //! pure over the cluster's spec and `status.runningVersion`, so the desired objects
-//! (`desired.rs`) and the upgrade's decisions both read it without importing each
+//! (`model/desired.rs`) and the upgrade's decisions both read it without importing each
 //! other.
 
 use fdb_shared::FdbVersion;
@@ -10,7 +10,7 @@ use super::super::model::pod::running_version;
 
 /// What `spec.version` asks of a cluster running `status.runningVersion`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VersionChange {
+pub(crate) enum VersionChange {
     /// The processes run the spec's version.
     None,
     /// A protocol-compatible change (patch up- or downgrade): pods roll to the new image
@@ -44,7 +44,7 @@ pub enum VersionChange {
 
 impl VersionChange {
     /// The message users see for a refused change.
-    pub fn refusal_message(&self) -> Option<String> {
+    pub(crate) fn refusal_message(&self) -> Option<String> {
         match self {
             Self::Refused { from, to } => Some(format!(
                 "spec.version {to} is a downgrade from the running version {from} across a \
@@ -61,7 +61,7 @@ impl VersionChange {
 }
 
 /// The change `cluster`'s spec asks for (operator-behavior §2).
-pub fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
+pub(crate) fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
     let running = running_version(cluster);
     let wanted = cluster.spec.version.as_str();
     let (from, to) = match (running.parse::<FdbVersion>(), wanted.parse::<FdbVersion>()) {
@@ -89,7 +89,7 @@ pub fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
 }
 
 /// The target of a pending incompatible upgrade, if one is pending.
-pub fn pending_upgrade_target(cluster: &FoundationDBCluster) -> Option<FdbVersion> {
+pub(crate) fn pending_upgrade_target(cluster: &FoundationDBCluster) -> Option<FdbVersion> {
     match version_change(cluster) {
         VersionChange::Incompatible { to, .. } => Some(to),
         _ => None,
@@ -97,6 +97,6 @@ pub fn pending_upgrade_target(cluster: &FoundationDBCluster) -> Option<FdbVersio
 }
 
 /// The path, relative to the sidecar's output dir, of the staged `fdbserver` of `target`.
-pub fn staged_fdbserver(target: &FdbVersion) -> String {
+pub(crate) fn staged_fdbserver(target: &FdbVersion) -> String {
     format!("bin/{target}/fdbserver")
 }

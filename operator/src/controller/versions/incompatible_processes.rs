@@ -16,7 +16,7 @@ use super::change::{VersionChange, version_change};
 
 /// A process group whose processes missed the upgrade's kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IncompatibleGroup {
+pub(crate) struct IncompatibleGroup {
     /// The process group ID.
     pub group: String,
     /// Its pod.
@@ -27,7 +27,7 @@ pub struct IncompatibleGroup {
 
 /// What RemoveIncompatibleProcesses does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct IncompatibleDecision {
+pub(crate) struct IncompatibleDecision {
     /// Pods to delete (their processes come back on their image's binary).
     pub delete: Vec<IncompatibleGroup>,
     /// Groups left alone for now, and why.
@@ -50,7 +50,7 @@ fn main_image_version(facts: &SpecFacts) -> Option<FdbVersion> {
 /// in `incompatible_connections`, or one of its processes runs a version not
 /// protocol-compatible with the running one. Pods hosting a coordinator are left to
 /// ChangeCoordinators first (a coordinator's pod is never deleted).
-pub fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
+pub(crate) fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
     let mut decision = IncompatibleDecision::default();
     let cluster = snapshot.cluster();
     if !matches!(version_change(cluster), VersionChange::None) {

@@ -2,10 +2,10 @@
 //! `spec.version` asks, the tools' version, the shared pending-upgrade list, the
 //! incompatible processes left behind, and the kill's quorum, back-off and cleanup.
 
-pub mod change;
-pub mod cleanup;
-pub mod incompatible_processes;
-pub mod pending_upgrades;
-pub mod quorum;
-pub mod retries;
-pub mod tool_choice;
+pub(crate) mod change;
+pub(crate) mod cleanup;
+pub(crate) mod incompatible_processes;
+pub(crate) mod pending_upgrades;
+pub(crate) mod quorum;
+pub(crate) mod retries;
+pub(crate) mod tool_choice;

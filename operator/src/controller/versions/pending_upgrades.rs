@@ -11,7 +11,7 @@ use crate::fdb::PendingUpgrade;
 
 /// What an instance writes to the pending-upgrade list, and who agreed after it did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PendingListUpdate {
+pub(crate) struct PendingListUpdate {
     /// Its groups not on the list for the target yet.
     pub add: Vec<PendingUpgrade>,
     /// Entries for other versions, left behind by an instance that crashed between its
@@ -22,7 +22,7 @@ pub struct PendingListUpdate {
 }
 
 /// Plans the instance's write to the pending-upgrade list `listed` for `target`.
-pub fn plan_pending_list(
+pub(crate) fn plan_pending_list(
     listed: &[PendingUpgrade],
     target: &FdbVersion,
     own: &[String],

@@ -24,7 +24,7 @@ use super::super::snapshot::{ClusterSnapshot, GroupView};
     "the kill would restart {restarted} of the {total} coordinators onto the new version; the others keep running on the old one (spec.buggify.ignoreDuringRestart: {}), so the restarted processes could not reach a quorum and the database would be down until they are restarted: the kill waits until they can be (take them out of spec.buggify.ignoreDuringRestart)",
     .kept.join(", ")
 )]
-pub struct QuorumKept {
+pub(crate) struct QuorumKept {
     /// The kept coordinators, as `<group> (<coordinator address>)`, in status order.
     pub kept: Vec<String>,
     /// How many coordinators the kill restarts.
@@ -37,7 +37,7 @@ pub struct QuorumKept {
 /// says whether the kill restarts the group's processes (or they already run the new
 /// version); a coordinator's group it does not restart is kept on the old version when
 /// the user keeps it out of restarts and its processes report.
-pub fn quorum_kept(
+pub(crate) fn quorum_kept(
     snapshot: &ClusterSnapshot,
     restarted: impl Fn(&GroupView<'_>) -> bool,
 ) -> Option<QuorumKept> {

@@ -30,14 +30,14 @@ pub struct KillRecord {
 }
 
 /// The wait after the `kills`-th kill: 30 s doubled each time, at most 300 s.
-pub fn backoff(kills: u32) -> Duration {
+pub(crate) fn backoff(kills: u32) -> Duration {
     let doublings = kills.saturating_sub(1).min(16);
     Duration::from_secs((FIRST_BACKOFF_SECONDS << doublings).min(MAX_BACKOFF_SECONDS))
 }
 
 /// How long the next kill for `target` still waits at `now_unix` after the kills of
 /// `record` (`None`: it may go ahead). Kills for another target do not count.
-pub fn retry_wait(
+pub(crate) fn retry_wait(
     record: Option<&KillRecord>,
     target: &FdbVersion,
     now_unix: i64,

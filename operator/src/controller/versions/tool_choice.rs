@@ -52,7 +52,7 @@ pub fn tool_versions(cluster: &FoundationDBCluster) -> Result<ToolVersions, Stri
 
 /// The tools `cluster` needs now that `provider` does not have (none when the versions
 /// do not parse: the version checks report that).
-pub fn missing_tools(
+pub(crate) fn missing_tools(
     provider: &dyn AdminClientProvider,
     cluster: &FoundationDBCluster,
 ) -> Vec<MissingTool> {

@@ -549,9 +549,7 @@ mod tests {
             fdb_shared::api::ProcessClass::Stateless,
         ] {
             let ours =
-                fdb_operator::controller::model::process_config::desired_process_configuration(
-                    &cluster, class, true,
-                );
+                fdb_operator::controller::desired_process_configuration(&cluster, class, true);
             let key = format!("fdbmonitor-conf-{class}-json");
             assert_eq!(
                 config_map["data"][&key].as_str().unwrap(),

@@ -33,14 +33,14 @@ use super::{DISTRIBUTION_KEY_LABEL, PodOptions};
 
 /// Weight of the operator's preferred terms (the same for every pod, so only relative to
 /// the user's own terms).
-pub const PREFERRED_TERM_WEIGHT: i32 = 1;
+pub(crate) const PREFERRED_TERM_WEIGHT: i32 = 1;
 
 /// The distribution key the operator assigns to the `n`-th group of a class when bin
 /// packing is on: `<n mod spec.faultDomain.zoneCount>`. Bin packing is on when
 /// `spec.faultDomain.zoneCount` is positive and the fault domain key is a real node label
 /// (not `foundationdb.org/none` or `foundationdb.org/kubernetes-cluster`, where
 /// `zoneCount` counts Kubernetes clusters instead). The API has no separate field for it.
-pub fn default_distribution_key(cluster: &FoundationDBCluster, n: u32) -> Option<String> {
+pub(crate) fn default_distribution_key(cluster: &FoundationDBCluster, n: u32) -> Option<String> {
     let fault_domain = &cluster.spec.fault_domain;
     let zones = u32::try_from(fault_domain.zone_count?)
         .ok()

@@ -21,10 +21,10 @@ use k8s_openapi::api::core::v1::{
 use super::containers::MAIN_CONTAINER;
 
 /// The command of a crash-looping container (a binary no image has).
-pub const CRASH_LOOP_COMMAND: &str = "crash-loop";
+pub(crate) const CRASH_LOOP_COMMAND: &str = "crash-loop";
 
 /// The node label a `noSchedule` pod requires (no node has it).
-pub const NO_SCHEDULE_LABEL: &str = "foundationdb.org/no-schedule-allowed";
+pub(crate) const NO_SCHEDULE_LABEL: &str = "foundationdb.org/no-schedule-allowed";
 
 /// What buggify does to one pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,7 +47,7 @@ fn listed(ids: &[String], group: &str) -> bool {
 }
 
 /// What the spec asks buggify to do to the pod of `group`.
-pub fn desired_state(cluster: &FoundationDBCluster, group: &str) -> BuggifyState {
+pub(crate) fn desired_state(cluster: &FoundationDBCluster, group: &str) -> BuggifyState {
     let buggify = &cluster.spec.buggify;
     let mut containers = BTreeSet::new();
     if listed(&buggify.crash_loop, group) {
@@ -67,7 +67,7 @@ pub fn desired_state(cluster: &FoundationDBCluster, group: &str) -> BuggifyState
 }
 
 /// What buggify does to a live pod, read from its spec.
-pub fn pod_state(pod: &Pod) -> BuggifyState {
+pub(crate) fn pod_state(pod: &Pod) -> BuggifyState {
     let Some(spec) = pod.spec.as_ref() else {
         return BuggifyState::default();
     };
@@ -103,7 +103,7 @@ pub fn crash_loops(command: Option<&[String]>) -> bool {
 }
 
 /// Applies `state` to a pod spec being built.
-pub fn apply(state: &BuggifyState, spec: &mut PodSpec) {
+pub(crate) fn apply(state: &BuggifyState, spec: &mut PodSpec) {
     for container in &mut spec.containers {
         if state.crash_loop_containers.contains(&container.name) {
             container.command = Some(vec![CRASH_LOOP_COMMAND.to_owned()]);

@@ -20,13 +20,13 @@ pub const MAIN_CONTAINER: &str = "foundationdb";
 /// Name of the sidecar container.
 pub const SIDECAR_CONTAINER: &str = "foundationdb-kubernetes-sidecar";
 /// Name of the init container.
-pub const INIT_CONTAINER: &str = "foundationdb-kubernetes-init";
+pub(crate) const INIT_CONTAINER: &str = "foundationdb-kubernetes-init";
 /// Port of the sidecar's HTTP API (its default bind port).
-pub const SIDECAR_PORT: i32 = 8080;
+pub(crate) const SIDECAR_PORT: i32 = 8080;
 /// Default CPU of the sidecar and init containers (requests and limits).
-pub const SIDECAR_DEFAULT_CPU: &str = "100m";
+pub(crate) const SIDECAR_DEFAULT_CPU: &str = "100m";
 /// Default memory of the sidecar and init containers (requests and limits).
-pub const SIDECAR_DEFAULT_MEMORY: &str = "256Mi";
+pub(crate) const SIDECAR_DEFAULT_MEMORY: &str = "256Mi";
 
 /// The images and the version the main container runs.
 #[derive(Debug, Clone)]

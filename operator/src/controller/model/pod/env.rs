@@ -16,11 +16,11 @@ use super::{PUBLIC_IP_ANNOTATION, PodModelError, PodOptions, names};
 const INSTANCE_ID_VARIABLE: &str = "FDB_INSTANCE_ID";
 
 /// Where the main container finds the cluster file the sidecar copies.
-pub const MAIN_CLUSTER_FILE: &str = "/var/dynamic-conf/fdb.cluster";
+pub(super) const MAIN_CLUSTER_FILE: &str = "/var/dynamic-conf/fdb.cluster";
 /// Where the main container finds the trusted CAs the sidecar copies.
-pub const MAIN_CA_FILE: &str = "/var/dynamic-conf/ca.pem";
+pub(super) const MAIN_CA_FILE: &str = "/var/dynamic-conf/ca.pem";
 /// Where the sidecar finds the trusted CAs in its ConfigMap mount.
-pub const SIDECAR_CA_FILE: &str = "/var/input-files/ca.pem";
+pub(super) const SIDECAR_CA_FILE: &str = "/var/input-files/ca.pem";
 
 /// A variable with a literal value.
 pub(super) fn value(name: &str, value: impl Into<String>) -> EnvVar {

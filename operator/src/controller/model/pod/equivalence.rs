@@ -407,7 +407,7 @@ fn probe(probe: Option<&Probe>) -> Value {
 /// for. What the desired claim leaves unset (a default storage class, the volume mode,
 /// the bound volume) is the server's and not judged; sizes are compared as amounts (the
 /// server stores `0.5Gi` as `512Mi`).
-pub fn pvc_difference(
+pub(crate) fn pvc_difference(
     desired: &PersistentVolumeClaimSpec,
     live: &PersistentVolumeClaimSpec,
 ) -> Option<String> {

@@ -13,7 +13,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The canonical JSON text of a value: object keys sorted at every level, no whitespace.
-pub fn canonical_json<T: Serialize>(value: &T) -> String {
+pub(crate) fn canonical_json<T: Serialize>(value: &T) -> String {
     // k8s-openapi types only have string map keys, so serializing them to a JSON value
     // cannot fail; `Null` is an unreachable fallback, not a silent default.
     let value = serde_json::to_value(value).unwrap_or(Value::Null);
@@ -59,13 +59,13 @@ fn write_canonical(value: &Value, out: &mut String) {
 /// (UpdateLabels, IncorrectPodMetadata) and must not cause a pod to be recreated. Every
 /// option that changes the processes (images, args, env, fault-domain values, affinity)
 /// lives in the spec.
-pub fn pod_spec_hash(pod: &Pod) -> String {
+pub(crate) fn pod_spec_hash(pod: &Pod) -> String {
     sha256_hex(canonical_json(&pod.spec).as_bytes())
 }
 
 /// The hash written to a PVC's `foundationdb.org/last-applied-spec`: SHA-256 of the
 /// canonical JSON of its `spec` (any change needs a new process group).
-pub fn pvc_spec_hash(pvc: &PersistentVolumeClaim) -> String {
+pub(crate) fn pvc_spec_hash(pvc: &PersistentVolumeClaim) -> String {
     sha256_hex(canonical_json(&pvc.spec).as_bytes())
 }
 

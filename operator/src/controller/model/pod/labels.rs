@@ -10,14 +10,14 @@ use super::names::cluster_name;
 
 /// The labels selecting every object of the cluster: `spec.labels.matchLabels`, default
 /// `foundationdb.org/fdb-cluster-name: <cluster>`.
-pub fn cluster_labels(cluster: &FoundationDBCluster) -> BTreeMap<String, String> {
+pub(crate) fn cluster_labels(cluster: &FoundationDBCluster) -> BTreeMap<String, String> {
     cluster.spec.labels.match_labels(cluster_name(cluster))
 }
 
 /// The labels of one process group's objects: the cluster labels plus every configured
 /// process class label key set to the class and every configured process group ID label
 /// key set to the ID.
-pub fn process_group_labels(
+pub(crate) fn process_group_labels(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
 ) -> BTreeMap<String, String> {

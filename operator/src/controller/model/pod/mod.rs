@@ -12,7 +12,7 @@
 //! operator's containers, volumes, environment and affinity are merged into it.
 
 mod affinity;
-pub mod buggify;
+pub(crate) mod buggify;
 mod containers;
 mod env;
 mod equivalence;
@@ -37,7 +37,7 @@ mod tests_pod;
 mod tests_scheduling;
 #[cfg(test)]
 mod tests_unified;
-pub mod unified;
+pub(crate) mod unified;
 
 use std::collections::BTreeMap;
 
@@ -47,52 +47,42 @@ use fdb_shared::cluster_math::{main_image, sidecar_image, unified_image};
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-pub use affinity::{PREFERRED_TERM_WEIGHT, default_distribution_key};
-pub use containers::{
-    INIT_CONTAINER, MAIN_CONTAINER, SIDECAR_CONTAINER, SIDECAR_DEFAULT_CPU, SIDECAR_DEFAULT_MEMORY,
-    SIDECAR_PORT,
-};
-pub use equivalence::{process_difference, pvc_difference};
-pub use fdb_shared::api::cluster::settings::{
-    CLUSTER_NAME_LABEL, PROCESS_CLASS_LABEL, PROCESS_GROUP_ID_LABEL,
-};
-pub use hash::{canonical_json, pod_spec_hash, pvc_spec_hash, sha256_hex};
+pub(crate) use affinity::default_distribution_key;
+pub(crate) use containers::INIT_CONTAINER;
+pub use containers::{MAIN_CONTAINER, SIDECAR_CONTAINER};
+pub use equivalence::process_difference;
+pub(crate) use equivalence::pvc_difference;
+pub(crate) use hash::pod_spec_hash;
+pub use hash::sha256_hex;
 pub(crate) use labels::merged_labels;
-pub use labels::{cluster_labels, process_group_labels};
+pub(crate) use labels::{cluster_labels, process_group_labels};
 pub(crate) use names::ClusterIdentity;
-pub use names::{
-    checked_object_name, parse_any_process_group_id, parse_process_group_id, pod_dns_name,
-    pod_name, process_group_id, pvc_name,
+pub(crate) use names::{
+    checked_object_name, parse_any_process_group_id, pod_name, process_group_id, pvc_name,
 };
-pub use pvc::{DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_SIZE, build_pvc};
-pub use services::{build_headless_service, build_process_group_service};
-pub use volumes::{
-    CONFIG_MAP_VOLUME, DATA_VOLUME, DYNAMIC_CONF_VOLUME, SIDECAR_INPUT_MOUNT, SIDECAR_OUTPUT_MOUNT,
-    TRACE_LOGS_VOLUME,
-};
+pub use pvc::build_pvc;
+pub(crate) use services::{build_headless_service, build_process_group_service};
+pub(crate) use volumes::CONFIG_MAP_VOLUME;
 
-pub mod volumes;
+pub(crate) mod volumes;
 
-pub use substitutions::{expected_substitutions, expected_zone, has_sidecar, live_sidecar_image};
-pub use unified::{PROCESS_CONFIG_FILE, SHARED_BINARIES_VOLUME, monitor_process_count};
+pub use substitutions::expected_substitutions;
+pub(crate) use substitutions::{expected_zone, has_sidecar, live_sidecar_image};
 
 /// Hash of the desired pod spec (see [`pod_spec_hash`]), written by [`build_pod`].
-pub const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";
+pub(crate) const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-applied-spec";
 /// Hash of the dynamic configuration (cluster file + monitor conf) the sidecar confirmed;
 /// written by UpdatePodConfig, see `config_map::dynamic_conf_hash`.
 pub const LAST_APPLIED_CONFIG_MAP_ANNOTATION: &str = "foundationdb.org/last-applied-config-map";
 /// Where the pod's public IP comes from (`pod` or `service`).
-pub const PUBLIC_IP_SOURCE_ANNOTATION: &str = "foundationdb.org/public-ip-source";
+pub(crate) const PUBLIC_IP_SOURCE_ANNOTATION: &str = "foundationdb.org/public-ip-source";
 /// The public IP of a pod whose IP comes from its Service; set by the controller when it
 /// creates the pod (it is not part of the spec hash). `FDB_PUBLIC_IP` reads it.
-pub const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
+pub(crate) const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
 /// The pod model (`split` or `unified`).
-pub const IMAGE_TYPE_ANNOTATION: &str = "foundationdb.org/image-type";
-/// Read by the operator: `true` asks for the group's processes to be stopped while its pod
-/// and other resources are kept (for debugging).
-pub const ISOLATE_PROCESS_GROUP_ANNOTATION: &str = "foundationdb.org/isolate-process-group";
+pub(crate) const IMAGE_TYPE_ANNOTATION: &str = "foundationdb.org/image-type";
 /// The logical fault domain of a pod when fault domains are bin packed.
-pub const DISTRIBUTION_KEY_LABEL: &str = "foundationdb.org/distribution-key";
+pub(crate) const DISTRIBUTION_KEY_LABEL: &str = "foundationdb.org/distribution-key";
 
 /// Why a desired object cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,7 +158,7 @@ pub struct PodOptions {
 
 /// Number of fdbserver processes in a pod of `class`: `storageServersPerPod` for storage,
 /// `logServersPerPod` for log and transaction, else 1 (at least 1).
-pub fn servers_per_pod(cluster: &FoundationDBCluster, class: ProcessClass) -> u32 {
+pub(crate) fn servers_per_pod(cluster: &FoundationDBCluster, class: ProcessClass) -> u32 {
     fdb_shared::monitor_conf::render::spec_servers_per_pod(&cluster.spec, class)
 }
 
@@ -187,7 +177,7 @@ pub fn pod_servers_per_pod(
 
 /// The density of the monitor conf key `pod` mounts, if it mounts one of that shape; for a
 /// unified pod, its monitor's `--process-count`.
-pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
+pub(crate) fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
     pod.spec
         .as_ref()
         .and_then(volumes::mounted_monitor_conf_key)
@@ -197,7 +187,7 @@ pub fn mounted_servers_per_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<
 
 /// The pod model a pod runs, from its `foundationdb.org/image-type` annotation (pods
 /// without it are split, as every pod this operator made before unified pods existed).
-pub fn pod_image_type(pod: &impl kube::Resource) -> ImageType {
+pub(crate) fn pod_image_type(pod: &impl kube::Resource) -> ImageType {
     match pod
         .meta()
         .annotations
@@ -212,7 +202,7 @@ pub fn pod_image_type(pod: &impl kube::Resource) -> ImageType {
 
 /// The version the cluster's processes run now: `status.runningVersion`, else
 /// `spec.version`.
-pub fn running_version(cluster: &FoundationDBCluster) -> &str {
+pub(crate) fn running_version(cluster: &FoundationDBCluster) -> &str {
     cluster
         .status
         .as_ref()
@@ -225,7 +215,7 @@ pub fn running_version(cluster: &FoundationDBCluster) -> &str {
 /// compatible with the running version (patch upgrades and downgrades roll out as pod
 /// updates, operator-behavior §9), else the running version (an incompatible upgrade
 /// first stages binaries and bounces every process at once; pods follow afterwards).
-pub fn pod_version(cluster: &FoundationDBCluster) -> &str {
+pub(crate) fn pod_version(cluster: &FoundationDBCluster) -> &str {
     let running = running_version(cluster);
     let wanted = cluster.spec.version.as_str();
     match (

@@ -14,7 +14,11 @@ use crate::controller::errors::StepError;
 
 /// The process group ID of the `n`-th group of `class`: `[prefix-]<class>-<n>`, with the
 /// class in FoundationDB's spelling (`cluster_controller-1`).
-pub fn process_group_id(cluster: &FoundationDBCluster, class: ProcessClass, n: u32) -> String {
+pub(crate) fn process_group_id(
+    cluster: &FoundationDBCluster,
+    class: ProcessClass,
+    n: u32,
+) -> String {
     let prefix = cluster.spec.process_group_id_prefix();
     if prefix.is_empty() {
         format!("{class}-{n}")
@@ -25,7 +29,8 @@ pub fn process_group_id(cluster: &FoundationDBCluster, class: ProcessClass, n: u
 
 /// Splits a process group ID of this cluster into its class and number; `None` when the ID
 /// does not have this cluster's prefix, names no known class or has no positive number.
-pub fn parse_process_group_id(
+#[cfg(test)]
+pub(crate) fn parse_process_group_id(
     cluster: &FoundationDBCluster,
     id: &str,
 ) -> Option<(ProcessClass, u32)> {
@@ -46,7 +51,7 @@ pub fn parse_process_group_id(
 /// name right before it. The prefix is ignored on purpose: a group keeps its pod, PVC and
 /// number when `processGroupIDPrefix` changes (as in the Go operator), so a prefix change
 /// never makes the operator build a second pod for the same group.
-pub fn parse_any_process_group_id(id: &str) -> Option<(ProcessClass, u32)> {
+pub(crate) fn parse_any_process_group_id(id: &str) -> Option<(ProcessClass, u32)> {
     let (head, number) = id.rsplit_once('-')?;
     let number = number.parse::<u32>().ok().filter(|n| *n > 0)?;
     let class = head.parse::<ProcessClass>().ok().or_else(|| {
@@ -65,7 +70,7 @@ pub(crate) fn cluster_name(cluster: &FoundationDBCluster) -> &str {
 /// and the number at the end of its ID; the ID prefix is not part of the name (so it may
 /// change without renaming anything). An ID without a number falls back to
 /// `<cluster>-<id, _ as ->`.
-pub fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
+pub(crate) fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
     let cluster_name = cluster_name(cluster);
     let id = &group.process_group_id;
     match parse_any_process_group_id(id) {
@@ -75,7 +80,7 @@ pub fn pod_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> St
 }
 
 /// The data PVC of a process group: `<pod>-data`.
-pub fn pvc_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
+pub(crate) fn pvc_name(cluster: &FoundationDBCluster, group: &ProcessGroupStatus) -> String {
     format!("{}-data", pod_name(cluster, group))
 }
 
@@ -111,7 +116,7 @@ pub(crate) fn check_group_names(
 /// kube puts an object's name into the request path as it is: a name built from live
 /// state (a process group ID in the status) that no object can have, e.g. holding `/`
 /// or `?`, is refused here instead of addressing another path.
-pub fn checked_object_name(name: &str, action: &str) -> Result<(), StepError> {
+pub(crate) fn checked_object_name(name: &str, action: &str) -> Result<(), StepError> {
     match dns1123_subdomain_error(name) {
         None => Ok(()),
         Some(problem) => Err(StepError::InvalidState(format!(
@@ -122,7 +127,7 @@ pub fn checked_object_name(name: &str, action: &str) -> Result<(), StepError> {
 
 /// The DNS name of a process group's pod through the headless Service:
 /// `<pod>.<cluster>.<namespace>.svc.<dnsDomain>`.
-pub fn pod_dns_name(
+pub(crate) fn pod_dns_name(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
 ) -> Result<String, PodModelError> {
@@ -151,7 +156,7 @@ impl ClusterIdentity {
     /// Reads and checks the cluster's identity: every owned object needs the name, the
     /// namespace and the UID (an owner reference without UID is rejected by the API
     /// server).
-    pub fn of(cluster: &FoundationDBCluster) -> Result<Self, PodModelError> {
+    pub(crate) fn of(cluster: &FoundationDBCluster) -> Result<Self, PodModelError> {
         let name = cluster
             .metadata
             .name

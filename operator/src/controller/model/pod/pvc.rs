@@ -19,9 +19,9 @@ use super::{LAST_APPLIED_SPEC_ANNOTATION, PodModelError};
 
 /// Storage requested when the volume claim template asks for none (the existing
 /// operator's default).
-pub const DEFAULT_VOLUME_SIZE: &str = "128G";
+pub(crate) const DEFAULT_VOLUME_SIZE: &str = "128G";
 /// Access mode when the template sets none.
-pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteOnce";
+pub(crate) const DEFAULT_ACCESS_MODE: &str = "ReadWriteOnce";
 
 /// The data PVC of a group: `None` for stateless classes and when the class's pod template
 /// brings its own `data` volume. Metadata and spec come from the class's (or general)

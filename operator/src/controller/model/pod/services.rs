@@ -18,7 +18,7 @@ use super::{PodModelError, servers_per_pod};
 /// group's pod by the process group labels and exposes one port per process
 /// (`non-tls` 4501, `non-tls-2` 4503, ...; `tls` 4500, ... with TLS). Not-ready addresses
 /// are published: the processes must be reachable whatever the pod's readiness.
-pub fn build_process_group_service(
+pub(crate) fn build_process_group_service(
     cluster: &FoundationDBCluster,
     group: &ProcessGroupStatus,
 ) -> Result<Option<Service>, PodModelError> {
@@ -78,7 +78,7 @@ pub fn build_process_group_service(
 /// always with `routing.useDNSInClusterFile` (the default), whose DNS names
 /// `<pod>.<cluster>.<namespace>.svc.<dnsDomain>` need it. `None` when not wanted or when
 /// the cluster has no name, namespace or UID yet.
-pub fn build_headless_service(cluster: &FoundationDBCluster) -> Option<Service> {
+pub(crate) fn build_headless_service(cluster: &FoundationDBCluster) -> Option<Service> {
     if !cluster.spec.routing.headless_service() {
         return None;
     }

@@ -72,14 +72,14 @@ pub fn expected_substitutions(pod: &Pod) -> Option<BTreeMap<String, String>> {
 }
 
 /// Whether the pod has our sidecar container.
-pub fn has_sidecar(pod: &Pod) -> bool {
+pub(crate) fn has_sidecar(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
         .is_some_and(|spec| spec.containers.iter().any(|c| c.name == SIDECAR_CONTAINER))
 }
 
 /// The image of the pod's sidecar container.
-pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
+pub(crate) fn live_sidecar_image(pod: &Pod) -> Option<&str> {
     pod.spec
         .as_ref()?
         .containers
@@ -93,7 +93,7 @@ pub fn live_sidecar_image(pod: &Pod) -> Option<&str> {
 /// `FDB_ZONE_ID` (the main container's in a unified pod), falling back like the sidecar to the machine ID and the hostname. `None`
 /// while it resolves to nothing yet (e.g. `spec.nodeName` before scheduling) or cannot be
 /// resolved from the pod.
-pub fn expected_zone(pod: &Pod) -> Option<String> {
+pub(crate) fn expected_zone(pod: &Pod) -> Option<String> {
     let containers = &pod.spec.as_ref()?.containers;
     let declares_zone = |container: &&Container| {
         container

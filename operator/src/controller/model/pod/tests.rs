@@ -7,7 +7,12 @@ use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 
+use super::names::parse_process_group_id;
+use super::volumes::DATA_VOLUME;
 use super::*;
+use fdb_shared::api::cluster::settings::{
+    CLUSTER_NAME_LABEL, PROCESS_CLASS_LABEL, PROCESS_GROUP_ID_LABEL,
+};
 
 /// A cluster `sample` in namespace `fdb` (UID `uid-1`, version 7.1.57) with `spec_yaml` as
 /// its spec.

@@ -2,7 +2,9 @@
 
 use fdb_shared::api::ProcessClass;
 
+use super::hash::pvc_spec_hash;
 use super::tests::{cluster, group, pod, storage_1, volume};
+use super::volumes::DATA_VOLUME;
 use super::*;
 
 #[test]

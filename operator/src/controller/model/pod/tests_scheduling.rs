@@ -3,8 +3,10 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::affinity::PREFERRED_TERM_WEIGHT;
 use super::tests::{args, cluster, container, env, field_path, pod, storage_1, volume};
 use super::*;
+use fdb_shared::api::cluster::settings::CLUSTER_NAME_LABEL;
 
 #[test]
 fn fault_domain_variants() {

@@ -23,19 +23,19 @@ use super::volumes::{
 use super::{MAIN_CONTAINER, SIDECAR_CONTAINER, servers_per_pod};
 
 /// The volume the sidecar-mode container copies binaries into.
-pub const SHARED_BINARIES_VOLUME: &str = "shared-binaries";
+pub(crate) const SHARED_BINARIES_VOLUME: &str = "shared-binaries";
 /// Where both containers mount it.
-pub const SHARED_BINARIES_MOUNT: &str = "/var/fdb/shared-binaries";
+pub(crate) const SHARED_BINARIES_MOUNT: &str = "/var/fdb/shared-binaries";
 /// The file the monitor reads its process configuration from, in its input directory.
-pub const PROCESS_CONFIG_FILE: &str = "config.json";
+pub(crate) const PROCESS_CONFIG_FILE: &str = "config.json";
 /// The monitor's own log file.
-pub const MONITOR_LOG: &str = "/var/log/fdb-trace-logs/monitor.log";
+pub(crate) const MONITOR_LOG: &str = "/var/log/fdb-trace-logs/monitor.log";
 /// The monitor argument giving the number of processes of the pod.
-pub const PROCESS_COUNT_FLAG: &str = "--process-count";
+pub(crate) const PROCESS_COUNT_FLAG: &str = "--process-count";
 /// The client trace log group of the main container's tools.
-pub const TRACE_LOG_GROUP_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP";
+pub(crate) const TRACE_LOG_GROUP_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP";
 /// The directory the main container's tools write client traces to.
-pub const TRACE_ENABLE_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_ENABLE";
+pub(crate) const TRACE_ENABLE_VARIABLE: &str = "FDB_NETWORK_OPTION_TRACE_ENABLE";
 
 fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
@@ -198,7 +198,7 @@ pub(crate) fn pod_volumes(
 
 /// The number of processes a unified pod's monitor runs: its `--process-count`, else 1.
 /// `None` when the pod has no main container running the monitor.
-pub fn monitor_process_count(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
+pub(crate) fn monitor_process_count(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u32> {
     let main = pod
         .spec
         .as_ref()?

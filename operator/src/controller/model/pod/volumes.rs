@@ -13,38 +13,38 @@ use super::{names, servers_per_pod};
 
 // The ConfigMap's name and cluster-file key are shared with the plugin, which repairs
 // the connection string in an emergency.
-pub use fdb_shared::api::cluster::{CLUSTER_FILE_KEY, config_map_name};
+pub(crate) use fdb_shared::api::cluster::{CLUSTER_FILE_KEY, config_map_name};
 
 /// ConfigMap key of the version the processes run.
-pub const RUNNING_VERSION_KEY: &str = "running-version";
+pub(crate) const RUNNING_VERSION_KEY: &str = "running-version";
 /// ConfigMap key of the trusted CAs.
-pub const CA_FILE_KEY: &str = "ca-file";
+pub(crate) const CA_FILE_KEY: &str = "ca-file";
 
 /// The data volume (PVC or emptyDir).
-pub const DATA_VOLUME: &str = "data";
+pub(crate) const DATA_VOLUME: &str = "data";
 /// The sidecar's output directory, the main container's conf directory.
-pub const DYNAMIC_CONF_VOLUME: &str = "dynamic-conf";
+pub(crate) const DYNAMIC_CONF_VOLUME: &str = "dynamic-conf";
 /// The ConfigMap projection, the sidecar's input directory.
-pub const CONFIG_MAP_VOLUME: &str = "config-map";
+pub(crate) const CONFIG_MAP_VOLUME: &str = "config-map";
 /// The trace log directory.
-pub const TRACE_LOGS_VOLUME: &str = "fdb-trace-logs";
+pub(crate) const TRACE_LOGS_VOLUME: &str = "fdb-trace-logs";
 
 /// Where the data volume is mounted in the main container.
-pub const DATA_MOUNT: &str = "/var/fdb/data";
+pub(crate) const DATA_MOUNT: &str = "/var/fdb/data";
 /// Where the main container reads the files the sidecar writes.
-pub const DYNAMIC_CONF_MOUNT: &str = "/var/dynamic-conf";
+pub(crate) const DYNAMIC_CONF_MOUNT: &str = "/var/dynamic-conf";
 /// The sidecar's input directory (ConfigMap mount).
-pub const SIDECAR_INPUT_MOUNT: &str = "/var/input-files";
+pub(crate) const SIDECAR_INPUT_MOUNT: &str = "/var/input-files";
 /// The sidecar's output directory (shared with the main container).
-pub const SIDECAR_OUTPUT_MOUNT: &str = "/var/output-files";
+pub(crate) const SIDECAR_OUTPUT_MOUNT: &str = "/var/output-files";
 /// Where fdbserver writes its trace logs.
-pub const TRACE_LOGS_MOUNT: &str = "/var/log/fdb-trace-logs";
+pub(crate) const TRACE_LOGS_MOUNT: &str = "/var/log/fdb-trace-logs";
 
 /// File names in the sidecar's input directory.
-pub const MONITOR_CONF_FILE: &str = "fdbmonitor.conf";
+pub(crate) const MONITOR_CONF_FILE: &str = "fdbmonitor.conf";
 
 /// The ConfigMap key a pod spec mounts as its monitor conf.
-pub fn mounted_monitor_conf_key(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<&str> {
+pub(crate) fn mounted_monitor_conf_key(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<&str> {
     spec.volumes
         .as_ref()?
         .iter()
@@ -58,9 +58,9 @@ pub fn mounted_monitor_conf_key(spec: &k8s_openapi::api::core::v1::PodSpec) -> O
         .map(|item| item.key.as_str())
 }
 /// The cluster file name in the sidecar's input and output directories.
-pub const CLUSTER_FILE: &str = "fdb.cluster";
+pub(crate) const CLUSTER_FILE: &str = "fdb.cluster";
 /// The trusted CA file name in the sidecar's input and output directories.
-pub const CA_FILE: &str = "ca.pem";
+pub(crate) const CA_FILE: &str = "ca.pem";
 
 /// An `emptyDir` volume named `name`.
 pub(crate) fn empty_dir(name: &str) -> Volume {

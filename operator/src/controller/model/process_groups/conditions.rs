@@ -101,7 +101,7 @@ const ORDER: [C; 19] = [
 ];
 
 /// The position of `condition` in the canonical order (unknown conditions last).
-pub fn condition_rank(condition: &C) -> usize {
+pub(crate) fn condition_rank(condition: &C) -> usize {
     ORDER
         .iter()
         .position(|c| c == condition)
@@ -174,7 +174,10 @@ fn process_conditions(facts: &GroupFacts, had: &impl Fn(C) -> bool, conditions: 
 /// their previous state: `SidecarUnreachable` (set by UpdatePodConfig) stays while the
 /// pod has not confirmed its configuration; `MissingProcesses` stays as it was while the
 /// database status is unknown.
-pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition]) -> Vec<C> {
+pub(crate) fn observed_conditions(
+    facts: &GroupFacts,
+    previous: &[ProcessGroupCondition],
+) -> Vec<C> {
     let had = |c: C| previous.iter().any(|p| p.condition_type == c);
     let mut conditions = Vec::new();
     pod_conditions(facts, &had, &mut conditions);
@@ -212,7 +215,7 @@ pub fn observed_conditions(facts: &GroupFacts, previous: &[ProcessGroupCondition
 
 /// The new condition list: `observed` in canonical order, each keeping the timestamp of
 /// its previous entry, new ones first seen `now`.
-pub fn merge_conditions(
+pub(crate) fn merge_conditions(
     previous: &[ProcessGroupCondition],
     observed: &[C],
     now_unix: i64,

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 /// The `count` numbers following the highest in `used` (numbers of groups that exist,
 /// are being removed, or whose processes are still excluded in the database), from 1
 /// when none is.
-pub fn next_free_numbers(used: &BTreeSet<u32>, count: usize) -> Vec<u32> {
+pub(crate) fn next_free_numbers(used: &BTreeSet<u32>, count: usize) -> Vec<u32> {
     // None left above the highest possible number.
     let Some(start) = used
         .last()

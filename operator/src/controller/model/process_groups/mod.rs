@@ -1,18 +1,18 @@
 //! Process group bookkeeping: ID allocation (operator-behavior §4), conditions with their
 //! first-seen timestamps (§7), and the fault domain of a pod.
 
-pub mod conditions;
-pub mod ids;
-pub mod taints;
-pub mod zones;
+pub(crate) mod conditions;
+pub(crate) mod ids;
+pub(crate) mod taints;
+pub(crate) mod zones;
 
-pub use conditions::{
+pub(crate) use conditions::{
     GroupFacts, PodFacts, Presence, ProcessFacts, condition_rank, merge_conditions,
     observed_conditions,
 };
-pub use ids::next_free_numbers;
-pub use taints::{TaintFacts, taint_facts};
-pub use zones::{pod_zone, zone_of};
+pub(crate) use ids::next_free_numbers;
+pub(crate) use taints::{TaintFacts, taint_facts};
+pub(crate) use zones::zone_of;
 
 use fdb_shared::api::ProcessClass;
 use fdb_shared::api::cluster::{
@@ -21,7 +21,11 @@ use fdb_shared::api::cluster::{
 
 /// A new process group: no addresses yet, and the initial conditions (MissingProcesses,
 /// MissingPod, and MissingPVC for stateful classes) first seen `now`.
-pub fn new_process_group(id: String, class: ProcessClass, now_unix: i64) -> ProcessGroupStatus {
+pub(crate) fn new_process_group(
+    id: String,
+    class: ProcessClass,
+    now_unix: i64,
+) -> ProcessGroupStatus {
     ProcessGroupStatus {
         process_group_id: id,
         process_class: class,

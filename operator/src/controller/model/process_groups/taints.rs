@@ -13,7 +13,7 @@ use fdb_shared::api::cluster::TaintReplacementOption;
 use k8s_openapi::api::core::v1::Node;
 
 /// The wildcard taint key.
-pub const ANY_TAINT: &str = "*";
+pub(crate) const ANY_TAINT: &str = "*";
 
 /// What the group's node says about taints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +41,7 @@ fn duration(option: &TaintReplacementOption) -> Option<i64> {
 
 /// The duration the options give a taint with `key`; `None` when the taint does not
 /// count (no option for it, or an opt-out).
-pub fn taint_duration(options: &[TaintReplacementOption], key: &str) -> Option<i64> {
+pub(crate) fn taint_duration(options: &[TaintReplacementOption], key: &str) -> Option<i64> {
     if key.is_empty() {
         return None;
     }
@@ -57,7 +57,7 @@ pub fn taint_duration(options: &[TaintReplacementOption], key: &str) -> Option<i
 
 /// The taint facts of a group whose pod runs on `node` (`None`: unscheduled), with the
 /// previous NodeTaintDetected timestamp, at `now` (unix seconds).
-pub fn taint_facts(
+pub(crate) fn taint_facts(
     options: &[TaintReplacementOption],
     node: Option<&Node>,
     previous_detected: Option<i64>,

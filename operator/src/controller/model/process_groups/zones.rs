@@ -2,7 +2,9 @@
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::settings::KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY;
+#[cfg(test)]
 use k8s_openapi::api::core::v1::Pod;
+#[cfg(test)]
 use kube::ResourceExt;
 
 use crate::controller::snapshot::pod_spec_facts::SpecFacts;
@@ -13,13 +15,14 @@ use crate::controller::snapshot::pod_spec_facts::SpecFacts;
 /// (`spec.nodeName`, the default), its name (`foundationdb.org/none`), or the fixed value
 /// (`foundationdb.org/kubernetes-cluster`). `None` while the pod is not scheduled (zone by
 /// node).
-pub fn pod_zone(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
+#[cfg(test)]
+pub(crate) fn pod_zone(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
     let name = pod.name_any();
     zone_of(cluster, &name, &SpecFacts::of(pod)).map(str::to_owned)
 }
 
 /// [`pod_zone`] of the pod named `name` whose spec shows `facts`.
-pub fn zone_of<'a>(
+pub(crate) fn zone_of<'a>(
     cluster: &'a FoundationDBCluster,
     name: &'a str,
     facts: &'a SpecFacts,

@@ -194,7 +194,7 @@ async fn check_candidate(
 
 /// How many times a pod may answer "still differs" for one hash before it stops being
 /// the probe (a pod whose copy keeps failing must not hold the others back).
-pub const PROBE_LIMIT: u32 = 8;
+pub(super) const PROBE_LIMIT: u32 = 8;
 
 /// Asks the candidates' sidecars; the answers are in candidate order.
 ///

@@ -12,7 +12,7 @@ use crate::controller::events::{EventReason, build_event};
 /// to publish is logged, never fatal: an Event is information, not state. Steps plan
 /// Events (`Action::Event`); this is for the executor and for the driver's Events about a
 /// pass that could not start or a step that failed.
-pub async fn publish(
+pub(crate) async fn publish(
     ctx: &Context,
     cluster: &FoundationDBCluster,
     reason: EventReason,

@@ -18,12 +18,12 @@ use super::super::context::Context;
 use super::super::model::pod::checked_object_name as checked_name;
 use crate::fdb::PassScopedAdmin;
 
-pub use super::super::object_kind::{ObjectKind, SnapshotObject};
-pub use events::publish;
+pub(crate) use super::super::object_kind::{ObjectKind, SnapshotObject};
+pub(crate) use events::publish;
 
 /// What changed since the snapshot was last refreshed.
 #[derive(Debug, Clone, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// Object kinds that were created or patched.
     pub objects: std::collections::BTreeSet<ObjectKind>,
     /// The status as steps last wrote or staged it (see [`PassIo::stage_status`]).
@@ -36,14 +36,14 @@ pub struct Changes {
 
 impl Changes {
     /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.objects.is_empty() && self.status.is_none() && !self.database
     }
 }
 
 /// See the module documentation.
 #[derive(Debug)]
-pub struct PassIo {
+pub(crate) struct PassIo {
     namespace: String,
     name: String,
     /// The admin handle for a connection string, with its write count at the last refresh.
@@ -65,7 +65,7 @@ pub struct PassIo {
 
 impl PassIo {
     /// The I/O of a pass over `cluster`.
-    pub fn new(cluster: &FoundationDBCluster) -> Self {
+    pub(crate) fn new(cluster: &FoundationDBCluster) -> Self {
         Self {
             namespace: cluster.namespace().unwrap_or_default(),
             name: cluster.name_any(),
@@ -81,7 +81,7 @@ impl PassIo {
     }
 
     /// A namespaced API of `K`.
-    pub fn api<K>(&self, ctx: &Context) -> Api<K>
+    pub(crate) fn api<K>(&self, ctx: &Context) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
@@ -89,7 +89,7 @@ impl PassIo {
     }
 
     /// Takes what changed since the last call.
-    pub fn take_changes(&mut self) -> Changes {
+    pub(crate) fn take_changes(&mut self) -> Changes {
         let database = match &mut self.admin {
             Some((_, admin, seen)) => {
                 let now = admin.write_count();
@@ -107,30 +107,23 @@ impl PassIo {
     }
 
     /// The cluster as the last status write of this pass returned it.
-    pub fn written_cluster(&self) -> Option<&FoundationDBCluster> {
+    pub(crate) fn written_cluster(&self) -> Option<&FoundationDBCluster> {
         self.written.as_ref()
     }
 
     /// The latest status of the pass: the staged one, else the API server's.
-    pub fn latest_status(&self) -> &FoundationDBClusterStatus {
+    pub(crate) fn latest_status(&self) -> &FoundationDBClusterStatus {
         self.staged.as_ref().unwrap_or(&self.server_status)
     }
 
-    /// Whether a staged status still waits to be written.
-    pub fn has_staged_status(&self) -> bool {
-        self.staged
-            .as_ref()
-            .is_some_and(|staged| *staged != self.server_status)
-    }
-
     /// Records UpdateStatus's judgement of this pass's observation.
-    pub fn set_judged_reconciled(&mut self, reconciled: bool) {
+    pub(crate) fn set_judged_reconciled(&mut self, reconciled: bool) {
         self.judged_reconciled = Some(reconciled);
     }
 
     /// Whether the last UpdateStatus of this pass judged the cluster Reconciled (`None`
     /// when it did not run).
-    pub fn judged_reconciled(&self) -> Option<bool> {
+    pub(crate) fn judged_reconciled(&self) -> Option<bool> {
         self.judged_reconciled
     }
 }

@@ -16,7 +16,7 @@ use crate::fdb::{AdminError, PassScopedAdmin};
 
 impl PassIo {
     /// Lists the cluster's objects of kind `K` by `selector`, sorted by name.
-    pub async fn list<K: SnapshotObject>(
+    pub(crate) async fn list<K: SnapshotObject>(
         &self,
         ctx: &Context,
         selector: &str,
@@ -37,7 +37,7 @@ impl PassIo {
     }
 
     /// The ConfigMap `name`, if it exists.
-    pub async fn get_config_map(
+    pub(crate) async fn get_config_map(
         &self,
         ctx: &Context,
         name: &str,
@@ -55,7 +55,7 @@ impl PassIo {
     /// The Nodes with these names, one GET each. A node that cannot be read is left out
     /// (logged): its pods' taint conditions then stay as they were, and a missing
     /// permission to read nodes never stops the rest of the pass.
-    pub async fn get_nodes(
+    pub(crate) async fn get_nodes(
         &self,
         ctx: &Context,
         names: &std::collections::BTreeSet<String>,
@@ -97,7 +97,7 @@ impl PassIo {
     /// The admin handle of the database of the snapshot's cluster (the cluster of the
     /// last status write, when a step wrote the status), for the current connection
     /// string. Its writes are seen by the next refresh.
-    pub fn admin(
+    pub(crate) fn admin(
         &mut self,
         ctx: &Context,
         snapshot: &ClusterSnapshot,
@@ -110,7 +110,7 @@ impl PassIo {
 
     /// The database of `cluster`: not created without a connection string, else its
     /// status through the admin memo (a failure is logged and kept).
-    pub async fn read_database(
+    pub(crate) async fn read_database(
         &mut self,
         ctx: &Context,
         cluster: &FoundationDBCluster,

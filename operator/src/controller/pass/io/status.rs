@@ -36,7 +36,7 @@ impl PassIo {
     /// ([`PassIo::write_status`], [`PassIo::apply_status`]). A pass then makes at most
     /// one status write unless a step must persist first. Returns whether it changed the
     /// pass's status.
-    pub fn stage_status(
+    pub(crate) fn stage_status(
         &mut self,
         snapshot: &ClusterSnapshot,
         status: FoundationDBClusterStatus,
@@ -51,7 +51,7 @@ impl PassIo {
 
     /// [`PassIo::stage_status`] of a borrowed status, copied only when it differs from
     /// the pass's (a steady pass stages nothing and copies nothing).
-    pub fn stage_status_if_changed(
+    pub(crate) fn stage_status_if_changed(
         &mut self,
         snapshot: &ClusterSnapshot,
         status: &FoundationDBClusterStatus,
@@ -65,7 +65,7 @@ impl PassIo {
     /// Applies `mutations` to the pass's status and stages it (see
     /// [`PassIo::stage_status`]). For edits that may wait for the end of the pass: what
     /// follows them in the pass does not depend on their being stored.
-    pub fn stage_mutations(
+    pub(crate) fn stage_mutations(
         &mut self,
         snapshot: &ClusterSnapshot,
         mutations: &[StatusMutation],
@@ -79,7 +79,7 @@ impl PassIo {
 
     /// Writes the staged status, when it differs from the API server's (a JSON merge
     /// patch of exactly the differences). Returns whether it wrote.
-    pub async fn flush_status(&mut self, ctx: &Context) -> Result<bool, StepError> {
+    pub(crate) async fn flush_status(&mut self, ctx: &Context) -> Result<bool, StepError> {
         let Some(staged) = self.staged.take() else {
             return Ok(false);
         };
@@ -114,24 +114,12 @@ impl PassIo {
         Ok(true)
     }
 
-    /// Writes `status` now, with whatever earlier steps staged (for a step that must
-    /// persist before it acts). Returns whether it wrote.
-    pub async fn write_status(
-        &mut self,
-        ctx: &Context,
-        snapshot: &ClusterSnapshot,
-        status: &FoundationDBClusterStatus,
-    ) -> Result<bool, StepError> {
-        self.stage_status(snapshot, status.clone());
-        self.flush_status(ctx).await
-    }
-
     /// Applies `mutations` to the pass's status and writes it now, with whatever earlier
     /// steps staged: for edits that must be stored before the step (or a later one)
     /// acts on them, e.g. a removal mark before an exclusion, or a connection string
     /// before the database or the pods get it. Returns whether the mutations changed
     /// anything.
-    pub async fn apply_status(
+    pub(crate) async fn apply_status(
         &mut self,
         ctx: &Context,
         snapshot: &ClusterSnapshot,

@@ -55,7 +55,7 @@ impl PassIo {
 
     /// Creates, in order, each of `objects` (a conflict means it exists: fine); returns
     /// how many it created. `kind` names them in logs and errors.
-    pub async fn create_all<K: SnapshotObject>(
+    pub(crate) async fn create_all<K: SnapshotObject>(
         &mut self,
         ctx: &Context,
         objects: Vec<K>,
@@ -78,25 +78,8 @@ impl PassIo {
         Ok(created)
     }
 
-    /// Creates one object; a conflict is an error. `action` names it in errors.
-    pub async fn create<K: SnapshotObject>(
-        &mut self,
-        ctx: &Context,
-        object: &K,
-        action: String,
-    ) -> Result<(), StepError> {
-        let created = self
-            .api::<K>(ctx)
-            .create(&PostParams::default(), object)
-            .await
-            .map_err(StepError::kube(action))?;
-        self.expect_written(&created);
-        self.objects.insert(K::KIND);
-        Ok(())
-    }
-
     /// Merge-patches the object `name`. `action` names it in errors.
-    pub async fn patch<K: SnapshotObject>(
+    pub(crate) async fn patch<K: SnapshotObject>(
         &mut self,
         ctx: &Context,
         name: &str,
@@ -109,7 +92,7 @@ impl PassIo {
 
     /// Strategic-merge-patches the object `name` (lists of containers merge by name, so
     /// one container's field can change alone). `action` names it in errors.
-    pub async fn patch_strategic<K: SnapshotObject>(
+    pub(crate) async fn patch_strategic<K: SnapshotObject>(
         &mut self,
         ctx: &Context,
         name: &str,
@@ -142,7 +125,7 @@ impl PassIo {
 
     /// Deletes the object `name` (gracefully, for pods); an object already gone is fine.
     /// `action` names it in errors.
-    pub async fn delete<K: SnapshotObject>(
+    pub(crate) async fn delete<K: SnapshotObject>(
         &mut self,
         ctx: &Context,
         name: &str,

@@ -21,11 +21,11 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AddPods;
+pub(crate) struct AddPods;
 
 /// The pods to create, and how many more wait for their Service's IP.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct PodsDecision {
+pub(crate) struct PodsDecision {
     /// Pods of live groups (and of marked groups still holding data) whose name no pod
     /// of the cluster has, in status order.
     pub create: Vec<Pod>,
@@ -34,7 +34,7 @@ pub struct PodsDecision {
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepError> {
     let cluster = snapshot.cluster();
     let by_service = cluster.spec.routing.public_ip_source() == PublicIpSource::Service;
     let mut decision = PodsDecision::default();

@@ -22,11 +22,11 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AddProcessGroups;
+pub(crate) struct AddProcessGroups;
 
 /// Process group IDs whose processes the database reports as excluded (their numbers
 /// are not reused until they are included again).
-pub fn excluded_instance_ids(status: &DatabaseStatus) -> BTreeSet<String> {
+pub(crate) fn excluded_instance_ids(status: &DatabaseStatus) -> BTreeSet<String> {
     let reporting = status
         .cluster
         .processes
@@ -51,7 +51,7 @@ pub fn excluded_instance_ids(status: &DatabaseStatus) -> BTreeSet<String> {
 }
 
 /// The IDs (and classes) of the groups to add, in class order.
-pub fn groups_to_add(
+pub(crate) fn groups_to_add(
     cluster: &FoundationDBCluster,
     groups: &[ProcessGroupStatus],
     excluded: &BTreeSet<String>,

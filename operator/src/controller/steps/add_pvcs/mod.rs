@@ -13,10 +13,10 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AddPvcs;
+pub(crate) struct AddPvcs;
 
 /// The PVCs to create: those of live groups whose name no PVC of the cluster has.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<PersistentVolumeClaim>, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<PersistentVolumeClaim>, StepError> {
     let cluster = snapshot.cluster();
     let mut missing = Vec::new();
     for group in snapshot.live_groups() {

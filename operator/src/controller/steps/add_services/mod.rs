@@ -15,10 +15,10 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AddServices;
+pub(crate) struct AddServices;
 
 /// The services to create: the desired ones whose name no service of the cluster has.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<Service>, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<Service>, StepError> {
     let cluster = snapshot.cluster();
     let mut desired: Vec<Service> = build_headless_service(cluster).into_iter().collect();
     for group in snapshot.live_groups() {

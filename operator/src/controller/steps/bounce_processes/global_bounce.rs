@@ -36,7 +36,7 @@ fn sync_for(snapshot: &ClusterSnapshot, decision: &BounceDecision) -> Action {
 
 /// The step's verdict (no upgrade pending): this instance's own decision, its list
 /// entries written first when the database is shared. A kill is left to [`conclude`].
-pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts, delay: Duration) -> Verdict {
+pub(crate) fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts, delay: Duration) -> Verdict {
     let decision = bounce_processes::decide(snapshot);
     if !facts.rules.shared_restarts || !synchronized(snapshot) {
         return bounce_processes::verdict(decision, delay);
@@ -50,7 +50,7 @@ pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts, delay: Duration) ->
 
 /// After the lists were written and read: when this instance would kill, the kill of
 /// every process of the database if the lists allow it, else the wait.
-pub fn conclude(
+pub(crate) fn conclude(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,
     answers: &mut Answers,

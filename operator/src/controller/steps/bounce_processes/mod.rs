@@ -22,9 +22,9 @@
 //! one of them runs, no kill can cover every process, so the restart goes one zone at a
 //! time (the Go operator kills all the others at once, taking every zone down).
 
-pub mod global_bounce;
+pub(crate) mod global_bounce;
 mod step;
-pub mod upgrade_bounce;
+pub(crate) mod upgrade_bounce;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -33,7 +33,7 @@ use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 
 use crate::controller::events::EventReason;
-pub use crate::controller::kill_target::{KillReason, KillTarget};
+pub(crate) use crate::controller::kill_target::{KillReason, KillTarget};
 use crate::controller::pass::plan::{Action, Plan, Planned, Verdict, Wait, WaitOn};
 use crate::controller::removals::{kept_running, placement};
 use crate::controller::safety::{self, LockedAction, Refusal};
@@ -41,11 +41,11 @@ use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct BounceProcesses;
+pub(crate) struct BounceProcesses;
 
 /// What BounceProcesses does this pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BounceDecision {
+pub(crate) enum BounceDecision {
     /// Nothing needs a restart.
     Nothing,
     /// Restarts are needed but `automationOptions.killProcesses` is false.
@@ -90,7 +90,7 @@ fn addresses_of(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<Proces
 
 /// The live groups whose processes run an outdated command line (IncorrectCommandLine),
 /// with their reporting addresses, in status order.
-pub fn incorrect_command_line_targets(snapshot: &ClusterSnapshot) -> Vec<KillTarget> {
+pub(crate) fn incorrect_command_line_targets(snapshot: &ClusterSnapshot) -> Vec<KillTarget> {
     snapshot
         .groups()
         .filter(|g| kept_running(snapshot, g))
@@ -144,7 +144,7 @@ fn waiting_for_config(snapshot: &ClusterSnapshot) -> Vec<String> {
 /// Judges `targets` against the bounce gates (module documentation). Targets of groups
 /// marked for removal (unless their removal is held) are dropped; targets of one group
 /// are merged.
-pub fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> BounceDecision {
+pub(crate) fn plan_kill(snapshot: &ClusterSnapshot, targets: Vec<KillTarget>) -> BounceDecision {
     let mut targets: Vec<KillTarget> = targets
         .into_iter()
         .filter(|t| {
@@ -472,7 +472,7 @@ fn abbreviate(names: &[String]) -> String {
 
 /// This step's decision with extra targets (e.g. an upgrade's cluster-wide restart)
 /// added to the IncorrectCommandLine ones, all judged together for one kill.
-pub fn decide_with(
+pub(crate) fn decide_with(
     snapshot: &ClusterSnapshot,
     extra: impl IntoIterator<Item = KillTarget>,
 ) -> BounceDecision {
@@ -482,14 +482,14 @@ pub fn decide_with(
 }
 
 /// This step's decision.
-pub fn decide(snapshot: &ClusterSnapshot) -> BounceDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> BounceDecision {
     decide_with(snapshot, Vec::new())
 }
 
 /// The verdict of `decision`: a kill is one plan (locked, one disruption, paced as a
 /// recovery), after which the pass waits for the processes to report again. `delay`:
 /// when a waiting bounce looks again (`requeue::kill_wait_delay`).
-pub fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
+pub(crate) fn verdict(decision: BounceDecision, delay: Duration) -> Verdict {
     let targets = match decision {
         BounceDecision::Nothing => return Verdict::Continue,
         BounceDecision::Disabled { groups } => {

@@ -39,7 +39,7 @@ const STEP: &str = "BounceProcesses";
 
 /// The clear of the pending-upgrade list this instance's kill left, once the database
 /// is available again.
-pub fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option<Action> {
+pub(crate) fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option<Action> {
     (facts.remembered.upgrade_cleanup_pending && safety::available(snapshot).is_ok())
         .then_some(Action::ClearPendingUpgrades)
 }
@@ -48,7 +48,10 @@ pub fn clear_after_kill(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Option
 /// pending (BounceProcesses goes on with its own work), else the kill, the join of the
 /// pending-upgrade list (concluded by [`conclude`]) or why it waits. It always ends the
 /// pass but when the user turned restarts off.
-pub fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Option<Verdict>, StepError> {
+pub(crate) fn decide(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+) -> Result<Option<Verdict>, StepError> {
     let (target, addresses, agreement, ends_mixed_versions) = match decide_bounce(snapshot)? {
         UpgradeBounce::NotUpgrading => return Ok(None),
         UpgradeBounce::Wait(wait) => {
@@ -158,7 +161,7 @@ fn backoff_wait(
 /// Once this instance's groups joined the list: the kill when every group of the
 /// database still on the old version is listed, else the lock given up (the instances
 /// still missing need it to add theirs) and a wait.
-pub fn conclude(
+pub(crate) fn conclude(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,
     answers: &mut Answers,

@@ -16,7 +16,7 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ChangeCoordinators;
+pub(crate) struct ChangeCoordinators;
 
 impl Subreconciler for ChangeCoordinators {
     fn name(&self) -> &'static str {

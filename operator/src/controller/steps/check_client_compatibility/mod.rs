@@ -33,11 +33,11 @@ use crate::fdb::MissingTool;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct CheckClientCompatibility;
+pub(crate) struct CheckClientCompatibility;
 
 /// What the step decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientCheck {
+pub(crate) enum ClientCheck {
     /// Nothing to check, or every client supports the target.
     Proceed,
     /// The version change is refused.
@@ -58,7 +58,7 @@ pub enum ClientCheck {
 
 impl ClientCheck {
     /// The requeue reason (`None` when the pass goes on).
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         match self {
             Self::Proceed => None,
             Self::Refused(message) | Self::Unknown(message) => Some(message.clone()),
@@ -84,7 +84,7 @@ impl ClientCheck {
 }
 
 /// Decides from the snapshot and the tools the operator lacks for the cluster.
-pub fn decide(snapshot: &ClusterSnapshot, missing_tools: &[MissingTool]) -> ClientCheck {
+pub(crate) fn decide(snapshot: &ClusterSnapshot, missing_tools: &[MissingTool]) -> ClientCheck {
     let change = version_change(snapshot.cluster());
     if let Some(message) = change.refusal_message() {
         return ClientCheck::Refused(message);
@@ -131,7 +131,7 @@ impl Subreconciler for CheckClientCompatibility {
 
 /// The plan of `check`: nothing, or a wait that ends the pass, after a Warning Event
 /// when the change is refused or clients block it.
-pub fn verdict(check: &ClientCheck) -> Verdict {
+pub(crate) fn verdict(check: &ClientCheck) -> Verdict {
     let Some(reason) = check.reason() else {
         return Verdict::Continue;
     };

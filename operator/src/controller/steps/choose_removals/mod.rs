@@ -22,11 +22,11 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ChooseRemovals;
+pub(crate) struct ChooseRemovals;
 
 /// What ChooseRemovals marks, with why (for the Event).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RemovalDecision {
+pub(crate) struct RemovalDecision {
     /// The status edits.
     pub mutations: Vec<StatusMutation>,
     /// One line per marked group.
@@ -34,7 +34,7 @@ pub struct RemovalDecision {
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> RemovalDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> RemovalDecision {
     let spec = snapshot.spec();
     let mut decision = RemovalDecision::default();
     let mut marked: BTreeSet<String> = BTreeSet::new();

@@ -22,7 +22,7 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct DeletePodsForBuggification;
+pub(crate) struct DeletePodsForBuggification;
 
 impl Subreconciler for DeletePodsForBuggification {
     fn name(&self) -> &'static str {

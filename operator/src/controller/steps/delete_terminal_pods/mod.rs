@@ -28,18 +28,18 @@ use crate::controller::pass::requeue::UNRECONCILED_INTERVAL;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// The shortest wait before a pod of a group that keeps failing is recreated again.
-pub const MIN_BACKOFF_SECONDS: i64 = 10;
+pub(crate) const MIN_BACKOFF_SECONDS: i64 = 10;
 
 /// The longest wait before a pod of a group that keeps failing is recreated again.
-pub const MAX_BACKOFF_SECONDS: i64 = 300;
+pub(crate) const MAX_BACKOFF_SECONDS: i64 = 300;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct DeleteTerminalPods;
+pub(crate) struct DeleteTerminalPods;
 
 /// A terminal pod to delete now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TerminalPod {
+pub(crate) struct TerminalPod {
     /// The pod's name.
     pub name: String,
     /// Its phase.
@@ -50,7 +50,7 @@ pub struct TerminalPod {
 
 /// A terminal pod whose deletion backs off.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackingOff {
+pub(crate) struct BackingOff {
     /// The pod's name.
     pub name: String,
     /// Its process group.
@@ -63,7 +63,7 @@ pub struct BackingOff {
 
 /// What DeleteTerminalPods does this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TerminalDecision {
+pub(crate) struct TerminalDecision {
     /// Pods to delete now.
     pub delete: Vec<TerminalPod>,
     /// Pods whose deletion waits.
@@ -85,7 +85,7 @@ fn failing_since(group: &GroupView<'_>) -> Option<i64> {
 /// How long a terminal pod created at `created` waits before it is deleted, for a
 /// group failing since `since`: nothing when the group failed after the pod was created
 /// (the pod ran, then failed), else as long as the group had already been failing.
-pub fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
+pub(crate) fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
     match (created, since) {
         (Some(created), Some(since)) if since <= created => created
             .saturating_sub(since)
@@ -95,7 +95,7 @@ pub fn backoff_seconds(created: Option<i64>, since: Option<i64>) -> i64 {
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> TerminalDecision {
     let now = snapshot.now_unix();
     let mut decision = TerminalDecision::default();
     for pod in snapshot.pod_heads().filter(|pod| is_terminal(*pod)) {

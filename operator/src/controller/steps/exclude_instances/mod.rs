@@ -43,7 +43,7 @@ use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ExcludeInstances;
+pub(crate) struct ExcludeInstances;
 
 /// What of the group makes excluding it cause a recovery, if anything.
 fn exclusion_recovery(snapshot: &ClusterSnapshot, id: &str) -> Option<String> {
@@ -57,7 +57,7 @@ fn exclusion_recovery(snapshot: &ClusterSnapshot, id: &str) -> Option<String> {
 /// the coordinators and one more for the group that hosted a coordinator. Exclusions
 /// that cause no recovery (storage) go on. When the coordinators cannot move now
 /// (nowhere to place them), nothing waits for them.
-pub fn order_after_coordinators(
+pub(crate) fn order_after_coordinators(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,
     mut decision: ExcludeDecision,

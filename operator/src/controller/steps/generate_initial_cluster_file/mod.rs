@@ -19,11 +19,11 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct GenerateInitialClusterFile;
+pub(crate) struct GenerateInitialClusterFile;
 
 /// The connection string description: the cluster name with every character FoundationDB
 /// does not allow (anything but letters, digits and `_`) replaced by `_`.
-pub fn description_for(name: &str) -> String {
+pub(crate) fn description_for(name: &str) -> String {
     let description: String = name
         .chars()
         .map(|c| {
@@ -43,14 +43,14 @@ pub fn description_for(name: &str) -> String {
 
 /// A generation ID derived from the cluster's UID and the time: 16 hex digits, random
 /// enough to tell databases apart, and reproducible in simulations.
-pub fn generation_id(uid: &str, now_unix: i64) -> String {
+pub(crate) fn generation_id(uid: &str, now_unix: i64) -> String {
     let digest = Sha256::digest(format!("{uid}/{now_unix}").as_bytes());
     hex::encode(digest)[..16].to_owned()
 }
 
 /// What GenerateInitialClusterFile does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InitialFileDecision {
+pub(crate) enum InitialFileDecision {
     /// The status has a connection string.
     Nothing,
     /// Stateful pods are not placed yet; the reason says how many.
@@ -63,7 +63,7 @@ pub enum InitialFileDecision {
 
 /// Decides from the snapshot: the seed connection string, or coordinators chosen among
 /// the stateful groups, each in a distinct zone.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, StepError> {
     if snapshot.status().connection_string.is_some() {
         return Ok(InitialFileDecision::Nothing);
     }
@@ -127,7 +127,7 @@ impl Subreconciler for GenerateInitialClusterFile {
 /// The plan of `decision`: the connection string written at once (the ConfigMap and the
 /// pods get it next), its Event, and a short wait so that the ConfigMap carries the new
 /// cluster file before the pods are updated.
-pub fn verdict(decision: InitialFileDecision) -> Verdict {
+pub(crate) fn verdict(decision: InitialFileDecision) -> Verdict {
     match decision {
         InitialFileDecision::Nothing => Verdict::Continue,
         InitialFileDecision::WaitForPods(reason) => {

@@ -23,11 +23,11 @@ use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct MaintenanceModeChecker;
+pub(crate) struct MaintenanceModeChecker;
 
 /// What the checker does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MaintenanceAction {
+pub(crate) enum MaintenanceAction {
     /// Nothing to reset (no window, not ours, or the checker is off).
     Nothing,
     /// The zone's groups are not all back yet; the window stays. Names them.
@@ -68,7 +68,7 @@ fn not_back(group: &GroupView<'_>) -> Option<&'static str> {
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> MaintenanceAction {
     let options = &snapshot.spec().automation_options.maintenance_mode_options;
     if !options.use_maintenance_mode_checker() || !options.reset_maintenance_mode() {
         return MaintenanceAction::Nothing;

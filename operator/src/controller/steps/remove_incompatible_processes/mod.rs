@@ -17,7 +17,7 @@ use crate::controller::versions::incompatible_processes::decide_incompatible;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RemoveIncompatibleProcesses;
+pub(crate) struct RemoveIncompatibleProcesses;
 
 impl Subreconciler for RemoveIncompatibleProcesses {
     fn name(&self) -> &'static str {

@@ -43,11 +43,11 @@ use crate::fdb::ExclusionTarget;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RemovePods;
+pub(crate) struct RemovePods;
 
 /// What RemovePods does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RemovePodsDecision {
+pub(crate) struct RemovePodsDecision {
     /// Pods to delete, by name.
     pub delete_pods: Vec<String>,
     /// PVCs to delete, by name.
@@ -190,7 +190,7 @@ fn decide_group(
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> RemovePodsDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> RemovePodsDecision {
     let mut decision = RemovePodsDecision::default();
     let mut zones_taken = BTreeSet::new();
     for group in snapshot.groups().filter(|g| g.is_marked_for_removal()) {
@@ -222,7 +222,7 @@ fn event(reason: EventReason, note: String) -> Planned {
 /// take roles again), their leaving the status (an Event); then the wait, if any: a
 /// group whose removal is blocked (an Event says why), resources still going, removals
 /// the user holds. Only terminating resources left: the pass goes on.
-pub fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> Verdict {
+pub(crate) fn verdict_of(snapshot: &ClusterSnapshot, decision: &RemovePodsDecision) -> Verdict {
     let mut actions = Vec::new();
     for name in &decision.delete_pods {
         tracing::info!(step = STEP, pod = %name, "deleting the pod of a removed process group");

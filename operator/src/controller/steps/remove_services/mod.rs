@@ -15,10 +15,10 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RemoveServices;
+pub(crate) struct RemoveServices;
 
 /// The Services to delete, by name.
-pub fn decide(snapshot: &ClusterSnapshot) -> Vec<String> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<String> {
     snapshot
         .groups()
         .filter(|g| ready_for_deletion(snapshot, g))

@@ -52,11 +52,11 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ReplaceFailedPods;
+pub(crate) struct ReplaceFailedPods;
 
 /// What ReplaceFailedPods does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ReplaceDecision {
+pub(crate) struct ReplaceDecision {
     /// Groups to mark, with why.
     pub replace: Vec<(String, String)>,
     /// Failed groups that wait, with why.
@@ -161,7 +161,7 @@ fn taint_gate(snapshot: &ClusterSnapshot) -> Result<(), String> {
 /// `ErrReasonNodeConflict` of kubernetes/kubernetes
 /// `pkg/scheduler/framework/plugins/volumebinding/binder.go`: "node(s) had volume node
 /// affinity conflict" (newer releases: "didn't match PersistentVolume's node affinity").
-pub fn volume_bound_elsewhere(group: &GroupView<'_>) -> bool {
+pub(crate) fn volume_bound_elsewhere(group: &GroupView<'_>) -> bool {
     let conditions = group
         .pod_head()
         .and_then(|head| head.status.as_ref())
@@ -289,7 +289,7 @@ fn spend_budget_by_fault_domain(
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
     let mut decision = ReplaceDecision::default();
     let spec = snapshot.spec();
     let options = &spec.automation_options.replacements;
@@ -406,7 +406,7 @@ fn wait_of(decision: &ReplaceDecision) -> Option<Wait> {
 /// The plan of `decision`: the blocked Event, the marks (written at once: the next
 /// steps add the replacements) and their Event; when nothing is marked, a wait of its own
 /// until the next failure falls due.
-pub fn verdict(decision: &ReplaceDecision) -> Verdict {
+pub(crate) fn verdict(decision: &ReplaceDecision) -> Verdict {
     for (group, reason) in &decision.waiting {
         tracing::info!(%group, %reason, "replacement waits");
     }

@@ -43,11 +43,11 @@ use crate::controller::versions::change::pending_upgrade_target;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ReplaceMisconfiguredPods;
+pub(crate) struct ReplaceMisconfiguredPods;
 
 /// What ReplaceMisconfiguredPods does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MisconfigurationDecision {
+pub(crate) struct MisconfigurationDecision {
     /// Groups to mark, with their change.
     pub replace: Vec<(String, ReplaceOnlyChange)>,
     /// Groups that wait for `maxConcurrentReplacements`, with their change.
@@ -64,7 +64,7 @@ pub struct MisconfigurationDecision {
 
 impl MisconfigurationDecision {
     /// The requeue reason while groups wait, naming the groups that block them.
-    pub fn wait_reason(&self) -> Option<String> {
+    pub(crate) fn wait_reason(&self) -> Option<String> {
         let (first, _) = self.waiting.first()?;
         if let Some(target) = &self.upgrade {
             return Some(format!(
@@ -91,7 +91,7 @@ impl MisconfigurationDecision {
 }
 
 /// Decides from the snapshot.
-pub fn decide(
+pub(crate) fn decide(
     snapshot: &ClusterSnapshot,
     policy: ReplacePolicy,
 ) -> Result<MisconfigurationDecision, StepError> {
@@ -148,7 +148,7 @@ fn describe(groups: &[(String, ReplaceOnlyChange)]) -> String {
 
 /// The plan of `decision`: the marks (written at once: the next steps add the
 /// replacements), the Events, and a wait of its own when replacements wait for the budget.
-pub fn verdict(decision: &MisconfigurationDecision) -> Verdict {
+pub(crate) fn verdict(decision: &MisconfigurationDecision) -> Verdict {
     let mut actions = Vec::new();
     if !decision.replace.is_empty() {
         // Only live groups are candidates, so the marks always change the status.

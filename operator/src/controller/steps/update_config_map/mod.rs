@@ -19,11 +19,11 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateConfigMap;
+pub(crate) struct UpdateConfigMap;
 
 /// What to do with the ConfigMap.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConfigMapDecision {
+pub(crate) enum ConfigMapDecision {
     /// It is as desired.
     Nothing,
     /// It does not exist: create it.
@@ -33,7 +33,7 @@ pub enum ConfigMapDecision {
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError> {
     let desired = desired_config_map_for(
         snapshot.cluster(),
         snapshot.config_map(),
@@ -50,7 +50,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<ConfigMapDecision, StepError
 
 /// The merge patch bringing `live` to `desired` (data keys and the operator's labels),
 /// `None` when nothing differs.
-pub fn config_map_patch(live: &ConfigMap, desired: &ConfigMap) -> Option<serde_json::Value> {
+pub(crate) fn config_map_patch(live: &ConfigMap, desired: &ConfigMap) -> Option<serde_json::Value> {
     let live_data = serde_json::to_value(live.data.clone().unwrap_or_default()).ok()?;
     let desired_data = serde_json::to_value(desired.data.clone().unwrap_or_default()).ok()?;
     let data = merge_diff(&live_data, &desired_data);

@@ -33,11 +33,11 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateDatabaseConfiguration;
+pub(crate) struct UpdateDatabaseConfiguration;
 
 /// What to do about the database configuration.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConfigurationAction {
+pub(crate) enum ConfigurationAction {
     /// Nothing.
     None,
     /// The database already has a configuration: record `configured`.
@@ -76,7 +76,8 @@ fn wait_for(refusal: &Refusal) -> ConfigurationAction {
 
 /// Decides from the snapshot (nothing before there is a database), region changes one
 /// step at a time.
-pub fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
+#[cfg(test)]
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> ConfigurationAction {
     decide_ordered(snapshot, true)
 }
 
@@ -147,7 +148,7 @@ const DATA_HALLS: usize = 3;
 /// configuration), fewer than three halls among them, or log processes that cannot hold
 /// the mode's log team (2 zones in each of 2 halls). `None` for other modes, or when all
 /// of that is there.
-pub fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
+pub(crate) fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
     if desired.redundancy_mode != Some(RedundancyMode::ThreeDataHall) {
         return None;
     }

@@ -20,10 +20,10 @@ use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateLabels;
+pub(crate) struct UpdateLabels;
 
 /// The labels of `desired` that `live` lacks or has with another value.
-pub fn missing_labels(
+pub(crate) fn missing_labels(
     live: &BTreeMap<String, String>,
     desired: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
@@ -36,7 +36,7 @@ pub fn missing_labels(
 
 /// Which object a label patch is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Labelled {
+pub(crate) enum Labelled {
     /// A pod.
     Pod,
     /// A PVC.
@@ -45,7 +45,7 @@ pub enum Labelled {
 
 /// Labels to add to one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelPatch {
+pub(crate) struct LabelPatch {
     /// The kind of object.
     pub kind: Labelled,
     /// Its name.
@@ -58,7 +58,7 @@ pub struct LabelPatch {
 
 impl LabelPatch {
     /// The merge patch of the object's metadata, as an action.
-    pub fn into_action(self) -> Action {
+    pub(crate) fn into_action(self) -> Action {
         let mut metadata = serde_json::Map::new();
         if !self.labels.is_empty() {
             metadata.insert("labels".into(), serde_json::json!(self.labels));
@@ -79,7 +79,7 @@ impl LabelPatch {
 
 /// The label patches of the live groups' pods and PVCs (not of terminating ones), in
 /// status order, each group's pod before its PVC.
-pub fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
     let cluster = snapshot.cluster();
     let mut patches = Vec::new();
     for group in snapshot.live_groups() {

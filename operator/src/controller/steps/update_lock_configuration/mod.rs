@@ -22,12 +22,12 @@ use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateLockConfiguration;
+pub(crate) struct UpdateLockConfiguration;
 
 /// Decides from the snapshot: the deny list brought to the spec (read, changed and
 /// staged into the status by the executor: the list lives in the database, not in the
 /// snapshot), or a stale status list cleared when locks or the list are not in use.
-pub fn decide(snapshot: &ClusterSnapshot) -> Verdict {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Verdict {
     let wanted = locks::locks_in_use(snapshot)
         && !snapshot.spec().lock_options.deny_list.is_empty()
         && matches!(snapshot.database(), DatabaseState::Read(_));

@@ -15,11 +15,11 @@
 //! binary (see [`crate::controller::model::desired::upgrade_staging_hash`]), so every pod is
 //! asked again, and the requeue reason names the pods still waiting.
 
-pub mod monitor;
+pub(crate) mod monitor;
 
-pub use self::monitor::{monitor_report_unreadable, outdated_monitors};
-pub use crate::controller::pod_agent::config_query::{
-    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult, QueryCandidate, monitor_result,
+pub(crate) use self::monitor::{monitor_report_unreadable, outdated_monitors};
+pub(crate) use crate::controller::pod_agent::config_query::{
+    Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult,
 };
 use async_trait::async_trait;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
@@ -42,10 +42,10 @@ use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, 
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdatePodConfig;
+pub(crate) struct UpdatePodConfig;
 
 /// Decides which pods to ask (`None` before there is a connection string).
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, StepError> {
     let cluster = snapshot.cluster();
     let Some(cluster_file) = snapshot.status().connection_string.clone() else {
         return Ok(None);
@@ -107,7 +107,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<'_>>, S
 
 /// What the sidecars' answers mean.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PodConfigOutcome {
+pub(crate) struct PodConfigOutcome {
     /// Pods (by name) to annotate with the hash they confirmed, in status order.
     pub annotate: Vec<(String, String)>,
     /// Conditions to set and clear.
@@ -130,7 +130,7 @@ pub struct PodConfigOutcome {
 
 impl PodConfigOutcome {
     /// Why the pass must come back, if it must.
-    pub fn waiting_reason(&self) -> Option<String> {
+    pub(crate) fn waiting_reason(&self) -> Option<String> {
         let mut reasons = Vec::new();
         if self.not_running > 0 {
             reasons.push(format!(
@@ -178,7 +178,7 @@ impl PodConfigOutcome {
 /// Concludes from the answers (one per candidate, in order): confirmed pods get their
 /// annotation, unreachable sidecars SidecarUnreachable (cleared once reachable), pods
 /// whose files still differ IncorrectConfigMap.
-pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodConfigOutcome {
+pub(crate) fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodConfigOutcome {
     let mut outcome = PodConfigOutcome {
         not_running: plan.not_running,
         ..PodConfigOutcome::default()
@@ -249,7 +249,7 @@ pub fn conclude(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> PodCon
 /// confirm: ending the pass while the kubelet has not projected the ConfigMap, letting
 /// the later steps act when pods do not run or their sidecars do not answer (a node
 /// down: the later steps replace and remove such groups).
-pub fn verdict_from(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> Verdict {
+pub(crate) fn verdict_from(plan: &PodConfigPlan<'_>, results: &[PodConfigResult]) -> Verdict {
     let outcome = conclude(plan, results);
     let mut actions: Vec<Action> = Vec::new();
     let unreadable: Vec<&str> = results

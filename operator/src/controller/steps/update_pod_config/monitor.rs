@@ -11,14 +11,14 @@ use crate::controller::pod_agent::{PodAgent, monitor_report};
 /// Whether `pod` is a unified pod whose monitor annotations are missing or do not
 /// parse: even with its configuration confirmed, UpdatePodConfig asks it again, so the
 /// pod is named (IncorrectConfigMap) and its monitor asked to report.
-pub fn monitor_report_unreadable(pod: &impl kube::Resource<DynamicType = ()>) -> bool {
+pub(crate) fn monitor_report_unreadable(pod: &impl kube::Resource<DynamicType = ()>) -> bool {
     PodAgent::of(pod) == PodAgent::Monitor && monitor_report(pod).is_err()
 }
 
 /// The unified pods to nudge: their monitor does not run the desired configuration and
 /// they carry no `outdated-config-map-seen` annotation yet (the monitor reads its file
 /// again when it sees one newer than its last load).
-pub fn outdated_monitors<'a>(
+pub(crate) fn outdated_monitors<'a>(
     plan: &'a PodConfigPlan<'a>,
     results: &[PodConfigResult],
 ) -> Vec<&'a Pod> {

@@ -43,15 +43,15 @@ use crate::controller::model::pod::process_difference;
 use crate::controller::pass::plan::{
     Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn,
 };
-pub use crate::controller::pod_updates::decision::{decide, decide_with};
-pub use crate::controller::pod_updates::{Deletion, PodToDelete, PodUpdateDecision};
+pub(crate) use crate::controller::pod_updates::decision::decide_with;
+pub(crate) use crate::controller::pod_updates::{Deletion, PodToDelete, PodUpdateDecision};
 use crate::controller::safety::{self, LockedAction};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::status::mutations::StatusMutation;
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdatePods;
+pub(crate) struct UpdatePods;
 
 fn names(pods: &[PodToDelete]) -> String {
     let names: Vec<&str> = pods.iter().map(|p| p.pod.as_str()).collect();
@@ -167,7 +167,7 @@ fn mark_replaced(groups: &[String], note: String) -> [Planned; 2] {
 /// The verdict of `decision`: the groups to replace marked for removal (an Event names
 /// them and what differs), then the deletions, the Event of a needed deletion that
 /// `deletionMode: None` forbids, or the wait.
-pub fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Verdict {
+pub(crate) fn verdict_of(snapshot: &ClusterSnapshot, decision: PodUpdateDecision) -> Verdict {
     let mut actions = Vec::new();
     if !decision.replace.is_empty() {
         actions.extend(mark_replaced(

@@ -6,6 +6,7 @@ use fdb_shared::status_json::DatabaseStatus;
 
 use super::*;
 use crate::controller::fixtures::{Fixture, group, pod, reporting};
+use crate::controller::pod_updates::decision::decide;
 
 /// Groups with IncorrectPodSpec, in zones: storage-1/log-1 in z1, storage-2/stateless-1 in
 /// z2, storage-3 in z3.

@@ -31,11 +31,11 @@ use crate::controller::upgrade::{
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateSidecarVersions;
+pub(crate) struct UpdateSidecarVersions;
 
 /// One sidecar image to change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SidecarUpdate {
+pub(crate) struct SidecarUpdate {
     /// The process group.
     pub group: String,
     /// The pod.
@@ -50,7 +50,7 @@ pub struct SidecarUpdate {
 /// are not being deleted and have a sidecar container whose image is not the wanted one
 /// (see the module documentation for the case outside an upgrade); during an upgrade,
 /// only pods that run and whose processes all report.
-pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
     let cluster = snapshot.cluster();
     let upgrading = pending_upgrade_target(cluster).is_some();
     let wanted = wanted_sidecar_image(cluster);
@@ -102,7 +102,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> Vec<SidecarUpdate> {
 
 impl SidecarUpdate {
     /// The patch of the pod's sidecar container, as an action.
-    pub fn into_action(self) -> Action {
+    pub(crate) fn into_action(self) -> Action {
         Action::SetContainerImage {
             pod: self.pod,
             container: SIDECAR_CONTAINER.to_owned(),

@@ -10,15 +10,15 @@ use crate::controller::errors::StepError;
 use crate::controller::pass::plan::{Action, Barrier, PassFacts, Verdict};
 use crate::controller::snapshot::ClusterSnapshot;
 use crate::controller::snapshot::observe::{config_map_in_sync, observe_groups};
-pub use crate::controller::status::StatusDecision;
+pub(crate) use crate::controller::status::StatusDecision;
 use crate::controller::status::{StatusInputs, build_status_judged};
 
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UpdateStatus;
+pub(crate) struct UpdateStatus;
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> Result<StatusDecision, StepError> {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<StatusDecision, StepError> {
     let observations = observe_groups(snapshot)?;
     let (status, reconciled) = build_status_judged(&StatusInputs {
         cluster: snapshot.cluster(),
