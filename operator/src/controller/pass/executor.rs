@@ -19,6 +19,7 @@
 mod perform;
 mod pod_agents;
 mod restart_lists;
+mod route;
 
 use perform::perform;
 

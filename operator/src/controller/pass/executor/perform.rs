@@ -11,6 +11,8 @@ use crate::controller::events::EventReason;
 use crate::controller::object_kind::{NewObject, ObjectKind};
 use crate::controller::pass::io::{PassIo, publish};
 use crate::controller::pass::plan::{Action, PassFacts};
+
+use super::route::{Command, ObjectWrite, Record, Routed, SharedList, UpgradeBookkeeping, route};
 use crate::controller::pod_agent::config_query::PodConfigResult;
 use crate::controller::safety::locks;
 use crate::controller::snapshot::ClusterSnapshot;
@@ -39,45 +41,14 @@ pub(super) async fn perform(
     facts: &mut PassFacts,
     action: Action,
 ) -> Result<String, StepError> {
-    match action {
-        Action::DeletePod(_)
-        | Action::Create(_)
-        | Action::Patch { .. }
-        | Action::SetContainerImage { .. }
-        | Action::Delete { .. } => write(ctx, io, facts, action).await,
-        Action::WriteStatus(_)
-        | Action::StageStatus(_)
-        | Action::StageStatusDecision(_)
-        | Action::Event { .. } => record(ctx, snapshot, io, action).await,
-        Action::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
-        upgrade @ (Action::JoinPendingUpgrades { .. }
-        | Action::ClearPendingUpgrades
-        | Action::RememberUpgradeCleanup
-        | Action::RememberUpgradeKill(_)
-        | Action::ReleaseLock) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
-        Action::SyncRestartLists { pending, ready } => {
-            let pair = [RestartList::Pending, RestartList::Ready];
-            let (what, lists) =
-                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
-            facts.answers.restart_lists = lists;
-            Ok(what)
-        }
-        Action::ClearReadyForRestart(entries) => {
-            let lists = [RestartList::Ready];
-            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
-        }
-        Action::SyncExclusionLists { pending, ready } => {
-            let pair = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
-            let (what, lists) =
-                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
-            facts.answers.exclusion_lists = lists;
-            Ok(what)
-        }
-        Action::ClearExclusionEntries(entries) => {
-            let lists = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
-            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
-        }
-        Action::AskPodAgents(query) => {
+    match route(action) {
+        Routed::Command(command) => run_command(ctx, snapshot, io, command).await,
+        Routed::Write(write_action) => write(ctx, io, facts, write_action).await,
+        Routed::Record(edit) => record(ctx, snapshot, io, edit).await,
+        Routed::Upgrade(upgrade) => upgrade_bookkeeping(ctx, snapshot, io, facts, upgrade).await,
+        Routed::SharedList(list) => shared_list(ctx, snapshot, io, facts, list).await,
+        Routed::UpdateDenyList { stage } => update_deny_list(ctx, snapshot, io, stage).await,
+        Routed::AskPodAgents(query) => {
             let answers = super::pod_agents::ask(ctx, snapshot, &query).await;
             let confirmed = answers
                 .iter()
@@ -89,7 +60,7 @@ pub(super) async fn perform(
                 query.candidates.len()
             ))
         }
-        Action::NudgeMonitor(pod) => {
+        Routed::NudgeMonitor(pod) => {
             let seen = ctx.clock.now_unix().to_string();
             let patch = serde_json::json!({"metadata": {"annotations": {
                 OUTDATED_CONFIG_MAP_ANNOTATION: seen
@@ -98,14 +69,41 @@ pub(super) async fn perform(
             io.patch::<Pod>(ctx, &pod, &patch, what.clone()).await?;
             Ok(what)
         }
-        // Listed, not a catch-all: a new action must be routed here or it does not build.
-        command @ (Action::Configure { .. }
-        | Action::Exclude(_)
-        | Action::Include(_)
-        | Action::ChangeCoordinators { .. }
-        | Action::Kill(_)
-        | Action::SetMaintenanceZone { .. }
-        | Action::ResetMaintenanceZone) => run_command(ctx, snapshot, io, command).await,
+    }
+}
+
+/// The restart and exclusion lists of a database shared by several instances: this
+/// instance's entries written and every instance's read back, or entries cleared.
+async fn shared_list(
+    ctx: &Context,
+    snapshot: &ClusterSnapshot,
+    io: &mut PassIo,
+    facts: &mut PassFacts,
+    list: SharedList,
+) -> Result<String, StepError> {
+    match list {
+        SharedList::SyncRestartLists { pending, ready } => {
+            let pair = [RestartList::Pending, RestartList::Ready];
+            let (what, lists) =
+                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
+            facts.answers.restart_lists = lists;
+            Ok(what)
+        }
+        SharedList::ClearReadyForRestart(entries) => {
+            let lists = [RestartList::Ready];
+            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
+        }
+        SharedList::SyncExclusionLists { pending, ready } => {
+            let pair = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
+            let (what, lists) =
+                super::restart_lists::sync(ctx, snapshot, io, pair, &pending, &ready).await?;
+            facts.answers.exclusion_lists = lists;
+            Ok(what)
+        }
+        SharedList::ClearExclusionEntries(entries) => {
+            let lists = [RestartList::PendingExclusion, RestartList::ReadyExclusion];
+            super::restart_lists::clear(ctx, snapshot, io, &lists, &entries).await
+        }
     }
 }
 
@@ -116,13 +114,13 @@ async fn upgrade_bookkeeping(
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
     facts: &mut PassFacts,
-    action: Action,
+    action: UpgradeBookkeeping,
 ) -> Result<String, StepError> {
     match action {
-        Action::JoinPendingUpgrades { target, groups } => {
+        UpgradeBookkeeping::JoinPendingUpgrades { target, groups } => {
             join_pending_upgrades(ctx, snapshot, io, facts, &target, &groups).await
         }
-        Action::ClearPendingUpgrades => {
+        UpgradeBookkeeping::ClearPendingUpgrades => {
             // A failure is only logged: it is tried again next pass, and entries left
             // behind never block a later upgrade (they name the old target).
             match io.admin(ctx, snapshot)?.clear_pending_upgrades().await {
@@ -141,13 +139,13 @@ async fn upgrade_bookkeeping(
                 }
             }
         }
-        Action::RememberUpgradeCleanup => {
+        UpgradeBookkeeping::RememberUpgradeCleanup => {
             ctx.upgrade_cleanup
                 .mark(snapshot.namespace(), snapshot.name());
             facts.remembered.upgrade_cleanup_pending = true;
             Ok("the pending-upgrade list is cleared once the database is back".to_owned())
         }
-        Action::RememberUpgradeKill(target) => {
+        UpgradeBookkeeping::RememberUpgradeKill(target) => {
             let record = ctx.upgrade_kills.count(
                 snapshot.namespace(),
                 snapshot.name(),
@@ -161,12 +159,11 @@ async fn upgrade_bookkeeping(
                 wait.as_secs()
             ))
         }
-        Action::ReleaseLock => {
+        UpgradeBookkeeping::ReleaseLock => {
             locks::release(ctx, snapshot, io).await?;
             facts.record.lock_held = false;
             Ok("gave the lock up".to_owned())
         }
-        other => Err(misrouted(&other)),
     }
 }
 
@@ -209,24 +206,18 @@ async fn join_pending_upgrades(
     Ok(what)
 }
 
-/// An action of another group than the function's: never planned so (the match of
-/// [`perform`] routes each action once), reported rather than panicking.
-fn misrouted(action: &Action) -> StepError {
-    StepError::InvalidState(format!("the executor routed {action:?} to the wrong group"))
-}
-
 /// A database command.
 async fn run_command(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
-    action: Action,
+    command: Command,
 ) -> Result<String, StepError> {
-    match action {
-        Action::Configure { configuration, new } => {
+    match command {
+        Command::Configure { configuration, new } => {
             configure(ctx, snapshot, io, &configuration, new).await
         }
-        Action::Exclude(targets) => {
+        Command::Exclude(targets) => {
             let text = joined(&targets);
             tracing::info!(targets = %text, "excluding");
             io.admin(ctx, snapshot)?
@@ -235,7 +226,7 @@ async fn run_command(
                 .map_err(StepError::admin(format!("exclude {text}")))?;
             Ok(format!("exclude {text}"))
         }
-        Action::Include(targets) => {
+        Command::Include(targets) => {
             let text = joined(&targets);
             io.admin(ctx, snapshot)?
                 .include(&targets)
@@ -243,11 +234,11 @@ async fn run_command(
                 .map_err(StepError::admin(format!("include {text}")))?;
             Ok(format!("include {text}"))
         }
-        Action::ChangeCoordinators {
+        Command::ChangeCoordinators {
             coordinators,
             reason,
         } => change_coordinators(ctx, snapshot, io, &coordinators, &reason).await,
-        Action::Kill(addresses) => {
+        Command::Kill(addresses) => {
             tracing::info!(processes = addresses.len(), "killing processes");
             io.admin(ctx, snapshot)?
                 .kill(&addresses)
@@ -255,7 +246,7 @@ async fn run_command(
                 .map_err(StepError::admin(format!("kill {}", joined(&addresses))))?;
             Ok(format!("kill of {} processes", addresses.len()))
         }
-        Action::SetMaintenanceZone { zone, seconds } => {
+        Command::SetMaintenanceZone { zone, seconds } => {
             tracing::info!(%zone, seconds, "setting the maintenance zone");
             io.admin(ctx, snapshot)?
                 .set_maintenance_zone(&zone, seconds)
@@ -263,14 +254,13 @@ async fn run_command(
                 .map_err(StepError::admin(format!("set maintenance zone {zone}")))?;
             Ok(format!("maintenance zone {zone}"))
         }
-        Action::ResetMaintenanceZone => {
+        Command::ResetMaintenanceZone => {
             io.admin(ctx, snapshot)?
                 .reset_maintenance_zone()
                 .await
                 .map_err(StepError::admin("reset the maintenance zone"))?;
             Ok("maintenance off".to_owned())
         }
-        other => Err(misrouted(&other)),
     }
 }
 
@@ -336,16 +326,16 @@ async fn write(
     ctx: &Context,
     io: &mut PassIo,
     facts: &mut PassFacts,
-    action: Action,
+    action: ObjectWrite,
 ) -> Result<String, StepError> {
     match action {
-        Action::DeletePod(name) => {
+        ObjectWrite::DeletePod(name) => {
             io.delete::<Pod>(ctx, &name, format!("delete pod {name}"))
                 .await?;
             facts.record.deleted_pods.push(name.clone());
             Ok(format!("deleted pod {name}"))
         }
-        Action::Create(object) => {
+        ObjectWrite::Create(object) => {
             let what = format!("created {} {}", object.kind().noun(), object.name());
             match object {
                 NewObject::Pod(pod) => io.create_all(ctx, vec![*pod], "pod").await?,
@@ -357,7 +347,7 @@ async fn write(
             };
             Ok(what)
         }
-        Action::Patch { kind, name, patch } => {
+        ObjectWrite::Patch { kind, name, patch } => {
             let what = format!("patch {} {name}", kind.noun());
             tracing::info!(%name, kind = kind.noun(), "patching");
             match kind {
@@ -377,7 +367,7 @@ async fn write(
             }
             Ok(what)
         }
-        Action::SetContainerImage {
+        ObjectWrite::SetContainerImage {
             pod,
             container,
             image,
@@ -392,7 +382,7 @@ async fn write(
                 .await?;
             Ok(what)
         }
-        Action::Delete { kind, name } => {
+        ObjectWrite::Delete { kind, name } => {
             let what = format!("delete {} {name}", kind.noun());
             tracing::info!(%name, kind = kind.noun(), "deleting");
             match kind {
@@ -409,7 +399,6 @@ async fn write(
             }
             Ok(what)
         }
-        other => Err(misrouted(&other)),
     }
 }
 
@@ -418,23 +407,23 @@ async fn record(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
     io: &mut PassIo,
-    action: Action,
+    edit: Record,
 ) -> Result<String, StepError> {
-    match action {
-        Action::WriteStatus(mutations) => {
+    match edit {
+        Record::WriteStatus(mutations) => {
             io.apply_status(ctx, snapshot, &mutations).await?;
             Ok("status written".to_owned())
         }
-        Action::StageStatusDecision(decision) => {
+        Record::StageStatusDecision(decision) => {
             io.stage_status_if_changed(snapshot, &decision.status);
             io.set_judged_reconciled(decision.reconciled);
             Ok("status decided".to_owned())
         }
-        Action::StageStatus(mutations) => {
+        Record::StageStatus(mutations) => {
             io.stage_mutations(snapshot, &mutations)?;
             Ok("status staged".to_owned())
         }
-        Action::Event {
+        Record::Event {
             reason,
             action,
             note,
@@ -442,7 +431,6 @@ async fn record(
             publish(ctx, snapshot.cluster(), reason, &action, note).await;
             Ok("event".to_owned())
         }
-        other => Err(misrouted(&other)),
     }
 }
 
