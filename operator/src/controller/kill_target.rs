@@ -8,7 +8,7 @@ use fdb_shared::address::ProcessAddress;
 pub(crate) enum KillReason {
     /// It runs another command line than its conf asks for (a knob change).
     IncorrectCommandLine,
-    /// The cluster-wide restart of an incompatible upgrade (operator-behavior §9).
+    /// The cluster-wide restart of an incompatible upgrade (docs/upgrades.md).
     #[cfg_attr(not(test), expect(dead_code, reason = "built by the tests only"))]
     Upgrade,
     /// Restarted with the others, so the restart covers every process at once.

@@ -1,4 +1,4 @@
-//! Version changes (operator-behavior §2 and §9), decided from the snapshot alone: which
+//! Version changes (docs/upgrades.md), decided from the snapshot alone: which
 //! kind of change `spec.version` asks for, whether an incompatible upgrade is pending,
 //! which sidecar image each pod must run, which clients block the upgrade, whether every
 //! pod is ready for the cluster-wide kill (and which processes it covers), and which
@@ -8,9 +8,9 @@
 //! `status.runningVersion` (the most common process version) differing from
 //! `spec.version` across a protocol boundary; staging is the sidecar image and the
 //! `last-applied-config-map` annotation (whose hash includes the staged binary while an
-//! upgrade is pending, see [`super::model::desired::desired_config_hash`]); the kill happened
-//! when the processes report the new version. So every decision here can be taken again
-//! after an operator crash at any point.
+//! upgrade is pending, see [`super::model::desired::desired_config_hash`]); the kill
+//! happened when the processes report the new version. So every decision here can be taken
+//! again after an operator crash at any point.
 
 use std::collections::BTreeSet;
 
@@ -380,17 +380,19 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
     }
 }
 
-/// Decides the cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4):
-/// once every live pod runs the target's sidecar and has confirmed the staged binary and
-/// its monitor conf, every live group's processes report, every process has been up
-/// `minimumUptimeSecondsForBounce` and the database is available, every process of the
-/// cluster is killed in one command, unless coordinators kept out of it would hold the
-/// old version's quorum ([`super::versions::quorum`]: then it is refused). After the kill the processes report the target, the
-/// running version follows and no upgrade is pending any more: an operator that crashed
-/// right after the kill does not kill again. With locks in use the kill also carries the
+/// Decides the cluster-wide kill of an incompatible upgrade (docs/upgrades.md,
+/// "Incompatible upgrades" step 4): once every live pod runs the target's sidecar and has
+/// confirmed the staged binary and its monitor conf, every live group's processes report,
+/// every process has been up `minimumUptimeSecondsForBounce` and the database is available,
+/// every process of the cluster is killed in one command, unless coordinators kept out of
+/// it would hold the old version's quorum ([`super::versions::quorum`]: then it is
+/// refused). After the kill the processes report the target, the running version follows
+/// and no upgrade is pending any more: an operator that crashed right after the kill does
+/// not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
-/// [`super::versions::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
-/// of the database, whichever operator instance manages it.
+/// [`super::versions::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the
+/// addresses are then every process of the database, whichever operator instance manages
+/// it.
 pub(crate) fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
     let Some(target) = pending_upgrade_target(cluster) else {

@@ -1,5 +1,5 @@
-//! Choosing coordinators (operator-behavior §3): from stateful (or `coordinator` class)
-//! process groups, each in a
+//! Choosing coordinators (docs/controller-model.md, "Process counts and roles"): from
+//! stateful (or `coordinator` class) process groups, each in a
 //! distinct zone, never excluded or marked for removal, higher `coordinatorSelection`
 //! priority first.
 

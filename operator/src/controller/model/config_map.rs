@@ -1,6 +1,7 @@
-//! The `<cluster>-config` ConfigMap (operator-behavior §5): the cluster file, the running
-//! version, the trusted CAs and one fdbmonitor conf template per process class in use,
-//! plus what the sidecar must have written from them.
+//! The `<cluster>-config` ConfigMap (docs/controller-model.md, "The `<cluster>-config`
+//! ConfigMap"): the cluster file, the running version, the trusted CAs and one fdbmonitor
+//! conf template per process class in use, plus what the sidecar must have written from
+//! them.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,5 +1,5 @@
 //! Which differences between a process group's live objects and the desired ones need a
-//! new process group (operator-behavior §8, "Replacement vs deletion"). Deleting and
+//! new process group (docs/operator.md, "The steps"). Deleting and
 //! recreating the pod cannot apply them: the ID is part of the group, the PVC keeps its
 //! spec, the processes per pod and the public IP source shape the addresses the database
 //! knows the group by.

@@ -1,7 +1,7 @@
 //! The reconcile driver: one pass runs the ordered subreconcilers and stops at the first
-//! requeue (operator-behavior §8), with a tracing span and metrics per step. Before each
-//! step the pass's snapshot is read or refreshed (see [`super::super::snapshot`]); each step
-//! decides from it and acts through the pass's I/O.
+//! requeue (docs/operator.md, "The steps"), with a tracing span and metrics per step.
+//! Before each step the pass's snapshot is read or refreshed (see
+//! [`super::super::snapshot`]); each step decides from it and acts through the pass's I/O.
 
 use std::time::Instant;
 

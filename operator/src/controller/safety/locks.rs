@@ -1,4 +1,4 @@
-//! The global operator lock (operator-behavior §8): when locks are in use
+//! The global operator lock (docs/operator.md, "The steps"): when locks are in use
 //! ([`safety::lock_needed`]), every action that changes the database for all operator
 //! instances sharing it (configure, coordinators, exclude, kill, pod deletions,
 //! maintenance) first takes the lock under the instance's lock ID

@@ -1,17 +1,22 @@
-//! The safety gates every disruptive step shares (operator-behavior §7-§9): pure
-//! functions of the snapshot, each `Ok(())` or a [`Refusal`] that names what blocks (the
-//! group, the zone, the seconds left). Steps apply the gates of their decision; the
-//! rules every plan shares ([`paced`], [`sole_disruption`], the lock) are applied by the
-//! executor (`pass/executor.rs`) to each action that declares it needs them.
+//! The safety gates every disruptive step shares (docs/operator.md, "The steps", and
+//! docs/upgrades.md): pure functions of the snapshot, each `Ok(())` or a [`Refusal`] that
+//! names what blocks (the group, the zone, the seconds left). Steps apply the gates of
+//! their decision; the rules every plan shares ([`paced`], [`sole_disruption`], the lock)
+//! are applied by the executor (`pass/executor.rs`) to each action that declares it needs
+//! them.
 //!
 //! | action | gates in the step's decision | rules of the executor |
 //! |---|---|---|
-//! | change the database configuration | [`available_and_healthy`], [`recovered_for`] | lock, [`paced`] |
+//! | change the database configuration | [`available_and_healthy`], [`recovered_for`] |
+//! lock, [`paced`] |
 //! | change coordinators | [`available`] | lock, [`paced`] |
-//! | exclude | [`available`], [`recovered_for`], [`no_recently_missing`] | lock, [`paced`] when one [`causes_recovery`] |
+//! | exclude | [`available`], [`recovered_for`], [`no_recently_missing`] | lock, [`paced`]
+//! when one [`causes_recovery`] |
 //! | include a transaction process | | lock, [`paced`] |
-//! | take pods of zones down | [`may_take_down`], [`maintenance`] | lock, one disruption, [`paced`] when one [`causes_recovery`] |
-//! | bounce (knobs or upgrade) | [`available`], [`minimum_uptime`] | lock, one disruption ([`sole_disruption`]), [`paced`] |
+//! | take pods of zones down | [`may_take_down`], [`maintenance`] | lock, one disruption,
+//! [`paced`] when one [`causes_recovery`] |
+//! | bounce (knobs or upgrade) | [`available`], [`minimum_uptime`] | lock, one disruption
+//! ([`sole_disruption`]), [`paced`] |
 //!
 //! [`paced`] is the one pacing rule (issue 26): every action that causes a recovery
 //! waits until the database is available, its last recovery is
@@ -357,8 +362,8 @@ pub(crate) fn causes_recovery(snapshot: &ClusterSnapshot, group: &GroupView<'_>)
 /// The one pacing rule for every action that causes a recovery (a kill, an exclusion or
 /// inclusion of a transaction process, a coordinators change, `configure`, deleting a
 /// pod that [`causes_recovery`]): nothing earlier in this pass caused one
-/// (`caused_this_pass`, see `PassRecord::recovery_caused` of `pass/facts.rs`), the database is
-/// available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
+/// (`caused_this_pass`, see `PassRecord::recovery_caused` of `pass/facts.rs`), the database
+/// is available, its last recovery is [`MINIMUM_SECONDS_SINCE_RECOVERY`] old, and no pod
 /// hosting a transaction process or coordinator is terminating with its processes still
 /// reporting (its recovery is still to come). Two recoveries back to back are minutes
 /// of unavailability where one short one was needed.

@@ -1,6 +1,7 @@
-//! Building the cluster status (operator-behavior §7) from what a pass observed: process
-//! group conditions, health, version, connection string, configuration, the `needs*`
-//! generations, and `generations.reconciled` only when the cluster is Reconciled.
+//! Building the cluster status (docs/controller-model.md, "Process group status") from what
+//! a pass observed: process group conditions, health, version, connection string,
+//! configuration, the `needs*` generations, and `generations.reconciled` only when the
+//! cluster is Reconciled.
 
 pub(crate) mod mutations;
 
@@ -410,7 +411,8 @@ fn judge_groups(status: &FoundationDBClusterStatus, inputs: &StatusInputs<'_>) -
     let spec = &inputs.cluster.spec;
     let groups = &status.process_groups;
     // Removals that wait only for terminating resources do not hold back Reconciled
-    // (operator-behavior §7); `hasPendingRemoval` still says they are there.
+    // (docs/controller-model.md, "Process group status"); `hasPendingRemoval` still says
+    // they are there.
     let waiting_on_termination = |g: &ProcessGroupStatus| {
         inputs
             .observations

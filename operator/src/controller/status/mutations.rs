@@ -1,8 +1,8 @@
 //! Typed edits of the cluster status: the only ways steps change `status.processGroups`
-//! and the few cluster-level fields they own (operator-behavior §7). Each edit keeps the
-//! rules of its field (first-seen condition timestamps, the canonical condition order,
-//! removal and exclusion timestamps set once, every address kept while a group is being
-//! removed) and says whether it changed anything.
+//! and the few cluster-level fields they own (docs/controller-model.md, "Process group
+//! status"). Each edit keeps the rules of its field (first-seen condition timestamps, the
+//! canonical condition order, removal and exclusion timestamps set once, every address kept
+//! while a group is being removed) and says whether it changed anything.
 //!
 //! Steps put [`StatusMutation`]s in their decisions (pure, testable); [`apply`] runs a
 //! batch over a copy of the status in one linear pass.
@@ -104,7 +104,8 @@ pub(crate) fn record_addresses(group: &mut ProcessGroupStatus, current: &[String
 /// One edit of the cluster status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatusMutation {
-    /// A new process group with its initial conditions (operator-behavior §7).
+    /// A new process group with its initial conditions (docs/controller-model.md, "Process
+    /// group status").
     AddProcessGroup {
         /// Its ID.
         id: String,

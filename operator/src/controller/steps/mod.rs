@@ -1,4 +1,5 @@
-//! The subreconcilers, one module per step of operator-behavior §8, and their order.
+//! The steps of a pass (the subreconcilers), one folder each, and their order: see
+//! docs/operator.md, "The steps".
 
 pub(crate) mod add_pods;
 pub(crate) mod add_process_groups;
@@ -41,8 +42,8 @@ use async_trait::async_trait;
 ///
 /// A step is a pure `decide(&ClusterSnapshot, &PassFacts) -> Verdict` (unit-tested from
 /// fixtures): go on, wait, or a plan of typed actions that the one executor
-/// ([`super::pass::executor`]) runs under the shared rules. The snapshot is read-only; what the
-/// plan writes, the next step sees (see [`super::snapshot`]). No step overrides
+/// ([`super::pass::executor`]) runs under the shared rules. The snapshot is read-only; what
+/// the plan writes, the next step sees (see [`super::snapshot`]). No step overrides
 /// `reconcile`: all I/O is the executor's.
 ///
 /// A step that must hear from the world before it can decide (UpdatePodConfig asks the
@@ -50,7 +51,7 @@ use async_trait::async_trait;
 /// the step's pure [`Subreconciler::conclude`] turns them into a second verdict.
 #[async_trait]
 pub(crate) trait Subreconciler: Send + Sync {
-    /// The step's name, as in operator-behavior §8 (`AddPods`).
+    /// The step's name (`AddPods`), as docs/operator.md, "The steps", lists it.
     fn name(&self) -> &'static str;
 
     /// Whether a wait of the step ends the pass (no default: each step states it).
@@ -109,7 +110,7 @@ pub(crate) trait Subreconciler: Send + Sync {
     }
 }
 
-/// The steps of a pass, in the order of operator-behavior §8.
+/// The steps of a pass, in the order of docs/operator.md, "The steps".
 pub(crate) fn ordered_steps() -> Vec<Box<dyn Subreconciler>> {
     vec![
         Box::new(update_status::UpdateStatus),

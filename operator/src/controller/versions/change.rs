@@ -1,4 +1,4 @@
-//! Which kind of version change `spec.version` asks of a cluster (operator-behavior §2):
+//! Which kind of version change `spec.version` asks of a cluster (docs/upgrades.md):
 //! pure over the cluster's spec and `status.runningVersion`, so the desired objects
 //! (`model/desired.rs`) and the upgrade's decisions both read it without importing each
 //! other.
@@ -60,7 +60,7 @@ impl VersionChange {
     }
 }
 
-/// The change `cluster`'s spec asks for (operator-behavior §2).
+/// The change `cluster`'s spec asks for (docs/upgrades.md).
 pub(crate) fn version_change(cluster: &FoundationDBCluster) -> VersionChange {
     let running = running_version(cluster);
     let wanted = cluster.spec.version.as_str();

@@ -1,6 +1,6 @@
-//! The processes that missed an upgrade's kill (operator-behavior §9, after step 4):
-//! processes still on the old protocol once the cluster runs the new one, whose pods are
-//! deleted so they come back on the new version.
+//! The processes that missed an upgrade's kill (docs/upgrades.md, "Incompatible upgrades",
+//! after step 4): processes still on the old protocol once the cluster runs the new one,
+//! whose pods are deleted so they come back on the new version.
 
 use std::collections::BTreeSet;
 
@@ -45,10 +45,10 @@ fn main_image_version(facts: &SpecFacts) -> Option<FdbVersion> {
 }
 
 /// Decides which pods to delete because their processes did not restart with the rest of
-/// the cluster (operator-behavior §9 step 5): no upgrade is pending any more (the running
-/// version is `spec.version`), the database is available, and a live group's pod IP is
-/// in `incompatible_connections`, or one of its processes runs a version not
-/// protocol-compatible with the running one. Pods hosting a coordinator are left to
+/// the cluster (docs/upgrades.md, "Incompatible upgrades" step 5): no upgrade is pending
+/// any more (the running version is `spec.version`), the database is available, and a live
+/// group's pod IP is in `incompatible_connections`, or one of its processes runs a version
+/// not protocol-compatible with the running one. Pods hosting a coordinator are left to
 /// ChangeCoordinators first (a coordinator's pod is never deleted).
 pub(crate) fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDecision {
     let mut decision = IncompatibleDecision::default();

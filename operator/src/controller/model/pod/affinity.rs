@@ -1,5 +1,5 @@
-//! Fault-domain scheduling rules of a pod (operator-behavior §6, seed design "Support bin
-//! packing of fault domains").
+//! Fault-domain scheduling rules of a pod (docs/controller-model.md, "The pod", seed design
+//! "Support bin packing of fault domains").
 //!
 //! - Default: a *preferred* pod anti-affinity on the fault domain key
 //!   (`kubernetes.io/hostname`) between pods of the same cluster and class, so the

@@ -1,4 +1,5 @@
-//! `spec.buggify` on pods (operator-behavior §8): the fault injection a user asks for.
+//! `spec.buggify` on pods (docs/operator.md, "The steps"): the fault injection a user asks
+//! for.
 //!
 //! - `crashLoop` (process group IDs, `*` for all): the main container's command becomes
 //!   `crash-loop`, which does not exist, so the container fails at every start and

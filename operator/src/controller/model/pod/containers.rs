@@ -1,6 +1,6 @@
-//! The FoundationDB containers of a pod (operator-behavior §6): the main `foundationdb`
-//! container running fdbmonitor, the `foundationdb-kubernetes-sidecar` and its
-//! `foundationdb-kubernetes-init` twin, each merged over the user's entry of that name.
+//! The FoundationDB containers of a pod (docs/controller-model.md, "The pod"): the main
+//! `foundationdb` container running fdbmonitor, the `foundationdb-kubernetes-sidecar` and
+//! its `foundationdb-kubernetes-init` twin, each merged over the user's entry of that name.
 
 use std::collections::BTreeMap;
 

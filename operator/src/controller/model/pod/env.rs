@@ -1,5 +1,5 @@
-//! Environment of the FoundationDB containers (operator-behavior §6): the addresses and
-//! localities the sidecar substitutes into the monitor conf.
+//! Environment of the FoundationDB containers (docs/controller-model.md, "The pod"): the
+//! addresses and localities the sidecar substitutes into the monitor conf.
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;

@@ -1,5 +1,6 @@
-//! Labels of the cluster's objects (operator-behavior §4): the match labels that select
-//! everything of the cluster, plus the class and process group labels of one group.
+//! Labels of the cluster's objects (docs/controller-model.md, "Names, labels,
+//! annotations"): the match labels that select everything of the cluster, plus the class
+//! and process group labels of one group.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
-//! The desired Kubernetes objects of a process group (operator-behavior §4, §6): its pod
-//! (split image: main container + sidecar), data PVC and Service, the cluster's headless
-//! Service, their names and labels, and the hash written to
-//! `foundationdb.org/last-applied-spec`.
+//! The desired Kubernetes objects of a process group (docs/controller-model.md, "Names,
+//! labels, annotations" and "The pod"): its pod (split image: main container + sidecar),
+//! data PVC and Service, the cluster's headless Service, their names and labels, and the
+//! hash written to `foundationdb.org/last-applied-spec`.
 //!
 //! Everything here is pure and deterministic: the same cluster, group and options always
 //! give byte-identical objects (maps are `BTreeMap`s, no clock, no randomness), so a
@@ -213,7 +213,7 @@ pub(crate) fn running_version(cluster: &FoundationDBCluster) -> &str {
 
 /// The FoundationDB version new and updated pods run: `spec.version` when it is protocol
 /// compatible with the running version (patch upgrades and downgrades roll out as pod
-/// updates, operator-behavior §9), else the running version (an incompatible upgrade
+/// updates, docs/upgrades.md), else the running version (an incompatible upgrade
 /// first stages binaries and bounces every process at once; pods follow afterwards).
 pub(crate) fn pod_version(cluster: &FoundationDBCluster) -> &str {
     let running = running_version(cluster);
@@ -353,8 +353,8 @@ fn pod_metadata(
     }
 }
 
-/// The desired pod of a process group (operator-behavior §6). See the module docs for how
-/// the user's template is used; the result carries the spec hash in
+/// The desired pod of a process group (docs/controller-model.md, "The pod"). See the module
+/// docs for how the user's template is used; the result carries the spec hash in
 /// [`LAST_APPLIED_SPEC_ANNOTATION`].
 pub fn build_pod(
     cluster: &FoundationDBCluster,

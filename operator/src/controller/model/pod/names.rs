@@ -1,5 +1,6 @@
-//! Names of the objects of a cluster (operator-behavior §4): process group IDs, pods,
-//! PVCs, DNS names, and the owner reference every object carries.
+//! Names of the objects of a cluster (docs/controller-model.md, "Names, labels,
+//! annotations"): process group IDs, pods, PVCs, DNS names, and the owner reference every
+//! object carries.
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
 use fdb_shared::api::{FoundationDBCluster, ProcessClass};

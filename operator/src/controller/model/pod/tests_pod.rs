@@ -1,6 +1,6 @@
 //! Snapshot of the whole default storage pod: every field the operator sets, in one
-//! literal reviewed by hand (operator-behavior §6). A change to the pod model shows up here
-//! as a readable diff.
+//! literal reviewed by hand (docs/controller-model.md, "The pod"). A change to the pod
+//! model shows up here as a readable diff.
 
 use super::tests::{cluster, pod, storage_1};
 

@@ -1,5 +1,5 @@
-//! Volumes of a FoundationDB pod and where each container mounts them (operator-behavior
-//! §6).
+//! Volumes of a FoundationDB pod and where each container mounts them
+//! (docs/controller-model.md, "The pod").
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupStatus;

@@ -1,7 +1,7 @@
 //! AddPods: creates the pod of every live process group that has none, and of every
-//! group marked for removal whose exclusion has not finished (it still holds data) (the split pod
-//! model of operator-behavior §6, with the `last-applied-spec` hash). With bin-packed
-//! fault domains each group gets a distribution key (balanced over
+//! group marked for removal whose exclusion has not finished (it still holds data) (the
+//! split pod model of docs/controller-model.md, "The pod", with the `last-applied-spec`
+//! hash). With bin-packed fault domains each group gets a distribution key (balanced over
 //! `spec.faultDomain.zoneCount` by its number). With `publicIPSource: service` the pod
 //! carries its Service's IP, so it waits for the Service to have one.
 

@@ -1,8 +1,9 @@
 //! AddProcessGroups: adds process groups to the status until every class has as many live
 //! (not marked for removal) groups as desired. IDs take the numbers above the highest in
-//! use (operator-behavior §4: never in use, being removed or excluded; and a number a
-//! removal just freed is not reused at once); new groups start with MissingProcesses + MissingPod
-//! (+ MissingPVC). The status is written at once, so a restart never allocates twice.
+//! use (docs/controller-model.md, "Names, labels, annotations": never in use, being removed
+//! or excluded; and a number a removal just freed is not reused at once); new groups start
+//! with MissingProcesses + MissingPod (+ MissingPVC). The status is written at once, so a
+//! restart never allocates twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,4 +1,4 @@
-//! BounceProcesses (operator-behavior §8): restarts, with one `fdbcli kill`, the
+//! BounceProcesses (docs/operator.md, "The steps"): restarts, with one `fdbcli kill`, the
 //! processes that run an outdated command line (fdbmonitor does not restart them when
 //! their conf changes).
 //!
@@ -14,8 +14,8 @@
 //! database is available ([`safety::available`]); every process has been up
 //! `minimumUptimeSecondsForBounce` ([`safety::minimum_uptime`], which also keeps a second
 //! kill from following the first before the restarted processes report); the global lock
-//! when locks are in use ([`crate::controller::safety::locks`]); no pod deleted earlier in the
-//! same pass (the kill is its pass's only disruption). Groups marked for removal are
+//! when locks are in use ([`crate::controller::safety::locks`]); no pod deleted earlier in
+//! the same pass (the kill is its pass's only disruption). Groups marked for removal are
 //! never killed, unless the user holds their removal back (`buggify.blockRemoval`,
 //! `removalMode: None`): those run on for good and are restarted with the others.
 //! Groups in `buggify.ignoreDuringRestart` (process group IDs) are never killed; while

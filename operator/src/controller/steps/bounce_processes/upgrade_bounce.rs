@@ -1,7 +1,8 @@
-//! The cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4), run
-//! by BounceProcesses before anything else: while an incompatible upgrade is pending,
-//! BounceProcesses does only this (a partial bounce of IncorrectCommandLine processes
-//! would restart some processes on the new binary and split the cluster). The decision is
+//! The cluster-wide kill of an incompatible upgrade (docs/upgrades.md, "Incompatible
+//! upgrades" step 4), run by BounceProcesses before anything else: while an incompatible
+//! upgrade is pending, BounceProcesses does only this (a partial bounce of
+//! IncorrectCommandLine processes would restart some processes on the new binary and split
+//! the cluster). The decision is
 //! [`crate::controller::upgrade::decide_bounce`]. `automationOptions.killProcesses:
 //! false` holds the kill back, as it holds back every other restart.
 //!
@@ -142,7 +143,8 @@ fn alone_wait(facts: &PassFacts, target: &FdbVersion) -> Option<Wait> {
 
 /// A kill for this target already happened and the upgrade is still pending: some
 /// processes did not restart (they ignore kills). The next try waits out the back-off
-/// ([`super::super::super::versions::retries`]) instead of restarting every process each pass.
+/// ([`super::super::super::versions::retries`]) instead of restarting every process each
+/// pass.
 fn backoff_wait(
     snapshot: &ClusterSnapshot,
     facts: &PassFacts,

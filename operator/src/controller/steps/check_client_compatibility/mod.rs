@@ -1,6 +1,6 @@
-//! CheckClientCompatibility (operator-behavior §8, §9 step 1): validates the version
-//! change `spec.version` asks for, and before an incompatible upgrade checks that every
-//! connected client supports the target.
+//! CheckClientCompatibility (docs/operator.md, "The steps"; docs/upgrades.md, "Incompatible
+//! upgrades" step 1): validates the version change `spec.version` asks for, and before an
+//! incompatible upgrade checks that every connected client supports the target.
 //!
 //! - An incompatible downgrade (or an unparsable version) is refused: a Warning Event
 //!   `UnsupportedVersionChange` and a requeue whose reason says why; the pass ends here,
@@ -13,13 +13,14 @@
 //!   each client's address and log group), except clients of `ignoreLogGroupsForUpgrade`
 //!   and the cluster's own fdbserver processes. Skipped with `ignoreUpgradabilityChecks`.
 //! - The operator must have the tools of the running version and of an incompatible
-//!   upgrade's target (`--fdb-binaries-dir`, see [`crate::controller::versions::tool_choice`]):
-//!   without them it cannot read the database, nor read it once the kill restarted the
-//!   processes on the target. A missing tool is a Warning Event `MissingFdbTools` naming
-//!   the version and the path, and a wait that ends the pass, so that an upgrade to a
-//!   version without tools never stages nor kills anything. `ignoreUpgradabilityChecks`
-//!   does not skip it (the Go operator likewise runs the target's fdbcli before any
-//!   upgrade step, `controllers/check_client_compatibility.go`).
+//!   upgrade's target (`--fdb-binaries-dir`, see
+//!   [`crate::controller::versions::tool_choice`]): without them it cannot read the
+//!   database, nor read it once the kill restarted the processes on the target. A missing
+//!   tool is a Warning Event `MissingFdbTools` naming the version and the path, and a wait
+//!   that ends the pass, so that an upgrade to a version without tools never stages nor
+//!   kills anything. `ignoreUpgradabilityChecks` does not skip it (the Go operator likewise
+//!   runs the target's fdbcli before any upgrade step,
+//!   `controllers/check_client_compatibility.go`).
 
 use async_trait::async_trait;
 

@@ -1,4 +1,4 @@
-//! ChooseRemovals (operator-behavior §8): marks for removal the groups listed in
+//! ChooseRemovals (docs/operator.md, "The steps"): marks for removal the groups listed in
 //! `processGroupsToRemove` / `processGroupsToRemoveWithoutExclusion`, and, when a class
 //! has more live groups than desired, the surplus, chosen so that the survivors span as
 //! many zones as possible (see [`choice`]). Marking only sets `removalTimestamp`; the

@@ -1,7 +1,7 @@
-//! DeletePodsForBuggification (operator-behavior §8): deletes the pods whose buggify
-//! state (`crashLoop`, `crashLoopContainers`, `noSchedule`; see
-//! [`crate::controller::model::pod::buggify`]) differs from the spec's, so AddPods recreates them
-//! with the fault turned on or off.
+//! DeletePodsForBuggification (docs/operator.md, "The steps"): deletes the pods whose
+//! buggify state (`crashLoop`, `crashLoopContainers`, `noSchedule`; see
+//! [`crate::controller::model::pod::buggify`]) differs from the spec's, so AddPods
+//! recreates them with the fault turned on or off.
 //!
 //! Reduced safety, on purpose: buggify is fault injection a user asks for on named
 //! groups, so these deletions wait for neither the fault-tolerance budget nor the zone

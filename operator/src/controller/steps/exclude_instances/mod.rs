@@ -1,5 +1,6 @@
-//! ExcludeInstances (operator-behavior §8): excludes the processes of groups marked for
-//! removal and records `exclusionTimestamp` once their exclusion is complete (see
+//! ExcludeInstances (docs/operator.md, "The steps"): excludes the processes of groups
+//! marked for removal and records `exclusionTimestamp` once their exclusion is complete
+//! (see
 //! [`exclusions`] for the targets and the completion rule).
 //!
 //! A group is excluded only when:
@@ -18,8 +19,8 @@
 //! On a database shared with other operator instances (and exclusions by locality),
 //! the groups that pass these gates are only marked ready in the database's exclusion
 //! lists; one instance excludes every instance's ready groups at once
-//! ([`crate::controller::safety::exclusion_sync`]), so that replacing the transaction groups of
-//! every instance costs one recovery, not one per instance.
+//! ([`crate::controller::safety::exclusion_sync`]), so that replacing the transaction
+//! groups of every instance costs one recovery, not one per instance.
 
 use std::time::Duration;
 
@@ -212,8 +213,8 @@ impl Subreconciler for ExcludeInstances {
     }
 
     /// The exclusion of this instance's groups; shared with the other instances of the
-    /// database ([`crate::controller::safety::exclusion_sync`]), the lists are written first
-    /// and the exclusion left to [`Subreconciler::conclude`].
+    /// database ([`crate::controller::safety::exclusion_sync`]), the lists are written
+    /// first and the exclusion left to [`Subreconciler::conclude`].
     fn decide(&self, snapshot: &ClusterSnapshot, facts: &PassFacts) -> Result<Verdict, StepError> {
         let decision = order_after_coordinators(snapshot, facts, decide(snapshot));
         for (group, reason) in &decision.waiting {

@@ -1,6 +1,6 @@
-//! MaintenanceModeChecker (operator-behavior §8, maintenance mode): ends the maintenance
-//! window UpdatePods opened for a zone once that zone's work is done, and cleans up the
-//! window a crashed operator left open.
+//! MaintenanceModeChecker (docs/operator.md, "The steps", maintenance mode): ends the
+//! maintenance window UpdatePods opened for a zone once that zone's work is done, and
+//! cleans up the window a crashed operator left open.
 //!
 //! Acts only with `maintenanceModeOptions.UseMaintenanceModeChecker` and
 //! `resetMaintenanceMode` (default true). The database's maintenance zone is reset when

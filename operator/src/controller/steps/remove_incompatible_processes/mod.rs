@@ -1,10 +1,11 @@
-//! RemoveIncompatibleProcesses (operator-behavior §9 step 5): after an incompatible
-//! upgrade's kill, processes that did not restart with the rest of the cluster (the kill
-//! never reached them) cannot join it: they show in `incompatible_connections`, or still
-//! report the old version. Their pods are deleted, so AddPods recreates them on the
-//! running version's image and they come back on the binary of their own image. Pods
+//! RemoveIncompatibleProcesses (docs/upgrades.md, "Incompatible upgrades" step 5): after an
+//! incompatible upgrade's kill, processes that did not restart with the rest of the cluster
+//! (the kill never reached them) cannot join it: they show in `incompatible_connections`,
+//! or still report the old version. Their pods are deleted, so AddPods recreates them on
+//! the running version's image and they come back on the binary of their own image. Pods
 //! hosting a coordinator wait for ChangeCoordinators (a coordinator's pod is never
-//! deleted). The decision is [`crate::controller::versions::incompatible_processes::decide_incompatible`].
+//! deleted). The decision is
+//! [`crate::controller::versions::incompatible_processes::decide_incompatible`].
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;

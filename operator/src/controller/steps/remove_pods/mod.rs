@@ -1,7 +1,7 @@
-//! RemovePods (operator-behavior §8): takes apart the groups marked for removal whose
-//! exclusion is complete (or skipped): pod, then PVC, then (RemoveServices) service, each
-//! confirmed gone before the next; then one `include` of every finished group's targets;
-//! then the groups leave the status.
+//! RemovePods (docs/operator.md, "The steps"): takes apart the groups marked for removal
+//! whose exclusion is complete (or skipped): pod, then PVC, then (RemoveServices) service,
+//! each confirmed gone before the next; then one `include` of every finished group's
+//! targets; then the groups leave the status.
 //!
 //! - Never the pod of a group hosting a current coordinator (ChangeCoordinators moves it).
 //! - A group removed without exclusion still holds data: its pod is deleted only when

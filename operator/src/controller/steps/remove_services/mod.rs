@@ -1,5 +1,5 @@
-//! RemoveServices (operator-behavior §8): deletes the per-group Service of each group
-//! marked for removal whose pod and PVC are gone (see RemovePods for the order; a pod
+//! RemoveServices (docs/operator.md, "The steps"): deletes the per-group Service of each
+//! group marked for removal whose pod and PVC are gone (see RemovePods for the order; a pod
 //! stuck Terminating past `ignoreTerminatingPodsSeconds` no longer holds it back).
 
 use async_trait::async_trait;

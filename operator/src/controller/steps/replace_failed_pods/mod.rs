@@ -1,5 +1,5 @@
-//! ReplaceFailedPods (operator-behavior §8): marks for removal (so a replacement is
-//! added) the live process groups whose oldest condition eligible for automatic
+//! ReplaceFailedPods (docs/operator.md, "The steps"): marks for removal (so a replacement
+//! is added) the live process groups whose oldest condition eligible for automatic
 //! replacement was first seen at least `failureDetectionTimeSeconds` ago (for
 //! NodeTaintReplacing, `taintReplacementTimeSeconds`, default 1800: the taint's own
 //! duration already passed before the condition was set, see
@@ -23,16 +23,18 @@
 //!   late by a long requeue of another step.
 //! - A group never seen running (no address recorded: its pod never got one; or any group
 //!   while the database has never been configured: none of its processes has ever run in
-//!   it) is not judged by the timer alone: missing processes, pod or claim are what a group being
-//!   created looks like, and replacing it would create one more such group (with a short
-//!   `failureDetectionTimeSeconds`, a storm). It is replaced only when the scheduler says
-//!   its pod cannot run where its volume is (`volume node affinity conflict`): a new group
-//!   gets a new claim. The Go operator also treats a group without addresses apart: it
-//!   never ran, so it holds no data (`internal/replacements/replace_failed_process_groups.go`
-//!   of FoundationDB/fdb-kubernetes-operator).
+//!   it) is not judged by the timer alone: missing processes, pod or claim are what a group
+//!   being created looks like, and replacing it would create one more such group (with a
+//!   short `failureDetectionTimeSeconds`, a storm). It is replaced only when the scheduler
+//!   says its pod cannot run where its volume is (`volume node affinity conflict`): a new
+//!   group gets a new claim. The Go operator also treats a group without addresses apart:
+//!   it never ran, so it holds no data
+//!   (`internal/replacements/replace_failed_process_groups.go` of
+//!   FoundationDB/fdb-kubernetes-operator).
 //! - An invalid field of `spec.automationOptions.replacements` stops this step alone,
-//!   with an InvalidSpec Event naming the field (`fdb_shared::validation::bounds::replacement_errors`);
-//!   a negative `failureDetectionTimeSeconds` counts as 0.
+//!   with an InvalidSpec Event naming the field
+//!   (`fdb_shared::validation::bounds::replacement_errors`); a negative
+//!   `failureDetectionTimeSeconds` counts as 0.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,11 +1,11 @@
-//! ReplaceMisconfiguredPods (operator-behavior §8): marks for removal (so a replacement
-//! with the new settings is added, and the old group is excluded and removed) the live
-//! process groups with a change that only a new process group can apply: ID prefix,
-//! public IP source, servers per pod, node selector, PVC spec, bigger resources with
-//! `replaceInstancesWhenResourcesChange`, file ownership with
+//! ReplaceMisconfiguredPods (docs/operator.md, "The steps"): marks for removal (so a
+//! replacement with the new settings is added, and the old group is excluded and removed)
+//! the live process groups with a change that only a new process group can apply: ID
+//! prefix, public IP source, servers per pod, node selector, PVC spec, bigger resources
+//! with `replaceInstancesWhenResourcesChange`, file ownership with
 //! `--replace-on-security-context-change`, image type (the classification is
-//! [`crate::controller::model::replace_only`], shared with UpdatePods, which leaves these groups
-//! alone).
+//! [`crate::controller::model::replace_only`], shared with UpdatePods, which leaves these
+//! groups alone).
 //!
 //! - `automationOptions.maxConcurrentReplacements` (default unlimited) caps the groups in
 //!   flight: marked and not yet fully excluded, whatever marked them. When the budget is

@@ -1,7 +1,7 @@
-//! UpdateConfigMap: creates or updates `<cluster>-config` (operator-behavior §5): the
-//! cluster file, the running version, the CA file and one monitor conf per class and
-//! servers per pod in use (empty until the connection string is known); a key a pod
-//! still mounts is kept. Writes only the keys that differ.
+//! UpdateConfigMap: creates or updates `<cluster>-config` (docs/controller-model.md, "The
+//! `<cluster>-config` ConfigMap"): the cluster file, the running version, the CA file and
+//! one monitor conf per class and servers per pod in use (empty until the connection string
+//! is known); a key a pod still mounts is kept. Writes only the keys that differ.
 
 use std::collections::BTreeMap;
 

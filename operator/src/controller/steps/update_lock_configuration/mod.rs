@@ -1,6 +1,7 @@
-//! UpdateLockConfiguration (operator-behavior §8): applies `spec.lockOptions.denyList` to
-//! the database's lock deny list when locks are in use (multi-region,
-//! `faultDomain.zoneCount` > 1, three_data_hall; not with `lockOptions.disableLocks`).
+//! UpdateLockConfiguration (docs/operator.md, "The steps"): applies
+//! `spec.lockOptions.denyList` to the database's lock deny list when locks are in use
+//! (multi-region, `faultDomain.zoneCount` > 1, three_data_hall; not with
+//! `lockOptions.disableLocks`).
 //!
 //! An entry is added when the spec lists it without `allow: true`, and removed only by a
 //! spec entry with `allow: true` ([`locks::deny_list_changes`]); entries the spec does not

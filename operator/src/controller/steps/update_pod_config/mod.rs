@@ -9,11 +9,11 @@
 //! gets IncorrectConfigMap too, but its wait does not end the pass: UpdatePods, later in
 //! it, gives the pod that variable.
 //!
-//! During an incompatible upgrade (operator-behavior §9 step 3) a pod is confirmed only
-//! once its sidecar also answers `is_present/bin/<target>/fdbserver` (after a
-//! `copy_binaries` when it does not yet); the desired hash then includes the staged
-//! binary (see [`crate::controller::model::desired::upgrade_staging_hash`]), so every pod is
-//! asked again, and the requeue reason names the pods still waiting.
+//! During an incompatible upgrade (docs/upgrades.md, "Incompatible upgrades" step 3) a pod
+//! is confirmed only once its sidecar also answers `is_present/bin/<target>/fdbserver`
+//! (after a `copy_binaries` when it does not yet); the desired hash then includes the
+//! staged binary (see [`crate::controller::model::desired::upgrade_staging_hash`]), so
+//! every pod is asked again, and the requeue reason names the pods still waiting.
 
 pub(crate) mod monitor;
 

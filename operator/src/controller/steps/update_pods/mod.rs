@@ -1,4 +1,5 @@
-//! UpdatePods (operator-behavior §8): rolls out pod spec changes (IncorrectPodSpec).
+//! UpdatePods (docs/operator.md, "The steps"): rolls out pod spec changes
+//! (IncorrectPodSpec).
 //!
 //! `automationOptions.podUpdateStrategy` says how: `ReplaceTransactionSystem` (default)
 //! marks log and stateless groups for removal (the removal pipeline then replaces them)
@@ -9,8 +10,8 @@
 //! `automationOptions.maxConcurrentReplacements` (default unlimited).
 //!
 //! Groups with a change only a new process group can apply
-//! ([`crate::controller::model::replace_only`]) are left to ReplaceMisconfiguredPods, also while
-//! they wait for `maxConcurrentReplacements`: deleting their pods would not apply the
+//! ([`crate::controller::model::replace_only`]) are left to ReplaceMisconfiguredPods, also
+//! while they wait for `maxConcurrentReplacements`: deleting their pods would not apply the
 //! change, and would roll the pods twice.
 //!
 //! While TLS is turned on or off (`status.requiredAddresses` holds both kinds), no pod is

@@ -1,7 +1,7 @@
-//! UpdateSidecarVersions (operator-behavior §9 step 2): during an incompatible upgrade,
-//! patches only the sidecar container's image of every live pod that runs, and whose
-//! processes all report to the database, to the target's (a pod not running yet, or
-//! whose processes do not report, starts them on the running version first). The
+//! UpdateSidecarVersions (docs/upgrades.md, "Incompatible upgrades" step 2): during an
+//! incompatible upgrade, patches only the sidecar container's image of every live pod that
+//! runs, and whose processes all report to the database, to the target's (a pod not running
+//! yet, or whose processes do not report, starts them on the running version first). The
 //! kubelet restarts that container alone; the new sidecar sees that the main container
 //! runs another version, stages `bin/<target>/fdbserver` and `fdbcli` on the shared
 //! volume and renders the monitor conf with that binary directory. fdbmonitor restarts

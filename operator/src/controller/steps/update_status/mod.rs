@@ -1,6 +1,7 @@
-//! UpdateStatus (first and last step): builds the status (operator-behavior §7) from the
-//! snapshot's observation (see [`crate::controller::snapshot::observe`]) and stages it; the pass
-//! writes it once, at its end, only when something differs.
+//! UpdateStatus (first and last step): builds the status (docs/controller-model.md,
+//! "Process group status") from the snapshot's observation (see
+//! [`crate::controller::snapshot::observe`]) and stages it; the pass writes it once, at its
+//! end, only when something differs.
 
 use async_trait::async_trait;
 use fdb_shared::api::cluster::RequiredAddressSet;
