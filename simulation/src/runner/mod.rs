@@ -375,12 +375,8 @@ fn install_world_tls(
     };
     let pki = crate::tls::SimulatedPki::generate(cluster)?;
     let secret = pki.pod_secret(namespace, &tls.secret);
-    let mut secret = serde_json::to_value(&secret)
+    let secret = crate::kube::typed_json(&secret)
         .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
-    if let Some(object) = secret.as_object_mut() {
-        object.insert("apiVersion".into(), Value::from("v1"));
-        object.insert("kind".into(), Value::from("Secret"));
-    }
     api.create_as(USER_ACTOR, secret)?;
     Ok(Some(pki.write_operator_files(
         &world.root().join("operator-tls"),
