@@ -141,7 +141,7 @@ pub(crate) fn blocking_clients(
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub(crate) enum UpgradeWait {
     /// A gate of [`super::safety`] refuses.
-    #[error("{0}")]
+    #[error(transparent)]
     Unsafe(#[from] Refusal),
     /// Pods are not ready: their sidecar image, staged binary or configuration is not
     /// confirmed, or they do not run.
@@ -166,7 +166,7 @@ pub(crate) enum UpgradeWait {
     },
     /// Coordinators kept out of the kill would hold the quorum on the old version: the
     /// kill cannot bring the database back ([`super::versions::quorum`]).
-    #[error("{0}")]
+    #[error(transparent)]
     QuorumKept(#[from] QuorumKept),
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them

@@ -55,8 +55,8 @@ pub enum StatusReadError {
     #[error("open the admin client: {0}")]
     Open(#[source] AdminError),
     /// The read failed (the admin memo hands the same failure to every reader).
-    #[error("{0}")]
-    Read(#[source] Arc<AdminError>),
+    #[error(transparent)]
+    Read(Arc<AdminError>),
 }
 
 /// What the pass knows about the database. Steps decide themselves how to treat a
