@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-/// Every `.rs` file under `root`, by its module path (`controller::pass_io`).
+/// Every `.rs` file under `root`, by its module path (`controller::pass::io`).
 fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
     let mut found = BTreeMap::new();
     for path in fdb_e2e_tests::rust_files(root) {

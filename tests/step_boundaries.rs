@@ -2,34 +2,51 @@
 //! contract"): a step decides from the snapshot and the pass's look-ahead, never by
 //! calling another step, so the order of `ordered_steps()` is the whole story.
 //!
-//! - no production file of a step (`controller/subreconcilers/<step>*.rs`) names a file
-//!   of another step: what two steps share lives in a neutral module outside
-//!   `subreconcilers/` (`pod_updates.rs`, `buggify_deletions.rs`, `coordinator_change.rs`,
-//!   `removals/`, ...);
-//! - no production file outside `subreconcilers/` names a step, but the driver, which
-//!   runs `ordered_steps()`;
-//! - the executor (`executor.rs`, `executor/`) names no step and not the upgrade's
-//!   decision (`upgrade.rs`): it performs typed actions, whoever planned them.
+//! - each step is one folder, `controller/steps/<step>/` (its decision, plan and tests);
+//!   no production file of a step names another step: what two steps share lives in a
+//!   neutral module outside `steps/` (`pod_updates/`, `buggify_deletions.rs`,
+//!   `coordinators/`, `removals/`, ...);
+//! - no production file outside `steps/` names a step, but the driver, which runs
+//!   `ordered_steps()`;
+//! - the executor (`pass/executor.rs`, `pass/executor/`) names no step and not the
+//!   upgrade's decision (`upgrade.rs`): it performs typed actions, whoever planned them.
 //!
-//! Test modules (`#[cfg(test)]` and `*_tests.rs`) are left out: tests may look anywhere.
+//! Paths are resolved from each file's module (`super::super::x` of
+//! `steps/a/b.rs` is `steps::x`), so no spelling of a path slips through.
+//! Test modules (`#[cfg(test)]`, `tests.rs`, `*_tests.rs`) are left out: tests may look
+//! anywhere.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Files of `subreconcilers/` that belong to a step without bearing its name.
-const HELPERS: &[(&str, &str)] = &[
-    ("global_bounce", "bounce_processes"),
-    ("upgrade_bounce", "bounce_processes"),
-];
-
-/// The one production file outside `subreconcilers/` that may name it, and what it may
-/// name.
-const DRIVER: (&str, &str) = ("controller/driver.rs", "ordered_steps");
+/// The one production file outside `steps/` that may name it, and what it may name.
+const DRIVER: (&str, &str) = ("controller/pass/driver.rs", "ordered_steps");
 
 fn operator_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../operator/src")
+}
+
+/// Whether a file of `name` holds tests only.
+fn is_test_file(name: &str) -> bool {
+    name == "tests.rs"
+        || name.starts_with("tests_")
+        || name.ends_with("_tests.rs")
+        || name == "fixtures.rs"
+}
+
+/// Where the file's test module starts (`#[cfg(test)]` then `mod`): a `#[cfg(test)]`
+/// item before it (a helper kept for the tests) is read as production, to stay strict.
+fn test_module_at(source: &str) -> Option<usize> {
+    source
+        .match_indices("#[cfg(test)]")
+        .map(|(at, _)| at)
+        .find(|at| {
+            let rest = source[at + "#[cfg(test)]".len()..].trim_start();
+            let rest = rest.strip_prefix("pub(crate) ").unwrap_or(rest);
+            rest.starts_with("mod ") || rest.starts_with("#[path")
+        })
 }
 
 /// Every production `.rs` file under `root`, by its path relative to `root`.
@@ -37,18 +54,35 @@ fn production_files(root: &Path) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
     for path in fdb_e2e_tests::rust_files(root) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.ends_with("_tests.rs") || name == "fixtures.rs" {
+        if is_test_file(&name) {
             continue;
         }
         let relative = path.strip_prefix(root).unwrap();
         let source = std::fs::read_to_string(&path).unwrap();
-        let production = match source.find("#[cfg(test)]") {
+        let production = match test_module_at(&source) {
             Some(at) => source[..at].to_owned(),
             None => source,
         };
         found.insert(relative.to_string_lossy().replace('\\', "/"), production);
     }
     found
+}
+
+/// The module of the file at `path` (`controller/steps/a/mod.rs` is
+/// `["controller", "steps", "a"]`).
+fn module_of(path: &str) -> Vec<String> {
+    let mut module: Vec<String> = path
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if module
+        .last()
+        .is_some_and(|last| last == "mod" || last == "lib")
+    {
+        module.pop();
+    }
+    module
 }
 
 /// The step modules, as `ordered_steps()` lists them (`Box::new(module::Type)`).
@@ -64,90 +98,129 @@ fn step_modules(mod_rs: &str) -> Vec<String> {
     steps
 }
 
-/// The step a file of `subreconcilers/` belongs to: the longest step module its name is
-/// or starts with (`update_pods` for `update_pods_tests`), or its entry in [`HELPERS`].
-fn step_of(file: &str, steps: &[String]) -> Option<String> {
-    if let Some((_, step)) = HELPERS.iter().find(|(helper, _)| *helper == file) {
-        return Some((*step).to_owned());
-    }
-    steps
-        .iter()
-        .filter(|step| file == step.as_str() || file.starts_with(&format!("{step}_")))
-        .max_by_key(|step| step.len())
-        .cloned()
-}
-
-/// The first path segments named after each `prefix` in `source`: `a` of `prefix a::b`,
-/// `a` and `c` of `prefix {a::b, c}` (one level of braces).
-fn names_after(source: &str, prefix: &str) -> Vec<String> {
+/// The words of the path that starts at `rest` (`a::b::{c, d}` gives `[a, b]` and the
+/// group `[c, d]`, one level of braces).
+fn path_words(rest: &str) -> (Vec<String>, Vec<String>) {
     let ident = |s: &str| -> String {
         s.trim_start()
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect()
     };
-    let mut names = Vec::new();
-    for (at, _) in source.match_indices(prefix) {
-        // `super::super::x` is read once, from its first `super::`.
-        if source[..at].ends_with(prefix) {
-            continue;
-        }
-        let rest = &source[at + prefix.len()..];
+    let mut words = Vec::new();
+    let mut rest = rest;
+    loop {
         if let Some(group) = rest.strip_prefix('{') {
             let inside = &group[..group.find('}').unwrap_or(group.len())];
-            names.extend(inside.split(',').map(ident).filter(|n| !n.is_empty()));
-        } else {
-            names.push(ident(rest));
+            let group = inside.split(',').map(ident).filter(|n| !n.is_empty());
+            return (words, group.collect());
+        }
+        let word = ident(rest);
+        if word.is_empty() {
+            return (words, Vec::new());
+        }
+        rest = &rest.trim_start()[word.len()..];
+        words.push(word);
+        match rest.strip_prefix("::") {
+            Some(next) => rest = next,
+            None => return (words, Vec::new()),
         }
     }
-    names
+}
+
+/// Every path of `source` that starts with `crate::` or `super::`, resolved from
+/// `module` to the absolute path it names; a group `a::{b, c}` gives `a::b` and `a::c`.
+fn resolved_paths(source: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for prefix in ["crate::", "super::"] {
+        for (at, _) in source.match_indices(prefix) {
+            let before = source[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let mut rest = &source[at + prefix.len()..];
+            let base: Vec<String> = if prefix == "crate::" {
+                Vec::new()
+            } else {
+                let mut up = 1;
+                while let Some(next) = rest.strip_prefix("super::") {
+                    up += 1;
+                    rest = next;
+                }
+                module[..module.len().saturating_sub(up)].to_vec()
+            };
+            let (words, group) = path_words(rest);
+            let mut path = base;
+            path.extend(words);
+            if group.is_empty() {
+                found.push(path);
+                continue;
+            }
+            for item in group {
+                let mut item_path = path.clone();
+                item_path.push(item);
+                found.push(item_path);
+            }
+        }
+    }
+    found
+}
+
+/// The step a resolved path names (`controller::steps::<step>::...`), if any.
+fn named_step(path: &[String]) -> Option<&str> {
+    match path {
+        [controller, steps, step, ..] if controller == "controller" && steps == "steps" => {
+            Some(step.as_str())
+        }
+        _ => None,
+    }
 }
 
 /// The references that break the contract, as `file -> what it names`.
 fn violations(root: &Path) -> Vec<String> {
     let files = production_files(root);
-    let steps = step_modules(&files["controller/subreconcilers/mod.rs"]);
+    let steps = step_modules(&files["controller/steps/mod.rs"]);
     assert!(steps.len() > 20, "ordered_steps() not read: {steps:?}");
     let mut found = Vec::new();
     for (path, source) in &files {
-        if path == "controller/subreconcilers/mod.rs" {
+        if path == "controller/steps/mod.rs" {
             continue;
         }
-        let named_steps = names_after(source, "subreconcilers::");
-        if let Some(file) = path
-            .strip_prefix("controller/subreconcilers/")
-            .and_then(|f| f.strip_suffix(".rs"))
+        let module = module_of(path);
+        let own = path.strip_prefix("controller/steps/").map(|rest| {
+            rest.split('/')
+                .next()
+                .unwrap_or(rest)
+                .trim_end_matches(".rs")
+        });
+        if let Some(own) = own
+            && !steps.iter().any(|step| step == own)
         {
-            let Some(own) = step_of(file, &steps) else {
-                found.push(format!(
-                    "{path} belongs to no step: name it after its step or list it in HELPERS"
-                ));
-                continue;
-            };
-            let named = names_after(source, "super::")
-                .into_iter()
-                .chain(named_steps);
-            for name in named {
-                let other = step_of(&name, &steps).filter(|step| *step != own);
-                if let Some(other) = other {
-                    found.push(format!("{path} (step {own}) names step {other} ({name})"));
-                }
-            }
+            found.push(format!(
+                "{path} belongs to no step: put it in its step's folder"
+            ));
             continue;
         }
-        for name in named_steps {
-            if (path.as_str(), name.as_str()) != DRIVER {
-                found.push(format!("{path} names the steps (subreconcilers::{name})"));
+        let resolved = resolved_paths(source, &module);
+        for named in resolved.iter().filter_map(|p| named_step(p)) {
+            match own {
+                Some(own) if own != named && steps.iter().any(|step| step == named) => {
+                    found.push(format!("{path} (step {own}) names step {named}"));
+                }
+                None if (path.as_str(), named) != DRIVER => {
+                    found.push(format!("{path} names the steps (steps::{named})"));
+                }
+                _ => {}
             }
         }
-        let executor = path == "controller/executor.rs" || path.starts_with("controller/executor/");
+        let executor =
+            path == "controller/pass/executor.rs" || path.starts_with("controller/pass/executor/");
         if executor {
-            let upgrade = names_after(source, "controller::")
-                .into_iter()
-                .chain(names_after(source, "super::"))
-                .filter(|name| name == "upgrade" || name == "subreconcilers");
-            for name in upgrade {
-                found.push(format!("{path}: the executor names {name}"));
+            let names_upgrade = resolved
+                .iter()
+                .any(|p| p.len() >= 2 && p[0] == "controller" && p[1] == "upgrade");
+            if names_upgrade {
+                found.push(format!("{path}: the executor names upgrade"));
             }
         }
     }
@@ -167,41 +240,39 @@ fn no_step_names_another_and_the_executor_names_none() {
 
 #[test]
 fn the_reader_sees_what_it_must_refuse() {
-    let steps: Vec<String> = ["update_pods", "update_pod_config", "bounce_processes"]
-        .map(String::from)
-        .to_vec();
+    let module = module_of("controller/steps/bounce_processes/global_bounce.rs");
     assert_eq!(
-        step_of("update_pods_tests", &steps).as_deref(),
-        Some("update_pods")
+        module,
+        ["controller", "steps", "bounce_processes", "global_bounce"]
+    );
+    let named = |source: &str| -> Vec<String> {
+        resolved_paths(source, &module)
+            .iter()
+            .filter_map(|p| named_step(p).map(String::from))
+            .collect()
+    };
+    // Its own step, through its folder's `mod.rs`.
+    assert_eq!(
+        named("use super::{decide, Plan};"),
+        ["bounce_processes", "bounce_processes"]
+    );
+    assert_eq!(named("x(super::super::remove_pods::a)"), ["remove_pods"]);
+    assert_eq!(
+        named("use super::super::{update_pods::decide, Step};"),
+        ["update_pods", "Step"]
     );
     assert_eq!(
-        step_of("update_pod_config_monitor", &steps).as_deref(),
-        Some("update_pod_config")
-    );
-    assert_eq!(
-        step_of("upgrade_bounce", &steps).as_deref(),
-        Some("bounce_processes")
-    );
-    assert_eq!(step_of("pod_updates", &steps), None);
-    assert_eq!(
-        names_after(
-            "use super::{update_pods::decide, Subreconciler};",
-            "super::"
-        ),
-        ["update_pods", "Subreconciler"]
-    );
-    assert_eq!(
-        names_after(
-            "use super::super::executor; x(super::remove_pods::a)",
-            "super::"
-        ),
-        ["super", "remove_pods"]
-    );
-    assert_eq!(
-        names_after(
-            "crate::controller::subreconcilers::update_pods::x",
-            "subreconcilers::"
-        ),
+        named("crate::controller::steps::update_pods::x"),
         ["update_pods"]
     );
+    assert_eq!(
+        named("use crate::controller::steps::{exclude_instances, update_pods};"),
+        ["exclude_instances", "update_pods"]
+    );
+    assert_eq!(
+        named("use crate::controller::pass::plan::Verdict;"),
+        Vec::<String>::new()
+    );
+    assert!(is_test_file("tests.rs") && is_test_file("remove_pods_tests.rs"));
+    assert!(!is_test_file("global_bounce.rs"));
 }

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use fdb_operator::capture::{CaptureOptions, capture};
-use fdb_operator::controller::providers::FdbcliAdminProvider;
+use fdb_operator::cli::fdbcli_tls::FdbcliTlsArgs;
+use fdb_operator::controller::FdbcliAdminProvider;
 use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, TRACE_LOG_GROUP_ENV};
 use fdb_operator::fdb::{FdbTools, TlsFiles};
 use fdb_simulation::scenario::safe_write::check_output_dir;
@@ -57,18 +58,9 @@ pub struct SnapshotArgs {
     /// Directory for the cluster file fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
     pub work_dir: PathBuf,
-    /// Certificate (PEM chain) fdbcli presents to a TLS cluster (as `run`).
-    #[arg(long, env = "FDB_TLS_CERTIFICATE_FILE")]
-    pub tls_certificate_file: Option<PathBuf>,
-    /// Key of --tls-certificate-file.
-    #[arg(long, env = "FDB_TLS_KEY_FILE")]
-    pub tls_key_file: Option<PathBuf>,
-    /// CA fdbcli verifies the cluster's processes against.
-    #[arg(long, env = "FDB_TLS_CA_FILE")]
-    pub tls_ca_file: Option<PathBuf>,
-    /// fdbcli's `--tls_verify_peers` rules.
-    #[arg(long, env = "FDB_TLS_VERIFY_PEERS")]
-    pub tls_verify_peers: Option<String>,
+    /// fdbcli's TLS files, as `run` takes them.
+    #[command(flatten)]
+    pub fdbcli_tls: FdbcliTlsArgs,
 }
 
 /// A namespace as the API server accepts it (it joins request paths).
@@ -91,12 +83,7 @@ fn cluster_name(value: &str) -> Result<String, String> {
 /// The files fdbcli uses with a TLS cluster, as `run` takes them: all three of
 /// certificate, key and CA, or none.
 pub fn fdbcli_tls(args: &SnapshotArgs) -> Result<Option<TlsFiles>, String> {
-    TlsFiles::from_options(
-        args.tls_certificate_file.as_ref(),
-        args.tls_key_file.as_ref(),
-        args.tls_ca_file.as_ref(),
-        args.tls_verify_peers.as_ref(),
-    )
+    args.fdbcli_tls.files()
 }
 
 /// The tools the capture runs: per version under --fdb-binaries-dir, or the one

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use fdb_operator::controller::context::AdminClientProvider;
-use fdb_operator::controller::providers::FdbcliAdminProvider;
+use fdb_operator::controller::AdminClientProvider;
+use fdb_operator::controller::FdbcliAdminProvider;
 use fdb_operator::fdb::{AdminError, FdbTool, FdbTools};
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;

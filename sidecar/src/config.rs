@@ -141,7 +141,7 @@ pub struct SidecarArgs {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The command line does not parse (also carries `--help` / `--version` output).
-    #[error("{0}")]
+    #[error(transparent)]
     Cli(#[from] clap::Error),
     /// The version file could not be read or holds no valid version.
     #[error("cannot read the primary version from {path}: {reason}")]

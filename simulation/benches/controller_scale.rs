@@ -46,10 +46,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fdb_operator::clock::{Clock, SystemClock};
-use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
-use fdb_operator::controller::production::{RunOptions, run_until};
-use fdb_operator::controller::requeue::RequeuePolicy;
+use fdb_operator::controller::RequeuePolicy;
+use fdb_operator::controller::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_operator::controller::{Context, run_pass};
+use fdb_operator::controller::{RunOptions, run_until};
 use fdb_simulation::fleet::Fleet;
 use tracing::span::{Attributes, Id};
 use tracing::{Subscriber, field};

@@ -26,18 +26,18 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use crate::fdb::{ProcessLaunch, SimFdbSettings, SimulatedFdb};
-use crate::kube::{FakeApiServer, PatchType, ResourceKey};
+use crate::kube::{FakeApiServer, PatchType, ResourceKey, typed_json};
 use fdb_operator::clock::Clock;
-use fdb_operator::controller::config_map::{expected_monitor_conf, sha256_hex};
-use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
-use fdb_operator::controller::desired::{ConfigHashes, desired_config_map, pod_options};
-use fdb_operator::controller::pod_model::{
+use fdb_operator::controller::apply_status_mutations;
+use fdb_operator::controller::{AddGroupsDecision, decide_new_process_groups};
+use fdb_operator::controller::{AdminClientProvider, Context, SidecarProvider};
+use fdb_operator::controller::{ClusterSnapshot, DatabaseState, SnapshotParts};
+use fdb_operator::controller::{ConfigHashes, desired_config_map, pod_options};
+use fdb_operator::controller::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, build_pod, build_pvc, expected_substitutions,
     pod_servers_per_pod,
 };
-use fdb_operator::controller::snapshot::{ClusterSnapshot, DatabaseState, SnapshotParts};
-use fdb_operator::controller::status_mutations::apply;
-use fdb_operator::controller::subreconcilers::add_process_groups::{AddGroupsDecision, decide};
+use fdb_operator::controller::{expected_monitor_conf, sha256_hex};
 use fdb_operator::fdb::{AdminClient, AdminError};
 
 /// The actor the fleet is written as.
@@ -312,11 +312,7 @@ impl Fleet {
             build.start_processes(group, &live)?;
         }
         let config_map = desired_config_map(&cluster).map_err(|e| invalid(e.to_string()))?;
-        let mut value = serde_json::to_value(&config_map).map_err(|e| invalid(e.to_string()))?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("apiVersion".into(), json!("v1"));
-            object.insert("kind".into(), json!("ConfigMap"));
-        }
+        let value = typed_json(&config_map).map_err(|e| invalid(e.to_string()))?;
         self.api
             .create_as(FLEET_ACTOR, value)
             .map_err(api_error(format!("ConfigMap of {name}")))?;
@@ -361,11 +357,12 @@ impl Fleet {
             database: DatabaseState::NotCreated,
             nodes: None,
         });
-        let AddGroupsDecision::Add(mutations) = decide(&snapshot) else {
+        let AddGroupsDecision::Add(mutations) = decide_new_process_groups(&snapshot) else {
             return Err(invalid("no process groups to add".to_owned()));
         };
         let mut status = cluster.status.clone().unwrap_or_default();
-        apply(&mut status, &mutations, clock.now()).map_err(|e| invalid(e.to_string()))?;
+        apply_status_mutations(&mut status, &mutations, clock.now())
+            .map_err(|e| invalid(e.to_string()))?;
         // Coordinators: the first three log groups (each pod on its own node).
         let coordinators: Vec<String> = status
             .process_groups
@@ -419,11 +416,7 @@ impl Fleet {
                 .insert(LAST_APPLIED_CONFIG_MAP_ANNOTATION.to_owned(), hash);
         }
         let pod_name = pod.name_any();
-        let mut value = serde_json::to_value(&pod).map_err(|e| invalid(e.to_string()))?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("apiVersion".into(), json!("v1"));
-            object.insert("kind".into(), json!("Pod"));
-        }
+        let value = typed_json(&pod).map_err(|e| invalid(e.to_string()))?;
         self.api
             .create_as(FLEET_ACTOR, value)
             .map_err(api_error(format!("pod {pod_name}")))?;
@@ -442,13 +435,9 @@ impl Fleet {
             .patch_as(FLEET_ACTOR, &pod_key, PatchType::Merge, &running, true)
             .map_err(api_error(format!("status of pod {pod_name}")))?;
         if let Some(pvc) = build_pvc(cluster, group).map_err(|e| invalid(e.to_string()))? {
-            let mut value = serde_json::to_value(&pvc).map_err(|e| invalid(e.to_string()))?;
-            if let Some(object) = value.as_object_mut() {
-                object.insert("apiVersion".into(), json!("v1"));
-                object.insert("kind".into(), json!("PersistentVolumeClaim"));
-                if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.insert("namespace".into(), json!(namespace));
-                }
+            let mut value = typed_json(&pvc).map_err(|e| invalid(e.to_string()))?;
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("namespace".into(), json!(namespace));
             }
             self.api
                 .create_as(FLEET_ACTOR, value)

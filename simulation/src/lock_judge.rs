@@ -2,7 +2,7 @@
 //! coordinators, kill, maintenance) by an operator instance is judged against the
 //! database's global lock key at that moment. It is a violation when the lock key names
 //! another instance whose lock has not expired, or when the instance's cluster uses locks
-//! (operator-behavior §8: multi-region, a zone count, three_data_hall, unless
+//! (docs/operator.md, "The steps": multi-region, a zone count, three_data_hall, unless
 //! `lockOptions.disableLocks`) and the key does not name it with an unexpired lock. The
 //! instance's lock ID is its cluster's `processGroupIDPrefix`.
 //!

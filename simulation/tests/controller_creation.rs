@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::providers::HttpSidecarProvider;
+use fdb_operator::controller::HttpSidecarProvider;
 use fdb_operator::controller::{
     AdminClientProvider, Context, PassOutcome, SidecarProvider, run_pass,
 };

@@ -119,7 +119,7 @@ fn our_examples_are_accepted_by_our_crds() {
 fn a_status_built_from_each_real_status_json_is_accepted() {
     use std::collections::BTreeMap;
 
-    use fdb_operator::controller::status::{DatabaseView, StatusInputs, build_status};
+    use fdb_operator::controller::{DatabaseView, StatusInputs, build_status};
     use fdb_shared::api::cluster::{FoundationDBCluster, FoundationDBClusterStatus};
     use fdb_shared::status_json::DatabaseStatus;
 
@@ -182,7 +182,7 @@ fn a_status_built_from_each_real_status_json_is_accepted() {
 fn status_refusals(status_json: &Value, version: &str) -> Vec<String> {
     use std::collections::BTreeMap;
 
-    use fdb_operator::controller::status::{DatabaseView, StatusInputs, build_status};
+    use fdb_operator::controller::{DatabaseView, StatusInputs, build_status};
     use fdb_shared::api::cluster::{FoundationDBCluster, FoundationDBClusterStatus};
     use fdb_shared::status_json::DatabaseStatus;
 

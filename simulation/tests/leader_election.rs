@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fdb_operator::clock::SystemClock;
-use fdb_operator::controller::endpoints::{Health, Phase};
-use fdb_operator::controller::leader::LeaderElectionConfig;
-use fdb_operator::controller::production::{RunError, RunOptions, run_until};
-use fdb_operator::controller::providers::HttpSidecarProvider;
-use fdb_operator::controller::requeue::RequeuePolicy;
+use fdb_operator::controller::HttpSidecarProvider;
+use fdb_operator::controller::LeaderElectionConfig;
+use fdb_operator::controller::RequeuePolicy;
 use fdb_operator::controller::{AdminClientProvider, Context, OperatorSettings};
+use fdb_operator::controller::{Health, Phase};
+use fdb_operator::controller::{RunError, RunOptions, run_until};
 use fdb_operator::fdb::{AdminClient, AdminError};
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::sidecar::SidecarClientFactory;

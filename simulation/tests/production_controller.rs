@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::metrics::{OperatorMetrics, PassLabels};
-use fdb_operator::controller::production::{RunError, RunOptions, run_until};
-use fdb_operator::controller::providers::HttpSidecarProvider;
-use fdb_operator::controller::requeue::RequeuePolicy;
+use fdb_operator::controller::HttpSidecarProvider;
+use fdb_operator::controller::RequeuePolicy;
 use fdb_operator::controller::{Context, OperatorSettings};
+use fdb_operator::controller::{OperatorMetrics, PassLabels};
+use fdb_operator::controller::{RunError, RunOptions, run_until};
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::sidecar::SidecarClientFactory;

@@ -11,8 +11,8 @@ use fdb_shared::sidecar::client::SidecarClientFactory;
 use kube::api::PostParams;
 
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use fdb_operator::controller::{Context, ReconcileError, run_pass};
+use fdb_operator::controller::{FdbcliAdminProvider, HttpSidecarProvider};
 use fdb_shared::api::FoundationDBCluster;
 use fdb_simulation::kube::FakeApiServer;
 use kube::Api;

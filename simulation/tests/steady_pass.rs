@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fdb_operator::clock::{Clock, SystemClock};
-use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_operator::controller::run_pass;
+use fdb_operator::controller::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_simulation::fleet::Fleet;
 
 const NAMESPACE: &str = "default";

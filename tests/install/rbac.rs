@@ -33,113 +33,113 @@ pub const REQUIRED: &[Need] = &[
         group: "apps.foundationdb.org",
         resource: "foundationdbclusters",
         verbs: &["list", "watch"],
-        source: "controller/production.rs run: Controller::new",
+        source: "controller/production/mod.rs run: Controller::new",
     },
     // Each pass re-reads its cluster.
     Need {
         group: "apps.foundationdb.org",
         resource: "foundationdbclusters",
         verbs: &["get"],
-        source: "controller/driver.rs run_pass_inner: Api::get_opt",
+        source: "controller/pass/driver.rs run_pass_inner: Api::get_opt",
     },
     // Status is written as a merge patch of the status subresource.
     Need {
         group: "apps.foundationdb.org",
         resource: "foundationdbclusters/status",
         verbs: &["patch"],
-        source: "controller/pass_io.rs PassIo::write_status: Api::patch_status",
+        source: "controller/pass/io/mod.rs PassIo::write_status: Api::patch_status",
     },
     // Owned objects are watched (.owns) and listed by label selector each pass.
     Need {
         group: "",
         resource: "pods",
         verbs: &["list", "watch"],
-        source: "controller/production.rs run: .owns(Api<Pod>); controller/pass_io.rs PassIo::list (read by controller/pass.rs)",
+        source: "controller/production/mod.rs run: .owns(Api<Pod>); controller/pass/io/mod.rs PassIo::list (read by controller/pass/state.rs)",
     },
     Need {
         group: "",
         resource: "pods",
         verbs: &["create"],
-        source: "controller/subreconcilers/add_pods.rs via controller/pass_io.rs PassIo::create_all: Api::create",
+        source: "controller/steps/add_pods/mod.rs via controller/pass/io/mod.rs PassIo::create_all: Api::create",
     },
     Need {
         group: "",
         resource: "pods",
         verbs: &["patch"],
-        source: "controller/subreconcilers/update_labels.rs and update_pod_config.rs via controller/pass_io.rs PassIo::patch (labels, annotations)",
+        source: "controller/steps/update_labels/mod.rs and update_pod_config.rs via controller/pass/io/mod.rs PassIo::patch (labels, annotations)",
     },
     Need {
         group: "",
         resource: "pods",
         verbs: &["delete"],
-        source: "controller/subreconcilers/update_pods.rs, delete_pods_for_buggification.rs and remove_incompatible_processes.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+        source: "controller/steps/update_pods/mod.rs, delete_pods_for_buggification.rs and remove_incompatible_processes.rs via controller/pass/io/mod.rs PassIo::delete: Api::delete",
     },
     Need {
         group: "",
         resource: "persistentvolumeclaims",
         verbs: &["list", "watch"],
-        source: "controller/production.rs run: .owns(Api<PersistentVolumeClaim>); controller/pass_io.rs PassIo::list (read by controller/pass.rs)",
+        source: "controller/production/mod.rs run: .owns(Api<PersistentVolumeClaim>); controller/pass/io/mod.rs PassIo::list (read by controller/pass/state.rs)",
     },
     Need {
         group: "",
         resource: "persistentvolumeclaims",
         verbs: &["create"],
-        source: "controller/subreconcilers/add_pvcs.rs via controller/pass_io.rs PassIo::create_all: Api::create",
+        source: "controller/steps/add_pvcs/mod.rs via controller/pass/io/mod.rs PassIo::create_all: Api::create",
     },
     Need {
         group: "",
         resource: "persistentvolumeclaims",
         verbs: &["patch"],
-        source: "controller/subreconcilers/update_labels.rs via controller/pass_io.rs PassIo::patch (labels)",
+        source: "controller/steps/update_labels/mod.rs via controller/pass/io/mod.rs PassIo::patch (labels)",
     },
     Need {
         group: "",
         resource: "services",
         verbs: &["list", "watch"],
-        source: "controller/production.rs run: .owns(Api<Service>); controller/pass_io.rs PassIo::list (read by controller/pass.rs)",
+        source: "controller/production/mod.rs run: .owns(Api<Service>); controller/pass/io/mod.rs PassIo::list (read by controller/pass/state.rs)",
     },
     Need {
         group: "",
         resource: "services",
         verbs: &["create"],
-        source: "controller/subreconcilers/add_services.rs via controller/pass_io.rs PassIo::create_all: Api::create",
+        source: "controller/steps/add_services/mod.rs via controller/pass/io/mod.rs PassIo::create_all: Api::create",
     },
     // Removed process groups' objects, and pods in a terminal phase.
     Need {
         group: "",
         resource: "pods",
         verbs: &["delete"],
-        source: "controller/subreconcilers/remove_pods.rs and delete_terminal_pods.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+        source: "controller/steps/remove_pods/mod.rs and delete_terminal_pods.rs via controller/pass/io/mod.rs PassIo::delete: Api::delete",
     },
     Need {
         group: "",
         resource: "persistentvolumeclaims",
         verbs: &["delete"],
-        source: "controller/subreconcilers/remove_pods.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+        source: "controller/steps/remove_pods/mod.rs via controller/pass/io/mod.rs PassIo::delete: Api::delete",
     },
     Need {
         group: "",
         resource: "services",
         verbs: &["delete"],
-        source: "controller/subreconcilers/remove_services.rs via controller/pass_io.rs PassIo::delete: Api::delete",
+        source: "controller/steps/remove_services/mod.rs via controller/pass/io/mod.rs PassIo::delete: Api::delete",
     },
     Need {
         group: "",
         resource: "configmaps",
         verbs: &["list", "watch"],
-        source: "controller/production.rs run: .owns(Api<ConfigMap>)",
+        source: "controller/production/mod.rs run: .owns(Api<ConfigMap>)",
     },
     Need {
         group: "",
         resource: "configmaps",
         verbs: &["get"],
-        source: "controller/pass_io.rs PassIo::get_config_map: Api::get_opt",
+        source: "controller/pass/io/mod.rs PassIo::get_config_map: Api::get_opt",
     },
     Need {
         group: "",
         resource: "configmaps",
         verbs: &["create", "patch"],
-        source: "controller/subreconcilers/update_config_map.rs via controller/pass_io.rs PassIo::create, PassIo::patch",
+        source: "controller/steps/update_config_map/mod.rs via controller/pass/io/mod.rs PassIo::create, PassIo::patch",
     },
     // kube-runtime 5's Recorder writes events.k8s.io/v1 Events: create, or patch of the
     // series when the same event repeats (kube-runtime src/events.rs, whose docs list
@@ -156,7 +156,7 @@ pub const REQUIRED: &[Need] = &[
         group: "coordination.k8s.io",
         resource: "leases",
         verbs: &["get", "create", "update"],
-        source: "controller/leader.rs LeaseLock: Api::get_opt, Api::create, Api::replace",
+        source: "controller/production/leader.rs LeaseLock: Api::get_opt, Api::create, Api::replace",
     },
     // The backup and restore controllers watch their resources; each pass re-reads its
     // object and the cluster it names.
@@ -213,7 +213,7 @@ pub const CLUSTER_SCOPED: &[Need] = &[
         group: "",
         resource: "nodes",
         verbs: &["get"],
-        source: "controller/pass_io.rs PassIo::get_nodes: Api::get_opt (read by controller/pass.rs)",
+        source: "controller/pass/io/mod.rs PassIo::get_nodes: Api::get_opt (read by controller/pass/state.rs)",
     },
 ];
 

@@ -23,7 +23,8 @@ fn assert_created(step: &StepResult, redundancy: &str, coordinators: usize) {
     let processes = step.fdb["processes"].as_array().unwrap();
     assert_eq!(processes.len(), step.pods.len(), "one process per pod");
 
-    // The ConfigMap: the keys of operator-behavior.md §5.
+    // The ConfigMap: the keys of docs/controller-model.md, "The `<cluster>-config`
+    // ConfigMap".
     let config_map = step
         .config_maps
         .iter()

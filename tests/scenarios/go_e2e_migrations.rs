@@ -7,7 +7,7 @@
 //! would lose the coordinators' quorum (`database_is_lost_when_every_process_switches_at_once`).
 
 use fdb_e2e_tests::{run_with, scenario, violated};
-use fdb_operator::controller::plan::ExecutorRules;
+use fdb_operator::controller::ExecutorRules;
 use fdb_simulation::runner::RunOptions;
 
 use crate::go_e2e::{assert_clean, run_case, violations};

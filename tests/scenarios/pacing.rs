@@ -6,7 +6,7 @@
 //! the operator's events.
 
 use fdb_e2e_tests::{run, run_file, run_with, scenario, violated};
-use fdb_operator::controller::plan::ExecutorRules;
+use fdb_operator::controller::ExecutorRules;
 use fdb_simulation::result::SimulationResult;
 use fdb_simulation::runner::RunOptions;
 

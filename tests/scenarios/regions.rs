@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use fdb_e2e_tests::{run_file, run_with};
-use fdb_operator::controller::plan::ExecutorRules;
+use fdb_operator::controller::ExecutorRules;
 use fdb_simulation::result::{Event, EventSource, SimulationResult, StepResult};
 use fdb_simulation::runner::RunOptions;
 

@@ -1,8 +1,8 @@
 //! Day-2 rollouts: knob bounces (BounceProcesses), rolling pod updates (UpdatePods),
 //! maintenance mode, buggify and locks.
 //!
-//! The knob bounces restart every process with one `kill`, as operator-behavior §8 and
-//! issue 10 ask; the world judges that one cluster-wide kill by how long the database
+//! The knob bounces restart every process with one `kill`, as docs/operator.md, "The steps"
+//! and issue 10 ask; the world judges that one cluster-wide kill by how long the database
 //! is unavailable (a restart plus a recovery).
 
 use fdb_e2e_tests::{conditions_of, run_file, violated};

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fdb_operator::capture::{CaptureOptions, capture};
-use fdb_operator::controller::context::AdminClientProvider;
+use fdb_operator::controller::AdminClientProvider;
 use fdb_operator::fdb::{AdminClient, AdminError};
 use fdb_shared::api::FoundationDBCluster;
 use fdb_simulation::fdb::SimulatedFdb;

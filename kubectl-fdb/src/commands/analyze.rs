@@ -11,8 +11,8 @@ use fdb_shared::cluster_math::counts::minimum_fault_domains;
 use fdb_shared::connection_string::ConnectionString;
 use k8s_openapi::api::core::v1::Pod;
 
-use fdb_operator::controller::desired_memo::DesiredObjects;
-use fdb_operator::controller::pod_model::process_difference;
+use fdb_operator::controller::DesiredObjects;
+use fdb_operator::controller::process_difference;
 
 use crate::cli::AnalyzeArgs;
 use crate::error::PluginError;

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::Resource;
 use sha2::{Digest, Sha256};
 
-use crate::controller::config_map::{CLUSTER_FILE_KEY, config_map_name};
+use crate::controller::model::config_map::{CLUSTER_FILE_KEY, config_map_name};
 
 /// The main container of an agent pod (the name the Go operator uses too).
 pub const AGENT_CONTAINER: &str = "foundationdb";

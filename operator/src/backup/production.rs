@@ -15,7 +15,7 @@ use kube::runtime::watcher;
 use super::driver::run_backup_pass;
 use super::errors::BackupError;
 use crate::controller::Context;
-use crate::controller::requeue::RequeuePolicy;
+use crate::controller::pass::requeue::RequeuePolicy;
 use crate::restore::run_restore_pass;
 use crate::scoped_api::api;
 

@@ -5,6 +5,7 @@
 pub mod crds;
 pub mod explain;
 pub mod explain_backup;
+pub mod fdbcli_tls;
 pub mod manifest;
 pub mod pod_template_args;
 pub mod run;

@@ -1,9 +1,9 @@
 //! The flags of `fdb-operator run` that restrict what pod templates may ask for
-//! ([`crate::controller::pod_template_policy`]).
+//! ([`crate::controller::model::pod_template_policy`]).
 
 use clap::Args;
 
-use crate::controller::pod_template_policy::{PodTemplatePolicy, Restrictions};
+use crate::controller::model::pod_template_policy::{PodTemplatePolicy, Restrictions};
 
 /// The volume source kinds of the core v1 `Volume` (Kubernetes 1.31), the names
 /// `--allowed-volume-sources` takes.

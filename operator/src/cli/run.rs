@@ -10,16 +10,19 @@ use std::time::Duration;
 use clap::Args;
 use fdb_shared::sidecar::{SidecarClientFactory, SidecarClientTls};
 
+use super::fdbcli_tls::FdbcliTlsArgs;
 use crate::clock::SystemClock;
 use crate::controller::Context;
 use crate::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector};
-use crate::controller::leader::{DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity};
+use crate::controller::pass::requeue::RequeuePolicy;
+use crate::controller::production::leader::{
+    DEFAULT_LEASE_NAME, LeaderElectionConfig, default_identity,
+};
+use crate::controller::production::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 use crate::controller::production::{
     DEFAULT_MAX_CONCURRENT_RECONCILES, RunError as ProductionRunError, RunOptions,
     run as run_controller,
 };
-use crate::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
-use crate::controller::requeue::RequeuePolicy;
 use crate::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
 use crate::fdb::{FdbTools, TlsFiles};
 
@@ -89,20 +92,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub retry_period: Duration,
 
-    /// Certificate (PEM chain) the operator presents to TLS clusters: fdbcli's
-    /// --tls_certificate_file and the client certificate for sidecars.
-    #[arg(long, env = "FDB_TLS_CERTIFICATE_FILE")]
-    pub tls_certificate_file: Option<PathBuf>,
-    /// Key of --tls-certificate-file.
-    #[arg(long, env = "FDB_TLS_KEY_FILE")]
-    pub tls_key_file: Option<PathBuf>,
-    /// CA (PEM) that signs the clusters' and sidecars' certificates: fdbcli's
-    /// --tls_ca_file and the CA sidecars are verified against.
-    #[arg(long, env = "FDB_TLS_CA_FILE")]
-    pub tls_ca_file: Option<PathBuf>,
-    /// Peer verification rules fdbcli applies to the cluster's processes.
-    #[arg(long, env = "FDB_TLS_VERIFY_PEERS")]
-    pub tls_verify_peers: Option<String>,
+    /// fdbcli's TLS files (the sidecars' too, unless the --sidecar-* flags say
+    /// otherwise).
+    #[command(flatten)]
+    pub fdbcli_tls: FdbcliTlsArgs,
     /// Do not verify sidecar server certificates (the connection stays encrypted and
     /// the client certificate is still presented).
     #[arg(long, env = "DISABLE_SIDECAR_TLS_CHECK", value_parser = clap::builder::FalseyValueParser::new())]
@@ -151,12 +144,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The files fdbcli uses with TLS clusters: all three of certificate, key and CA, or
 /// none.
 fn fdbcli_tls(args: &RunArgs) -> Result<Option<TlsFiles>, String> {
-    TlsFiles::from_options(
-        args.tls_certificate_file.as_ref(),
-        args.tls_key_file.as_ref(),
-        args.tls_ca_file.as_ref(),
-        args.tls_verify_peers.as_ref(),
-    )
+    args.fdbcli_tls.files()
 }
 
 /// The tools the operator runs: per version under --fdb-binaries-dir, or the one
@@ -172,13 +160,14 @@ fn sidecar_tls(args: &RunArgs) -> Option<SidecarClientTls> {
     let ca_file = args
         .sidecar_ca_file
         .clone()
-        .or_else(|| args.tls_ca_file.clone())?;
+        .or_else(|| args.fdbcli_tls.tls_ca_file.clone())?;
     let client_certificate = match args.sidecar_client_certificate.as_deref() {
         Some([cert, key]) => Some((cert.clone(), key.clone())),
         _ => args
+            .fdbcli_tls
             .tls_certificate_file
             .clone()
-            .zip(args.tls_key_file.clone()),
+            .zip(args.fdbcli_tls.tls_key_file.clone()),
     };
     Some(SidecarClientTls {
         ca_file,

@@ -1,4 +1,4 @@
-//! Which pods a change of `spec.buggify` deletes (see [`crate::controller::buggify`]):
+//! Which pods a change of `spec.buggify` deletes (see [`crate::controller::model::pod::buggify`]):
 //! the pods whose buggify state differs from the spec's, minus those that must wait (a
 //! coordinator to move first; for a pod still running its processes, the database
 //! unavailable or the fault-tolerance budget spent). One decision, read by the step
@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
-use super::buggify::desired_state;
+use super::model::pod::buggify::desired_state;
 use super::objects::{pod_is_failing, pod_is_running};
 use super::removals::placement;
 use super::safety;
@@ -16,7 +16,7 @@ use super::snapshot::{ClusterSnapshot, GroupView};
 
 /// What a change of `spec.buggify` deletes this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BuggifyDecision {
+pub(crate) struct BuggifyDecision {
     /// `(group, pod)` to delete.
     pub delete: Vec<(String, String)>,
     /// Groups that wait, and why.
@@ -26,14 +26,14 @@ pub struct BuggifyDecision {
 }
 
 /// Whether the group's pod runs another buggify state than the spec asks for.
-pub fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn differs(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     group
         .pod_facts()
         .is_some_and(|facts| facts.buggify != desired_state(snapshot.cluster(), group.id()))
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> BuggifyDecision {
     let mut decision = BuggifyDecision::default();
     let changed: Vec<GroupView<'_>> = snapshot
         .live_groups()

@@ -13,9 +13,9 @@ use fdb_shared::sidecar::{SidecarApi, SidecarClientError};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::ObjectCache;
-use super::desired_memo::DesiredMemo;
-use super::metrics::OperatorMetrics;
-use super::pod_config_memo::PodConfigMemo;
+use super::model::desired_memo::DesiredMemo;
+use super::pod_agent::config_memo::PodConfigMemo;
+use super::production::metrics::OperatorMetrics;
 use crate::clock::Clock;
 use crate::fdb::{AdminClient, AdminError, MissingTool};
 
@@ -27,7 +27,7 @@ pub trait AdminClientProvider: Send + Sync {
 
     /// The tool of `version` this provider lacks, if any: a version whose tools the
     /// operator does not have cannot be read nor upgraded to (see
-    /// `controller/tool_choice.rs`). Providers that reach every version (the simulated
+    /// `controller/versions/tool_choice.rs`). Providers that reach every version (the simulated
     /// databases) have none missing.
     fn missing_tool(&self, _version: &FdbVersion) -> Option<MissingTool> {
         None
@@ -60,11 +60,11 @@ pub struct OperatorSettings {
     /// How many sidecars UpdatePodConfig talks to at once.
     pub sidecar_concurrency: usize,
     /// `--replace-on-security-context-change`: file ownership changes replace process
-    /// groups instead of recreating their pods (see [`super::replace_only`]).
+    /// groups instead of recreating their pods (see [`super::model::replace_only`]).
     pub replace_on_security_context_change: bool,
     /// `--restrict-pod-templates` and its `--allow*` flags: what the pod templates of
     /// clusters and backups may ask for (unrestricted by default, as the Go operator).
-    pub pod_template_policy: super::pod_template_policy::PodTemplatePolicy,
+    pub pod_template_policy: super::model::pod_template_policy::PodTemplatePolicy,
     /// The executor's rules; all on, except in the mutation tests that prove the
     /// scenarios catch an executor without one.
     pub executor_rules: ExecutorRules,
@@ -80,7 +80,7 @@ impl Default for OperatorSettings {
             publish_events: true,
             sidecar_concurrency: 16,
             replace_on_security_context_change: false,
-            pod_template_policy: super::pod_template_policy::PodTemplatePolicy::default(),
+            pod_template_policy: super::model::pod_template_policy::PodTemplatePolicy::default(),
             executor_rules: ExecutorRules::default(),
         }
     }
@@ -149,9 +149,9 @@ pub struct Context {
     /// The watch caches passes read the cluster's objects from (`None`: passes LIST).
     pub cache: Option<Arc<ObjectCache>>,
     /// Pending-upgrade lists still to clear after an upgrade's kill.
-    pub upgrade_cleanup: Arc<super::upgrade_cleanup::UpgradeCleanup>,
+    pub upgrade_cleanup: Arc<super::versions::cleanup::UpgradeCleanup>,
     /// This instance's kills for each cluster's upgrade, for the back-off between them.
-    pub upgrade_kills: Arc<super::upgrade_retries::UpgradeKills>,
+    pub upgrade_kills: Arc<super::versions::retries::UpgradeKills>,
 }
 
 impl fmt::Debug for Context {
@@ -165,8 +165,8 @@ impl fmt::Debug for Context {
 
 impl OperatorSettings {
     /// What counts as a replace-only change under these settings.
-    pub fn replace_policy(&self) -> super::replace_only::ReplacePolicy {
-        super::replace_only::ReplacePolicy {
+    pub fn replace_policy(&self) -> super::model::replace_only::ReplacePolicy {
+        super::model::replace_only::ReplacePolicy {
             replace_on_security_context_change: self.replace_on_security_context_change,
         }
     }

@@ -50,7 +50,7 @@ pub enum StepError {
     },
     /// A status edit did not fit the live status (a bug, or the status changed under us).
     #[error(transparent)]
-    Status(#[from] super::status_mutations::StatusMutationError),
+    Status(#[from] super::status::mutations::StatusMutationError),
     /// Live state the operator cannot work with (e.g. an unparsable connection string in
     /// the status).
     #[error("{0}")]
@@ -132,7 +132,7 @@ pub enum ReconcileError {
     /// A pod template asks for more than the operator's policy allows; the operator
     /// waits for the user to change it.
     #[error(transparent)]
-    PodTemplateRefused(#[from] super::pod_template_policy::PodTemplateRefused),
+    PodTemplateRefused(#[from] super::model::pod_template_policy::PodTemplateRefused),
     /// A step failed.
     #[error("step {step} failed: {source}")]
     Step {

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 /// Reasons of the Events the operator publishes (a fixed, bounded set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventReason {
+pub(crate) enum EventReason {
     /// The initial connection string was written.
     ConnectionStringGenerated,
     /// `configure new` ran.
@@ -35,8 +35,6 @@ pub enum EventReason {
     ProcessGroupsReplaced,
     /// The maintenance zone was set or reset.
     MaintenanceZoneChanged,
-    /// Pods were deleted to apply buggify settings.
-    BuggifyApplied,
     /// The operator lock deny list was changed.
     LockDenyListChanged,
     /// `spec.version` asks for a version change that is refused (an incompatible
@@ -86,7 +84,7 @@ pub enum EventReason {
 
 impl EventReason {
     /// The Event's reason text.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ConnectionStringGenerated => "ConnectionStringGenerated",
             Self::DatabaseConfigured => "DatabaseConfigured",
@@ -99,7 +97,6 @@ impl EventReason {
             Self::PodsUpdated => "PodsUpdated",
             Self::ProcessGroupsReplaced => "ProcessGroupsReplaced",
             Self::MaintenanceZoneChanged => "MaintenanceZoneChanged",
-            Self::BuggifyApplied => "BuggifyApplied",
             Self::LockDenyListChanged => "LockDenyListChanged",
             Self::UnsupportedVersionChange => "UnsupportedVersionChange",
             Self::IncompatibleClients => "IncompatibleClients",
@@ -141,13 +138,13 @@ impl EventReason {
 
 /// The Event about `cluster` (in the cluster's namespace, `default` when it has none),
 /// reported by `controller`, at `now`. Pure: the pass's I/O posts it
-/// (`pass_io::publish`); an Event is an action of a plan like any write.
+/// (`pass::io::publish`); an Event is an action of a plan like any write.
 ///
 /// The Event is named `<cluster>.<nanoseconds in hex>` like kube's recorder names it, but
 /// from [`event_name_prefix`], so that a cluster whose name is too long or malformed (the
 /// very cluster an InvalidSpec Event explains) still gets an Event the API server accepts;
 /// `regarding` names the cluster as it is.
-pub fn build_event(
+pub(crate) fn build_event(
     controller: &str,
     cluster: &FoundationDBCluster,
     reason: EventReason,
@@ -185,7 +182,7 @@ const EVENT_SUFFIX_ROOM: usize = 17;
 /// The start of an Event name about the object `name`: the name itself when it is a
 /// DNS-1123 subdomain short enough for the suffix, else a cleaned, cut copy ending in a
 /// hash of the whole name (so two long names sharing a start stay apart).
-pub fn event_name_prefix(name: &str) -> String {
+pub(crate) fn event_name_prefix(name: &str) -> String {
     let most = MAX_SUBDOMAIN_LENGTH - EVENT_SUFFIX_ROOM;
     if name.len() <= most && dns1123_subdomain_error(name).is_none() {
         return name.to_owned();

@@ -11,10 +11,10 @@ use fdb_shared::validation::ValidatedCluster;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 
-use super::cache_pod::CompactPod;
-use super::decoded_pods::DecodedPods;
-use super::pod_model::parse_any_process_group_id;
-use super::process_groups::new_process_group;
+use super::cache::decoded_pods::DecodedPods;
+use super::cache::pod::CompactPod;
+use super::model::pod::parse_any_process_group_id;
+use super::model::process_groups::new_process_group;
 use super::snapshot::{ClusterSnapshot, DatabaseState, PodSource, SnapshotParts, StatusReadError};
 use crate::fdb::AdminError;
 

@@ -5,10 +5,11 @@ use fdb_shared::address::ProcessAddress;
 
 /// Why a process is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KillReason {
+pub(crate) enum KillReason {
     /// It runs another command line than its conf asks for (a knob change).
     IncorrectCommandLine,
-    /// The cluster-wide restart of an incompatible upgrade (operator-behavior §9).
+    /// The cluster-wide restart of an incompatible upgrade (docs/upgrades.md).
+    #[cfg_attr(not(test), expect(dead_code, reason = "built by the tests only"))]
     Upgrade,
     /// Restarted with the others, so the restart covers every process at once.
     Alongside,
@@ -26,7 +27,7 @@ impl std::fmt::Display for KillReason {
 
 /// The processes of one group to restart, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KillTarget {
+pub(crate) struct KillTarget {
     /// The process group ID.
     pub group: String,
     /// The addresses of its reporting processes.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 /// The merge patch turning `live` into `desired`; `None` when they are equal.
-pub fn merge_diff(live: &Value, desired: &Value) -> Option<Value> {
+pub(crate) fn merge_diff(live: &Value, desired: &Value) -> Option<Value> {
     if live == desired {
         return None;
     }

@@ -1,5 +1,5 @@
 //! The kinds of Kubernetes objects a cluster's snapshot holds and a plan writes: a leaf
-//! module, so that plans (`plan.rs`) and the pass's I/O (`pass_io`) both
+//! module, so that plans (`pass/plan.rs`) and the pass's I/O (`pass::io`) both
 //! name them without importing each other.
 
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
@@ -33,7 +33,7 @@ impl ObjectKind {
 }
 
 /// A namespaced object kind of the snapshot.
-pub trait SnapshotObject:
+pub(crate) trait SnapshotObject:
     Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
     + Clone
     + std::fmt::Debug
@@ -59,7 +59,7 @@ impl SnapshotObject for ConfigMap {
 
 /// An object a plan creates (boxed: the kinds differ much in size).
 #[derive(Debug, Clone, PartialEq)]
-pub enum NewObject {
+pub(crate) enum NewObject {
     /// A pod.
     Pod(Box<Pod>),
     /// A PVC.
@@ -72,7 +72,7 @@ pub enum NewObject {
 
 impl NewObject {
     /// Its kind.
-    pub fn kind(&self) -> ObjectKind {
+    pub(crate) fn kind(&self) -> ObjectKind {
         match self {
             Self::Pod(_) => ObjectKind::Pods,
             Self::Pvc(_) => ObjectKind::Pvcs,
@@ -82,7 +82,7 @@ impl NewObject {
     }
 
     /// Its name.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Self::Pod(object) => object.name_any(),
             Self::Pvc(object) => object.name_any(),

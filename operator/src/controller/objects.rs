@@ -4,15 +4,18 @@
 use fdb_shared::api::FoundationDBCluster;
 use kube::ResourceExt;
 
-use super::pod_head::PodParts;
+use super::snapshot::pod_head::PodParts;
 
 /// The process group ID a labelled object belongs to (first configured ID label).
-pub fn group_of<K: ResourceExt>(cluster: &FoundationDBCluster, object: &K) -> Option<String> {
+pub(crate) fn group_of<K: ResourceExt>(
+    cluster: &FoundationDBCluster,
+    object: &K,
+) -> Option<String> {
     group_of_meta(cluster, object.meta())
 }
 
 /// [`group_of`] an object with this metadata.
-pub fn group_of_meta(
+pub(crate) fn group_of_meta(
     cluster: &FoundationDBCluster,
     meta: &kube::api::ObjectMeta,
 ) -> Option<String> {
@@ -26,21 +29,21 @@ pub fn group_of_meta(
 }
 
 /// The pod's phase (`Pending` when unknown).
-pub fn pod_phase(pod: &impl PodParts) -> &str {
+pub(crate) fn pod_phase(pod: &impl PodParts) -> &str {
     pod.pod_status()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("Pending")
 }
 
 /// Whether the pod is in a terminal phase and not being deleted yet.
-pub fn is_terminal(pod: &impl PodParts) -> bool {
+pub(crate) fn is_terminal(pod: &impl PodParts) -> bool {
     let evicted = pod.pod_status().and_then(|s| s.reason.as_deref()) == Some("Evicted");
     pod.meta().deletion_timestamp.is_none()
         && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
 }
 
 /// The pod's IP, when it has one.
-pub fn pod_ip(pod: &impl PodParts) -> Option<&str> {
+pub(crate) fn pod_ip(pod: &impl PodParts) -> Option<&str> {
     pod.pod_status()
         .and_then(|s| s.pod_ip.as_deref())
         .filter(|ip| !ip.is_empty())
@@ -49,14 +52,17 @@ pub fn pod_ip(pod: &impl PodParts) -> Option<&str> {
 /// The address the pod's processes advertise (`FDB_PUBLIC_IP`): the service IP recorded
 /// in the `foundationdb.org/public-ip` annotation with `routing.publicIPSource: service`,
 /// else the pod IP.
-pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a impl PodParts) -> Option<&'a str> {
+pub(crate) fn public_ip<'a>(
+    cluster: &FoundationDBCluster,
+    pod: &'a impl PodParts,
+) -> Option<&'a str> {
     use fdb_shared::api::cluster::PublicIpSource;
     if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
         return pod
             .meta()
             .annotations
             .as_ref()?
-            .get(crate::controller::pod_model::PUBLIC_IP_ANNOTATION)
+            .get(crate::controller::model::pod::PUBLIC_IP_ANNOTATION)
             .map(String::as_str)
             .filter(|ip| !ip.is_empty());
     }
@@ -64,13 +70,13 @@ pub fn public_ip<'a>(cluster: &FoundationDBCluster, pod: &'a impl PodParts) -> O
 }
 
 /// Whether the pod is running (phase Running, not terminating) and has an IP.
-pub fn pod_is_running(pod: &impl PodParts) -> bool {
+pub(crate) fn pod_is_running(pod: &impl PodParts) -> bool {
     pod.meta().deletion_timestamp.is_none() && pod_phase(pod) == "Running" && pod_ip(pod).is_some()
 }
 
 /// Whether the pod is failing: phase Failed, or a container crash-looping or unable to
 /// pull its image.
-pub fn pod_is_failing(pod: &impl PodParts) -> bool {
+pub(crate) fn pod_is_failing(pod: &impl PodParts) -> bool {
     if pod_phase(pod) == "Failed" {
         return true;
     }

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use fdb_shared::status_json::DatabaseStatus;
 use k8s_openapi::api::core::v1::Pod;
 
-use super::desired::pod_options;
 use super::fixtures::{Fixture, database, group};
-use super::pod_model::{build_pod, build_pvc};
+use super::model::desired::pod_options;
+use super::model::pod::{build_pod, build_pvc};
 use super::safety;
-use super::subreconcilers::{
+use super::steps::{
     add_pods, add_process_groups, add_pvcs, add_services, generate_initial_cluster_file,
     update_config_map, update_database_configuration, update_labels, update_pod_config,
     update_status,
@@ -84,9 +84,9 @@ fn decide_all(fixture: &Fixture) -> Duration {
     update_pod_config::decide(&rebuilt).unwrap();
     update_labels::decide(&rebuilt);
     update_database_configuration::decide(&rebuilt);
-    crate::controller::coordinator_change::decide(
+    crate::controller::coordinators::change::decide(
         &rebuilt,
-        &crate::controller::plan::PassFacts::default(),
+        &crate::controller::pass::plan::PassFacts::default(),
     );
     safety::zone_budget(&rebuilt);
     started.elapsed()

@@ -1,4 +1,4 @@
-//! Version changes (operator-behavior §2 and §9), decided from the snapshot alone: which
+//! Version changes (docs/upgrades.md), decided from the snapshot alone: which
 //! kind of change `spec.version` asks for, whether an incompatible upgrade is pending,
 //! which sidecar image each pod must run, which clients block the upgrade, whether every
 //! pod is ready for the cluster-wide kill (and which processes it covers), and which
@@ -8,9 +8,9 @@
 //! `status.runningVersion` (the most common process version) differing from
 //! `spec.version` across a protocol boundary; staging is the sidecar image and the
 //! `last-applied-config-map` annotation (whose hash includes the staged binary while an
-//! upgrade is pending, see [`super::desired::desired_config_hash`]); the kill happened
-//! when the processes report the new version. So every decision here can be taken again
-//! after an operator crash at any point.
+//! upgrade is pending, see [`super::model::desired::desired_config_hash`]); the kill
+//! happened when the processes report the new version. So every decision here can be taken
+//! again after an operator crash at any point.
 
 use std::collections::BTreeSet;
 
@@ -22,22 +22,22 @@ use fdb_shared::cluster_math::images::{sidecar_image, unified_image};
 use fdb_shared::status_json::DatabaseStatus;
 use kube::ResourceExt;
 
-pub use super::version_change::{
+pub(crate) use super::versions::change::{
     VersionChange, pending_upgrade_target, staged_fdbserver, version_change,
 };
 
-use super::desired::ConfigHashes;
 use super::errors::StepError;
-#[cfg(test)]
-use super::incompatible_processes::decide_incompatible;
-use super::incompatible_processes::ip_of;
+use super::model::desired::ConfigHashes;
+use super::model::pod::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
 use super::objects::pod_is_running;
-use super::pod_head::PodHead;
-use super::pod_model::{LAST_APPLIED_CONFIG_MAP_ANNOTATION, pod_image_type, pod_version};
-use super::pod_spec_facts::SpecFacts;
 use super::safety::{self, Refusal};
+use super::snapshot::pod_head::PodHead;
+use super::snapshot::pod_spec_facts::SpecFacts;
 use super::snapshot::{ClusterSnapshot, GroupView};
-use super::upgrade_quorum::{QuorumKept, quorum_kept};
+#[cfg(test)]
+use super::versions::incompatible_processes::decide_incompatible;
+use super::versions::incompatible_processes::ip_of;
+use super::versions::quorum::{QuorumKept, quorum_kept};
 use crate::fdb::{ClientInfo, clients_without_support_for};
 
 /// The sidecar image every pod must run now: the target's during an incompatible upgrade
@@ -45,7 +45,7 @@ use crate::fdb::{ClientInfo, clients_without_support_for};
 /// with.
 ///
 /// A unified pod's sidecar-mode container runs the monitor image of that version.
-pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
+pub(crate) fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
     let version = match pending_upgrade_target(cluster) {
         Some(target) => target.to_string(),
         None => pod_version(cluster).to_owned(),
@@ -58,7 +58,7 @@ pub fn wanted_sidecar_image(cluster: &FoundationDBCluster) -> String {
 
 /// The main container image pods are built with now (the unified monitor image or the
 /// split main image of [`pod_version`]).
-pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
+pub(crate) fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
     let version = pod_version(cluster);
     match cluster.image_type() {
         ImageType::Unified => unified_image(&cluster.spec, version),
@@ -68,7 +68,7 @@ pub fn wanted_main_image(cluster: &FoundationDBCluster) -> String {
 
 /// A connected client that does not support the upgrade's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockingClient {
+pub(crate) struct BlockingClient {
     /// Its address.
     pub address: String,
     /// Its log group.
@@ -94,7 +94,10 @@ impl std::fmt::Display for BlockingClient {
 /// `ignoreLogGroupsForUpgrade` and without the cluster's own fdbserver processes and pods
 /// (fdbserver processes connect to each other as clients; they are restarted by the
 /// upgrade, not left behind by it). Empty when the status was not read.
-pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<BlockingClient> {
+pub(crate) fn blocking_clients(
+    snapshot: &ClusterSnapshot,
+    target: &FdbVersion,
+) -> Vec<BlockingClient> {
     let Some(status) = snapshot.database_status() else {
         return Vec::new();
     };
@@ -136,9 +139,9 @@ pub fn blocking_clients(snapshot: &ClusterSnapshot, target: &FdbVersion) -> Vec<
 
 /// Why the cluster-wide kill of an upgrade must wait.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum UpgradeWait {
+pub(crate) enum UpgradeWait {
     /// A gate of [`super::safety`] refuses.
-    #[error("{0}")]
+    #[error(transparent)]
     Unsafe(#[from] Refusal),
     /// Pods are not ready: their sidecar image, staged binary or configuration is not
     /// confirmed, or they do not run.
@@ -162,8 +165,8 @@ pub enum UpgradeWait {
         zone: String,
     },
     /// Coordinators kept out of the kill would hold the quorum on the old version: the
-    /// kill cannot bring the database back ([`super::upgrade_quorum`]).
-    #[error("{0}")]
+    /// kill cannot bring the database back ([`super::versions::quorum`]).
+    #[error(transparent)]
     QuorumKept(#[from] QuorumKept),
     /// Process groups of the database on the old version (other operator instances')
     /// are not on the pending-upgrade list yet: their instances have not confirmed them
@@ -185,7 +188,7 @@ pub enum UpgradeWait {
 
 /// The decision of the upgrade's bounce.
 #[derive(Debug, Clone, PartialEq)]
-pub enum UpgradeBounce {
+pub(crate) enum UpgradeBounce {
     /// No incompatible upgrade is pending.
     NotUpgrading,
     /// The upgrade waits.
@@ -209,7 +212,7 @@ pub enum UpgradeBounce {
 
 /// What an instance brings to the pending-upgrade list before the kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Agreement {
+pub(crate) struct Agreement {
     /// Its lock ID.
     pub lock_id: String,
     /// Its process groups, all ready for the kill, sorted.
@@ -253,7 +256,7 @@ fn pod_not_ready(
 /// beside the new ones). A group being removed whose pod is gone, terminating or not
 /// running, or whose processes do not report to the database (the kill restarts only
 /// processes that report), is left out of the kill instead of holding it.
-pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
+pub(crate) fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
     if !group.is_marked_for_removal() {
         return true;
     }
@@ -269,7 +272,7 @@ pub fn restarted_by_the_kill(group: &GroupView<'_>) -> bool {
 /// the database has no quorum) would start on the target whenever it comes back, beside
 /// processes on the old version, and the kill that would end that mix needs the
 /// database. Unstaged, it comes back on the running version, joins, and is staged then.
-pub fn processes_report(group: &GroupView<'_>) -> bool {
+pub(crate) fn processes_report(group: &GroupView<'_>) -> bool {
     let expected = usize::try_from(group.servers_per_pod()).unwrap_or(1);
     group.processes().count() >= expected
 }
@@ -303,7 +306,7 @@ fn missing_long_enough(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
 /// They cannot join the database, which lists them in `incompatible_connections` (the
 /// only other binary their pod has is the target), not in its processes. Groups in
 /// status order, with the incompatible addresses on their pod's IP.
-pub fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>)> {
+pub(crate) fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessAddress>)> {
     let Some(status) = snapshot.database_status() else {
         return Vec::new();
     };
@@ -377,18 +380,20 @@ fn kill_agreement(snapshot: &ClusterSnapshot) -> Option<Agreement> {
     }
 }
 
-/// Decides the cluster-wide kill of an incompatible upgrade (operator-behavior §9 step 4):
-/// once every live pod runs the target's sidecar and has confirmed the staged binary and
-/// its monitor conf, every live group's processes report, every process has been up
-/// `minimumUptimeSecondsForBounce` and the database is available, every process of the
-/// cluster is killed in one command, unless coordinators kept out of it would hold the
-/// old version's quorum ([`super::upgrade_quorum`]: then it is refused). After the kill the processes report the target, the
-/// running version follows and no upgrade is pending any more: an operator that crashed
-/// right after the kill does not kill again. With locks in use the kill also carries the
+/// Decides the cluster-wide kill of an incompatible upgrade (docs/upgrades.md,
+/// "Incompatible upgrades" step 4): once every live pod runs the target's sidecar and has
+/// confirmed the staged binary and its monitor conf, every live group's processes report,
+/// every process has been up `minimumUptimeSecondsForBounce` and the database is available,
+/// every process of the cluster is killed in one command, unless coordinators kept out of
+/// it would hold the old version's quorum ([`super::versions::quorum`]: then it is
+/// refused). After the kill the processes report the target, the running version follows
+/// and no upgrade is pending any more: an operator that crashed right after the kill does
+/// not kill again. With locks in use the kill also carries the
 /// [`Agreement`] the instance must reach with the others first (the pending-upgrade list,
-/// [`super::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the addresses are then every process
-/// of the database, whichever operator instance manages it.
-pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
+/// [`super::versions::pending_upgrades::plan_pending_list`] and [`check_agreement`]); the
+/// addresses are then every process of the database, whichever operator instance manages
+/// it.
+pub(crate) fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepError> {
     let cluster = snapshot.cluster();
     let Some(target) = pending_upgrade_target(cluster) else {
         return Ok(UpgradeBounce::NotUpgrading);
@@ -459,7 +464,7 @@ pub fn decide_bounce(snapshot: &ClusterSnapshot) -> Result<UpgradeBounce, StepEr
 /// brings it back), every live group's processes reporting (`missing` names those that
 /// do not), no zone in maintenance, `minimumUptimeSecondsForBounce` (unless processes
 /// already run the target: the versions are mixed until the kill), and a majority of
-/// the coordinators restarted with the others ([`super::upgrade_quorum`]).
+/// the coordinators restarted with the others ([`super::versions::quorum`]).
 fn kill_gates(
     snapshot: &ClusterSnapshot,
     missing: Vec<String>,
@@ -515,7 +520,7 @@ fn status_group(process: &fdb_shared::status_json::ProcessStatus) -> Option<&str
 /// Checks the pending-upgrade list against the whole database: every process group with
 /// a process in `status` not on `target` yet (of any operator instance) must be in
 /// `agreed`. `Err` names the missing groups.
-pub fn check_agreement(
+pub(crate) fn check_agreement(
     status: &DatabaseStatus,
     target: &FdbVersion,
     agreed: &BTreeSet<String>,

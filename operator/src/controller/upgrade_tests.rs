@@ -1,6 +1,6 @@
 use super::*;
 use crate::controller::fixtures::{Fixture, database, group, pod, reporting};
-use crate::controller::pod_model::{
+use crate::controller::model::pod::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, MAIN_CONTAINER, SIDECAR_CONTAINER,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -232,7 +232,7 @@ fn with_locks_the_kill_first_brings_every_own_group_to_the_pending_list() {
 
 #[test]
 fn the_pending_list_plan_adds_only_missing_groups_and_drops_other_targets() {
-    use crate::controller::pending_upgrades::plan_pending_list;
+    use crate::controller::versions::pending_upgrades::plan_pending_list;
     use crate::fdb::PendingUpgrade;
     let target = v("7.3.43");
     let listed = vec![
@@ -464,9 +464,9 @@ fn a_group_being_removed_is_staged_while_its_pod_runs_and_left_out_once_it_goes(
 
 #[test]
 fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_up() {
-    use crate::controller::plan::{Action, PassFacts, Verdict};
+    use crate::controller::pass::plan::{Action, PassFacts, Verdict};
     use crate::controller::safety::LockedAction;
-    use crate::controller::subreconcilers::upgrade_bounce;
+    use crate::controller::steps::bounce_processes::upgrade_bounce;
 
     let base =
         upgrading("{version: 7.3.43, processGroupIDPrefix: kc1, faultDomain: {zoneCount: 3}}")
@@ -492,7 +492,7 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
         .database(reporting(&["kc1-log-1", "kc1-log-2"]))
         .build();
     let facts = PassFacts::default();
-    let mut answers = crate::controller::pass_facts::Answers::default();
+    let mut answers = crate::controller::pass::facts::Answers::default();
     let join = upgrade_bounce::decide(&snapshot, &facts).unwrap().unwrap();
     let Verdict::Act(plan) = &join else {
         panic!("{join:?}")
@@ -534,8 +534,8 @@ fn the_upgrade_kill_joins_the_list_under_the_lock_then_kills_or_gives_the_lock_u
 
 #[test]
 fn the_list_left_by_a_kill_is_cleared_only_once_the_database_is_available() {
-    use crate::controller::plan::{Action, PassFacts};
-    use crate::controller::subreconcilers::upgrade_bounce::clear_after_kill;
+    use crate::controller::pass::plan::{Action, PassFacts};
+    use crate::controller::steps::bounce_processes::upgrade_bounce::clear_after_kill;
 
     let snapshot = upgrading("version: 7.3.43")
         .groups([group("log-1")])

@@ -44,9 +44,9 @@ fn a_process_already_on_the_target_lets_the_kill_go_ahead_while_unavailable() {
 /// each pass; kills for another target do not hold it.
 #[test]
 fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
-    use crate::controller::plan::{Action, PassFacts, Verdict, WaitOn};
-    use crate::controller::subreconcilers::upgrade_bounce;
-    use crate::controller::upgrade_retries::KillRecord;
+    use crate::controller::pass::plan::{Action, PassFacts, Verdict, WaitOn};
+    use crate::controller::steps::bounce_processes::upgrade_bounce;
+    use crate::controller::versions::retries::KillRecord;
     use std::time::Duration;
 
     let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
@@ -110,8 +110,8 @@ fn a_kill_that_did_not_end_the_upgrade_is_retried_after_the_backoff() {
 /// the same snapshot without the exclusion kills.
 #[test]
 fn the_kill_waits_for_the_next_pass_after_an_exclusion_in_this_one() {
-    use crate::controller::plan::{Action, PassFacts, Verdict};
-    use crate::controller::subreconcilers::upgrade_bounce;
+    use crate::controller::pass::plan::{Action, PassFacts, Verdict};
+    use crate::controller::steps::bounce_processes::upgrade_bounce;
 
     let base = upgrading("version: 7.3.43").groups([group("log-1"), group("log-2")]);
     let hash = desired_hash(&base, "log-1");

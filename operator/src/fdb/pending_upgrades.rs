@@ -1,6 +1,6 @@
-//! The pending-upgrade list under the operator lock prefix (operator-behavior §9 step 4):
-//! before an incompatible upgrade's cluster-wide kill, every operator instance sharing the
-//! database adds its ready process groups under
+//! The pending-upgrade list under the operator lock prefix (docs/upgrades.md, "Incompatible
+//! upgrades" step 4): before an incompatible upgrade's cluster-wide kill, every operator
+//! instance sharing the database adds its ready process groups under
 //! `\xff\x02/org.foundationdb.kubernetes-operator/upgrades/<target>/<processGroupID>`
 //! (value: the process group ID), the layout the Go operator uses, so mixed fleets agree.
 //! The instance that kills clears the whole `upgrades/` range.

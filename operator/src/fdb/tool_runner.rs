@@ -74,7 +74,7 @@ pub trait ToolRunner: Send + Sync + fmt::Debug {
     async fn run(&self, run: &ToolRun) -> Result<ToolOutput, ToolRunError>;
 
     /// Whether `program` is there to be run (a missing tool is reported by version
-    /// before anything runs, `controller/tool_choice.rs`).
+    /// before anything runs, `controller/versions/tool_choice.rs`).
     fn is_installed(&self, program: &Path) -> bool {
         super::tools::is_present(program)
     }

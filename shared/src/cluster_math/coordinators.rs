@@ -1,4 +1,5 @@
-//! How many coordinators a cluster should have (operator-behavior §3).
+//! How many coordinators a cluster should have (docs/controller-model.md, "Process counts
+//! and roles").
 
 use crate::api::database_configuration::RedundancyMode;
 

@@ -1,4 +1,5 @@
-//! Fault tolerance, role counts and process counts (operator-behavior §3).
+//! Fault tolerance, role counts and process counts (docs/controller-model.md, "Process
+//! counts and roles").
 
 use std::collections::BTreeMap;
 
@@ -123,10 +124,11 @@ impl DesiredProcessCounts {
     }
 }
 
-/// Desired process counts of a cluster (operator-behavior §3): explicit counts win, -1
-/// means none, 0 or unset takes the default. Defaults: storage = storage role count,
-/// log = logs + F, stateless = master + cluster_controller + resolvers + ratekeeper +
-/// data_distributor + proxies + F, minus the roles that have their own dedicated class.
+/// Desired process counts of a cluster (docs/controller-model.md, "Process counts and
+/// roles"): explicit counts win, -1 means none, 0 or unset takes the default. Defaults:
+/// storage = storage role count, log = logs + F, stateless = master + cluster_controller +
+/// resolvers + ratekeeper + data_distributor + proxies + F, minus the roles that have their
+/// own dedicated class.
 pub fn desired_process_counts(spec: &FoundationDBClusterSpec) -> DesiredProcessCounts {
     let config = &spec.database_configuration;
     let roles = role_counts(config);

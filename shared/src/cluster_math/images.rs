@@ -1,4 +1,4 @@
-//! Container image selection from `imageConfigs` (operator-behavior §6).
+//! Container image selection from `imageConfigs` (docs/controller-model.md, "The pod").
 
 use crate::api::cluster::FoundationDBClusterSpec;
 use crate::api::image_config::ImageConfig;

@@ -1,4 +1,5 @@
-//! Whether the operator coordinates through the global lock (operator-behavior §8).
+//! Whether the operator coordinates through the global lock (docs/operator.md, "The
+//! steps").
 
 use crate::api::cluster::FoundationDBClusterSpec;
 use crate::api::database_configuration::RedundancyMode;

@@ -157,7 +157,7 @@ fn check_durations(spec: &FoundationDBClusterSpec, report: &mut ValidationReport
 /// `failureDetectionTimeSeconds` takes every value the Go operator takes (its CRD has no
 /// minimum; its e2e tests use 30): a short time no longer replaces groups that are only
 /// being created, since a group never seen running is not judged by the timer alone
-/// (operator/src/controller/subreconcilers/replace_failed_pods.rs). A negative time
+/// (operator/src/controller/steps/replace_failed_pods/mod.rs). A negative time
 /// counts as 0, as in Go; only a time beyond ten years is refused, to keep
 /// `since + time` far from overflowing.
 pub fn replacement_errors(spec: &FoundationDBClusterSpec) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, ObjectCache};
+use fdb_operator::controller::{CLUSTER_NAME_LABEL, ObjectCache};
 use fdb_simulation::fleet::Fleet;
 
 use super::heap_size;
@@ -48,7 +48,7 @@ pub(crate) fn object_sizes(cache: &ObjectCache, fleet: &Fleet) {
     );
     if let Some(pod) = pods.first() {
         let (full, slim) = production_shaped(pod);
-        let compact = fdb_operator::controller::cache_pod::CompactPod::new(full.clone());
+        let compact = fdb_operator::controller::CompactPod::new(full.clone());
         eprintln!(
             "a production-shaped pod (managed fields of the operator and the kubelet, a \
              kubelet's status): {} B, {} B slimmed, {} B as the cache keeps it (compact)",
@@ -196,6 +196,6 @@ fn production_shaped(
     full.metadata.managed_fields = serde_json::from_value(managed).ok();
     full.status = serde_json::from_value(status).ok();
     let mut slim = full.clone();
-    fdb_operator::controller::cache_slim::slim_pod(&mut slim);
+    fdb_operator::controller::slim_pod(&mut slim);
     (full, slim)
 }

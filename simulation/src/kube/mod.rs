@@ -48,6 +48,7 @@ pub mod service;
 pub mod service_account;
 pub mod store;
 pub mod subresources;
+pub mod typed;
 pub mod update_rules;
 pub mod validation;
 pub mod watch;
@@ -67,6 +68,7 @@ pub use patch::PatchType;
 pub use resources::ResourceType;
 pub use service::ActorService;
 pub use store::ResourceKey;
+pub use typed::typed_json;
 
 use operations::{Core, Operation};
 use routes::{Query, Route};

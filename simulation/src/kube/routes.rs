@@ -1,6 +1,7 @@
 //! URL parsing: `/api/v1/...` and `/apis/{group}/{version}/...`, namespaced and
 //! cluster-scoped, objects, collections and the `status` subresource, and query parameters.
 
+use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
 
 use super::errors::ApiError;
@@ -24,7 +25,7 @@ pub fn parse_path(registry: &ResourceRegistry, path: &str) -> Result<Route, ApiE
     let segments: Vec<String> = path
         .split('/')
         .filter(|segment| !segment.is_empty())
-        .map(percent_decode)
+        .map(|segment| percent_decode_str(segment).decode_utf8_lossy().into_owned())
         .collect();
     let (group, version, rest) = match segments.as_slice() {
         [api, version, rest @ ..] if api == "api" => ("", version.as_str(), rest),
@@ -118,27 +119,12 @@ impl Query {
     }
 }
 
+/// A query value as `application/x-www-form-urlencoded` writes it: `+` is a space,
+/// `%XX` a byte; an invalid escape stays as written.
 fn form_decode(text: &str) -> String {
-    percent_decode(&text.replace('+', " "))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%'
-            && let Some(hex) = text.get(index + 1..index + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            index += 3;
-            continue;
-        }
-        out.push(bytes[index]);
-        index += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(&text.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -211,5 +197,13 @@ mod tests {
         assert_eq!(query.get("labelSelector"), Some("app=fdb,tier in (a,b)"));
         assert!(query.flag("watch"));
         assert_eq!(query.get("x"), None);
+    }
+
+    #[test]
+    fn keeps_invalid_escapes_and_decodes_utf8() {
+        let query = Query::parse(Some("a=%zz%2&b=caf%C3%A9&c=%FF"));
+        assert_eq!(query.get("a"), Some("%zz%2"));
+        assert_eq!(query.get("b"), Some("café"));
+        assert_eq!(query.get("c"), Some("\u{FFFD}"));
     }
 }

@@ -7,7 +7,7 @@ use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use fdb_operator::controller::cache::CLUSTER_NAME_LABEL;
+use fdb_operator::controller::CLUSTER_NAME_LABEL;
 
 use crate::fdb::SimFdbSnapshot;
 use crate::scenario::ExpectStep;

@@ -24,10 +24,10 @@ use crate::recording_admin::RecordingAdmin;
 use crate::recording_sidecar::RecordingSidecar;
 use crate::world::NetworkMap;
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
-use fdb_operator::controller::context::{AdminClientProvider, Context, SidecarProvider};
-use fdb_operator::controller::providers::{FdbcliAdminProvider, HttpSidecarProvider};
-use fdb_operator::controller::tool_choice::tool_versions;
+use fdb_operator::controller::tool_versions;
+use fdb_operator::controller::{AdminClientProvider, Context, SidecarProvider};
+use fdb_operator::controller::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
+use fdb_operator::controller::{FdbcliAdminProvider, HttpSidecarProvider};
 use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, OPERATOR_LOG_GROUP, binary_version};
 use fdb_operator::fdb::{AdminClient, AdminError, FdbTool, FdbTools, MissingTool, ToolLayout};
 use fdb_shared::FdbVersion;
@@ -104,7 +104,7 @@ impl OperatorTools {
 
 /// Every cluster talks to the one simulated database as production does: through the
 /// production provider (`FdbcliAdminProvider`: the tools of each cluster's version under
-/// `/usr/bin/fdb/<minor>/`, chosen by `controller/tool_choice.rs`, a cluster file written
+/// `/usr/bin/fdb/<minor>/`, chosen by `controller/versions/tool_choice.rs`, a cluster file written
 /// from `status.connectionString`) and the production `FdbcliAdminClient` (argument
 /// building, output parsing, failure classification), whose tool runs the simulated
 /// tools interpret (`crate::fdbcli`) and carry out through the recording wrapper. The

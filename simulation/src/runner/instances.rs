@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::event_log::RunPosition;
 use crate::kube::{PatchType, ResourceKey};
-use fdb_operator::controller::context::Context;
+use fdb_operator::controller::Context;
 use fdb_operator::controller::{PassOutcome, run_pass};
 
 use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};

@@ -41,7 +41,7 @@ use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
 use crate::world::{HostBlock, World, WorldError, WorldOptions};
 use fdb_operator::clock::VirtualClock;
-use fdb_operator::controller::context::Context;
+use fdb_operator::controller::Context;
 use fdb_operator::fdb::ClientInfo;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
@@ -71,7 +71,7 @@ pub struct RunOptions {
     pub operator_disabled: bool,
     /// The operator's executor rules (mutation tests switch one off to prove a
     /// scenario catches it).
-    pub executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    pub executor_rules: fdb_operator::controller::ExecutorRules,
     /// Run the world without its own operator (`simulate --serve --external-operator`):
     /// the clock starts at the real current time, the steps may only set up the world
     /// and make user changes, and an operator outside reconciles through the served API.
@@ -172,7 +172,7 @@ pub struct Runner {
     /// Run no operator at all (to prove that the world and `expect` catch inaction).
     operator_disabled: bool,
     /// The operator's executor rules ([`RunOptions::executor_rules`]).
-    executor_rules: fdb_operator::controller::plan::ExecutorRules,
+    executor_rules: fdb_operator::controller::ExecutorRules,
     /// When the backup and restore controllers next run.
     resource_pass_due: Option<Timestamp>,
     /// When they last ran.
@@ -375,12 +375,8 @@ fn install_world_tls(
     };
     let pki = crate::tls::SimulatedPki::generate(cluster)?;
     let secret = pki.pod_secret(namespace, &tls.secret);
-    let mut secret = serde_json::to_value(&secret)
+    let secret = crate::kube::typed_json(&secret)
         .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
-    if let Some(object) = secret.as_object_mut() {
-        object.insert("apiVersion".into(), Value::from("v1"));
-        object.insert("kind".into(), Value::from("Secret"));
-    }
     api.create_as(USER_ACTOR, secret)?;
     Ok(Some(pki.write_operator_files(
         &world.root().join("operator-tls"),

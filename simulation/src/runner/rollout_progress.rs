@@ -6,7 +6,7 @@
 //! images pod by pod.
 
 use crate::invariants::{ActualWorld, DesiredWorld};
-use fdb_operator::controller::pod_model::{MAIN_CONTAINER as MAIN, SIDECAR_CONTAINER as SIDECAR};
+use fdb_operator::controller::{MAIN_CONTAINER as MAIN, SIDECAR_CONTAINER as SIDECAR};
 
 /// The line for the world now, `None` when every pod and process already matches the
 /// spec (nothing rolling out).

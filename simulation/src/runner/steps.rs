@@ -21,7 +21,7 @@ use fdb_operator::fdb::ClientInfo;
 use super::harness::{OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
 pub(super) use super::pass_judge::{PassEnd, judge_pass};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
-use fdb_operator::controller::pass_io::ObjectKind;
+use fdb_operator::controller::ObjectKind;
 
 /// A `reconcile` step without `maxPasses` stops after this many passes...
 pub const RECONCILE_PASS_BUDGET: u64 = 500;
@@ -374,7 +374,7 @@ impl Runner {
     /// Lets `context`'s watch caches catch up (see [`Self::sync_operator_cache`]).
     pub(super) async fn sync_cache_of(
         &self,
-        context: &fdb_operator::controller::context::Context,
+        context: &fdb_operator::controller::Context,
     ) -> Result<(), RunError> {
         let Some(cache) = context.cache.clone() else {
             return Ok(());

@@ -14,7 +14,7 @@ use kube::ResourceExt;
 
 use crate::invariants::{ActualWorld, DesiredWorld, LivePod};
 use crate::world::PROCESS_GROUP_LABEL;
-use fdb_operator::controller::cache::CLUSTER_NAME_LABEL;
+use fdb_operator::controller::CLUSTER_NAME_LABEL;
 
 use super::{RunError, Runner};
 

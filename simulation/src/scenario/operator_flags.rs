@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use fdb_operator::cli::pod_template_args::PodTemplatePolicyArgs;
-use fdb_operator::controller::context::OperatorSettings;
+use fdb_operator::controller::OperatorSettings;
 
 /// The `run` flags that change what a pass decides (the others are about the process:
 /// addresses, tools, leader election).

@@ -137,23 +137,12 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
     })
 }
 
+/// A query value as `application/x-www-form-urlencoded` writes it: `+` is a space,
+/// `%XX` a byte; an invalid escape stays as written.
 fn decode(text: &str) -> String {
-    let bytes = text.replace('+', " ").into_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%'
-            && let Some(hex) = bytes.get(index + 1..index + 3)
-            && let Ok(byte) = u8::from_str_radix(&String::from_utf8_lossy(hex), 16)
-        {
-            out.push(byte);
-            index += 3;
-            continue;
-        }
-        out.push(bytes[index]);
-        index += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(&text.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The fdbcli command text of an argv (`fdbcli ... --exec TEXT ...`, or a shell running

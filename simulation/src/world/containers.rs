@@ -350,9 +350,10 @@ pub fn stamp(seen_at: Timestamp, sequence: u64) -> String {
 /// Whether the pod's container `name` runs buggify's `crash-loop` command (it fails at
 /// every start, as a missing binary would in a real container).
 pub fn container_crash_loops(pod: &Pod, name: &str) -> bool {
-    pod.spec.iter().flat_map(|s| s.containers.iter()).any(|c| {
-        c.name == name && fdb_operator::controller::buggify::crash_loops(c.command.as_deref())
-    })
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .any(|c| c.name == name && fdb_operator::controller::crash_loops(c.command.as_deref()))
 }
 
 #[cfg(test)]

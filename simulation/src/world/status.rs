@@ -170,7 +170,7 @@ fn container_state(
     is_sidecar: bool,
     started: Timestamp,
 ) -> (bool, Value) {
-    let crash_loops = fdb_operator::controller::buggify::crash_loops(container.command.as_deref());
+    let crash_loops = fdb_operator::controller::crash_loops(container.command.as_deref());
     match &runtime.phase {
         PodPhase::Running if crash_loops => (
             false,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 /// A group that could survive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The process group ID.
     pub id: String,
     /// Its zone.
@@ -20,7 +20,7 @@ pub struct Candidate {
 ///
 /// Survivors are picked round by round: each round takes the best remaining candidate of
 /// every zone (zones with a better candidate first), until `keep` are taken.
-pub fn surplus(candidates: &[Candidate], keep: usize) -> Vec<String> {
+pub(crate) fn surplus(candidates: &[Candidate], keep: usize) -> Vec<String> {
     let mut zones: BTreeMap<&str, Vec<&Candidate>> = BTreeMap::new();
     for candidate in candidates {
         zones.entry(&candidate.zone).or_default().push(candidate);

@@ -19,7 +19,7 @@ use crate::fdb::ExclusionTarget;
 
 /// What the exclusion of the groups marked for removal does this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ExcludeDecision {
+pub(crate) struct ExcludeDecision {
     /// Groups to exclude now, with their targets.
     pub exclude: Vec<(String, Vec<ExclusionTarget>)>,
     /// Groups whose exclusion is complete (`exclusionTimestamp` to record).
@@ -78,7 +78,7 @@ fn gate(
 }
 
 /// Decides from the snapshot.
-pub fn decide(snapshot: &ClusterSnapshot) -> ExcludeDecision {
+pub(crate) fn decide(snapshot: &ClusterSnapshot) -> ExcludeDecision {
     let mut decision = ExcludeDecision::default();
     let pending: Vec<GroupView<'_>> = snapshot
         .groups()
@@ -133,7 +133,7 @@ pub fn decide(snapshot: &ClusterSnapshot) -> ExcludeDecision {
 
 /// Why the marked group `id` is not ready for its resources to be deleted (for the
 /// wait reason of the deletion of its resources).
-pub fn pending_reason(snapshot: &ClusterSnapshot, id: &str) -> String {
+pub(crate) fn pending_reason(snapshot: &ClusterSnapshot, id: &str) -> String {
     decide(snapshot)
         .waiting
         .into_iter()

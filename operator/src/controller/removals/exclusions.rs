@@ -24,7 +24,7 @@ use crate::fdb::{ExclusionReport, ExclusionTarget};
 
 /// Why a group cannot be excluded yet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TargetError {
+pub(crate) enum TargetError {
     /// Address exclusions need an address, and the group never had one.
     #[error(
         "process group {group} never had an address and version {version} cannot exclude by locality; it waits for its pod to get an IP (or list it in processGroupsToRemoveWithoutExclusion)"
@@ -68,7 +68,7 @@ fn exclusion_version(snapshot: &ClusterSnapshot) -> Option<FdbVersion> {
 }
 
 /// Whether exclusions use localities for this cluster now.
-pub fn uses_localities(snapshot: &ClusterSnapshot) -> bool {
+pub(crate) fn uses_localities(snapshot: &ClusterSnapshot) -> bool {
     snapshot
         .spec()
         .automation_options
@@ -77,7 +77,7 @@ pub fn uses_localities(snapshot: &ClusterSnapshot) -> bool {
 }
 
 /// The exclusion targets of a group.
-pub fn targets(
+pub(crate) fn targets(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
 ) -> Result<Vec<ExclusionTarget>, TargetError> {
@@ -109,7 +109,7 @@ pub fn targets(
 /// recorded when it was excluded (`excludedTargets`), whatever the options or the
 /// version say now. A group excluded before targets were recorded falls back to the
 /// targets the options give now.
-pub fn targets_to_include(
+pub(crate) fn targets_to_include(
     snapshot: &ClusterSnapshot,
     group: &GroupView<'_>,
 ) -> Result<Vec<ExclusionTarget>, TargetError> {
@@ -129,7 +129,7 @@ pub fn targets_to_include(
 }
 
 /// Whether the database lists `target` as excluded.
-pub fn is_listed(db: &DatabaseStatus, target: &ExclusionTarget) -> bool {
+pub(crate) fn is_listed(db: &DatabaseStatus, target: &ExclusionTarget) -> bool {
     let text = target.to_string();
     let listed = db.cluster.configuration.as_ref().is_some_and(|c| {
         c.excluded_servers.iter().any(|server| {
@@ -174,7 +174,7 @@ fn dead_processes_not_drained(db: &DatabaseStatus) -> Option<String> {
 }
 
 /// Whether the exclusion of `targets` is complete, or why not.
-pub fn verdict(db: &DatabaseStatus, targets: &[ExclusionTarget]) -> Result<(), String> {
+pub(crate) fn verdict(db: &DatabaseStatus, targets: &[ExclusionTarget]) -> Result<(), String> {
     if let Some(target) = targets.iter().find(|t| !is_listed(db, t)) {
         return Err(format!("{target} is not excluded yet"));
     }

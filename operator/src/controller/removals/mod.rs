@@ -3,11 +3,11 @@
 //! that exclusion is verified ([`exclusions`]), where a group is ([`placement`]), and
 //! which survivors a shrink keeps ([`choice`]).
 
-pub mod choice;
-pub mod exclusion_decision;
-pub mod exclusions;
-pub mod placement;
-pub mod release;
+pub(crate) mod choice;
+pub(crate) mod exclusion_decision;
+pub(crate) mod exclusions;
+pub(crate) mod placement;
+pub(crate) mod release;
 
 use fdb_shared::api::cluster::DeletionMode;
 
@@ -15,7 +15,7 @@ use super::snapshot::{ClusterSnapshot, GroupView};
 
 /// Whether the spec asks to remove this group without excluding it first
 /// (`processGroupsToRemoveWithoutExclusion`), or the status already records that.
-pub fn skips_exclusion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn skips_exclusion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     group.status.exclusion_skipped
         || snapshot
             .spec()
@@ -28,7 +28,10 @@ pub fn skips_exclusion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> boo
 /// `buggify.blockRemoval` lists it, or `automationOptions.removalMode` is `None`. Such a
 /// group is still excluded, but its resources stay and it stays in the status (the Go
 /// operator's removeProcessGroups filters it out the same way).
-pub fn removal_held(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<&'static str> {
+pub(crate) fn removal_held(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+) -> Option<&'static str> {
     let spec = snapshot.spec();
     if spec.buggify.block_removal.iter().any(|id| id == group.id()) {
         return Some("it is listed in spec.buggify.blockRemoval");
@@ -43,13 +46,13 @@ pub fn removal_held(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option
 /// removal with its removal held ([`removal_held`]). Such groups get configuration
 /// updates and restarts like live ones (the Go operator updates a group marked for
 /// removal too); waiting for their removal would wait forever.
-pub fn kept_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn kept_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     !group.is_marked_for_removal() || removal_held(snapshot, group).is_some()
 }
 
 /// Whether a marked group may have its resources deleted: fully excluded, or removed
 /// without exclusion.
-pub fn ready_for_deletion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn ready_for_deletion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     group.is_marked_for_removal()
         && (group.status.exclusion_timestamp.is_some() || skips_exclusion(snapshot, group))
 }
@@ -57,7 +60,7 @@ pub fn ready_for_deletion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> 
 /// Marked groups still holding a place in the "in flight" budget of replacements: marked
 /// and not yet fully excluded (groups only waiting for their resources to terminate do
 /// not count).
-pub fn in_flight(snapshot: &ClusterSnapshot) -> Vec<String> {
+pub(crate) fn in_flight(snapshot: &ClusterSnapshot) -> Vec<String> {
     snapshot
         .groups()
         .filter(|g| g.is_marked_for_removal() && !ready_for_deletion(snapshot, g))

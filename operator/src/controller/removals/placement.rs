@@ -8,7 +8,7 @@ use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 /// The zone a group counts in: the zone FoundationDB or the status saw, else its pod's,
 /// else the group itself (a group of unknown zone is its own zone).
 /// (The pod's zone is derived once per snapshot, by the group view.)
-pub fn zone(group: &GroupView<'_>) -> String {
+pub(crate) fn zone(group: &GroupView<'_>) -> String {
     group
         .processes()
         .find_map(|p| p.locality.zoneid.clone())
@@ -19,7 +19,7 @@ pub fn zone(group: &GroupView<'_>) -> String {
 
 /// Every IP the group is or was seen with: the recorded addresses (all of them while it
 /// is marked), its pod's current public IP and its processes' addresses.
-pub fn known_ips(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<String> {
+pub(crate) fn known_ips(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<String> {
     let mut ips: Vec<String> = group.status.addresses.clone();
     if let Some(ip) = group
         .pod_head()
@@ -42,7 +42,10 @@ pub fn known_ips(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Vec<Strin
 
 /// The current coordinator hosted by the group (by any address it is or was seen with,
 /// or by its pod's DNS name), if any.
-pub fn hosted_coordinator(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Option<String> {
+pub(crate) fn hosted_coordinator(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+) -> Option<String> {
     let connection = snapshot
         .status()
         .connection_string

@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// Whether an object has been terminating longer than `seconds`.
-pub fn terminating_longer_than<K: ResourceExt>(
+pub(crate) fn terminating_longer_than<K: ResourceExt>(
     snapshot: &ClusterSnapshot,
     object: &K,
     seconds: i64,
@@ -21,13 +21,13 @@ pub fn terminating_longer_than<K: ResourceExt>(
 }
 
 /// Whether the object is being deleted.
-pub fn is_terminating<K: ResourceExt>(object: &K) -> bool {
+pub(crate) fn is_terminating<K: ResourceExt>(object: &K) -> bool {
     object.meta().deletion_timestamp.is_some()
 }
 
 /// Whether the group's pod no longer holds back its PVC and service: gone, or stuck
 /// terminating past `ignoreTerminatingPodsSeconds`.
-pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
+pub(crate) fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
     let ignore = snapshot
         .spec()
         .automation_options
@@ -38,7 +38,7 @@ pub fn pod_released(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
 }
 
 /// Whether the group's PVC is gone or terminating.
-pub fn pvc_released(group: &GroupView<'_>) -> bool {
+pub(crate) fn pvc_released(group: &GroupView<'_>) -> bool {
     group
         .pvc
         .is_none_or(|pvc: &PersistentVolumeClaim| is_terminating(pvc))

@@ -548,9 +548,8 @@ mod tests {
             fdb_shared::api::ProcessClass::Log,
             fdb_shared::api::ProcessClass::Stateless,
         ] {
-            let ours = fdb_operator::controller::process_config::desired_process_configuration(
-                &cluster, class, true,
-            );
+            let ours =
+                fdb_operator::controller::desired_process_configuration(&cluster, class, true);
             let key = format!("fdbmonitor-conf-{class}-json");
             assert_eq!(
                 config_map["data"][&key].as_str().unwrap(),
