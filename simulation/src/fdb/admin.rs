@@ -15,7 +15,7 @@ use super::availability::assess;
 use super::regions;
 use super::state::State;
 use super::timeline::{catch_up, refresh};
-use super::{SimulatedFdb, engines, recovery, render};
+use super::{SimulatedFdb, engines, forwards, recovery, render};
 use fdb_shared::status_json::BackupStatus;
 
 use fdb_operator::fdb::backup::{parse_restore_status, render_restore_status};
@@ -269,6 +269,7 @@ impl AdminClient for SimulatedFdb {
                 });
             };
             let next = current.with_coordinators(generation_id, coordinators.to_vec());
+            forwards::store(state, &current);
             state.connection_string = Some(next.clone());
             state.dirty = true;
             recovery::force(state, now, "coordinators change");

@@ -28,6 +28,7 @@ mod backup_api;
 mod disks;
 mod engines;
 mod faults;
+mod forwards;
 mod inspect;
 mod movement;
 mod planner;
@@ -211,6 +212,7 @@ impl SimulatedFdb {
             && !state.processes.values().any(|p| p.disk == process.disk)
         {
             state.disks.remove(&process.disk);
+            state.forwards.remove(&process.disk);
             if let Some(data) = state.data.as_mut() {
                 data.destroy_disk(&process.disk);
             }

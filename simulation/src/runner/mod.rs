@@ -425,7 +425,7 @@ impl Runner {
             &OperatorIdentity {
                 cluster: name.clone(),
                 judge: judge.clone(),
-                tools: harness::OperatorTools::of_scenario(&scenario),
+                tools: harness::OperatorTools::of_world(&scenario.world),
             },
         )?;
         context.settings.executor_rules = options.executor_rules;
