@@ -44,6 +44,7 @@ mod seed;
 mod shards;
 mod snapshot;
 mod state;
+mod status_schema;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -68,6 +69,7 @@ pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
 pub use records::Outage;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
+pub use status_schema::{OffSchemaSink, SchemaSource, StatusCheck, foundationdb_schema};
 pub use tool_api::{TOOL_CLIENT_SECONDS, ToolClient};
 pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
@@ -115,6 +117,8 @@ impl Default for SimFdbSettings {
 pub struct SimulatedFdb {
     clock: Arc<dyn Clock>,
     state: Arc<Mutex<State>>,
+    /// Matches every rendered `status json` against FoundationDB's schema, once on.
+    status_check: Arc<Mutex<Option<StatusCheck>>>,
 }
 
 impl SimulatedFdb {
@@ -125,6 +129,7 @@ impl SimulatedFdb {
         Self {
             clock,
             state: Arc::new(Mutex::new(State::new(settings, rng, now))),
+            status_check: Arc::default(),
         }
     }
 
@@ -256,7 +261,12 @@ impl SimulatedFdb {
     /// `status json` as FoundationDB would print it.
     pub fn render_status_json(&self) -> serde_json::Value {
         let now = self.now();
-        render::render(&self.caught_up(), now)
+        let state = self.caught_up();
+        let document = render::render(&state, now);
+        let version = status_schema::rendering_version(&state);
+        drop(state);
+        self.check_status(&document, version.as_ref());
+        document
     }
 
     /// A read-only view for the result JSON.
