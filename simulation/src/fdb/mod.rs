@@ -27,6 +27,7 @@ mod backup;
 mod backup_api;
 mod disks;
 mod engines;
+mod exclude_check;
 mod faults;
 mod forwards;
 mod inspect;
@@ -65,6 +66,7 @@ use self::timeline::{catch_up, refresh};
 use fdb_operator::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
+pub use exclude_check::ExcludeRefusal;
 pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
 pub use records::Outage;
