@@ -218,3 +218,41 @@ fn flipping_locality_exclusions_mid_removal_leaves_nothing_excluded() {
         assert_eq!(end.fdb["excluded"], serde_json::json!([]), "{file}");
     }
 }
+
+/// fdbcli refuses an exclusion that would leave less than 10 % free space (four storage
+/// groups of 4 GiB on 16 GiB volumes shrunk to one). The operator never adds `FORCE`
+/// (as the Go operator), deletes nothing, loses nothing, and each failed pass leaves an
+/// Event quoting FoundationDB's reason.
+#[test]
+fn an_exclude_refused_for_free_space_removes_nothing_and_says_why() {
+    let result = run_file("removals/exclude-no-space.yaml", None);
+    assert_clean(&result);
+    let end = result.steps.last().unwrap();
+    assert_eq!(storage_groups(end).len(), 4);
+    assert_eq!(end.fdb["processes"].as_array().unwrap().len(), 7);
+    assert_eq!(end.fdb["lostShards"], 0);
+    assert!(admin_commands(&result, "exclude").is_empty());
+    let deleted = result
+        .events
+        .iter()
+        .any(|e| e.source == EventSource::K8s && e.action == "delete");
+    assert!(!deleted, "nothing may be deleted");
+    let why =
+        "ERROR: This exclude may cause the total free space in the cluster to drop below 10%.";
+    let refusals: Vec<_> = result
+        .events
+        .iter()
+        .filter(|e| {
+            e.target == "event/sample"
+                && e.detail.starts_with("StepFailed")
+                && e.detail.contains(why)
+        })
+        .collect();
+    assert!(!refusals.is_empty(), "no Event names the refusal");
+    assert!(
+        refusals
+            .iter()
+            .all(|e| !e.detail.contains("exclude FORCE locality")),
+        "the operator never forces an exclusion"
+    );
+}

@@ -18,7 +18,10 @@ use serde_json::Value;
 /// FoundationDB's words (`ERROR: Unknown key `.cluster.x'`); empty when it matches.
 pub fn schema_mismatches(schema: &Value, value: &Value) -> Vec<String> {
     let mut errors = Vec::new();
-    match_value(schema, value, "", &mut errors);
+    // One path buffer for the whole walk: the world checks every document it renders,
+    // so the walk allocates only for the mismatches it reports.
+    let mut path = String::new();
+    match_value(schema, value, &mut path, &mut errors);
     errors
 }
 
@@ -34,7 +37,16 @@ fn kind(value: &Value) -> u8 {
     }
 }
 
-fn match_value(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+/// Runs `walk` with `suffix` appended to `path`, then restores `path`.
+fn nested(path: &mut String, suffix: std::fmt::Arguments<'_>, walk: impl FnOnce(&mut String)) {
+    use std::fmt::Write as _;
+    let length = path.len();
+    let _ = path.write_fmt(suffix);
+    walk(path);
+    path.truncate(length);
+}
+
+fn match_value(schema: &Value, value: &Value, path: &mut String, errors: &mut Vec<String>) {
     if kind(schema) != kind(value) {
         errors.push(format!("ERROR: Incorrect value type for key `{path}'"));
         return;
@@ -42,11 +54,12 @@ fn match_value(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Strin
     match (schema, value) {
         (Value::Object(schema), Value::Object(value)) => {
             for (key, item) in value {
-                let key_path = format!("{path}.{key}");
-                match schema.get(key) {
-                    None => errors.push(format!("ERROR: Unknown key `{key_path}'")),
-                    Some(item_schema) => match_key(item_schema, item, &key_path, errors),
-                }
+                nested(path, format_args!(".{key}"), |key_path| {
+                    match schema.get(key) {
+                        None => errors.push(format!("ERROR: Unknown key `{key_path}'")),
+                        Some(item_schema) => match_key(item_schema, item, key_path, errors),
+                    }
+                });
             }
         }
         (Value::Array(schema), Value::Array(items)) => match schema.as_slice() {
@@ -56,7 +69,9 @@ fn match_value(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Strin
             [] => {}
             [item_schema] => {
                 for (index, item) in items.iter().enumerate() {
-                    match_value(item_schema, item, &format!("{path}[{index}]"), errors);
+                    nested(path, format_args!("[{index}]"), |item_path| {
+                        match_value(item_schema, item, item_path, errors);
+                    });
                 }
             }
             _ => errors.push(format!(
@@ -68,7 +83,7 @@ fn match_value(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Strin
 }
 
 /// A key's value against its schema value, which may be an `$enum` or a `$map`.
-fn match_key(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+fn match_key(schema: &Value, value: &Value, path: &mut String, errors: &mut Vec<String>) {
     if let Some(allowed) = schema.get("$enum").and_then(Value::as_array) {
         if !allowed.contains(value) {
             errors.push(format!("ERROR: Unknown value `{value}' for key `{path}'"));
@@ -86,12 +101,13 @@ fn match_key(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>
             return;
         }
         for (name, entry) in entries {
-            let entry_path = format!("{path}[{name}]");
-            if entry.is_object() {
-                match_value(entry_schema, entry, &entry_path, errors);
-            } else {
-                errors.push(format!("ERROR: Expected an object for `{entry_path}'"));
-            }
+            nested(path, format_args!("[{name}]"), |entry_path| {
+                if entry.is_object() {
+                    match_value(entry_schema, entry, entry_path, errors);
+                } else {
+                    errors.push(format!("ERROR: Expected an object for `{entry_path}'"));
+                }
+            });
         }
         return;
     }

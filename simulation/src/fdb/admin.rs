@@ -15,7 +15,7 @@ use super::availability::assess;
 use super::regions;
 use super::state::State;
 use super::timeline::{catch_up, refresh};
-use super::{SimulatedFdb, engines, recovery, render};
+use super::{SimulatedFdb, engines, forwards, recovery, render, status_schema};
 use fdb_shared::status_json::BackupStatus;
 
 use fdb_operator::fdb::backup::{parse_restore_status, render_restore_status};
@@ -139,7 +139,9 @@ impl AdminClient for SimulatedFdb {
         let command = "status json";
         let (state, now, _) = self.begin(command, false)?;
         let value = render::render(&state, now);
+        let version = status_schema::rendering_version(&state);
         drop(state);
+        self.check_status(&value, version.as_ref());
         DatabaseStatus::from_json_value(value).map_err(|source| AdminError::Parse {
             command: command.to_owned(),
             source,
@@ -269,6 +271,7 @@ impl AdminClient for SimulatedFdb {
                 });
             };
             let next = current.with_coordinators(generation_id, coordinators.to_vec());
+            forwards::store(state, &current);
             state.connection_string = Some(next.clone());
             state.dirty = true;
             recovery::force(state, now, "coordinators change");

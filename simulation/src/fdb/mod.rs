@@ -28,7 +28,9 @@ mod backup_api;
 mod coordinator_moves;
 mod disks;
 mod engines;
+mod exclude_check;
 mod faults;
+mod forwards;
 mod inspect;
 mod movement;
 mod planner;
@@ -44,6 +46,7 @@ mod seed;
 mod shards;
 mod snapshot;
 mod state;
+mod status_schema;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -64,10 +67,12 @@ use self::timeline::{catch_up, refresh};
 use fdb_operator::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
+pub use exclude_check::ExcludeRefusal;
 pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
 pub use records::Outage;
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
+pub use status_schema::{OffSchemaSink, SchemaSource, StatusCheck, foundationdb_schema};
 pub use tool_api::{TOOL_CLIENT_SECONDS, ToolClient};
 pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
@@ -115,6 +120,8 @@ impl Default for SimFdbSettings {
 pub struct SimulatedFdb {
     clock: Arc<dyn Clock>,
     state: Arc<Mutex<State>>,
+    /// Matches every rendered `status json` against FoundationDB's schema, once on.
+    status_check: Arc<Mutex<Option<StatusCheck>>>,
 }
 
 impl SimulatedFdb {
@@ -125,6 +132,7 @@ impl SimulatedFdb {
         Self {
             clock,
             state: Arc::new(Mutex::new(State::new(settings, rng, now))),
+            status_check: Arc::default(),
         }
     }
 
@@ -215,6 +223,7 @@ impl SimulatedFdb {
             && !state.processes.values().any(|p| p.disk == process.disk)
         {
             state.disks.remove(&process.disk);
+            state.forwards.remove(&process.disk);
             if let Some(data) = state.data.as_mut() {
                 data.destroy_disk(&process.disk);
             }
@@ -258,7 +267,12 @@ impl SimulatedFdb {
     /// `status json` as FoundationDB would print it.
     pub fn render_status_json(&self) -> serde_json::Value {
         let now = self.now();
-        render::render(&self.caught_up(), now)
+        let state = self.caught_up();
+        let document = render::render(&state, now);
+        let version = status_schema::rendering_version(&state);
+        drop(state);
+        self.check_status(&document, version.as_ref());
+        document
     }
 
     /// A read-only view for the result JSON.

@@ -9,7 +9,7 @@ use super::availability::{Health, assess, fault_tolerance};
 use super::processes::{SimProcess, locality_of, protocol_hex};
 use super::records::Recovery;
 use super::render_configuration::render_configuration;
-use super::render_metrics::{machines, process_metrics};
+use super::render_metrics::{disk_total_bytes, machines, process_metrics};
 use super::state::State;
 
 /// The roles a process plays right now.
@@ -43,6 +43,14 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
                 let bytes = (state.held(&process.disk) as f64 * state.shard_bytes()).round() as i64;
                 entry["stored_bytes"] = json!(bytes);
                 entry["kvstore_used_bytes"] = json!(bytes);
+                // The storage server's view of its volume (fdbserver/Status.actor.cpp
+                // reports the StorageMetrics event's KvstoreBytes*), which fdbcli's
+                // `exclude` sums up for its free-space check (`fdb/exclude_check.rs`).
+                let total = disk_total_bytes(state);
+                let free = (total - bytes).max(0);
+                entry["kvstore_free_bytes"] = json!(free);
+                entry["kvstore_available_bytes"] = json!(free);
+                entry["kvstore_total_bytes"] = json!(total);
                 // A read costs about one I/O: a slow disk shows in the read latencies.
                 let seconds = io_latency_ms(state, process).unwrap_or(1) as f64 / 1000.0;
                 entry["read_latency_statistics"] =

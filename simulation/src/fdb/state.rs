@@ -39,6 +39,11 @@ pub(crate) struct State {
     /// Derived from `data` and the processes at the last change.
     pub summary: DataSummary,
     pub connection_string: Option<ConnectionString>,
+    /// Coordination forwards: the disks of former coordinators, each with the cluster
+    /// keys (`description:ID`) of the connection strings it forwards clients from to
+    /// the current one (`fdbserver/Coordination.actor.cpp` `setForward`, stored on the
+    /// coordinator's disk, so kept across restarts and lost with the disk).
+    pub forwards: BTreeMap<DiskKey, BTreeSet<String>>,
     pub configuration: Option<DatabaseConfiguration>,
     pub exclusions: Vec<ExclusionTarget>,
     /// Zone under maintenance and when the maintenance ends (unix seconds).
@@ -107,6 +112,7 @@ impl State {
             movement: Movement::default(),
             summary: DataSummary::default(),
             connection_string: None,
+            forwards: BTreeMap::new(),
             configuration: None,
             exclusions: Vec::new(),
             maintenance: None,

@@ -243,7 +243,8 @@ impl SimulatedTools {
         printed
     }
 
-    /// Whether the cluster file at `path` leads to the database.
+    /// Whether the cluster file at `path` leads to the database: through a current
+    /// coordinator, or a former one's forward.
     fn reach(&self, path: &Path) -> Reach {
         let shown = path.display();
         let Ok(text) = std::fs::read_to_string(path) else {
@@ -267,10 +268,15 @@ impl SimulatedTools {
                 .any(|c| current.coordinators.contains(c))
         });
         if shares_a_coordinator {
-            Reach::Database
-        } else {
-            Reach::NoCoordinator(file.coordinators.iter().map(ToString::to_string).collect())
+            return Reach::Database;
         }
+        if let Some(current) = current.filter(|_| self.fdb.forwards(&file)) {
+            // A former coordinator forwarded the client, which keeps the new connection
+            // string in its cluster file (`fdb/forwards.rs`).
+            let _ = std::fs::write(path, format!("{current}\n"));
+            return Reach::Database;
+        }
+        Reach::NoCoordinator(file.coordinators.iter().map(ToString::to_string).collect())
     }
 }
 

@@ -12,7 +12,7 @@ use super::keys::{self, Mutation};
 use super::line::{Tokens, parse_line, printable, text};
 use super::texts::{Stop, hang_output};
 use super::{configure, output::Printed};
-use crate::fdb::SimulatedFdb;
+use crate::fdb::{ExcludeRefusal, SimulatedFdb};
 
 /// fdbcli commands the simulation does not carry out (they exist in fdbcli: refused
 /// as not simulated, never as unknown and never silently).
@@ -271,16 +271,40 @@ impl<'a> Session<'a> {
             self.fail("ERROR: At least one valid network endpoint address or a locality must be provided\n");
             return Ok(());
         }
+        let force = flags.iter().any(|f| f == "FORCE");
+        if !force
+            && let Some(version) = self.fdb.protocol_version()
+            && let Some(refusal) = self.fdb.exclude_refusal(&targets, &version)
+        {
+            self.fail(exclude_refusal_text(refusal, &version));
+            return Ok(());
+        }
         let blocking = !flags.iter().any(|f| f == "no_wait");
         if blocking {
             self.printed.out("Waiting for state to be removed from all excluded servers. This may take a while.\n(Interrupting this wait with CTRL+C will not cancel the data movement.)\n");
         }
         let result = self.admin.exclude(&targets, blocking).await;
         self.changed = true;
-        if self.admin_result(result)?.is_some() && blocking {
-            self.printed.out("  Successfully excluded. It is now safe to remove these servers from the cluster.\n");
+        if self.admin_result(result)?.is_some() {
+            if blocking {
+                self.printed.out("  Successfully excluded. It is now safe to remove these servers from the cluster.\n");
+            }
+            self.warn_of_coordinators(&targets);
         }
         Ok(())
+    }
+
+    /// `checkForCoordinators` (fdbcli/ExcludeCommand.actor.cpp, the same in 7.1, 7.3
+    /// and 7.4): a warning on stderr per excluded coordinator, the exit code untouched.
+    fn warn_of_coordinators(&mut self, targets: &[ExclusionTarget]) {
+        let coordinators = self.fdb.excluded_coordinators(targets);
+        for coordinator in &coordinators {
+            self.printed
+                .err(&format!("WARNING: {coordinator} is a coordinator!\n"));
+        }
+        if !coordinators.is_empty() {
+            self.printed.out("Type `help coordinators' for information on how to change the\ncluster's coordination servers before removing them.\n");
+        }
     }
 
     async fn include(&mut self, rest: &[Vec<u8>]) -> Result<(), Stop> {
@@ -497,5 +521,22 @@ impl<'a> Session<'a> {
             self.printed.out("Committed\n");
         }
         Ok(())
+    }
+}
+
+/// What fdbcli prints when the exclusion's commit is refused: the first lines of the
+/// special key space's message, then its own hint, chosen by whether the message's last
+/// line names "free space" (`excludeServersAndLocalities` in
+/// fdbcli/ExcludeCommand.actor.cpp; the message is `checkExclusion`'s in
+/// fdbclient/SpecialKeySpace.actor.cpp: 7.1 says "free space", 7.3 and 7.4 say
+/// "available space", whose last line then gets the `FORCE failed` hint).
+fn exclude_refusal_text(refusal: ExcludeRefusal, version: &fdb_shared::FdbVersion) -> &'static str {
+    match refusal {
+        ExcludeRefusal::FreeSpace if version.major == 7 && version.minor == 1 => {
+            "ERROR: This exclude may cause the total free space in the cluster to drop below 10%.\nType `exclude FORCE <ADDRESS...>' to exclude without checking free space.\n"
+        }
+        ExcludeRefusal::FreeSpace => {
+            "ERROR: This exclude may cause the total available space in the cluster to drop below 10%.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n"
+        }
     }
 }

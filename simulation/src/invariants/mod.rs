@@ -55,6 +55,10 @@ pub const LOCK_NOT_HELD: &str = "lock-not-held";
 /// real operator making it would be stuck (its change never lands) or blind (a status
 /// it cannot record).
 pub const WRITE_REFUSED: &str = "write-refused";
+/// `status-off-schema`: the world rendered a `status json` that FoundationDB's schema of
+/// its version does not permit (`fdb/status_schema.rs`): a bug of the world, whose
+/// operator then reads a document no real cluster prints.
+pub const STATUS_OFF_SCHEMA: &str = "status-off-schema";
 /// `exclusion-left-behind`: a pass reported Reconciled while an exclusion the operator
 /// made belonged to no process group being removed.
 pub const EXCLUSION_LEFT_BEHIND: &str = "exclusion-left-behind";

@@ -24,12 +24,11 @@ use crate::recording_admin::RecordingAdmin;
 use crate::recording_sidecar::RecordingSidecar;
 use crate::world::NetworkMap;
 use fdb_operator::clock::{Clock, VirtualClock};
-use fdb_operator::controller::tool_versions;
 use fdb_operator::controller::{AdminClientProvider, Context, SidecarProvider};
 use fdb_operator::controller::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_operator::controller::{FdbcliAdminProvider, HttpSidecarProvider};
-use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, OPERATOR_LOG_GROUP, binary_version};
-use fdb_operator::fdb::{AdminClient, AdminError, FdbTool, FdbTools, MissingTool, ToolLayout};
+use fdb_operator::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, OPERATOR_LOG_GROUP};
+use fdb_operator::fdb::{AdminClient, AdminError, FdbTools, MissingTool};
 use fdb_shared::FdbVersion;
 
 /// The actor name of the operator's Kubernetes client.
@@ -41,13 +40,6 @@ pub const USER_ACTOR: &str = "user";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorTools {
     minors: BTreeSet<String>,
-    /// Whether the operator reaches the database through the production text path
-    /// (`FdbcliAdminProvider` and the simulated tools) rather than the typed recording
-    /// client. Off for scenarios with several operator instances on one database
-    /// (`clusters:`): two of them (an upgrade of every cluster, a three-DC upgrade) leave
-    /// the other instances' pods on the old image after the kill on the text path, a
-    /// cause not yet found (docs/simulation.md).
-    pub text_path: bool,
 }
 
 impl Default for OperatorTools {
@@ -62,16 +54,6 @@ impl OperatorTools {
     pub fn new(minors: impl IntoIterator<Item = String>) -> Self {
         Self {
             minors: minors.into_iter().collect(),
-            text_path: true,
-        }
-    }
-
-    /// The tools of the scenario's `world.operatorTools`, on the text path unless the
-    /// scenario has several operator instances (see [`OperatorTools::text_path`]).
-    pub fn of_scenario(scenario: &crate::scenario::Scenario) -> Self {
-        Self {
-            text_path: scenario.clusters.is_empty(),
-            ..Self::of_world(&scenario.world)
         }
     }
 
@@ -87,19 +69,6 @@ impl OperatorTools {
             .clone()
             .map_or_else(Self::default, Self::new)
     }
-
-    /// The fdbcli of `version` when the image lacks it, at the path the image would
-    /// hold it.
-    pub fn missing(&self, version: &FdbVersion) -> Option<MissingTool> {
-        let layout = ToolLayout::PerVersion {
-            binaries_dir: DEFAULT_FDB_BINARIES_DIR.into(),
-        };
-        (!self.minors.contains(&binary_version(version))).then(|| MissingTool {
-            tool: FdbTool::Fdbcli,
-            version: *version,
-            path: layout.path(FdbTool::Fdbcli, version),
-        })
-    }
 }
 
 /// Every cluster talks to the one simulated database as production does: through the
@@ -114,9 +83,6 @@ impl OperatorTools {
 #[derive(Debug)]
 pub struct SimulatedAdminProvider {
     inner: FdbcliAdminProvider,
-    /// Off the text path ([`OperatorTools::text_path`]): the typed recording client,
-    /// with the tools of the image checked as `FdbcliAdminProvider` checks them.
-    typed: Option<(Arc<dyn AdminClient>, OperatorTools)>,
     /// Where the cluster files are written; removed with the provider.
     _work_dir: Option<Arc<tempfile::TempDir>>,
 }
@@ -134,7 +100,6 @@ impl SimulatedAdminProvider {
     ) -> Self {
         let recording: Arc<dyn AdminClient> =
             Arc::new(RecordingAdmin::new(Arc::new(fdb.clone()), log).issued_by(issuer, judge));
-        let typed = (!tools.text_path).then(|| (recording.clone(), tools.clone()));
         let runner = SimulatedTools::new(
             recording,
             fdb,
@@ -158,7 +123,6 @@ impl SimulatedAdminProvider {
                 tls: None,
                 runner: Arc::new(runner),
             },
-            typed,
             _work_dir: work_dir,
         }
     }
@@ -166,25 +130,11 @@ impl SimulatedAdminProvider {
 
 impl AdminClientProvider for SimulatedAdminProvider {
     fn admin_for(&self, cluster: &FoundationDBCluster) -> Result<Arc<dyn AdminClient>, AdminError> {
-        let Some((admin, tools)) = &self.typed else {
-            return self.inner.admin_for(cluster);
-        };
-        if let Ok(versions) = tool_versions(cluster)
-            && let Some(missing) = tools.missing(&versions.running)
-        {
-            return Err(AdminError::MissingTool {
-                command: "choose the FoundationDB tools".to_owned(),
-                missing,
-            });
-        }
-        Ok(admin.clone())
+        self.inner.admin_for(cluster)
     }
 
     fn missing_tool(&self, version: &FdbVersion) -> Option<MissingTool> {
-        match &self.typed {
-            Some((_, tools)) => tools.missing(version),
-            None => self.inner.missing_tool(version),
-        }
+        self.inner.missing_tool(version)
     }
 }
 

@@ -97,7 +97,7 @@ impl Runner {
         OperatorIdentity {
             cluster: cluster.to_owned(),
             judge: self.judge.clone(),
-            tools: super::harness::OperatorTools::of_scenario(&self.scenario),
+            tools: super::harness::OperatorTools::of_world(&self.scenario.world),
         }
     }
 

@@ -19,10 +19,12 @@ mod pass_judge;
 mod resources;
 mod rollout_progress;
 mod snapshot_boot;
+mod status_check;
 mod steps;
 mod world_views;
 mod write_observer;
 
+use status_check::check_statuses;
 use write_observer::observe_writes;
 
 use std::sync::Arc;
@@ -405,6 +407,7 @@ impl Runner {
         let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
         let clients = connect_clients(&scenario.world.clients, &fdb);
         let log = EventLog::new(Arc::new(clock.clone()));
+        check_statuses(&fdb, &log);
         observe_writes(&api, &log);
         let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
         let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
@@ -421,7 +424,7 @@ impl Runner {
             &OperatorIdentity {
                 cluster: name.clone(),
                 judge: judge.clone(),
-                tools: harness::OperatorTools::of_scenario(&scenario),
+                tools: harness::OperatorTools::of_world(&scenario.world),
             },
         )?;
         context.settings.executor_rules = options.executor_rules;

@@ -118,7 +118,7 @@ impl Runner {
         let identity = OperatorIdentity {
             cluster: self.name.clone(),
             judge: self.judge.clone(),
-            tools: OperatorTools::of_scenario(&self.scenario),
+            tools: OperatorTools::of_world(&self.scenario.world),
         };
         match self.operator_context(&identity) {
             Ok(context) => self.context = context,

@@ -11,31 +11,11 @@ use serde_json::Value;
 use super::*;
 use fdb_operator::clock::VirtualClock;
 
-/// The schema of FoundationDB's `minor` release.
+/// The schema of FoundationDB's `minor` release, as the world's own check matches it.
 fn schema(minor: &str) -> Value {
-    let text = match minor {
-        "7.1" => include_str!("../../../../shared/tests/data/status-schema/7.1.json"),
-        "7.3" => include_str!("../../../../shared/tests/data/status-schema/7.3.json"),
-        "7.4" => include_str!("../../../../shared/tests/data/status-schema/7.4.json"),
-        other => panic!("no schema for {other}"),
-    };
-    let mut schema: Value = serde_json::from_str(text).unwrap();
-    // What real FoundationDB renders beyond its own schema: the class of a `--class=log`
-    // process is `log` (`ProcessClass::toString`, fdbrpc/include/fdbrpc/Locality.h; the
-    // class_type enum lists only the classes the schema's authors met), and the backup
-    // agents' layer status under `cluster.layers.backup` (written by the agents,
-    // fdbclient/FileBackupAgent.actor.cpp, merged by `layerStatusFetcher` in
-    // fdbserver/Status.actor.cpp) which no `StatusWorkload` test runs.
-    let processes = &mut schema["cluster"]["processes"]["$map"];
-    processes["class_type"]["$enum"]
-        .as_array_mut()
-        .unwrap()
-        .push(Value::from("log"));
-    schema["cluster"]["layers"]["backup"] = serde_json::json!({"$map": "any layer status"});
-    // The addresses of processes on another protocol (`incompatibleConnections` in
-    // fdbserver/Status.actor.cpp), which the schema writes as an empty array.
-    schema["cluster"]["incompatible_connections"] = serde_json::json!(["10.1.1.1:4501"]);
-    schema
+    foundationdb_schema(minor)
+        .cloned()
+        .unwrap_or_else(|| panic!("no schema for {minor}"))
 }
 
 /// Panics with every mismatch of the document rendered now.
@@ -359,4 +339,42 @@ async fn two_regions_validate() {
             Some(2)
         );
     }
+}
+
+/// The 7.1 schema without `cluster.qos`, which the world always renders.
+fn schema_without_qos(minor: &str) -> Option<&'static Value> {
+    static STRICTER: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    (minor == "7.1").then(|| {
+        STRICTER.get_or_init(|| {
+            let mut schema = schema("7.1");
+            schema["cluster"].as_object_mut().unwrap().remove("qos");
+            schema
+        })
+    })
+}
+
+/// The world's own check sees every document it renders, through the typed status and
+/// `render_status_json` alike, and reports a mismatch once, naming the key path and the
+/// versions; against the real schema the same documents pass.
+#[tokio::test]
+async fn a_rendered_key_off_the_schema_is_reported_once_naming_its_path() {
+    let (fdb, clock) = cluster_at("7.1.57").await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = {
+        let seen = seen.clone();
+        Arc::new(move |line: String| seen.lock().unwrap().push(line))
+    };
+    fdb.check_statuses(StatusCheck::new(sink.clone()));
+    fdb.status().await.unwrap();
+    fdb.render_status_json();
+    assert!(seen.lock().unwrap().is_empty(), "{seen:?}");
+
+    fdb.check_statuses(StatusCheck::with_schemas(sink, schema_without_qos));
+    fdb.status().await.unwrap();
+    advance(&fdb, &clock, 10);
+    fdb.render_status_json();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["status json of 7.1.57 against Schemas.cpp of 7.1: ERROR: Unknown key `.cluster.qos'"]
+    );
 }
