@@ -10,13 +10,14 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::fdb::SimulatedFdb;
+use crate::fdbcli::SimulatedTools;
 use crate::kube::FakeApiServer;
 use crate::recording_admin::RecordingAdmin;
-use crate::serve::exec::SimulatedExec;
 use crate::serve::tools::ServedTools;
 use crate::world::network::FREE_BLOCKS;
 use crate::world::{HostBlock, World, WorldError, WorldOptions};
 use fdb_operator::clock::VirtualClock;
+use fdb_operator::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
 
 use super::{OPERATOR_ACTOR, RunError, Runner};
 use crate::scenario::{Actor, Scenario, Step};
@@ -125,23 +126,20 @@ impl Runner {
         let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
             .issued_by(&self.name, self.judge.clone());
         let changes = self.external_tool_changes.clone();
-        let exec = SimulatedExec {
-            api: self.api.clone(),
-            admin: Arc::new(admin),
-            fdb: self.fdb.clone(),
-            on_change: Arc::new(move || {
-                changes.fetch_add(1, Ordering::Relaxed);
-            }),
-            files: Arc::default(),
-            turn: turn.clone(),
-        };
-        let fdb = self.fdb.clone();
-        let versions = self.fdb.clone();
+        let minors = self.tool_minors();
+        let tools = SimulatedTools::new(
+            Arc::new(admin),
+            self.fdb.clone(),
+            minors.clone(),
+            DEFAULT_FDB_BINARIES_DIR,
+        )
+        .with_on_change(Arc::new(move || {
+            changes.fetch_add(1, Ordering::Relaxed);
+        }));
         ServedTools {
-            exec,
-            minors: self.tool_minors().into_iter().collect(),
-            connection_string: Arc::new(move || fdb.connection_string()),
-            running_version: Arc::new(move || versions.snapshot().version),
+            tools,
+            minors: minors.into_iter().collect(),
+            turn: turn.clone(),
         }
     }
 
