@@ -170,15 +170,27 @@ impl Runner {
 }
 
 /// Whether a FoundationDBCluster's status says its current generation is reconciled
-/// (what the operator writes at the end of a pass that reached Reconciled).
+/// (what the operator writes at the end of a pass that reached Reconciled): the
+/// generations hold the current one as `reconciled` and nothing else. `reconciled` is
+/// the last generation fully reconciled; a pass that finds work left at the same
+/// generation keeps it and adds what is pending (`needsPodDeletion`, ...), as the Go
+/// operator's `CheckReconciliation` does (api/v1beta2/foundationdbcluster_types.go), so
+/// `reconciled` alone equal to the generation is not a pass reporting Reconciled.
 fn reports_reconciled(cluster: &Value) -> bool {
     let generation = cluster
         .pointer("/metadata/generation")
         .and_then(Value::as_i64);
-    let reconciled = cluster
-        .pointer("/status/generations/reconciled")
-        .and_then(Value::as_i64);
-    generation.is_some() && generation == reconciled
+    let Some(generations) = cluster
+        .pointer("/status/generations")
+        .and_then(Value::as_object)
+    else {
+        return false;
+    };
+    let pending = generations
+        .iter()
+        .any(|(key, value)| key != "reconciled" && !value.is_null());
+    let reconciled = generations.get("reconciled").and_then(Value::as_i64);
+    generation.is_some() && generation == reconciled && !pending
 }
 
 #[cfg(test)]
@@ -212,6 +224,12 @@ mod tests {
         let cluster = serde_json::json!({"metadata": {"generation": 2},
             "status": {"generations": {"reconciled": 2}}});
         assert!(reports_reconciled(&cluster));
+        let pending = serde_json::json!({"metadata": {"generation": 2},
+            "status": {"generations": {"reconciled": 2, "needsPodDeletion": 2}}});
+        assert!(
+            !reports_reconciled(&pending),
+            "work left at the same generation"
+        );
         let behind = serde_json::json!({"metadata": {"generation": 3},
             "status": {"generations": {"reconciled": 2}}});
         assert!(!reports_reconciled(&behind));
