@@ -40,7 +40,16 @@ pub struct ServedToolArgs {
 /// Runs one stand-in tool; its exit status is the world's answer's.
 pub fn run(args: &ServedToolArgs) -> ExitCode {
     match ask_the_world(args) {
-        Ok(reply) => {
+        Ok((reply, cluster_file)) => {
+            if let (Some(text), Some(path)) = (&reply.cluster_file, &cluster_file) {
+                // fdbcli rewrites its cluster file after a coordinators change.
+                if let Err(error) = std::fs::write(path, text) {
+                    eprintln!(
+                        "WARNING: could not rewrite the cluster file `{}': {error}",
+                        path.display()
+                    );
+                }
+            }
             let _ = std::io::stdout().lock().write_all(reply.stdout.as_bytes());
             let _ = std::io::stderr().lock().write_all(reply.stderr.as_bytes());
             ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(1))
@@ -55,7 +64,8 @@ pub fn run(args: &ServedToolArgs) -> ExitCode {
     }
 }
 
-fn ask_the_world(args: &ServedToolArgs) -> Result<ToolReply, String> {
+/// The world's answer, and the cluster file the arguments name.
+fn ask_the_world(args: &ServedToolArgs) -> Result<(ToolReply, Option<PathBuf>), String> {
     let world: WorldFile = serde_json::from_str(&read_bounded(&args.world, 4096)?)
         .map_err(|e| format!("{} is not a served world's file: {e}", args.world.display()))?;
     if !world.address.ip().is_loopback() {
@@ -64,8 +74,9 @@ fn ask_the_world(args: &ServedToolArgs) -> Result<ToolReply, String> {
             args.world.display()
         ));
     }
-    let cluster_file = match cluster_file_path(&args.args) {
-        Some(path) => Some(read_bounded(&path, MAX_CLUSTER_FILE as u64).map_err(|e| {
+    let path = cluster_file_path(&args.args);
+    let cluster_file = match &path {
+        Some(path) => Some(read_bounded(path, MAX_CLUSTER_FILE as u64).map_err(|e| {
             format!(
                 "ERROR: unable to read the cluster file `{}': {e}",
                 path.display()
@@ -86,8 +97,9 @@ fn ask_the_world(args: &ServedToolArgs) -> Result<ToolReply, String> {
     };
     let body = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
     let reply = post(world.address, &body)?;
-    serde_json::from_slice(&reply)
-        .map_err(|e| format!("the served world's answer is not a tool reply: {e}"))
+    let reply = serde_json::from_slice(&reply)
+        .map_err(|e| format!("the served world's answer is not a tool reply: {e}"))?;
+    Ok((reply, path))
 }
 
 /// The cluster file the arguments name (`-C F`, `--cluster-file F`, `--cluster_file F`,

@@ -2,7 +2,7 @@
 //! `fdb-operator run` reconciling it through the served API, its writes judged as the
 //! operator's in the result written at SIGTERM.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use super::serve::{Served, eventually, kubectl, run};
@@ -17,8 +17,9 @@ pub(crate) fn scenario_without_steps(dir: &std::path::Path) -> std::path::PathBu
     path
 }
 
-/// A running `fdb-operator run`, killed if the test fails.
-pub(crate) struct Operator(Option<Child>);
+/// A running `fdb-operator run` and its log (`WORK/operator.log`), killed if the test
+/// fails.
+pub(crate) struct Operator(Option<Child>, std::path::PathBuf);
 
 impl Operator {
     fn start(kubeconfig: &std::path::Path, work: &std::path::Path) -> Self {
@@ -36,17 +37,20 @@ impl Operator {
         work: &std::path::Path,
         args: &[&str],
     ) -> Self {
+        std::fs::create_dir_all(work).unwrap();
+        let log = std::fs::File::create(work.join("operator.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_fdb-operator"))
             .args(["run", "--metrics-address", "127.0.0.1:0"])
             .args(["--work-dir", work.join("work").to_str().unwrap()])
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .env("NO_COLOR", "1")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
             .spawn()
             .unwrap();
-        Self(Some(child))
+        Self(Some(child), work.join("operator.log"))
     }
 
     /// SIGKILL, as a node or the OOM killer ends a process.
@@ -67,6 +71,9 @@ impl Operator {
         let started = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
+                if !status.success() {
+                    eprintln!("{}", self.log_tail());
+                }
                 return status.code();
             }
             if started.elapsed() > Duration::from_secs(30) {
@@ -76,6 +83,16 @@ impl Operator {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+impl Operator {
+    /// The last lines of the operator's log, to show when a test fails.
+    pub(crate) fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.1).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        format!("{}:\n{tail}", self.1.display())
     }
 }
 

@@ -1,6 +1,6 @@
 //! `simulate --serve --external-operator --fdb-tools-dir DIR`: the stand-in tools reach
-//! the served world's database through the cluster file, run what they support and
-//! refuse the rest, saying so; their arguments never pass through a shell.
+//! the served world's database through the cluster file's contents and answer as the
+//! real tools of their version; their arguments never pass through a shell.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -39,39 +39,53 @@ fn stand_in_tools_reach_the_served_database_through_the_cluster_file() {
     std::fs::write(&cluster_file, "sample:abc123@127.0.0.1:4501\n").unwrap();
     let cluster = cluster_file.to_str().unwrap();
 
+    // No database answers yet (nothing has created it): `status json` has the client
+    // section alone, anything else waits to its timeout, as the real fdbcli does.
     let status = tool(
         &fdbcli,
         &["-C", cluster, "--timeout", "10", "--exec", "status json"],
     );
     assert_eq!(status.status.code(), Some(0), "{status:?}");
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert!(json.get("cluster").is_some(), "{json}");
+    assert_eq!(
+        json.pointer("/client/coordinators/quorum_reachable"),
+        Some(&serde_json::Value::Bool(false)),
+        "{json}"
+    );
 
-    // Not supported yet: refused whole, nothing run, exit 1, saying so.
+    // Arguments never pass through a shell.
     let marker = scenarios.path().join("ran");
     let text = format!(
         "status json; configure new double ssd $(touch {})",
         marker.display()
     );
-    let refused = tool(&fdbcli, &["-C", cluster, "--exec", &text]);
-    assert_eq!(refused.status.code(), Some(1));
+    let hung = tool(&fdbcli, &["-C", cluster, "--timeout", "5", "--exec", &text]);
+    assert_eq!(hung.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("not supported by the stand-in yet"),
-        "{refused:?}"
+        String::from_utf8_lossy(&hung.stderr).contains("Specified timeout reached"),
+        "{hung:?}"
     );
-    assert!(refused.stdout.is_empty(), "nothing ran: {refused:?}");
     assert!(!marker.exists(), "an argument went through a shell");
     let backup = tool(
         &tools.join("7.1").join("fdbbackup"),
         &["status", "-C", cluster],
     );
     assert_eq!(backup.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&backup.stderr).contains("not supported by the stand-in yet"));
+    assert!(
+        String::from_utf8_lossy(&backup.stderr).contains("ERROR: The database is unavailable"),
+        "{backup:?}"
+    );
+    let usage = tool(&fdbcli, &["-C", cluster, "--exec", "status", "extra"]);
+    assert_eq!(usage.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&usage.stderr).starts_with("Usage: fdbcli"));
 
     // As the real tools: no cluster file, no database.
     let without = tool(&fdbcli, &["--exec", "status json"]);
     assert_eq!(without.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&without.stderr).contains("no cluster file"));
+    assert!(
+        String::from_utf8_lossy(&without.stderr).contains("1515 No cluster file found"),
+        "{without:?}"
+    );
     let missing = tool(
         &fdbcli,
         &["-C", "/nonexistent/fdb.cluster", "--exec", "status json"],

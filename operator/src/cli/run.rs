@@ -23,7 +23,7 @@ use crate::controller::production::{
     DEFAULT_MAX_CONCURRENT_RECONCILES, RunError as ProductionRunError, RunOptions,
     run as run_controller,
 };
-use crate::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
+use crate::fdb::tools::{DEFAULT_FDB_BINARIES_DIR, OPERATOR_LOG_GROUP};
 use crate::fdb::{FdbTools, TlsFiles};
 
 /// Arguments of `fdb-operator run`.
@@ -54,10 +54,11 @@ pub struct RunArgs {
     pub fdbcli: Option<PathBuf>,
     /// The trace log group of the tools the operator runs, passed to them as
     /// FDB_NETWORK_OPTION_TRACE_LOG_GROUP: their connections are listed under it in
-    /// `status json`. The operator image sets `fdb-kubernetes-operator`, which
+    /// `status json`. The default (also what the operator image sets) is the group
     /// `automationOptions.ignoreLogGroupsForUpgrade` ignores by default; with another
-    /// group, add it there or the operator's own connections block minor upgrades.
-    #[arg(long, env = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP", value_name = "GROUP")]
+    /// group, add it there or the operator's own connections block version upgrades.
+    #[arg(long, env = "FDB_NETWORK_OPTION_TRACE_LOG_GROUP", value_name = "GROUP",
+          default_value = OPERATOR_LOG_GROUP)]
     pub fdb_trace_log_group: Option<String>,
     /// Directory for the cluster files fdbcli uses.
     #[arg(long, default_value = "/tmp/fdb-operator")]
@@ -322,6 +323,12 @@ mod tests {
             ToolLayout::PerVersion {
                 binaries_dir: "/usr/bin/fdb".into()
             }
+        );
+        // Outside the image too, the operator's own connections are in the log group
+        // upgrades ignore by default: in `default` they would block every upgrade.
+        assert_eq!(
+            fdb_tools(&default).trace_log_group.as_deref(),
+            Some("fdb-kubernetes-operator")
         );
         let dir = parse(&[
             "--fdb-binaries-dir",

@@ -43,6 +43,17 @@ pub use self::output::Printed as ToolPrinted;
 /// `FDB_7_1_VERSION`, `FDB_7_3_VERSION`, `FDB_7_4_VERSION`).
 const IMAGE_TOOL_VERSIONS: [&str; 3] = ["7.1.57", "7.3.43", "7.4.5"];
 
+/// The version of the operator image's tools of `minor` (`7.3` -> 7.3.43; the minor's
+/// first release for a minor the image does not name); `None` when `minor` is not one.
+pub fn image_tool_version(minor: &str) -> Option<FdbVersion> {
+    IMAGE_TOOL_VERSIONS
+        .iter()
+        .filter_map(|v| v.parse::<FdbVersion>().ok())
+        .find(|v| binary_version(v) == minor)
+        .or_else(|| format!("{minor}.0").parse().ok())
+        .filter(|v: &FdbVersion| binary_version(v) == minor)
+}
+
 /// The address the operator's tool runs connect from (a pod IP of the operator);
 /// each run gets its own port, as each fdbcli process has its own connection.
 const TOOL_CLIENT_HOST: &str = "10.1.255.250";
@@ -108,17 +119,12 @@ impl SimulatedTools {
         if !self.installed.contains(minor) {
             return None;
         }
-        let version = IMAGE_TOOL_VERSIONS
-            .iter()
-            .filter_map(|v| v.parse::<FdbVersion>().ok())
-            .find(|v| binary_version(v) == minor)
-            .or_else(|| format!("{minor}.0").parse().ok())?;
-        Some((tool, version))
+        Some((tool, image_tool_version(minor)?))
     }
 
-    /// Runs `tool` of `version` with `args`, as a client in `log_group`; `cluster_file`
-    /// says how the tool reaches the database (`None`: the container's own, always the
-    /// database's).
+    /// Runs `tool` of `version` with `args`, as a client in `log_group`; the cluster file
+    /// the arguments name is read from this machine (`cluster_file_required: false`:
+    /// without one the tool reaches the database, as a container's own fdbcli does).
     pub async fn run_tool(
         &self,
         tool: FdbTool,
@@ -127,23 +133,68 @@ impl SimulatedTools {
         log_group: &str,
         cluster_file_required: bool,
     ) -> Printed {
+        let source = if cluster_file_required {
+            ClusterFile::OnDisk
+        } else {
+            ClusterFile::OnDiskOrContainer
+        };
+        self.run_with(tool, version, args, log_group, source)
+            .await
+            .printed
+    }
+
+    /// Runs `tool` of `version` with `args` as a tool elsewhere ran it (a served world's
+    /// stand-in): `cluster_file` is what that tool read from the file its arguments name
+    /// (`None`: they name none); the path is only shown, never opened here. A changed
+    /// connection string comes back for the tool to write to its file, as fdbcli does.
+    pub async fn run_remote_tool(
+        &self,
+        tool: FdbTool,
+        version: FdbVersion,
+        args: &[String],
+        log_group: &str,
+        cluster_file: Option<&str>,
+    ) -> RemoteRun {
+        self.run_with(
+            tool,
+            version,
+            args,
+            log_group,
+            ClusterFile::Given(cluster_file),
+        )
+        .await
+    }
+
+    async fn run_with(
+        &self,
+        tool: FdbTool,
+        version: FdbVersion,
+        args: &[String],
+        log_group: &str,
+        source: ClusterFile<'_>,
+    ) -> RemoteRun {
         let invocation = match argv::parse(tool, args) {
             Ok(invocation) => invocation,
-            Err(text) => return Printed::failed(1, &text),
+            Err(text) => return RemoteRun::printed(Printed::failed(1, &text)),
         };
-        let reach = match (&invocation.cluster_file, cluster_file_required) {
-            (Some(path), _) => self.reach(path),
-            (None, true) => {
-                return Printed::failed(
-                    1,
-                    "Unable to read cluster file `./fdb.cluster' or `/etc/foundationdb/fdb.cluster' and FDB_CLUSTER_FILE unset: 1515 No cluster file found in current directory or default location\n",
-                );
+        let reach = match (&invocation.cluster_file, source) {
+            (_, ClusterFile::Given(Some(text))) => {
+                self.reach_text(text, &shown_path(invocation.cluster_file.as_deref()))
             }
-            (None, false) => Reach::Database,
+            (Some(path), ClusterFile::OnDisk | ClusterFile::OnDiskOrContainer) => self.reach(path),
+            (None, ClusterFile::OnDiskOrContainer) => Reach::Database,
+            (_, ClusterFile::Given(None)) | (None, ClusterFile::OnDisk) => {
+                return RemoteRun::printed(Printed::failed(1, NO_CLUSTER_FILE));
+            }
         };
+        let mut forwarded = None;
         let coordinators = match reach {
-            Reach::Failed(printed) => return printed,
+            Reach::Failed(printed) => return RemoteRun::printed(printed),
             Reach::Database => None,
+            Reach::Forwarded(connection) => {
+                forwarded = Some(connection);
+                None
+            }
             Reach::NoCoordinator(coordinators) => Some(coordinators),
         };
         let speaks = self
@@ -151,7 +202,8 @@ impl SimulatedTools {
             .protocol_version()
             .map(|running| running.is_protocol_compatible(&version));
         if speaks == Some(false) || coordinators.is_some() {
-            return self.unreached(tool, &invocation, coordinators.unwrap_or_default());
+            let printed = self.unreached(tool, &invocation, coordinators.unwrap_or_default());
+            return RemoteRun::printed(printed);
         }
         if speaks == Some(true) {
             // Without a quorum there is no cluster controller to list the client.
@@ -164,44 +216,56 @@ impl SimulatedTools {
                 log_group: log_group.to_owned(),
             });
         }
-        let (printed, changed) = match tool {
+        let (printed, changed, new_connection) = match tool {
             FdbTool::Fdbcli => self.fdbcli(&invocation).await,
             _ => {
                 let tool_call = backup::ToolCall {
                     tool,
                     version: &version,
                 };
-                backup::run(
+                let (printed, changed) = backup::run(
                     tool_call,
                     &invocation.subcommand,
                     self.admin.as_ref(),
                     &self.fdb,
                 )
-                .await
+                .await;
+                (printed, changed, None)
             }
         };
         if changed && let Some(on_change) = &self.on_change {
             on_change();
         }
-        printed
+        let new_cluster_file = new_connection
+            .or(forwarded)
+            .map(|connection| format!("{connection}\n"));
+        if let (Some(text), Some(path), ClusterFile::OnDisk | ClusterFile::OnDiskOrContainer) =
+            (&new_cluster_file, &invocation.cluster_file, source)
+        {
+            // fdbcli rewrites its cluster file after a coordinators change.
+            let _ = std::fs::write(path, text);
+        }
+        RemoteRun {
+            printed,
+            new_cluster_file,
+        }
     }
 
-    async fn fdbcli(&self, invocation: &argv::Invocation) -> (Printed, bool) {
+    async fn fdbcli(
+        &self,
+        invocation: &argv::Invocation,
+    ) -> (Printed, bool, Option<ConnectionString>) {
         let Some(line) = &invocation.exec else {
             return (
                 Printed::failed(1, "ERROR: the simulated fdbcli runs only with --exec\n"),
                 false,
+                None,
             );
         };
         let (printed, session) = Session::new(self.admin.as_ref(), &self.fdb)
             .run_line(line)
             .await;
-        if let (Some(connection), Some(path)) = (&session.new_connection, &invocation.cluster_file)
-        {
-            // fdbcli rewrites its cluster file after a coordinators change.
-            let _ = std::fs::write(path, format!("{connection}\n"));
-        }
-        (printed, session.changed)
+        (printed, session.changed, session.new_connection)
     }
 
     /// A tool that reaches no coordinator it can talk to: `status json` answers with
@@ -246,7 +310,7 @@ impl SimulatedTools {
     /// Whether the cluster file at `path` leads to the database: through a current
     /// coordinator, or a former one's forward.
     fn reach(&self, path: &Path) -> Reach {
-        let shown = path.display();
+        let shown = path.display().to_string();
         let Ok(text) = std::fs::read_to_string(path) else {
             return Reach::Failed(Printed::failed(
                 1,
@@ -255,6 +319,13 @@ impl SimulatedTools {
                 ),
             ));
         };
+        self.reach_text(&text, &shown)
+    }
+
+    /// Whether a cluster file holding `text` (shown as `shown`) leads to the database:
+    /// it must share a coordinator with it and name it (its description; coordinators
+    /// forward an older generation's ID to the current one).
+    fn reach_text(&self, text: &str, shown: &str) -> Reach {
         let Ok(file) = text.trim().parse::<ConnectionString>() else {
             return Reach::Failed(Printed::failed(
                 1,
@@ -262,21 +333,60 @@ impl SimulatedTools {
             ));
         };
         let current = self.fdb.connection_string();
-        let shares_a_coordinator = current.as_ref().is_some_and(|current| {
-            file.coordinators
-                .iter()
-                .any(|c| current.coordinators.contains(c))
+        let leads_to_it = current.as_ref().is_some_and(|current| {
+            current.description == file.description
+                && file
+                    .coordinators
+                    .iter()
+                    .any(|c| current.coordinators.contains(c))
         });
-        if shares_a_coordinator {
+        if leads_to_it {
             return Reach::Database;
         }
         if let Some(current) = current.filter(|_| self.fdb.forwards(&file)) {
             // A former coordinator forwarded the client, which keeps the new connection
             // string in its cluster file (`fdb/forwards.rs`).
-            let _ = std::fs::write(path, format!("{current}\n"));
-            return Reach::Database;
+            return Reach::Forwarded(current);
         }
         Reach::NoCoordinator(file.coordinators.iter().map(ToString::to_string).collect())
+    }
+}
+
+/// What fdbcli prints when it finds no cluster file (`fdbclient/MonitorLeader.actor.cpp`
+/// `ClusterConnectionFile::lookupClusterFileName`, error 1515).
+const NO_CLUSTER_FILE: &str = "Unable to read cluster file `./fdb.cluster' or `/etc/foundationdb/fdb.cluster' and FDB_CLUSTER_FILE unset: 1515 No cluster file found in current directory or default location\n";
+
+/// The path a remote tool's cluster file is shown as.
+fn shown_path(path: Option<&Path>) -> String {
+    path.map_or_else(|| "fdb.cluster".to_owned(), |p| p.display().to_string())
+}
+
+/// Where a run's cluster file comes from.
+#[derive(Clone, Copy)]
+enum ClusterFile<'a> {
+    /// Read from this machine at the path the arguments name; they must name one.
+    OnDisk,
+    /// Read from this machine when the arguments name one; else the container's own.
+    OnDiskOrContainer,
+    /// Read by the tool elsewhere: its contents (`None`: it found none).
+    Given(Option<&'a str>),
+}
+
+/// What a run printed, and the cluster file it leaves (after a coordinators change).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteRun {
+    /// What the tool printed and its exit code.
+    pub printed: Printed,
+    /// The cluster file's new contents, when fdbcli changed the coordinators.
+    pub new_cluster_file: Option<String>,
+}
+
+impl RemoteRun {
+    fn printed(printed: Printed) -> Self {
+        Self {
+            printed,
+            new_cluster_file: None,
+        }
     }
 }
 
@@ -284,6 +394,9 @@ impl SimulatedTools {
 enum Reach {
     /// To the database.
     Database,
+    /// To the database, through a former coordinator's forward to this connection string
+    /// (the tool rewrites its cluster file with it).
+    Forwarded(ConnectionString),
     /// To coordinators none of which is the database's.
     NoCoordinator(Vec<String>),
     /// Nowhere: the tool printed this and exited.

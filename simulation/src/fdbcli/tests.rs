@@ -596,3 +596,67 @@ async fn exclude_refuses_too_little_free_space_unless_forced_and_warns_of_coordi
         "{printed:?}"
     );
 }
+
+/// A served world's stand-in sends the cluster file's contents: the path in its
+/// arguments is shown, never opened here, and a coordinators change comes back as the
+/// file's new contents for the stand-in to write, the path left alone.
+#[tokio::test]
+async fn a_remote_tool_reaches_the_database_through_the_contents_it_sent() {
+    let fixture = Fixture::new("7.1.57");
+    let elsewhere = "/nonexistent/operator/sample.cluster";
+    let args = |line: &str| -> Vec<String> {
+        ["-C", elsewhere, "--timeout", "10", "--exec", line]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    };
+    let run = |line: &str, contents: Option<&str>| {
+        let args = args(line);
+        let contents = contents.map(str::to_owned);
+        let tools = fixture.tools.clone();
+        async move {
+            tools
+                .run_remote_tool(
+                    fdb_operator::fdb::FdbTool::Fdbcli,
+                    v("7.1.57"),
+                    &args,
+                    "default",
+                    contents.as_deref(),
+                )
+                .await
+        }
+    };
+    let contents = format!("{CONNECTION}\n");
+    let configured = run("configure new double ssd", Some(&contents)).await;
+    assert_eq!(configured.printed.code, 0, "{configured:?}");
+    assert!(configured.new_cluster_file.is_none());
+    fixture.clock.advance_seconds(10);
+
+    let changed = run(
+        "coordinators 127.0.0.21:4501 127.0.0.22:4501 127.0.0.23:4501",
+        Some(&contents),
+    )
+    .await;
+    assert_eq!(changed.printed.stdout, "Coordination state changed\n");
+    let new_file = changed.new_cluster_file.unwrap();
+    assert!(new_file.contains("127.0.0.21:4501"), "{new_file}");
+    assert!(!std::path::Path::new(elsewhere).exists());
+
+    // Another database's name reaches nothing, as a real fdbcli waits to its timeout.
+    let other = contents.replacen("sample:", "other:", 1);
+    let unreached = run("exclude 127.0.0.21:4501", Some(&other)).await;
+    assert_eq!(unreached.printed.code, 1);
+    assert!(
+        unreached.printed.stderr.contains("timeout reached"),
+        "{unreached:?}"
+    );
+    let unknown = run("nonsense", Some(&new_file)).await;
+    assert_eq!(unknown.printed.code, 1);
+    assert_eq!(
+        unknown.printed.stderr,
+        "ERROR: Unknown command `nonsense'. Try `help'?\n"
+    );
+    let none = run("status json", None).await;
+    assert_eq!(none.printed.code, 1);
+    assert!(none.printed.stderr.contains("1515"), "{none:?}");
+}

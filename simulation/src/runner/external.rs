@@ -10,13 +10,14 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::fdb::SimulatedFdb;
+use crate::fdbcli::SimulatedTools;
 use crate::kube::FakeApiServer;
 use crate::recording_admin::RecordingAdmin;
-use crate::serve::exec::SimulatedExec;
 use crate::serve::tools::ServedTools;
 use crate::world::network::FREE_BLOCKS;
 use crate::world::{HostBlock, World, WorldError, WorldOptions};
 use fdb_operator::clock::VirtualClock;
+use fdb_operator::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
 
 use super::{OPERATOR_ACTOR, RunError, Runner};
 use crate::scenario::{Actor, Scenario, Step};
@@ -125,23 +126,20 @@ impl Runner {
         let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
             .issued_by(&self.name, self.judge.clone());
         let changes = self.external_tool_changes.clone();
-        let exec = SimulatedExec {
-            api: self.api.clone(),
-            admin: Arc::new(admin),
-            fdb: self.fdb.clone(),
-            on_change: Arc::new(move || {
-                changes.fetch_add(1, Ordering::Relaxed);
-            }),
-            container_files: self.world.container_files(),
-            turn: turn.clone(),
-        };
-        let fdb = self.fdb.clone();
-        let versions = self.fdb.clone();
+        let minors = self.tool_minors();
+        let tools = SimulatedTools::new(
+            Arc::new(admin),
+            self.fdb.clone(),
+            minors.clone(),
+            DEFAULT_FDB_BINARIES_DIR,
+        )
+        .with_on_change(Arc::new(move || {
+            changes.fetch_add(1, Ordering::Relaxed);
+        }));
         ServedTools {
-            exec,
-            minors: self.tool_minors().into_iter().collect(),
-            connection_string: Arc::new(move || fdb.connection_string()),
-            running_version: Arc::new(move || versions.snapshot().version),
+            tools,
+            minors: minors.into_iter().collect(),
+            turn: turn.clone(),
         }
     }
 
@@ -172,15 +170,27 @@ impl Runner {
 }
 
 /// Whether a FoundationDBCluster's status says its current generation is reconciled
-/// (what the operator writes at the end of a pass that reached Reconciled).
+/// (what the operator writes at the end of a pass that reached Reconciled): the
+/// generations hold the current one as `reconciled` and nothing else. `reconciled` is
+/// the last generation fully reconciled; a pass that finds work left at the same
+/// generation keeps it and adds what is pending (`needsPodDeletion`, ...), as the Go
+/// operator's `CheckReconciliation` does (api/v1beta2/foundationdbcluster_types.go), so
+/// `reconciled` alone equal to the generation is not a pass reporting Reconciled.
 fn reports_reconciled(cluster: &Value) -> bool {
     let generation = cluster
         .pointer("/metadata/generation")
         .and_then(Value::as_i64);
-    let reconciled = cluster
-        .pointer("/status/generations/reconciled")
-        .and_then(Value::as_i64);
-    generation.is_some() && generation == reconciled
+    let Some(generations) = cluster
+        .pointer("/status/generations")
+        .and_then(Value::as_object)
+    else {
+        return false;
+    };
+    let pending = generations
+        .iter()
+        .any(|(key, value)| key != "reconciled" && !value.is_null());
+    let reconciled = generations.get("reconciled").and_then(Value::as_i64);
+    generation.is_some() && generation == reconciled && !pending
 }
 
 #[cfg(test)]
@@ -214,6 +224,12 @@ mod tests {
         let cluster = serde_json::json!({"metadata": {"generation": 2},
             "status": {"generations": {"reconciled": 2}}});
         assert!(reports_reconciled(&cluster));
+        let pending = serde_json::json!({"metadata": {"generation": 2},
+            "status": {"generations": {"reconciled": 2, "needsPodDeletion": 2}}});
+        assert!(
+            !reports_reconciled(&pending),
+            "work left at the same generation"
+        );
         let behind = serde_json::json!({"metadata": {"generation": 3},
             "status": {"generations": {"reconciled": 2}}});
         assert!(!reports_reconciled(&behind));

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
+use fdb_operator::fdb::FdbTool;
+use fdb_operator::fdb::tools::TRACE_LOG_GROUP_ENV;
 use fdb_shared::FdbVersion;
-use fdb_shared::connection_string::ConnectionString;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 
-use super::exec::{ExecOutput, SimulatedExec};
+use crate::fdbcli::{SimulatedTools, image_tool_version};
 
 /// The path the stand-ins post to (on the external operator's listener only).
 pub const TOOLS_PATH: &str = "/simulation/fdb-tools/v1/run";
@@ -54,19 +55,22 @@ pub struct ToolReply {
     pub stderr: String,
     /// Exit status.
     pub exit_code: i32,
+    /// The cluster file's new contents after fdbcli changed the coordinators: the
+    /// stand-in writes them to the file it read, as the real fdbcli rewrites its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_file: Option<String>,
 }
 
 /// What the tools reach: the world's database, through the operator's admin interface.
 #[derive(Clone)]
 pub struct ServedTools {
-    /// Runs fdbcli texts; its admin records commands as the operator's.
-    pub exec: SimulatedExec,
+    /// The simulated tools (the interpreter scenarios run); their admin records
+    /// commands as the operator's.
+    pub tools: SimulatedTools,
     /// `world.operatorTools`: the minor versions the stand-ins exist for.
     pub minors: BTreeSet<String>,
-    /// The database's connection string, once it has one.
-    pub connection_string: Arc<dyn Fn() -> Option<ConnectionString> + Send + Sync>,
-    /// The version most of the database's processes run, once it runs.
-    pub running_version: Arc<dyn Fn() -> Option<FdbVersion> + Send + Sync>,
+    /// The world's turn: a tool run waits for it, as the served API's writes do.
+    pub turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for ServedTools {
@@ -78,115 +82,77 @@ impl std::fmt::Debug for ServedTools {
 }
 
 /// Runs one stand-in tool request: the one place every tool run of the external
-/// operator goes through. fdbcli `--exec` texts of `status json` and `kill` run on the
-/// database; anything else is refused whole (nothing runs) as not supported yet.
-pub async fn run_tool(tools: &ServedTools, request: &ToolRequest) -> ExecOutput {
-    if let Err(refusal) = reachable(tools, request) {
-        return refusal;
-    }
-    match request.tool.as_str() {
-        "fdbcli" => fdbcli(tools, &request.version, &request.args).await,
-        other => failed(format!(
-            "{other} {}: not supported by the stand-in yet (the served world's stand-ins \
-             run fdbcli `status json` and `kill` so far)",
-            request.args.first().map_or("", String::as_str)
-        )),
+/// operator goes through. The simulated tool of the stand-in's version (the operator
+/// image's release of that minor) reads the arguments as the real one, reaches the
+/// database through the cluster file's contents the stand-in sent (never a path of the
+/// request opened here) and answers with that version's texts and exit codes.
+pub async fn run_tool(tools: &ServedTools, request: &ToolRequest) -> ToolReply {
+    let (tool, version) = match known_tool(tools, request) {
+        Ok(known) => known,
+        Err(refusal) => return refusal,
+    };
+    let log_group = request
+        .env
+        .get(TRACE_LOG_GROUP_ENV)
+        .map(String::as_str)
+        .filter(|group| !group.is_empty())
+        .unwrap_or("default");
+    let _turn = tools.turn.lock().await;
+    let run = tools
+        .tools
+        .run_remote_tool(
+            tool,
+            version,
+            &request.args,
+            log_group,
+            request.cluster_file.as_deref(),
+        )
+        .await;
+    ToolReply {
+        stdout: run.printed.stdout,
+        stderr: run.printed.stderr,
+        exit_code: run.printed.code,
+        cluster_file: run.new_cluster_file,
     }
 }
 
-/// Whether the request reaches the database: a tool of the world, of a version the
-/// world has tools for, with a cluster file naming the database, of the database's
-/// protocol (a tool of another minor version cannot talk to it).
-fn reachable(tools: &ServedTools, request: &ToolRequest) -> Result<(), ExecOutput> {
-    if !TOOL_NAMES.contains(&request.tool.as_str()) {
-        return Err(failed(format!(
-            "{:?} is not a FoundationDB tool (fdbcli, fdbbackup, fdbrestore)",
-            request.tool
-        )));
-    }
-    if !tools.minors.contains(&request.version) {
+/// The tool and version a request names: one of the world's stand-ins (a tool of a
+/// minor the world has no stand-in for does not exist, as a missing binary).
+fn known_tool(
+    tools: &ServedTools,
+    request: &ToolRequest,
+) -> Result<(FdbTool, FdbVersion), ToolReply> {
+    let tool = match request.tool.as_str() {
+        "fdbcli" => FdbTool::Fdbcli,
+        "fdbbackup" => FdbTool::Fdbbackup,
+        "fdbrestore" => FdbTool::Fdbrestore,
+        other => {
+            return Err(failed(format!(
+                "{other:?} is not a FoundationDB tool (fdbcli, fdbbackup, fdbrestore)"
+            )));
+        }
+    };
+    let version = tools
+        .minors
+        .contains(&request.version)
+        .then(|| image_tool_version(&request.version))
+        .flatten();
+    let Some(version) = version else {
         return Err(failed(format!(
             "no {} {} in this world (world.operatorTools: {})",
             request.tool,
             request.version,
             tools.minors.iter().cloned().collect::<Vec<_>>().join(", ")
         )));
-    }
-    let Some(text) = &request.cluster_file else {
-        return Err(failed(format!(
-            "{}: no cluster file (give one with -C FILE)",
-            request.tool
-        )));
     };
-    let named: ConnectionString = text
-        .trim()
-        .parse()
-        .map_err(|error| failed(format!("ERROR: the cluster file is not valid: {error}")))?;
-    if let Some(database) = (tools.connection_string)()
-        && database.description != named.description
-    {
-        // Coordinators forward an old generation to the new one: only another
-        // database's description leaves the tool with nothing to talk to.
-        return Err(failed(format!(
-            "ERROR: no database of the served world is named {:?} (it serves {:?}); a real \
-             {} would time out",
-            named.description, database.description, request.tool
-        )));
-    }
-    if let Some(running) = (tools.running_version)() {
-        let minor = format!("{}.{}", running.major, running.minor);
-        if minor != request.version {
-            return Err(failed(format!(
-                "ERROR: the database runs FoundationDB {running}, whose protocol {} {} does \
-                 not speak; a real one cannot connect and times out",
-                request.tool, request.version
-            )));
-        }
-    }
-    Ok(())
+    Ok((tool, version))
 }
 
-/// fdbcli: only `--exec` texts, and of those only `status json` and `kill` so far.
-async fn fdbcli(tools: &ServedTools, version_minor: &str, args: &[String]) -> ExecOutput {
-    let Some(text) = args
-        .iter()
-        .position(|arg| arg == "--exec")
-        .and_then(|at| args.get(at + 1))
-    else {
-        return failed(
-            "fdbcli without --exec (interactive) is not supported by the stand-in yet".to_owned(),
-        );
-    };
-    for command in text.split(';').map(str::trim).filter(|c| !c.is_empty()) {
-        let words: Vec<&str> = command.split_whitespace().collect();
-        if !matches!(words.as_slice(), ["status", "json"] | ["kill", ..]) {
-            return failed(format!(
-                "ERROR: `{command}` is not supported by the stand-in yet (it runs `status \
-                 json` and `kill`); nothing was run"
-            ));
-        }
-    }
-    let _turn = tools.exec.turn.lock().await;
-    // The simulated fdbcli of the stand-in's version (checked against the database's
-    // in `reachable`): the running version when it is of that minor, else the minor's
-    // first release (a database not created yet runs none).
-    let running = (tools.running_version)();
-    let version = running
-        .filter(|v| format!("{}.{}", v.major, v.minor) == version_minor)
-        .or_else(|| format!("{version_minor}.0").parse().ok());
-    let Some(version) = version else {
-        return failed(format!(
-            "fdbcli {version_minor}: not a FoundationDB version"
-        ));
-    };
-    tools.exec.fdbcli_of_version(version, text).await
-}
-
-fn failed(message: String) -> ExecOutput {
-    ExecOutput {
-        stdout: String::new(),
+fn failed(message: String) -> ToolReply {
+    ToolReply {
         stderr: format!("{message}\n"),
         exit_code: 1,
+        ..ToolReply::default()
     }
 }
 
@@ -205,15 +171,7 @@ pub async fn serve(tools: &ServedTools, body: &[u8]) -> Response {
             );
         }
     };
-    let output = run_tool(tools, &request).await;
-    reply(
-        StatusCode::OK,
-        &ToolReply {
-            stdout: output.stdout,
-            stderr: output.stderr,
-            exit_code: output.exit_code,
-        },
-    )
+    reply(StatusCode::OK, &run_tool(tools, &request).await)
 }
 
 fn reply(status: StatusCode, body: &ToolReply) -> Response {
