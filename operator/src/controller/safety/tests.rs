@@ -1,6 +1,8 @@
 use fdb_shared::api::cluster::ProcessGroupCondition;
 use fdb_shared::status_json::DatabaseStatus;
 
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::controller::fixtures::{Fixture, STATUS_7_1, group, pod, reporting};
 
