@@ -22,3 +22,19 @@ fn every_pod_evicted_while_the_database_is_down_is_recreated() {
     let last = result.steps.last().unwrap();
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
 }
+
+#[test]
+fn three_data_hall_fallback_through_the_spec_while_a_hall_is_lost() {
+    let result = run_file("field-reports/three-data-hall-fallback-spec.yaml", None);
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}
+
+#[test]
+fn three_data_hall_fallback_by_hand_stays_until_the_hall_is_back() {
+    let result = run_file("field-reports/three-data-hall-fallback-fdbcli.yaml", None);
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}

@@ -16,7 +16,7 @@ use fdb_shared::api::cluster::{
     FoundationDBCluster, FoundationDBClusterSpec, ImageType, ImageTypeSource,
     processes::settings_for_class,
 };
-use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode};
+use fdb_shared::api::{DatabaseConfiguration, ProcessClass};
 use fdb_shared::cluster_math::{
     configure_new_command, desired_coordinator_count, desired_database_configuration,
     desired_process_counts, fault_tolerance, main_image, sidecar_image, unified_image, uses_locks,
@@ -179,7 +179,7 @@ fn data_hall_source(spec: &FoundationDBClusterSpec, class: ProcessClass) -> Opti
 
 /// The halls of a cluster, when it has three_data_hall or data hall localities.
 fn data_halls(spec: &FoundationDBClusterSpec, warnings: &mut Vec<String>) -> Option<DataHalls> {
-    let three = spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let three = spec.redundancy_mode().spreads_over_data_halls();
     let locality: BTreeMap<ProcessClass, Option<String>> = desired_process_counts(spec)
         .positive()
         .into_keys()

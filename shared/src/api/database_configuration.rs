@@ -90,6 +90,14 @@ open_string_enum! {
 impl RedundancyMode {
     /// The redundancy mode of a cluster that does not set one.
     pub const DEFAULT: Self = Self::Double;
+
+    /// Whether the mode places replicas by `data_hall` locality: three_data_hall and its
+    /// fallback. Both replicate the logs 4 times, in 2 zones of each of 2 data halls; the
+    /// fallback keeps 2 storage replicas in distinct halls instead of 3
+    /// (apple/foundationdb `fdbclient/ManagementAPI.actor.cpp`, `configForToken`).
+    pub fn spreads_over_data_halls(&self) -> bool {
+        matches!(self, Self::ThreeDataHall | Self::ThreeDataHallFallback)
+    }
 }
 
 impl StorageEngine {

@@ -55,18 +55,25 @@ fn set(value: Option<i32>) -> Option<i32> {
     value.filter(|count| *count > 0)
 }
 
+/// The mode whose default counts `mode` takes. three_data_hall_fallback is a temporary
+/// mode for while a hall is lost: its roles and processes stay those of three_data_hall,
+/// so that falling back and returning neither remove nor add process groups in the
+/// middle of an outage.
+fn counted_as(mode: RedundancyMode) -> RedundancyMode {
+    match mode {
+        RedundancyMode::ThreeDataHallFallback => RedundancyMode::ThreeDataHall,
+        mode => mode,
+    }
+}
+
 /// The role counts of a database configuration, defaults filled in.
 pub fn role_counts(config: &DatabaseConfiguration) -> RoleCounts {
     let mode = config
         .redundancy_mode
         .clone()
         .unwrap_or(RedundancyMode::DEFAULT);
-    let tolerance = fault_tolerance(&mode);
-    let default_logs = if mode == RedundancyMode::ThreeDataHall {
-        4
-    } else {
-        3
-    };
+    let tolerance = fault_tolerance(&counted_as(mode.clone()));
+    let default_logs = if mode.spreads_over_data_halls() { 4 } else { 3 };
     let logs = set(config.logs).unwrap_or(default_logs);
     let (proxies, commit_proxies, grv_proxies) = match (
         set(config.proxies),
@@ -132,7 +139,7 @@ impl DesiredProcessCounts {
 pub fn desired_process_counts(spec: &FoundationDBClusterSpec) -> DesiredProcessCounts {
     let config = &spec.database_configuration;
     let roles = role_counts(config);
-    let tolerance = fault_tolerance(&spec.redundancy_mode());
+    let tolerance = fault_tolerance(&counted_as(spec.redundancy_mode()));
     let explicit = &spec.process_counts;
 
     let dedicated_roles = [
@@ -195,6 +202,8 @@ mod tests {
             ("double", 1, (3, 4, 9)),
             ("triple", 2, (5, 5, 10)),
             ("three_data_hall", 2, (5, 6, 10)),
+            // The fallback keeps three_data_hall's processes (it returns to it).
+            ("three_data_hall_fallback", 1, (5, 6, 10)),
         ];
         for (mode, tolerance, expected) in cases {
             let spec = spec(&format!(

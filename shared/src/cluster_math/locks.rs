@@ -2,7 +2,6 @@
 //! steps").
 
 use crate::api::cluster::FoundationDBClusterSpec;
-use crate::api::database_configuration::RedundancyMode;
 
 /// Locks are used when several operator instances may manage the database: several
 /// regions or datacenters, a fault domain spanning several Kubernetes clusters
@@ -15,7 +14,7 @@ pub fn uses_locks(spec: &FoundationDBClusterSpec) -> bool {
     let config = &spec.database_configuration;
     let multi_region = spec.usable_regions() > 1 || config.regions.len() > 1;
     let multi_zone = spec.fault_domain.zone_count.unwrap_or(0) > 1;
-    let data_halls = spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let data_halls = spec.redundancy_mode().spreads_over_data_halls();
     multi_region || multi_zone || data_halls
 }
 

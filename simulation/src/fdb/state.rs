@@ -159,13 +159,14 @@ impl State {
         format!("{:032x}", self.rng.random::<u128>())
     }
 
-    /// Whether the configuration is `three_data_hall`: storage teams span distinct data
-    /// halls and the logs two halls.
+    /// Whether the configuration is `three_data_hall` or its fallback: storage teams span
+    /// distinct data halls and the logs two halls (`fdbclient/ManagementAPI.actor.cpp`,
+    /// `configForToken`: both modes' policies are across `data_hall`).
     pub fn by_data_hall(&self) -> bool {
         self.configuration
             .as_ref()
             .and_then(|c| c.redundancy_mode.as_ref())
-            .is_some_and(|mode| *mode == RedundancyMode::ThreeDataHall)
+            .is_some_and(RedundancyMode::spreads_over_data_halls)
     }
 
     /// The failure domain a storage team spreads over: the `data_hall` locality in
@@ -186,9 +187,11 @@ impl State {
             .as_ref()
             .and_then(|c| c.redundancy_mode.clone())
             .unwrap_or(RedundancyMode::DEFAULT);
+        // three_data_hall_fallback keeps 2 storage replicas, in distinct halls
+        // (`configForToken`: `redundancy = "2"`).
         match mode {
             RedundancyMode::Single => 1,
-            RedundancyMode::Double => 2,
+            RedundancyMode::Double | RedundancyMode::ThreeDataHallFallback => 2,
             _ => 3,
         }
     }

@@ -17,8 +17,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
+use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
-use fdb_shared::api::{FoundationDBCluster, RedundancyMode};
 use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
@@ -65,7 +65,7 @@ fn problem(
         ));
     }
     let mut zones = BTreeSet::new();
-    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let by_hall = cluster.spec.redundancy_mode().spreads_over_data_halls();
     let per_hall = coordinators_per_hall(wanted);
     let mut halls: BTreeMap<String, usize> = BTreeMap::new();
     let tls = cluster.spec.tls_enabled();
@@ -395,7 +395,7 @@ fn choose(
         .cloned()
         .collect();
     // three_data_hall: among groups reporting a data hall, a third in each hall.
-    let by_hall = cluster.spec.redundancy_mode() == RedundancyMode::ThreeDataHall;
+    let by_hall = cluster.spec.redundancy_mode().spreads_over_data_halls();
     let choice = if settled.len() < reachable.len() {
         select_coordinators_spread(&settled, &settings, wanted, by_hall, dcs)
             .or_else(|_| select_coordinators_spread(reachable, &settings, wanted, by_hall, dcs))

@@ -4,6 +4,7 @@
 mod basics;
 mod data;
 mod faults;
+mod halls;
 mod maintenance;
 mod recovery;
 mod schema;

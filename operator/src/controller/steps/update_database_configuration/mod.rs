@@ -1,8 +1,10 @@
 //! UpdateDatabaseConfiguration: `configure new <desired>` once, when every live process
 //! group reports to the database (then `status.configured`); later `configure` the
 //! differences between the live and the desired configuration, only while the database
-//! is available and healthy. A configuration of three_data_hall (new, or a change to it)
-//! waits until every process reports a `data_hall` locality, in three halls. Region
+//! is available and healthy (a fall back from three_data_hall to its fallback, the remedy
+//! for a lost hall, only available). A configuration of three_data_hall or its fallback
+//! (new, or a change to it) waits until every process reports a `data_hall` locality, in
+//! three halls (two for the fallback). Region
 //! changes go one step at a time (`cluster_math::next_configuration_change`): a new
 //! region joins at a negative priority, `usable_regions` rises, and only then does the
 //! region get its priority; FoundationDB refuses `regions` and `usable_regions` in one
@@ -128,9 +130,16 @@ fn decide_ordered(snapshot: &ClusterSnapshot, region_order: bool) -> Configurati
     {
         return ConfigurationAction::WaitForHalls(gap);
     }
-    // A configuration change causes a recovery itself: not right after another one.
-    let safe = available_and_healthy(snapshot)
-        .and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
+    // A configuration change causes a recovery itself: not right after another one. The
+    // fall back from three_data_hall is the remedy for the unhealthy data distribution a
+    // lost hall leaves (its teams cannot get their third hall): it needs availability,
+    // not health, or it would wait for the hall it stands in for.
+    let health = if falls_back_to_two_halls(live, &desired, running.as_ref()) {
+        safety::available(snapshot)
+    } else {
+        available_and_healthy(snapshot)
+    };
+    let safe = health.and_then(|()| recovered_for(snapshot, MINIMUM_SECONDS_SINCE_RECOVERY));
     match safe {
         Ok(()) if region_order => {
             ConfigurationAction::Change(next_configuration_change(live, &desired))
@@ -140,8 +149,36 @@ fn decide_ordered(snapshot: &ClusterSnapshot, region_order: bool) -> Configurati
     }
 }
 
-/// Data halls three_data_hall spreads its storage teams over.
-const DATA_HALLS: usize = 3;
+/// Whether going from `live` to `desired` only drops three_data_hall to its fallback:
+/// the same log policy (4 replicas, 2 zones in each of 2 halls) and 2 storage replicas in
+/// distinct halls instead of 3, which starts no data movement; FoundationDB documents it
+/// as the way to unblock data distribution while a data hall is unavailable
+/// (apple/foundationdb `documentation/sphinx/source/configuration.rst`,
+/// "three_data_hall_fallback mode"). Nothing else may change in the same `configure`.
+pub(crate) fn falls_back_to_two_halls(
+    live: &DatabaseConfiguration,
+    desired: &DatabaseConfiguration,
+    running: Option<&fdb_shared::version::FdbVersion>,
+) -> bool {
+    if live.redundancy_mode != Some(RedundancyMode::ThreeDataHall)
+        || desired.redundancy_mode != Some(RedundancyMode::ThreeDataHallFallback)
+    {
+        return false;
+    }
+    let mut fallen_back = live.clone();
+    fallen_back.redundancy_mode = desired.redundancy_mode.clone();
+    configure_change_command(&fallen_back, desired, running).is_none()
+}
+
+/// Data halls the storage teams of `mode` need: three_data_hall 3, its fallback 2
+/// (`fdbclient/ManagementAPI.actor.cpp`, `configForToken`); `None` for the other modes.
+fn data_halls_needed(mode: Option<&RedundancyMode>) -> Option<usize> {
+    match mode? {
+        RedundancyMode::ThreeDataHall => Some(3),
+        RedundancyMode::ThreeDataHallFallback => Some(2),
+        _ => None,
+    }
+}
 
 /// Why `desired` (three_data_hall) cannot be configured yet: processes that report no
 /// `data_hall` locality (the localities roll out first, through the pods' process
@@ -149,9 +186,11 @@ const DATA_HALLS: usize = 3;
 /// the mode's log team (2 zones in each of 2 halls). `None` for other modes, or when all
 /// of that is there.
 pub(crate) fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> Option<String> {
-    if desired.redundancy_mode != Some(RedundancyMode::ThreeDataHall) {
-        return None;
-    }
+    let halls_needed = data_halls_needed(desired.redundancy_mode.as_ref())?;
+    let mode = desired
+        .redundancy_mode
+        .as_ref()
+        .map_or("three_data_hall", RedundancyMode::as_str);
     let processes: Vec<_> = db
         .cluster
         .processes
@@ -174,7 +213,7 @@ pub(crate) fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> 
     if !without.is_empty() {
         let shown: Vec<&str> = without.iter().take(5).map(String::as_str).collect();
         return Some(format!(
-            "waiting for {} of {} processes to report a data_hall locality ({}{}) before configuring three_data_hall",
+            "waiting for {} of {} processes to report a data_hall locality ({}{}) before configuring {mode}",
             without.len(),
             processes.len(),
             shown.join(", "),
@@ -189,9 +228,9 @@ pub(crate) fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> 
         .iter()
         .filter_map(|p| p.locality.data_hall.as_deref())
         .collect();
-    if halls.len() < DATA_HALLS {
+    if halls.len() < halls_needed {
         return Some(format!(
-            "three_data_hall needs processes in {DATA_HALLS} data halls, but they report {} ({})",
+            "{mode} needs processes in {halls_needed} data halls, but they report {} ({})",
             halls.len(),
             halls.into_iter().collect::<Vec<_>>().join(", ")
         ));
@@ -219,7 +258,7 @@ pub(crate) fn hall_gap(db: &DatabaseStatus, desired: &DatabaseConfiguration) -> 
             .map(|(hall, zones)| format!("{hall}: {}", zones.len()))
             .collect();
         format!(
-            "three_data_hall's logs need log processes in 2 zones of each of 2 data halls; zones with log processes per hall: {}",
+            "{mode}'s logs need log processes in 2 zones of each of 2 data halls; zones with log processes per hall: {}",
             if spread.is_empty() { "none".to_owned() } else { spread.join(", ") }
         )
     })
@@ -311,230 +350,4 @@ impl Subreconciler for UpdateDatabaseConfiguration {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::controller::fixtures::{Fixture, group};
-    use fdb_shared::api::RedundancyMode;
-    use fdb_shared::status_json::DatabaseStatus;
-
-    /// A configured (or not) cluster with groups log-1 and storage-1 and `db`.
-    fn snapshot(configured: bool, db: DatabaseStatus) -> ClusterSnapshot {
-        Fixture::new("version: 7.1.57")
-            .groups([group("log-1"), group("storage-1")])
-            .connection_string("sample:abc@10.0.0.1:4501")
-            .status(|s| s.configured = configured)
-            .database(db)
-            .build()
-    }
-
-    fn desired() -> serde_json::Value {
-        let spec = crate::controller::fixtures::cluster("version: 7.1.57").spec;
-        serde_json::to_value(desired_database_configuration(&spec)).unwrap()
-    }
-
-    fn db(
-        instances: &[&str],
-        configuration: Option<serde_json::Value>,
-        available: bool,
-    ) -> DatabaseStatus {
-        let processes: serde_json::Map<String, serde_json::Value> = instances
-            .iter()
-            .map(|id| {
-                (
-                    (*id).to_owned(),
-                    serde_json::json!({"locality": {"instance_id": id}}),
-                )
-            })
-            .collect();
-        let mut cluster = serde_json::json!({"processes": processes});
-        if let Some(configuration) = configuration {
-            cluster["configuration"] = configuration;
-        }
-        serde_json::from_value(serde_json::json!({
-            "client": {"database_status": {"available": available, "healthy": available}},
-            "cluster": cluster
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn configure_new_waits_for_every_group() {
-        let action = decide(&snapshot(false, db(&["log-1"], None, false)));
-        assert_eq!(
-            action,
-            ConfigurationAction::Wait(
-                "waiting for 1 of 2 process groups to report to the database before configuring it"
-                    .to_owned()
-            )
-        );
-        match decide(&snapshot(false, db(&["log-1", "storage-1"], None, false))) {
-            ConfigurationAction::ConfigureNew(desired) => {
-                assert_eq!(desired.redundancy_mode, Some(RedundancyMode::Double));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    #[test]
-    fn an_existing_configuration_is_recorded_then_changed_only_when_safe() {
-        let configured = serde_json::json!({"redundancy_mode": "single", "storage_engine": "ssd-2",
-            "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1});
-        assert_eq!(
-            decide(&snapshot(false, db(&[], Some(configured.clone()), true))),
-            ConfigurationAction::MarkConfigured
-        );
-        assert!(matches!(
-            decide(&snapshot(true, db(&[], Some(configured.clone()), false))),
-            ConfigurationAction::Wait(_)
-        ));
-        assert!(matches!(
-            decide(&snapshot(true, db(&[], Some(configured.clone()), true))),
-            ConfigurationAction::Change(_)
-        ));
-        let mut recovering = db(&[], Some(configured), true);
-        recovering
-            .cluster
-            .recovery_state
-            .seconds_since_last_recovered = Some(30.0);
-        match decide(&snapshot(true, recovering)) {
-            ConfigurationAction::Wait(reason) => assert!(reason.contains("30s ago"), "{reason}"),
-            other => panic!("a change right after a recovery: {other:?}"),
-        }
-        assert_eq!(
-            decide(&snapshot(true, db(&[], Some(desired()), true))),
-            ConfigurationAction::None
-        );
-    }
-
-    #[test]
-    fn a_second_region_joins_at_a_negative_priority_before_usable_regions_rises() {
-        let spec = "version: 7.1.57\ndataCenter: dc1\ndatabaseConfiguration: {usable_regions: 2, regions: [{datacenters: [{id: dc1, priority: 1}]}, {datacenters: [{id: dc2, priority: 0}]}]}";
-        let snapshot = |live: serde_json::Value| {
-            Fixture::new(spec)
-                .groups([group("log-1"), group("storage-1")])
-                .connection_string("sample:abc@10.0.0.1:4501")
-                .status(|s| s.configured = true)
-                .database(db(&[], Some(live), true))
-                .build()
-        };
-        let stage_1 = serde_json::json!({"redundancy_mode": "double", "storage_engine": "ssd-2",
-            "logs": 3, "proxies": 3, "resolvers": 1, "usable_regions": 1,
-            "regions": [{"datacenters": [{"id": "dc1", "priority": 1}]}]});
-        let ConfigurationAction::Change(next) = decide(&snapshot(stage_1.clone())) else {
-            panic!("a change is due");
-        };
-        assert_eq!(next.usable_regions, Some(1));
-        assert_eq!(next.regions.len(), 2);
-        assert_eq!(next.regions[1].datacenters[0].priority, Some(-1));
-        // With both regions known, usable_regions rises alone.
-        let mut joined = stage_1;
-        joined["regions"] = serde_json::to_value(&next.regions).unwrap();
-        let ConfigurationAction::Change(next) = decide(&snapshot(joined.clone())) else {
-            panic!("a change is due");
-        };
-        assert_eq!(next.usable_regions, Some(2));
-        assert_eq!(
-            serde_json::to_value(&next.regions).unwrap(),
-            joined["regions"]
-        );
-    }
-}
-
-#[cfg(test)]
-mod hall_tests {
-    use super::*;
-    use crate::controller::fixtures::{Fixture, group};
-
-    /// A database of four processes whose `data_hall` localities are `halls` ("" for
-    /// none), live configuration `live`.
-    fn db(halls: [&str; 4], live: &str) -> DatabaseStatus {
-        let processes: serde_json::Map<String, serde_json::Value> = halls
-            .iter()
-            .enumerate()
-            .map(|(i, hall)| {
-                let mut locality = serde_json::json!({"instance_id": format!("log-{}", i + 1), "zoneid": format!("z{i}")});
-                if !hall.is_empty() {
-                    locality["data_hall"] = serde_json::json!(hall);
-                }
-                (format!("p{i}"), serde_json::json!({"locality": locality, "class_type": "log"}))
-            })
-            .collect();
-        serde_json::from_value(serde_json::json!({
-            "client": {"database_status": {"available": true, "healthy": true}},
-            "cluster": {"processes": processes, "recovery_state": {"seconds_since_last_recovered": 600.0},
-                "configuration": {"redundancy_mode": live, "storage_engine": "ssd-2",
-                    "logs": 4, "proxies": 3, "resolvers": 1, "usable_regions": 1}}
-        }))
-        .unwrap()
-    }
-
-    /// Five log processes in zones z0..z4, halls as given, live double.
-    fn db5(halls: [&str; 5]) -> DatabaseStatus {
-        let mut status = db([halls[0], halls[1], halls[2], halls[3]], "double");
-        let mut extra = status.cluster.processes.values().next().unwrap().clone();
-        extra.locality.instance_id = Some("log-5".to_owned());
-        extra.locality.zoneid = Some("z4".to_owned());
-        extra.locality.data_hall = Some(halls[4].to_owned());
-        status.cluster.processes.insert("p4".to_owned(), extra);
-        status
-    }
-
-    fn decide_with(db: DatabaseStatus) -> ConfigurationAction {
-        let groups = ["log-1", "log-2", "log-3", "log-4", "log-5"].map(group);
-        decide(
-            &Fixture::new(
-                "{version: 7.1.57, databaseConfiguration: {redundancy_mode: three_data_hall}}",
-            )
-            .groups(groups)
-            .connection_string("sample:abc@10.0.0.1:4501")
-            .status(|s| s.configured = true)
-            .database(db)
-            .build(),
-        )
-    }
-
-    #[test]
-    fn three_data_hall_waits_for_every_locality_and_three_halls() {
-        match decide_with(db(["a", "b", "", "c"], "double")) {
-            ConfigurationAction::WaitForHalls(reason) => {
-                assert!(
-                    reason.contains("1 of 4 processes to report a data_hall"),
-                    "{reason}"
-                );
-                assert!(reason.contains("log-3"), "{reason}");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        match decide_with(db(["a", "b", "b", "a"], "double")) {
-            ConfigurationAction::WaitForHalls(reason) => {
-                assert!(
-                    reason.contains("needs processes in 3 data halls"),
-                    "{reason}"
-                );
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        // Three halls, but only hall a has logs in two zones.
-        match decide_with(db(["a", "b", "c", "a"], "double")) {
-            ConfigurationAction::WaitForHalls(reason) => {
-                assert!(reason.contains("a: 2, b: 1, c: 1"), "{reason}");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        match decide_with(db5(["a", "b", "c", "a", "b"])) {
-            ConfigurationAction::Change(desired) => {
-                assert_eq!(desired.redundancy_mode, Some(RedundancyMode::ThreeDataHall));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    #[test]
-    fn other_modes_never_wait_for_halls() {
-        let triple = DatabaseConfiguration {
-            redundancy_mode: Some(RedundancyMode::Triple),
-            ..DatabaseConfiguration::default()
-        };
-        assert_eq!(hall_gap(&db(["", "", "", ""], "double"), &triple), None);
-    }
-}
+mod tests;
