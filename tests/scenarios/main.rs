@@ -25,6 +25,7 @@ mod multi;
 mod mutations;
 mod pacing;
 mod randomized;
+mod randomized_rollouts;
 mod regions;
 mod removals;
 mod replacements;

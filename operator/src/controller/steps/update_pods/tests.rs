@@ -443,3 +443,63 @@ fn a_coordinator_that_cannot_move_anywhere_has_its_group_replaced_instead_of_wai
         None
     );
 }
+
+/// Randomized rollout seeds 6, 8 and 10 (issue 38): in single redundancy, the next
+/// storage zone waits until the storage pods deleted before have been back for the
+/// recovery pacing; a storage pod that came back long ago, or any pod in double
+/// redundancy, holds nothing.
+#[test]
+fn single_redundancy_spaces_storage_zones_by_the_recovery_pacing() {
+    let with_storage_2_created = |spec: &str, created: i64| {
+        let ids: Vec<&str> = LAYOUT.iter().map(|(id, _)| *id).collect();
+        let mut db = reporting(&ids);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_availability = Some(1);
+        db.cluster
+            .fault_tolerance
+            .max_zone_failures_without_losing_data = Some(1);
+        let mut groups: Vec<ProcessGroupStatus> =
+            LAYOUT.iter().map(|(id, zone)| outdated(id, zone)).collect();
+        // storage-2 was updated already: its pod is new.
+        groups[2].process_group_conditions.clear();
+        Fixture::new(spec)
+            .groups(groups)
+            .pods(LAYOUT.iter().enumerate().map(|(n, (id, zone))| {
+                let mut pod = pod(
+                    &format!("sample-{id}"),
+                    id,
+                    zone,
+                    &format!("10.0.0.{}", n + 1),
+                );
+                if *id == "storage-2" {
+                    pod.metadata.creation_timestamp =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            jiff::Timestamp::from_second(created).unwrap(),
+                        ));
+                }
+                pod
+            }))
+            .database(db)
+            .build()
+    };
+    let single = "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}}";
+    // The fixture's clock is at 10 000: storage-2's pod came back 50 s ago.
+    match decide(&with_storage_2_created(single, 9_950)).deletion {
+        Deletion::Wait(reason) => {
+            assert!(
+                reason.contains("storage pod sample-storage-2 came back 50s ago"),
+                "{reason}"
+            );
+        }
+        other => panic!("the next storage zone went at once: {other:?}"),
+    }
+    assert!(matches!(
+        decide(&with_storage_2_created(single, 9_800)).deletion,
+        Deletion::Delete { .. }
+    ));
+    assert!(matches!(
+        decide(&with_storage_2_created("version: 7.1.57", 9_950)).deletion,
+        Deletion::Delete { .. }
+    ));
+}
