@@ -203,6 +203,30 @@ fn the_fault_tolerance_budget_counts_zones_already_down() {
     assert_eq!(may_take_down(&triple, &zones(&["n1", "n3"])), Ok(()));
 }
 
+/// Issue 37: storage-1's pod deleted for an update and not back, storage-2 restarting
+/// (its process not reporting): two zones down in double redundancy. More of zone n2
+/// (storage-2's pod) is not free: it may hold the last live replica of some shard.
+#[test]
+fn zones_already_down_beyond_the_tolerance_cost_more_of_them_too() {
+    let beyond = three_zones(DOUBLE, &[false, true, true])
+        .status(|s| s.process_groups[0].fault_domain = Some("n1".into()))
+        .database(reporting(&["storage-1", "storage-3"]))
+        .build();
+    let down: Vec<String> = zone_budget(&beyond)
+        .down
+        .into_iter()
+        .map(|z| z.zone)
+        .collect();
+    assert_eq!(down, ["n1", "n2"]);
+    assert_eq!(
+        may_take_down(&beyond, &zones(&["n2"]))
+            .unwrap_err()
+            .to_string(),
+        "taking down zones n2 exceeds the fault tolerance: zones down: n1 (storage-1); n2 (storage-2); 0 more may go down"
+    );
+    assert!(may_take_down(&beyond, &zones(&["n1"])).is_err());
+}
+
 #[test]
 fn single_redundancy_takes_down_one_zone_at_a_time() {
     const SINGLE: &str = "{version: 7.1.57, databaseConfiguration: {redundancy_mode: single}}";

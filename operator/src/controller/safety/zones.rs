@@ -120,9 +120,26 @@ pub(crate) fn may_take_down(
         .cloned()
         .collect();
     let remaining = budget.remaining();
-    if requested.len() <= remaining {
+    // A zone already down costs nothing more only while the zones down are within what
+    // the redundancy tolerates. Beyond it, "down" zones still serve data (a zone counts
+    // as down for a new stateless pod that does not report yet), and a storage pod of one
+    // of them may hold the last live replica of some shard (issue 37: with storage-1 gone
+    // and new pods starting in three zones, storage-2 was deleted as "free"). The Go
+    // operator deletes no pod while the database lacks its desired fault tolerance
+    // (`CanDeletePods` in pkg/podmanager of FoundationDB/fdb-kubernetes-operator).
+    let capacity = if budget.one_zone_at_a_time {
+        1
+    } else {
+        budget.tolerated
+    };
+    if requested.len() <= remaining && budget.down.len() <= capacity {
         return Ok(());
     }
+    let requested = if requested.is_empty() {
+        zones.iter().cloned().collect()
+    } else {
+        requested
+    };
     Err(Refusal::FaultTolerance {
         requested,
         down: budget.down,
