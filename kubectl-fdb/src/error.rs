@@ -47,6 +47,15 @@ pub enum PluginError {
     /// The command needs something this plugin cannot do here.
     #[error("{0}")]
     Unsupported(String),
+    /// A command run in a pod could not be followed to its end (its output past what is
+    /// kept, or not writable here).
+    #[error("{action}: {message}")]
+    Exec {
+        /// What was run.
+        action: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl PluginError {

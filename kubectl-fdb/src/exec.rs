@@ -4,13 +4,18 @@ use fdb_shared::api::FoundationDBCluster;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::AttachParams;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 
 use crate::error::PluginError;
+use crate::exec_output::{OutputError, read_to_status};
 use crate::session::Session;
 
 /// The container fdbcli runs in.
 pub const MAIN_CONTAINER: &str = "foundationdb";
+
+/// The most output [`exec`] keeps of a stream (a large cluster's `status json` is a few
+/// MiB); `exec` streams what it prints and keeps nothing.
+pub const MAX_KEPT_OUTPUT: usize = 64 * 1024 * 1024;
 
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,36 +42,33 @@ pub async fn exec(
         .stdout(true)
         .stderr(true);
     let action = format!("exec in pod {pod}");
-    let mut attached = pods
+    let attached = pods
         .exec(&crate::names::segment(pod), command, &params)
         .await
         .map_err(|error| session.error(error, &action))?;
-    let mut stdout = attached.stdout();
-    let mut stderr = attached.stderr();
-    let status = attached.take_status();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let read_out = async {
-        if let Some(reader) = stdout.as_mut() {
-            let _ = reader.read_to_end(&mut out).await;
-        }
-    };
-    let read_err = async {
-        if let Some(reader) = stderr.as_mut() {
-            let _ = reader.read_to_end(&mut err).await;
-        }
-    };
-    tokio::join!(read_out, read_err);
-    let status = match status {
-        Some(status) => status.await,
-        None => None,
-    };
-    let _ = attached.join().await;
-    let code = exit_code(status);
+    let status = read_to_status(attached, &mut out, &mut err, MAX_KEPT_OUTPUT)
+        .await
+        .map_err(|error| lost(session, &action, error))?;
     Ok(ExecResult {
         stdout: String::from_utf8_lossy(&out).into_owned(),
         stderr: String::from_utf8_lossy(&err).into_owned(),
-        code,
+        code: exit_code(status),
     })
+}
+
+/// An exec whose output could not be read to its end, as the plugin's error.
+fn lost(session: &Session, action: &str, error: OutputError) -> PluginError {
+    match error {
+        OutputError::Lost(detail) => PluginError::Unreachable {
+            server: session.server.clone(),
+            detail: format!("{action}: {detail}"),
+        },
+        other => PluginError::Exec {
+            action: action.to_owned(),
+            message: other.to_string(),
+        },
+    }
 }
 
 /// Runs `command` in `container` of `pod` with this process's standard input, output and
@@ -116,26 +118,17 @@ pub async fn exec_attached(
         // Dropping the writer closes the remote standard input.
         drop(remote_stdin);
     });
-    let mut stdout = attached.stdout();
-    let mut stderr = attached.stderr();
-    let status = attached.take_status();
-    let copy_out = async {
-        if let Some(reader) = stdout.as_mut() {
-            let _ = tokio::io::copy(reader, &mut tokio::io::stdout()).await;
-        }
-    };
-    let copy_err = async {
-        if let Some(reader) = stderr.as_mut() {
-            let _ = tokio::io::copy(reader, &mut tokio::io::stderr()).await;
-        }
-    };
-    tokio::join!(copy_out, copy_err);
-    let status = match status {
-        Some(status) => status.await,
-        None => None,
-    };
+    let read = read_to_status(
+        attached,
+        &mut tokio::io::stdout(),
+        &mut tokio::io::stderr(),
+        usize::MAX,
+    )
+    .await;
+    // The exec has ended: standard input is no longer forwarded (its reading thread
+    // stops at its next chunk, the channel being closed).
     forward.abort();
-    let _ = attached.join().await;
+    let status = read.map_err(|error| lost(session, &action, error))?;
     Ok(exit_code(status))
 }
 

@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod error;
 mod exec;
+mod exec_output;
 mod names;
 mod selection;
 mod session;

@@ -20,6 +20,7 @@ mod serve_run;
 mod serve_tools;
 mod simulate_bounds;
 mod simulate_isolation;
+mod snapshot_tls;
 
 fn fdb_operator(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fdb-operator"))

@@ -36,6 +36,7 @@ pub mod faults;
 pub mod garbage;
 pub mod generated_names;
 pub mod identity;
+pub mod interleave;
 pub mod operations;
 pub mod patch;
 pub mod pod_updates;
@@ -79,6 +80,8 @@ pub const KUBELET_ACTOR: &str = "kubelet";
 struct Inner {
     core: Mutex<Core>,
     clock: Arc<dyn Clock>,
+    /// Users' writes waiting for the operator's next request (`kube/interleave.rs`).
+    interleaved: interleave::Interleaved,
 }
 
 /// The in-memory Kubernetes API server. Cheap to clone; clones share the same world.
@@ -101,6 +104,7 @@ impl FakeApiServer {
             inner: Arc::new(Inner {
                 core: Mutex::new(Core::new(seed)),
                 clock,
+                interleaved: interleave::Interleaved::default(),
             }),
         }
     }

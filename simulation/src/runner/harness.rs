@@ -219,6 +219,9 @@ impl SidecarProvider for RecordingSidecarProvider {
 struct CrashGate {
     inner: ActorService,
     log: EventLog,
+    /// Where users' writes queued during an advance land, before each request
+    /// (`kube/interleave.rs`).
+    api: FakeApiServer,
 }
 
 impl tower::Service<http::Request<kube::client::Body>> for CrashGate {
@@ -246,6 +249,9 @@ impl tower::Service<http::Request<kube::client::Body>> for CrashGate {
             *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
             return Box::pin(std::future::ready(Ok(response)));
         }
+        // A user's write that arrived during this pass lands now, between two of the
+        // operator's requests, as a real API server applies it on arrival.
+        self.api.apply_queued_writes();
         self.inner.call(request)
     }
 }
@@ -256,6 +262,7 @@ pub fn operator_kube_client(api: &FakeApiServer, log: &EventLog) -> kube::Client
         CrashGate {
             inner: api.service(OPERATOR_ACTOR),
             log: log.clone(),
+            api: api.clone(),
         },
         "default",
     )
@@ -390,3 +397,7 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
     }
 }
+
+#[cfg(test)]
+#[path = "interleave_tests.rs"]
+mod interleave_tests;

@@ -284,6 +284,15 @@ fn build_world(
     Ok(world)
 }
 
+/// What a snapshot's boot puts the capture into.
+struct Boot<'a> {
+    world: &'a mut World,
+    fdb: &'a SimulatedFdb,
+    /// The run's certificates for the capture's TLS placeholders
+    /// (`scenario/snapshot_secrets.rs`).
+    placeholder_pki: Option<&'a crate::tls::SimulatedPki>,
+}
+
 /// The scenario's own objects, then the cluster (or the snapshot's objects), then its
 /// backups, all created as the user.
 async fn create_user_objects(
@@ -291,8 +300,7 @@ async fn create_user_objects(
     manifest: Value,
     namespace: &str,
     api: &FakeApiServer,
-    world: &mut World,
-    fdb: &SimulatedFdb,
+    boot: Boot<'_>,
     options: &RunOptions,
 ) -> Result<(), RunError> {
     for object in &scenario.objects {
@@ -303,7 +311,7 @@ async fn create_user_objects(
     }
     match &scenario.snapshot {
         Some(snapshot) => {
-            let line = snapshot_boot::boot(snapshot, api, world, fdb).await?;
+            let line = snapshot_boot::boot(snapshot, api, boot).await?;
             if let Some(progress) = &options.progress {
                 progress(&line);
             }
@@ -411,6 +419,14 @@ impl Runner {
         observe_writes(&api, &log);
         let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
         let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
+        let placeholder_pki = match (&sidecar_tls, &scenario.snapshot) {
+            (None, Some(snapshot)) => snapshot_boot::placeholder_pki(snapshot, &name)?,
+            _ => None,
+        };
+        let sidecar_tls = match &placeholder_pki {
+            Some(pki) => Some(pki.write_operator_files(&world.root().join("operator-tls"))?),
+            None => sidecar_tls,
+        };
         let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
             crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
         );
@@ -433,10 +449,12 @@ impl Runner {
             &mut context.settings,
         );
         let instances = instances::Instance::all(&scenario.clusters, &namespace);
-        create_user_objects(
-            &scenario, manifest, &namespace, &api, &mut world, &fdb, &options,
-        )
-        .await?;
+        let booted = Boot {
+            world: &mut world,
+            fdb: &fdb,
+            placeholder_pki: placeholder_pki.as_ref(),
+        };
+        create_user_objects(&scenario, manifest, &namespace, &api, booted, &options).await?;
         Ok(Self {
             scenario,
             seed,

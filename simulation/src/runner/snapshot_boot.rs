@@ -7,19 +7,38 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::RunError;
-use crate::fdb::SimulatedFdb;
+use super::{Boot, RunError};
 use crate::kube::FakeApiServer;
 use crate::scenario::snapshot::{Captured, SnapshotSpec, remap_ips};
-use crate::world::World;
+use crate::scenario::snapshot_secrets::{fill_tls_placeholders, is_tls_placeholder_secret};
+use crate::tls::SimulatedPki;
+
+/// The certificates a run puts in place of the placeholders of the capture's TLS
+/// Secrets (`scenario/snapshot_secrets.rs`), when it has such Secrets.
+pub(super) fn placeholder_pki(
+    spec: &SnapshotSpec,
+    cluster: &str,
+) -> Result<Option<SimulatedPki>, RunError> {
+    let captured = spec
+        .check()
+        .map_err(|(field, message)| RunError::InvalidCluster(format!("{field}: {message}")))?;
+    if !captured.objects.iter().any(is_tls_placeholder_secret) {
+        return Ok(None);
+    }
+    Ok(Some(SimulatedPki::generate(cluster)?))
+}
 
 /// Puts the capture into the world; returns a summary line for the progress output.
 pub(super) async fn boot(
     spec: &SnapshotSpec,
     api: &FakeApiServer,
-    world: &mut World,
-    fdb: &SimulatedFdb,
+    boot: Boot<'_>,
 ) -> Result<String, RunError> {
+    let Boot {
+        world,
+        fdb,
+        placeholder_pki,
+    } = boot;
     let Captured {
         mut objects,
         mut status,
@@ -27,6 +46,10 @@ pub(super) async fn boot(
     } = spec
         .check()
         .map_err(|(field, message)| RunError::InvalidCluster(format!("{field}: {message}")))?;
+    let filled = match placeholder_pki {
+        Some(pki) => fill_tls_placeholders(&mut objects, pki),
+        None => Vec::new(),
+    };
     let mut pods: Vec<(String, String, Option<String>)> = objects
         .iter()
         .filter(|o| kind(o) == "Pod")
@@ -75,9 +98,17 @@ pub(super) async fn boot(
         .seed_from_status(status)
         .map_err(|error| RunError::InvalidCluster(format!("snapshot.{error}")))?;
     world.settle().await?;
+    let certificates = if filled.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", certificates generated for the run in the placeholders of {}",
+            filled.join(", ")
+        )
+    };
     Ok(format!(
         "snapshot: {} objects, {} pods (IPs mapped into the run's block), {} exclusions, \
-         {} clients, {:.2} GiB per storage process, {}",
+         {} clients, {:.2} GiB per storage process, {}{certificates}",
         objects.len(),
         pods.len(),
         report.exclusions,

@@ -38,8 +38,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::exec_bounds::{
-    MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported, split_shell,
-    websocket_config,
+    DRAIN_LIMIT, MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported,
+    split_shell, websocket_config,
 };
 use crate::fdb::SimulatedFdb;
 use crate::kube::{FakeApiServer, ResourceKey};
@@ -466,11 +466,15 @@ async fn stream_exec(
     } else {
         Some(String::new())
     };
+    let refused = stdin.is_none();
     let output = match stdin {
         Some(stdin) => exec.execute(pod, request, &stdin).await,
         None => ExecOutput::failed(
             1,
-            format!("standard input above {MAX_EXEC_STDIN} bytes; nothing ran\n"),
+            format!(
+                "standard input above {MAX_EXEC_STDIN} bytes (the most the simulated \
+                 container reads); nothing ran\n"
+            ),
         ),
     };
     let frame = |channel: u8, data: &[u8]| {
@@ -494,6 +498,12 @@ async fn stream_exec(
         if socket.send(message).await.is_err() {
             return;
         }
+    }
+    if refused {
+        // The client is still sending: closing now would reset the connection under
+        // the refusal it has not read yet (kubectl then prints "connection reset by
+        // peer"). Its input is read and dropped until it goes, for a bounded time.
+        drain_stdin(&mut socket).await;
     }
     // A normal closure (1000): clients read it as the end of every stream.
     let _ = socket
@@ -534,6 +544,25 @@ where
         }
     }
     Some(String::from_utf8_lossy(&input).into_owned())
+}
+
+/// Reads and drops what the client still sends, until it closes its standard input or
+/// the socket, or [`DRAIN_LIMIT`] has passed (wall clock); nothing is kept.
+async fn drain_stdin<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::StreamExt as _;
+    let drain = async {
+        while let Some(Ok(message)) = socket.next().await {
+            match message {
+                Message::Binary(bytes) if bytes.as_ref() == [255, 0] => break,
+                Message::Close(_) => break,
+                _ => {}
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_LIMIT, drain).await;
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ pub const MAX_EXEC_STDIN: usize = 1024 * 1024;
 /// The most output an exec sends; the command stops with an error past it.
 pub const MAX_EXEC_OUTPUT: usize = 16 * 1024 * 1024;
 
+/// How long a refused exec still reads (and drops) the standard input its client is
+/// sending, so the client reads the refusal before the connection closes.
+pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The websocket limits of an exec connection: no message or frame larger than the
 /// stdin limit (with room for the channel byte and framing).
 pub fn websocket_config() -> WebSocketConfig {

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use tower::Service as _;
 
 use super::{ServeError, discovery, exec, openapi, table, tools, watch_timing};
+use crate::kube::interleave::lands_between_reads;
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
 use crate::kube::{FakeApiServer, ResourceType};
@@ -67,7 +68,9 @@ pub struct Extras {
     /// The stand-in tools' endpoint ([`tools::TOOLS_PATH`]); `None`: not served.
     pub tools: Option<tools::ServedTools>,
     /// Held by the world while it advances: writes wait for it, so that each lands
-    /// between two advances and is judged against the world as it was before it.
+    /// between two advances and is judged against the world as it was before it (but a
+    /// user's write to the operator's resources, which lands at the operator's next
+    /// request, `kube/interleave.rs`).
     pub turn: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
@@ -312,14 +315,48 @@ async fn call_api(
     body: Bytes,
 ) -> http::Response<crate::kube::service::ResponseBody> {
     let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
-    let mut service = served.api.service(served.actor);
     let turn = match (&served.turn, write) {
-        (Some(turn), true) => Some(turn.lock().await),
+        (Some(turn), true) => match turn.try_lock() {
+            Ok(idle) => Some(idle),
+            // The world is advancing: a user's write to the operator's resources lands
+            // at the operator's next request (`kube/interleave.rs`), or when the advance
+            // ends if that comes first. An external operator's writes are judged per
+            // round, between advances, as before.
+            Err(_)
+                if served.actor == super::SERVED_ACTOR
+                    && lands_between_reads(&parts.method, parts.uri.path()) =>
+            {
+                let (id, reply) = served.api.queue_write(served.actor, parts, body);
+                tokio::pin!(reply);
+                return tokio::select! {
+                    biased;
+                    landed = &mut reply => landed.unwrap_or_else(|_| lost_write()),
+                    _idle = turn.lock() => match served.api.apply_queued_write_now(id) {
+                        Some(response) => response,
+                        None => reply.await.unwrap_or_else(|_| lost_write()),
+                    },
+                };
+            }
+            Err(_) => Some(turn.lock().await),
+        },
         _ => None,
     };
+    let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
+    let mut service = served.api.service(served.actor);
     let Ok(response) = service.call(request).await;
     drop(turn);
+    response
+}
+
+/// The answer to a queued write whose response never came (the world stopped first).
+fn lost_write() -> http::Response<crate::kube::service::ResponseBody> {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": "the served world stopped before the write was applied",
+                      "reason": "ServiceUnavailable", "code": 503});
+    let mut response = http::Response::new(
+        http_body_util::Full::new(Bytes::from(body.to_string())).boxed_unsync(),
+    );
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     response
 }
 
