@@ -7,10 +7,12 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod databases;
 mod exclusion_check;
 mod expect;
 mod external;
 mod fdb_bridge;
+mod fleet_members;
 mod harness;
 mod instances;
 mod live;
@@ -47,9 +49,10 @@ use fdb_operator::controller::Context;
 use fdb_operator::fdb::ClientInfo;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
+pub use databases::{Databases, WorldDatabase};
 pub use harness::{
-    OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR,
-    new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
+    FleetRoute, OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG,
+    USER_ACTOR, new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
 };
 pub use live::serve_scenario;
 
@@ -188,8 +191,11 @@ pub struct Runner {
     sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
     /// Judges every instance's admin writes against the database's lock key.
     judge: Arc<dyn crate::lock_judge::AdminWriteJudge>,
-    /// The operator instances of the scenario's other clusters (`clusters:`).
+    /// The operator instances of the scenario's other clusters (`clusters:`), and the
+    /// schedules of the fleet's members (`fleet:`, reconciled by `context`).
     instances: Vec<instances::Instance>,
+    /// The fleet's databases and what each is judged by.
+    fleet: Vec<fleet_members::FleetView>,
     /// No operator of the world's own: one outside reconciles through the served API
     /// ([`RunOptions::external_operator`]).
     external_operator: bool,
@@ -247,7 +253,7 @@ fn build_world(
     options: &RunOptions,
     seed: u64,
     api: &FakeApiServer,
-    fdb: &SimulatedFdb,
+    (fdb, databases): (&SimulatedFdb, Databases),
     clock: &VirtualClock,
 ) -> Result<World, RunError> {
     let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
@@ -265,7 +271,7 @@ fn build_world(
         World::new(
             world_options,
             api.clone(),
-            Arc::new(fdb.clone()),
+            Arc::new(databases),
             clock.clone(),
         )?
     };
@@ -409,7 +415,15 @@ impl Runner {
         let log = EventLog::new(Arc::new(clock.clone()));
         check_statuses(&fdb, &log);
         observe_writes(&api, &log);
-        let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
+        let fleet = fleet_members::FleetView::all(&scenario, seed, &clock, &api, &namespace, &log);
+        let databases = Databases::new(
+            fdb.clone(),
+            fleet
+                .iter()
+                .map(fleet_members::FleetView::world_database)
+                .collect(),
+        );
+        let mut world = build_world(&scenario, &options, seed, &api, (&fdb, databases), &clock)?;
         let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
         let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
             crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
@@ -425,6 +439,8 @@ impl Runner {
                 cluster: name.clone(),
                 judge: judge.clone(),
                 tools: harness::OperatorTools::of_world(&scenario.world),
+                database: name.clone(),
+                fleet: fleet.iter().map(fleet_members::FleetView::route).collect(),
             },
         )?;
         context.settings.executor_rules = options.executor_rules;
@@ -432,12 +448,15 @@ impl Runner {
             &scenario.world,
             &mut context.settings,
         );
-        let instances = instances::Instance::all(&scenario.clusters, &namespace);
+        let mut instances = instances::Instance::all(&scenario.clusters, &namespace);
+        instances.extend((0..).zip(&scenario.fleet).map(|(member, manifest)| {
+            instances::Instance::fleet_member(manifest, &namespace, member, context.clone(), start)
+        }));
         create_user_objects(
             &scenario, manifest, &namespace, &api, &mut world, &fdb, &options,
         )
         .await?;
-        Ok(Self {
+        let mut runner = Self {
             scenario,
             seed,
             start,
@@ -475,7 +494,11 @@ impl Runner {
             sidecar_tls,
             judge,
             instances,
-        })
+            fleet,
+        };
+        // With the first: one operator watches them all from the start.
+        runner.create_fleet()?;
+        Ok(runner)
     }
 
     /// Runs every step, then shuts the world down.
@@ -535,12 +558,15 @@ impl Runner {
             .cloned()
             .unwrap_or_default();
         let counters = self.log.counters();
+        let mut violations = self.monitor.violations().to_vec();
+        violations.extend(self.fleet_violations());
         let result = SimulationResult {
             name: self.scenario.name.clone(),
             seed: self.seed,
-            violations: self.monitor.violations().to_vec(),
+            violations,
             steps: step_results,
             events: self.log.events(),
+            tool_runs: self.log.tool_runs(),
             metrics: RunMetrics {
                 passes: self.total_passes,
                 api_requests: ApiRequestCounts {
