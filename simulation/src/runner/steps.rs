@@ -447,6 +447,7 @@ impl Runner {
                 | Fault::ClientConnected { .. }
                 | Fault::ClientDisconnected { .. }
                 | Fault::SlowRecovery { .. }
+                | Fault::StorageMetricsMissing { .. }
         ) {
             self.disrupted_by_others();
         }
@@ -477,6 +478,9 @@ impl Runner {
                 self.clients.retain(|client| &client.address != address);
             }
             Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
+            Fault::StorageMetricsMissing { process_group } => {
+                self.fdb.set_storage_metrics_missing(process_group, true);
+            }
             Fault::IgnoreKill { process_group } => self.fdb.set_ignore_kill(process_group, true),
             Fault::IoLatency {
                 process_group,
