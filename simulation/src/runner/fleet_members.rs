@@ -16,7 +16,6 @@ use std::sync::Arc;
 use fdb_operator::controller::{Context, PassOutcome, connection_string_description, run_pass};
 use fdb_operator::fdb::ClientInfo;
 use fdb_shared::connection_string::ConnectionString;
-use jiff::SignedDuration;
 use serde_json::Value;
 
 use crate::event_log::{EventLog, RunPosition};
@@ -52,10 +51,10 @@ pub(super) struct FleetView {
 }
 
 impl FleetView {
-    /// One database per `fleet:` member, seeded apart from the first's `seed`.
+    /// One database per `fleet:` member, with the first's `settings` but seeded apart.
     pub(super) fn all(
         scenario: &Scenario,
-        seed: u64,
+        settings: &crate::fdb::SimFdbSettings,
         clock: &fdb_operator::clock::VirtualClock,
         api: &FakeApiServer,
         namespace: &str,
@@ -74,7 +73,10 @@ impl FleetView {
                     .and_then(Value::as_str)
                     .and_then(|seed| seed.parse::<ConnectionString>().ok())
                     .map_or_else(|| connection_string_description(&name), |c| c.description);
-                let settings = super::fdb_settings(&scenario.world, seed.wrapping_add(index + 1));
+                let settings = crate::fdb::SimFdbSettings {
+                    seed: settings.seed.wrapping_add(index + 1),
+                    ..settings.clone()
+                };
                 let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
                 super::status_check::check_statuses(&fdb, log);
                 let judge: Arc<dyn AdminWriteJudge> =
@@ -262,9 +264,4 @@ impl Runner {
     pub(super) fn fleet_violations(&self) -> Vec<Violation> {
         self.fleet.iter().flat_map(FleetView::violations).collect()
     }
-}
-
-/// When a requeue after `delay` from `now` falls due.
-pub(super) fn due_after(now: jiff::Timestamp, delay: std::time::Duration) -> jiff::Timestamp {
-    now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX)
 }

@@ -76,9 +76,25 @@ impl Instance {
         }
     }
 
+    /// One instance per `fleet:` member, each reconciled by the first cluster's
+    /// operator (`context`) from `now` on.
+    pub fn fleet_members(
+        manifests: &[Value],
+        namespace: &str,
+        context: &Context,
+        now: Timestamp,
+    ) -> Vec<Self> {
+        (0..)
+            .zip(manifests)
+            .map(|(member, manifest)| {
+                Self::fleet_member(manifest, namespace, member, context.clone(), now)
+            })
+            .collect()
+    }
+
     /// An instance for fleet member `member`, reconciled by the first cluster's
     /// operator (`context`) from the start.
-    pub fn fleet_member(
+    fn fleet_member(
         manifest: &Value,
         namespace: &str,
         member: usize,
@@ -103,7 +119,7 @@ impl Instance {
     pub(super) fn pass_ended(&mut self, now: Timestamp, end: PassEnd) {
         self.last_pass_reconciled = end == PassEnd::Reconciled;
         if let PassEnd::After(delay) = end {
-            let at = super::fleet_members::due_after(now, delay);
+            let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
             if self.next_pass_due.is_none_or(|due| due > at) {
                 self.next_pass_due = Some(at);
             }

@@ -20,14 +20,12 @@ mod observe;
 mod pass_judge;
 mod resources;
 mod rollout_progress;
+mod setup;
 mod snapshot_boot;
 mod status_check;
 mod steps;
 mod world_views;
 mod write_observer;
-
-use status_check::check_statuses;
-use write_observer::observe_writes;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,12 +36,12 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::event_log::{EventLog, RunPosition};
-use crate::fdb::{SimFdbSettings, SimulatedFdb};
+use crate::fdb::SimulatedFdb;
 use crate::invariants::InvariantMonitor;
 use crate::kube::{ApiError, FakeApiServer, ResourceKey};
 use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
-use crate::world::{HostBlock, World, WorldError, WorldOptions};
+use crate::world::{World, WorldError};
 use fdb_operator::clock::VirtualClock;
 use fdb_operator::controller::Context;
 use fdb_operator::fdb::ClientInfo;
@@ -247,49 +245,6 @@ fn in_default_namespace(mut manifest: Value) -> Value {
     manifest
 }
 
-/// The simulated nodes, network and kubelet, reporting the run's IP block.
-fn build_world(
-    scenario: &Scenario,
-    options: &RunOptions,
-    seed: u64,
-    api: &FakeApiServer,
-    (fdb, databases): (&SimulatedFdb, Databases),
-    clock: &VirtualClock,
-) -> Result<World, RunError> {
-    let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
-    if scenario.snapshot.is_some() {
-        // The captured nodes are the world's nodes.
-        world_options.nodes = None;
-        world_options.zones = None;
-    }
-    world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-    let world = if options.external_operator {
-        // An operator outside reaches the sidecars at the pods' IPs, as in a real
-        // cluster: the pods get their IPs in the block the sidecars listen in.
-        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
-    } else {
-        World::new(
-            world_options,
-            api.clone(),
-            Arc::new(databases),
-            clock.clone(),
-        )?
-    };
-    if let Some(progress) = &options.progress {
-        let (block, lock) = world.host_block();
-        progress(&format!(
-            "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
-            world.network().pod_block(),
-            lock.display()
-        ));
-        progress(&format!(
-            "world files in {} (removed when the run ends, however it ends)",
-            world.root().display()
-        ));
-    }
-    Ok(world)
-}
-
 /// The scenario's own objects, then the cluster (or the snapshot's objects), then its
 /// backups, all created as the user.
 async fn create_user_objects(
@@ -328,69 +283,6 @@ async fn create_user_objects(
     Ok(())
 }
 
-/// The simulated database's settings: the scenario's world values, or the defaults.
-fn fdb_settings(world: &scenario::WorldSettings, seed: u64) -> SimFdbSettings {
-    SimFdbSettings {
-        storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
-        shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
-        move_mib_per_second: world
-            .move_mib_per_second
-            .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
-        // Only when the scenario sets it: it then defines the movement rate.
-        exclusion_seconds: world.exclusion_seconds,
-        failure_detection_seconds: world
-            .failure_detection_seconds
-            .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
-        recovery_seconds: world
-            .recovery_seconds
-            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
-        restart_seconds: world
-            .restart_seconds
-            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
-        seed,
-    }
-}
-
-/// Connects the scenario's clients (those with a version that parses) to the database.
-fn connect_clients(clients: &[scenario::ClientSpec], fdb: &SimulatedFdb) -> Vec<ClientInfo> {
-    let mut connected = Vec::new();
-    for client in clients {
-        if let Ok(version) = client.version.parse() {
-            let client = ClientInfo {
-                address: client.address.clone(),
-                version,
-                protocol_version: None,
-                log_group: client.log_group.clone(),
-            };
-            fdb.connect_client(client.clone());
-            connected.push(client);
-        }
-    }
-    connected
-}
-
-/// `world.tls`: generates the run's PKI, creates the pods' Secret and writes the
-/// operator's own files; returns where they are (nothing without `world.tls`).
-fn install_world_tls(
-    api: &FakeApiServer,
-    world: &World,
-    cluster: &str,
-    namespace: &str,
-    settings: &scenario::WorldSettings,
-) -> Result<Option<fdb_shared::sidecar::SidecarClientTls>, RunError> {
-    let Some(tls) = &settings.tls else {
-        return Ok(None);
-    };
-    let pki = crate::tls::SimulatedPki::generate(cluster)?;
-    let secret = pki.pod_secret(namespace, &tls.secret);
-    let secret = crate::kube::typed_json(&secret)
-        .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
-    api.create_as(USER_ACTOR, secret)?;
-    Ok(Some(pki.write_operator_files(
-        &world.root().join("operator-tls"),
-    )?))
-}
-
 impl Runner {
     /// Builds the world and creates the scenario's cluster object.
     pub async fn new(scenario: Scenario, options: RunOptions) -> Result<Self, RunError> {
@@ -407,51 +299,29 @@ impl Runner {
             .map_or_else(VirtualClock::fixed_epoch, VirtualClock::starting_at);
         let start = fdb_operator::clock::Clock::now(&clock);
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
-        let settings = fdb_settings(&scenario.world, seed);
+        let settings = setup::fdb_settings(&scenario.world, seed);
         let (recovery_seconds, restart_seconds) =
             (settings.recovery_seconds, settings.restart_seconds);
         let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
-        let clients = connect_clients(&scenario.world.clients, &fdb);
-        let log = EventLog::new(Arc::new(clock.clone()));
-        check_statuses(&fdb, &log);
-        observe_writes(&api, &log);
-        let fleet = fleet_members::FleetView::all(&scenario, seed, &clock, &api, &namespace, &log);
-        let databases = Databases::new(
-            fdb.clone(),
-            fleet
-                .iter()
-                .map(fleet_members::FleetView::world_database)
-                .collect(),
-        );
-        let mut world = build_world(&scenario, &options, seed, &api, (&fdb, databases), &clock)?;
-        let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
-        let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
-            crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
-        );
-        let mut context = new_operator_context(
-            harness::operator_kube_client(&api, &log),
-            &fdb,
-            &clock,
-            &log,
-            world.network(),
-            sidecar_tls.as_ref(),
-            &OperatorIdentity {
-                cluster: name.clone(),
-                judge: judge.clone(),
-                tools: harness::OperatorTools::of_world(&scenario.world),
-                database: name.clone(),
-                fleet: fleet.iter().map(fleet_members::FleetView::route).collect(),
-            },
-        )?;
-        context.settings.executor_rules = options.executor_rules;
-        crate::scenario::operator_flags::apply_operator_flags(
-            &scenario.world,
-            &mut context.settings,
-        );
-        let mut instances = instances::Instance::all(&scenario.clusters, &namespace);
-        instances.extend((0..).zip(&scenario.fleet).map(|(member, manifest)| {
-            instances::Instance::fleet_member(manifest, &namespace, member, context.clone(), start)
-        }));
+        let clients = setup::connect_clients(&scenario.world.clients, &fdb);
+        let setup::Assembled {
+            log,
+            mut world,
+            sidecar_tls,
+            judge,
+            context,
+            fleet,
+            instances,
+        } = setup::assemble(&setup::RunBase {
+            scenario: &scenario,
+            options: &options,
+            seed,
+            api: &api,
+            fdb: &fdb,
+            clock: &clock,
+            namespace: &namespace,
+            name: &name,
+        })?;
         create_user_objects(
             &scenario, manifest, &namespace, &api, &mut world, &fdb, &options,
         )
