@@ -513,6 +513,12 @@ fn fleet_members_are_named_by_steps_and_each_is_a_database_of_its_own() {
     )));
     assert_eq!(field, "fleet[0].spec.seedConnectionString", "{message}");
     assert!(message.contains("\"sample\""), "{message}");
+    let (field, message) = invalid_field(parse(&format!(
+        "{}steps:\n  - act: {{as: operator, cluster: other, kill: [storage-1]}}\n",
+        fleet_member("other", "")
+    )));
+    assert_eq!(field, "steps[0].act.cluster");
+    assert!(message.contains("fleet member"), "{message}");
     let (field, _) = invalid_field(parse(
         &fleet_member("other", "").replace("7.3.43", "banana"),
     ));

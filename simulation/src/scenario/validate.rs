@@ -52,8 +52,10 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     let resources = ResourceNames::of(scenario)?;
     let mut references =
         References::new(&scenario.cluster, &cluster, &counts, scenario.world.nodes);
+    let fleet: Vec<String> = scenario.fleet.iter().map(name_of).collect();
     for (index, step) in scenario.steps.iter().enumerate() {
         check_cluster_names(&names, step).map_err(|problem| in_step(index, problem))?;
+        check_fleet_acts(&fleet, step).map_err(|problem| in_step(index, problem))?;
         resources
             .check_step(step)
             .map_err(|problem| in_step(index, problem))?;
@@ -222,6 +224,21 @@ fn check_cluster_names(names: &[String], step: &StepSpec) -> Result<(), Problem>
         }
     }
     Ok(())
+}
+
+/// An `act` step names an operator instance by its cluster; a fleet member has none of
+/// its own (the first cluster's operator reconciles it), and the acts reach the first
+/// cluster's database.
+fn check_fleet_acts(fleet: &[String], step: &StepSpec) -> Result<(), Problem> {
+    match step.act.as_ref().and_then(|a| a.cluster.as_ref()) {
+        Some(name) if fleet.contains(name) => Err((
+            "act.cluster".into(),
+            format!(
+                "{name:?} is a fleet member: it has no operator instance of its own, and acts reach the first cluster's database only"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Puts a step's problem under `steps[index]`.
