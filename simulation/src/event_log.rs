@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use fdb_operator::clock::Clock;
 
-use super::result::{Event, EventSource};
+use super::result::{Event, EventSource, ToolRunRecord};
 
 /// Where the run currently is; stamped on every event.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,6 +55,8 @@ struct State {
     /// go on: see [`EventLog::record_stall`]).
     stalled: Option<String>,
     events: Vec<Event>,
+    /// The tool runs of [`EventLog::record_tool_run`].
+    tool_runs: Vec<ToolRunRecord>,
     /// Violations found while an action happened (`(invariant, time, detail)`), for the
     /// runner to report.
     violations: Vec<(&'static str, u64, String)>,
@@ -261,6 +263,20 @@ impl EventLog {
             admin_commands: state.admin_commands,
             sidecar_requests: state.sidecar_requests,
         }
+    }
+
+    /// Records a tool run; its `step`, `time` and `pass` are stamped here.
+    pub fn record_tool_run(&self, mut run: ToolRunRecord) {
+        run.time = self.elapsed_seconds();
+        let mut state = self.lock();
+        run.step = state.position.step;
+        run.pass = state.position.pass;
+        state.tool_runs.push(run);
+    }
+
+    /// Every tool run recorded so far, in order.
+    pub fn tool_runs(&self) -> Vec<ToolRunRecord> {
+        self.lock().tool_runs.clone()
     }
 
     /// Every event so far, in order.

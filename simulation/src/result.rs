@@ -24,6 +24,38 @@ pub struct SimulationResult {
     pub events: Vec<Event>,
     /// Counters over the whole run.
     pub metrics: RunMetrics,
+    /// Every run of the operator's FoundationDB tools other than a `status json` that
+    /// reached its database: which tool of which version ran each admin command, on
+    /// which database (a fleet has several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_runs: Vec<ToolRunRecord>,
+}
+
+/// One run of a FoundationDB tool (`fdbcli`, `fdbbackup`, `fdbrestore`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRunRecord {
+    /// Index of the scenario step during which it ran.
+    pub step: usize,
+    /// Simulated seconds since the start of the run.
+    pub time: u64,
+    /// The operator pass (0 when outside a pass).
+    pub pass: u64,
+    /// The cluster whose database the tool's cluster file leads to (the first
+    /// cluster's for its `clusters:` members too; empty when it leads to none of a
+    /// fleet's databases, e.g. before the database's first process started).
+    pub database: String,
+    /// `fdbcli`, `fdbbackup` or `fdbrestore`.
+    pub tool: String,
+    /// The tool's version (`7.3.43`).
+    pub version: String,
+    /// What it was asked: fdbcli's `--exec` text, else the subcommand and its options.
+    pub command: String,
+    /// Whether it reached the database (a tool of another protocol waits to its
+    /// timeout and reaches nothing).
+    pub reached: bool,
+    /// Its exit code.
+    pub exit_code: i32,
 }
 
 /// An invariant breach.

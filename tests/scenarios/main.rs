@@ -12,6 +12,7 @@ mod efficiency;
 mod engines;
 mod faults;
 mod field_reports;
+mod fleet;
 mod go_e2e;
 mod go_e2e_faults;
 mod go_e2e_maintenance;

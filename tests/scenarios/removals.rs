@@ -244,7 +244,7 @@ fn an_exclude_refused_for_free_space_removes_nothing_and_says_why() {
         .iter()
         .filter(|e| {
             e.target == "event/sample"
-                && e.detail.starts_with("StepFailed")
+                && e.detail.starts_with("RemovalBlocked")
                 && e.detail.contains(why)
         })
         .collect();
@@ -255,4 +255,55 @@ fn an_exclude_refused_for_free_space_removes_nothing_and_says_why() {
             .all(|e| !e.detail.contains("exclude FORCE locality")),
         "the operator never forces an exclusion"
     );
+}
+
+/// Storage metrics missing from `status json` (issue 36): fdbcli refuses every
+/// exclusion; the operator forces nothing, removes nothing, says why, and tries again
+/// after a back-off (30 s, FoundationDB's advice, then 60, 120, 240) instead of every
+/// pass; once the metrics are back the shrink completes.
+#[test]
+fn an_exclude_refused_for_missing_storage_metrics_is_retried_with_a_backoff() {
+    let result = run_file("removals/exclude-metrics-missing.yaml", None);
+    assert_clean(&result);
+    let refused: Vec<_> = result
+        .tool_runs
+        .iter()
+        .filter(|run| run.command.starts_with("exclude") && run.exit_code == 1)
+        .collect();
+    // In the 400 s the fault lasts: attempts at 0, 30, 90, 210 (and 450 is later).
+    let during: Vec<u64> = refused
+        .iter()
+        .filter(|r| r.step <= 3)
+        .map(|r| r.time)
+        .collect();
+    assert!(
+        (2..=5).contains(&during.len()),
+        "refused attempts at {during:?}"
+    );
+    for pair in during.windows(2) {
+        assert!(pair[1] - pair[0] >= 30, "retried too soon: {during:?}");
+    }
+    assert!(
+        refused.iter().all(|r| !r.command.contains("FORCE")),
+        "the operator never forces an exclusion"
+    );
+    let why = "Could not calculate the impact of this exclude on the total free space";
+    assert!(
+        result.events.iter().any(|e| e.target == "event/sample"
+            && e.detail.starts_with("RemovalBlocked")
+            && e.detail.contains(why)),
+        "no Event names the refusal"
+    );
+    // Nothing was removed while the metrics were missing.
+    let storage_pods = |step: &StepResult| {
+        step.pods
+            .iter()
+            .filter(|p| p.name.contains("-storage-"))
+            .count()
+    };
+    assert_eq!(storage_pods(&result.steps[4]), 4);
+    // The shrink then completed.
+    let end = result.steps.last().unwrap();
+    assert_eq!(storage_groups(end).len(), 3);
+    assert_eq!(end.fdb["lostShards"], 0);
 }

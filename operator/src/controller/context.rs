@@ -152,6 +152,8 @@ pub struct Context {
     pub upgrade_cleanup: Arc<super::versions::cleanup::UpgradeCleanup>,
     /// This instance's kills for each cluster's upgrade, for the back-off between them.
     pub upgrade_kills: Arc<super::versions::retries::UpgradeKills>,
+    /// The refusals of each cluster's exclusions, for the wait before the next attempt.
+    pub exclusion_refusals: Arc<super::removals::exclusion_retries::ExclusionRefusals>,
 }
 
 impl fmt::Debug for Context {
@@ -192,6 +194,7 @@ impl Context {
             cache: None,
             upgrade_cleanup: Arc::default(),
             upgrade_kills: Arc::default(),
+            exclusion_refusals: Arc::default(),
         }
     }
 }

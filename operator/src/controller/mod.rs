@@ -55,6 +55,7 @@ pub use production::leader::LeaderElectionConfig;
 pub use production::metrics::{OperatorMetrics, PassLabels};
 pub use production::providers::{FdbcliAdminProvider, HttpSidecarProvider};
 pub use production::{RunError, RunOptions, run_until};
+pub use steps::generate_initial_cluster_file::description_for as connection_string_description;
 pub use versions::tool_choice::tool_versions;
 
 // What the operator would build and how it reads a cluster: the simulation's fleet

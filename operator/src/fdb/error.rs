@@ -168,6 +168,15 @@ impl AdminError {
         )
     }
 
+    /// The refusal of fdbcli's `exclude` this failure is, if it is one (still
+    /// transient: the same command may succeed later).
+    pub fn exclude_refusal(&self) -> Option<crate::fdb::fdbcli::refusals::ExcludeRefusal> {
+        match self {
+            Self::Failed { stderr, .. } => crate::fdb::fdbcli::refusals::exclude_refusal(stderr),
+            _ => None,
+        }
+    }
+
     /// A short, fixed name of the kind of failure, for metric labels and event reasons.
     pub fn category(&self) -> &'static str {
         match self {

@@ -4,6 +4,7 @@ pub mod backup_commands;
 pub mod commands;
 #[cfg(test)]
 mod property_tests;
+pub mod refusals;
 mod version_fallback;
 
 use std::path::PathBuf;

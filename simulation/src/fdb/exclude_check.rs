@@ -20,6 +20,10 @@ use super::render_metrics::disk_total_bytes;
 pub enum ExcludeRefusal {
     /// The storage servers left would have less than 10 % of their space free.
     FreeSpace,
+    /// A storage role in `status json` lacks its metrics (`kvstore_used_bytes`,
+    /// `kvstore_free_bytes`, and from 7.3 `kvstore_available_bytes`): the impact on the
+    /// free space cannot be calculated, whatever the exclusion names.
+    MetricsMissing,
 }
 
 impl SimulatedFdb {
@@ -28,7 +32,8 @@ impl SimulatedFdb {
     /// of them on those left filling 90 % of their space (7.1 refuses at 90 %,
     /// `1 - used / (usedNotExcluded + free) <= 0.1`; 7.3 and 7.4 above it,
     /// `finalUnavailableRatio > 0.9`). Only an exclusion that covers a storage server
-    /// is checked.
+    /// is checked for space; any exclusion is refused while a storage server reports
+    /// no metrics (`storageMetricsMissing`).
     pub fn exclude_refusal(
         &self,
         targets: &[ExclusionTarget],
@@ -47,6 +52,11 @@ impl SimulatedFdb {
                 && (state.held(&process.disk) > 0 || !already);
             if !storage {
                 continue;
+            }
+            // `checkExclusion` reads every storage role before it sums anything up: one
+            // without its metrics refuses any exclusion, of storage or not.
+            if process.running && state.metrics_missing_of(process) {
+                return Some(ExcludeRefusal::MetricsMissing);
             }
             let used = (state.held(&process.disk) as f64 * state.shard_bytes()).round();
             let excluded = already || targets.iter().any(|t| process.is_matched_by(t));

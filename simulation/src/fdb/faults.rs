@@ -24,6 +24,17 @@ impl SimulatedFdb {
         }
     }
 
+    /// `storageMetricsMissing`: the storage servers of that group (`locality_instance_id`)
+    /// stop answering the cluster controller's metrics requests, or answer again.
+    pub fn set_storage_metrics_missing(&self, instance_id: &str, on: bool) {
+        let mut state = self.lock();
+        if on {
+            state.metrics_missing.insert(instance_id.to_owned());
+        } else {
+            state.metrics_missing.remove(instance_id);
+        }
+    }
+
     /// `ignoreKill`: the processes of that group survive kill commands (the kill never
     /// reaches them; the command still succeeds), or no longer do.
     pub fn set_ignore_kill(&self, instance_id: &str, on: bool) {
@@ -59,11 +70,13 @@ impl SimulatedFdb {
         refresh(&mut state, now);
     }
 
-    /// Clears the group's `io_error`, `ignoreKill` and `ioLatency` faults.
+    /// Clears the group's `io_error`, `storageMetricsMissing`, `ignoreKill` and
+    /// `ioLatency` faults.
     pub fn heal_group(&self, instance_id: &str) {
         let now = self.now();
         let mut state = self.caught_up();
         state.io_errors.remove(instance_id);
+        state.metrics_missing.remove(instance_id);
         state.ignore_kill.remove(instance_id);
         state.io_latency.remove(instance_id);
         refresh(&mut state, now);
@@ -75,6 +88,7 @@ impl SimulatedFdb {
         let now = self.now();
         let mut state = self.caught_up();
         state.io_errors.clear();
+        state.metrics_missing.clear();
         state.ignore_kill.clear();
         state.io_latency.clear();
         state.recovery_override = None;

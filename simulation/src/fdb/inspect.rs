@@ -2,6 +2,7 @@
 //! replicas held per process group, what is out of service, and why removing a group
 //! would risk data.
 
+use fdb_shared::address::ProcessAddress;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::api::ProcessClass;
@@ -31,6 +32,13 @@ pub struct ServiceGaps {
 }
 
 impl SimulatedFdb {
+    /// Whether the database knows a process at `address`: `Some(true)` running,
+    /// `Some(false)` stopped with its disk kept, `None` unknown (the world's other
+    /// databases route a process's stop to the one that holds it).
+    pub fn process_at(&self, address: &ProcessAddress) -> Option<bool> {
+        self.lock().processes.get(address).map(|p| p.running)
+    }
+
     /// Shards that lost their last replica (they stay lost).
     pub fn lost_shards(&self) -> u64 {
         let state = self.caught_up();

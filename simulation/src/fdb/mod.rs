@@ -136,6 +136,11 @@ impl SimulatedFdb {
         }
     }
 
+    /// Whether `other` is a handle on this same database (clones share it).
+    pub fn same_database(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -39,7 +39,7 @@ fn render_process(state: &State, process: &SimProcess, now: i64) -> Value {
                 "role": role,
                 "id": format!("{:016x}", fxhash(&process.process_id, index)),
             });
-            if role == "storage" {
+            if role == "storage" && !state.metrics_missing_of(process) {
                 let bytes = (state.held(&process.disk) as f64 * state.shard_bytes()).round() as i64;
                 entry["stored_bytes"] = json!(bytes);
                 entry["kvstore_used_bytes"] = json!(bytes);

@@ -85,6 +85,8 @@ pub(crate) struct State {
     pub timeout_rate: f64,
     /// Process groups whose processes report `io_error`.
     pub io_errors: BTreeSet<String>,
+    /// `storageMetricsMissing`: process groups whose storage servers report no metrics.
+    pub metrics_missing: BTreeSet<String>,
     /// Process groups whose processes survive kills.
     pub ignore_kill: BTreeSet<String>,
     /// `ioLatency`: process groups whose disks are slow, with the latency of one I/O
@@ -136,6 +138,7 @@ impl State {
             dirty: true,
             timeout_rate: 0.0,
             io_errors: BTreeSet::new(),
+            metrics_missing: BTreeSet::new(),
             ignore_kill: BTreeSet::new(),
             io_latency: BTreeMap::new(),
             recovery_override: None,
@@ -278,6 +281,13 @@ impl State {
     pub fn is_member(&self, process: &SimProcess, cluster_version: Option<&FdbVersion>) -> bool {
         process.running
             && cluster_version.is_some_and(|v| v.is_protocol_compatible(&process.launch.version))
+    }
+
+    /// Whether the process's storage server reports no metrics (`storageMetricsMissing`).
+    pub fn metrics_missing_of(&self, process: &SimProcess) -> bool {
+        process
+            .instance_id()
+            .is_some_and(|id| self.metrics_missing.contains(id))
     }
 
     /// Whether any exclusion matches the process.

@@ -17,6 +17,7 @@ mod configure;
 mod keys;
 mod line;
 mod output;
+mod routes;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -35,9 +36,12 @@ use fdb_shared::connection_string::ConnectionString;
 use self::output::Printed;
 use self::session::Session;
 use self::texts::{Stop, hang_output, tool_hang_output, unreachable_status};
+use crate::event_log::EventLog;
 use crate::fdb::{SimulatedFdb, ToolClient};
+use crate::result::ToolRunRecord;
 
 pub use self::output::Printed as ToolPrinted;
+pub use self::routes::RoutedTools;
 
 /// The version of each minor's tools in the operator image (`images/operator/Dockerfile`
 /// `FDB_7_1_VERSION`, `FDB_7_3_VERSION`, `FDB_7_4_VERSION`).
@@ -70,6 +74,8 @@ pub struct SimulatedTools {
     binaries_dir: PathBuf,
     on_change: Option<OnChange>,
     next_port: Arc<AtomicU32>,
+    /// Where each run is recorded, and the name of the database it is recorded on.
+    recorder: Option<(EventLog, String)>,
 }
 
 impl std::fmt::Debug for SimulatedTools {
@@ -97,7 +103,78 @@ impl SimulatedTools {
             binaries_dir: binaries_dir.into(),
             on_change: None,
             next_port: Arc::new(AtomicU32::new(40000)),
+            recorder: None,
         }
+    }
+
+    /// The same tools, recording each run into `log` as a run on the database of
+    /// cluster `database` (a reached `status json` is counted, not recorded).
+    pub fn with_recorder(mut self, log: EventLog, database: &str) -> Self {
+        self.recorder = Some((log, database.to_owned()));
+        self
+    }
+
+    /// The same tools, recording their runs on no database (a run whose cluster file
+    /// leads to none of the world's databases).
+    pub fn on_no_database(&self) -> Self {
+        let mut tools = self.clone();
+        if let Some((_, database)) = tools.recorder.as_mut() {
+            database.clear();
+        }
+        tools
+    }
+
+    /// Whether the cluster file `run` names leads to this tools' database (a fleet's
+    /// operator reaches each database through the cluster file of its cluster).
+    pub fn leads_here(&self, run: &ToolRun) -> bool {
+        let Some((tool, _)) = self.installed_tool(&run.program) else {
+            return false;
+        };
+        let Some(path) = argv::parse(tool, &run.args)
+            .ok()
+            .and_then(|invocation| invocation.cluster_file)
+        else {
+            return false;
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return false;
+        };
+        matches!(
+            self.reach_text(&text, &path.display().to_string()),
+            Reach::Database | Reach::Forwarded(_)
+        )
+    }
+
+    /// Records a run (see [`Self::with_recorder`]).
+    fn record(
+        &self,
+        tool: FdbTool,
+        version: &FdbVersion,
+        invocation: &argv::Invocation,
+        reached: bool,
+        printed: &Printed,
+    ) {
+        let Some((log, database)) = &self.recorder else {
+            return;
+        };
+        let command = invocation
+            .exec
+            .clone()
+            .unwrap_or_else(|| invocation.subcommand.join(" "));
+        if reached && command.trim() == "status json" {
+            return;
+        }
+        log.record_tool_run(ToolRunRecord {
+            step: 0,
+            time: 0,
+            pass: 0,
+            database: database.clone(),
+            tool: tool.file_name().to_owned(),
+            version: version.to_string(),
+            command,
+            reached,
+            exit_code: printed.code,
+        });
     }
 
     /// The same tools, calling `on_change` after a run that changed the database.
@@ -203,6 +280,7 @@ impl SimulatedTools {
             .map(|running| running.is_protocol_compatible(&version));
         if speaks == Some(false) || coordinators.is_some() {
             let printed = self.unreached(tool, &invocation, coordinators.unwrap_or_default());
+            self.record(tool, &version, &invocation, false, &printed);
             return RemoteRun::printed(printed);
         }
         if speaks == Some(true) {
@@ -233,6 +311,7 @@ impl SimulatedTools {
                 (printed, changed, None)
             }
         };
+        self.record(tool, &version, &invocation, true, &printed);
         if changed && let Some(on_change) = &self.on_change {
             on_change();
         }

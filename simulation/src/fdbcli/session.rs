@@ -538,5 +538,25 @@ fn exclude_refusal_text(refusal: ExcludeRefusal, version: &fdb_shared::FdbVersio
         ExcludeRefusal::FreeSpace => {
             "ERROR: This exclude may cause the total available space in the cluster to drop below 10%.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n"
         }
+        ExcludeRefusal::MetricsMissing => metrics_missing_text(version),
+    }
+}
+
+/// The refusal when a storage role lacks its metrics (`checkExclusion`'s `errorString`
+/// in fdbclient/SpecialKeySpace.actor.cpp), as fdbcli prints it: its last line traded
+/// for fdbcli's hint. 7.1's ends "without checking free space." (the `FORCE` hint);
+/// 7.3's says "available space" (the `FORCE failed` hint); 7.4 appends the missing
+/// field's line, which is then the one dropped.
+fn metrics_missing_text(version: &fdb_shared::FdbVersion) -> &'static str {
+    match (version.major, version.minor) {
+        (7, 1) => {
+            "ERROR: Could not calculate the impact of this exclude on the total free space in the cluster.\nPlease try the exclude again in 30 seconds.\nType `exclude FORCE <ADDRESS...>' to exclude without checking free space.\n"
+        }
+        (7, 3) => {
+            "ERROR: Could not calculate the impact of this exclude on the total available space in the cluster.\nPlease try the exclude again in 30 seconds.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n"
+        }
+        _ => {
+            "ERROR: Could not calculate the impact of this exclude on the total available space in the cluster.\nPlease try the exclude again in 30 seconds.\nCall set(\"0xff0xff/management/options/exclude/force\", ...) first to exclude without checking available space.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n"
+        }
     }
 }

@@ -29,8 +29,9 @@ impl Runner {
     /// The conditions of `expect` that do not hold now, each with what was found.
     pub(super) fn unmet(&self, expect: &ExpectStep) -> Result<Vec<String>, RunError> {
         let mut failed = Vec::new();
-        let snapshot = self.fdb.snapshot();
         let name = expect.cluster.as_deref().unwrap_or(&self.name);
+        // A fleet member's database is its own.
+        let snapshot = self.fdb_of(name).snapshot();
         if let Some(want) = expect.reconciled {
             let have = self
                 .instance_reconciled(name)

@@ -32,6 +32,15 @@ pub(super) fn check_scenario(scenario: &Scenario) -> Result<(), RunError> {
                 .to_owned(),
         ));
     }
+    if !scenario.fleet.is_empty() {
+        // The served tools reach one database (`serve/`); a fleet's others would be
+        // out of reach of the external operator's tools.
+        return Err(RunError::ExternalOperator(
+            "fleet: the served world's tools reach the first cluster's database only; \
+             with --external-operator the scenario may have only `cluster:`"
+                .to_owned(),
+        ));
+    }
     for (index, spec) in scenario.steps.iter().enumerate() {
         let Some(step) = spec.to_step() else { continue };
         let needs = match &step {

@@ -16,7 +16,7 @@ use kube::ResourceExt;
 
 use crate::event_log::EventLog;
 use crate::fdb::SimulatedFdb;
-use crate::fdbcli::SimulatedTools;
+use crate::fdbcli::{RoutedTools, SimulatedTools};
 use crate::kube::service::ResponseBody;
 use crate::kube::{ActorService, FakeApiServer};
 use crate::lock_judge::AdminWriteJudge;
@@ -88,24 +88,44 @@ pub struct SimulatedAdminProvider {
 }
 
 impl SimulatedAdminProvider {
-    /// A provider reaching `fdb` with the tools of `tools`, recording into `log` as the
-    /// commands of the operator instance of cluster `issuer`, whose admin writes `judge`
-    /// judges.
-    pub fn new(
-        fdb: SimulatedFdb,
-        log: EventLog,
-        issuer: &str,
-        judge: Arc<dyn AdminWriteJudge>,
-        tools: &OperatorTools,
-    ) -> Self {
-        let recording: Arc<dyn AdminClient> =
-            Arc::new(RecordingAdmin::new(Arc::new(fdb.clone()), log).issued_by(issuer, judge));
-        let runner = SimulatedTools::new(
-            recording,
-            fdb,
-            tools.minors.iter().cloned(),
-            DEFAULT_FDB_BINARIES_DIR,
+    /// A provider reaching `fdb` (and the fleet's databases `identity` names) with the
+    /// tools of `identity.tools`, recording into `log` as the commands of the operator
+    /// instance `identity` is, whose admin writes its judges judge. On a fleet's
+    /// database the commands are recorded as issued for that member's cluster.
+    pub fn new(fdb: SimulatedFdb, log: EventLog, identity: &OperatorIdentity) -> Self {
+        let tools_of =
+            |fdb: &SimulatedFdb, issuer: &str, database: &str, judge: Arc<dyn AdminWriteJudge>| {
+                let recording: Arc<dyn AdminClient> = Arc::new(
+                    RecordingAdmin::new(Arc::new(fdb.clone()), log.clone())
+                        .issued_by(issuer, judge),
+                );
+                SimulatedTools::new(
+                    recording,
+                    fdb.clone(),
+                    identity.tools.minors.iter().cloned(),
+                    DEFAULT_FDB_BINARIES_DIR,
+                )
+                .with_recorder(log.clone(), database)
+            };
+        let first = tools_of(
+            &fdb,
+            &identity.cluster,
+            &identity.database,
+            identity.judge.clone(),
         );
+        let others = identity
+            .fleet
+            .iter()
+            .map(|route| {
+                tools_of(
+                    &route.fdb,
+                    &route.cluster,
+                    &route.cluster,
+                    route.judge.clone(),
+                )
+            })
+            .collect();
+        let runner = RoutedTools::new(first, others);
         let work_dir = tempfile::Builder::new()
             .prefix("fdb-simulated-operator")
             .tempdir()
@@ -278,6 +298,22 @@ pub struct OperatorIdentity {
     pub judge: Arc<dyn AdminWriteJudge>,
     /// The tools its image holds (`world.operatorTools`).
     pub tools: OperatorTools,
+    /// The cluster whose database `fdb` is (the first cluster's, for the instances of
+    /// `clusters:` members that join it).
+    pub database: String,
+    /// The fleet's other databases, which this operator reconciles too (`fleet:`).
+    pub fleet: Vec<FleetRoute>,
+}
+
+/// A fleet member's database, which the one operator's tools reach as well.
+#[derive(Debug, Clone)]
+pub struct FleetRoute {
+    /// The member cluster's name (its commands are recorded as issued for it).
+    pub cluster: String,
+    /// Its database.
+    pub fdb: SimulatedFdb,
+    /// Judges the admin writes on it (`lock-not-held`).
+    pub judge: Arc<dyn AdminWriteJudge>,
 }
 
 /// A fresh operator: nothing carried over from a previous one but what is stored in
@@ -297,9 +333,7 @@ pub fn new_operator_context(
         Arc::new(SimulatedAdminProvider::new(
             fdb.clone(),
             log.clone(),
-            &identity.cluster,
-            identity.judge.clone(),
-            &identity.tools,
+            identity,
         )),
         Arc::new(RecordingSidecarProvider::new(
             log.clone(),

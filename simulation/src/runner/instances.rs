@@ -40,6 +40,9 @@ pub(super) struct Instance {
     pub last_pass_reconciled: bool,
     /// Its process groups marked for removal at some point.
     ever_marked: BTreeSet<String>,
+    /// For a `fleet:` member: its index among the fleet's views (it has a database of
+    /// its own and shares the first cluster's operator).
+    fleet_member: Option<usize>,
 }
 
 impl Instance {
@@ -69,6 +72,57 @@ impl Instance {
             last_pass_at: None,
             last_pass_reconciled: false,
             ever_marked: BTreeSet::new(),
+            fleet_member: None,
+        }
+    }
+
+    /// One instance per `fleet:` member, each reconciled by the first cluster's
+    /// operator (`context`) from `now` on.
+    pub fn fleet_members(
+        manifests: &[Value],
+        namespace: &str,
+        context: &Context,
+        now: Timestamp,
+    ) -> Vec<Self> {
+        (0..)
+            .zip(manifests)
+            .map(|(member, manifest)| {
+                Self::fleet_member(manifest, namespace, member, context.clone(), now)
+            })
+            .collect()
+    }
+
+    /// An instance for fleet member `member`, reconciled by the first cluster's
+    /// operator (`context`) from the start.
+    fn fleet_member(
+        manifest: &Value,
+        namespace: &str,
+        member: usize,
+        context: Context,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            context: Some(context),
+            next_pass_due: Some(now),
+            fleet_member: Some(member),
+            ..Self::new(manifest, namespace)
+        }
+    }
+
+    /// A pass starts now: nothing is due until it says.
+    pub fn last_pass_at_now(&mut self, now: Timestamp) {
+        self.last_pass_at = Some(now);
+        self.next_pass_due = None;
+    }
+
+    /// A pass that started at `now` ended with `end`.
+    pub(super) fn pass_ended(&mut self, now: Timestamp, end: PassEnd) {
+        self.last_pass_reconciled = end == PassEnd::Reconciled;
+        if let PassEnd::After(delay) = end {
+            let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
+            if self.next_pass_due.is_none_or(|due| due > at) {
+                self.next_pass_due = Some(at);
+            }
         }
     }
 }
@@ -93,11 +147,19 @@ impl Runner {
         Ok(context)
     }
 
-    fn identity(&self, cluster: &str) -> OperatorIdentity {
+    /// The identity of the operator instance of `cluster`: the first cluster's operator
+    /// reaches the fleet's databases too; a `clusters:` member's, only the first's.
+    pub(super) fn identity(&self, cluster: &str) -> OperatorIdentity {
         OperatorIdentity {
             cluster: cluster.to_owned(),
             judge: self.judge.clone(),
             tools: super::harness::OperatorTools::of_world(&self.scenario.world),
+            database: self.first_name().to_owned(),
+            fleet: if cluster == self.first_name() {
+                self.fleet_routes()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -130,6 +192,11 @@ impl Runner {
     pub(super) fn restart_instances(&mut self) {
         for index in 0..self.instances.len() {
             if self.instances[index].context.is_none() {
+                continue;
+            }
+            if self.instances[index].fleet_member.is_some() {
+                // The first cluster's operator, restarted before.
+                self.instances[index].context = Some(self.context.clone());
                 continue;
             }
             let identity = self.identity(&self.instances[index].name);
@@ -232,7 +299,10 @@ impl Runner {
         let Some(index) = due else {
             return Ok(false);
         };
-        self.instance_pass(step, index).await?;
+        match self.instances[index].fleet_member {
+            Some(member) => self.fleet_pass(step, index, member).await?,
+            None => self.instance_pass(step, index).await?,
+        }
         Ok(true)
     }
 

@@ -7,10 +7,12 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod databases;
 mod exclusion_check;
 mod expect;
 mod external;
 mod fdb_bridge;
+mod fleet_members;
 mod harness;
 mod instances;
 mod live;
@@ -18,14 +20,12 @@ mod observe;
 mod pass_judge;
 mod resources;
 mod rollout_progress;
+mod setup;
 mod snapshot_boot;
 mod status_check;
 mod steps;
 mod world_views;
 mod write_observer;
-
-use status_check::check_statuses;
-use write_observer::observe_writes;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,20 +36,21 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::event_log::{EventLog, RunPosition};
-use crate::fdb::{SimFdbSettings, SimulatedFdb};
+use crate::fdb::SimulatedFdb;
 use crate::invariants::InvariantMonitor;
 use crate::kube::{ApiError, FakeApiServer, ResourceKey};
 use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
-use crate::world::{HostBlock, World, WorldError, WorldOptions};
+use crate::world::{World, WorldError};
 use fdb_operator::clock::VirtualClock;
 use fdb_operator::controller::Context;
 use fdb_operator::fdb::ClientInfo;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
+pub use databases::{Databases, WorldDatabase};
 pub use harness::{
-    OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR,
-    new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
+    FleetRoute, OPERATOR_ACTOR, OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG,
+    USER_ACTOR, new_operator_context, operator_kube_client, simulated_sidecar_client_settings,
 };
 pub use live::serve_scenario;
 
@@ -188,8 +189,11 @@ pub struct Runner {
     sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
     /// Judges every instance's admin writes against the database's lock key.
     judge: Arc<dyn crate::lock_judge::AdminWriteJudge>,
-    /// The operator instances of the scenario's other clusters (`clusters:`).
+    /// The operator instances of the scenario's other clusters (`clusters:`), and the
+    /// schedules of the fleet's members (`fleet:`, reconciled by `context`).
     instances: Vec<instances::Instance>,
+    /// The fleet's databases and what each is judged by.
+    fleet: Vec<fleet_members::FleetView>,
     /// No operator of the world's own: one outside reconciles through the served API
     /// ([`RunOptions::external_operator`]).
     external_operator: bool,
@@ -241,49 +245,6 @@ fn in_default_namespace(mut manifest: Value) -> Value {
     manifest
 }
 
-/// The simulated nodes, network and kubelet, reporting the run's IP block.
-fn build_world(
-    scenario: &Scenario,
-    options: &RunOptions,
-    seed: u64,
-    api: &FakeApiServer,
-    fdb: &SimulatedFdb,
-    clock: &VirtualClock,
-) -> Result<World, RunError> {
-    let mut world_options = WorldOptions::from_scenario(&scenario.world, seed);
-    if scenario.snapshot.is_some() {
-        // The captured nodes are the world's nodes.
-        world_options.nodes = None;
-        world_options.zones = None;
-    }
-    world_options.host_block = options.ip_block.map_or(HostBlock::Free, HostBlock::Fixed);
-    let world = if options.external_operator {
-        // An operator outside reaches the sidecars at the pods' IPs, as in a real
-        // cluster: the pods get their IPs in the block the sidecars listen in.
-        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
-    } else {
-        World::new(
-            world_options,
-            api.clone(),
-            Arc::new(fdb.clone()),
-            clock.clone(),
-        )?
-    };
-    if let Some(progress) = &options.progress {
-        let (block, lock) = world.host_block();
-        progress(&format!(
-            "pod IPs 127.{}.y.z served on 127.{block}.y.z (block held through {})",
-            world.network().pod_block(),
-            lock.display()
-        ));
-        progress(&format!(
-            "world files in {} (removed when the run ends, however it ends)",
-            world.root().display()
-        ));
-    }
-    Ok(world)
-}
-
 /// What a snapshot's boot puts the capture into.
 struct Boot<'a> {
     world: &'a mut World,
@@ -330,69 +291,6 @@ async fn create_user_objects(
     Ok(())
 }
 
-/// The simulated database's settings: the scenario's world values, or the defaults.
-fn fdb_settings(world: &scenario::WorldSettings, seed: u64) -> SimFdbSettings {
-    SimFdbSettings {
-        storage_gib: world.storage_gib.unwrap_or(scenario::DEFAULT_STORAGE_GIB),
-        shards: world.shards.unwrap_or(scenario::DEFAULT_SHARDS),
-        move_mib_per_second: world
-            .move_mib_per_second
-            .unwrap_or(scenario::DEFAULT_MOVE_MIB_PER_SECOND),
-        // Only when the scenario sets it: it then defines the movement rate.
-        exclusion_seconds: world.exclusion_seconds,
-        failure_detection_seconds: world
-            .failure_detection_seconds
-            .unwrap_or(scenario::DEFAULT_FAILURE_DETECTION_SECONDS),
-        recovery_seconds: world
-            .recovery_seconds
-            .unwrap_or(scenario::DEFAULT_RECOVERY_SECONDS),
-        restart_seconds: world
-            .restart_seconds
-            .unwrap_or(scenario::DEFAULT_RESTART_SECONDS),
-        seed,
-    }
-}
-
-/// Connects the scenario's clients (those with a version that parses) to the database.
-fn connect_clients(clients: &[scenario::ClientSpec], fdb: &SimulatedFdb) -> Vec<ClientInfo> {
-    let mut connected = Vec::new();
-    for client in clients {
-        if let Ok(version) = client.version.parse() {
-            let client = ClientInfo {
-                address: client.address.clone(),
-                version,
-                protocol_version: None,
-                log_group: client.log_group.clone(),
-            };
-            fdb.connect_client(client.clone());
-            connected.push(client);
-        }
-    }
-    connected
-}
-
-/// `world.tls`: generates the run's PKI, creates the pods' Secret and writes the
-/// operator's own files; returns where they are (nothing without `world.tls`).
-fn install_world_tls(
-    api: &FakeApiServer,
-    world: &World,
-    cluster: &str,
-    namespace: &str,
-    settings: &scenario::WorldSettings,
-) -> Result<Option<fdb_shared::sidecar::SidecarClientTls>, RunError> {
-    let Some(tls) = &settings.tls else {
-        return Ok(None);
-    };
-    let pki = crate::tls::SimulatedPki::generate(cluster)?;
-    let secret = pki.pod_secret(namespace, &tls.secret);
-    let secret = crate::kube::typed_json(&secret)
-        .map_err(|e| RunError::InvalidCluster(format!("world.tls secret: {e}")))?;
-    api.create_as(USER_ACTOR, secret)?;
-    Ok(Some(pki.write_operator_files(
-        &world.root().join("operator-tls"),
-    )?))
-}
-
 impl Runner {
     /// Builds the world and creates the scenario's cluster object.
     pub async fn new(scenario: Scenario, options: RunOptions) -> Result<Self, RunError> {
@@ -409,53 +307,37 @@ impl Runner {
             .map_or_else(VirtualClock::fixed_epoch, VirtualClock::starting_at);
         let start = fdb_operator::clock::Clock::now(&clock);
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
-        let settings = fdb_settings(&scenario.world, seed);
+        let settings = setup::fdb_settings(&scenario.world, seed);
         let (recovery_seconds, restart_seconds) =
             (settings.recovery_seconds, settings.restart_seconds);
         let fdb = SimulatedFdb::new(Arc::new(clock.clone()), settings);
-        let clients = connect_clients(&scenario.world.clients, &fdb);
-        let log = EventLog::new(Arc::new(clock.clone()));
-        check_statuses(&fdb, &log);
-        observe_writes(&api, &log);
-        let mut world = build_world(&scenario, &options, seed, &api, &fdb, &clock)?;
-        let sidecar_tls = install_world_tls(&api, &world, &name, &namespace, &scenario.world)?;
-        let placeholder_pki = match (&sidecar_tls, &scenario.snapshot) {
-            (None, Some(snapshot)) => snapshot_boot::placeholder_pki(snapshot, &name)?,
-            _ => None,
-        };
-        let sidecar_tls = match &placeholder_pki {
-            Some(pki) => Some(pki.write_operator_files(&world.root().join("operator-tls"))?),
-            None => sidecar_tls,
-        };
-        let judge: Arc<dyn crate::lock_judge::AdminWriteJudge> = Arc::new(
-            crate::lock_judge::LockJudge::new(api.clone(), fdb.clone(), &namespace),
-        );
-        let mut context = new_operator_context(
-            harness::operator_kube_client(&api, &log),
-            &fdb,
-            &clock,
-            &log,
-            world.network(),
-            sidecar_tls.as_ref(),
-            &OperatorIdentity {
-                cluster: name.clone(),
-                judge: judge.clone(),
-                tools: harness::OperatorTools::of_world(&scenario.world),
-            },
-        )?;
-        context.settings.executor_rules = options.executor_rules;
-        crate::scenario::operator_flags::apply_operator_flags(
-            &scenario.world,
-            &mut context.settings,
-        );
-        let instances = instances::Instance::all(&scenario.clusters, &namespace);
+        let clients = setup::connect_clients(&scenario.world.clients, &fdb);
+        let setup::Assembled {
+            log,
+            mut world,
+            sidecar_tls,
+            placeholder_pki,
+            judge,
+            context,
+            fleet,
+            instances,
+        } = setup::assemble(&setup::RunBase {
+            scenario: &scenario,
+            options: &options,
+            seed,
+            api: &api,
+            fdb: &fdb,
+            clock: &clock,
+            namespace: &namespace,
+            name: &name,
+        })?;
         let booted = Boot {
             world: &mut world,
             fdb: &fdb,
             placeholder_pki: placeholder_pki.as_ref(),
         };
         create_user_objects(&scenario, manifest, &namespace, &api, booted, &options).await?;
-        Ok(Self {
+        let mut runner = Self {
             scenario,
             seed,
             start,
@@ -493,7 +375,11 @@ impl Runner {
             sidecar_tls,
             judge,
             instances,
-        })
+            fleet,
+        };
+        // With the first: one operator watches them all from the start.
+        runner.create_fleet()?;
+        Ok(runner)
     }
 
     /// Runs every step, then shuts the world down.
@@ -553,12 +439,15 @@ impl Runner {
             .cloned()
             .unwrap_or_default();
         let counters = self.log.counters();
+        let mut violations = self.monitor.violations().to_vec();
+        violations.extend(self.fleet_violations());
         let result = SimulationResult {
             name: self.scenario.name.clone(),
             seed: self.seed,
-            violations: self.monitor.violations().to_vec(),
+            violations,
             steps: step_results,
             events: self.log.events(),
+            tool_runs: self.log.tool_runs(),
             metrics: RunMetrics {
                 passes: self.total_passes,
                 api_requests: ApiRequestCounts {

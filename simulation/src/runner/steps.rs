@@ -18,7 +18,7 @@ use crate::scenario::{ExpectStep, Fault, Heal, ReconcileStep, Step};
 use fdb_operator::controller::{PassOutcome, run_pass};
 use fdb_operator::fdb::ClientInfo;
 
-use super::harness::{OperatorIdentity, OperatorTools, SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
+use super::harness::{SIDECAR_REQUEST_WATCHDOG, USER_ACTOR};
 pub(super) use super::pass_judge::{PassEnd, judge_pass};
 use super::{ADVANCE_PASS_LIMIT, RunError, Runner};
 use fdb_operator::controller::ObjectKind;
@@ -115,11 +115,7 @@ impl Runner {
     /// Drops all in-memory operator state: nothing survives but what Kubernetes and the
     /// database store.
     pub(super) fn restart_operator(&mut self) {
-        let identity = OperatorIdentity {
-            cluster: self.name.clone(),
-            judge: self.judge.clone(),
-            tools: OperatorTools::of_world(&self.scenario.world),
-        };
+        let identity = self.identity(self.first_name());
         match self.operator_context(&identity) {
             Ok(context) => self.context = context,
             // The sidecar client factory has no inputs that can change between restarts.
@@ -217,6 +213,7 @@ impl Runner {
             self.move_clock_to(next.unwrap_or(target));
         }
         self.check_outages();
+        self.check_fleet_outages();
         Ok(summary)
     }
 
@@ -283,6 +280,7 @@ impl Runner {
             self.move_clock_to(next.unwrap_or(deadline));
         }
         self.check_outages();
+        self.check_fleet_outages();
         Ok(summary)
     }
 
@@ -449,6 +447,7 @@ impl Runner {
                 | Fault::ClientConnected { .. }
                 | Fault::ClientDisconnected { .. }
                 | Fault::SlowRecovery { .. }
+                | Fault::StorageMetricsMissing { .. }
         ) {
             self.disrupted_by_others();
         }
@@ -479,6 +478,9 @@ impl Runner {
                 self.clients.retain(|client| &client.address != address);
             }
             Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
+            Fault::StorageMetricsMissing { process_group } => {
+                self.fdb.set_storage_metrics_missing(process_group, true);
+            }
             Fault::IgnoreKill { process_group } => self.fdb.set_ignore_kill(process_group, true),
             Fault::IoLatency {
                 process_group,

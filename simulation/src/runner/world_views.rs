@@ -95,7 +95,11 @@ impl Runner {
             Some(cluster) => GroupLabels::of(Some(cluster)),
             None => GroupLabels::of(self.cluster_object().as_ref()),
         };
-        let snapshot = self.fdb.snapshot();
+        let snapshot = match only {
+            Some(cluster) => self.fdb_of(cluster.metadata.name.as_deref().unwrap_or_default()),
+            None => &self.fdb,
+        }
+        .snapshot();
         let pods = self
             .pods()?
             .into_iter()

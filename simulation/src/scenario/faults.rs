@@ -95,6 +95,16 @@ pub enum Fault {
         /// The process group ID as in the status.
         process_group: String,
     },
+    /// The group's storage servers do not answer the cluster controller's metrics
+    /// requests: `status json` lists their storage roles without their metrics
+    /// (`kvstore_*`, `stored_bytes`), as fdbserver/Status.actor.cpp renders a storage
+    /// server whose `StorageMetrics` it could not fetch, until healed. fdbcli's
+    /// `exclude` then cannot check the free space and refuses every exclusion.
+    #[serde(rename_all = "camelCase")]
+    StorageMetricsMissing {
+        /// The process group ID as in the status.
+        process_group: String,
+    },
     /// The group's fdbserver processes exit right after each start.
     #[serde(rename_all = "camelCase")]
     ProcessCrashLoop {
@@ -160,6 +170,7 @@ impl Fault {
             | Self::PodStuckTerminating { process_group }
             | Self::SidecarUnreachable { process_group }
             | Self::IoError { process_group }
+            | Self::StorageMetricsMissing { process_group }
             | Self::ProcessCrashLoop { process_group }
             | Self::BinaryMissing { process_group, .. }
             | Self::OutputNotWritable { process_group }
@@ -195,6 +206,7 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
         | Fault::PodStuckTerminating { process_group }
         | Fault::SidecarUnreachable { process_group }
         | Fault::IoError { process_group }
+        | Fault::StorageMetricsMissing { process_group }
         | Fault::ProcessCrashLoop { process_group }
         | Fault::OutputNotWritable { process_group }
         | Fault::IgnoreKill { process_group }

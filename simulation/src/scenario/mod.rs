@@ -87,6 +87,12 @@ pub struct Scenario {
     /// `spec.seedConnectionString` set to it unless the manifest sets one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<Value>,
+    /// More FoundationDBCluster manifests, each its own database (unlike `clusters`),
+    /// created with the first and reconciled by the same single operator (one set of
+    /// tools, caches and concurrency), as one `fdb-operator run` reconciles every
+    /// cluster it watches. Steps name them as they name `clusters` members.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet: Vec<Value>,
     /// FoundationDBBackup manifests, created (as a user) when the scenario starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backups: Vec<Value>,

@@ -483,3 +483,44 @@ fn evict_chooses_the_nth_live_pod_of_a_class_when_it_runs() {
     assert_eq!(fifth.choose(&pods), Some("sample-storage-9"));
     assert_eq!(choice.choose(&[]), None);
 }
+
+/// A `fleet:` member named `name`, with `metadata` fields after its name.
+fn fleet_member(name: &str, metadata: &str) -> String {
+    format!(
+        "fleet:\n  - apiVersion: apps.foundationdb.org/v1beta2\n    kind: FoundationDBCluster\n    metadata: {{name: {name}{metadata}}}\n    spec: {{version: 7.3.43}}\n"
+    )
+}
+
+#[test]
+fn fleet_members_are_named_by_steps_and_each_is_a_database_of_its_own() {
+    let scenario = parse(&format!(
+        "{}steps:\n  - expect: {{cluster: other, reconciled: true}}\n",
+        fleet_member("other", "")
+    ))
+    .unwrap();
+    assert_eq!(scenario.fleet.len(), 1);
+    assert!(scenario.clusters.is_empty());
+    // A name taken, another namespace, a database description another has.
+    let (field, _) = invalid_field(parse(&fleet_member("sample", "")));
+    assert_eq!(field, "fleet[0].metadata.name");
+    let (field, message) = invalid_field(parse(&fleet_member("other", ", namespace: elsewhere")));
+    assert_eq!(field, "fleet[0].metadata.namespace");
+    assert!(message.contains("\"default\""), "{message}");
+    // Names are DNS labels, but a seed can name another database's description.
+    let (field, message) = invalid_field(parse(&fleet_member("other", "").replace(
+        "version: 7.3.43",
+        "version: 7.3.43, seedConnectionString: \"sample:abc@10.0.0.1:4501\"",
+    )));
+    assert_eq!(field, "fleet[0].spec.seedConnectionString", "{message}");
+    assert!(message.contains("\"sample\""), "{message}");
+    let (field, message) = invalid_field(parse(&format!(
+        "{}steps:\n  - act: {{as: operator, cluster: other, kill: [storage-1]}}\n",
+        fleet_member("other", "")
+    )));
+    assert_eq!(field, "steps[0].act.cluster");
+    assert!(message.contains("fleet member"), "{message}");
+    let (field, _) = invalid_field(parse(
+        &fleet_member("other", "").replace("7.3.43", "banana"),
+    ));
+    assert!(field.starts_with("fleet[0].spec"), "{field}");
+}

@@ -1,7 +1,9 @@
 //! `Scenario::validate`: everything that can be known before the run, each problem
 //! naming its field (`steps[3].advance`, `world.nodes`, `cluster.spec.version`).
 
+use fdb_operator::controller::connection_string_description;
 use fdb_shared::api::FoundationDBCluster;
+use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::unknown_fields::decode_reporting_unknown_fields;
 use fdb_shared::validation::ValidatedCluster;
 use serde_json::Value;
@@ -50,8 +52,10 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     let resources = ResourceNames::of(scenario)?;
     let mut references =
         References::new(&scenario.cluster, &cluster, &counts, scenario.world.nodes);
+    let fleet: Vec<String> = scenario.fleet.iter().map(name_of).collect();
     for (index, step) in scenario.steps.iter().enumerate() {
         check_cluster_names(&names, step).map_err(|problem| in_step(index, problem))?;
+        check_fleet_acts(&fleet, step).map_err(|problem| in_step(index, problem))?;
         resources
             .check_step(step)
             .map_err(|problem| in_step(index, problem))?;
@@ -61,29 +65,11 @@ pub(super) fn check_scenario(scenario: &Scenario, text: &str) -> Result<(), Prob
     Ok(())
 }
 
-/// Checks the `clusters:` manifests like the first one; returns every cluster's name.
+/// Checks the `clusters:` and `fleet:` manifests like the first one; returns every
+/// cluster's name.
 fn check_extra_clusters(scenario: &Scenario, text: &str) -> Result<Vec<String>, Problem> {
-    let name_of = |manifest: &Value| {
-        manifest
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     let mut names = vec![name_of(&scenario.cluster)];
     for (index, manifest) in scenario.clusters.iter().enumerate() {
-        let field = |(f, m): Problem| {
-            let inner = f.strip_prefix("cluster").unwrap_or(&f).to_owned();
-            (format!("clusters[{index}]{inner}"), m)
-        };
-        check_cluster_identity(manifest).map_err(field)?;
-        let name = name_of(manifest);
-        if names.contains(&name) {
-            return Err((
-                format!("clusters[{index}].metadata.name"),
-                format!("{name:?} is already the name of another cluster of the scenario"),
-            ));
-        }
         let mut seeded = manifest.clone();
         if seeded.pointer("/spec/seedConnectionString").is_none()
             && let Some(spec) = seeded.get_mut("spec").and_then(Value::as_object_mut)
@@ -94,10 +80,105 @@ fn check_extra_clusters(scenario: &Scenario, text: &str) -> Result<Vec<String>, 
                 Value::from("seed:placeholder@127.0.0.1:4501"),
             );
         }
-        decode_cluster(&seeded, text).map_err(field)?;
-        names.push(name);
+        check_extra_cluster("clusters", index, manifest, &seeded, text, &names)?;
+        names.push(name_of(manifest));
+    }
+    let mut descriptions = vec![description_of(&scenario.cluster)];
+    for (index, manifest) in scenario.fleet.iter().enumerate() {
+        check_extra_cluster("fleet", index, manifest, manifest, text, &names)?;
+        check_fleet_member(scenario, index, manifest, &descriptions)?;
+        names.push(name_of(manifest));
+        descriptions.push(description_of(manifest));
     }
     Ok(names)
+}
+
+/// The manifest's `metadata.name`.
+fn name_of(manifest: &Value) -> String {
+    manifest
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The description of the connection string the cluster's database gets: its seed's,
+/// else the one the operator derives from its name.
+fn description_of(manifest: &Value) -> String {
+    manifest
+        .pointer("/spec/seedConnectionString")
+        .and_then(Value::as_str)
+        .and_then(|seed| seed.parse::<ConnectionString>().ok())
+        .map_or_else(
+            || connection_string_description(&name_of(manifest)),
+            |seed| seed.description,
+        )
+}
+
+/// Checks `list[index]` (validated as `decoded`) like the first cluster, its name unique.
+fn check_extra_cluster(
+    list: &str,
+    index: usize,
+    manifest: &Value,
+    decoded: &Value,
+    text: &str,
+    names: &[String],
+) -> Result<(), Problem> {
+    let field = |(f, m): Problem| {
+        let inner = f.strip_prefix("cluster").unwrap_or(&f).to_owned();
+        (format!("{list}[{index}]{inner}"), m)
+    };
+    check_cluster_identity(manifest).map_err(field)?;
+    let name = name_of(manifest);
+    if names.contains(&name) {
+        return Err((
+            format!("{list}[{index}].metadata.name"),
+            format!("{name:?} is already the name of another cluster of the scenario"),
+        ));
+    }
+    decode_cluster(decoded, text).map_err(field)?;
+    Ok(())
+}
+
+/// A fleet member lives in the first cluster's namespace, and its database is told
+/// apart from the others by its connection string's description, as a client's cluster
+/// file tells databases apart.
+fn check_fleet_member(
+    scenario: &Scenario,
+    index: usize,
+    manifest: &Value,
+    descriptions: &[String],
+) -> Result<(), Problem> {
+    let namespace = |m: &Value| {
+        m.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_owned()
+    };
+    if namespace(manifest) != namespace(&scenario.cluster) {
+        return Err((
+            format!("fleet[{index}].metadata.namespace"),
+            format!(
+                "must be the first cluster's namespace ({:?}): the scenario's steps look clusters up there",
+                namespace(&scenario.cluster)
+            ),
+        ));
+    }
+    let description = description_of(manifest);
+    if descriptions.contains(&description) {
+        let field = if manifest.pointer("/spec/seedConnectionString").is_some() {
+            "spec.seedConnectionString"
+        } else {
+            "metadata.name"
+        };
+        return Err((
+            format!("fleet[{index}].{field}"),
+            format!(
+                "its database's connection string description {description:?} is another database's: each member of a fleet is a database of its own"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that the clusters a step names exist (`apply` targets, `act.cluster`,
@@ -143,6 +224,21 @@ fn check_cluster_names(names: &[String], step: &StepSpec) -> Result<(), Problem>
         }
     }
     Ok(())
+}
+
+/// An `act` step names an operator instance by its cluster; a fleet member has none of
+/// its own (the first cluster's operator reconciles it), and the acts reach the first
+/// cluster's database.
+fn check_fleet_acts(fleet: &[String], step: &StepSpec) -> Result<(), Problem> {
+    match step.act.as_ref().and_then(|a| a.cluster.as_ref()) {
+        Some(name) if fleet.contains(name) => Err((
+            "act.cluster".into(),
+            format!(
+                "{name:?} is a fleet member: it has no operator instance of its own, and acts reach the first cluster's database only"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Puts a step's problem under `steps[index]`.

@@ -177,6 +177,9 @@ impl World {
             Fault::ClientConnected { .. } => return not_a_world_fault("clientConnected"),
             Fault::ClientDisconnected { .. } => return not_a_world_fault("clientDisconnected"),
             Fault::IoError { .. } => return not_a_world_fault("ioError"),
+            Fault::StorageMetricsMissing { .. } => {
+                return not_a_world_fault("storageMetricsMissing");
+            }
             Fault::SlowRecovery { .. } => return not_a_world_fault("slowRecovery"),
             Fault::IgnoreKill { .. } => return not_a_world_fault("ignoreKill"),
             Fault::IoLatency { .. } => return not_a_world_fault("ioLatency"),

@@ -28,6 +28,11 @@ pub trait ProcessHost: Send + Sync {
     /// The current connection string, when the database has one; running processes
     /// keep their data dir's cluster file up to date with it, as fdbserver does.
     fn connection_string(&self) -> Option<String>;
+    /// Every database's current connection string (a world of several databases, a
+    /// fleet, has one each); by default the one of [`Self::connection_string`].
+    fn connection_strings(&self) -> Vec<String> {
+        self.connection_string().into_iter().collect()
+    }
     /// When the host's next transition by time alone is due (unix seconds): a killed
     /// process's restart, a recovery's end, a failure detection, a data move completing.
     fn next_due(&self) -> Option<i64> {

@@ -363,7 +363,8 @@ impl World {
         }
         self.report_backup_agents(&pods);
         self.restart_killed();
-        if let Some(connection_string) = self.host.connection_string() {
+        // Each process follows its own database's string (matched by description).
+        for connection_string in self.host.connection_strings() {
             for runtime in self.pods.values() {
                 if let Some(monitor) = &runtime.monitor {
                     monitor.follow_connection_string(&connection_string);

@@ -155,6 +155,7 @@ async fn run_steps(
     // What the operator remembers of this cluster between passes.
     facts.remembered.upgrade_cleanup_pending = ctx.upgrade_cleanup.is_marked(namespace, name);
     facts.remembered.upgrade_kills = ctx.upgrade_kills.record(namespace, name);
+    facts.remembered.exclusion_refusal = ctx.exclusion_refusals.record(namespace, name);
     facts.settings.missing_tools =
         super::super::versions::tool_choice::missing_tools(ctx.admin.as_ref(), pass.cluster());
     // Every step that waits while the pass goes on, reported all (not only the first).

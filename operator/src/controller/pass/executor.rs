@@ -18,6 +18,7 @@
 
 mod perform;
 mod pod_agents;
+mod refused_exclusion;
 mod restart_lists;
 mod route;
 
@@ -190,8 +191,20 @@ async fn run_plan(
             facts.record.lock_held = true;
         }
         let excludes = matches!(planned.action, Action::Exclude(_));
-        let what = perform(ctx, snapshot, io, facts, planned.action).await?;
+        let what = match perform(ctx, snapshot, io, facts, planned.action).await {
+            Err(error) if excludes => {
+                // FoundationDB refused it: the step waits, the pass goes on.
+                let wait =
+                    refused_exclusion::wait_after(ctx, snapshot, facts, &plan.refused, error)?;
+                perform(ctx, snapshot, io, facts, refused_exclusion::event(&wait)).await?;
+                return Ok(Some(wait));
+            }
+            result => result?,
+        };
         if excludes {
+            ctx.exclusion_refusals
+                .forget(snapshot.namespace(), snapshot.name());
+            facts.remembered.exclusion_refusal = None;
             facts.record.excluded.get_or_insert_with(|| what.clone());
         }
         if planned.disrupts {

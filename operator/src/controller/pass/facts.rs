@@ -73,6 +73,9 @@ pub(crate) struct Remembered {
     pub upgrade_cleanup_pending: bool,
     /// This instance's kills for the cluster's upgrade, for the back-off between them.
     pub upgrade_kills: Option<KillRecord>,
+    /// The refusals of this cluster's exclusions since the last one that went through,
+    /// for the wait before the next attempt.
+    pub exclusion_refusal: Option<crate::controller::removals::exclusion_retries::RefusalRecord>,
 }
 
 /// What the executor did so far this pass: what its shared rules (one disruption,

@@ -5,6 +5,7 @@
 
 pub(crate) mod choice;
 pub(crate) mod exclusion_decision;
+pub(crate) mod exclusion_retries;
 pub(crate) mod exclusions;
 pub(crate) mod placement;
 pub(crate) mod release;

@@ -164,3 +164,77 @@ async fn a_remote_tool_reaches_the_database_through_the_contents_it_sent() {
     assert_eq!(none.printed.code, 1);
     assert!(none.printed.stderr.contains("1515"), "{none:?}");
 }
+
+/// `storageMetricsMissing`: a storage role without its metrics in `status json`, and
+/// every exclusion refused as each version's fdbcli prints it (even of a process that
+/// serves no storage), until the metrics are back; FORCE skips the check.
+#[tokio::test]
+async fn exclude_refuses_while_a_storage_server_reports_no_metrics() {
+    let tail_71 = "Please try the exclude again in 30 seconds.\nType `exclude FORCE <ADDRESS...>' to exclude without checking free space.\n";
+    let tail_73 = "Please try the exclude again in 30 seconds.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n";
+    let tail_74 = "Please try the exclude again in 30 seconds.\nCall set(\"0xff0xff/management/options/exclude/force\", ...) first to exclude without checking available space.\nType `exclude FORCE failed <ADDRESS...>' to exclude without performing safety checks.\n";
+    let free = "ERROR: Could not calculate the impact of this exclude on the total free space in the cluster.\n";
+    let available = "ERROR: Could not calculate the impact of this exclude on the total available space in the cluster.\n";
+    for (version, text) in [
+        ("7.1.57", format!("{free}{tail_71}")),
+        ("7.3.43", format!("{available}{tail_73}")),
+        ("7.4.5", format!("{available}{tail_74}")),
+    ] {
+        let fixture = Fixture::new(version);
+        let minor = &version[..3];
+        let printed = fixture.exec(minor, "configure new double ssd").await;
+        assert_eq!(printed.code, 0, "{printed:?}");
+        fixture.clock.advance_seconds(10);
+        fixture.fdb.set_storage_metrics_missing("storage-2", true);
+        let status = fixture.fdb.render_status_json();
+        let storage_roles: Vec<&serde_json::Value> = status["cluster"]["processes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|p| p["locality"]["instance_id"] == "storage-2")
+            .flat_map(|p| p["roles"].as_array().unwrap())
+            .filter(|r| r["role"] == "storage")
+            .collect();
+        assert_eq!(storage_roles.len(), 1, "{version}");
+        assert!(
+            storage_roles[0].get("kvstore_used_bytes").is_none(),
+            "{version}"
+        );
+        let printed = fixture
+            .exec(minor, "exclude no_wait locality_instance_id:log-1")
+            .await;
+        assert_eq!(
+            (printed.code, printed.stderr.as_str()),
+            (1, text.as_str()),
+            "{version}"
+        );
+        assert!(fixture.fdb.snapshot().excluded.is_empty(), "{version}");
+        if minor != "7.4" {
+            // The production client: a retryable failure, told apart as this refusal.
+            let target = fdb_operator::fdb::ExclusionTarget::instance_id("log-1").unwrap();
+            let error = fixture
+                .client(minor)
+                .exclude(&[target], false)
+                .await
+                .unwrap_err();
+            assert!(error.is_transient(), "{error:?}");
+            assert_eq!(
+                error.exclude_refusal(),
+                Some(fdb_operator::fdb::fdbcli::refusals::ExcludeRefusal::MetricsMissing),
+                "{error:?}"
+            );
+        }
+        let printed = fixture
+            .exec(minor, "exclude FORCE no_wait locality_instance_id:log-1")
+            .await;
+        assert_eq!(printed.code, 0, "{version}: {printed:?}");
+        // A log excluded: the recovery passes first.
+        fixture.clock.advance_seconds(10);
+        fixture.fdb.set_storage_metrics_missing("storage-2", false);
+        let printed = fixture
+            .exec(minor, "exclude no_wait locality_instance_id:log-2")
+            .await;
+        assert_eq!(printed.code, 0, "{version}: {printed:?}");
+        assert_eq!(fixture.fdb.snapshot().excluded.len(), 2, "{version}");
+    }
+}

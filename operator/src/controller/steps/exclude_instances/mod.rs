@@ -33,6 +33,7 @@ use crate::controller::pass::plan::{
     Action, Barrier, PassFacts, Plan, Planned, Verdict, Wait, WaitOn,
 };
 use crate::controller::removals::exclusion_decision::{ExcludeDecision, decide};
+use crate::controller::removals::exclusion_retries::retry_wait;
 use crate::controller::removals::{exclusions, placement, skips_exclusion};
 use crate::controller::safety::exclusion_sync::{
     SharedExclusion, decide_shared_exclusion, shares_exclusions,
@@ -179,6 +180,29 @@ fn completion_actions(snapshot: &ClusterSnapshot, step: &str, complete: &[String
     ]
 }
 
+/// The wait of `groups`' exclusion while the back-off after FoundationDB's last refusal
+/// runs ([`crate::controller::removals::exclusion_retries`]): independent, so the later
+/// steps go on.
+fn refusal_wait(
+    snapshot: &ClusterSnapshot,
+    facts: &PassFacts,
+    groups: &[(String, Vec<ExclusionTarget>)],
+) -> Option<Wait> {
+    let record = facts.remembered.exclusion_refusal.as_ref()?;
+    let left = retry_wait(Some(record), snapshot.now_unix())?;
+    let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+    Some(Wait::independent(
+        WaitOn::After(left),
+        format!(
+            "{} wait to be excluded: {} ({} refusal(s) in a row); trying again in {}s",
+            names.join(", "),
+            record.refusal.describe(),
+            record.refusals,
+            left.as_secs()
+        ),
+    ))
+}
+
 /// Whether this pass excludes through the database's lists.
 fn shared(snapshot: &ClusterSnapshot, facts: &PassFacts) -> bool {
     facts.rules.shared_exclusions && shares_exclusions(snapshot)
@@ -221,6 +245,7 @@ impl Subreconciler for ExcludeInstances {
             tracing::info!(step = self.name(), %group, %reason, "exclusion waits");
         }
         let mut actions = completion_actions(snapshot, self.name(), &decision.complete);
+        let mut held = None;
         if shared(snapshot, facts) {
             // Every pass, also with nothing to list: ChangeCoordinators reads the
             // other instances' groups from the lists.
@@ -231,21 +256,26 @@ impl Subreconciler for ExcludeInstances {
                 ready,
             }));
         } else if !decision.exclude.is_empty() {
-            actions.extend(exclusion_actions(
-                snapshot,
-                self.name(),
-                &decision.exclude,
-                &[],
-            ));
+            match refusal_wait(snapshot, facts, &decision.exclude) {
+                Some(wait) => held = Some(wait),
+                None => actions.extend(exclusion_actions(
+                    snapshot,
+                    self.name(),
+                    &decision.exclude,
+                    &[],
+                )),
+            }
         }
         if actions.is_empty() {
-            return Ok(Verdict::Continue);
+            return Ok(held.map_or(Verdict::Continue, Verdict::Wait));
         }
         let groups: Vec<&str> = decision.exclude.iter().map(|(g, _)| g.as_str()).collect();
-        Ok(Verdict::Act(Plan::new(
+        let mut plan = Plan::new(
             actions,
             format!("{} wait to be excluded: ", groups.join(", ")),
-        )))
+        );
+        plan.then = held;
+        Ok(Verdict::Act(plan))
     }
 
     /// Shared exclusions: once the lists were written and read, when this instance has
@@ -285,6 +315,11 @@ impl Subreconciler for ExcludeInstances {
                 WaitOn::After(Duration::from_secs(after_seconds.max(1))),
                 reason,
             ))),
+            SharedExclusion::Exclude { groups, .. }
+                if let Some(wait) = refusal_wait(snapshot, facts, &groups) =>
+            {
+                Ok(Verdict::Wait(wait))
+            }
             SharedExclusion::Exclude { groups, served } => {
                 let (own, others): (Vec<_>, Vec<_>) = groups
                     .into_iter()

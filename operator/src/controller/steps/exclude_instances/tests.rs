@@ -150,3 +150,57 @@ fn groups_removed_without_exclusion_are_never_excluded() {
     let fixture = fixture(reporting(&IDS)).status(|s| s.process_groups[3].exclusion_skipped = true);
     assert_eq!(decide(&fixture.build()), ExcludeDecision::default());
 }
+
+/// After FoundationDB refused an exclusion, the next attempt waits out the back-off
+/// (`removals/exclusion_retries.rs`) with a wait that lets the later steps go on, then
+/// is planned again.
+#[test]
+fn an_exclusion_foundationdb_refused_waits_out_its_backoff_and_lets_later_steps_go_on() {
+    use crate::controller::pass::plan::{Action, PassFacts, WaitOn};
+    use crate::controller::removals::exclusion_retries::RefusalRecord;
+    use crate::fdb::fdbcli::refusals::ExcludeRefusal;
+    let snapshot = fixture(reporting(&IDS)).build();
+    let now = snapshot.now_unix();
+    let excludes = |verdict: &Verdict| match verdict {
+        Verdict::Act(plan) => plan
+            .actions
+            .iter()
+            .any(|p| matches!(p.action, Action::Exclude(_))),
+        _ => false,
+    };
+    let mut facts = PassFacts::default();
+    assert!(excludes(
+        &ExcludeInstances.decide(&snapshot, &facts).unwrap()
+    ));
+    facts.remembered.exclusion_refusal = Some(RefusalRecord {
+        refusal: ExcludeRefusal::MetricsMissing,
+        refusals: 1,
+        last_unix: now - 5,
+    });
+    let Verdict::Wait(wait) = ExcludeInstances.decide(&snapshot, &facts).unwrap() else {
+        panic!("a wait");
+    };
+    assert!(wait.goes_on, "{wait:?}");
+    assert_eq!(wait.waits_on, WaitOn::After(Duration::from_secs(25)));
+    assert!(
+        wait.reason.contains("storage-4") && wait.reason.contains("metrics"),
+        "{wait:?}"
+    );
+    // The second refusal in a row waits 60 s; once it is over, the exclusion is planned.
+    facts.remembered.exclusion_refusal = Some(RefusalRecord {
+        refusal: ExcludeRefusal::FreeSpace,
+        refusals: 2,
+        last_unix: now - 59,
+    });
+    assert!(!excludes(
+        &ExcludeInstances.decide(&snapshot, &facts).unwrap()
+    ));
+    facts.remembered.exclusion_refusal = Some(RefusalRecord {
+        refusal: ExcludeRefusal::FreeSpace,
+        refusals: 2,
+        last_unix: now - 60,
+    });
+    assert!(excludes(
+        &ExcludeInstances.decide(&snapshot, &facts).unwrap()
+    ));
+}

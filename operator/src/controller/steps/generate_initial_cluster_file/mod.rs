@@ -23,7 +23,7 @@ pub(crate) struct GenerateInitialClusterFile;
 
 /// The connection string description: the cluster name with every character FoundationDB
 /// does not allow (anything but letters, digits and `_`) replaced by `_`.
-pub(crate) fn description_for(name: &str) -> String {
+pub fn description_for(name: &str) -> String {
     let description: String = name
         .chars()
         .map(|c| {
