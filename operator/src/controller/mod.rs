@@ -30,6 +30,7 @@ pub(crate) mod pod_agent;
 pub(crate) mod pod_updates;
 pub(crate) mod production;
 pub(crate) mod removals;
+pub(crate) mod retry_backoff;
 pub(crate) mod safety;
 #[cfg(test)]
 mod scale_tests;

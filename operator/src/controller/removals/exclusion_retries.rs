@@ -16,12 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::fdb::fdbcli::refusals::ExcludeRefusal;
+use crate::controller::retry_backoff::wait_left;
 
-/// The first wait after a refusal.
-const FIRST_BACKOFF_SECONDS: u64 = 30;
-/// The longest wait between two attempts.
-const MAX_BACKOFF_SECONDS: u64 = 300;
+use crate::fdb::fdbcli::refusals::ExcludeRefusal;
 
 /// The refusals of one cluster's exclusions since its last successful one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,20 +31,11 @@ pub struct RefusalRecord {
     pub last_unix: i64,
 }
 
-/// The wait after the `refusals`-th refusal in a row: 30 s doubled each time, at most
-/// 300 s.
-pub(crate) fn backoff(refusals: u32) -> Duration {
-    let doublings = refusals.saturating_sub(1).min(16);
-    Duration::from_secs((FIRST_BACKOFF_SECONDS << doublings).min(MAX_BACKOFF_SECONDS))
-}
-
 /// How long the next attempt still waits at `now_unix` after the refusals of `record`
 /// (`None`: it may go ahead).
 pub(crate) fn retry_wait(record: Option<&RefusalRecord>, now_unix: i64) -> Option<Duration> {
     let record = record.filter(|r| r.refusals > 0)?;
-    let elapsed = u64::try_from(now_unix.saturating_sub(record.last_unix)).unwrap_or(0);
-    let wait = backoff(record.refusals).as_secs();
-    (elapsed < wait).then(|| Duration::from_secs(wait - elapsed))
+    wait_left(record.refusals, record.last_unix, now_unix)
 }
 
 /// The refusals of each cluster (namespace, name), kept between passes.
@@ -99,6 +87,7 @@ impl ExclusionRefusals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::retry_backoff::backoff;
 
     #[test]
     fn the_backoff_starts_at_foundationdbs_30_seconds_and_doubles_up_to_300() {

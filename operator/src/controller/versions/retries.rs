@@ -11,12 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use fdb_shared::FdbVersion;
+use crate::controller::retry_backoff::wait_left;
 
-/// The first wait after a kill.
-const FIRST_BACKOFF_SECONDS: u64 = 30;
-/// The longest wait between two kills.
-const MAX_BACKOFF_SECONDS: u64 = 300;
+use fdb_shared::FdbVersion;
 
 /// This instance's kills for an upgrade of one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,12 +26,6 @@ pub struct KillRecord {
     pub last_unix: i64,
 }
 
-/// The wait after the `kills`-th kill: 30 s doubled each time, at most 300 s.
-pub(crate) fn backoff(kills: u32) -> Duration {
-    let doublings = kills.saturating_sub(1).min(16);
-    Duration::from_secs((FIRST_BACKOFF_SECONDS << doublings).min(MAX_BACKOFF_SECONDS))
-}
-
 /// How long the next kill for `target` still waits at `now_unix` after the kills of
 /// `record` (`None`: it may go ahead). Kills for another target do not count.
 pub(crate) fn retry_wait(
@@ -43,9 +34,7 @@ pub(crate) fn retry_wait(
     now_unix: i64,
 ) -> Option<Duration> {
     let record = record.filter(|r| r.target == *target && r.kills > 0)?;
-    let elapsed = u64::try_from(now_unix.saturating_sub(record.last_unix)).unwrap_or(0);
-    let wait = backoff(record.kills).as_secs();
-    (elapsed < wait).then(|| Duration::from_secs(wait - elapsed))
+    wait_left(record.kills, record.last_unix, now_unix)
 }
 
 /// The kills of each cluster (namespace, name), kept between passes.
@@ -95,6 +84,7 @@ impl UpgradeKills {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::retry_backoff::backoff;
 
     fn v(text: &str) -> FdbVersion {
         text.parse().unwrap()

@@ -152,7 +152,7 @@ async fn upgrade_bookkeeping(
                 &target,
                 snapshot.now_unix(),
             );
-            let wait = crate::controller::versions::retries::backoff(record.kills);
+            let wait = crate::controller::retry_backoff::backoff(record.kills);
             facts.remembered.upgrade_kills = Some(record);
             Ok(format!(
                 "another kill for the upgrade to {target} waits at least {}s",

@@ -8,7 +8,7 @@
 use super::super::super::context::Context;
 use super::super::super::errors::StepError;
 use super::super::super::events::EventReason;
-use super::super::super::removals::exclusion_retries::backoff;
+use super::super::super::retry_backoff::backoff;
 use super::super::super::snapshot::ClusterSnapshot;
 use super::super::plan::{Action, PassFacts, Wait, WaitOn};
 
