@@ -84,8 +84,8 @@ fn seeds() -> Option<Vec<u64>> {
     Some(parse_seeds(&text).unwrap_or_else(|why| panic!("FDB_RANDOMIZED_SEEDS={text:?}: {why}")))
 }
 
-/// See [`seeds`].
-fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
+/// See [`seeds`] (the rollout generator reads `FDB_ROLLOUT_SEEDS` the same way).
+pub(super) fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
     let number = |s: &str| {
         s.trim()
             .parse::<u64>()
@@ -319,17 +319,23 @@ fn random_faults_changes_and_crashes_never_violate_an_invariant_and_converge() {
 /// loopback block, so they do not disturb each other), and fails naming every seed that
 /// violated an invariant or did not converge.
 fn assert_seeds_pass(runs: &[(u64, Length)]) {
+    assert_each_passes(runs, |&(seed, length)| run_seed(seed, length));
+}
+
+/// Runs `check` on each item, two at a time, and fails with every failure it describes.
+pub(super) fn assert_each_passes<T: Sync>(
+    items: &[T],
+    check: impl Fn(&T) -> Option<String> + Sync,
+) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..runs.len().min(PARALLEL_RUNS) {
+        for _ in 0..items.len().min(PARALLEL_RUNS) {
             scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(seed, length)) = runs.get(index) else {
-                        return;
-                    };
-                    if let Some(failure) = run_seed(seed, length) {
+                while let Some(item) =
+                    items.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    if let Some(failure) = check(item) {
                         failures
                             .lock()
                             .expect("no run panics holding it")
@@ -347,9 +353,15 @@ fn assert_seeds_pass(runs: &[(u64, Length)]) {
 /// Runs one seed; `Some` describes its failure.
 fn run_seed(seed: u64, length: Length) -> Option<String> {
     let (yaml, _) = scenario_of_length(seed, length);
+    run_generated(&format!("seed {seed} ({length:?})"), &yaml)
+}
+
+/// Runs a generated scenario (`label` names it in a failure); `Some` describes its
+/// failure: a violation, no Reconciled at the end, or a run that could not go on.
+pub(super) fn run_generated(label: &str, yaml: &str) -> Option<String> {
     // A run that cannot go on (an act the API refuses, such as evicting a pod that is
     // gone by then) fails its seed, not the whole sweep: the other seeds still run.
-    let result = match std::panic::catch_unwind(|| run(&yaml, None)) {
+    let result = match std::panic::catch_unwind(|| run(yaml, None)) {
         Ok(result) => result,
         Err(panic) => {
             let message = panic
@@ -358,14 +370,14 @@ fn run_seed(seed: u64, length: Length) -> Option<String> {
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("a panic");
             return Some(format!(
-                "seed {seed} ({length:?}): the run stopped: {message}\n--- scenario ---\n{yaml}"
+                "{label}: the run stopped: {message}\n--- scenario ---\n{yaml}"
             ));
         }
     };
     let last = result.steps.last().expect("the scenario has steps");
     (!result.violations.is_empty() || last.reconciled != Some(true)).then(|| {
         format!(
-            "seed {seed} ({length:?}): violations {:?}, last step stopped because {:?}\n--- scenario ---\n{yaml}",
+            "{label}: violations {:?}, last step stopped because {:?}\n--- scenario ---\n{yaml}",
             result.violations, last.stopped_because
         )
     })

@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use fdb_e2e_tests::run;
+use super::randomized::{assert_each_passes, parse_seeds, run_generated};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -119,75 +119,19 @@ steps:
 /// `FDB_ROLLOUT_SEEDS`: a count (`20`: seeds 1..=20), a list (`7,42`) or a range
 /// (`150..160`); the default seeds without it.
 fn seeds() -> Vec<u64> {
-    let Ok(text) = std::env::var("FDB_ROLLOUT_SEEDS") else {
-        return DEFAULT_SEEDS.to_vec();
-    };
-    let number = |s: &str| {
-        s.trim()
-            .parse::<u64>()
-            .unwrap_or_else(|e| panic!("FDB_ROLLOUT_SEEDS: {s:?} is not a seed: {e}"))
-    };
-    if text.contains(',') {
-        text.split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(number)
-            .collect()
-    } else if let Some((from, to)) = text.split_once("..") {
-        (number(from)..=number(to)).collect()
-    } else {
-        (1..=number(&text)).collect()
-    }
-}
-
-/// Runs one seed; `Some` describes its failure.
-fn run_seed(seed: u64) -> Option<String> {
-    let yaml = scenario(seed);
-    let result = match std::panic::catch_unwind(|| run(&yaml, None)) {
-        Ok(result) => result,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            return Some(format!(
-                "seed {seed}: the run stopped: {message}\n--- scenario ---\n{yaml}"
-            ));
+    match std::env::var("FDB_ROLLOUT_SEEDS") {
+        Ok(text) => {
+            parse_seeds(&text).unwrap_or_else(|why| panic!("FDB_ROLLOUT_SEEDS={text:?}: {why}"))
         }
-    };
-    let last = result.steps.last().expect("the scenario has steps");
-    (!result.violations.is_empty() || last.reconciled != Some(true)).then(|| {
-        format!(
-            "seed {seed}: violations {:?}, last step stopped because {:?}\n--- scenario ---\n{yaml}",
-            result.violations, last.stopped_because
-        )
-    })
+        Err(_) => DEFAULT_SEEDS.to_vec(),
+    }
 }
 
 #[test]
 fn rollouts_with_replacements_evictions_and_crash_loops_converge() {
-    let seeds = seeds();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..seeds.len().min(2) {
-            scope.spawn(|| {
-                while let Some(&seed) =
-                    seeds.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    if let Some(failure) = run_seed(seed) {
-                        failures
-                            .lock()
-                            .expect("no run panics holding it")
-                            .push(failure);
-                    }
-                }
-            });
-        }
+    assert_each_passes(&seeds(), |&seed| {
+        run_generated(&format!("seed {seed}"), &scenario(seed))
     });
-    let mut failures = failures.into_inner().expect("no run panicked holding it");
-    failures.sort();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
