@@ -101,7 +101,7 @@ pub(crate) fn assess(state: &State) -> Health {
         configured,
         recovered,
         available,
-        healthy: available && data.healthy && state.movement.moves.is_empty(),
+        healthy: available && data.healthy && !state.movement.has_work_besides_rebalancing(),
         full_replication,
         cause,
         data,
@@ -154,6 +154,10 @@ fn data_state(
             true,
             120,
         )
+    } else if state.movement.is_rebalancing() {
+        // `PRIORITY_REBALANCE_UNDERUTILIZED_TEAM` (120) maps to this name in
+        // `fdbserver/Status.actor.cpp` (release-7.1).
+        ("healthy_rebalancing", "Rebalancing", true, 120)
     } else {
         ("healthy", "", true, 0)
     };

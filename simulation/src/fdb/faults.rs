@@ -35,6 +35,23 @@ impl SimulatedFdb {
         }
     }
 
+    /// `statusProcessesMissing`: the running processes of that group
+    /// (`locality_instance_id`) or of that datacenter (`locality_dcid`) are left out of
+    /// `status json`'s `cluster.processes`, or listed again.
+    pub fn set_status_processes_missing(&self, group: Option<&str>, dc: Option<&str>, on: bool) {
+        let mut state = self.lock();
+        let hidden = &mut state.status_hidden;
+        for (set, key) in [(&mut hidden.groups, group), (&mut hidden.data_centers, dc)] {
+            if let Some(key) = key {
+                if on {
+                    set.insert(key.to_owned());
+                } else {
+                    set.remove(key);
+                }
+            }
+        }
+    }
+
     /// `ignoreKill`: the processes of that group survive kill commands (the kill never
     /// reaches them; the command still succeeds), or no longer do.
     pub fn set_ignore_kill(&self, instance_id: &str, on: bool) {
@@ -70,25 +87,28 @@ impl SimulatedFdb {
         refresh(&mut state, now);
     }
 
-    /// Clears the group's `io_error`, `storageMetricsMissing`, `ignoreKill` and
-    /// `ioLatency` faults.
+    /// Clears the group's `io_error`, `storageMetricsMissing`, `statusProcessesMissing`,
+    /// `ignoreKill` and `ioLatency` faults.
     pub fn heal_group(&self, instance_id: &str) {
         let now = self.now();
         let mut state = self.caught_up();
         state.io_errors.remove(instance_id);
         state.metrics_missing.remove(instance_id);
+        state.status_hidden.groups.remove(instance_id);
         state.ignore_kill.remove(instance_id);
         state.io_latency.remove(instance_id);
         refresh(&mut state, now);
     }
 
-    /// Clears every database fault: `io_error`, `ignoreKill`, `ioLatency`, the recovery
+    /// Clears every database fault: `io_error`, `storageMetricsMissing`,
+    /// `statusProcessesMissing`, `ignoreKill`, `ioLatency`, the recovery
     /// override and the timeout rate.
     pub fn heal_all(&self) {
         let now = self.now();
         let mut state = self.caught_up();
         state.io_errors.clear();
         state.metrics_missing.clear();
+        state.status_hidden = Default::default();
         state.ignore_kill.clear();
         state.io_latency.clear();
         state.recovery_override = None;

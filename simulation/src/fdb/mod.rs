@@ -35,6 +35,7 @@ mod inspect;
 mod movement;
 mod planner;
 mod processes;
+mod rebalance;
 mod records;
 mod recovery;
 mod regions;

@@ -21,6 +21,9 @@ pub(crate) enum MoveKind {
     },
     /// Rewrites the source's own replica with the current storage engine.
     Rewrite,
+    /// Moves the source's replica to `dest` (data distribution's background
+    /// rebalancing): adds the copy on `dest`, then drops the source's.
+    Rebalance { dest: DiskKey },
 }
 
 /// One planned move.
@@ -112,6 +115,21 @@ impl Movement {
         done
     }
 
+    /// Whether any move other than a background rebalance is planned: repairs,
+    /// drains and rewrites (what keeps the database from healthy).
+    pub fn has_work_besides_rebalancing(&self) -> bool {
+        self.moves
+            .values()
+            .any(|m| !matches!(m.kind, MoveKind::Rebalance { .. }))
+    }
+
+    /// Whether a background rebalance is planned.
+    pub fn is_rebalancing(&self) -> bool {
+        self.moves
+            .values()
+            .any(|m| matches!(m.kind, MoveKind::Rebalance { .. }))
+    }
+
     /// Bytes of moves in flight and of moves queued behind them.
     pub fn in_flight_and_queued(&self) -> (f64, f64) {
         let active: Vec<u64> = self.in_flight().into_values().collect();
@@ -139,6 +157,10 @@ pub(crate) fn complete(data: &mut Data, done: Vec<Move>) {
                 }
             }
             MoveKind::Rewrite => data.rewrite_replica(m.shard, &m.source),
+            MoveKind::Rebalance { dest } => {
+                data.add_replica(m.shard, &dest, generation);
+                data.drop_replica(m.shard, &m.source);
+            }
         }
     }
 }

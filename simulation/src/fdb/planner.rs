@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::disks::DiskKey;
 use super::movement::{Move, MoveKind, Movement};
+use super::rebalance;
 use super::regions;
 use super::shards::{Data, Shard, mix};
 use super::state::State;
@@ -109,6 +110,29 @@ pub(crate) fn plan(state: &mut State, now: i64) {
     validate(data, movement, &view);
     replicate(data, movement, &view);
     rewrite(data, movement, &view);
+    // Repairs, drains and rewrites go first (their priorities are above the background
+    // rebalancing's); rebalancing resumes once they are done.
+    if movement.has_work_besides_rebalancing() {
+        movement
+            .moves
+            .retain(|_, m| !matches!(m.kind, MoveKind::Rebalance { .. }));
+    } else {
+        let candidates = rebalance::Candidates {
+            scopes: view
+                .scopes()
+                .into_iter()
+                .map(|scope| {
+                    view.eligible
+                        .keys()
+                        .filter(|disk| view.in_scope(disk, scope))
+                        .collect()
+                })
+                .collect(),
+            zones: &view.zones,
+            seed: view.seed,
+        };
+        rebalance::plan(data, movement, &candidates);
+    }
 }
 
 /// Shards with enough good replicas lose the rest at once (a failed or excluded copy
@@ -201,6 +225,17 @@ fn validate(data: &Data, movement: &mut Movement, view: &View) {
                         continue;
                     }
                 }
+            }
+            MoveKind::Rebalance { dest } => {
+                // Still worth it only while both ends serve and nothing else moved it.
+                if !view.eligible.contains_key(dest)
+                    || !view.eligible.contains_key(&m.source)
+                    || shard.replicas.contains_key(dest)
+                    || !shard.replicas.contains_key(&m.source)
+                {
+                    cancel.push(*id);
+                }
+                continue;
             }
             MoveKind::Rewrite => {
                 let stale = shard
@@ -314,9 +349,13 @@ fn in_flight(
     let mut incoming: BTreeMap<DiskKey, usize> = BTreeMap::new();
     let mut queued: BTreeMap<DiskKey, usize> = BTreeMap::new();
     for m in movement.moves.values() {
-        if let MoveKind::Replicate { dest, .. } = &m.kind {
-            pending.entry(m.shard).or_default().push(m);
-            *incoming.entry(dest.clone()).or_insert(0) += 1;
+        match &m.kind {
+            MoveKind::Replicate { dest, .. } => {
+                pending.entry(m.shard).or_default().push(m);
+                *incoming.entry(dest.clone()).or_insert(0) += 1;
+            }
+            MoveKind::Rebalance { dest } => *incoming.entry(dest.clone()).or_insert(0) += 1,
+            MoveKind::Rewrite => {}
         }
         *queued.entry(m.source.clone()).or_insert(0) += 1;
     }
@@ -343,7 +382,7 @@ fn moves_in_scope<'a>(all_moves: &[&'a Move], view: &View, scope: Option<&str>) 
         .copied()
         .filter(|m| match &m.kind {
             MoveKind::Replicate { dest, .. } => view.in_scope(dest, scope),
-            MoveKind::Rewrite => false,
+            MoveKind::Rewrite | MoveKind::Rebalance { .. } => false,
         })
         .collect()
 }

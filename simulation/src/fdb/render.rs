@@ -242,6 +242,11 @@ pub(crate) fn render(state: &State, now: i64) -> Value {
     let mut members = Vec::new();
     for process in state.processes.values().filter(|p| p.running) {
         if state.is_member(process, version.as_ref()) {
+            if state.hidden_from_status(process) {
+                // The cluster controller lost it: it serves, status does not list it.
+                members.push(process);
+                continue;
+            }
             processes.insert(
                 process.process_id.clone(),
                 render_process(state, process, now),

@@ -25,6 +25,15 @@ use fdb_operator::fdb::{ClientInfo, ExclusionTarget, LockValue};
 /// How much slower data moves off a disk under `ioLatency`.
 pub(crate) const SLOW_DISK_DIVISOR: f64 = 10.0;
 
+/// What `statusProcessesMissing` hides from `status json`.
+#[derive(Debug, Default)]
+pub(crate) struct StatusHidden {
+    /// Process groups (`locality_instance_id`).
+    pub groups: BTreeSet<String>,
+    /// Datacenters (`locality_dcid`).
+    pub data_centers: BTreeSet<String>,
+}
+
 /// Everything the simulated database knows.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -87,6 +96,9 @@ pub(crate) struct State {
     pub io_errors: BTreeSet<String>,
     /// `storageMetricsMissing`: process groups whose storage servers report no metrics.
     pub metrics_missing: BTreeSet<String>,
+    /// `statusProcessesMissing`: process groups, and datacenters (`dcid`), whose running
+    /// processes `status json` does not list.
+    pub status_hidden: StatusHidden,
     /// Process groups whose processes survive kills.
     pub ignore_kill: BTreeSet<String>,
     /// `ioLatency`: process groups whose disks are slow, with the latency of one I/O
@@ -139,6 +151,7 @@ impl State {
             timeout_rate: 0.0,
             io_errors: BTreeSet::new(),
             metrics_missing: BTreeSet::new(),
+            status_hidden: StatusHidden::default(),
             ignore_kill: BTreeSet::new(),
             io_latency: BTreeMap::new(),
             recovery_override: None,
@@ -288,6 +301,18 @@ impl State {
         process
             .instance_id()
             .is_some_and(|id| self.metrics_missing.contains(id))
+    }
+
+    /// Whether `status json` leaves the running process out (`statusProcessesMissing`).
+    pub fn hidden_from_status(&self, process: &SimProcess) -> bool {
+        process
+            .instance_id()
+            .is_some_and(|id| self.status_hidden.groups.contains(id))
+            || process
+                .launch
+                .locality
+                .get("dcid")
+                .is_some_and(|dc| self.status_hidden.data_centers.contains(dc))
     }
 
     /// Whether any exclusion matches the process.

@@ -448,6 +448,7 @@ impl Runner {
                 | Fault::ClientDisconnected { .. }
                 | Fault::SlowRecovery { .. }
                 | Fault::StorageMetricsMissing { .. }
+                | Fault::StatusProcessesMissing { .. }
         ) {
             self.disrupted_by_others();
         }
@@ -481,6 +482,14 @@ impl Runner {
             Fault::StorageMetricsMissing { process_group } => {
                 self.fdb.set_storage_metrics_missing(process_group, true);
             }
+            Fault::StatusProcessesMissing {
+                process_group,
+                data_center,
+            } => self.fdb.set_status_processes_missing(
+                process_group.as_deref(),
+                data_center.as_deref(),
+                true,
+            ),
             Fault::IgnoreKill { process_group } => self.fdb.set_ignore_kill(process_group, true),
             Fault::IoLatency {
                 process_group,

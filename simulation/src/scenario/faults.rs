@@ -105,6 +105,18 @@ pub enum Fault {
         /// The process group ID as in the status.
         process_group: String,
     },
+    /// The running processes of a process group, or of a datacenter, are missing from
+    /// `status json` (as when the cluster controller lost them: fdbserver/Status.actor.cpp
+    /// lists the workers the cluster controller knows), while they keep serving.
+    #[serde(rename_all = "camelCase")]
+    StatusProcessesMissing {
+        /// The process group ID as in the status.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process_group: Option<String>,
+        /// The datacenter (`locality_dcid`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data_center: Option<String>,
+    },
     /// The group's fdbserver processes exit right after each start.
     #[serde(rename_all = "camelCase")]
     ProcessCrashLoop {
@@ -177,6 +189,10 @@ impl Fault {
             | Self::IgnoreKill { process_group }
             | Self::IoLatency { process_group, .. }
             | Self::KubeApiUnreachable { process_group } => Some(process_group),
+            Self::StatusProcessesMissing {
+                process_group: Some(process_group),
+                ..
+            } => Some(process_group),
             _ => None,
         }
     }
@@ -241,6 +257,17 @@ pub(super) fn validate_fault(fault: &Fault) -> Result<(), (&'static str, String)
         Fault::NodeDown { node } => non_empty("node", node),
         Fault::ZoneDown { zone } => non_empty("zone", zone),
         Fault::DataCenterDown { data_center } => non_empty("dataCenter", data_center),
+        Fault::StatusProcessesMissing {
+            process_group,
+            data_center,
+        } => match (process_group, data_center) {
+            (Some(group), None) => non_empty("processGroup", group),
+            (None, Some(dc)) => non_empty("dataCenter", dc),
+            _ => Err((
+                "processGroup",
+                "name either processGroup or dataCenter (one of them)".to_owned(),
+            )),
+        },
         Fault::NodeTaint { node, key } => {
             non_empty("node", node)?;
             non_empty("key", key)

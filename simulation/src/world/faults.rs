@@ -180,6 +180,9 @@ impl World {
             Fault::StorageMetricsMissing { .. } => {
                 return not_a_world_fault("storageMetricsMissing");
             }
+            Fault::StatusProcessesMissing { .. } => {
+                return not_a_world_fault("statusProcessesMissing");
+            }
             Fault::SlowRecovery { .. } => return not_a_world_fault("slowRecovery"),
             Fault::IgnoreKill { .. } => return not_a_world_fault("ignoreKill"),
             Fault::IoLatency { .. } => return not_a_world_fault("ioLatency"),

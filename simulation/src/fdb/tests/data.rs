@@ -192,7 +192,14 @@ async fn a_process_back_before_re_replication_completes_keeps_the_rest() {
     assert!(0 < during && during < 160, "{during}");
     fdb.start_process(launch(ProcessClass::Storage, 1, "7.1.57"));
     let status = fdb.status().await.unwrap();
-    assert_eq!(moving(&status), 0, "pending moves are no longer needed");
+    // The re-replication is cancelled; what moves now is one shard of the background
+    // rebalancing towards the server that came back with less.
+    let shard_bytes = (1.5 * f64::from(1u32 << 30) / 240.0).round() as i64;
+    assert_eq!(moving(&status), shard_bytes, "one shard");
+    assert_eq!(
+        status.cluster.data.state.name.as_deref(),
+        Some("healthy_rebalancing")
+    );
     assert!(status.is_healthy());
     assert_eq!(held(&fdb)[0], during);
     assert_eq!(held(&fdb).iter().sum::<usize>(), 480);
@@ -546,5 +553,33 @@ async fn a_slow_disk_is_reported_degraded_and_drains_ten_times_slower() {
             .unwrap()
             .values()
             .all(|p| p.get("degraded").is_none())
+    );
+}
+
+#[tokio::test]
+async fn a_server_included_again_receives_data_back() {
+    // storage-1 is excluded and drained, then included again: the background rebalancing
+    // gives it shards back until no server holds more than 3 shards more than another.
+    let (fdb, clock) = cluster_with(even()).await;
+    let target = ExclusionTarget::instance_id("storage-1").unwrap();
+    fdb.exclude(std::slice::from_ref(&target), false)
+        .await
+        .unwrap();
+    advance(&fdb, &clock, 60);
+    assert_eq!(held(&fdb), [0, 240, 240], "drained");
+    assert_eq!(fdb.removal_risk("storage-1"), None, "nothing to lose yet");
+    fdb.include(std::slice::from_ref(&target)).await.unwrap();
+    advance(&fdb, &clock, 60);
+    let after = held(&fdb);
+    assert!(
+        after[0] >= 157 && after[1] <= 163 && after[2] <= 163,
+        "{after:?}"
+    );
+    assert_eq!(after.iter().sum::<usize>(), 480, "moves, not copies");
+    let status = fdb.status().await.unwrap();
+    assert_eq!(status.cluster.data.state.name.as_deref(), Some("healthy"));
+    assert!(
+        fdb.removal_risk("storage-1").is_some(),
+        "its disk holds data again"
     );
 }
