@@ -38,3 +38,22 @@ fn three_data_hall_fallback_by_hand_stays_until_the_hall_is_back() {
     let last = result.steps.last().unwrap();
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
 }
+
+#[test]
+fn an_exclusion_included_again_while_unverifiable_does_not_let_the_pvc_go() {
+    let result = run_file(
+        "field-reports/exclusion-unverifiable-processes-missing.yaml",
+        None,
+    );
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}
+
+#[test]
+fn a_drain_of_processes_missing_from_status_is_awaited() {
+    let result = run_file("field-reports/exclusion-while-processes-missing.yaml", None);
+    assert_clean(&result);
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}

@@ -158,6 +158,15 @@ fn dead_processes_not_drained(db: &DatabaseStatus) -> Option<String> {
             db.cluster.data.state.name.as_deref().unwrap_or("unknown")
         ));
     }
+    // An excluded server that does not report may still be drained: data distribution
+    // reports its drain as `healthy_removing_server` (fdbserver/Status.actor.cpp,
+    // PRIORITY_TEAM_CONTAINS_UNDESIRED_SERVER), healthy as that is. Only the names of
+    // priorities below it say no server is being emptied (PR #2504 of the Go operator:
+    // an exclusion that cannot be checked must not let a PVC go).
+    let state = db.cluster.data.state.name.as_deref().unwrap_or("unknown");
+    if !matches!(state, "healthy" | "healthy_rebalancing") {
+        return Some(format!("data distribution is busy ({state})"));
+    }
     let silent: i64 = db
         .cluster
         .data
@@ -254,5 +263,28 @@ mod tests {
             verdict(&db(none, &["locality_instance_id:storage-2"], 0), &target),
             Ok(())
         );
+    }
+
+    /// A target no reporting process matches (its processes are missing from `status
+    /// json`, yet serve) is not drained while data distribution still empties a server.
+    #[test]
+    fn a_process_missing_from_status_is_not_drained_while_a_server_is_being_removed() {
+        let target = [ExclusionTarget::instance_id("storage-2").unwrap()];
+        let with_state = |name: &str| {
+            let mut status = db(
+                serde_json::json!({}),
+                &["locality_instance_id:storage-2"],
+                0,
+            );
+            status.cluster.data.state.name = Some(name.to_owned());
+            verdict(&status, &target)
+        };
+        assert!(
+            with_state("healthy_removing_server")
+                .unwrap_err()
+                .contains("data distribution is busy (healthy_removing_server)")
+        );
+        assert_eq!(with_state("healthy_rebalancing"), Ok(()));
+        assert_eq!(with_state("healthy"), Ok(()));
     }
 }

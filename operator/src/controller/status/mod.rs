@@ -88,8 +88,13 @@ fn update_group(
     group: &ProcessGroupStatus,
     observation: Option<&GroupObservation>,
     now_unix: i64,
-    database_unavailable: bool,
+    database: DatabaseView<'_>,
 ) -> ProcessGroupStatus {
+    let database_unavailable = match database {
+        DatabaseView::NotCreated => false,
+        DatabaseView::Unreachable => true,
+        DatabaseView::Status(database) => !database.is_available(),
+    };
     let Some(observation) = observation else {
         return group.clone();
     };
@@ -116,7 +121,11 @@ fn update_group(
     if let Some(zone) = &observation.fault_domain {
         updated.fault_domain = Some(zone.clone());
     }
-    if included_again(&updated, &observation.facts) {
+    let unlisted = match database {
+        DatabaseView::Status(database) => no_longer_listed(&updated, &observation.facts, database),
+        DatabaseView::NotCreated | DatabaseView::Unreachable => false,
+    };
+    if unlisted || included_again(&updated, &observation.facts) {
         updated.exclusion_timestamp = None;
     }
     updated
@@ -139,6 +148,31 @@ fn included_again(group: &ProcessGroupStatus, facts: &GroupFacts) -> bool {
         && !excluded
         && reporting > 0
         && reporting >= facts.expected_processes
+}
+
+/// Whether a group recorded as fully excluded, with its pod or PVC still there, was
+/// excluded with targets the database's exclusion list no longer holds (an `include`):
+/// as [`included_again`], but also while its processes are missing from `status json`
+/// (FoundationDB/fdb-kubernetes-operator PR #2504: then nothing else shows it).
+fn no_longer_listed(group: &ProcessGroupStatus, facts: &GroupFacts, db: &DatabaseStatus) -> bool {
+    let Some(configuration) = db.cluster.configuration.as_ref() else {
+        return false;
+    };
+    let has_data_left = facts.pod.is_some()
+        || matches!(
+            facts.pvc,
+            super::model::process_groups::Presence::Present
+                | super::model::process_groups::Presence::Terminating
+        );
+    group.exclusion_timestamp.is_some()
+        && !group.exclusion_skipped
+        && has_data_left
+        && group.excluded_targets.iter().any(|target| {
+            !configuration.excluded_servers.iter().any(|server| {
+                server.locality.as_deref() == Some(target.as_str())
+                    || server.address.as_deref() == Some(target.as_str())
+            })
+        })
 }
 
 /// Whether a group marked for removal only waits for resources that are terminating:
@@ -225,11 +259,6 @@ pub(crate) fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClu
     let generation = cluster.metadata.generation.unwrap_or(0);
     // The groups are rebuilt below: not cloned twice.
     let mut status = inputs.previous.without_process_groups();
-    let database_unavailable = match inputs.database {
-        DatabaseView::NotCreated => false,
-        DatabaseView::Unreachable => true,
-        DatabaseView::Status(database) => !database.is_available(),
-    };
     status.process_groups = inputs
         .previous
         .process_groups
@@ -239,7 +268,7 @@ pub(crate) fn build_status_judged(inputs: &StatusInputs<'_>) -> (FoundationDBClu
                 group,
                 inputs.observations.get(&group.process_group_id),
                 inputs.now_unix,
-                database_unavailable,
+                inputs.database,
             )
         })
         .collect();

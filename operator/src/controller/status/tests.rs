@@ -281,7 +281,7 @@ fn an_excluded_group_included_again_loses_its_exclusion_timestamp() {
         group.exclusion_skipped = skipped;
         let mut observation = observation.clone();
         observation.facts.processes = processes;
-        update_group(&group, Some(&observation), 200, false).exclusion_timestamp
+        update_group(&group, Some(&observation), 200, DatabaseView::NotCreated).exclusion_timestamp
     };
     let included = ProcessFacts::Reported {
         reporting: 1,
@@ -300,4 +300,47 @@ fn an_excluded_group_included_again_loses_its_exclusion_timestamp() {
     };
     assert!(with(missing, false).is_some(), "gone processes say nothing");
     assert!(with(ProcessFacts::Unknown, false).is_some());
+}
+
+/// A group recorded as fully excluded, with its pod or PVC still there, loses its
+/// exclusion timestamp once the database's exclusion list no longer holds its targets,
+/// also while its processes are missing from `status json` (PR #2504 of the Go operator);
+/// not while the list still holds them, nor once its pod and PVC are gone.
+#[test]
+fn an_exclusion_the_database_no_longer_lists_is_reset_whatever_the_processes_say() {
+    let mut group = new_process_group("storage-2".into(), ProcessClass::Storage, 100);
+    group.removal_timestamp = Some(Time(jiff::Timestamp::from_second(150).unwrap()));
+    group.exclusion_timestamp = Some(Time(jiff::Timestamp::from_second(160).unwrap()));
+    group.excluded_targets = vec!["locality_instance_id:storage-2".into()];
+    let mut observation = healthy("10.0.0.3");
+    observation.facts.marked_for_removal = true;
+    observation.facts.processes = ProcessFacts::Reported {
+        reporting: 0,
+        excluded: false,
+    };
+    let db = |excluded: &[&str]| {
+        let excluded: Vec<_> = excluded
+            .iter()
+            .map(|l| serde_json::json!({"locality": l}))
+            .collect();
+        crate::controller::fixtures::database(serde_json::json!({
+            "client": {"database_status": {"available": true, "healthy": true}},
+            "cluster": {"processes": {}, "configuration": {"excluded_servers": excluded}}
+        }))
+    };
+    let listed = db(&["locality_instance_id:storage-2"]);
+    let unlisted = db(&[]);
+    let with = |status: &fdb_shared::status_json::DatabaseStatus,
+                observation: &GroupObservation| {
+        update_group(&group, Some(observation), 200, DatabaseView::Status(status))
+            .exclusion_timestamp
+    };
+    assert!(with(&listed, &observation).is_some());
+    assert_eq!(with(&unlisted, &observation), None, "included again");
+    let mut gone = observation.clone();
+    gone.facts.pod = None;
+    gone.facts.pvc = Presence::Missing;
+    assert!(with(&unlisted, &gone).is_some(), "its final include");
+    let unreachable = update_group(&group, Some(&observation), 200, DatabaseView::Unreachable);
+    assert!(unreachable.exclusion_timestamp.is_some(), "nothing known");
 }

@@ -82,6 +82,10 @@ fn delete_live_pod(
         ));
         return;
     }
+    if let Err(why) = relies_on_exclusion(snapshot, group) {
+        decision.waiting.push((id, why));
+        return;
+    }
     if group.status.exclusion_timestamp.is_none() && skips_exclusion(snapshot, group) {
         // Not excluded: its processes still hold data and count for fault tolerance.
         let zone = placement::zone(group);
@@ -94,6 +98,33 @@ fn delete_live_pod(
         zones_taken.insert(zone);
     }
     decision.delete_pods.push(pod.name_any());
+}
+
+/// Whether the group's recorded exclusion still holds now, or why that cannot be said:
+/// the database answers and lists every target the group was excluded with. A record
+/// of a complete exclusion is not trusted once the database stopped listing it (someone
+/// ran `include`: data distribution may have moved data back), nor while the database
+/// cannot say (FoundationDB/fdb-kubernetes-operator PR #2504).
+fn exclusion_still_listed(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Result<(), String> {
+    let db = safety::database(snapshot)
+        .map_err(|refusal| format!("its exclusion cannot be checked now: {refusal}"))?;
+    let targets =
+        exclusions::targets_to_include(snapshot, group).map_err(|error| error.to_string())?;
+    match targets.iter().find(|t| !exclusions::is_listed(db, t)) {
+        Some(target) => Err(format!(
+            "the database no longer lists {target} as excluded; it is excluded again first"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// For a group removed through its exclusion (not one removed without), whether that
+/// exclusion still holds now ([`exclusion_still_listed`]).
+fn relies_on_exclusion(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> Result<(), String> {
+    if group.status.exclusion_timestamp.is_none() || skips_exclusion(snapshot, group) {
+        return Ok(());
+    }
+    exclusion_still_listed(snapshot, group)
 }
 
 /// Once every resource is gone, the group's excluded addresses are included again (when
@@ -161,6 +192,8 @@ fn decide_group(
             decision
                 .waiting
                 .push((id, format!("PVC {} is terminating", pvc.name_any())));
+        } else if let Err(why) = relies_on_exclusion(snapshot, group) {
+            decision.waiting.push((id, why));
         } else {
             decision.delete_pvcs.push(pvc.name_any());
         }

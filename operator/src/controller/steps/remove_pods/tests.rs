@@ -69,9 +69,45 @@ fn with_exclusion(
     db: fdb_shared::status_json::DatabaseStatus,
 ) -> fdb_shared::status_json::DatabaseStatus {
     let mut value = serde_json::to_value(&db).unwrap();
-    value["cluster"]["configuration"] =
-        serde_json::json!({"excluded_servers": [{"locality": "locality_instance_id:storage-3"}]});
+    value["cluster"]["configuration"] = serde_json::json!({"excluded_servers": [{"locality": "locality_instance_id:storage-3"},
+            {"locality": "locality_instance_id:storage-4"}]});
     serde_json::from_value(value).unwrap()
+}
+
+/// An exclusion recorded once is checked again before the pod and before the PVC: a
+/// group the database no longer lists as excluded (someone ran `include`), or whose
+/// exclusion cannot be read now, keeps both (PR #2504 of the Go operator).
+#[test]
+fn a_recorded_exclusion_the_database_does_not_confirm_now_keeps_pod_and_pvc() {
+    let unlisted = reporting(&["storage-1", "storage-2"]);
+    let with_pod = base()
+        .groups([excluded("storage-3")])
+        .pods([pod("sample-storage-3", "storage-3", "n3", "10.0.0.3")])
+        .database(unlisted.clone());
+    let decision = decide(&with_pod.build());
+    assert!(decision.delete_pods.is_empty());
+    assert!(
+        decision.waiting[0]
+            .1
+            .contains("no longer lists locality_instance_id:storage-3 as excluded"),
+        "{:?}",
+        decision.waiting
+    );
+    let pod_gone = base()
+        .groups([excluded("storage-3")])
+        .pvcs([pvc("sample-storage-3-data", "storage-3")]);
+    assert!(
+        decide(&pod_gone.clone().database(unlisted).build())
+            .delete_pvcs
+            .is_empty()
+    );
+    let unreadable = decide(&pod_gone.build());
+    assert!(unreadable.delete_pvcs.is_empty());
+    assert!(
+        unreadable.waiting[0].1.contains("cannot be checked now"),
+        "{:?}",
+        unreadable.waiting
+    );
 }
 
 #[test]
