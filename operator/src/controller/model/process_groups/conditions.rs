@@ -357,4 +357,126 @@ mod tests {
             [cond(C::MissingProcesses, 10), cond(C::PodPending, 99)]
         );
     }
+
+    /// One case per rule of the table in docs/operator.md ("Process-group conditions"):
+    /// a healthy group with one observation changed shows exactly that condition, and
+    /// the same group observed healthy again shows none (each rule appears and clears
+    /// on the observation alone).
+    #[test]
+    fn each_condition_rule_appears_on_its_observation_and_clears_without_it() {
+        let reported = |reporting: usize, excluded: bool| ProcessFacts::Reported {
+            reporting,
+            excluded,
+        };
+        let healthy = || facts(Some(healthy_pod()), reported(1, false));
+        let with_pod = |change: fn(&mut PodFacts)| {
+            let mut pod = healthy_pod();
+            change(&mut pod);
+            facts(Some(pod), reported(1, false))
+        };
+        let tainted = TaintFacts::Tainted {
+            detected_since: 0,
+            replacing: false,
+        };
+        let cases: Vec<(GroupFacts, Vec<C>)> = vec![
+            (
+                with_pod(|p| p.config_confirmed = false),
+                vec![C::IncorrectConfigMap],
+            ),
+            (
+                GroupFacts {
+                    command_lines_match: Some(false),
+                    ..healthy()
+                },
+                vec![C::IncorrectCommandLine],
+            ),
+            (
+                facts(Some(healthy_pod()), reported(0, false)),
+                vec![C::MissingProcesses],
+            ),
+            (facts(None, reported(1, false)), vec![C::MissingPod]),
+            (
+                GroupFacts {
+                    pvc: Presence::Missing,
+                    ..healthy()
+                },
+                vec![C::MissingPvc],
+            ),
+            (
+                GroupFacts {
+                    service: Presence::Missing,
+                    ..healthy()
+                },
+                vec![C::MissingService],
+            ),
+            (with_pod(|p| p.pending = true), vec![C::PodPending]),
+            (with_pod(|p| p.failing = true), vec![C::PodFailing]),
+            (
+                with_pod(|p| p.terminating = true),
+                vec![C::ResourcesTerminating],
+            ),
+            (
+                GroupFacts {
+                    pvc: Presence::Terminating,
+                    ..healthy()
+                },
+                vec![C::ResourcesTerminating],
+            ),
+            (
+                with_pod(|p| p.spec_matches = false),
+                vec![C::IncorrectPodSpec],
+            ),
+            (
+                with_pod(|p| p.labels_match = false),
+                vec![C::IncorrectPodMetadata],
+            ),
+            (
+                with_pod(|p| p.sidecar_image_matches = false),
+                vec![C::IncorrectSidecarImage],
+            ),
+            (
+                facts(Some(healthy_pod()), reported(1, true)),
+                vec![C::ProcessIsMarkedAsExcluded],
+            ),
+            (
+                GroupFacts {
+                    io_error: true,
+                    ..healthy()
+                },
+                vec![C::ProcessHasIoError],
+            ),
+            (
+                GroupFacts {
+                    taints: tainted,
+                    ..healthy()
+                },
+                vec![C::NodeTaintDetected],
+            ),
+            (
+                GroupFacts {
+                    taints: TaintFacts::Tainted {
+                        detected_since: 0,
+                        replacing: true,
+                    },
+                    ..healthy()
+                },
+                vec![C::NodeTaintDetected, C::NodeTaintReplacing],
+            ),
+        ];
+        for (observed, expected) in cases {
+            let shown = observed_conditions(&observed, &[]);
+            assert_eq!(shown, expected, "{observed:?}");
+            let previous: Vec<_> = shown.iter().map(|c| cond(c.clone(), 5)).collect();
+            assert!(
+                observed_conditions(&healthy(), &previous).is_empty(),
+                "{expected:?} clears once the group is healthy again"
+            );
+        }
+        // A group marked for removal is expected to be excluded.
+        let marked = GroupFacts {
+            marked_for_removal: true,
+            ..facts(Some(healthy_pod()), reported(1, true))
+        };
+        assert!(observed_conditions(&marked, &[]).is_empty());
+    }
 }
