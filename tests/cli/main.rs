@@ -16,6 +16,7 @@ mod serve;
 mod serve_external;
 mod serve_fidelity;
 mod serve_leader;
+mod serve_outage;
 mod serve_run;
 mod serve_tools;
 mod simulate_bounds;

@@ -48,13 +48,13 @@ fn error_policy<K: ResourceExt>(object: Arc<K>, error: &BackupError, state: Arc<
     Action::requeue(state.requeue.transient_backoff)
 }
 
-/// Runs both controllers until SIGINT/SIGTERM (`shutdown` `None`) or until `shutdown`
-/// completes.
+/// Runs both controllers until `shutdown` completes (the operator's one stop request,
+/// `controller/production/lifecycle.rs`), letting their running reconciles finish.
 pub async fn run_controllers(
     ctx: Context,
     namespace: Option<String>,
     requeue: RequeuePolicy,
-    shutdown: Option<Shared<BoxFuture<'static, ()>>>,
+    shutdown: Shared<BoxFuture<'static, ()>>,
 ) {
     let state = Arc::new(State { ctx, requeue });
     let client = state.ctx.kube.clone();
@@ -66,13 +66,10 @@ pub async fn run_controllers(
     )
     .owns(api::<Deployment>(&client, namespace), config.clone());
     let restores = Controller::new(api::<FoundationDBRestore>(&client, namespace), config);
-    let (backups, restores) = match shutdown {
-        None => (backups.shutdown_on_signal(), restores.shutdown_on_signal()),
-        Some(shutdown) => (
-            backups.graceful_shutdown_on(shutdown.clone()),
-            restores.graceful_shutdown_on(shutdown),
-        ),
-    };
+    let (backups, restores) = (
+        backups.graceful_shutdown_on(shutdown.clone()),
+        restores.graceful_shutdown_on(shutdown),
+    );
     let backups = backups
         .run(reconcile_backup, error_policy, state.clone())
         .for_each(|result| async move {
