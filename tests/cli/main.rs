@@ -13,6 +13,7 @@ mod hostile_names;
 mod hostile_snapshot;
 mod run_metrics;
 mod serve;
+mod serve_backup;
 mod serve_external;
 mod serve_fidelity;
 mod serve_leader;
