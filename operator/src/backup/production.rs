@@ -66,9 +66,10 @@ pub async fn run_controllers(
     )
     .owns(api::<Deployment>(&client, namespace), config.clone());
     let restores = Controller::new(api::<FoundationDBRestore>(&client, namespace), config);
+    let stores = (backups.store(), restores.store());
     let (backups, restores) = (
         backups.graceful_shutdown_on(shutdown.clone()),
-        restores.graceful_shutdown_on(shutdown),
+        restores.graceful_shutdown_on(shutdown.clone()),
     );
     let backups = backups
         .run(reconcile_backup, error_policy, state.clone())
@@ -98,5 +99,23 @@ pub async fn run_controllers(
                 Ok(_) => {}
             }
         });
-    future::join(backups, restores).await;
+    let both = future::join(backups, restores);
+    tokio::pin!(both);
+    let ready = async {
+        stores.0.wait_until_ready().await.is_ok() && stores.1.wait_until_ready().await.is_ok()
+    };
+    // kube-runtime holds a controller's reconcilers until its first list, and a graceful
+    // stop ends the watches that would bring it: a stop before both lists would wait
+    // forever. Before them no backup reconcile has started, so there is nothing to wait
+    // for (controller/production/mod.rs does the same for the clusters).
+    tokio::select! {
+        biased;
+        _ = &mut both => return,
+        _ = ready => {}
+        () = shutdown => {
+            tracing::info!("backup controllers stopped before their first lists");
+            return;
+        }
+    }
+    both.await;
 }

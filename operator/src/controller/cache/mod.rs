@@ -102,6 +102,19 @@ pub struct Applied {
     pub ready: bool,
     /// The highest resourceVersion applied.
     pub resource_version: u64,
+    /// The watch stream is gone (the controller stopped): nothing more will be applied.
+    pub ended: bool,
+}
+
+/// Marks its kind's progress as ended when the watch stream holding it is dropped, so
+/// that a pass still running while the controller stops (its watches end first) reads
+/// with a LIST at once instead of waiting out its bound for events that never come.
+struct EndOnDrop(watch::Sender<Applied>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.send_modify(|applied| applied.ended = true);
+    }
 }
 
 /// The progress of one kind's store, as the watch stream applies events to it.
@@ -416,7 +429,7 @@ impl ObjectCache {
                 if check(self, applied) {
                     return true;
                 }
-                if receiver.changed().await.is_err() {
+                if applied.ended || receiver.changed().await.is_err() {
                     return false;
                 }
             }
@@ -568,9 +581,12 @@ where
     K: Resource + Clone + Send + 'static,
 {
     let mut tracker = Tracker::default();
+    let ended = progress.clone().map(EndOnDrop);
     let progress = progress.map(|sender| ObjectKindProgress { sender });
     stream
         .inspect_ok(move |event| {
+            // Moved in: dropped with the stream.
+            let _ = &ended;
             // The index before the progress: a pass that waited for its write finds it.
             if let Some(index) = &index {
                 index.observe(event);
