@@ -25,6 +25,7 @@ pub(crate) mod decoded_pods;
 pub(crate) mod index;
 pub(crate) mod pod;
 pub(crate) mod slim;
+mod stream_end;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,19 +103,8 @@ pub struct Applied {
     pub ready: bool,
     /// The highest resourceVersion applied.
     pub resource_version: u64,
-    /// The watch stream is gone (the controller stopped): nothing more will be applied.
+    /// The watch stream is gone: nothing more will be applied.
     pub ended: bool,
-}
-
-/// Marks its kind's progress as ended when the watch stream holding it is dropped, so
-/// that a pass still running while the controller stops (its watches end first) reads
-/// with a LIST at once instead of waiting out its bound for events that never come.
-struct EndOnDrop(watch::Sender<Applied>);
-
-impl Drop for EndOnDrop {
-    fn drop(&mut self) {
-        self.0.send_modify(|applied| applied.ended = true);
-    }
 }
 
 /// The progress of one kind's store, as the watch stream applies events to it.
@@ -581,12 +571,11 @@ where
     K: Resource + Clone + Send + 'static,
 {
     let mut tracker = Tracker::default();
-    let ended = progress.clone().map(EndOnDrop);
+    let ended = progress.clone().map(stream_end::EndOnDrop);
     let progress = progress.map(|sender| ObjectKindProgress { sender });
     stream
         .inspect_ok(move |event| {
-            // Moved in: dropped with the stream.
-            let _ = &ended;
+            let _ = &ended; // moved in: dropped with the stream
             // The index before the progress: a pass that waited for its write finds it.
             if let Some(index) = &index {
                 index.observe(event);
