@@ -273,19 +273,19 @@ async fn two_replicas_never_both_reconcile_and_a_cut_off_leader_stops_before_the
         "the standby tries the lease every retry period ({lease_requests_of_standby})"
     );
 
-    // Cut the leader off: it cannot renew, gives up at its renew deadline and stops;
-    // the standby takes over only after the lease duration.
+    // Cut the leader off: it cannot renew, gives up at its renew deadline, stops acting
+    // and stands by (the process goes on, to lead again once it can); the standby takes
+    // over only after the lease duration.
     let cut_at = Instant::now();
+    let mut leader = leader;
     leader.cut.store(true, Ordering::SeqCst);
-    let (result, leader_stopped_at) = tokio::time::timeout(Duration::from_secs(10), leader.task)
-        .await
-        .expect("the cut-off leader did not stop")
-        .unwrap();
-    assert!(
-        matches!(result, Err(RunError::LeadershipLost { .. })),
-        "{result:?}"
-    );
-    assert_eq!(leader.health.phase(), Phase::Stopping);
+    wait_for(
+        "the cut-off leader to step down",
+        Duration::from_secs(10),
+        || leader.health.phase() == Phase::Standby,
+    )
+    .await;
+    let leader_stopped_at = Instant::now();
     wait_for("the standby to take over", Duration::from_secs(10), || {
         !acting(&seen, standby_name).is_empty()
     })
@@ -327,6 +327,13 @@ async fn two_replicas_never_both_reconcile_and_a_cut_off_leader_stops_before_the
         .unwrap();
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(holder(&api), None, "released on a graceful stop");
+    // The old leader, still standing by, stops cleanly too.
+    leader.stop.take().unwrap().send(()).unwrap();
+    let (result, _) = tokio::time::timeout(Duration::from_secs(10), leader.task)
+        .await
+        .expect("the standby did not stop on shutdown")
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,14 +359,12 @@ async fn a_leader_whose_lease_was_taken_stops_acting_at_once() {
     )
     .unwrap();
     let taken_at = Instant::now();
-    let (result, stopped_at) = tokio::time::timeout(Duration::from_secs(5), replica.task)
-        .await
-        .expect("the replica kept running after losing its lease")
-        .unwrap();
-    assert!(
-        matches!(result, Err(RunError::LeadershipLost { .. })),
-        "{result:?}"
-    );
+    let mut replica = replica;
+    wait_for("the replica to step down", Duration::from_secs(5), || {
+        replica.health.phase() == Phase::Standby
+    })
+    .await;
+    let stopped_at = Instant::now();
     assert!(
         stopped_at.duration_since(taken_at) < Duration::from_millis(700),
         "stopped {:?} after the lease was taken (more than a retry period and a renewal)",
@@ -382,5 +387,21 @@ async fn a_leader_whose_lease_was_taken_stops_acting_at_once() {
         Some("intruder"),
         "not released: not ours"
     );
-    assert_eq!(replica.health.phase(), Phase::Stopping);
+    assert_eq!(replica.health.phase(), Phase::Standby);
+    // The intruder never renews: once its record stayed unchanged for the lease
+    // duration, the replica takes the Lease back and reconciles again.
+    wait_for("the replica to lead again", Duration::from_secs(5), || {
+        holder(&api).as_deref() == Some("replica-a")
+    })
+    .await;
+    wait_for("the replica to act again", Duration::from_secs(5), || {
+        acting(&seen, "replica-a").len() > count
+    })
+    .await;
+    replica.stop.take().unwrap().send(()).unwrap();
+    let (result, _) = tokio::time::timeout(Duration::from_secs(10), replica.task)
+        .await
+        .expect("the replica did not stop on shutdown")
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
 }

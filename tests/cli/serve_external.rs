@@ -61,13 +61,30 @@ impl Operator {
     }
 
     /// SIGTERM; the exit status within 30 s.
-    pub(crate) fn stop(mut self) -> Option<i32> {
-        let mut child = self.0.take().unwrap();
+    pub(crate) fn stop(self) -> Option<i32> {
+        self.terminate();
+        self.exit_code(Duration::from_secs(30))
+    }
+
+    /// Sends SIGTERM and returns at once.
+    pub(crate) fn terminate(&self) {
+        let child = self.0.as_ref().unwrap();
         let sent = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
             .status()
             .unwrap();
         assert!(sent.success());
+    }
+
+    /// Whether the process still runs.
+    pub(crate) fn running(&mut self) -> bool {
+        self.0.as_mut().unwrap().try_wait().unwrap().is_none()
+    }
+
+    /// The exit status, waiting at most `limit` (then the process is killed and the
+    /// test fails); the log's tail is printed when it is not 0.
+    pub(crate) fn exit_code(mut self, limit: Duration) -> Option<i32> {
+        let mut child = self.0.take().unwrap();
         let started = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -76,10 +93,13 @@ impl Operator {
                 }
                 return status.code();
             }
-            if started.elapsed() > Duration::from_secs(30) {
+            if started.elapsed() > limit {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("fdb-operator run did not stop within 30 s of SIGTERM");
+                panic!(
+                    "fdb-operator run did not stop within {limit:?}\n{}",
+                    self.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }

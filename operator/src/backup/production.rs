@@ -48,13 +48,13 @@ fn error_policy<K: ResourceExt>(object: Arc<K>, error: &BackupError, state: Arc<
     Action::requeue(state.requeue.transient_backoff)
 }
 
-/// Runs both controllers until SIGINT/SIGTERM (`shutdown` `None`) or until `shutdown`
-/// completes.
+/// Runs both controllers until `shutdown` completes (the operator's one stop request,
+/// `controller/production/lifecycle.rs`), letting their running reconciles finish.
 pub async fn run_controllers(
     ctx: Context,
     namespace: Option<String>,
     requeue: RequeuePolicy,
-    shutdown: Option<Shared<BoxFuture<'static, ()>>>,
+    shutdown: Shared<BoxFuture<'static, ()>>,
 ) {
     let state = Arc::new(State { ctx, requeue });
     let client = state.ctx.kube.clone();
@@ -66,13 +66,11 @@ pub async fn run_controllers(
     )
     .owns(api::<Deployment>(&client, namespace), config.clone());
     let restores = Controller::new(api::<FoundationDBRestore>(&client, namespace), config);
-    let (backups, restores) = match shutdown {
-        None => (backups.shutdown_on_signal(), restores.shutdown_on_signal()),
-        Some(shutdown) => (
-            backups.graceful_shutdown_on(shutdown.clone()),
-            restores.graceful_shutdown_on(shutdown),
-        ),
-    };
+    let stores = (backups.store(), restores.store());
+    let (backups, restores) = (
+        backups.graceful_shutdown_on(shutdown.clone()),
+        restores.graceful_shutdown_on(shutdown.clone()),
+    );
     let backups = backups
         .run(reconcile_backup, error_policy, state.clone())
         .for_each(|result| async move {
@@ -101,5 +99,23 @@ pub async fn run_controllers(
                 Ok(_) => {}
             }
         });
-    future::join(backups, restores).await;
+    let both = future::join(backups, restores);
+    tokio::pin!(both);
+    let ready = async {
+        stores.0.wait_until_ready().await.is_ok() && stores.1.wait_until_ready().await.is_ok()
+    };
+    // kube-runtime holds a controller's reconcilers until its first list, and a graceful
+    // stop ends the watches that would bring it: a stop before both lists would wait
+    // forever. Before them no backup reconcile has started, so there is nothing to wait
+    // for (controller/production/mod.rs does the same for the clusters).
+    tokio::select! {
+        biased;
+        _ = &mut both => return,
+        _ = ready => {}
+        () = shutdown => {
+            tracing::info!("backup controllers stopped before their first lists");
+            return;
+        }
+    }
+    both.await;
 }

@@ -92,6 +92,12 @@ pub struct RunArgs {
     /// How often the Lease is renewed or tried (e.g. 2s).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub retry_period: Duration,
+    /// On SIGTERM or SIGINT, how long the running reconciles may take to finish before
+    /// they are cancelled (a second signal cancels them at once); then the Lease is
+    /// released and the operator exits 0. Keep it below the pod's
+    /// terminationGracePeriodSeconds (default 30 s).
+    #[arg(long, env = "GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub graceful_shutdown_timeout: Duration,
 
     /// fdbcli's TLS files (the sidecars' too, unless the --sidecar-* flags say
     /// otherwise).
@@ -244,6 +250,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         max_concurrent_reconciles: args.max_concurrent_reconciles,
         leader_election,
         cache_selector: CacheSelector::parse(&args.cache_label_selector),
+        graceful_shutdown_timeout: args.graceful_shutdown_timeout,
         ..RunOptions::default()
     };
     run_controller(ctx, options)
@@ -414,6 +421,7 @@ mod tests {
             DEFAULT_MAX_CONCURRENT_RECONCILES
         );
         assert!(leader_election(&none).is_none());
+        assert_eq!(none.graceful_shutdown_timeout, Duration::from_secs(20));
 
         let overridden = parse(&[
             "--tls-ca-file",

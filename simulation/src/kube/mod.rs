@@ -184,6 +184,18 @@ impl FakeApiServer {
         self.lock().store.watches.close_all();
     }
 
+    /// Compacts the watch history as etcd's compaction does after many writes
+    /// elsewhere: the resourceVersion moves on by one (a write no watched resource
+    /// sees), every retained event is dropped and every open watch ends, so a client
+    /// resuming from any resourceVersion it saw gets `410 Gone` and has to list again.
+    /// Returns the resourceVersion compacted up to.
+    pub fn compact_watch_history(&self) -> u64 {
+        let mut server = self.lock();
+        let up_to = server.store.next_resource_version();
+        server.store.watches.compact(up_to);
+        up_to
+    }
+
     /// The resourceVersion of the last event sent on the open watches of
     /// `group`/`plural` (0 when none was sent), `None` when none is open.
     pub fn watch_position(&self, group: &str, plural: &str) -> Option<u64> {

@@ -252,6 +252,14 @@ impl WatchHub {
             .max()
     }
 
+    /// Drops the history up to `up_to` and ends every open watch: a watch resuming
+    /// from before `up_to` is refused as expired (`410`).
+    pub fn compact(&mut self, up_to: u64) {
+        self.history.retain(|event| event.resource_version > up_to);
+        self.dropped_up_to = self.dropped_up_to.max(up_to);
+        self.close_all();
+    }
+
     /// Ends every open watch stream (clients see the stream end and re-watch).
     pub fn close_all(&mut self) {
         self.watchers.clear();

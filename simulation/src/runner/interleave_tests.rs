@@ -40,6 +40,7 @@ async fn a_kubectl_patch_during_an_advance_is_seen_by_the_operators_next_read() 
         actor: SERVED_ACTOR,
         tools: None,
         turn: Some(turn.clone()),
+        control: Arc::new(crate::serve::control::Control::new(api.clone())),
     };
     let server = http::start(
         &api,

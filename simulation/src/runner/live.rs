@@ -92,15 +92,17 @@ impl Runner {
             container_files: self.world.container_files(),
             turn: turn.clone(),
         };
+        let control = Arc::new(crate::serve::control::Control::new(self.api.clone()));
         let extras = http::Extras {
             exec: Some(exec),
             actor: SERVED_ACTOR,
             tools: None,
             turn: Some(turn.clone()),
+            control: control.clone(),
         };
         let server = http::start(&self.api, clock.clone(), serve.address, extras).await?;
         let address = server.address;
-        let operator = match self.operator_listener(serve, clock, &turn).await {
+        let operator = match self.operator_listener(serve, clock, &turn, control).await {
             Ok(operator) => operator,
             Err(error) => {
                 server.stop().await;
@@ -223,6 +225,7 @@ impl Runner {
         serve: &ServeOptions,
         clock: Arc<fdb_operator::clock::VirtualClock>,
         turn: &Arc<tokio::sync::Mutex<()>>,
+        control: Arc<crate::serve::control::Control>,
     ) -> Result<Option<http::RunningServer>, RunError> {
         if !serve.external_operator {
             return Ok(None);
@@ -232,6 +235,7 @@ impl Runner {
             actor: OPERATOR_ACTOR,
             tools: serve.fdb_tools.is_some().then(|| self.served_tools(turn)),
             turn: Some(turn.clone()),
+            control,
         };
         let own = std::net::SocketAddr::new(serve.address.ip(), 0);
         Ok(Some(http::start(&self.api, clock, own, extras).await?))

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tower::Service as _;
 
-use super::{ServeError, discovery, exec, openapi, table, tools, watch_timing};
+use super::{ServeError, control, discovery, exec, openapi, table, tools, watch_timing};
 use crate::kube::interleave::lands_between_reads;
 use crate::kube::resources::ResourceRegistry;
 use crate::kube::routes::{Query, parse_path};
@@ -46,6 +46,8 @@ struct Served {
     tools: Option<tools::ServedTools>,
     /// See [`Extras::turn`].
     turn: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// See [`Extras::control`].
+    control: Arc<control::Control>,
 }
 
 /// A listener serving a world's API until [`RunningServer::stop`].
@@ -72,6 +74,9 @@ pub struct Extras {
     /// user's write to the operator's resources, which lands at the operator's next
     /// request, `kube/interleave.rs`).
     pub turn: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// The outage and watch controls both listeners share; only the users' listener
+    /// answers [`control::CONTROL_PREFIX`] (the operator cannot control the world).
+    pub control: Arc<control::Control>,
 }
 
 /// Installs the CRDs in `api`, binds `address` and serves it (`pods/exec` and the actor
@@ -97,6 +102,7 @@ pub async fn start(
         actor: extras.actor,
         tools: extras.tools,
         turn: extras.turn,
+        control: extras.control,
     });
     let router = axum::Router::new().fallback(handle).with_state(served);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -196,6 +202,13 @@ fn install_crds(api: &FakeApiServer) -> BTreeMap<(String, String), Vec<Value>> {
 async fn handle(State(served): State<Arc<Served>>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
+    if served.actor == super::SERVED_ACTOR && path.starts_with(control::CONTROL_PREFIX) {
+        return control::serve(&served.control, &parts.method, &path, parts.uri.query());
+    }
+    // The FoundationDB tools reach their databases whatever the API server does.
+    if served.control.in_outage() && path != tools::TOOLS_PATH {
+        return control::unavailable();
+    }
     if let Some(exec_request) = exec::parse_request(&path, parts.uri.query())
         && matches!(parts.method, Method::GET | Method::POST)
     {

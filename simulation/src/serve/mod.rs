@@ -8,6 +8,7 @@
 //! `customresourcedefinitions`, the HTTP listener ([`http`]) and the kubeconfig
 //! ([`kubeconfig`]). Only loopback addresses are served: there is no authentication.
 
+pub mod control;
 pub mod discovery;
 pub mod exec;
 pub mod exec_bounds;

@@ -25,6 +25,7 @@ pub(crate) mod decoded_pods;
 pub(crate) mod index;
 pub(crate) mod pod;
 pub(crate) mod slim;
+mod stream_end;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,6 +103,8 @@ pub struct Applied {
     pub ready: bool,
     /// The highest resourceVersion applied.
     pub resource_version: u64,
+    /// The watch stream is gone: nothing more will be applied.
+    pub ended: bool,
 }
 
 /// The progress of one kind's store, as the watch stream applies events to it.
@@ -416,7 +419,7 @@ impl ObjectCache {
                 if check(self, applied) {
                     return true;
                 }
-                if receiver.changed().await.is_err() {
+                if applied.ended || receiver.changed().await.is_err() {
                     return false;
                 }
             }
@@ -568,9 +571,11 @@ where
     K: Resource + Clone + Send + 'static,
 {
     let mut tracker = Tracker::default();
+    let ended = progress.clone().map(stream_end::EndOnDrop);
     let progress = progress.map(|sender| ObjectKindProgress { sender });
     stream
         .inspect_ok(move |event| {
+            let _ = &ended; // moved in: dropped with the stream
             // The index before the progress: a pass that waited for its write finds it.
             if let Some(index) = &index {
                 index.observe(event);

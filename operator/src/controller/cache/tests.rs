@@ -37,9 +37,22 @@ fn progress_counts_only_what_the_store_applied() {
         *progress.sender.borrow(),
         Applied {
             ready: true,
-            resource_version: 7
+            resource_version: 7,
+            ended: false,
         }
     );
     tracker.observe(&progress, &watcher::Event::Delete(pod("12")));
     assert_eq!(progress.sender.borrow().resource_version, 12);
+}
+
+#[test]
+fn a_dropped_watch_stream_ends_its_progress() {
+    // The controller's graceful stop ends its watches before the running passes: a pass
+    // waiting for its writes to show must fall back to a LIST at once.
+    let (sender, receiver) = watch::channel(Applied::default());
+    let events = futures::stream::pending::<Result<watcher::Event<Pod>, watcher::Error>>();
+    let stream = tracked(events, Some(sender), None);
+    assert!(!receiver.borrow().ended);
+    drop(stream);
+    assert!(receiver.borrow().ended);
 }

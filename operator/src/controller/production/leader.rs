@@ -318,30 +318,48 @@ impl LeaseLock {
     }
 
     /// Gives the Lease up (holder cleared, one-second duration) so that another replica
-    /// takes over at once after a graceful stop. Best effort: logged when it fails.
-    pub(crate) async fn release(&mut self) {
-        let name = self.config.lease_name.clone();
-        let result = async {
-            let Some(mut lease) = self.api.get_opt(&name).await? else {
-                return Ok(());
-            };
-            let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-            if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
-                return Ok(());
+    /// takes over at once after a graceful stop; retried every retry period for up to
+    /// `patience` (the API server may be away for a moment). Logged when it fails.
+    pub(crate) async fn release_within(&mut self, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        loop {
+            let attempt = tokio::time::timeout_at(deadline, self.release_once()).await;
+            match attempt {
+                Ok(Ok(())) => return,
+                Ok(Err(error)) if Instant::now() + self.config.retry_period < deadline => {
+                    tracing::warn!(%error, "cannot release the leader lease yet; retrying");
+                    tokio::time::sleep(self.config.retry_period).await;
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "cannot release the leader lease");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(?patience, "cannot release the leader lease in time");
+                    return;
+                }
             }
-            spec.holder_identity = None;
-            spec.lease_duration_seconds = Some(1);
-            spec.renew_time = Some(MicroTime(self.clock.now()));
-            self.api
-                .replace(&name, &PostParams::default(), &lease)
-                .await
-                .map(|_| ())
         }
-        .await;
-        match result {
-            Ok(()) => tracing::info!(identity = %self.config.identity, "released the leader lease"),
-            Err(error) => tracing::warn!(%error, "cannot release the leader lease"),
+    }
+
+    /// One attempt to release the Lease (nothing to do when another replica holds it).
+    async fn release_once(&mut self) -> Result<(), kube::Error> {
+        let name = self.config.lease_name.clone();
+        let Some(mut lease) = self.api.get_opt(&name).await? else {
+            return Ok(());
+        };
+        let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+            return Ok(());
         }
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(self.clock.now()));
+        self.api
+            .replace(&name, &PostParams::default(), &lease)
+            .await?;
+        tracing::info!(identity = %self.config.identity, "released the leader lease");
+        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub(crate) mod endpoints;
 pub(crate) mod leader;
+pub(crate) mod lifecycle;
 pub(crate) mod metered;
 pub(crate) mod metrics;
 pub(crate) mod providers;
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use fdb_bounded_http::limited::Slots;
 use fdb_shared::api::FoundationDBCluster;
-use futures::future::{self, BoxFuture};
+use futures::future;
 use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::controller::{
@@ -27,6 +28,7 @@ use kube::runtime::watcher;
 
 use self::endpoints::{ENDPOINT_BACKLOG, ENDPOINT_LIMITS, Health, Phase, router};
 use self::leader::{LeaderElectionConfig, LeaderError, LeaseLock};
+use self::lifecycle::{DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, Ended, StopFuture, StopSignals};
 use self::metered::{MeteredAdminProvider, MeteredSidecarProvider};
 use super::cache::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use super::context::Context;
@@ -58,6 +60,8 @@ pub struct RunOptions {
     pub health: Arc<Health>,
     /// The objects the watch caches hold (see [`ObjectCache`]).
     pub cache_selector: CacheSelector,
+    /// How long a stop waits for the running reconciles before it cancels them.
+    pub graceful_shutdown_timeout: Duration,
 }
 
 impl Default for RunOptions {
@@ -70,6 +74,7 @@ impl Default for RunOptions {
             leader_election: None,
             health: Arc::new(Health::default()),
             cache_selector: CacheSelector::parse(CLUSTER_NAME_LABEL),
+            graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
         }
     }
 }
@@ -88,15 +93,6 @@ pub enum RunError {
     /// Leader election cannot start.
     #[error("leader election: {0}")]
     LeaderElection(#[from] LeaderError),
-    /// The leader lease was not renewed in time: this replica stopped reconciling (the
-    /// process exits so that it restarts as a standby).
-    #[error("lost the leader lease {lease} (identity {identity}); stopped reconciling")]
-    LeadershipLost {
-        /// `namespace/name` of the Lease.
-        lease: String,
-        /// This replica's identity.
-        identity: String,
-    },
 }
 
 /// The requeue after a successful pass, with the default [`RequeuePolicy`].
@@ -164,17 +160,9 @@ fn reported_elsewhere(error: &ControllerError<ReconcileError, watcher::Error>) -
     )
 }
 
-/// When the controller stops.
-enum Shutdown {
-    /// On SIGINT/SIGTERM (a second one forces it), as kube-runtime handles them.
-    Signals,
-    /// When the future completes.
-    On(future::Shared<BoxFuture<'static, ()>>),
-}
-
 /// Runs the controller until SIGINT/SIGTERM.
 pub(crate) async fn run(ctx: Context, options: RunOptions) -> Result<(), RunError> {
-    run_with(ctx, options, Shutdown::Signals).await
+    run_with(ctx, options, StopSignals::from_signals()).await
 }
 
 /// Runs the controller until `shutdown` completes, then lets the running reconciles
@@ -185,33 +173,7 @@ pub async fn run_until(
     options: RunOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    run_with(ctx, options, Shutdown::On(shutdown.boxed().shared())).await
-}
-
-/// A future completing on SIGINT or SIGTERM.
-fn on_signal() -> BoxFuture<'static, ()> {
-    async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            match signal(SignalKind::terminate()) {
-                Ok(mut terminate) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = terminate.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-    .boxed()
+    run_with(ctx, options, StopSignals::on(shutdown.boxed().shared())).await
 }
 
 /// The kube-runtime controller over the FoundationDBClusters and what they own, run
@@ -222,7 +184,7 @@ async fn run_controller(
     shared: Arc<ControllerState>,
     namespace: Option<String>,
     concurrency: u16,
-    shutdown: &Shutdown,
+    graceful: StopFuture,
     health: Arc<Health>,
     cache_selector: CacheSelector,
 ) {
@@ -254,16 +216,11 @@ async fn run_controller(
         shared.ctx.clone(),
         namespace.map(ToOwned::to_owned),
         shared.requeue.clone(),
-        match shutdown {
-            Shutdown::Signals => None,
-            Shutdown::On(shutdown) => Some(shutdown.clone()),
-        },
+        graceful.clone(),
     );
     let store = controller.store();
-    let controller = match shutdown {
-        Shutdown::Signals => controller.shutdown_on_signal(),
-        Shutdown::On(shutdown) => controller.graceful_shutdown_on(shutdown.clone()),
-    };
+    let stopped_before_sync = graceful.clone();
+    let controller = controller.graceful_shutdown_on(graceful);
     health.set(Phase::Syncing);
     let run = controller
         .run(reconcile, error_policy, shared.clone())
@@ -285,6 +242,13 @@ async fn run_controller(
     };
     tokio::select! {
         () = &mut run => return,
+        // kube-runtime holds its reconcilers until the first list, and a graceful stop
+        // ends the watches that would bring it: waiting would never end. No cluster
+        // reconcile has started yet, so there is nothing to let finish.
+        () = stopped_before_sync => {
+            tracing::info!("stopped before the caches synced");
+            return;
+        }
         synced = synced => {
             if synced {
                 tracing::info!("the caches synced; ready");
@@ -296,79 +260,83 @@ async fn run_controller(
 }
 
 /// Reconciles while this replica holds the leader lease (always, without leader
-/// election); returns when the controller stopped on `shutdown`, or with
-/// [`RunError::LeadershipLost`] as soon as the lease was not renewed in time (the
-/// running reconciles are dropped at once: another replica may take over soon).
+/// election) until a stop is asked for. A leader that cannot renew the Lease within its
+/// renew deadline stops acting at once (its running reconciles are dropped: another
+/// replica may take over soon) and stands by for the Lease again, with fresh caches once
+/// it leads again; an API server unreachable for a while is survived this way. A stop
+/// asked for always ends in `Ok` ([`lifecycle`]).
 async fn lead_and_run(
     shared: Arc<ControllerState>,
     options: &RunOptions,
-    shutdown: Shutdown,
-    stop: future::Shared<BoxFuture<'static, ()>>,
+    stop: StopSignals,
 ) -> Result<(), RunError> {
     let health = options.health.clone();
     let metrics = shared.ctx.metrics.clone();
-    let concurrency = options.max_concurrent_reconciles;
-    let Some(election) = options.leader_election.clone() else {
-        metrics.leader.set(1);
+    let controller = |shared: Arc<ControllerState>| {
         run_controller(
             shared,
             options.namespace.clone(),
-            concurrency,
-            &shutdown,
+            options.max_concurrent_reconciles,
+            stop.graceful.clone(),
             health.clone(),
             options.cache_selector.clone(),
         )
-        .await;
+    };
+    let grace = options.graceful_shutdown_timeout;
+    let Some(election) = options.leader_election.clone() else {
+        metrics.leader.set(1);
+        let hold = future::pending::<()>();
+        lifecycle::reconcile_until_stopped(controller(shared), hold, &stop, grace).await;
         health.set(Phase::Stopping);
         metrics.leader.set(0);
         return Ok(());
     };
     let mut lock = LeaseLock::new(shared.ctx.kube.clone(), election, shared.ctx.clock.clone())?;
-    health.set(Phase::Standby);
-    tracing::info!(
-        identity = %lock.config().identity,
-        lease = %lock.config().lease_name,
-        "waiting for the leader lease"
-    );
-    tokio::select! {
-        () = lock.acquire() => {}
-        () = stop => {
-            health.set(Phase::Stopping);
-            return Ok(());
-        }
-    }
-    metrics.leader.set(1);
-    let finished = {
-        let controller = run_controller(
-            shared,
-            options.namespace.clone(),
-            concurrency,
-            &shutdown,
-            health.clone(),
-            options.cache_selector.clone(),
+    loop {
+        health.set(Phase::Standby);
+        tracing::info!(
+            identity = %lock.config().identity,
+            lease = %lock.config().lease_name,
+            "waiting for the leader lease"
         );
         tokio::select! {
-            () = controller => true,
-            () = lock.hold() => false,
+            () = lock.acquire() => {}
+            () = stop.graceful.clone() => {
+                health.set(Phase::Stopping);
+                return Ok(());
+            }
         }
-    };
-    health.set(Phase::Stopping);
-    metrics.leader.set(0);
-    if finished {
-        lock.release().await;
+        metrics.leader.set(1);
+        let ended = lifecycle::reconcile_until_stopped(
+            controller(shared.clone()),
+            lock.hold(),
+            &stop,
+            grace,
+        )
+        .await;
+        metrics.leader.set(0);
+        if ended == Ended::LeaseLost {
+            tracing::error!(
+                identity = %lock.config().identity,
+                lease = %lock.config().lease_name,
+                "lost the leader lease: stopped reconciling; standing by for it again"
+            );
+            continue;
+        }
+        health.set(Phase::Stopping);
+        // The Lease is given up even when the last renewals failed (another replica may
+        // then take it at once): retried for a renew deadline at most, which keeps the
+        // default grace and this within a pod's 30 s termination grace period.
+        let patience = lock.config().renew_deadline;
+        lock.release_within(patience).await;
         return Ok(());
     }
-    let config = lock.config();
-    Err(RunError::LeadershipLost {
-        lease: format!("{}/{}", config.namespace, config.lease_name),
-        identity: config.identity.clone(),
-    })
 }
 
 async fn run_with(
     mut ctx: Context,
     options: RunOptions,
-    shutdown: Shutdown,
+    stop: StopSignals,
 ) -> Result<(), RunError> {
     // Admin latencies and sidecar errors are measured around whatever providers run.
     ctx.admin = Arc::new(MeteredAdminProvider::new(
@@ -384,15 +352,12 @@ async fn run_with(
         ctx,
         requeue: options.requeue.clone(),
     });
-    let stop = match &shutdown {
-        Shutdown::Signals => on_signal().shared(),
-        Shutdown::On(shutdown) => shutdown.clone(),
-    };
     let app = router(shared.ctx.metrics.clone(), options.health.clone());
-    let work = lead_and_run(shared, &options, shutdown, stop.clone());
+    let graceful = stop.graceful.clone();
+    let work = lead_and_run(shared, &options, stop);
     match listener {
         Some(listener) => {
-            let server = serve_endpoints(app, listener, stop);
+            let server = serve_endpoints(app, listener, graceful);
             tokio::pin!(work, server);
             tokio::select! {
                 result = &mut work => result,
