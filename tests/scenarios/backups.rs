@@ -174,6 +174,23 @@ fn evicted_backup_agents_are_replaced_and_the_backup_goes_on() {
 }
 
 #[test]
+fn backup_agent_pods_stuck_in_a_terminal_state_are_deleted() {
+    // FoundationDB/fdb-kubernetes-operator PR 2508.
+    let result = run_file("backups/agents-terminal-deleted.yaml", None);
+    assert_clean(&result);
+    let agents = |step: usize, phase: &str| {
+        result.steps[step]
+            .pods
+            .iter()
+            .filter(|p| p.name.starts_with("sample-backup-agents") && p.phase == phase)
+            .count()
+    };
+    assert_eq!(agents(2, "Failed"), 2, "{:?}", result.steps[2].pods);
+    assert_eq!(agents(4, "Failed"), 0, "{:?}", result.steps[4].pods);
+    assert_eq!(agents(4, "Running"), 2, "{:?}", result.steps[4].pods);
+}
+
+#[test]
 fn an_operator_crash_right_after_a_start_starts_nothing_twice() {
     let result = run_file("backups/restart-after-start.yaml", None);
     assert_clean(&result);

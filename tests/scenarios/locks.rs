@@ -140,3 +140,38 @@ fn a_crash_right_after_the_locked_kill_neither_kills_again_nor_blocks() {
     );
     assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
 }
+
+#[test]
+fn an_instance_waiting_for_pods_gives_the_lock_up_for_the_others() {
+    // FoundationDB/fdb-kubernetes-operator#2524: kc1 (lock for an hour) waits for a pod
+    // that cannot be scheduled; kc2's exclusion must not wait for kc1's lock to expire.
+    let result = run_file("locks/release-while-pods-wait.yaml", None);
+    assert!(result.violations.is_empty(), "{:?}", result.violations);
+    let locks: Vec<(usize, &str)> = admin_events(&result, "lock");
+    // kc1 released its lock (written back expired) before kc2 took one, and kc2 took it
+    // while kc1 was still not reconciled (its pod pending, steps 7-10).
+    let kc2_took = locks
+        .iter()
+        .position(|(_, detail)| detail.starts_with("lock kc2"))
+        .expect("kc2 took the lock");
+    assert!((7..=9).contains(&locks[kc2_took].0), "{locks:?}");
+    let expiry = |detail: &str| -> Option<(i64, i64)> {
+        let range = detail.split_whitespace().nth(2)?;
+        let (start, end) = range.split_once("..")?;
+        Some((start.parse().ok()?, end.parse().ok()?))
+    };
+    let kc1_last = locks[..kc2_took]
+        .iter()
+        .rev()
+        .find(|(_, detail)| detail.starts_with("lock kc1"))
+        .and_then(|(_, detail)| expiry(detail))
+        .expect("kc1 wrote the lock before kc2");
+    let (kc2_start, _) = expiry(locks[kc2_took].1).unwrap();
+    assert!(kc1_last.1 <= kc2_start, "kc1 still held it: {locks:?}");
+    assert!(
+        kc1_last.1 - kc1_last.0 < 3600,
+        "kc1's last write is a release, not a one-hour take: {locks:?}"
+    );
+    let last = result.steps.last().unwrap();
+    assert_eq!(last.reconciled, Some(true), "{:?}", last.stopped_because);
+}

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use fdb_shared::api::{FoundationDBBackup, FoundationDBBackupStatus, FoundationDBCluster};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use super::agent_pods;
 use super::deployment::desired_deployment;
 use super::errors::BackupError;
 use super::plan::{self, Observed};
@@ -116,6 +118,8 @@ pub async fn run_backup_pass(
     let pass = BackupPass {
         backups,
         deployments: Api::namespaced(ctx.kube.clone(), namespace),
+        pods: Api::namespaced(ctx.kube.clone(), namespace),
+        now: ctx.clock.now_unix(),
         admin,
         backup,
         cluster,
@@ -144,6 +148,9 @@ pub(crate) fn waiting_for_database(
 struct BackupPass {
     backups: Api<FoundationDBBackup>,
     deployments: Api<Deployment>,
+    pods: Api<Pod>,
+    /// The pass's time (unix seconds).
+    now: i64,
     admin: Arc<dyn AdminClient>,
     backup: FoundationDBBackup,
     cluster: FoundationDBCluster,
@@ -165,6 +172,7 @@ impl BackupPass {
             self.apply_deployment(&observed).await?;
             observed = self.observe().await?;
         }
+        let terminal_wait = self.delete_terminal_agents(&observed).await?;
         // StartBackup
         if let Some(request) = plan::start(&self.backup, &observed) {
             self.admin
@@ -217,7 +225,48 @@ impl BackupPass {
         }
         // UpdateBackupStatus
         let status = self.write_status(&observed).await?;
-        Ok(outcome(&self.backup, &status))
+        Ok(sooner(outcome(&self.backup, &status), terminal_wait))
+    }
+
+    /// Deletes the agent pods stuck in a terminal phase that are old enough
+    /// ([`super::agent_pods`]); the seconds until a younger one is, if one waits.
+    async fn delete_terminal_agents(
+        &self,
+        observed: &Observed,
+    ) -> Result<Option<i64>, BackupError> {
+        let Some(live) = &observed.deployment else {
+            return Ok(None);
+        };
+        let Some(selector) = live
+            .spec
+            .as_ref()
+            .and_then(|s| agent_pods::selector_of(&s.selector))
+        else {
+            return Ok(None);
+        };
+        let pods = self
+            .pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(BackupError::kube(format!(
+                "UpdateBackupAgents: list the agent pods ({selector})"
+            )))?;
+        let decision = agent_pods::decide(&pods.items, self.now);
+        for pod in &decision.delete {
+            tracing::info!(pod = %pod.name, state = %pod.state, "deleting a backup agent pod stuck in a terminal state");
+            match self.pods.delete(&pod.name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                // Gone meanwhile: what the deletion wanted.
+                Err(kube::Error::Api(response)) if response.code == 404 => {}
+                Err(error) => {
+                    return Err(BackupError::kube(format!(
+                        "UpdateBackupAgents: delete the terminal agent pod {}",
+                        pod.name
+                    ))(error));
+                }
+            }
+        }
+        Ok(decision.next_in)
     }
 
     /// Reads the agents' Deployment, `fdbbackup status` and `status json`.
@@ -341,6 +390,29 @@ fn status_patch(status: &FoundationDBBackupStatus) -> Result<Value, BackupError>
         }
     }
     Ok(value)
+}
+
+/// `report`, looked at again within `wait` seconds when a terminal agent pod waits to be
+/// old enough for deletion.
+fn sooner(report: PassReport, wait: Option<i64>) -> PassReport {
+    let Some(wait) = wait else {
+        return report;
+    };
+    let delay = Duration::from_secs(u64::try_from(wait.max(1)).unwrap_or(1));
+    let later = match &report.outcome {
+        PassOutcome::Requeue { delay: current, .. } => *current > delay,
+        _ => true,
+    };
+    if !later {
+        return report;
+    }
+    let mut sooner = requeue(
+        delay,
+        "UpdateBackupAgents",
+        "an agent pod in a terminal state is too young to be deleted",
+    );
+    sooner.reconciled = report.reconciled;
+    sooner
 }
 
 /// How a pass ends: waiting while the backup cannot progress or has no snapshot yet, a

@@ -3,6 +3,7 @@
 //! resume, modify), with the status read back from `fdbbackup status --json` and the
 //! `status json` backup layer. [`driver::run_backup_pass`] is one reconcile pass.
 
+pub mod agent_pods;
 pub mod deployment;
 pub mod driver;
 pub mod errors;

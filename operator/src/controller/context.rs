@@ -154,6 +154,8 @@ pub struct Context {
     pub upgrade_kills: Arc<super::versions::retries::UpgradeKills>,
     /// The refusals of each cluster's exclusions, for the wait before the next attempt.
     pub exclusion_refusals: Arc<super::removals::exclusion_retries::ExclusionRefusals>,
+    /// The clusters whose instance gave the operator lock up and has not taken it since.
+    pub lock_releases: Arc<super::safety::lock_release::LockReleases>,
 }
 
 impl fmt::Debug for Context {
@@ -195,6 +197,7 @@ impl Context {
             upgrade_cleanup: Arc::default(),
             upgrade_kills: Arc::default(),
             exclusion_refusals: Arc::default(),
+            lock_releases: Arc::default(),
         }
     }
 }

@@ -15,6 +15,7 @@ use super::super::context::Context;
 use super::super::errors::{ReconcileError, StepError};
 use super::super::events::EventReason;
 use super::super::production::metrics::{OutcomeLabels, PassLabels, StepLabels};
+use super::super::safety::lock_release;
 use super::super::steps::ordered_steps;
 use super::io::publish;
 use super::outcome::{PassOutcome, PassReport, StepOutcome, StepWait};
@@ -136,19 +137,19 @@ async fn run_pass_inner(
         return Ok(PassReport::new(PassOutcome::Completed, false));
     };
     let mut pass = PassState::new(validated, ctx.clock.now());
-    let (outcome, waits) = run_steps(ctx, &mut pass, namespace, name).await?;
-    finish(ctx, &mut pass, namespace, outcome, waits).await
+    let (outcome, waits, locked) = run_steps(ctx, &mut pass, namespace, name).await?;
+    finish(ctx, &mut pass, namespace, outcome, waits, locked).await
 }
 
 /// Runs the ordered steps until one ends the pass; the pass's outcome (the first
 /// delayed requeue when every step went on) and every wait of the steps that let the
-/// pass go on.
+/// pass go on, and whether the pass took the operator lock for an action.
 async fn run_steps(
     ctx: &Context,
     pass: &mut PassState,
     namespace: &str,
     name: &str,
-) -> Result<(PassOutcome, Vec<StepWait>), ReconcileError> {
+) -> Result<(PassOutcome, Vec<StepWait>, bool), ReconcileError> {
     let mut facts = PassFacts::new(ctx.settings.replace_policy());
     facts.rules = ctx.settings.executor_rules;
     facts.settings.database_wait = ctx.settings.database_wait;
@@ -204,7 +205,7 @@ async fn run_steps(
                     reason,
                     step: step_name,
                 };
-                return Ok((outcome, waits));
+                return Ok((outcome, waits, facts.record.lock_held));
             }
             Err(source) => return Err(step_failed(ctx, pass, step_name, source).await),
         }
@@ -216,7 +217,7 @@ async fn run_steps(
             reason: first.reason.clone(),
             step: first.step,
         });
-    Ok((outcome, waits))
+    Ok((outcome, waits, facts.record.lock_held))
 }
 
 /// Reports a failed step (the status the steps before staged is still written: what
@@ -253,13 +254,15 @@ async fn step_failed(
 }
 
 /// Ends the pass: its one status write, the gauges, whether the cluster is reconciled,
-/// and the operator lock given up when it is.
+/// and the operator lock given up unless an operation of this instance is under way
+/// (`locked`: the pass took the lock for an action).
 async fn finish(
     ctx: &Context,
     pass: &mut PassState,
     namespace: &str,
     outcome: PassOutcome,
     waits: Vec<StepWait>,
+    locked: bool,
 ) -> Result<PassReport, ReconcileError> {
     // The pass's one status write (unless a step had to persist earlier).
     pass.flush(ctx)
@@ -278,17 +281,30 @@ async fn finish(
     let reconciled = outcome == PassOutcome::Completed
         && pass.judged_reconciled() == Some(true)
         && reconciled_generation == Some(cluster.metadata.generation.unwrap_or(0));
-    // An instance with nothing left to do gives the operator lock up, so the other
-    // instances sharing the database need not wait for it to expire. Only logged on
-    // failure: the lock expires anyway.
-    if reconciled {
+    // An instance with nothing of its own under way gives the operator lock up, so the
+    // other instances sharing the database need not wait for it to expire while this
+    // cluster waits for something else (safety/lock_release.rs). Only logged on failure:
+    // the lock expires anyway.
+    let name = pass.cluster().metadata.name.clone().unwrap_or_default();
+    if fdb_shared::cluster_math::uses_locks(&pass.cluster().spec)
+        && !ctx.lock_releases.is_released(namespace, &name)
+    {
         let released = async {
             let (snapshot, io) = pass.prepare(ctx).await?;
-            super::super::safety::locks::release(ctx, snapshot, io).await
+            let in_flight = lock_release::in_flight(snapshot, locked);
+            match lock_release::decide_at_pass_end(reconciled, in_flight) {
+                lock_release::PassEndLock::Release => {
+                    super::super::safety::locks::release(ctx, snapshot, io).await
+                }
+                lock_release::PassEndLock::Keep(why) => {
+                    tracing::debug!(%why, "keeping the operator lock");
+                    Ok(())
+                }
+            }
         }
         .await;
         if let Err(error) = released {
-            tracing::warn!(%error, "could not give the operator lock up after reconciling");
+            tracing::warn!(%error, "could not give the operator lock up");
         }
     }
     Ok(PassReport {

@@ -7,9 +7,9 @@
 //! The lock key holds `(lockID, start, end)`. An instance may take it when nobody holds
 //! it, when it has expired, or when it holds it already (it renews it once less than half
 //! its duration is left, so a busy instance keeps it without writing every pass), and
-//! gives it up ([`release`]) once its cluster is reconciled or while it waits for the
-//! other instances (an upgrade's pending-upgrade list). A lock ID on the deny list never
-//! takes it. The decision ([`decide_lock`]) is pure; [`acquire`]
+//! gives it up ([`release`]) at the end of a pass with nothing of its own under way
+//! (`super::lock_release`) or while it waits for the other instances (an upgrade's
+//! pending-upgrade list). A lock ID on the deny list never takes it. The decision ([`decide_lock`]) is pure; [`acquire`]
 //! reads the deny list and the lock and writes the new value through the pass's admin.
 
 use fdb_shared::cluster_math::uses_locks;
@@ -108,10 +108,16 @@ pub(crate) async fn acquire(
         snapshot.now_unix(),
         lock_duration_seconds(snapshot),
     );
+    let (namespace, name) = (snapshot.namespace(), snapshot.name());
     match decision {
-        LockDecision::Held => Ok(Ok(())),
+        LockDecision::Held => {
+            ctx.lock_releases.taken(namespace, name);
+            Ok(Ok(()))
+        }
         LockDecision::Take(value) => {
             tracing::info!(%lock_id, end = value.end, "taking the operator lock");
+            // Remembered before the write: a write that fails may still have landed.
+            ctx.lock_releases.taken(namespace, name);
             admin
                 .write_lock(&value)
                 .await
@@ -131,7 +137,8 @@ pub(crate) async fn acquire(
 }
 
 /// Gives the lock up (it expires now) when this instance holds it, so another instance
-/// this one waits for can take it. Nothing to do without locks or when another holds it.
+/// this one waits for can take it. Nothing to do without locks, when another holds it,
+/// or when this instance gave it up and has not taken it since (no read then).
 pub(crate) async fn release(
     ctx: &Context,
     snapshot: &ClusterSnapshot,
@@ -140,6 +147,10 @@ pub(crate) async fn release(
     let LockNeed::Needed { lock_id } = safety::lock_needed(snapshot, LockedAction::Bounce) else {
         return Ok(());
     };
+    let (namespace, name) = (snapshot.namespace(), snapshot.name());
+    if ctx.lock_releases.is_released(namespace, name) {
+        return Ok(());
+    }
     let admin = io.admin(ctx, snapshot)?;
     let current = admin
         .read_lock()
@@ -147,13 +158,16 @@ pub(crate) async fn release(
         .map_err(StepError::admin("read the operator lock"))?;
     let now = snapshot.now_unix();
     let Some(lock) = current.filter(|l| l.lock_id == lock_id && !l.is_expired(now)) else {
+        ctx.lock_releases.released(namespace, name);
         return Ok(());
     };
     tracing::info!(%lock_id, "releasing the operator lock for the other instances");
     admin
         .write_lock(&LockValue { end: now, ..lock })
         .await
-        .map_err(StepError::admin("release the operator lock"))
+        .map_err(StepError::admin("release the operator lock"))?;
+    ctx.lock_releases.released(namespace, name);
+    Ok(())
 }
 
 /// The deny list changes the spec asks for: entries to add (listed without

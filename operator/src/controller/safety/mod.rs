@@ -25,6 +25,7 @@
 //! holds across operator restarts.
 
 pub(crate) mod exclusion_sync;
+pub(crate) mod lock_release;
 pub(crate) mod locks;
 pub(crate) mod restart_sync;
 mod zones;
