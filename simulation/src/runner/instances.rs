@@ -13,7 +13,7 @@ use crate::scenario::operator_flags::apply_operator_flags;
 use std::collections::BTreeSet;
 
 use fdb_shared::api::FoundationDBCluster;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::event_log::RunPosition;
@@ -22,7 +22,8 @@ use fdb_operator::controller::Context;
 use fdb_operator::controller::{PassOutcome, run_pass};
 
 use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};
-use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd, judge_pass};
+use super::pass_schedule::PassSchedule;
+use super::steps::{PassEnd, judge_pass};
 use super::{RunError, Runner};
 
 /// One extra cluster and its operator instance.
@@ -34,10 +35,7 @@ pub(super) struct Instance {
     /// Its operator, once the cluster exists.
     context: Option<Context>,
     /// When it next wants to reconcile.
-    pub next_pass_due: Option<Timestamp>,
-    last_pass_at: Option<Timestamp>,
-    /// Its last pass reported Reconciled and nothing woke it since.
-    pub last_pass_reconciled: bool,
+    schedule: PassSchedule,
     /// Its process groups marked for removal at some point.
     ever_marked: BTreeSet<String>,
     /// For a `fleet:` member: its index among the fleet's views (it has a database of
@@ -68,9 +66,7 @@ impl Instance {
             name,
             manifest,
             context: None,
-            next_pass_due: None,
-            last_pass_at: None,
-            last_pass_reconciled: false,
+            schedule: PassSchedule::default(),
             ever_marked: BTreeSet::new(),
             fleet_member: None,
         }
@@ -103,7 +99,7 @@ impl Instance {
     ) -> Self {
         Self {
             context: Some(context),
-            next_pass_due: Some(now),
+            schedule: PassSchedule::due_at(Some(now)),
             fleet_member: Some(member),
             ..Self::new(manifest, namespace)
         }
@@ -111,19 +107,12 @@ impl Instance {
 
     /// A pass starts now: nothing is due until it says.
     pub fn last_pass_at_now(&mut self, now: Timestamp) {
-        self.last_pass_at = Some(now);
-        self.next_pass_due = None;
+        self.schedule.started(now);
     }
 
     /// A pass that started at `now` ended with `end`.
     pub(super) fn pass_ended(&mut self, now: Timestamp, end: PassEnd) {
-        self.last_pass_reconciled = end == PassEnd::Reconciled;
-        if let PassEnd::After(delay) = end {
-            let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
-            if self.next_pass_due.is_none_or(|due| due > at) {
-                self.next_pass_due = Some(at);
-            }
-        }
+        self.schedule.ended(now, end);
     }
 }
 
@@ -217,13 +206,7 @@ impl Runner {
             if instance.context.is_none() {
                 continue;
             }
-            let earliest = instance.last_pass_at.map_or(now, |at| {
-                (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
-            });
-            instance.last_pass_reconciled = false;
-            if instance.next_pass_due.is_none_or(|due| due > earliest) {
-                instance.next_pass_due = Some(earliest);
-            }
+            instance.schedule.wake(now);
         }
     }
 
@@ -231,7 +214,7 @@ impl Runner {
     pub(super) fn instance_pass_due(&self) -> Option<Timestamp> {
         self.instances
             .iter()
-            .filter_map(|instance| instance.next_pass_due)
+            .filter_map(|instance| instance.schedule.next_due())
             .min()
     }
 
@@ -266,7 +249,7 @@ impl Runner {
             let now = self.now();
             let instance = &mut self.instances[index];
             instance.context = Some(context);
-            instance.next_pass_due = Some(now);
+            instance.schedule.no_later_than(now);
         }
         Ok(())
     }
@@ -293,8 +276,8 @@ impl Runner {
             .instances
             .iter()
             .enumerate()
-            .filter(|(_, i)| i.context.is_some() && i.next_pass_due.is_some_and(|d| d <= now))
-            .min_by_key(|(_, i)| i.next_pass_due)
+            .filter(|(_, i)| i.context.is_some() && i.schedule.is_due(now))
+            .min_by_key(|(_, i)| i.schedule.next_due())
             .map(|(index, _)| index);
         let Some(index) = due else {
             return Ok(false);
@@ -307,8 +290,7 @@ impl Runner {
     }
 
     async fn instance_pass(&mut self, step: usize, index: usize) -> Result<(), RunError> {
-        self.total_passes += 1;
-        let pass = self.total_passes;
+        let pass = self.passes.begin();
         self.log.set_position(RunPosition { step, pass });
         let before = self.track()?;
         let events_before = self.log.len();
@@ -317,8 +299,7 @@ impl Runner {
         let Some(context) = self.instances[index].context.clone() else {
             return Ok(());
         };
-        self.instances[index].last_pass_at = Some(now);
-        self.instances[index].next_pass_due = None;
+        self.instances[index].last_pass_at_now(now);
         let result = if self.operator_disabled {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
@@ -345,16 +326,7 @@ impl Runner {
         }
         let end = verdict.end;
         let reconciled = end == PassEnd::Reconciled;
-        {
-            let instance = &mut self.instances[index];
-            instance.last_pass_reconciled = reconciled;
-            if let PassEnd::After(delay) = end {
-                let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
-                if instance.next_pass_due.is_none_or(|due| due > at) {
-                    instance.next_pass_due = Some(at);
-                }
-            }
-        }
+        self.instances[index].pass_ended(now, end);
         self.judge_action(&before, events_before, "operator", true)
             .await?;
         self.report_noted_violations();
@@ -369,7 +341,7 @@ impl Runner {
         index: usize,
         reconciled: bool,
     ) -> Result<(), RunError> {
-        let (time, pass) = (self.elapsed(), self.total_passes);
+        let (time, pass) = (self.elapsed(), self.passes.total());
         let name = self.instances[index].name.clone();
         let cluster = self.cluster_named(&name);
         super::world_views::note_marked_groups(
@@ -378,7 +350,7 @@ impl Runner {
         );
         let snapshot = self.fdb.snapshot();
         let versions: Vec<_> = snapshot.processes.iter().map(|p| p.version).collect();
-        self.monitor.check_versions(time, pass, &versions);
+        self.judged.monitor.check_versions(time, pass, &versions);
         if reconciled {
             let found = match &cluster {
                 Some(cluster) => {
@@ -392,7 +364,8 @@ impl Runner {
                 }
                 None => vec![format!("the cluster object {name} is gone")],
             };
-            self.monitor
+            self.judged
+                .monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
                 self.check_exclusions_left_behind(cluster, Some(&name))?;
@@ -406,7 +379,7 @@ impl Runner {
     pub(super) fn report_noted_violations(&mut self) {
         let pass = self.log.position().pass;
         for (invariant, time, detail) in self.log.take_violations() {
-            self.monitor.violate(invariant, time, pass, detail);
+            self.judged.monitor.violate(invariant, time, pass, detail);
         }
     }
 
@@ -416,6 +389,6 @@ impl Runner {
         self.instances
             .iter()
             .find(|i| i.name == name)
-            .map(|i| i.last_pass_reconciled && i.next_pass_due.is_none())
+            .map(|i| i.schedule.at_rest())
     }
 }

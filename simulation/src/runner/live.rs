@@ -70,7 +70,7 @@ impl Runner {
         // What happens while serving is logged under the serve entry of `steps`.
         self.log.set_position(crate::event_log::RunPosition {
             step: index,
-            pass: self.total_passes,
+            pass: self.passes.total(),
         });
         let clock = std::sync::Arc::new(self.clock.clone());
         let execs = Arc::new(AtomicU64::new(0));

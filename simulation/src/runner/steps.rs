@@ -161,7 +161,7 @@ impl Runner {
                 break;
             }
             let now = self.now();
-            match self.next_pass_due {
+            match self.passes.cluster.next_due() {
                 Some(due) if due <= now => {
                     summary.passes += 1;
                     if self.pass(index).await? == PassEnd::Reconciled {
@@ -198,10 +198,7 @@ impl Runner {
                 continue;
             }
             let now = self.now();
-            if let Some(due) = self.next_pass_due
-                && due <= now
-                && summary.passes < ADVANCE_PASS_LIMIT
-            {
+            if self.passes.cluster.is_due(now) && summary.passes < ADVANCE_PASS_LIMIT {
                 self.pass(index).await?;
                 summary.passes += 1;
                 continue;
@@ -209,7 +206,7 @@ impl Runner {
             if now >= target {
                 break;
             }
-            let next = self.next_moment(self.next_pass_due, Some(target));
+            let next = self.next_moment(self.passes.cluster.next_due(), Some(target));
             self.move_clock_to(next.unwrap_or(target));
         }
         self.check_outages();
@@ -259,24 +256,22 @@ impl Runner {
                     _ => format!("after {} s: {}", expect.within, failed.join("; ")),
                 };
                 self.say(&format!("expectation failed {detail}"));
-                self.monitor.violate(
+                self.judged.monitor.violate(
                     crate::invariants::EXPECTATION_FAILED,
                     self.elapsed(),
-                    self.total_passes,
+                    self.passes.total(),
                     detail.clone(),
                 );
                 summary.reconciled = Some(false);
                 summary.stopped_because = Some(detail);
                 break;
             }
-            if let Some(due) = self.next_pass_due
-                && due <= now
-            {
+            if self.passes.cluster.is_due(now) {
                 self.pass(index).await?;
                 summary.passes += 1;
                 continue;
             }
-            let next = self.next_moment(self.next_pass_due, Some(deadline));
+            let next = self.next_moment(self.passes.cluster.next_due(), Some(deadline));
             self.move_clock_to(next.unwrap_or(deadline));
         }
         self.check_outages();
@@ -307,14 +302,12 @@ impl Runner {
 
     /// Runs one operator pass, schedules the next, and checks the invariants around it.
     async fn pass(&mut self, index: usize) -> Result<PassEnd, RunError> {
-        self.total_passes += 1;
-        let pass = self.total_passes;
+        let pass = self.passes.begin();
         self.log.set_position(RunPosition { step: index, pass });
         let before = self.track()?;
         let events_before = self.log.len();
         let now = self.now();
-        self.last_pass_at = Some(now);
-        self.next_pass_due = None;
+        self.passes.cluster.started(now);
         let result = if self.operator_disabled {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
@@ -343,15 +336,9 @@ impl Runner {
             self.record_cluster_event(&self.name, &format!("pass failed: {detail}"));
         }
         let end = verdict.end;
-        self.last_pass_waits = verdict.waits;
-        self.last_pass_reconciled = end == PassEnd::Reconciled;
+        self.passes.last_waits = verdict.waits;
+        self.passes.cluster.ended(now, end);
         self.report_rollout()?;
-        if let PassEnd::After(delay) = end {
-            let at = now + signed(delay);
-            if self.next_pass_due.is_none_or(|due| due > at) {
-                self.next_pass_due = Some(at);
-            }
-        }
         // The world sees the pass's writes at once (the kubelet watches); what it does in
         // answer is a watch event that wakes the operator again.
         self.judge_action(&before, events_before, "operator", true)
@@ -425,13 +412,7 @@ impl Runner {
             return;
         }
         let now = self.now();
-        let earliest = self.last_pass_at.map_or(now, |at| {
-            (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
-        });
-        self.last_pass_reconciled = false;
-        if self.next_pass_due.is_none_or(|due| due > earliest) {
-            self.next_pass_due = Some(earliest);
-        }
+        self.passes.cluster.wake(now);
     }
 
     fn move_clock_to(&self, at: Timestamp) {
@@ -470,12 +451,14 @@ impl Runner {
                         log_group: log_group.clone(),
                     };
                     self.fdb.connect_client(client.clone());
-                    self.clients.push(client);
+                    self.judged.clients.push(client);
                 }
             }
             Fault::ClientDisconnected { address } => {
                 self.fdb.disconnect_client(address);
-                self.clients.retain(|client| &client.address != address);
+                self.judged
+                    .clients
+                    .retain(|client| &client.address != address);
             }
             Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
             Fault::StorageMetricsMissing { process_group } => {
@@ -488,7 +471,7 @@ impl Runner {
             } => self.fdb.set_io_latency(process_group, Some(*milliseconds)),
             Fault::SlowRecovery { seconds } => {
                 self.fdb.set_recovery_override(Some(*seconds));
-                self.recovery_seconds = *seconds;
+                self.recovery.slow_recovery(*seconds);
             }
             Fault::DataCenterDown { data_center } => {
                 // The datacenter's nodes, found through the pods its processes run in.
@@ -514,7 +497,7 @@ impl Runner {
         if heal.all == Some(true) {
             self.api.clear_faults();
             self.fdb.heal_all();
-            self.recovery_seconds = self.default_recovery_seconds;
+            self.recovery.heal();
         }
         if let Some(group) = &heal.process_group {
             self.fdb.heal_group(group);
@@ -530,10 +513,6 @@ fn clamp_seconds(seconds: u64) -> i64 {
     i64::try_from(seconds)
         .unwrap_or(i64::MAX)
         .min(100 * 365 * 24 * 3600)
-}
-
-fn signed(duration: Duration) -> SignedDuration {
-    SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX)
 }
 
 fn describe(step: &Step) -> String {
