@@ -72,7 +72,7 @@ impl Runner {
         let mut removing = being_removed(cluster, &pods);
         if issuer.is_some() {
             let names: Vec<String> = std::iter::once(self.name.clone())
-                .chain(self.instances.iter().map(|i| i.name.clone()))
+                .chain(self.operators.instances.iter().map(|i| i.name.clone()))
                 .filter(|name| cluster.metadata.name.as_ref() != Some(name))
                 .collect();
             for name in names {

@@ -34,6 +34,7 @@ impl Runner {
         let snapshot = self.fdb_of(name).snapshot();
         if let Some(want) = expect.reconciled {
             let have = self
+                .operators
                 .instance_reconciled(name)
                 .unwrap_or(self.passes.cluster.at_rest());
             if have != want {

@@ -180,9 +180,9 @@ impl Runner {
         let pass = self.passes.begin();
         self.log.set_position(RunPosition { step, pass });
         let now = self.now();
-        let instance = &mut self.instances[index];
+        let instance = &mut self.operators.instances[index];
         instance.last_pass_at_now(now);
-        let context = self.context.clone();
+        let context = self.operators.context.clone();
         self.enter_fleet_view(member);
         let judged = self.fleet_pass_in_view(&context, pass, index).await;
         self.leave_fleet_view(member);
@@ -204,7 +204,7 @@ impl Runner {
         let events_before = self.log.len();
         let now = self.now();
         let name = self.name.clone();
-        let result = if self.operator_disabled {
+        let result = if self.operators.disabled() {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
                 false,
@@ -229,7 +229,7 @@ impl Runner {
             self.record_cluster_event(&name, &format!("pass failed: {detail}"));
         }
         let reconciled = verdict.end == PassEnd::Reconciled;
-        self.instances[index].pass_ended(now, verdict.end);
+        self.operators.instances[index].pass_ended(now, verdict.end);
         self.judge_action(&before, events_before, "operator", true)
             .await?;
         self.report_noted_violations();

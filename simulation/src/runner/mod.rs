@@ -18,10 +18,12 @@ mod harness;
 mod instances;
 mod live;
 mod observe;
+mod operators;
 mod pass_judge;
 mod pass_schedule;
 mod resources;
 mod rollout_progress;
+mod scenario_clock;
 mod setup;
 mod snapshot_boot;
 mod status_check;
@@ -44,7 +46,6 @@ use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
 use crate::world::{World, WorldError};
 use fdb_operator::clock::VirtualClock;
-use fdb_operator::controller::Context;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use databases::{Databases, WorldDatabase};
@@ -136,13 +137,14 @@ const ADVANCE_PASS_LIMIT: u64 = 10_000;
 pub struct Runner {
     scenario: Scenario,
     seed: u64,
-    clock: VirtualClock,
-    start: Timestamp,
+    /// The virtual clock and the progress lines stamped with it.
+    clock: scenario_clock::ScenarioClock,
     api: FakeApiServer,
     fdb: SimulatedFdb,
     world: World,
     log: EventLog,
-    context: Context,
+    /// The operator instances: the first cluster's, the other clusters'.
+    operators: operators::Operators,
     namespace: String,
     name: String,
     /// The passes so far and when the operator's controllers next run.
@@ -151,27 +153,8 @@ pub struct Runner {
     judged: database_judge::DatabaseJudge,
     /// How long the first database's recoveries and restarts take.
     recovery: database_judge::RecoveryTiming,
-    /// Run no operator at all (to prove that the world and `expect` catch inaction).
-    operator_disabled: bool,
-    /// The operator's executor rules ([`RunOptions::executor_rules`]).
-    executor_rules: fdb_operator::controller::ExecutorRules,
-    progress: Option<ProgressSink>,
-    /// The last rollout line printed (printed again only when it changes).
-    last_rollout_line: Option<String>,
-    /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
-    sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
-    /// Judges every instance's admin writes against the database's lock key.
-    judge: Arc<dyn crate::invariants::lock_judge::AdminWriteJudge>,
-    /// The operator instances of the scenario's other clusters (`clusters:`), and the
-    /// schedules of the fleet's members (`fleet:`, reconciled by `context`).
-    instances: Vec<instances::Instance>,
     /// The fleet's databases and what each is judged by.
     fleet: Vec<fleet_members::FleetView>,
-    /// No operator of the world's own: one outside reconciles through the served API
-    /// ([`RunOptions::external_operator`]).
-    external_operator: bool,
-    /// Commands of the external operator's tools that changed the database.
-    external_tool_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -276,9 +259,10 @@ impl Runner {
         if options.external_operator {
             external::check_scenario(&scenario)?;
         }
-        let clock = external::start_time(options.external_operator)
+        let virtual_clock = external::start_time(options.external_operator)
             .map_or_else(VirtualClock::fixed_epoch, VirtualClock::starting_at);
-        let start = fdb_operator::clock::Clock::now(&clock);
+        let run_clock = scenario_clock::ScenarioClock::new(virtual_clock, options.progress.clone());
+        let (clock, start) = (run_clock.clock(), run_clock.start());
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
         let settings = setup::fdb_settings(&scenario.world, seed);
         let (recovery_seconds, restart_seconds) =
@@ -300,7 +284,7 @@ impl Runner {
             seed,
             api: &api,
             fdb: &fdb,
-            clock: &clock,
+            clock,
             namespace: &namespace,
             name: &name,
         })?;
@@ -313,7 +297,6 @@ impl Runner {
         let mut runner = Self {
             scenario,
             seed,
-            start,
             // An external operator's passes are its own: the world schedules none.
             passes: pass_schedule::Passes::new(
                 (!options.external_operator).then_some(start),
@@ -321,23 +304,14 @@ impl Runner {
             ),
             judged: database_judge::DatabaseJudge::new(clients),
             recovery: database_judge::RecoveryTiming::new(recovery_seconds, restart_seconds),
-            operator_disabled: options.operator_disabled || options.external_operator,
-            external_operator: options.external_operator,
-            external_tool_changes: Arc::default(),
-            executor_rules: options.executor_rules,
-            clock,
+            clock: run_clock,
             api,
             fdb,
             world,
             log,
-            context,
             namespace,
             name,
-            progress: options.progress,
-            last_rollout_line: None,
-            sidecar_tls,
-            judge,
-            instances,
+            operators: operators::Operators::new(context, instances, sidecar_tls, judge, &options),
             fleet,
         };
         // With the first: one operator watches them all from the start.
@@ -446,17 +420,15 @@ impl Runner {
     }
 
     fn now(&self) -> Timestamp {
-        fdb_operator::clock::Clock::now(&self.clock)
+        self.clock.now()
     }
 
     /// Simulated seconds since the start.
     fn elapsed(&self) -> u64 {
-        u64::try_from(self.now().as_second() - self.start.as_second()).unwrap_or(0)
+        self.clock.elapsed()
     }
 
     fn say(&self, line: &str) {
-        if let Some(progress) = &self.progress {
-            progress(&format!("[{:>6}s] {line}", self.elapsed()));
-        }
+        self.clock.say(line);
     }
 }

@@ -343,7 +343,7 @@ impl Runner {
 
     /// Judges outages so far against the operator's actions.
     pub(super) fn check_outages(&mut self) {
-        let (now, start) = (self.now().as_second(), self.start.as_second());
+        let (now, start) = (self.now().as_second(), self.clock.start().as_second());
         self.judged
             .check_outages(now, start, &self.fdb, &self.recovery);
     }
@@ -405,6 +405,7 @@ impl Runner {
             if let Some(cluster) = &cluster {
                 // With several instances, only this cluster's instance's exclusions.
                 let issuer = self
+                    .operators
                     .has_instances()
                     .then(|| cluster.metadata.name.clone())
                     .flatten();
@@ -418,7 +419,7 @@ impl Runner {
     /// Prints the rollout line when it changed since the last one (only with a progress
     /// sink: tests pay nothing).
     pub(super) fn report_rollout(&mut self) -> Result<(), RunError> {
-        if self.progress.is_none() {
+        if !self.clock.reports_progress() {
             return Ok(());
         }
         let Some(cluster) = self.cluster_object() else {
@@ -427,14 +428,7 @@ impl Runner {
         let mut desired = desired_world(&cluster);
         desired.ever_marked = self.judged.ever_marked.clone();
         let line = super::rollout_progress::rollout_line(&desired, &self.actual_world()?);
-        if line != self.last_rollout_line {
-            match &line {
-                Some(text) => self.say(text),
-                None if self.last_rollout_line.is_some() => self.say("rollout complete"),
-                None => {}
-            }
-            self.last_rollout_line = line;
-        }
+        self.clock.rollout(line);
         Ok(())
     }
 

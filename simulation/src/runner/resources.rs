@@ -147,7 +147,7 @@ impl Runner {
     /// are due; returns whether they ran.
     pub(super) async fn resource_passes(&mut self) -> Result<bool, RunError> {
         let now = self.now();
-        if self.operator_disabled {
+        if self.operators.disabled() {
             // No operator at all (`RunOptions::operator_disabled`): no backup controller
             // either.
             self.passes.resources.cancel();
@@ -210,8 +210,12 @@ impl Runner {
     async fn resource_pass(&mut self, kind: ResourceKind, name: &str) -> Option<Duration> {
         self.passes.resource_passes_run += 1;
         let result = match kind {
-            ResourceKind::Backup => run_backup_pass(&self.context, &self.namespace, name).await,
-            ResourceKind::Restore => run_restore_pass(&self.context, &self.namespace, name).await,
+            ResourceKind::Backup => {
+                run_backup_pass(&self.operators.context, &self.namespace, name).await
+            }
+            ResourceKind::Restore => {
+                run_restore_pass(&self.operators.context, &self.namespace, name).await
+            }
         };
         let target = format!("{}/{name}", kind.as_str());
         if self.log.take_crash() {

@@ -117,7 +117,7 @@ impl Runner {
     pub(super) fn restart_operator(&mut self) {
         let identity = self.identity(self.first_name());
         match self.operator_context(&identity) {
-            Ok(context) => self.context = context,
+            Ok(context) => self.operators.context = context,
             // The sidecar client factory has no inputs that can change between restarts.
             Err(error) => self.say(&format!("operator restart failed: {error}")),
         }
@@ -292,7 +292,7 @@ impl Runner {
             self.world.next_due(),
             deadline,
             self.resource_pass_due(),
-            self.instance_pass_due(),
+            self.operators.instance_pass_due(),
         ]
         .into_iter()
         .flatten()
@@ -308,14 +308,14 @@ impl Runner {
         let events_before = self.log.len();
         let now = self.now();
         self.passes.cluster.started(now);
-        let result = if self.operator_disabled {
+        let result = if self.operators.disabled() {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
                 false,
             ))
         } else {
             self.sync_operator_cache().await?;
-            run_pass(&self.context, &self.namespace, &self.name).await
+            run_pass(&self.operators.context, &self.namespace, &self.name).await
         };
         if let Some(detail) = self.log.take_stall() {
             return Err(RunError::Stalled(detail));
@@ -353,7 +353,7 @@ impl Runner {
     /// whatever the machine's speed: the result must not depend on it. A cache that does
     /// not catch up within [`SIDECAR_REQUEST_WATCHDOG`] (real time) stops the run.
     async fn sync_operator_cache(&self) -> Result<(), RunError> {
-        self.sync_cache_of(&self.context).await
+        self.sync_cache_of(&self.operators.context).await
     }
 
     /// Lets `context`'s watch caches catch up (see [`Self::sync_operator_cache`]).
@@ -406,12 +406,12 @@ impl Runner {
     /// A watch event: the operator runs as soon as it may (passes take time).
     pub(super) fn wake_operator(&mut self) {
         self.wake_resources();
-        self.wake_instances();
-        if self.external_operator {
+        let now = self.now();
+        self.operators.wake_instances(now);
+        if self.operators.external() {
             // The operator outside watches the served API itself.
             return;
         }
-        let now = self.now();
         self.passes.cluster.wake(now);
     }
 
