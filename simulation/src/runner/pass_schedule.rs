@@ -6,7 +6,9 @@
 use jiff::{SignedDuration, Timestamp};
 
 use super::pass_judge::PassEnd;
-use super::steps::MIN_PASS_SPACING_SECONDS;
+
+/// A pass takes time: the next one starts at least this much later, even when woken.
+pub const MIN_PASS_SPACING_SECONDS: i64 = 1;
 
 /// One controller's pass schedule.
 #[derive(Debug, Clone, Default)]

@@ -3,9 +3,9 @@
 //! One scheduler drives every step: the operator runs a pass when one is due (its
 //! requeue, or a watch event: the world changed), otherwise the clock jumps to the next
 //! moment something is due (a pass, a world timer, the step's deadline). Passes are at
-//! least [`MIN_PASS_SPACING_SECONDS`] apart in virtual time, so a loop in which every
-//! pass makes the world change again still moves the clock forward instead of running
-//! hundreds of passes at one frozen instant.
+//! least `MIN_PASS_SPACING_SECONDS` (`pass_schedule.rs`) apart in virtual time, so a loop
+//! in which every pass makes the world change again still moves the clock forward
+//! instead of running hundreds of passes at one frozen instant.
 
 use std::time::Duration;
 
@@ -27,8 +27,6 @@ use fdb_operator::controller::ObjectKind;
 pub const RECONCILE_PASS_BUDGET: u64 = 500;
 /// ...or this much simulated time.
 pub const RECONCILE_TIME_BUDGET_SECONDS: i64 = 24 * 3600;
-/// A pass takes time: the next one starts at least this much later, even when woken.
-pub const MIN_PASS_SPACING_SECONDS: i64 = 1;
 
 /// What a step did, for its entry in the result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
