@@ -16,7 +16,7 @@ use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -27,7 +27,7 @@ use crate::connections::{BusyBody, Registration, Registry};
 /// While all connection slots are taken, how often a waiting newcomer looks again for a
 /// connection idle for long enough to be closed.
 const EVICTION_RECHECK: Duration = Duration::from_millis(100);
-/// How long in-flight requests may take to finish after a stop ([`serve`]).
+/// How long in-flight requests may take to finish after a stop ([`drain`]).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The bounds of a server's connections.
@@ -177,19 +177,51 @@ impl Slot {
 /// cancelled, then lets in-flight requests finish (up to 5 s).
 pub async fn serve(listener: TcpListener, router: Router, slots: Slots, stop: CancellationToken) {
     let closing = CancellationToken::new();
+    let ((), connections) = accept(
+        listener,
+        &slots,
+        || stop.cancelled(),
+        |stream, slot| {
+            slot.serve_http(
+                TokioIo::new(stream),
+                router.clone(),
+                closing.clone(),
+                |_| {},
+            )
+        },
+    )
+    .await;
+    drain(connections, &closing).await;
+}
+
+/// Accepts connections on `listener` within `slots`, each served by the task `connect`
+/// makes of it and its slot, until the future `stopped` makes completes (a fresh one is
+/// made at every turn); returns its output and the connections still open. The
+/// listener is closed on return.
+pub async fn accept<R, S, F, C, T>(
+    listener: TcpListener,
+    slots: &Slots,
+    stopped: S,
+    mut connect: C,
+) -> (R, JoinSet<()>)
+where
+    S: Fn() -> F,
+    F: Future<Output = R>,
+    C: FnMut(TcpStream, Slot) -> T,
+    T: Future<Output = ()> + Send + 'static,
+{
     let mut connections = JoinSet::new();
-    loop {
+    let reason = loop {
         tokio::select! {
-            () = stop.cancelled() => break,
+            reason = stopped() => break reason,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    let Some(slot) = slots.acquire(std::pin::pin!(stop.cancelled())).await else {
-                        break;
+                    let Some(slot) = slots.acquire(std::pin::pin!(async { stopped().await; })).await else {
+                        // Stopping: the next turn sees it and says why.
+                        continue;
                     };
                     let _ = stream.set_nodelay(true);
-                    let router = router.clone();
-                    let closing = closing.clone();
-                    connections.spawn(slot.serve_http(TokioIo::new(stream), router, closing, |_| {}));
+                    connections.spawn(connect(stream, slot));
                 }
                 Err(e) => {
                     // Typically EMFILE: back off instead of spinning.
@@ -199,8 +231,14 @@ pub async fn serve(listener: TcpListener, router: Router, slots: Slots, stop: Ca
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
-    }
+    };
     drop(listener);
+    (reason, connections)
+}
+
+/// Cancels `closing` (a graceful end for every connection) and lets `connections` finish
+/// for up to 5 s; the rest are aborted.
+pub async fn drain(mut connections: JoinSet<()>, closing: &CancellationToken) {
     closing.cancel();
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
         while connections.join_next().await.is_some() {}

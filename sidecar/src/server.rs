@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -26,8 +26,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// keep-alive connection: a real client sends them at once (the operator gives up after
 /// 5 s anyway), so a slow or silent connection gives its slot back soon.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long in-flight requests may take to finish after a stop.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a sidecar could not start.
 #[derive(Debug, thiserror::Error)]
@@ -177,60 +175,30 @@ async fn serve(
     watchers: watch::Watchers,
 ) -> ExitReason {
     let router = app(state.clone());
-    let mut connections = JoinSet::new();
     let closing = CancellationToken::new();
     let slots = Slots::new(ConnectionLimits {
         max_connections: state.config.args.max_connections as usize,
         header_timeout: HEADER_TIMEOUT,
         evict_after: EVICT_AFTER,
     });
-    let reason = loop {
+    let stopped = || async {
         tokio::select! {
-            _ = shutdown.cancelled() => break ExitReason::Stopped,
-            _ = state.restart.cancelled() => break ExitReason::RestartRequested,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
-                    let stopped = std::pin::pin!(async {
-                        tokio::select! {
-                            _ = shutdown.cancelled() => {}
-                            _ = state.restart.cancelled() => {}
-                        }
-                    });
-                    let Some(slot) = slots.acquire(stopped).await else {
-                        // Stopping: the outer select sees the cancelled token next.
-                        continue;
-                    };
-                    let connection = Connection {
-                        state: state.clone(),
-                        router: router.clone(),
-                        closing: closing.clone(),
-                        slot,
-                    };
-                    connections.spawn(connection.serve(stream));
-                }
-                Err(e) => {
-                    // Typically EMFILE: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = shutdown.cancelled() => ExitReason::Stopped,
+            _ = state.restart.cancelled() => ExitReason::RestartRequested,
         }
     };
-    drop(listener);
-    drop(watchers);
-    closing.cancel();
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while connections.join_next().await.is_some() {}
+    let (reason, connections) = limited::accept(listener, &slots, stopped, |stream, slot| {
+        let connection = Connection {
+            state: state.clone(),
+            router: router.clone(),
+            closing: closing.clone(),
+            slot,
+        };
+        connection.serve(stream)
     })
     .await;
-    if drained.is_err() {
-        tracing::warn!(
-            remaining = connections.len(),
-            "aborting connections that did not finish in time"
-        );
-    }
-    connections.abort_all();
+    drop(watchers);
+    limited::drain(connections, &closing).await;
     tracing::info!(?reason, "server stopped");
     reason
 }
@@ -245,7 +213,6 @@ struct Connection {
 
 impl Connection {
     async fn serve(self, stream: TcpStream) {
-        let _ = stream.set_nodelay(true);
         let Some(tls) = self.state.tls.clone() else {
             return self
                 .serve_http(TokioIo::new(stream), ClientApproval::NotTls)

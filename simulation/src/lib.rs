@@ -7,7 +7,6 @@ pub mod fdbcli;
 pub mod fleet;
 pub mod invariants;
 pub mod kube;
-pub mod lock_judge;
 pub mod recording_admin;
 pub mod recording_sidecar;
 pub mod result;

@@ -23,7 +23,7 @@ use fdb_operator::fdb::{
 
 use super::event_log::{Actor, EventLog};
 use super::invariants::LOCK_NOT_HELD;
-use super::lock_judge::{AdminWriteJudge, JUDGED_ACTIONS};
+use super::invariants::lock_judge::{AdminWriteJudge, JUDGED_ACTIONS};
 use super::result::EventSource;
 
 /// Records admin commands, then forwards them.

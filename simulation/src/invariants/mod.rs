@@ -9,6 +9,7 @@
 
 mod divergence;
 mod leftover_exclusions;
+pub mod lock_judge;
 mod observation;
 #[cfg(test)]
 mod outage_tests;

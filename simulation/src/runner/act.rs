@@ -361,7 +361,7 @@ impl Runner {
     fn admin(&self, issuer: Option<&str>) -> RecordingAdmin {
         let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone());
         match issuer {
-            Some(issuer) => admin.issued_by(issuer, self.judge.clone()),
+            Some(issuer) => admin.issued_by(issuer, self.operators.lock_judge()),
             None => admin,
         }
     }

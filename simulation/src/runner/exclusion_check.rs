@@ -64,7 +64,7 @@ impl Runner {
         cluster: &FoundationDBCluster,
         issuer: Option<&str>,
     ) -> Result<(), RunError> {
-        let (time, pass) = (self.elapsed(), self.total_passes);
+        let (time, pass) = (self.elapsed(), self.passes.total());
         let pods: Vec<Pod> = self
             .api
             .list_typed(Some(&self.namespace))
@@ -72,7 +72,7 @@ impl Runner {
         let mut removing = being_removed(cluster, &pods);
         if issuer.is_some() {
             let names: Vec<String> = std::iter::once(self.name.clone())
-                .chain(self.instances.iter().map(|i| i.name.clone()))
+                .chain(self.operators.instances.iter().map(|i| i.name.clone()))
                 .filter(|name| cluster.metadata.name.as_ref() != Some(name))
                 .collect();
             for name in names {
@@ -84,7 +84,8 @@ impl Runner {
         let excluded_now: BTreeSet<String> = self.fdb.snapshot().excluded.into_iter().collect();
         let by_operator = self.log.operator_exclusions(issuer);
         let leftovers = leftover_exclusions(&excluded_now, &by_operator, &removing);
-        self.monitor
+        self.judged
+            .monitor
             .check_leftover_exclusions(time, pass, &leftovers);
         Ok(())
     }

@@ -34,8 +34,9 @@ impl Runner {
         let snapshot = self.fdb_of(name).snapshot();
         if let Some(want) = expect.reconciled {
             let have = self
+                .operators
                 .instance_reconciled(name)
-                .unwrap_or(self.last_pass_reconciled && self.next_pass_due.is_none());
+                .unwrap_or(self.passes.cluster.at_rest());
             if have != want {
                 failed.push(format!("reconciled: expected {want}, found {have}"));
             }

@@ -119,7 +119,10 @@ impl Runner {
             .request_counts()
             .get(OPERATOR_ACTOR)
             .map_or(0, |c| c.create + c.update + c.patch + c.delete)
-            + self.external_tool_changes.load(Ordering::Relaxed);
+            + self
+                .operators
+                .external_tool_changes()
+                .load(Ordering::Relaxed);
         ExternalMark { writes }
     }
 
@@ -133,8 +136,8 @@ impl Runner {
     /// admin interface that records and judges their commands as the operator's.
     pub(super) fn served_tools(&self, turn: &Arc<tokio::sync::Mutex<()>>) -> ServedTools {
         let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
-            .issued_by(&self.name, self.judge.clone());
-        let changes = self.external_tool_changes.clone();
+            .issued_by(&self.name, self.operators.lock_judge());
+        let changes = self.operators.external_tool_changes().clone();
         let minors = self.tool_minors();
         let tools = SimulatedTools::new(
             Arc::new(admin),

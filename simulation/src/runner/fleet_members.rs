@@ -10,22 +10,20 @@
 //! its database, its invariant monitor and action history), then back through the
 //! first's. The member's violations join the result, each naming the member.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use fdb_operator::controller::{Context, PassOutcome, connection_string_description, run_pass};
-use fdb_operator::fdb::ClientInfo;
 use fdb_shared::connection_string::ConnectionString;
 use serde_json::Value;
 
 use crate::event_log::{EventLog, RunPosition};
 use crate::fdb::SimulatedFdb;
-use crate::invariants::InvariantMonitor;
+use crate::invariants::lock_judge::{AdminWriteJudge, LockJudge};
 use crate::kube::FakeApiServer;
-use crate::lock_judge::{AdminWriteJudge, LockJudge};
 use crate::result::Violation;
 use crate::scenario::Scenario;
 
+use super::database_judge::DatabaseJudge;
 use super::databases::WorldDatabase;
 use super::harness::FleetRoute;
 use super::steps::{PassEnd, judge_pass};
@@ -37,12 +35,9 @@ pub(super) struct FleetView {
     /// The member cluster's name (the runner's `name` while in the view).
     name: String,
     fdb: SimulatedFdb,
-    monitor: InvariantMonitor,
-    operator_actions: Vec<(i64, bool)>,
-    others_acted: Vec<i64>,
-    ever_marked: BTreeSet<String>,
-    /// The scenario's clients connect to the first database; a member has none.
-    clients: Vec<ClientInfo>,
+    /// Its invariant monitor and history (the scenario's clients connect to the first
+    /// database; a member has none).
+    judged: DatabaseJudge,
     /// The description its database's connection string has.
     description: String,
     judge: Arc<dyn AdminWriteJudge>,
@@ -84,11 +79,7 @@ impl FleetView {
                 Self {
                     name,
                     fdb,
-                    monitor: InvariantMonitor::new(),
-                    operator_actions: Vec::new(),
-                    others_acted: Vec::new(),
-                    ever_marked: BTreeSet::new(),
-                    clients: Vec::new(),
+                    judged: DatabaseJudge::default(),
                     description,
                     judge,
                     entered: false,
@@ -117,7 +108,8 @@ impl FleetView {
 
     /// The member's violations, each naming it.
     fn violations(&self) -> Vec<Violation> {
-        self.monitor
+        self.judged
+            .monitor
             .violations()
             .iter()
             .map(|v| Violation {
@@ -155,11 +147,7 @@ impl Runner {
         let view = &mut self.fleet[member];
         std::mem::swap(&mut self.name, &mut view.name);
         std::mem::swap(&mut self.fdb, &mut view.fdb);
-        std::mem::swap(&mut self.monitor, &mut view.monitor);
-        std::mem::swap(&mut self.operator_actions, &mut view.operator_actions);
-        std::mem::swap(&mut self.others_acted, &mut view.others_acted);
-        std::mem::swap(&mut self.ever_marked, &mut view.ever_marked);
-        std::mem::swap(&mut self.clients, &mut view.clients);
+        std::mem::swap(&mut self.judged, &mut view.judged);
         view.entered = !view.entered;
     }
 
@@ -189,13 +177,12 @@ impl Runner {
         index: usize,
         member: usize,
     ) -> Result<(), RunError> {
-        self.total_passes += 1;
-        let pass = self.total_passes;
+        let pass = self.passes.begin();
         self.log.set_position(RunPosition { step, pass });
         let now = self.now();
-        let instance = &mut self.instances[index];
+        let instance = &mut self.operators.instances[index];
         instance.last_pass_at_now(now);
-        let context = self.context.clone();
+        let context = self.operators.context.clone();
         self.enter_fleet_view(member);
         let judged = self.fleet_pass_in_view(&context, pass, index).await;
         self.leave_fleet_view(member);
@@ -217,7 +204,7 @@ impl Runner {
         let events_before = self.log.len();
         let now = self.now();
         let name = self.name.clone();
-        let result = if self.operator_disabled {
+        let result = if self.operators.disabled() {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
                 false,
@@ -242,7 +229,7 @@ impl Runner {
             self.record_cluster_event(&name, &format!("pass failed: {detail}"));
         }
         let reconciled = verdict.end == PassEnd::Reconciled;
-        self.instances[index].pass_ended(now, verdict.end);
+        self.operators.instances[index].pass_ended(now, verdict.end);
         self.judge_action(&before, events_before, "operator", true)
             .await?;
         self.report_noted_violations();

@@ -13,7 +13,7 @@ use crate::scenario::operator_flags::apply_operator_flags;
 use std::collections::BTreeSet;
 
 use fdb_shared::api::FoundationDBCluster;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::event_log::RunPosition;
@@ -22,7 +22,8 @@ use fdb_operator::controller::Context;
 use fdb_operator::controller::{PassOutcome, run_pass};
 
 use super::harness::{OperatorIdentity, USER_ACTOR, new_operator_context, operator_kube_client};
-use super::steps::{MIN_PASS_SPACING_SECONDS, PassEnd, judge_pass};
+use super::pass_schedule::PassSchedule;
+use super::steps::{PassEnd, judge_pass};
 use super::{RunError, Runner};
 
 /// One extra cluster and its operator instance.
@@ -32,12 +33,9 @@ pub(super) struct Instance {
     /// Its manifest, as the scenario gives it.
     manifest: Value,
     /// Its operator, once the cluster exists.
-    context: Option<Context>,
+    pub(super) context: Option<Context>,
     /// When it next wants to reconcile.
-    pub next_pass_due: Option<Timestamp>,
-    last_pass_at: Option<Timestamp>,
-    /// Its last pass reported Reconciled and nothing woke it since.
-    pub last_pass_reconciled: bool,
+    pub(super) schedule: PassSchedule,
     /// Its process groups marked for removal at some point.
     ever_marked: BTreeSet<String>,
     /// For a `fleet:` member: its index among the fleet's views (it has a database of
@@ -68,9 +66,7 @@ impl Instance {
             name,
             manifest,
             context: None,
-            next_pass_due: None,
-            last_pass_at: None,
-            last_pass_reconciled: false,
+            schedule: PassSchedule::default(),
             ever_marked: BTreeSet::new(),
             fleet_member: None,
         }
@@ -103,7 +99,7 @@ impl Instance {
     ) -> Self {
         Self {
             context: Some(context),
-            next_pass_due: Some(now),
+            schedule: PassSchedule::due_at(Some(now)),
             fleet_member: Some(member),
             ..Self::new(manifest, namespace)
         }
@@ -111,19 +107,12 @@ impl Instance {
 
     /// A pass starts now: nothing is due until it says.
     pub fn last_pass_at_now(&mut self, now: Timestamp) {
-        self.last_pass_at = Some(now);
-        self.next_pass_due = None;
+        self.schedule.started(now);
     }
 
     /// A pass that started at `now` ended with `end`.
     pub(super) fn pass_ended(&mut self, now: Timestamp, end: PassEnd) {
-        self.last_pass_reconciled = end == PassEnd::Reconciled;
-        if let PassEnd::After(delay) = end {
-            let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
-            if self.next_pass_due.is_none_or(|due| due > at) {
-                self.next_pass_due = Some(at);
-            }
-        }
+        self.schedule.ended(now, end);
     }
 }
 
@@ -136,13 +125,13 @@ impl Runner {
         let mut context = new_operator_context(
             operator_kube_client(&self.api, &self.log),
             &self.fdb,
-            &self.clock,
+            self.clock.clock(),
             &self.log,
             self.world.network(),
-            self.sidecar_tls.as_ref(),
+            self.operators.sidecar_tls(),
             identity,
         )?;
-        context.settings.executor_rules = self.executor_rules;
+        context.settings.executor_rules = self.operators.executor_rules();
         apply_operator_flags(&self.scenario.world, &mut context.settings);
         Ok(context)
     }
@@ -152,7 +141,7 @@ impl Runner {
     pub(super) fn identity(&self, cluster: &str) -> OperatorIdentity {
         OperatorIdentity {
             cluster: cluster.to_owned(),
-            judge: self.judge.clone(),
+            judge: self.operators.lock_judge(),
             tools: super::harness::OperatorTools::of_world(&self.scenario.world),
             database: self.first_name().to_owned(),
             fleet: if cluster == self.first_name() {
@@ -182,26 +171,21 @@ impl Runner {
             .flatten()
     }
 
-    /// Whether the scenario has clusters besides the first.
-    pub(super) fn has_instances(&self) -> bool {
-        !self.instances.is_empty()
-    }
-
     /// Restarts every instance's operator (nothing kept but what Kubernetes and the
     /// database store).
     pub(super) fn restart_instances(&mut self) {
-        for index in 0..self.instances.len() {
-            if self.instances[index].context.is_none() {
+        for index in 0..self.operators.instances.len() {
+            if self.operators.instances[index].context.is_none() {
                 continue;
             }
-            if self.instances[index].fleet_member.is_some() {
+            if self.operators.instances[index].fleet_member.is_some() {
                 // The first cluster's operator, restarted before.
-                self.instances[index].context = Some(self.context.clone());
+                self.operators.instances[index].context = Some(self.operators.context.clone());
                 continue;
             }
-            let identity = self.identity(&self.instances[index].name);
+            let identity = self.identity(&self.operators.instances[index].name);
             match self.operator_context(&identity) {
-                Ok(context) => self.instances[index].context = Some(context),
+                Ok(context) => self.operators.instances[index].context = Some(context),
                 Err(error) => self.say(&format!(
                     "operator restart of {} failed: {error}",
                     identity.cluster
@@ -210,34 +194,9 @@ impl Runner {
         }
     }
 
-    /// A watch event for every instance: each runs as soon as it may.
-    pub(super) fn wake_instances(&mut self) {
-        let now = self.now();
-        for instance in &mut self.instances {
-            if instance.context.is_none() {
-                continue;
-            }
-            let earliest = instance.last_pass_at.map_or(now, |at| {
-                (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
-            });
-            instance.last_pass_reconciled = false;
-            if instance.next_pass_due.is_none_or(|due| due > earliest) {
-                instance.next_pass_due = Some(earliest);
-            }
-        }
-    }
-
-    /// The earliest moment an instance wants to run.
-    pub(super) fn instance_pass_due(&self) -> Option<Timestamp> {
-        self.instances
-            .iter()
-            .filter_map(|instance| instance.next_pass_due)
-            .min()
-    }
-
     /// Creates the extra clusters once the first is configured, to join its database.
     fn create_instances(&mut self) -> Result<(), RunError> {
-        if self.instances.iter().all(|i| i.context.is_some()) {
+        if self.operators.instances.iter().all(|i| i.context.is_some()) {
             return Ok(());
         }
         // As with several Kubernetes clusters: the first creates and configures the
@@ -248,25 +207,25 @@ impl Runner {
         else {
             return Ok(());
         };
-        for index in 0..self.instances.len() {
-            if self.instances[index].context.is_some() {
+        for index in 0..self.operators.instances.len() {
+            if self.operators.instances[index].context.is_some() {
                 continue;
             }
-            let mut manifest = self.instances[index].manifest.clone();
+            let mut manifest = self.operators.instances[index].manifest.clone();
             if let Some(spec) = manifest.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.entry("seedConnectionString")
                     .or_insert_with(|| Value::from(seed.clone()));
             }
-            let name = self.instances[index].name.clone();
+            let name = self.operators.instances[index].name.clone();
             self.api.create_as(USER_ACTOR, manifest)?;
             self.say(&format!(
                 "created cluster {name}, joining the database {seed}"
             ));
             let context = self.operator_context(&self.identity(&name))?;
             let now = self.now();
-            let instance = &mut self.instances[index];
+            let instance = &mut self.operators.instances[index];
             instance.context = Some(context);
-            instance.next_pass_due = Some(now);
+            instance.schedule.no_later_than(now);
         }
         Ok(())
     }
@@ -289,17 +248,10 @@ impl Runner {
     pub(super) async fn instance_passes(&mut self, step: usize) -> Result<bool, RunError> {
         self.create_instances()?;
         let now = self.now();
-        let due = self
-            .instances
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| i.context.is_some() && i.next_pass_due.is_some_and(|d| d <= now))
-            .min_by_key(|(_, i)| i.next_pass_due)
-            .map(|(index, _)| index);
-        let Some(index) = due else {
+        let Some(index) = self.operators.due_instance(now) else {
             return Ok(false);
         };
-        match self.instances[index].fleet_member {
+        match self.operators.instances[index].fleet_member {
             Some(member) => self.fleet_pass(step, index, member).await?,
             None => self.instance_pass(step, index).await?,
         }
@@ -307,19 +259,17 @@ impl Runner {
     }
 
     async fn instance_pass(&mut self, step: usize, index: usize) -> Result<(), RunError> {
-        self.total_passes += 1;
-        let pass = self.total_passes;
+        let pass = self.passes.begin();
         self.log.set_position(RunPosition { step, pass });
         let before = self.track()?;
         let events_before = self.log.len();
         let now = self.now();
-        let name = self.instances[index].name.clone();
-        let Some(context) = self.instances[index].context.clone() else {
+        let name = self.operators.instances[index].name.clone();
+        let Some(context) = self.operators.instances[index].context.clone() else {
             return Ok(());
         };
-        self.instances[index].last_pass_at = Some(now);
-        self.instances[index].next_pass_due = None;
-        let result = if self.operator_disabled {
+        self.operators.instances[index].last_pass_at_now(now);
+        let result = if self.operators.disabled() {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
                 false,
@@ -345,16 +295,7 @@ impl Runner {
         }
         let end = verdict.end;
         let reconciled = end == PassEnd::Reconciled;
-        {
-            let instance = &mut self.instances[index];
-            instance.last_pass_reconciled = reconciled;
-            if let PassEnd::After(delay) = end {
-                let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
-                if instance.next_pass_due.is_none_or(|due| due > at) {
-                    instance.next_pass_due = Some(at);
-                }
-            }
-        }
+        self.operators.instances[index].pass_ended(now, end);
         self.judge_action(&before, events_before, "operator", true)
             .await?;
         self.report_noted_violations();
@@ -369,21 +310,21 @@ impl Runner {
         index: usize,
         reconciled: bool,
     ) -> Result<(), RunError> {
-        let (time, pass) = (self.elapsed(), self.total_passes);
-        let name = self.instances[index].name.clone();
+        let (time, pass) = (self.elapsed(), self.passes.total());
+        let name = self.operators.instances[index].name.clone();
         let cluster = self.cluster_named(&name);
         super::world_views::note_marked_groups(
-            &mut self.instances[index].ever_marked,
+            &mut self.operators.instances[index].ever_marked,
             cluster.as_ref(),
         );
         let snapshot = self.fdb.snapshot();
         let versions: Vec<_> = snapshot.processes.iter().map(|p| p.version).collect();
-        self.monitor.check_versions(time, pass, &versions);
+        self.judged.monitor.check_versions(time, pass, &versions);
         if reconciled {
             let found = match &cluster {
                 Some(cluster) => {
                     let mut desired = super::world_views::desired_world(cluster);
-                    desired.ever_marked = self.instances[index].ever_marked.clone();
+                    desired.ever_marked = self.operators.instances[index].ever_marked.clone();
                     let actual = self.actual_world_of(cluster)?;
                     crate::invariants::divergences(&desired, &actual)
                         .into_iter()
@@ -392,7 +333,8 @@ impl Runner {
                 }
                 None => vec![format!("the cluster object {name} is gone")],
             };
-            self.monitor
+            self.judged
+                .monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
                 self.check_exclusions_left_behind(cluster, Some(&name))?;
@@ -406,16 +348,7 @@ impl Runner {
     pub(super) fn report_noted_violations(&mut self) {
         let pass = self.log.position().pass;
         for (invariant, time, detail) in self.log.take_violations() {
-            self.monitor.violate(invariant, time, pass, detail);
+            self.judged.monitor.violate(invariant, time, pass, detail);
         }
-    }
-
-    /// Whether the instance of cluster `name` last reported Reconciled with nothing due
-    /// since (`None`: no such instance).
-    pub(super) fn instance_reconciled(&self, name: &str) -> Option<bool> {
-        self.instances
-            .iter()
-            .find(|i| i.name == name)
-            .map(|i| i.last_pass_reconciled && i.next_pass_due.is_none())
     }
 }

@@ -70,9 +70,9 @@ impl Runner {
         // What happens while serving is logged under the serve entry of `steps`.
         self.log.set_position(crate::event_log::RunPosition {
             step: index,
-            pass: self.total_passes,
+            pass: self.passes.total(),
         });
-        let clock = std::sync::Arc::new(self.clock.clone());
+        let clock = std::sync::Arc::new(self.clock.clock().clone());
         let execs = Arc::new(AtomicU64::new(0));
         let turn = Arc::new(tokio::sync::Mutex::new(()));
         let exec = SimulatedExec {
@@ -184,7 +184,7 @@ impl Runner {
                 before = self.track()?;
                 events_before = self.log.len();
             }
-            if self.external_operator {
+            if self.operators.external() {
                 operator_seen = self
                     .judge_external_writes(operator_seen, &before, events_before)
                     .await?;
@@ -209,7 +209,7 @@ impl Runner {
             before = self.track()?;
             events_before = self.log.len();
         }
-        if self.external_operator {
+        if self.operators.external() {
             // What the operator wrote since the last round, up to the stop, is judged too.
             let _turn = turn.lock().await;
             self.judge_external_writes(operator_seen, &before, events_before)

@@ -7,6 +7,7 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod database_judge;
 mod databases;
 mod exclusion_check;
 mod expect;
@@ -17,9 +18,12 @@ mod harness;
 mod instances;
 mod live;
 mod observe;
+mod operators;
 mod pass_judge;
+mod pass_schedule;
 mod resources;
 mod rollout_progress;
+mod scenario_clock;
 mod setup;
 mod snapshot_boot;
 mod status_check;
@@ -37,14 +41,11 @@ use serde_json::Value;
 
 use crate::event_log::{EventLog, RunPosition};
 use crate::fdb::SimulatedFdb;
-use crate::invariants::InvariantMonitor;
 use crate::kube::{ApiError, FakeApiServer, ResourceKey};
 use crate::result::{self, ApiRequestCounts, RunMetrics, SimulationResult};
 use crate::scenario::{self, Scenario};
 use crate::world::{World, WorldError};
 use fdb_operator::clock::VirtualClock;
-use fdb_operator::controller::Context;
-use fdb_operator::fdb::ClientInfo;
 
 pub use act::ACT_AS_OPERATOR_ACTOR;
 pub use databases::{Databases, WorldDatabase};
@@ -136,69 +137,24 @@ const ADVANCE_PASS_LIMIT: u64 = 10_000;
 pub struct Runner {
     scenario: Scenario,
     seed: u64,
-    clock: VirtualClock,
-    start: Timestamp,
+    /// The virtual clock and the progress lines stamped with it.
+    clock: scenario_clock::ScenarioClock,
     api: FakeApiServer,
     fdb: SimulatedFdb,
     world: World,
     log: EventLog,
-    monitor: InvariantMonitor,
-    context: Context,
+    /// The operator instances: the first cluster's, the other clusters'.
+    operators: operators::Operators,
     namespace: String,
     name: String,
-    total_passes: u64,
-    /// When the operator next wants to reconcile (requeue or watch event), if ever.
-    next_pass_due: Option<Timestamp>,
-    /// When the last pass ran.
-    last_pass_at: Option<Timestamp>,
-    /// The last pass reported Reconciled and nothing woke the operator since.
-    last_pass_reconciled: bool,
-    /// Every wait the last pass reported (the step result's `waits`).
-    last_pass_waits: Vec<String>,
-    /// Operator actions (unix time, whether its outage may last a restart plus a recovery:
-    /// a cluster-wide kill, or a storage restart in single redundancy), for outage
-    /// attribution.
-    operator_actions: Vec<(i64, bool)>,
-    /// When a user acted or a fault struck (unix seconds): an outage that begins then is
-    /// theirs, not part of a storm of the operator's outages.
-    others_acted: Vec<i64>,
-    /// The clients connected to the database (scenario and faults).
-    clients: Vec<ClientInfo>,
-    /// How long one recovery takes now (faults included).
-    recovery_seconds: u64,
-    /// How long one recovery takes without the `slowRecovery` fault.
-    default_recovery_seconds: u64,
-    /// How long fdbmonitor takes to restart a killed process.
-    restart_seconds: u64,
-    /// Process groups the operator marked for removal at some point.
-    ever_marked: std::collections::BTreeSet<String>,
-    /// Run no operator at all (to prove that the world and `expect` catch inaction).
-    operator_disabled: bool,
-    /// The operator's executor rules ([`RunOptions::executor_rules`]).
-    executor_rules: fdb_operator::controller::ExecutorRules,
-    /// When the backup and restore controllers next run.
-    resource_pass_due: Option<Timestamp>,
-    /// When they last ran.
-    last_resource_pass_at: Option<Timestamp>,
-    /// Backup and restore passes so far.
-    resource_passes_run: u64,
-    progress: Option<ProgressSink>,
-    /// The last rollout line printed (printed again only when it changes).
-    last_rollout_line: Option<String>,
-    /// The operator's TLS material for sidecars (`world.tls`), kept for restarts.
-    sidecar_tls: Option<fdb_shared::sidecar::SidecarClientTls>,
-    /// Judges every instance's admin writes against the database's lock key.
-    judge: Arc<dyn crate::lock_judge::AdminWriteJudge>,
-    /// The operator instances of the scenario's other clusters (`clusters:`), and the
-    /// schedules of the fleet's members (`fleet:`, reconciled by `context`).
-    instances: Vec<instances::Instance>,
+    /// The passes so far and when the operator's controllers next run.
+    passes: pass_schedule::Passes,
+    /// The first database's invariant monitor and the history its checks read.
+    judged: database_judge::DatabaseJudge,
+    /// How long the first database's recoveries and restarts take.
+    recovery: database_judge::RecoveryTiming,
     /// The fleet's databases and what each is judged by.
     fleet: Vec<fleet_members::FleetView>,
-    /// No operator of the world's own: one outside reconciles through the served API
-    /// ([`RunOptions::external_operator`]).
-    external_operator: bool,
-    /// Commands of the external operator's tools that changed the database.
-    external_tool_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -206,7 +162,7 @@ impl std::fmt::Debug for Runner {
         f.debug_struct("Runner")
             .field("scenario", &self.scenario.name)
             .field("seed", &self.seed)
-            .field("passes", &self.total_passes)
+            .field("passes", &self.passes.total())
             .finish_non_exhaustive()
     }
 }
@@ -303,9 +259,10 @@ impl Runner {
         if options.external_operator {
             external::check_scenario(&scenario)?;
         }
-        let clock = external::start_time(options.external_operator)
+        let virtual_clock = external::start_time(options.external_operator)
             .map_or_else(VirtualClock::fixed_epoch, VirtualClock::starting_at);
-        let start = fdb_operator::clock::Clock::now(&clock);
+        let run_clock = scenario_clock::ScenarioClock::new(virtual_clock, options.progress.clone());
+        let (clock, start) = (run_clock.clock(), run_clock.start());
         let api = FakeApiServer::new(Arc::new(clock.clone()), seed);
         let settings = setup::fdb_settings(&scenario.world, seed);
         let (recovery_seconds, restart_seconds) =
@@ -327,7 +284,7 @@ impl Runner {
             seed,
             api: &api,
             fdb: &fdb,
-            clock: &clock,
+            clock,
             namespace: &namespace,
             name: &name,
         })?;
@@ -340,41 +297,21 @@ impl Runner {
         let mut runner = Self {
             scenario,
             seed,
-            start,
             // An external operator's passes are its own: the world schedules none.
-            next_pass_due: (!options.external_operator).then_some(start),
-            last_pass_at: None,
-            last_pass_reconciled: false,
-            last_pass_waits: Vec::new(),
-            operator_actions: Vec::new(),
-            others_acted: Vec::new(),
-            clients,
-            recovery_seconds,
-            default_recovery_seconds: recovery_seconds,
-            restart_seconds,
-            ever_marked: std::collections::BTreeSet::new(),
-            operator_disabled: options.operator_disabled || options.external_operator,
-            external_operator: options.external_operator,
-            external_tool_changes: Arc::default(),
-            executor_rules: options.executor_rules,
-            resource_pass_due: Some(start),
-            last_resource_pass_at: None,
-            resource_passes_run: 0,
-            clock,
+            passes: pass_schedule::Passes::new(
+                (!options.external_operator).then_some(start),
+                start,
+            ),
+            judged: database_judge::DatabaseJudge::new(clients),
+            recovery: database_judge::RecoveryTiming::new(recovery_seconds, restart_seconds),
+            clock: run_clock,
             api,
             fdb,
             world,
             log,
-            monitor: InvariantMonitor::new(),
-            context,
             namespace,
             name,
-            total_passes: 0,
-            progress: options.progress,
-            last_rollout_line: None,
-            sidecar_tls,
-            judge,
-            instances,
+            operators: operators::Operators::new(context, instances, sidecar_tls, judge, &options),
             fleet,
         };
         // With the first: one operator watches them all from the start.
@@ -407,7 +344,7 @@ impl Runner {
             let Some(step) = spec.to_step() else { continue };
             self.log.set_position(RunPosition {
                 step: index,
-                pass: self.total_passes,
+                pass: self.passes.total(),
             });
             let outcome = self.run_step(index, &step).await?;
             let snapshot = self.step_result(index, spec, outcome)?;
@@ -439,7 +376,7 @@ impl Runner {
             .cloned()
             .unwrap_or_default();
         let counters = self.log.counters();
-        let mut violations = self.monitor.violations().to_vec();
+        let mut violations = self.judged.monitor.violations().to_vec();
         violations.extend(self.fleet_violations());
         let result = SimulationResult {
             name: self.scenario.name.clone(),
@@ -449,7 +386,7 @@ impl Runner {
             events: self.log.events(),
             tool_runs: self.log.tool_runs(),
             metrics: RunMetrics {
-                passes: self.total_passes,
+                passes: self.passes.total(),
                 api_requests: ApiRequestCounts {
                     get: counts.get,
                     list: counts.list,
@@ -463,7 +400,7 @@ impl Runner {
                 admin_commands: counters.admin_commands,
                 sidecar_requests: counters.sidecar_requests,
                 wall_millis: 0,
-                backup_restore_passes: self.resource_passes_run,
+                backup_restore_passes: self.passes.resource_passes_run,
             },
         };
         self.api.set_write_observer(None);
@@ -483,17 +420,15 @@ impl Runner {
     }
 
     fn now(&self) -> Timestamp {
-        fdb_operator::clock::Clock::now(&self.clock)
+        self.clock.now()
     }
 
     /// Simulated seconds since the start.
     fn elapsed(&self) -> u64 {
-        u64::try_from(self.now().as_second() - self.start.as_second()).unwrap_or(0)
+        self.clock.elapsed()
     }
 
     fn say(&self, line: &str) {
-        if let Some(progress) = &self.progress {
-            progress(&format!("[{:>6}s] {line}", self.elapsed()));
-        }
+        self.clock.say(line);
     }
 }

@@ -11,10 +11,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::Value;
 
 use crate::event_log::USER_BY;
-use crate::invariants::{
-    ActionTimes, ActionWindow, ClientView, OutageAllowance, ServiceState, TrackedObject,
-    divergences,
-};
+use crate::invariants::{ActionWindow, ClientView, ServiceState, TrackedObject, divergences};
 use crate::result::{EventSource, StepResult};
 use crate::scenario::{ResourceKind, StepSpec};
 
@@ -270,8 +267,13 @@ impl Runner {
             // operator rolls such clusters one zone at a time): one zone out of service
             // is within bounds there, two at once are not.
             let tolerance = mode_tolerance.max(1);
-            self.monitor
-                .check_fault_tolerance(time, pass, &before.service, &after, tolerance);
+            self.judged.monitor.check_fault_tolerance(
+                time,
+                pass,
+                &before.service,
+                &after,
+                tolerance,
+            );
         }
         // Deleting a pod whose processes had already stopped (a failed pod, one a fault
         // took down) stops nothing: an outage that begins then is the fault's, not the
@@ -283,12 +285,13 @@ impl Runner {
             || !admin_actions.is_empty()
             || evictions;
         if as_operator && stopped_something {
-            self.operator_actions.push((
+            self.judged.operator_acted(
                 self.now().as_second(),
                 cluster_wide_kill || single_zone_restart,
-            ));
+            );
         }
-        self.monitor
+        self.judged
+            .monitor
             .check_lost_shards(time, pass, before.lost_shards, lost, by);
         self.check_outages();
         Ok(())
@@ -317,7 +320,7 @@ impl Runner {
         let coordinators = self.fdb.snapshot().coordinators;
         let fdb = self.fdb.clone();
         let risk = move |group: &str| fdb.removal_risk(group);
-        self.monitor.check_deletions(&ActionWindow {
+        self.judged.monitor.check_deletions(&ActionWindow {
             time: self.elapsed(),
             pass: self.log.position().pass,
             by,
@@ -334,44 +337,24 @@ impl Runner {
     /// that begins now is the fault's or the user's, so those actions leave the
     /// attribution window (an outage already open stays with whoever began it).
     pub(super) fn disrupted_by_others(&mut self) {
-        self.others_acted.push(self.now().as_second());
-        let open = fdb_bridge::outages(&self.fdb)
-            .last()
-            .is_some_and(|outage| outage.end.is_none());
-        if open {
-            return;
-        }
         let now = self.now().as_second();
-        self.operator_actions.retain(|(at, _)| now - *at > 1);
+        self.judged.others_acting(now, &self.fdb);
     }
 
     /// Judges outages so far against the operator's actions.
     pub(super) fn check_outages(&mut self) {
-        let outages = fdb_bridge::outages(&self.fdb);
-        let recovery = i64::try_from(self.recovery_seconds).unwrap_or(i64::MAX);
-        let restart = i64::try_from(self.restart_seconds).unwrap_or(i64::MAX);
-        self.monitor.check_outages(
-            self.now().as_second(),
-            self.start.as_second(),
-            &outages,
-            &ActionTimes {
-                operator: &self.operator_actions,
-                others: &self.others_acted,
-            },
-            OutageAllowance {
-                recovery,
-                bounce: recovery.saturating_add(restart),
-            },
-        );
+        let (now, start) = (self.now().as_second(), self.clock.start().as_second());
+        self.judged
+            .check_outages(now, start, &self.fdb, &self.recovery);
     }
 
     /// The checks after every pass: versions side by side, the protocol against the
     /// connected clients, and, for a pass that reported Reconciled, the world against
     /// the spec.
     pub(super) fn check_after_pass(&mut self, reconciled: bool) -> Result<(), RunError> {
-        let (time, pass) = (self.elapsed(), self.total_passes);
+        let (time, pass) = (self.elapsed(), self.passes.total());
         let cluster = self.cluster_object();
-        note_marked_groups(&mut self.ever_marked, cluster.as_ref());
+        note_marked_groups(&mut self.judged.ever_marked, cluster.as_ref());
         let snapshot = self.fdb.snapshot();
         // Groups the user keeps out of restarts stay on their version by the user's
         // choice: the operator answers for the others.
@@ -382,7 +365,7 @@ impl Runner {
             .filter(|p| !in_groups(p, &kept))
             .map(|p| p.version)
             .collect();
-        self.monitor.check_versions(time, pass, &versions);
+        self.judged.monitor.check_versions(time, pass, &versions);
         let ignored: BTreeSet<String> = cluster
             .as_ref()
             .map(|cluster| {
@@ -394,8 +377,8 @@ impl Runner {
                     .collect()
             })
             .unwrap_or_default();
-        let clients = self.clients.clone();
-        self.monitor.check_client_compatibility(
+        let clients = self.judged.clients.clone();
+        self.judged.monitor.check_client_compatibility(
             time,
             pass,
             snapshot.version,
@@ -411,16 +394,18 @@ impl Runner {
             let found = match &cluster {
                 Some(cluster) => {
                     let mut desired = desired_world(cluster);
-                    desired.ever_marked = self.ever_marked.clone();
+                    desired.ever_marked = self.judged.ever_marked.clone();
                     divergences(&desired, &self.actual_world()?)
                 }
                 None => vec!["the cluster object is gone".to_owned()],
             };
-            self.monitor
+            self.judged
+                .monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
                 // With several instances, only this cluster's instance's exclusions.
                 let issuer = self
+                    .operators
                     .has_instances()
                     .then(|| cluster.metadata.name.clone())
                     .flatten();
@@ -434,23 +419,16 @@ impl Runner {
     /// Prints the rollout line when it changed since the last one (only with a progress
     /// sink: tests pay nothing).
     pub(super) fn report_rollout(&mut self) -> Result<(), RunError> {
-        if self.progress.is_none() {
+        if !self.clock.reports_progress() {
             return Ok(());
         }
         let Some(cluster) = self.cluster_object() else {
             return Ok(());
         };
         let mut desired = desired_world(&cluster);
-        desired.ever_marked = self.ever_marked.clone();
+        desired.ever_marked = self.judged.ever_marked.clone();
         let line = super::rollout_progress::rollout_line(&desired, &self.actual_world()?);
-        if line != self.last_rollout_line {
-            match &line {
-                Some(text) => self.say(text),
-                None if self.last_rollout_line.is_some() => self.say("rollout complete"),
-                None => {}
-            }
-            self.last_rollout_line = line;
-        }
+        self.clock.rollout(line);
         Ok(())
     }
 
@@ -468,7 +446,7 @@ impl Runner {
             passes: outcome.passes,
             reconciled: outcome.reconciled,
             stopped_because: outcome.stopped_because,
-            waits: self.last_pass_waits.clone(),
+            waits: self.passes.last_waits.clone(),
             cluster,
             pods: self.world.pod_summaries()?,
             pvcs: self.world.pvc_summaries()?,

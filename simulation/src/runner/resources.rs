@@ -19,7 +19,6 @@ use fdb_operator::controller::PassOutcome;
 use fdb_operator::restore::run_restore_pass;
 
 use super::harness::USER_ACTOR;
-use super::steps::MIN_PASS_SPACING_SECONDS;
 use super::{RunError, Runner};
 
 /// After a failed backup or restore pass, the controller retries after this long.
@@ -136,39 +135,34 @@ impl Runner {
     /// may (when there is anything for them).
     pub(super) fn wake_resources(&mut self) {
         let now = self.now();
-        let earliest = self.last_resource_pass_at.map_or(now, |at| {
-            (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
-        });
-        if self.resource_pass_due.is_none_or(|due| due > earliest) {
-            self.resource_pass_due = Some(earliest);
-        }
+        self.passes.resources.wake(now);
     }
 
     /// When the backup and restore controllers next want to run.
     pub(super) fn resource_pass_due(&self) -> Option<Timestamp> {
-        self.resource_pass_due
+        self.passes.resources.next_due()
     }
 
     /// Runs the backup and restore controllers over every backup and restore when they
     /// are due; returns whether they ran.
     pub(super) async fn resource_passes(&mut self) -> Result<bool, RunError> {
         let now = self.now();
-        if self.operator_disabled {
+        if self.operators.disabled() {
             // No operator at all (`RunOptions::operator_disabled`): no backup controller
             // either.
-            self.resource_pass_due = None;
+            self.passes.resources.cancel();
             return Ok(false);
         }
-        if self.resource_pass_due.is_none_or(|due| due > now) {
+        if !self.passes.resources.is_due(now) {
             return Ok(false);
         }
-        self.resource_pass_due = None;
+        self.passes.resources.cancel();
         let objects = self.resource_names();
         if objects.is_empty() {
             // Nothing for these controllers: a scenario without backups pays nothing.
             return Ok(false);
         }
-        self.last_resource_pass_at = Some(now);
+        self.passes.resources.started(now);
         let version_before = self.api.resource_version();
         // The backup and restore controllers are the operator too: what they do is
         // judged by the invariants like a cluster pass.
@@ -185,9 +179,7 @@ impl Runner {
         }
         if let Some(delay) = next {
             let at = now + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
-            if self.resource_pass_due.is_none_or(|due| due > at) {
-                self.resource_pass_due = Some(at);
-            }
+            self.passes.resources.no_later_than(at);
         }
         // What the controllers wrote (a Deployment) the world answers at once.
         if self.api.resource_version() != version_before || self.log.len() != events_before {
@@ -216,10 +208,14 @@ impl Runner {
 
     /// One backup or restore pass; returns when it wants to run again.
     async fn resource_pass(&mut self, kind: ResourceKind, name: &str) -> Option<Duration> {
-        self.resource_passes_run += 1;
+        self.passes.resource_passes_run += 1;
         let result = match kind {
-            ResourceKind::Backup => run_backup_pass(&self.context, &self.namespace, name).await,
-            ResourceKind::Restore => run_restore_pass(&self.context, &self.namespace, name).await,
+            ResourceKind::Backup => {
+                run_backup_pass(&self.operators.context, &self.namespace, name).await
+            }
+            ResourceKind::Restore => {
+                run_restore_pass(&self.operators.context, &self.namespace, name).await
+            }
         };
         let target = format!("{}/{name}", kind.as_str());
         if self.log.take_crash() {

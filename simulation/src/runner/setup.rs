@@ -19,7 +19,7 @@ use super::instances::Instance;
 use super::status_check::check_statuses;
 use super::write_observer::observe_writes;
 use super::{EventLog, RunError, RunOptions, external};
-use crate::lock_judge::{AdminWriteJudge, LockJudge};
+use crate::invariants::lock_judge::{AdminWriteJudge, LockJudge};
 
 /// The simulated nodes, network and kubelet, reporting the run's IP block.
 pub(super) fn build_world(

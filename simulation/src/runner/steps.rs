@@ -3,9 +3,9 @@
 //! One scheduler drives every step: the operator runs a pass when one is due (its
 //! requeue, or a watch event: the world changed), otherwise the clock jumps to the next
 //! moment something is due (a pass, a world timer, the step's deadline). Passes are at
-//! least [`MIN_PASS_SPACING_SECONDS`] apart in virtual time, so a loop in which every
-//! pass makes the world change again still moves the clock forward instead of running
-//! hundreds of passes at one frozen instant.
+//! least `MIN_PASS_SPACING_SECONDS` (`pass_schedule.rs`) apart in virtual time, so a loop
+//! in which every pass makes the world change again still moves the clock forward
+//! instead of running hundreds of passes at one frozen instant.
 
 use std::time::Duration;
 
@@ -27,8 +27,6 @@ use fdb_operator::controller::ObjectKind;
 pub const RECONCILE_PASS_BUDGET: u64 = 500;
 /// ...or this much simulated time.
 pub const RECONCILE_TIME_BUDGET_SECONDS: i64 = 24 * 3600;
-/// A pass takes time: the next one starts at least this much later, even when woken.
-pub const MIN_PASS_SPACING_SECONDS: i64 = 1;
 
 /// What a step did, for its entry in the result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,7 +115,7 @@ impl Runner {
     pub(super) fn restart_operator(&mut self) {
         let identity = self.identity(self.first_name());
         match self.operator_context(&identity) {
-            Ok(context) => self.context = context,
+            Ok(context) => self.operators.context = context,
             // The sidecar client factory has no inputs that can change between restarts.
             Err(error) => self.say(&format!("operator restart failed: {error}")),
         }
@@ -161,7 +159,7 @@ impl Runner {
                 break;
             }
             let now = self.now();
-            match self.next_pass_due {
+            match self.passes.cluster.next_due() {
                 Some(due) if due <= now => {
                     summary.passes += 1;
                     if self.pass(index).await? == PassEnd::Reconciled {
@@ -198,10 +196,7 @@ impl Runner {
                 continue;
             }
             let now = self.now();
-            if let Some(due) = self.next_pass_due
-                && due <= now
-                && summary.passes < ADVANCE_PASS_LIMIT
-            {
+            if self.passes.cluster.is_due(now) && summary.passes < ADVANCE_PASS_LIMIT {
                 self.pass(index).await?;
                 summary.passes += 1;
                 continue;
@@ -209,7 +204,7 @@ impl Runner {
             if now >= target {
                 break;
             }
-            let next = self.next_moment(self.next_pass_due, Some(target));
+            let next = self.next_moment(self.passes.cluster.next_due(), Some(target));
             self.move_clock_to(next.unwrap_or(target));
         }
         self.check_outages();
@@ -259,24 +254,22 @@ impl Runner {
                     _ => format!("after {} s: {}", expect.within, failed.join("; ")),
                 };
                 self.say(&format!("expectation failed {detail}"));
-                self.monitor.violate(
+                self.judged.monitor.violate(
                     crate::invariants::EXPECTATION_FAILED,
                     self.elapsed(),
-                    self.total_passes,
+                    self.passes.total(),
                     detail.clone(),
                 );
                 summary.reconciled = Some(false);
                 summary.stopped_because = Some(detail);
                 break;
             }
-            if let Some(due) = self.next_pass_due
-                && due <= now
-            {
+            if self.passes.cluster.is_due(now) {
                 self.pass(index).await?;
                 summary.passes += 1;
                 continue;
             }
-            let next = self.next_moment(self.next_pass_due, Some(deadline));
+            let next = self.next_moment(self.passes.cluster.next_due(), Some(deadline));
             self.move_clock_to(next.unwrap_or(deadline));
         }
         self.check_outages();
@@ -297,7 +290,7 @@ impl Runner {
             self.world.next_due(),
             deadline,
             self.resource_pass_due(),
-            self.instance_pass_due(),
+            self.operators.instance_pass_due(),
         ]
         .into_iter()
         .flatten()
@@ -307,22 +300,20 @@ impl Runner {
 
     /// Runs one operator pass, schedules the next, and checks the invariants around it.
     async fn pass(&mut self, index: usize) -> Result<PassEnd, RunError> {
-        self.total_passes += 1;
-        let pass = self.total_passes;
+        let pass = self.passes.begin();
         self.log.set_position(RunPosition { step: index, pass });
         let before = self.track()?;
         let events_before = self.log.len();
         let now = self.now();
-        self.last_pass_at = Some(now);
-        self.next_pass_due = None;
-        let result = if self.operator_disabled {
+        self.passes.cluster.started(now);
+        let result = if self.operators.disabled() {
             Ok(fdb_operator::controller::PassReport::new(
                 PassOutcome::Completed,
                 false,
             ))
         } else {
             self.sync_operator_cache().await?;
-            run_pass(&self.context, &self.namespace, &self.name).await
+            run_pass(&self.operators.context, &self.namespace, &self.name).await
         };
         if let Some(detail) = self.log.take_stall() {
             return Err(RunError::Stalled(detail));
@@ -343,15 +334,9 @@ impl Runner {
             self.record_cluster_event(&self.name, &format!("pass failed: {detail}"));
         }
         let end = verdict.end;
-        self.last_pass_waits = verdict.waits;
-        self.last_pass_reconciled = end == PassEnd::Reconciled;
+        self.passes.last_waits = verdict.waits;
+        self.passes.cluster.ended(now, end);
         self.report_rollout()?;
-        if let PassEnd::After(delay) = end {
-            let at = now + signed(delay);
-            if self.next_pass_due.is_none_or(|due| due > at) {
-                self.next_pass_due = Some(at);
-            }
-        }
         // The world sees the pass's writes at once (the kubelet watches); what it does in
         // answer is a watch event that wakes the operator again.
         self.judge_action(&before, events_before, "operator", true)
@@ -366,7 +351,7 @@ impl Runner {
     /// whatever the machine's speed: the result must not depend on it. A cache that does
     /// not catch up within [`SIDECAR_REQUEST_WATCHDOG`] (real time) stops the run.
     async fn sync_operator_cache(&self) -> Result<(), RunError> {
-        self.sync_cache_of(&self.context).await
+        self.sync_cache_of(&self.operators.context).await
     }
 
     /// Lets `context`'s watch caches catch up (see [`Self::sync_operator_cache`]).
@@ -419,19 +404,13 @@ impl Runner {
     /// A watch event: the operator runs as soon as it may (passes take time).
     pub(super) fn wake_operator(&mut self) {
         self.wake_resources();
-        self.wake_instances();
-        if self.external_operator {
+        let now = self.now();
+        self.operators.wake_instances(now);
+        if self.operators.external() {
             // The operator outside watches the served API itself.
             return;
         }
-        let now = self.now();
-        let earliest = self.last_pass_at.map_or(now, |at| {
-            (at + SignedDuration::from_secs(MIN_PASS_SPACING_SECONDS)).max(now)
-        });
-        self.last_pass_reconciled = false;
-        if self.next_pass_due.is_none_or(|due| due > earliest) {
-            self.next_pass_due = Some(earliest);
-        }
+        self.passes.cluster.wake(now);
     }
 
     fn move_clock_to(&self, at: Timestamp) {
@@ -471,12 +450,14 @@ impl Runner {
                         log_group: log_group.clone(),
                     };
                     self.fdb.connect_client(client.clone());
-                    self.clients.push(client);
+                    self.judged.clients.push(client);
                 }
             }
             Fault::ClientDisconnected { address } => {
                 self.fdb.disconnect_client(address);
-                self.clients.retain(|client| &client.address != address);
+                self.judged
+                    .clients
+                    .retain(|client| &client.address != address);
             }
             Fault::IoError { process_group } => self.fdb.set_io_error(process_group, true),
             Fault::StorageMetricsMissing { process_group } => {
@@ -497,7 +478,7 @@ impl Runner {
             } => self.fdb.set_io_latency(process_group, Some(*milliseconds)),
             Fault::SlowRecovery { seconds } => {
                 self.fdb.set_recovery_override(Some(*seconds));
-                self.recovery_seconds = *seconds;
+                self.recovery.slow_recovery(*seconds);
             }
             Fault::DataCenterDown { data_center } => {
                 // The datacenter's nodes, found through the pods its processes run in.
@@ -523,7 +504,7 @@ impl Runner {
         if heal.all == Some(true) {
             self.api.clear_faults();
             self.fdb.heal_all();
-            self.recovery_seconds = self.default_recovery_seconds;
+            self.recovery.heal();
         }
         if let Some(group) = &heal.process_group {
             self.fdb.heal_group(group);
@@ -539,10 +520,6 @@ fn clamp_seconds(seconds: u64) -> i64 {
     i64::try_from(seconds)
         .unwrap_or(i64::MAX)
         .min(100 * 365 * 24 * 3600)
-}
-
-fn signed(duration: Duration) -> SignedDuration {
-    SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX)
 }
 
 fn describe(step: &Step) -> String {

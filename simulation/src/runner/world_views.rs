@@ -61,7 +61,7 @@ impl Runner {
     /// The world as the divergence check sees it.
     pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
         match self.cluster_object() {
-            Some(cluster) if self.has_instances() => self.actual_world_of(&cluster),
+            Some(cluster) if self.operators.has_instances() => self.actual_world_of(&cluster),
             _ => self.actual_world_of_objects(None),
         }
     }

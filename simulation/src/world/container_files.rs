@@ -96,7 +96,7 @@ impl ContainerFiles {
 impl World {
     /// The registry `pods/exec` reads and writes container files through.
     pub fn container_files(&self) -> ContainerFiles {
-        self.container_files.clone()
+        self.files.container_files().clone()
     }
 
     /// Publishes the running pods' main container filesystems (after each settle).
@@ -120,6 +120,6 @@ impl World {
                 published.insert(uid.to_owned(), runtime.container_fs(main));
             }
         }
-        *self.container_files.lock() = published;
+        *self.files.container_files().lock() = published;
     }
 }

@@ -319,10 +319,7 @@ impl World {
                 })
             })
             .count();
-        if self.backup_agents != count {
-            self.backup_agents = count;
-            self.host
-                .set_backup_agents(u32::try_from(count).unwrap_or(u32::MAX));
+        if self.fdb.report_backup_agents(count) {
             self.record(
                 "backup-agents",
                 "database".to_owned(),

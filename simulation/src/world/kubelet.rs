@@ -5,7 +5,6 @@
 //! is down does nothing at all: it neither starts nor stops nor reports anything.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -33,7 +32,7 @@ impl World {
         let (_, _, uid) = pod_key(pod);
         let mut runtime = match self.pods.remove(&uid) {
             Some(runtime) => runtime,
-            None => PodRuntime::new(pod, self.root.path(), node),
+            None => PodRuntime::new(pod, self.files.root(), node),
         };
         let result = self.sync_runtime(pod, &mut runtime).await;
         self.pods.insert(uid, runtime);
@@ -50,7 +49,7 @@ impl World {
             // The node's kubelet is gone: whatever ran there stopped with the node, and
             // nothing starts until it is back.
             if runtime.phase == PodPhase::Running && !runtime.lost_with_node {
-                let changes = runtime.stop_containers(self.host.as_ref()).await;
+                let changes = runtime.stop_containers(self.fdb.host()).await;
                 runtime.lost_with_node = true;
                 self.record_monitor(runtime, changes);
             }
@@ -62,7 +61,7 @@ impl World {
         let failed = self.faults.pod_failed.contains(&group)
             || self.faults.evicted_pods.contains(&runtime.uid);
         if failed && runtime.phase != PodPhase::Failed {
-            let changes = runtime.stop_containers(self.host.as_ref()).await;
+            let changes = runtime.stop_containers(self.fdb.host()).await;
             runtime.phase = PodPhase::Failed;
             self.record(
                 "fail-pod",
@@ -86,9 +85,9 @@ impl World {
             && !container_crash_loops(pod, MAIN_CONTAINER);
         if let Some(mut monitor) = runtime.monitor.take() {
             let changes = if processes_allowed {
-                monitor.reconcile(self.host.as_ref())
+                monitor.reconcile(self.fdb.host())
             } else {
-                monitor.stop_all(self.host.as_ref())
+                monitor.stop_all(self.fdb.host())
             };
             for process in monitor.running().values() {
                 runtime.launched.insert(
@@ -245,16 +244,7 @@ impl World {
         Ok(())
     }
 
-    /// The next pod IP (`127.<pod block>.y.z`, `y >= 1`).
-    pub(super) fn allocate_ip(&mut self) -> Ipv4Addr {
-        let n = self.next_ip;
-        self.next_ip += 1;
-        let y = 1 + (n / 254) % 254;
-        let z = 1 + n % 254;
-        Ipv4Addr::new(127, self.options.ip_block, y as u8, z as u8)
-    }
-
     pub(super) fn pvc_dir(&self, namespace: &str, claim: &str, uid: &str) -> PathBuf {
-        confine::object_dir(self.root.path(), "pvcs", &[namespace, claim, uid])
+        confine::object_dir(self.files.root(), "pvcs", &[namespace, claim, uid])
     }
 }

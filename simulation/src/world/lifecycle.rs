@@ -119,7 +119,7 @@ impl World {
     }
 
     async fn tear_down(&mut self, mut runtime: PodRuntime) {
-        let changes = runtime.stop_containers(self.host.as_ref()).await;
+        let changes = runtime.stop_containers(self.fdb.host()).await;
         self.record_monitor(&runtime, changes);
         for (address, identity) in &runtime.launched {
             if let Some(uid) = runtime
@@ -127,16 +127,13 @@ impl World {
                 .values()
                 .find(|uid| identity.contains(&format!("@{uid}")))
             {
-                self.pvc_processes
-                    .entry(uid.clone())
-                    .or_default()
-                    .insert(address.clone());
+                self.fdb.ran_on_claim(uid, address);
             } else {
                 // The process's disk went with the pod.
-                self.host.remove_process(address);
+                self.fdb.host().remove_process(address);
             }
         }
-        let _ = confine::remove_dir_all(self.root.path(), &runtime.dir);
+        let _ = confine::remove_dir_all(self.files.root(), &runtime.dir);
         self.record(
             "remove-pod",
             format!("pod/{}/{}", runtime.namespace, runtime.name),
@@ -155,7 +152,7 @@ impl World {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             if let Some(mut runtime) = self.pods.remove(&uid) {
                 if runtime.phase != PodPhase::Terminating {
-                    let changes = runtime.stop_containers(self.host.as_ref()).await;
+                    let changes = runtime.stop_containers(self.fdb.host()).await;
                     runtime.phase = PodPhase::Terminating;
                     self.record_monitor(&runtime, changes);
                     self.record(
@@ -402,13 +399,13 @@ impl World {
     /// Forgets the processes and files of claims that are no longer in `live` (by UID).
     fn forget_gone_claims(&mut self, live: &BTreeSet<String>) {
         let gone: Vec<String> = self
-            .pvc_processes
-            .keys()
+            .fdb
+            .claims()
             .filter(|u| !live.contains(*u))
             .cloned()
             .collect();
         for uid in gone {
-            let addresses = self.pvc_processes.remove(&uid).unwrap_or_default();
+            let addresses = self.fdb.forget_claim(&uid);
             let running: BTreeSet<_> = self
                 .pods
                 .values()
@@ -416,7 +413,7 @@ impl World {
                 .map(|p| p.launch.address.clone())
                 .collect();
             for address in addresses.iter().filter(|a| !running.contains(*a)) {
-                self.host.remove_process(address);
+                self.fdb.host().remove_process(address);
             }
             self.record(
                 "remove-volume",
@@ -424,12 +421,12 @@ impl World {
                 format!("{} process(es) forgotten", addresses.len()),
             );
         }
-        let dir = self.root.path().join("pvcs");
+        let dir = self.files.root().join("pvcs");
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if !live.iter().any(|uid| name.ends_with(&format!("_{uid}"))) {
-                    let _ = confine::remove_dir_all(self.root.path(), &entry.path());
+                    let _ = confine::remove_dir_all(self.files.root(), &entry.path());
                 }
             }
         }
@@ -437,7 +434,7 @@ impl World {
 
     /// Restarts the processes the operator killed, from the current conf.
     pub(super) fn restart_killed(&mut self) {
-        let kills = self.host.take_kill_requests();
+        let kills = self.fdb.host().take_kill_requests();
         for address in kills {
             let mut handled = false;
             let uids: Vec<String> = self.pods.keys().cloned().collect();
@@ -448,7 +445,7 @@ impl World {
                 let changes = runtime
                     .monitor
                     .as_mut()
-                    .and_then(|m| m.restart(&address, self.host.as_ref()));
+                    .and_then(|m| m.restart(&address, self.fdb.host()));
                 if let Some(changes) = changes {
                     handled = true;
                     self.record(
@@ -499,11 +496,11 @@ impl World {
                 })
             })
             .collect();
-        if self.dns.rebuild(&records, &headless) {
+        if self.network.dns_mut().rebuild(&records, &headless) {
             self.record(
                 "dns",
                 "dns/cluster.local".into(),
-                format!("{} record(s)", self.dns.records().len()),
+                format!("{} record(s)", self.network.dns().records().len()),
             );
         }
         Ok(())

@@ -71,11 +71,13 @@ pub mod scheduler;
 mod storage;
 
 mod admin;
+mod database_side;
 mod deployments;
 mod faults;
 mod images;
 mod kubelet;
 mod lifecycle;
+mod pod_network;
 mod pod_runtime;
 mod pod_start;
 mod restarts;
@@ -83,8 +85,9 @@ mod sidecar;
 mod status;
 mod summaries;
 pub mod unified_monitor;
+mod world_files;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -102,7 +105,6 @@ use crate::scenario;
 use fdb_operator::clock::{Clock, VirtualClock};
 
 use fdb_shared::FdbVersion;
-use network::BlockLease;
 use nodes::Nodes;
 use pod_runtime::PodRuntime;
 use projection::ConfigMapHistory;
@@ -206,33 +208,20 @@ pub struct SettleReport {
 pub struct World {
     options: WorldOptions,
     api: FakeApiServer,
-    host: Arc<dyn ProcessHost>,
+    /// The process host and what the world told it.
+    fdb: database_side::DatabaseSide,
     clock: VirtualClock,
-    root: tempfile::TempDir,
-    /// `root` listed for a stop by signal (`live_roots`).
-    _live_root: live_roots::LiveRoot,
-    /// The fake images' files, one copy per image (under `root`).
-    images: images::ImageStore,
-    lease: BlockLease,
-    network: NetworkMap,
+    /// The world's files: its root, the images, the container filesystems.
+    files: world_files::WorldFiles,
+    /// Pod IPs, where the sidecars listen, the cluster DNS.
+    network: pod_network::PodNetwork,
     nodes: Nodes,
     pods: BTreeMap<String, PodRuntime>,
     history: ConfigMapHistory,
-    dns: ClusterDns,
-    next_ip: u32,
-    /// Pod IPs handed out before the pods start (a snapshot's pods), by namespace/name.
-    reserved_ips: BTreeMap<(String, String), Ipv4Addr>,
-    settle_count: u64,
     events: Vec<WorldEvent>,
     /// Last unschedulable message written, by pod uid.
     unschedulable: BTreeMap<String, String>,
-    /// Process addresses that ran on each PVC (by uid), to forget them with the PVC.
-    pvc_processes: BTreeMap<String, BTreeSet<fdb_shared::address::ProcessAddress>>,
     faults: faults::FaultState,
-    /// Backup agent pods running, as last told to the host.
-    backup_agents: usize,
-    /// The running pods' main container filesystems, for the served `pods/exec`.
-    container_files: container_files::ContainerFiles,
     /// The pods as last listed, with the API server's resourceVersion before that list:
     /// a round lists the pods four times, mostly with no write in between, and
     /// deserializing every pod was the largest share of a run's CPU.
@@ -243,7 +232,7 @@ impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("World")
             .field("options", &self.options)
-            .field("root", &self.root.path())
+            .field("root", &self.files.root())
             .field("nodes", &self.nodes.names())
             .field("pods", &self.pods.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
@@ -259,38 +248,22 @@ impl World {
         host: Arc<dyn ProcessHost>,
         clock: VirtualClock,
     ) -> Result<Self, WorldError> {
-        let lease = BlockLease::acquire(options.host_block, options.ip_block)?;
-        let network = NetworkMap::new(options.ip_block, lease.block());
-        let root = tempfile::Builder::new()
-            .prefix("fdb-sim-world-")
-            .tempdir()
-            .map_err(WorldError::io("create directory", std::env::temp_dir()))?;
-        let images = images::ImageStore::new(root.path());
-        let live_root = live_roots::LiveRoot::register(root.path());
+        let network = pod_network::PodNetwork::new(options.host_block, options.ip_block)?;
+        let files = world_files::WorldFiles::new()?;
         let mut world = Self {
-            _live_root: live_root,
-            images,
-            lease,
+            files,
             network,
             nodes: Nodes::new(options.zones),
             options,
             api,
-            host,
+            fdb: database_side::DatabaseSide::new(host),
             clock,
-            root,
             pods: BTreeMap::new(),
             history: ConfigMapHistory::default(),
-            dns: ClusterDns::new(),
-            next_ip: 0,
-            reserved_ips: BTreeMap::new(),
-            settle_count: 0,
             pods_listed: std::sync::Mutex::default(),
             events: Vec::new(),
             unschedulable: BTreeMap::new(),
-            pvc_processes: BTreeMap::new(),
             faults: faults::FaultState::default(),
-            backup_agents: 0,
-            container_files: container_files::ContainerFiles::default(),
         };
         for _ in 0..world.options.nodes.unwrap_or(0) {
             world.nodes.add(&world.api)?;
@@ -310,20 +283,13 @@ impl World {
     /// Hands the pod `namespace/name` its IP before it starts (a snapshot's pods get
     /// theirs in name order, so every captured address maps to it before the boot).
     pub fn reserve_ip(&mut self, namespace: &str, name: &str) -> Ipv4Addr {
-        let key = (namespace.to_owned(), name.to_owned());
-        if let Some(ip) = self.reserved_ips.get(&key) {
-            return *ip;
-        }
-        let ip = self.allocate_ip();
-        self.reserved_ips.insert(key, ip);
-        ip
+        self.network.reserve_ip(namespace, name)
     }
 
     /// Processes everything due at the current virtual time, repeating until nothing
     /// changes; then lets the process host progress ([`ProcessHost::tick`]) and reacts to
     /// what that changed.
     pub async fn settle(&mut self) -> Result<SettleReport, WorldError> {
-        self.settle_count += 1;
         let mut rounds = 0;
         for phase in 0..2 {
             loop {
@@ -335,7 +301,7 @@ impl World {
                 }
             }
             if phase == 0 {
-                self.host.tick();
+                self.fdb.host().tick();
             }
         }
         Ok(SettleReport {
@@ -364,7 +330,7 @@ impl World {
         self.report_backup_agents(&pods);
         self.restart_killed();
         // Each process follows its own database's string (matched by description).
-        for connection_string in self.host.connection_strings() {
+        for connection_string in self.fdb.host().connection_strings() {
             for runtime in self.pods.values() {
                 if let Some(monitor) = &runtime.monitor {
                     monitor.follow_connection_string(&connection_string);
@@ -384,7 +350,8 @@ impl World {
     pub fn next_due(&self) -> Option<Timestamp> {
         let now = self.now();
         let host = self
-            .host
+            .fdb
+            .host()
             .next_due()
             .and_then(|second| Timestamp::from_second(second).ok());
         let projections = self
@@ -415,17 +382,17 @@ impl World {
 
     /// The cluster DNS.
     pub fn dns(&self) -> &ClusterDns {
-        &self.dns
+        self.network.dns()
     }
 
     /// Resolves a cluster DNS name (or an IP literal).
     pub fn resolve(&self, host: &str) -> Option<IpAddr> {
-        self.dns.resolve(host)
+        self.network.dns().resolve(host)
     }
 
     /// The world's temporary root directory.
     pub fn root(&self) -> &Path {
-        self.root.path()
+        self.files.root()
     }
 
     /// The node names, in order.
@@ -457,19 +424,19 @@ impl World {
     /// How pod IPs map to the host addresses the sidecars listen on (what a client of
     /// the sidecars, such as the operator, must connect to).
     pub fn network(&self) -> NetworkMap {
-        self.network
+        self.network.map()
     }
 
     /// The loopback block the world holds for its sidecars, and its lock file.
     pub fn host_block(&self) -> (u8, &Path) {
-        (self.lease.block(), self.lease.path())
+        self.network.host_block()
     }
 
     /// Where a running pod's sidecar listens (its host address, port 8080).
     pub fn sidecar_address(&self, namespace: &str, name: &str) -> Option<std::net::SocketAddr> {
         let ip = self.pod_ip(namespace, name)?;
         Some(std::net::SocketAddr::new(
-            self.network.host_ip(ip.into()),
+            self.network.map().host_ip(ip.into()),
             pod_runtime::SIDECAR_PORT,
         ))
     }
@@ -478,7 +445,7 @@ impl World {
     pub async fn shutdown(mut self) {
         let runtimes = std::mem::take(&mut self.pods);
         for (_, mut runtime) in runtimes {
-            runtime.stop_containers(self.host.as_ref()).await;
+            runtime.stop_containers(self.fdb.host()).await;
         }
     }
 

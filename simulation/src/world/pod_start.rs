@@ -72,7 +72,7 @@ impl World {
                         .is_some_and(|versions| versions.contains(&v))
                 })
             });
-        self.images.install(
+        self.files.images().install(
             &image_root(&runtime.dir, container),
             ImageContents {
                 version: version.as_ref(),
@@ -131,10 +131,7 @@ impl World {
         let ip = match runtime.ip {
             Some(ip) => ip,
             None => {
-                let reserved = self
-                    .reserved_ips
-                    .remove(&(runtime.namespace.clone(), runtime.name.clone()));
-                let ip = reserved.unwrap_or_else(|| self.allocate_ip());
+                let ip = self.network.ip_for_start(&runtime.namespace, &runtime.name);
                 runtime.ip = Some(ip);
                 ip
             }
@@ -219,7 +216,7 @@ impl World {
     ) -> Result<(), String> {
         let fs = runtime.container_fs(init);
         let bind = std::net::SocketAddr::new(
-            self.network.host_ip(ip.into()),
+            self.network.map().host_ip(ip.into()),
             super::pod_runtime::SIDECAR_PORT,
         );
         let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);

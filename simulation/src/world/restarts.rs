@@ -57,7 +57,7 @@ impl World {
                 }
                 MAIN_CONTAINER => {
                     if let Some(monitor) = runtime.monitor.as_mut() {
-                        let changes = monitor.stop_all(self.host.as_ref());
+                        let changes = monitor.stop_all(self.fdb.host());
                         self.record_monitor(runtime, changes);
                     }
                     // The new container's monitor knows its own version and has accepted

@@ -193,7 +193,7 @@ impl World {
         let ip = runtime
             .ip
             .ok_or_else(|| crashed("the pod has no IP".into()))?;
-        let bind = SocketAddr::new(self.network.host_ip(ip.into()), SIDECAR_PORT);
+        let bind = SocketAddr::new(self.network.map().host_ip(ip.into()), SIDECAR_PORT);
         if something_answers(bind).await {
             return Err(StartFailure::Fatal(WorldError::ForeignListener {
                 pod: runtime.qualified_name(),

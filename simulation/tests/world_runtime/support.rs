@@ -79,7 +79,7 @@ pub fn pvc(name: &str) -> Value {
            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16G"}}}})
 }
 
-/// A split-image storage pod as the operator builds it (§6).
+/// A split-image storage pod as the operator builds it (docs/controller-model.md, "The pod").
 pub fn storage_pod(n: u32, with_pvc: bool) -> Value {
     let name = format!("sample-storage-{n}");
     let group = format!("storage-{n}");

@@ -42,12 +42,12 @@ use fdb_shared::status_json::DatabaseStatus;
 use super::removals::placement;
 use super::snapshot::{ClusterSnapshot, DatabaseState, GroupView};
 
-/// How long after a recovery every recovery-causing action waits (§8 names exclusions
-/// and configuration changes; [`paced`] applies it to all of them).
+/// How long after a recovery every recovery-causing action waits ([`paced`]; docs/operations.md,
+/// "Pacing: one recovery at a time").
 pub(crate) const MINIMUM_SECONDS_SINCE_RECOVERY: f64 = 120.0;
 
-/// How long exclusions of a class wait after one of its groups went missing (§8): long
-/// enough to tell a restart from a loss.
+/// How long exclusions of a class wait after one of its groups went missing (the gates in
+/// `steps/exclude_instances/mod.rs`): long enough to tell a restart from a loss.
 pub(crate) const MISSING_PROCESSES_GRACE_SECONDS: i64 = 300;
 
 /// A zone that is down, and the groups that make it so.
@@ -60,7 +60,7 @@ pub(crate) struct ZoneDown {
 }
 
 /// The actions that change the database for every operator instance managing it, and so
-/// take the global lock when locks are in use (§8).
+/// take the global lock when locks are in use (docs/operations.md, "Locks").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockedAction {
     /// `configure`.

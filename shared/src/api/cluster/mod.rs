@@ -21,8 +21,8 @@ pub use locks::{LockDenyListEntry, LockOptions};
 pub use processes::{GENERAL_PROCESS_SETTINGS, ProcessCounts, ProcessSettings, ProcessSettingsMap};
 pub use routing::{PublicIpSource, RoutingConfig};
 pub use settings::{
-    BuggifyConfig, ConnectionString, CoordinatorSelectionSetting, CrashLoopContainerObject,
-    FaultDomain, LabelConfig,
+    BuggifyConfig, CoordinatorSelectionSetting, CrashLoopContainerObject, FaultDomain, LabelConfig,
+    PartialConnectionString,
 };
 pub use spec::{FoundationDBCluster, FoundationDBClusterSpec, ImageType, ImageTypeSource};
 pub use status::{

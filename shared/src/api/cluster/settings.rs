@@ -130,10 +130,11 @@ pub struct CoordinatorSelectionSetting {
 }
 
 /// `spec.partialConnectionString`: parts of the connection string to keep, e.g. when
-/// taking over an existing database.
+/// taking over an existing database (the Go API calls this type `ConnectionString`; a
+/// parsed cluster file is `connection_string::ConnectionString`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectionString {
+pub struct PartialConnectionString {
     /// Database name (the part before `:` in the cluster file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_name: Option<String>,

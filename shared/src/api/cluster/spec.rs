@@ -11,7 +11,7 @@ use super::locks::LockOptions;
 use super::processes::{ProcessCounts, ProcessSettings, ProcessSettingsMap, settings_for_class};
 use super::routing::RoutingConfig;
 use super::settings::{
-    BuggifyConfig, ConnectionString, CoordinatorSelectionSetting, FaultDomain, LabelConfig,
+    BuggifyConfig, CoordinatorSelectionSetting, FaultDomain, LabelConfig, PartialConnectionString,
 };
 use super::status::FoundationDBClusterStatus;
 use crate::api::database_configuration::{DatabaseConfiguration, RedundancyMode, StorageEngine};
@@ -155,7 +155,7 @@ pub struct FoundationDBClusterSpec {
     pub minimum_uptime_seconds_for_bounce: Option<i32>,
     /// Parts of the connection string to keep.
     #[serde(default, skip_serializing_if = "is_default")]
-    pub partial_connection_string: ConnectionString,
+    pub partial_connection_string: PartialConnectionString,
     /// Prefix of process group IDs; also this operator instance's lock ID.
     #[serde(
         default,

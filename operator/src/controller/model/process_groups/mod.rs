@@ -1,5 +1,6 @@
 //! Process group bookkeeping: ID allocation (docs/controller-model.md, "Names, labels,
-//! annotations"), conditions with their first-seen timestamps (§7), and the fault domain of
+//! annotations"), conditions with their first-seen timestamps (docs/controller-model.md, "Process group
+//! status"), and the fault domain of
 //! a pod.
 
 pub(crate) mod conditions;

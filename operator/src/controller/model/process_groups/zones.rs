@@ -1,4 +1,5 @@
-//! The fault domain (zone) of a pod, as `spec.faultDomain` defines it (§6).
+//! The fault domain (zone) of a pod, as `spec.faultDomain` defines it (docs/controller-model.md,
+//! "The pod").
 
 use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::settings::KUBERNETES_CLUSTER_FAULT_DOMAIN_KEY;

@@ -8,7 +8,8 @@
 //! - it hosts no current coordinator (ChangeCoordinators moves them first; this step
 //!   leaves the group for a later pass);
 //! - the database is available, its last recovery is at least 120 s old, and no live
-//!   group of its class went missing less than 5 minutes ago (the gates of §8);
+//!   group of its class went missing less than 5 minutes ago (`safety::paced` and
+//!   `MISSING_PROCESSES_GRACE_SECONDS`);
 //! - for a group still serving, its class's budget: the live groups of its class that
 //!   report and are not excluded are at least the desired count, i.e. replacements are
 //!   up before the process they replace is drained. A group that does not serve costs
