@@ -18,11 +18,11 @@ use crate::controller::objects::{is_terminal, pod_phase};
 
 /// How old a terminal agent pod must be before it is deleted (the Go operator's default
 /// `--minimum-age-for-terminal-pod-deletion`), so its final status can still be read.
-pub const MINIMUM_AGE_SECONDS: i64 = 30;
+pub(crate) const MINIMUM_AGE_SECONDS: i64 = 30;
 
 /// A terminal agent pod to delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TerminalAgent {
+pub(crate) struct TerminalAgent {
     /// The pod's name.
     pub name: String,
     /// Its phase, with the reason when there is one (`Failed (Evicted)`).
@@ -31,7 +31,7 @@ pub struct TerminalAgent {
 
 /// What UpdateBackupAgents does with the terminal agent pods this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TerminalAgents {
+pub(crate) struct TerminalAgents {
     /// Pods to delete now.
     pub delete: Vec<TerminalAgent>,
     /// Seconds until the youngest-but-due terminal pod is old enough, if one waits.
@@ -39,7 +39,7 @@ pub struct TerminalAgents {
 }
 
 /// Decides for the agent `pods` at `now` (unix seconds).
-pub fn decide(pods: &[Pod], now: i64) -> TerminalAgents {
+pub(crate) fn decide(pods: &[Pod], now: i64) -> TerminalAgents {
     let mut decision = TerminalAgents::default();
     for pod in pods.iter().filter(|pod| is_terminal(*pod)) {
         let created = pod
@@ -69,7 +69,7 @@ pub fn decide(pods: &[Pod], now: i64) -> TerminalAgents {
 /// The label selector (`key=value,...`) of the Deployment's `matchLabels`, or `None`
 /// when it has none or a key or value is not a label's (so nothing else is spliced into
 /// the query).
-pub fn selector_of(selector: &LabelSelector) -> Option<String> {
+pub(crate) fn selector_of(selector: &LabelSelector) -> Option<String> {
     let labels = selector.match_labels.as_ref().filter(|l| !l.is_empty())?;
     let plain = |text: &str| {
         text.chars()

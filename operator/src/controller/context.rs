@@ -153,9 +153,9 @@ pub struct Context {
     /// This instance's kills for each cluster's upgrade, for the back-off between them.
     pub upgrade_kills: Arc<super::versions::retries::UpgradeKills>,
     /// The refusals of each cluster's exclusions, for the wait before the next attempt.
-    pub exclusion_refusals: Arc<super::removals::exclusion_retries::ExclusionRefusals>,
+    pub(crate) exclusion_refusals: Arc<super::removals::exclusion_retries::ExclusionRefusals>,
     /// The clusters whose instance gave the operator lock up and has not taken it since.
-    pub lock_releases: Arc<super::safety::lock_release::LockReleases>,
+    pub(crate) lock_releases: Arc<super::safety::lock_release::LockReleases>,
 }
 
 impl fmt::Debug for Context {

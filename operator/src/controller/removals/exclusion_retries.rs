@@ -22,7 +22,7 @@ use crate::fdb::fdbcli::refusals::ExcludeRefusal;
 
 /// The refusals of one cluster's exclusions since its last successful one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusalRecord {
+pub(crate) struct RefusalRecord {
     /// The last refusal.
     pub refusal: ExcludeRefusal,
     /// How many attempts in a row were refused.
@@ -40,20 +40,20 @@ pub(crate) fn retry_wait(record: Option<&RefusalRecord>, now_unix: i64) -> Optio
 
 /// The refusals of each cluster (namespace, name), kept between passes.
 #[derive(Debug, Default)]
-pub struct ExclusionRefusals {
+pub(crate) struct ExclusionRefusals {
     clusters: Mutex<BTreeMap<(String, String), RefusalRecord>>,
 }
 
 impl ExclusionRefusals {
     /// The cluster's record, if its last exclusions were refused.
-    pub fn record(&self, namespace: &str, name: &str) -> Option<RefusalRecord> {
+    pub(crate) fn record(&self, namespace: &str, name: &str) -> Option<RefusalRecord> {
         self.lock()
             .get(&(namespace.to_owned(), name.to_owned()))
             .cloned()
     }
 
     /// Counts a refusal at `now_unix`.
-    pub fn count(
+    pub(crate) fn count(
         &self,
         namespace: &str,
         name: &str,
@@ -75,7 +75,7 @@ impl ExclusionRefusals {
     }
 
     /// Forgets the cluster's refusals (an exclusion went through).
-    pub fn forget(&self, namespace: &str, name: &str) {
+    pub(crate) fn forget(&self, namespace: &str, name: &str) {
         self.lock().remove(&(namespace.to_owned(), name.to_owned()));
     }
 

@@ -111,23 +111,23 @@ pub(crate) fn in_flight(snapshot: &ClusterSnapshot, locked_this_pass: bool) -> O
 /// and has not taken it since. Kept in memory only: after a restart each cluster reads
 /// the lock key once more.
 #[derive(Debug, Default)]
-pub struct LockReleases {
+pub(crate) struct LockReleases {
     clusters: Mutex<BTreeSet<(String, String)>>,
 }
 
 impl LockReleases {
     /// The cluster's instance does not hold the lock.
-    pub fn released(&self, namespace: &str, name: &str) {
+    pub(crate) fn released(&self, namespace: &str, name: &str) {
         self.lock().insert((namespace.to_owned(), name.to_owned()));
     }
 
     /// The cluster's instance took (or confirmed) the lock.
-    pub fn taken(&self, namespace: &str, name: &str) {
+    pub(crate) fn taken(&self, namespace: &str, name: &str) {
         self.lock().remove(&(namespace.to_owned(), name.to_owned()));
     }
 
     /// Whether the cluster's instance is known not to hold the lock.
-    pub fn is_released(&self, namespace: &str, name: &str) -> bool {
+    pub(crate) fn is_released(&self, namespace: &str, name: &str) -> bool {
         self.lock()
             .contains(&(namespace.to_owned(), name.to_owned()))
     }
