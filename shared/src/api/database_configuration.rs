@@ -139,6 +139,14 @@ pub struct ExcludedServer {
     pub locality: Option<String>,
 }
 
+impl ExcludedServer {
+    /// Whether this entry is the exclusion `target` as fdbcli writes it
+    /// (`locality_instance_id:storage-1`, or an address).
+    pub fn is(&self, target: &str) -> bool {
+        self.locality.as_deref() == Some(target) || self.address.as_deref() == Some(target)
+    }
+}
+
 /// A datacenter in a region of a multi-region configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct DataCenter {
@@ -235,6 +243,13 @@ pub struct DatabaseConfiguration {
     /// How storage engine migrations are done (`disabled`, `aggressive`, `gradual`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_migration_type: Option<StorageMigrationType>,
+}
+
+impl DatabaseConfiguration {
+    /// Whether the exclusion list holds `target` ([`ExcludedServer::is`]).
+    pub fn lists_exclusion(&self, target: &str) -> bool {
+        self.excluded_servers.iter().any(|server| server.is(target))
+    }
 }
 
 #[cfg(test)]

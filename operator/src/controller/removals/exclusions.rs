@@ -131,12 +131,11 @@ pub(crate) fn targets_to_include(
 /// Whether the database lists `target` as excluded.
 pub(crate) fn is_listed(db: &DatabaseStatus, target: &ExclusionTarget) -> bool {
     let text = target.to_string();
-    let listed = db.cluster.configuration.as_ref().is_some_and(|c| {
-        c.excluded_servers.iter().any(|server| {
-            server.locality.as_deref() == Some(text.as_str())
-                || server.address.as_deref() == Some(text.as_str())
-        })
-    });
+    let listed = db
+        .cluster
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.lists_exclusion(&text));
     listed
         || (db.cluster.processes.values().any(|p| target.matches(p))
             && db

@@ -167,12 +167,10 @@ fn no_longer_listed(group: &ProcessGroupStatus, facts: &GroupFacts, db: &Databas
     group.exclusion_timestamp.is_some()
         && !group.exclusion_skipped
         && has_data_left
-        && group.excluded_targets.iter().any(|target| {
-            !configuration.excluded_servers.iter().any(|server| {
-                server.locality.as_deref() == Some(target.as_str())
-                    || server.address.as_deref() == Some(target.as_str())
-            })
-        })
+        && group
+            .excluded_targets
+            .iter()
+            .any(|target| !configuration.lists_exclusion(target))
 }
 
 /// Whether a group marked for removal only waits for resources that are terminating:
