@@ -111,12 +111,12 @@ pub(crate) fn plan(state: &mut State, now: i64) {
     replicate(data, movement, &view);
     rewrite(data, movement, &view);
     // Repairs, drains and rewrites go first (their priorities are above the background
-    // rebalancing's); rebalancing resumes once they are done.
+    // rebalancing's); rebalancing resumes once they are done, one move at a time.
     if movement.has_work_besides_rebalancing() {
         movement
             .moves
             .retain(|_, m| !matches!(m.kind, MoveKind::Rebalance { .. }));
-    } else {
+    } else if movement.moves.is_empty() {
         let candidates = rebalance::Candidates {
             scopes: view
                 .scopes()

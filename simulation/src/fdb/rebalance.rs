@@ -30,12 +30,9 @@ pub(super) struct Candidates<'a> {
 /// The smallest difference, in shards, worth a move (`rebalanceTeams`' "too similar").
 const TOO_SIMILAR_SHARDS: usize = 3;
 
-/// Plans at most one rebalancing move per scope (datacenter with regions) when no move
-/// is planned at all.
+/// Plans at most one rebalancing move per scope (datacenter with regions); the planner
+/// calls it only when no move is planned at all.
 pub(super) fn plan(data: &Data, movement: &mut Movement, view: &Candidates<'_>) {
-    if !movement.moves.is_empty() {
-        return;
-    }
     let mut planned = Vec::new();
     for disks in &view.scopes {
         let mut disks = disks.clone();
