@@ -56,25 +56,9 @@ fn a_standby_replica_takes_over_when_the_leader_is_killed() {
     let operators = served.operator_kubeconfig();
     let replica = |identity: &str| {
         let work = scenarios.path().join(identity);
-        Operator::start_with(
-            &operators,
-            &work,
-            &[
-                "--fdb-binaries-dir",
-                tools.to_str().unwrap(),
-                "--leader-election",
-                "--leader-election-namespace",
-                "default",
-                "--leader-election-identity",
-                identity,
-                "--lease-duration",
-                "4s",
-                "--renew-deadline",
-                "3s",
-                "--retry-period",
-                "500ms",
-            ],
-        )
+        let mut flags = vec!["--fdb-binaries-dir", tools.to_str().unwrap()];
+        flags.extend(super::serve_outage::quick_lease(identity));
+        Operator::start_with(&operators, &work, &flags)
     };
     let mut a = Some(replica("replica-a"));
     let mut b = Some(replica("replica-b"));

@@ -17,20 +17,22 @@ fn control(world: &World, path: &str) -> String {
 }
 
 /// Leader-election flags with a short renew deadline (3 s), so that an outage of a few
-/// seconds costs the leader its Lease.
-const QUICK_LEASE: [&str; 11] = [
-    "--leader-election",
-    "--leader-election-namespace",
-    "default",
-    "--leader-election-identity",
-    "replica-a",
-    "--lease-duration",
-    "4s",
-    "--renew-deadline",
-    "3s",
-    "--retry-period",
-    "500ms",
-];
+/// seconds costs the leader its Lease; as replica `identity`.
+pub(crate) fn quick_lease(identity: &str) -> Vec<&str> {
+    vec![
+        "--leader-election",
+        "--leader-election-namespace",
+        "default",
+        "--leader-election-identity",
+        identity,
+        "--lease-duration",
+        "4s",
+        "--renew-deadline",
+        "3s",
+        "--retry-period",
+        "500ms",
+    ]
+}
 
 /// The Lease's holder now (empty: released or never taken).
 fn holder(world: &World) -> String {
@@ -77,7 +79,7 @@ fn sigterm_while_a_pass_runs_and_the_lease_cannot_be_renewed_is_a_clean_stop() {
     let marker = world.dir.path().join("fdbcli-started");
     let slow = slow_tools(&world, &marker);
     let mut flags = vec!["--fdb-binaries-dir", slow.to_str().unwrap()];
-    flags.extend_from_slice(&QUICK_LEASE);
+    flags.extend(quick_lease("replica-a"));
     let mut operator = Operator::start_with(
         &world.served.operator_kubeconfig(),
         &world.dir.path().join("operator"),
@@ -118,7 +120,7 @@ fn sigterm_while_a_pass_runs_and_the_lease_cannot_be_renewed_is_a_clean_stop() {
 #[test]
 fn the_leader_survives_an_api_outage_and_finishes_the_cluster() {
     let Some(world) = World::start() else { return };
-    let mut operator = world.operator("operator", &QUICK_LEASE);
+    let mut operator = world.operator("operator", &quick_lease("replica-a"));
     world.cluster_until("{.status.generations}", Duration::from_secs(90), |out| {
         !out.is_empty()
     });
