@@ -72,6 +72,10 @@ impl Runner {
             | Action::EvictChosen(_)
             | Action::Drain(_)
             | Action::AddNodes(_) => self.perform_on_kubernetes(actor, action).await,
+            Action::KubectlFdb(args) => self
+                .run_kubectl_fdb(args)
+                .await
+                .map_err(|e| act_failed(action, e)),
             _ => {
                 // As the operator, admin commands are issued by an operator instance: the
                 // one of the named cluster, else the first cluster's.

@@ -7,6 +7,7 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod act_plugin;
 mod database_judge;
 mod databases;
 mod exclusion_check;
@@ -80,6 +81,9 @@ pub struct RunOptions {
     /// the clock starts at the real current time, the steps may only set up the world
     /// and make user changes, and an operator outside reconciles through the served API.
     pub external_operator: bool,
+    /// The `kubectl-fdb` binary `act: {kubectlFdb: [...]}` steps run; `None`: the one on
+    /// the `PATH`, as kubectl finds it.
+    pub kubectl_fdb: Option<std::path::PathBuf>,
 }
 
 /// Why a scenario could not be run (as opposed to: it ran and broke an invariant).
@@ -155,6 +159,8 @@ pub struct Runner {
     recovery: database_judge::RecoveryTiming,
     /// The fleet's databases and what each is judged by.
     fleet: Vec<fleet_members::FleetView>,
+    /// See [`RunOptions::kubectl_fdb`].
+    kubectl_fdb: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -313,6 +319,7 @@ impl Runner {
             name,
             operators: operators::Operators::new(context, instances, sidecar_tls, judge, &options),
             fleet,
+            kubectl_fdb: options.kubectl_fdb.clone(),
         };
         // With the first: one operator watches them all from the start.
         runner.create_fleet()?;

@@ -69,6 +69,10 @@ pub struct ActStep {
     /// `true`: `fdbcli include all` (every exclusion the database lists is lifted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_all: Option<bool>,
+    /// `kubectl fdb ARG...` run by a user against the world (`as: user` only): the
+    /// `kubectl-fdb` binary, through a kubeconfig the world writes for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubectl_fdb: Option<Vec<String>>,
 }
 
 /// The pod an `evict` action names: by name, or chosen among the pods alive when the
@@ -258,6 +262,8 @@ pub enum Action {
     Maintenance(Option<(String, u64)>),
     /// `include all`.
     IncludeAll,
+    /// `kubectl fdb ARG...`, run by a user.
+    KubectlFdb(Vec<String>),
 }
 
 impl ActStep {
@@ -276,6 +282,7 @@ impl ActStep {
             self.coordinators.is_some(),
             self.maintenance.is_some(),
             self.include_all.is_some(),
+            self.kubectl_fdb.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -403,13 +410,54 @@ impl ActStep {
         None
     }
 
+    /// `kubectlFdb`: a user's command line, run against the world the step acts on.
+    fn plugin_action(&self, args: &[String]) -> Result<Action, (&'static str, String)> {
+        if self.actor != Actor::User {
+            return Err((
+                "kubectlFdb",
+                "runs as a user (`as: user`): the operator does not run kubectl fdb".to_owned(),
+            ));
+        }
+        if self.cluster.is_some() {
+            return Err((
+                "cluster",
+                "names an operator instance (`as: operator`); kubectl fdb names its cluster \
+                 in its arguments (-c NAME)"
+                    .to_owned(),
+            ));
+        }
+        if args.is_empty() {
+            return Err((
+                "kubectlFdb",
+                "must name a command and its arguments (e.g. [fix-coordinator-ips, -c, sample, --yes])"
+                    .to_owned(),
+            ));
+        }
+        // The world supplies where to connect; a scenario pointing the plugin elsewhere
+        // would act outside the world it is judged in.
+        if let Some(flag) = args.iter().find(|arg| {
+            ["--kubeconfig", "--context"]
+                .iter()
+                .any(|flag| *arg == flag || arg.starts_with(&format!("{flag}=")))
+        }) {
+            return Err((
+                "kubectlFdb",
+                format!("{flag:?}: the world gives the plugin its own kubeconfig; leave it out"),
+            ));
+        }
+        Ok(Action::KubectlFdb(args.to_vec()))
+    }
+
     /// The single action, validated; the error names the field inside `act`.
     pub fn action(&self) -> Result<Action, (&'static str, String)> {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll, kubectlFdb".to_owned(),
             ));
+        }
+        if let Some(args) = &self.kubectl_fdb {
+            return self.plugin_action(args);
         }
         if let Some(action) = self.object_action() {
             return action;

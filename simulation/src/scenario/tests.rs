@@ -524,3 +524,60 @@ fn fleet_members_are_named_by_steps_and_each_is_a_database_of_its_own() {
     ));
     assert!(field.starts_with("fleet[0].spec"), "{field}");
 }
+
+#[test]
+fn kubectl_fdb_acts_are_a_user_s_command_line_against_the_world() {
+    let scenario = parse(
+        "steps:\n  - act: {as: user, kubectlFdb: [fix-coordinator-ips, -c, sample, --yes]}\n",
+    )
+    .unwrap();
+    let Step::Act { actor, action, .. } = &scenario.steps()[0] else {
+        panic!("{:?}", scenario.steps()[0])
+    };
+    assert_eq!(*actor, Actor::User);
+    assert_eq!(
+        *action,
+        Action::KubectlFdb(vec![
+            "fix-coordinator-ips".into(),
+            "-c".into(),
+            "sample".into(),
+            "--yes".into()
+        ])
+    );
+    for (body, field, words) in [
+        (
+            "steps:\n  - act: {as: operator, kubectlFdb: [analyze, sample]}\n",
+            "steps[0].act.kubectlFdb",
+            "runs as a user",
+        ),
+        (
+            "steps:\n  - act: {as: user, kubectlFdb: []}\n",
+            "steps[0].act.kubectlFdb",
+            "must name a command",
+        ),
+        (
+            "steps:\n  - act: {as: user, kubectlFdb: [analyze, --kubeconfig=/x, sample]}\n",
+            "steps[0].act.kubectlFdb",
+            "its own kubeconfig",
+        ),
+        (
+            "steps:\n  - act: {as: user, kubectlFdb: [--context, prod, analyze]}\n",
+            "steps[0].act.kubectlFdb",
+            "its own kubeconfig",
+        ),
+        (
+            "steps:\n  - act: {as: user, cluster: sample, kubectlFdb: [analyze, sample]}\n",
+            "steps[0].act.cluster",
+            "-c NAME",
+        ),
+        (
+            "steps:\n  - act: {as: user, kubectlFdb: [analyze], includeAll: true}\n",
+            "steps[0].act",
+            "kubectlFdb",
+        ),
+    ] {
+        let (found, message) = invalid_field(parse(body));
+        assert_eq!(found, field, "{body}: {message}");
+        assert!(message.contains(words), "{body}: {message}");
+    }
+}
