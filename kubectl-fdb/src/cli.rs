@@ -157,6 +157,10 @@ pub struct AnalyzeArgs {
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1,
           default_missing_value = "true", value_name = "BOOL")]
     pub ignore_removals: bool,
+    /// Print no colors (by default findings are green, yellow or red on a terminal,
+    /// unless NO_COLOR is set).
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 /// The cluster of a command that selects process groups, as the Go plugin's selection
@@ -213,10 +217,18 @@ pub struct RemoveArgs {
 
 /// `cordon`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl fdb cordon -c sample node-1\n  kubectl fdb cordon node-1    # every cluster with pods on node-1 (by -l)\n  kubectl fdb cordon -c sample --node-selector machine=a,disk=fast"
+)]
 pub struct CordonArgs {
-    /// The cluster.
+    /// The cluster. Without it, every cluster with pods on the nodes: each pod's
+    /// `--cluster-label` label names its cluster.
     #[arg(long = "fdb-cluster", short = 'c', value_name = "CLUSTER", value_parser = names::object_name)]
-    pub cluster: String,
+    pub cluster: Option<String>,
+    /// Without `-c`: the pod label that names each pod's cluster.
+    #[arg(long, short = 'l', value_name = "LABEL", default_value = "foundationdb.org/fdb-cluster-name",
+          value_parser = names::label_key)]
+    pub cluster_label: String,
     /// The nodes.
     #[arg(value_parser = names::object_name)]
     pub nodes: Vec<String>,

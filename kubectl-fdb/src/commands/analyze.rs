@@ -343,12 +343,30 @@ fn since(timestamp: i64) -> String {
         .map_or_else(|_| timestamp.to_string(), |t| t.to_string())
 }
 
-fn print(finding: &Finding) {
-    match finding {
-        Finding::Good(text) => println!("✔ {text}"),
-        Finding::Warning(text) => println!("⚠ {text}"),
-        Finding::Problem(text) => println!("✖ {text}"),
+/// One finding's line: green, yellow or red with `color` (as the Go plugin prints them),
+/// plain otherwise (pure).
+pub fn render(finding: &Finding, color: bool) -> String {
+    let (mark, ansi, text) = match finding {
+        Finding::Good(text) => ("✔", "32", text),
+        Finding::Warning(text) => ("⚠", "33", text),
+        Finding::Problem(text) => ("✖", "31", text),
+    };
+    if color {
+        format!("\u{1b}[{ansi}m{mark} {text}\u{1b}[0m")
+    } else {
+        format!("{mark} {text}")
     }
+}
+
+/// Whether to color: not with `--no-color`, and, as the Go plugin's color library
+/// decides (fatih/color, which its kubectl-fdb/cmd/analyze.go uses), only on a terminal,
+/// without `NO_COLOR` set and with a `TERM` other than `dumb`.
+fn use_color(no_color: bool) -> bool {
+    use std::io::IsTerminal as _;
+    !no_color
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
 }
 
 /// Runs `analyze`; exit status 1 when a problem was found.
@@ -377,13 +395,16 @@ pub async fn run(session: &Session, args: AnalyzeArgs) -> Result<u8, PluginError
         }
         clusters
     };
+    let color = use_color(args.no_color);
     let mut problems = false;
     for cluster in clusters {
         let name = cluster.metadata.name.clone().unwrap_or_default();
         println!("Checking cluster: {}/{name}", session.namespace);
         let pods = session.pods_of(&cluster).await?;
         let analysis = analyze(&cluster, &pods, &ignore, args.ignore_removals);
-        analysis.findings.iter().for_each(print);
+        for finding in &analysis.findings {
+            println!("{}", render(finding, color));
+        }
         problems |= analysis.has_problems();
         if args.auto_fix && !analysis.to_replace.is_empty() {
             let plan = format!(
@@ -543,5 +564,25 @@ mod tests {
         assert!(problems.iter().any(
             |f| matches!(f, Finding::Problem(t) if t.starts_with("storage: 1 fault domains"))
         ));
+    }
+}
+
+#[cfg(test)]
+mod color_tests {
+    use super::*;
+
+    #[test]
+    fn findings_are_colored_as_go_s_only_when_asked() {
+        let problem = Finding::Problem("Cluster is not available".into());
+        assert_eq!(render(&problem, false), "✖ Cluster is not available");
+        assert_eq!(
+            render(&problem, true),
+            "\u{1b}[31m✖ Cluster is not available\u{1b}[0m"
+        );
+        assert!(render(&Finding::Good("ok".into()), true).starts_with("\u{1b}[32m✔"));
+        assert!(render(&Finding::Warning("w".into()), true).starts_with("\u{1b}[33m⚠"));
+        // Asked not to, never; and a test's stdout is no terminal.
+        assert!(!use_color(true));
+        assert!(!use_color(false));
     }
 }

@@ -182,19 +182,67 @@ pub async fn cordon(session: &Session, args: CordonArgs) -> Result<u8, PluginErr
             args.nodes.iter().cloned().collect()
         }
     };
-    let cluster = session.cluster(&args.cluster).await?;
-    let pods = session.pods_of(&cluster).await?;
-    let groups = groups_on_nodes(&cluster, &pods, &nodes);
-    if groups.is_empty() {
+    let clusters = match &args.cluster {
+        Some(cluster) => vec![cluster.clone()],
+        None => clusters_on_nodes(session, &args.cluster_label, &nodes).await?,
+    };
+    let mut status = 0;
+    for name in clusters {
+        let cluster = session.cluster(&name).await?;
+        let pods = session.pods_of(&cluster).await?;
+        let groups = groups_on_nodes(&cluster, &pods, &nodes);
+        if groups.is_empty() {
+            println!(
+                "No process group of {}/{name} runs on {}",
+                session.namespace,
+                nodes.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+            continue;
+        }
+        status = status.max(mark(session, &name, groups, args.exclusion).await?);
+    }
+    Ok(status)
+}
+
+/// Without `-c`: the clusters (by their pods' `label`) with pods on `nodes`, as the Go
+/// plugin's `cordon -l` finds them (its kubectl-fdb/cmd/cordon.go).
+async fn clusters_on_nodes(
+    session: &Session,
+    label: &str,
+    nodes: &BTreeSet<String>,
+) -> Result<Vec<String>, PluginError> {
+    let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
+    // The label key alone: every pod that has it (validated as a label key).
+    let listed = pods
+        .list(&ListParams::default().labels(label))
+        .await
+        .map_err(|error| session.error(error, &format!("list pods with label {label}")))?;
+    let mut clusters = BTreeSet::new();
+    for pod in listed.items {
+        let on_node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some_and(|node| nodes.contains(node));
+        let name = pod.metadata.labels.as_ref().and_then(|l| l.get(label));
+        if let (true, Some(name)) = (on_node, name) {
+            crate::names::object_name(name).map_err(|error| {
+                PluginError::Usage(format!(
+                    "pod {}: label {label} is {name:?}, not a cluster name: {error}",
+                    pod.metadata.name.as_deref().unwrap_or_default()
+                ))
+            })?;
+            clusters.insert(name.clone());
+        }
+    }
+    if clusters.is_empty() {
         println!(
-            "No process group of {}/{} runs on {}",
+            "No pod with label {label} in {} runs on {}",
             session.namespace,
-            args.cluster,
             nodes.iter().cloned().collect::<Vec<_>>().join(", ")
         );
-        return Ok(0);
     }
-    mark(session, &args.cluster, groups, args.exclusion).await
+    Ok(clusters.into_iter().collect())
 }
 
 #[cfg(test)]
