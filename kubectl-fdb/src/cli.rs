@@ -56,7 +56,9 @@ pub enum Command {
     /// Restart the fdbserver processes of process groups, all with one `fdbcli kill`.
     Restart(RestartArgs),
     /// Run a command in a pod of the cluster (container `foundationdb`), e.g. fdbcli, with
-    /// standard input attached (no terminal): `echo status | kubectl fdb exec -c C -- fdbcli`.
+    /// standard input attached; from a terminal the command gets one (fdbcli's prompt), as
+    /// with the Go plugin: `kubectl fdb exec -c C -- fdbcli`, `echo status | kubectl fdb
+    /// exec -c C -- fdbcli`.
     Exec(ExecArgs),
     /// Inject faults through the cluster's `spec.buggify`.
     #[command(subcommand)]
@@ -273,6 +275,15 @@ pub struct ExecArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
+    /// kubectl exec's `-t`: the command gets a terminal, which it does anyway when
+    /// standard input is one (as with the Go plugin); when it is not, this says so and the
+    /// command runs without.
+    #[arg(long, short = 't')]
+    pub tty: bool,
+    /// kubectl exec's `-i` (so `-it` works as typed there): standard input is always
+    /// passed to the command, as the Go plugin does.
+    #[arg(long, short = 'i')]
+    pub stdin: bool,
 }
 
 /// `buggify ...`.

@@ -72,26 +72,44 @@ fn lost(session: &Session, action: &str, error: OutputError) -> PluginError {
 }
 
 /// Runs `command` in `container` of `pod` with this process's standard input, output and
-/// error attached (no terminal), as the Go plugin's `exec` does: output is streamed as it
-/// comes, input is forwarded until it ends (then the remote standard input is closed).
-/// Returns the command's exit status.
+/// error attached, as the Go plugin's `exec` does: output is streamed as it comes, input
+/// is forwarded until it ends (then the remote standard input is closed). With
+/// `terminal`, the command gets a terminal (`src/terminal.rs`): this one in raw mode, its
+/// size followed, standard error merged into the output. Returns the command's exit
+/// status.
 pub async fn exec_attached(
     session: &Session,
     pod: &str,
     container: &str,
     command: Vec<String>,
+    terminal: bool,
 ) -> Result<i32, PluginError> {
     let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
+    // A terminal carries one stream: kube refuses standard error with it.
     let params = AttachParams::default()
         .container(container)
         .stdin(true)
         .stdout(true)
-        .stderr(true);
+        .stderr(!terminal)
+        .tty(terminal);
     let action = format!("exec in pod {pod}");
     let mut attached = pods
         .exec(&crate::names::segment(pod), command, &params)
         .await
         .map_err(|error| session.error(error, &action))?;
+    // Restored when this function returns, however the command ended.
+    let _raw = if terminal {
+        let raw = crate::terminal::RawMode::enter().map_err(|error| PluginError::Exec {
+            action: "put the terminal in raw mode".to_owned(),
+            message: error.to_string(),
+        })?;
+        if let Some(sizes) = attached.terminal_size() {
+            tokio::spawn(crate::terminal::follow_size(sizes));
+        }
+        Some(raw)
+    } else {
+        None
+    };
     // Standard input is read on a thread of its own: a blocking read of a terminal
     // cannot be cancelled, and the command may end without reading it.
     let (send, mut receive) = tokio::sync::mpsc::channel::<Vec<u8>>(4);

@@ -11,6 +11,7 @@ mod exec_output;
 mod names;
 mod selection;
 mod session;
+mod terminal;
 
 use std::process::ExitCode;
 

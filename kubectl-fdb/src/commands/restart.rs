@@ -163,7 +163,12 @@ pub async fn exec_command(session: &Session, args: ExecArgs) -> Result<u8, Plugi
     } else {
         args.command.clone()
     };
-    let code = exec::exec_attached(session, &pod, MAIN_CONTAINER, command).await?;
+    let terminal = crate::terminal::stdin_is_terminal();
+    if args.tty && !terminal {
+        // kubectl's words for the same case (its `SetupTTY`); the command runs without.
+        eprintln!("Unable to use a TTY - input is not a terminal or the right kind of file");
+    }
+    let code = exec::exec_attached(session, &pod, MAIN_CONTAINER, command, terminal).await?;
     Ok(u8::try_from(code).unwrap_or(1))
 }
 

@@ -204,14 +204,35 @@ impl<'a> Session<'a> {
     }
 
     async fn status(&mut self, rest: &[Vec<u8>]) -> Result<(), Stop> {
-        if rest.len() != 1 || rest[0] != b"json" {
-            self.fail("ERROR: only `status json' is carried out by the simulated database\n");
-            return Ok(());
-        }
+        let minimal = match rest {
+            [word] if word.as_slice() == b"json" => false,
+            [word] if word.as_slice() == b"minimal" => true,
+            _ => {
+                self.fail(
+                    "ERROR: only `status json' and `status minimal' are carried out by the \
+                     simulated database\n",
+                );
+                return Ok(());
+            }
+        };
         if self.admin_result(self.admin.status().await)?.is_some() {
             let document = self.fdb.render_status_json();
-            let text = serde_json::to_string_pretty(&document).unwrap_or_default();
-            self.printed.out(&format!("{text}\n"));
+            if minimal {
+                // `status minimal` (fdbcli/StatusCommand.actor.cpp, `printStatus` at
+                // level MINIMAL): one line, the database's availability.
+                let available = document
+                    .pointer("/client/database_status/available")
+                    .and_then(serde_json::Value::as_bool)
+                    == Some(true);
+                self.printed.out(if available {
+                    "The database is available.\n"
+                } else {
+                    "The database is unavailable; type `status' for more information.\n"
+                });
+            } else {
+                let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+                self.printed.out(&format!("{text}\n"));
+            }
         }
         Ok(())
     }

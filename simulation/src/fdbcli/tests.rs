@@ -501,3 +501,24 @@ async fn a_blocking_exclude_waits_to_its_timeout_and_restore_and_delete_lines_ro
 
 /// How a cluster file reaches the database: forwards, remote contents, refusals.
 mod reach;
+
+#[tokio::test]
+async fn status_minimal_is_one_line_of_availability() {
+    let fixture = Fixture::new("7.1.57");
+    // Not configured yet: no database to be available.
+    let printed = fixture.exec("7.1", "status minimal").await;
+    assert!(
+        printed
+            .stdout
+            .contains("The database is unavailable; type `status' for more information."),
+        "{printed:?}"
+    );
+    let (fixture, _) = configured().await;
+    let printed = fixture.exec("7.1", "status minimal").await;
+    assert_eq!(
+        (printed.code, printed.stdout.as_str()),
+        (0, "The database is available.\n")
+    );
+    let printed = fixture.exec("7.1", "status details").await;
+    assert_eq!(printed.code, 1, "{printed:?}");
+}

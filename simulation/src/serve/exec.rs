@@ -19,6 +19,9 @@
 //! - `sh -c SCRIPT NAME ARG...`: a script of those commands joined by `&&`, with its
 //!   positional arguments (`$1`...) taken from ARG..., never expanded into the text.
 //!
+//! With a terminal (`tty=true`) the output comes on one stream and `fdbcli` without
+//! `--exec` is interactive (`serve/exec_tty.rs`).
+//!
 //! Anything else exits 127, as a shell would for a command it cannot find; a script or
 //! an fdbcli line with any unsupported part (`fdbcli --exec X ; rm -rf /`) is refused
 //! whole, before any of it runs. Standard input is read up to 1 MiB and output kept up
@@ -62,6 +65,8 @@ pub struct ExecRequest {
     pub command: Vec<String>,
     /// The client sends standard input (`stdin=true`): read until it closes, then run.
     pub stdin: bool,
+    /// The client asks for a terminal (`tty=true`): `serve/exec_tty.rs`.
+    pub tty: bool,
 }
 
 /// What a command printed and how it ended.
@@ -119,12 +124,14 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
     let mut command = Vec::new();
     let mut container = None;
     let mut stdin = false;
+    let mut tty = false;
     for pair in query.unwrap_or_default().split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "command" => command.push(decode(value)),
             "container" => container = Some(decode(value)).filter(|c| !c.is_empty()),
             "stdin" => stdin = matches!(value, "true" | "1"),
+            "tty" => tty = matches!(value, "true" | "1"),
             _ => {}
         }
     }
@@ -134,6 +141,7 @@ pub fn parse_request(path: &str, query: Option<&str>) -> Option<ExecRequest> {
         container,
         command,
         stdin,
+        tty,
     })
 }
 
@@ -229,7 +237,12 @@ impl SimulatedExec {
 
     /// Runs a checked request's command; `stdin` is what the client sent (fdbcli without
     /// `--exec` runs each of its lines, as it does reading commands from a pipe).
-    async fn execute(&self, pod: &Value, request: &ExecRequest, stdin: &str) -> ExecOutput {
+    pub(super) async fn execute(
+        &self,
+        pod: &Value,
+        request: &ExecRequest,
+        stdin: &str,
+    ) -> ExecOutput {
         let _turn = self.turn.lock().await;
         match fdbcli_text(&request.command) {
             Some(Ok(text)) => return self.fdbcli(pod, &text).await,
@@ -360,6 +373,14 @@ pub(super) fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
     output
 }
 
+/// One message of a channel (its first byte).
+pub(super) fn frame(channel: u8, data: &[u8]) -> Message {
+    let mut bytes = Vec::with_capacity(data.len() + 1);
+    bytes.push(channel);
+    bytes.extend_from_slice(data);
+    Message::binary(bytes)
+}
+
 /// The `Status` sent on channel 3 at the end.
 fn final_status(exit_code: i32) -> Value {
     if exit_code == 0 {
@@ -461,6 +482,18 @@ async fn stream_exec(
         Some(websocket_config()),
     )
     .await;
+    if request.tty {
+        let code = super::exec_tty::run(exec, pod, request, &mut socket).await;
+        let status = final_status(code).to_string();
+        let _ = socket.send(frame(3, status.as_bytes())).await;
+        let _ = socket
+            .close(Some(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            }))
+            .await;
+        return;
+    }
     let stdin = if request.stdin {
         read_stdin(&mut socket).await
     } else {
@@ -476,12 +509,6 @@ async fn stream_exec(
                  container reads); nothing ran\n"
             ),
         ),
-    };
-    let frame = |channel: u8, data: &[u8]| {
-        let mut bytes = Vec::with_capacity(data.len() + 1);
-        bytes.push(channel);
-        bytes.extend_from_slice(data);
-        Message::binary(bytes)
     };
     let mut messages = Vec::new();
     if !output.stdout.is_empty() {

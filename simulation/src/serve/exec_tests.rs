@@ -117,6 +117,7 @@ async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
         container: None,
         command: command.iter().map(|w| (*w).to_owned()).collect(),
         stdin: false,
+        tty: false,
     };
     // The value is an argument: quotes and separators in it stay in the file.
     let value = "a:b@1.2.3.4:4501 && rm -rf / ; '$2'";
@@ -199,6 +200,7 @@ async fn kill_of_an_unlisted_address_prints_foundationdbs_refusal() {
         container: None,
         command: command.iter().map(|w| (*w).to_owned()).collect(),
         stdin: false,
+        tty: false,
     };
     let pod = json!({"metadata": {"name": "p", "uid": "u"}});
     let refused = exec
@@ -303,6 +305,7 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
             .map(str::to_owned)
             .to_vec(),
         stdin: false,
+        tty: false,
     };
     let out = exec
         .execute(

@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod exec;
 pub mod exec_bounds;
 mod exec_fdbcli;
+mod exec_tty;
 pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
