@@ -41,7 +41,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::exec_bounds::{
-    DRAIN_LIMIT, MAX_EXEC_STDIN, fdbcli_words_are_options, has_shell_operator, is_supported,
+    DRAIN_LIMIT, MAX_EXEC_STDIN, fdbcli_words_are_options, frame, has_shell_operator, is_supported,
     split_shell, websocket_config,
 };
 use crate::fdb::SimulatedFdb;
@@ -373,14 +373,6 @@ pub(super) fn fail(mut output: ExecOutput, message: &str) -> ExecOutput {
     output
 }
 
-/// One message of a channel (its first byte).
-pub(super) fn frame(channel: u8, data: &[u8]) -> Message {
-    let mut bytes = Vec::with_capacity(data.len() + 1);
-    bytes.push(channel);
-    bytes.extend_from_slice(data);
-    Message::binary(bytes)
-}
-
 /// The `Status` sent on channel 3 at the end.
 fn final_status(exit_code: i32) -> Value {
     if exit_code == 0 {
@@ -483,7 +475,7 @@ async fn stream_exec(
     )
     .await;
     if request.tty {
-        let code = super::exec_tty::run(exec, pod, request, &mut socket).await;
+        let code = exec.run_with_terminal(pod, request, &mut socket).await;
         let status = final_status(code).to_string();
         let _ = socket.send(frame(3, status.as_bytes())).await;
         let _ = socket

@@ -22,6 +22,15 @@ pub fn websocket_config() -> WebSocketConfig {
         .max_frame_size(Some(MAX_EXEC_STDIN + 1024))
 }
 
+/// One message of an exec channel (`v4.channel.k8s.io`: its first byte is the channel,
+/// 1 stdout, 2 stderr, 3 the final `Status`), as the websocket carries it.
+pub fn frame(channel: u8, data: &[u8]) -> tokio_tungstenite::tungstenite::Message {
+    let mut bytes = Vec::with_capacity(data.len() + 1);
+    bytes.push(channel);
+    bytes.extend_from_slice(data);
+    tokio_tungstenite::tungstenite::Message::binary(bytes)
+}
+
 /// Splits a shell command line into words (single and double quotes, no expansion).
 pub fn split_shell(script: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();

@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::exec::{ExecOutput, ExecRequest, SimulatedExec, frame};
-use super::exec_bounds::MAX_EXEC_STDIN;
+use super::exec::{ExecOutput, ExecRequest, SimulatedExec};
+use super::exec_bounds::{MAX_EXEC_STDIN, frame};
 
 /// fdbcli's prompt.
 const PROMPT: &str = "fdb> ";
@@ -36,25 +36,27 @@ fn on_terminal(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\n', "\r\n")
 }
 
-/// Runs the request with a terminal on `socket`; returns the exit code.
-pub(super) async fn run<S>(
-    exec: &SimulatedExec,
-    pod: &Value,
-    request: &ExecRequest,
-    socket: &mut WebSocketStream<S>,
-) -> i32
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    if request.stdin && is_interactive_fdbcli(&request.command) {
-        return interactive_fdbcli(exec, pod, socket).await;
+impl SimulatedExec {
+    /// Runs the request with a terminal on `socket`; returns the exit code.
+    pub(super) async fn run_with_terminal<S>(
+        &self,
+        pod: &Value,
+        request: &ExecRequest,
+        socket: &mut WebSocketStream<S>,
+    ) -> i32
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        if request.stdin && is_interactive_fdbcli(&request.command) {
+            return interactive_fdbcli(self, pod, socket).await;
+        }
+        let output: ExecOutput = self.execute(pod, request, "").await;
+        let shown = on_terminal(&format!("{}{}", output.stdout, output.stderr));
+        if !shown.is_empty() {
+            let _ = socket.send(frame(1, shown.as_bytes())).await;
+        }
+        output.exit_code
     }
-    let output: ExecOutput = exec.execute(pod, request, "").await;
-    let shown = on_terminal(&format!("{}{}", output.stdout, output.stderr));
-    if !shown.is_empty() {
-        let _ = socket.send(frame(1, shown.as_bytes())).await;
-    }
-    output.exit_code
 }
 
 /// What one key press does to the line being typed.
