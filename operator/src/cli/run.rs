@@ -276,7 +276,7 @@ fn explain_run_error(error: &ProductionRunError) -> String {
             "cannot serve /metrics, /healthz and /readyz on {address} ({source}); choose \
              another address with --metrics-address ADDR"
         ),
-        other => other.to_string(),
+        other => fdb_shared::error_chain::chain_text(other),
     }
 }
 

@@ -206,7 +206,7 @@ pub enum DirectAccessError {
         source: serde_json::Error,
     },
     /// The object to write could not be serialised to JSON.
-    #[error("cannot serialise {what} to JSON: {source}")]
+    #[error("cannot serialise {what} to JSON")]
     Serialize {
         /// What was being serialised.
         what: String,
