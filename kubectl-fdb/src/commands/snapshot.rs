@@ -118,9 +118,10 @@ pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, Plug
 /// anything is captured or written.
 fn read_manifest(path: &Path) -> Result<Value, PluginError> {
     let usage = |error: String| PluginError::Usage(format!("--file {}: {error}", path.display()));
-    let text = fdb_shared::yaml_input::read_file(path).map_err(|error| usage(error.to_string()))?;
-    let manifest =
-        fdb_shared::yaml_input::single_document(&text).map_err(|error| usage(error.to_string()))?;
+    let text = fdb_shared::yaml_input::read_file(path)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
+    let manifest = fdb_shared::yaml_input::single_document(&text)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
     match manifest.get("kind").and_then(Value::as_str) {
         Some("FoundationDBCluster") => {}
         Some(kind) => {
@@ -135,7 +136,8 @@ fn read_manifest(path: &Path) -> Result<Value, PluginError> {
             ));
         }
     }
-    let explanation = explain_manifest(path, &text).map_err(|error| usage(error.to_string()))?;
+    let explanation = explain_manifest(path, &text)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
     if !explanation.valid {
         return Err(usage(format!(
             "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",

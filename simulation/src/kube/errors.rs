@@ -191,9 +191,7 @@ pub fn success_status(resource: &ResourceType, name: &str, uid: &str) -> Value {
 #[derive(Debug, thiserror::Error)]
 pub enum DirectAccessError {
     /// The stored object does not deserialize into the requested type.
-    #[error(
-        "stored {resource} {namespace}/{name} does not deserialize as the requested type: {source}"
-    )]
+    #[error("stored {resource} {namespace}/{name} does not deserialize as the requested type")]
     Deserialize {
         /// `plural.group` of the object.
         resource: String,

@@ -30,9 +30,9 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {
-        PodConfigResult::Unreachable(error.to_string())
+        PodConfigResult::Unreachable(fdb_shared::error_chain::chain_text(&error))
     } else {
-        PodConfigResult::Incorrect(error.to_string())
+        PodConfigResult::Incorrect(fdb_shared::error_chain::chain_text(&error))
     }
 }
 
