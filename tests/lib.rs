@@ -55,7 +55,8 @@ pub fn run_file(relative: &str, ip_block: impl Into<Option<u8>>) -> SimulationRe
 /// # Panics
 /// When the scenario is invalid or the simulator fails.
 pub fn run_with(yaml: &str, options: RunOptions) -> SimulationResult {
-    let scenario = Scenario::parse(yaml, "test scenario").unwrap_or_else(|error| panic!("{error}"));
+    let scenario = Scenario::parse(yaml, "test scenario")
+        .unwrap_or_else(|error| panic!("{}", fdb_shared::error_chain::ErrorChain(&error)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,7 +64,12 @@ pub fn run_with(yaml: &str, options: RunOptions) -> SimulationResult {
         .unwrap_or_else(|error| panic!("runtime: {error}"));
     runtime
         .block_on(run_scenario(&scenario, options))
-        .unwrap_or_else(|error| panic!("simulation failed: {error}"))
+        .unwrap_or_else(|error| {
+            panic!(
+                "simulation failed: {}",
+                fdb_shared::error_chain::ErrorChain(&error)
+            )
+        })
 }
 
 /// A scenario with a cluster of the given spec (YAML flow mapping) and steps.

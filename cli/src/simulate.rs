@@ -1,5 +1,6 @@
 //! `fdb-operator simulate SCENARIO.yaml`: runs a scenario in the simulated world.
 
+use fdb_shared::error_chain::{ErrorChain, chain_text};
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,7 +81,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     let scenario = match Scenario::from_file(&args.scenario) {
         Ok(scenario) => scenario,
         Err(error) => {
-            eprintln!("error: invalid scenario: {error}");
+            eprintln!("error: invalid scenario: {}", ErrorChain(&error));
             return ExitCode::from(2);
         }
     };
@@ -100,7 +101,10 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            eprintln!(
+                "error: cannot start the async runtime: {}",
+                ErrorChain(&error)
+            );
             return ExitCode::from(2);
         }
     };
@@ -133,9 +137,12 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         Err(error) => {
             let origin = args.scenario.display();
             if error.is_invalid_scenario() {
-                eprintln!("error: invalid scenario: {origin}: {error}");
+                eprintln!("error: invalid scenario: {origin}: {}", ErrorChain(&error));
             } else {
-                eprintln!("error: the simulation of {origin} failed: {error}");
+                eprintln!(
+                    "error: the simulation of {origin} failed: {}",
+                    ErrorChain(&error)
+                );
             }
             return ExitCode::from(2);
         }
@@ -188,7 +195,7 @@ fn serve_options(args: &SimulateArgs) -> Result<Option<ServeOptions>, String> {
             None => None,
         },
     };
-    serve.validate().map_err(|error| error.to_string())?;
+    serve.validate().map_err(|error| chain_text(&error))?;
     Ok(Some(serve))
 }
 
@@ -208,7 +215,7 @@ fn write_result(
     match &output {
         Some(path) => std::fs::write(path, format!("{json}\n"))
             .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
-        None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| error.to_string())?,
+        None => writeln!(std::io::stdout().lock(), "{json}").map_err(|error| chain_text(&error))?,
     }
     Ok(output)
 }

@@ -3,6 +3,7 @@
 //! that `fdb-operator simulate` runs; with `--rehearse`, the scenario then applies a
 //! changed manifest, so the simulation answers "what happens if I apply this".
 
+use fdb_shared::error_chain::{ErrorChain, chain_text};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -120,17 +121,17 @@ fn read_rehearsal(
     namespace: &str,
 ) -> Result<serde_json::Value, String> {
     let checked = fdb_shared::yaml_input::read_file(path)
-        .map_err(|e| e.to_string())
+        .map_err(|e| chain_text(&e))
         .and_then(|text| {
             let manifest =
-                fdb_shared::yaml_input::single_document(&text).map_err(|e| e.to_string())?;
+                fdb_shared::yaml_input::single_document(&text).map_err(|e| chain_text(&e))?;
             match manifest.get("kind").and_then(serde_json::Value::as_str) {
                 Some("FoundationDBCluster") => {}
                 Some(kind) => return Err(format!("holds a {kind:?}, not a FoundationDBCluster")),
                 None => return Err("holds no kind, not a FoundationDBCluster".to_owned()),
             }
             let explanation = fdb_operator::cli::explain::explain_manifest(path, &text)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| chain_text(&e))?;
             if !explanation.valid {
                 return Err(format!(
                     "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",
@@ -172,13 +173,16 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
         .unwrap_or_else(|| PathBuf::from(format!("{}-snapshot", args.cluster)));
     // Refused before the capture, which may take a while.
     if let Err(error) = check_output_dir(&output, args.force) {
-        eprintln!("error: {error}");
+        eprintln!("error: {}", ErrorChain(&error));
         return ExitCode::from(2);
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            eprintln!(
+                "error: cannot start the async runtime: {}",
+                ErrorChain(&error)
+            );
             return ExitCode::from(2);
         }
     };
@@ -197,7 +201,7 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
         let client = kube_client(args.kubeconfig.as_ref()).await?;
         capture(&client, &admin, &options, &|line| eprintln!("{line}"))
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| chain_text(&e))
     });
     let captured = match captured {
         Ok(captured) => captured,
@@ -228,7 +232,7 @@ pub fn run(args: &SnapshotArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", ErrorChain(&error));
             ExitCode::from(2)
         }
     }

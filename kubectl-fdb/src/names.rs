@@ -168,7 +168,8 @@ pub fn connection_string(value: &str) -> Result<String, String> {
     if value.trim().contains(['\n', '\r']) {
         return Err("not valid: a connection string is one line".to_owned());
     }
-    ConnectionString::parse(value.trim()).map_err(|error| format!("not valid: {error}"))?;
+    ConnectionString::parse(value.trim())
+        .map_err(|error| format!("not valid: {}", fdb_shared::error_chain::ErrorChain(&error)))?;
     Ok(value.to_owned())
 }
 

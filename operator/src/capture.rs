@@ -47,7 +47,7 @@ pub struct Capture {
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
     /// A Kubernetes request failed.
-    #[error("reading {what}: {source}")]
+    #[error("reading {what}")]
     Kube {
         /// What was being read.
         what: String,
@@ -65,7 +65,7 @@ pub enum CaptureError {
         message: String,
     },
     /// A captured object could not be turned into JSON.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Json {
         /// Which object.
         what: String,
@@ -202,12 +202,18 @@ pub async fn capture(
         Ok(client) => match client.status().await {
             Ok(status) => serde_json::to_value(&status).ok(),
             Err(error) => {
-                progress(&format!("status json: {error} (captured without it)"));
+                progress(&format!(
+                    "status json: {} (captured without it)",
+                    fdb_shared::error_chain::ErrorChain(&error)
+                ));
                 None
             }
         },
         Err(error) => {
-            progress(&format!("status json: {error} (captured without it)"));
+            progress(&format!(
+                "status json: {} (captured without it)",
+                fdb_shared::error_chain::ErrorChain(&error)
+            ));
             None
         }
     };

@@ -58,7 +58,7 @@ pub enum ConnectionStringError {
         input: String,
     },
     /// A coordinator address is invalid.
-    #[error("connection string {input:?}: coordinator {index}: {source}")]
+    #[error("connection string {input:?}: coordinator {index}")]
     InvalidCoordinator {
         /// The text that failed to parse.
         input: String,

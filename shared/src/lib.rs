@@ -7,6 +7,7 @@ pub mod api;
 pub mod blob_store_url;
 pub mod cluster_math;
 pub mod connection_string;
+pub mod error_chain;
 pub mod monitor_conf;
 pub mod printable;
 pub mod sidecar;

@@ -14,7 +14,10 @@ macro_rules! serde_as_text {
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(deserializer)?;
-                text.parse().map_err(serde::de::Error::custom)
+                text.parse()
+                    .map_err(|error: <$type as std::str::FromStr>::Err| {
+                        serde::de::Error::custom($crate::error_chain::ErrorChain(&error))
+                    })
             }
         }
     };

@@ -77,7 +77,7 @@ impl AppState {
         };
         self.metrics.action(name, result.is_ok());
         if let Err(e) = &result {
-            tracing::warn!(action = name, error = %e, "copy action failed");
+            tracing::warn!(action = name, error = %fdb_shared::error_chain::ErrorChain(e), "copy action failed");
         }
         result
     }
@@ -120,9 +120,9 @@ impl IntoResponse for AppError {
             | AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(error = %self, "request failed");
+            tracing::error!(error = %fdb_shared::error_chain::ErrorChain(&self), "request failed");
         }
-        text(status, self.to_string())
+        text(status, fdb_shared::error_chain::chain_text(&self))
     }
 }
 
@@ -264,7 +264,9 @@ async fn is_present(State(state): State<AppState>, uri: Uri) -> Result<Response,
 fn hash_error(error: HashError) -> AppError {
     match error {
         HashError::Path(e) => AppError::Path(e),
-        e @ (HashError::Read { .. } | HashError::Task(_)) => AppError::Internal(e.to_string()),
+        e @ (HashError::Read { .. } | HashError::Task(_)) => {
+            AppError::Internal(fdb_shared::error_chain::chain_text(&e))
+        }
     }
 }
 

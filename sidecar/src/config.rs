@@ -170,7 +170,7 @@ pub enum ConfigError {
         env: &'static str,
     },
     /// The peer verification rules do not parse.
-    #[error("invalid --tls-verify-peers: {0}")]
+    #[error("invalid --tls-verify-peers")]
     PeerRules(#[from] RuleParseError),
     /// A flag value that must name a file inside a directory escapes it.
     #[error("{flag} {value:?} must be a relative path without '..' inside its directory")]

@@ -58,7 +58,7 @@ pub enum LookupError {
 
 /// A failed step of an atomic write.
 #[derive(Debug, thiserror::Error)]
-#[error("{operation}: {source}")]
+#[error("{operation}")]
 pub struct WriteError {
     /// What was being done.
     pub operation: &'static str,

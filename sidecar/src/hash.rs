@@ -56,7 +56,7 @@ pub enum HashError {
     #[error(transparent)]
     Path(#[from] PathError),
     /// A read error on an existing file.
-    #[error("Cannot read {rel}: {source}")]
+    #[error("Cannot read {rel}")]
     Read {
         /// The relative path.
         rel: String,

@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(ConfigError::Cli(e)) => e.exit(),
         Err(e) => {
-            eprintln!("fdb-sidecar: {e}");
+            eprintln!("fdb-sidecar: {}", fdb_shared::error_chain::ErrorChain(&e));
             return ExitCode::from(EXIT_FATAL);
         }
     };
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                tracing::error!(error = %e, "init mode: copy failed");
+                tracing::error!(error = %fdb_shared::error_chain::ErrorChain(&e), "init mode: copy failed");
                 ExitCode::from(EXIT_FATAL)
             }
         };
@@ -97,7 +97,7 @@ async fn serve(config: SidecarConfig, bind: std::net::SocketAddr) -> ExitCode {
     let mut running = match Sidecar::start(config, bind).await {
         Ok(running) => running,
         Err(e) => {
-            tracing::error!(error = %e, "cannot start");
+            tracing::error!(error = %fdb_shared::error_chain::ErrorChain(&e), "cannot start");
             return ExitCode::from(EXIT_FATAL);
         }
     };

@@ -45,7 +45,7 @@ pub enum PathError {
         reason: &'static str,
     },
     /// An unexpected file system error.
-    #[error("cannot resolve {rel}: {source}")]
+    #[error("cannot resolve {rel}")]
     Io {
         /// The decoded relative path.
         rel: String,

@@ -34,10 +34,10 @@ pub enum StartError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// A start-up copy action failed.
-    #[error("start-up copy failed: {0}")]
+    #[error("start-up copy failed")]
     Copy(#[from] CopyError),
     /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,

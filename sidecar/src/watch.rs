@@ -35,7 +35,7 @@ impl Drop for Watchers {
 
 /// Why a watch could not be set up.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot watch {}: {source}", path.display())]
+#[error("cannot watch {}", path.display())]
 pub struct WatchError {
     /// The directory.
     pub path: PathBuf,

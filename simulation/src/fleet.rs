@@ -55,7 +55,7 @@ pub enum FleetError {
         message: String,
     },
     /// The in-memory API refused an object.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Api {
         /// Which object.
         what: String,

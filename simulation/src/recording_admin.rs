@@ -97,7 +97,11 @@ impl RecordingAdmin {
         self.log.count_admin_command();
         let detail = match result {
             Ok(_) => detail,
-            Err(error) => format!("{detail} -> {}: {error}", error.category()),
+            Err(error) => format!(
+                "{detail} -> {}: {}",
+                error.category(),
+                fdb_shared::error_chain::ErrorChain(error)
+            ),
         };
         self.log.record_by(
             self.by_user.then_some(Actor::User),

@@ -62,8 +62,9 @@ impl RecordingSidecar {
             // times out means the machine stalled (a real-time limit was reached), not
             // that the simulated pod failed.
             self.log.record_stall(&format!(
-                "{request} to {} got no answer: {error}",
-                self.target
+                "{request} to {} got no answer: {}",
+                self.target,
+                fdb_shared::error_chain::ErrorChain(error)
             ));
         }
         let detail = match result {

@@ -30,10 +30,10 @@ pub const OPERATOR_COMMON_NAME: &str = "fdb-kubernetes-operator.foundationdb.exa
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {
     /// Key generation or signing failed.
-    #[error("cannot generate the test certificates: {0}")]
+    #[error("cannot generate the test certificates")]
     Generate(#[from] rcgen::Error),
     /// The operator's files could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write {
         /// The file.
         path: String,

@@ -167,15 +167,36 @@ fn explain_unreadable_inputs_exit_two() {
     let missing = dir.path().join("missing.yaml");
     let output = fdb_operator(&["explain", "-f", missing.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read"));
+    // The message and its cause, each once (the printer walks the error's chain).
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("error: cannot read {}: ", missing.display()))
+            && stderr.matches("No such file").count() == 1,
+        "{stderr}"
+    );
+    let output = fdb_operator(&["simulate", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "error: invalid scenario: cannot read scenario {}: ",
+            missing.display()
+        )) && stderr.matches("No such file").count() == 1,
+        "{stderr}"
+    );
 
     let not_yaml = dir.path().join("bad.yaml");
     std::fs::write(&not_yaml, "key: [unclosed\n").unwrap();
-    assert_eq!(
-        fdb_operator(&["explain", "-f", not_yaml.to_str().unwrap()])
-            .status
-            .code(),
-        Some(2)
+    let output = fdb_operator(&["explain", "-f", not_yaml.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let cause = stderr
+        .split_once("bad.yaml is not readable YAML: ")
+        .map(|(_, cause)| cause.trim())
+        .unwrap_or_default();
+    assert!(
+        !cause.is_empty() && stderr.matches(cause).count() == 1,
+        "{stderr}"
     );
 
     let backup = repo_file("docs/examples/backup.yaml");

@@ -230,5 +230,10 @@ async fn start_fails_clearly_when_a_startup_copy_fails() {
     )
     .await
     .unwrap_err();
-    assert!(err.to_string().contains("fdb.cluster not found"), "{err}");
+    let text = fdb_shared::error_chain::chain_text(&err);
+    assert!(
+        text.starts_with("start-up copy failed: Input file ")
+            && text.ends_with("fdb.cluster not found"),
+        "{text}"
+    );
 }

@@ -68,8 +68,12 @@ pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<CoordinatorPl
             "FoundationDBCluster {name} has no connection string in its status"
         ))
     })?;
-    let parsed = ConnectionString::parse(&current)
-        .map_err(|e| PluginError::Unsupported(format!("FoundationDBCluster {name}: {e}")))?;
+    let parsed = ConnectionString::parse(&current).map_err(|e| {
+        PluginError::Unsupported(format!(
+            "FoundationDBCluster {name}: {}",
+            fdb_shared::error_chain::ErrorChain(&e)
+        ))
+    })?;
     let mut notes = Vec::new();
     let mut coordinators = Vec::new();
     for coordinator in &parsed.coordinators {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use fdb_operator::capture::{CaptureOptions, capture_objects, status_line};
 use fdb_operator::cli::explain::explain_manifest;
+use fdb_shared::error_chain::chain_text;
 use fdb_simulation::result::{EventSource, SimulationResult};
 use fdb_simulation::runner::{RunOptions, run_scenario};
 use fdb_simulation::scenario::Scenario;
@@ -47,7 +48,7 @@ async fn capture(
         .await
         .map_err(|error| PluginError::Unreachable {
             server: session.server.clone(),
-            detail: crate::error::one_line(&error.to_string()),
+            detail: crate::error::one_line(&chain_text(&error)),
         })?;
     let pods = session.pods_of(&cluster).await?;
     let status = match fdbcli_pod(&cluster, &pods) {
@@ -88,7 +89,7 @@ fn output_dir(output: Option<&PathBuf>, cluster: &str, what: &str) -> PathBuf {
 pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, PluginError> {
     let dir = output_dir(args.output.as_ref(), &args.cluster, "snapshot");
     // Refused before the capture, which may take a while.
-    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(chain_text(&error)))?;
     let captured = capture(session, &args.cluster, args.include_secret_values).await?;
     write_dir(
         &dir,
@@ -97,7 +98,7 @@ pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, Plug
         None,
         args.force,
     )
-    .map_err(|error| PluginError::Usage(error.to_string()))?;
+    .map_err(|error| PluginError::Usage(chain_text(&error)))?;
     println!(
         "Wrote {} ({} objects, {}); run it with: fdb-operator simulate {}",
         dir.display(),
@@ -118,9 +119,10 @@ pub async fn snapshot(session: &Session, args: &SnapshotArgs) -> Result<u8, Plug
 /// anything is captured or written.
 fn read_manifest(path: &Path) -> Result<Value, PluginError> {
     let usage = |error: String| PluginError::Usage(format!("--file {}: {error}", path.display()));
-    let text = fdb_shared::yaml_input::read_file(path).map_err(|error| usage(error.to_string()))?;
-    let manifest =
-        fdb_shared::yaml_input::single_document(&text).map_err(|error| usage(error.to_string()))?;
+    let text = fdb_shared::yaml_input::read_file(path)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
+    let manifest = fdb_shared::yaml_input::single_document(&text)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
     match manifest.get("kind").and_then(Value::as_str) {
         Some("FoundationDBCluster") => {}
         Some(kind) => {
@@ -135,7 +137,8 @@ fn read_manifest(path: &Path) -> Result<Value, PluginError> {
             ));
         }
     }
-    let explanation = explain_manifest(path, &text).map_err(|error| usage(error.to_string()))?;
+    let explanation = explain_manifest(path, &text)
+        .map_err(|error| usage(fdb_shared::error_chain::chain_text(&error)))?;
     if !explanation.valid {
         return Err(usage(format!(
             "not a valid FoundationDBCluster (as `fdb-operator explain` says): {}",
@@ -157,7 +160,7 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
         )));
     }
     let dir = output_dir(args.output.as_ref(), &args.cluster, "rehearsal");
-    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(error.to_string()))?;
+    check_output_dir(&dir, args.force).map_err(|error| PluginError::Usage(chain_text(&error)))?;
     let captured = capture(session, &args.cluster, false).await?;
     write_dir(
         &dir,
@@ -170,13 +173,13 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
         WriteError::Rehearse(message) => {
             PluginError::Usage(format!("--file {}: {message}", args.file.display()))
         }
-        other => PluginError::Usage(other.to_string()),
+        other => PluginError::Usage(chain_text(&other)),
     })?;
     let path = dir.join("scenario.yaml");
     let scenario = Scenario::from_file(&path).map_err(|error| {
         PluginError::Usage(format!(
             "the captured cluster cannot be simulated: {}",
-            crate::error::one_line(&error.to_string())
+            crate::error::one_line(&chain_text(&error))
         ))
     })?;
     if let Some(warning) = placeholder_warning(&captured.objects) {
@@ -187,7 +190,7 @@ pub async fn rehearse(session: &Session, args: &RehearseArgs) -> Result<u8, Plug
     let result_path = dir.join("result.json");
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
     replace_file(&dir, "result.json", &format!("{json}\n"))
-        .map_err(|error| PluginError::Usage(error.to_string()))?;
+        .map_err(|error| PluginError::Usage(chain_text(&error)))?;
     let summary = summarize(&result);
     for line in &summary.lines {
         println!("{line}");
@@ -209,7 +212,7 @@ async fn simulate(scenario: Scenario) -> Result<SimulationResult, PluginError> {
             .and_then(|runtime| {
                 runtime
                     .block_on(run_scenario(&scenario, RunOptions::default()))
-                    .map_err(|error| error.to_string())
+                    .map_err(|error| chain_text(&error))
             });
         let _ = send.send(outcome);
     });

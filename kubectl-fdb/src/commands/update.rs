@@ -40,7 +40,10 @@ pub fn plan(
         )));
     }
     let parsed = ConnectionString::parse(text.trim()).map_err(|error| {
-        PluginError::Usage(format!("connection string {text:?} is not valid: {error}"))
+        PluginError::Usage(format!(
+            "connection string {text:?} is not valid: {}",
+            fdb_shared::error_chain::ErrorChain(&error)
+        ))
     })?;
     let new = parsed.to_string();
     let current = cluster

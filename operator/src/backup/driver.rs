@@ -138,7 +138,10 @@ pub(crate) fn waiting_for_database(
         }) => Ok(requeue(
             CLUSTER_WAIT,
             "UpdateBackupStatus",
-            format!("waiting for the database to be available ({source})"),
+            format!(
+                "waiting for the database to be available ({})",
+                fdb_shared::error_chain::ErrorChain(&source)
+            ),
         )),
         other => other,
     }

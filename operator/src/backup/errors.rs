@@ -6,7 +6,7 @@ use crate::fdb::AdminError;
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
     /// A Kubernetes request failed.
-    #[error("{action}: {source}")]
+    #[error("{action}")]
     Kube {
         /// What was attempted ("create deployment default/sample-backup-agents").
         action: String,
@@ -14,7 +14,7 @@ pub enum BackupError {
         source: kube::Error,
     },
     /// A backup or restore command failed.
-    #[error("{action}: {source}")]
+    #[error("{action}")]
     Admin {
         /// What was attempted ("start the backup").
         action: String,
@@ -22,7 +22,7 @@ pub enum BackupError {
         source: AdminError,
     },
     /// An object could not be converted to or from JSON.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Json {
         /// What was converted.
         what: String,

@@ -44,7 +44,7 @@ async fn reconcile_restore(
 }
 
 fn error_policy<K: ResourceExt>(object: Arc<K>, error: &BackupError, state: Arc<State>) -> Action {
-    tracing::warn!(object = %object.name_any(), %error, "backup/restore reconcile failed");
+    tracing::warn!(object = %object.name_any(), error = %fdb_shared::error_chain::ErrorChain(error), "backup/restore reconcile failed");
     Action::requeue(state.requeue.transient_backoff)
 }
 
@@ -78,9 +78,11 @@ pub async fn run_controllers(
                 Err(
                     error @ (ControllerError::ReconcilerFailed(..)
                     | ControllerError::ObjectNotFound(_)),
-                ) => tracing::debug!(%error, "backup controller event"),
+                ) => tracing::debug!(error = %fdb_shared::error_chain::ErrorChain(&error), "backup controller event"),
                 // Watch failures (RBAC, a missing CRD) show only here.
-                Err(error) => tracing::warn!(%error, "backup watch failed; retrying with back-off"),
+                Err(error) => {
+                    tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "backup watch failed; retrying with back-off")
+                },
                 Ok(_) => {}
             }
         });
@@ -91,10 +93,10 @@ pub async fn run_controllers(
                 Err(
                     error @ (ControllerError::ReconcilerFailed(..)
                     | ControllerError::ObjectNotFound(_)),
-                ) => tracing::debug!(%error, "restore controller event"),
+                ) => tracing::debug!(error = %fdb_shared::error_chain::ErrorChain(&error), "restore controller event"),
                 // Watch failures (RBAC, a missing CRD) show only here.
                 Err(error) => {
-                    tracing::warn!(%error, "restore watch failed; retrying with back-off")
+                    tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "restore watch failed; retrying with back-off")
                 }
                 Ok(_) => {}
             }

@@ -15,7 +15,7 @@ pub fn run() -> ExitCode {
     let yaml = match render() {
         Ok(yaml) => yaml,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", fdb_shared::error_chain::ErrorChain(&error));
             return ExitCode::FAILURE;
         }
     };

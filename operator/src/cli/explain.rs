@@ -389,7 +389,7 @@ pub fn run(args: &ExplainArgs) -> ExitCode {
     let (json, exit_code) = match explained {
         Ok(explained) => explained,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", fdb_shared::error_chain::ErrorChain(&error));
             return ExitCode::from(2);
         }
     };

@@ -15,7 +15,7 @@ pub enum UnreadableManifest {
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The file is not YAML, or nests deeper than the reader accepts.
-    #[error("{path} is not readable YAML: {source}")]
+    #[error("{path} is not readable YAML")]
     NotYaml {
         /// The file.
         path: PathBuf,

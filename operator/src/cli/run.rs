@@ -226,8 +226,12 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot connect to Kubernetes: {e}"))?;
     let tls = sidecar_tls(&args);
-    let factory = SidecarClientFactory::new(tls.as_ref())
-        .map_err(|e| format!("cannot build the sidecar client: {e}"))?;
+    let factory = SidecarClientFactory::new(tls.as_ref()).map_err(|e| {
+        format!(
+            "cannot build the sidecar client: {}",
+            fdb_shared::error_chain::ErrorChain(&e)
+        )
+    })?;
     let admin = FdbcliAdminProvider {
         tools: fdb_tools(&args),
         work_dir: args.work_dir,
@@ -276,7 +280,7 @@ fn explain_run_error(error: &ProductionRunError) -> String {
             "cannot serve /metrics, /healthz and /readyz on {address} ({source}); choose \
              another address with --metrics-address ADDR"
         ),
-        other => other.to_string(),
+        other => fdb_shared::error_chain::chain_text(other),
     }
 }
 

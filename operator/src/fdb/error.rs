@@ -32,7 +32,7 @@ pub enum AdminError {
         stderr: String,
     },
     /// The status document could not be parsed.
-    #[error("`{command}`: cannot parse the output: {source}")]
+    #[error("`{command}`: cannot parse the output")]
     Parse {
         /// The command.
         command: String,
@@ -49,7 +49,7 @@ pub enum AdminError {
         detail: String,
     },
     /// The tool could not be started.
-    #[error("`{command}`: cannot run {program}: {source}")]
+    #[error("`{command}`: cannot run {program}")]
     Spawn {
         /// The command.
         command: String,

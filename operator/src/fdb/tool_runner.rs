@@ -63,7 +63,7 @@ pub enum ToolRunError {
     #[error("the program ran past its deadline and was stopped")]
     DeadlinePassed,
     /// The program could not be started.
-    #[error("the program could not be started: {0}")]
+    #[error("the program could not be started")]
     Spawn(#[source] std::io::Error),
 }
 

@@ -10,7 +10,7 @@ use crate::api::restore::FoundationDBRestore;
 
 /// The CRD YAML could not be rendered.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot render the CustomResourceDefinition of {kind} as YAML: {source}")]
+#[error("cannot render the CustomResourceDefinition of {kind} as YAML")]
 pub struct CrdRenderError {
     /// The kind whose CRD failed.
     pub kind: String,

@@ -25,7 +25,7 @@ use super::protocol;
 pub enum SidecarClientError {
     /// The sidecar could not be reached: connection refused, timeout, reset. The operator
     /// reports this as the `SidecarUnreachable` condition.
-    #[error("sidecar at {url} is unreachable: {source}")]
+    #[error("sidecar at {url} is unreachable")]
     Unreachable {
         /// The requested URL.
         url: String,

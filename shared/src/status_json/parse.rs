@@ -12,7 +12,7 @@ pub enum StatusParseError {
         prefix: String,
     },
     /// The document is not valid JSON or has the wrong top-level shape.
-    #[error("invalid status JSON at line {line}, column {column}: {source}")]
+    #[error("invalid status JSON at line {line}, column {column}")]
     Json {
         /// Line of the error, counted from the first `{`.
         line: usize,

@@ -93,7 +93,7 @@ impl InputError {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The file could not be opened or read (or is not UTF-8).
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -102,7 +102,7 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file is too large.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Input {
         /// The file.
         path: PathBuf,

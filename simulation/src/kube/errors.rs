@@ -191,9 +191,7 @@ pub fn success_status(resource: &ResourceType, name: &str, uid: &str) -> Value {
 #[derive(Debug, thiserror::Error)]
 pub enum DirectAccessError {
     /// The stored object does not deserialize into the requested type.
-    #[error(
-        "stored {resource} {namespace}/{name} does not deserialize as the requested type: {source}"
-    )]
+    #[error("stored {resource} {namespace}/{name} does not deserialize as the requested type")]
     Deserialize {
         /// `plural.group` of the object.
         resource: String,
@@ -206,7 +204,7 @@ pub enum DirectAccessError {
         source: serde_json::Error,
     },
     /// The object to write could not be serialised to JSON.
-    #[error("cannot serialise {what} to JSON: {source}")]
+    #[error("cannot serialise {what} to JSON")]
     Serialize {
         /// What was being serialised.
         what: String,

@@ -148,12 +148,12 @@ impl Runner {
             }
             Action::Drain(node) => self
                 .drain(actor_name, node)
-                .map_err(|e| act_failed(action, e))?,
+                .map_err(|e| act_failed(action, fdb_shared::error_chain::ErrorChain(&e)))?,
             Action::AddNodes(count) => {
                 let added = self
                     .world
                     .add_nodes(*count)
-                    .map_err(|e| act_failed(action, e))?;
+                    .map_err(|e| act_failed(action, fdb_shared::error_chain::ErrorChain(&e)))?;
                 for node in added {
                     self.log
                         .record(EventSource::K8s, "create", &format!("node/{node}"), "");

@@ -223,6 +223,7 @@ impl Runner {
                 "the operator crashed right after its action and restarted",
             );
         }
+        let result = result.map_err(|error| fdb_shared::error_chain::chain_text(&error));
         let verdict = judge_pass(result, &format!("pass {pass} ({name})"));
         self.say(&verdict.message);
         if let Some(detail) = &verdict.failure {

@@ -93,16 +93,16 @@ pub enum RunError {
     #[error("cluster: {0}")]
     InvalidCluster(String),
     /// The simulated Kubernetes API refused a request of the runner.
-    #[error("simulated Kubernetes API: {0}")]
+    #[error("simulated Kubernetes API")]
     Api(#[from] ApiError),
     /// The world runtime failed.
-    #[error("simulated world: {0}")]
+    #[error("simulated world")]
     World(#[from] WorldError),
     /// The operator's sidecar clients could not be built.
-    #[error("sidecar clients: {0}")]
+    #[error("sidecar clients")]
     Sidecar(#[from] fdb_shared::sidecar::SidecarClientError),
     /// The run's TLS material (`world.tls`) could not be made.
-    #[error("world.tls: {0}")]
+    #[error("world.tls")]
     Tls(#[from] crate::tls::TlsSetupError),
     /// A request to an in-process sidecar got no answer within its real-time watchdog
     /// ([`harness::SIDECAR_REQUEST_WATCHDOG`]): the machine stalled. Recording it as a
@@ -120,7 +120,7 @@ pub enum RunError {
     #[error("--external-operator: {0}")]
     ExternalOperator(String),
     /// The world's API could not be served (`simulate --serve`).
-    #[error("serve: {0}")]
+    #[error("serve")]
     Serve(#[from] crate::serve::ServeError),
 }
 

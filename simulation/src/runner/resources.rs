@@ -250,7 +250,7 @@ impl Runner {
                 }
             },
             Err(error) => {
-                let detail = error.to_string();
+                let detail = fdb_shared::error_chain::chain_text(&error);
                 self.say(&format!("{target}: failed: {detail}"));
                 self.log.record(
                     EventSource::Operator,

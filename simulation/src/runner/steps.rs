@@ -328,6 +328,7 @@ impl Runner {
             );
             self.restart_operator();
         }
+        let result = result.map_err(|error| fdb_shared::error_chain::chain_text(&error));
         let verdict = judge_pass(result, &format!("pass {pass}"));
         self.say(&verdict.message);
         if let Some(detail) = &verdict.failure {

@@ -197,7 +197,7 @@ pub struct ClientSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file could not be read.
-    #[error("cannot read scenario {path}: {source}")]
+    #[error("cannot read scenario {path}")]
     Read {
         /// The file.
         path: String,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Io {
         /// The file.
         path: PathBuf,

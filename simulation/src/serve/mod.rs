@@ -112,7 +112,7 @@ pub enum ServeError {
     #[error("--speed {0} is not from 0.001 to 1000 simulated seconds per wall-clock second")]
     InvalidSpeed(f64),
     /// The listener could not be bound.
-    #[error("cannot listen on {address}: {source}")]
+    #[error("cannot listen on {address}")]
     Bind {
         /// The address.
         address: SocketAddr,
@@ -128,7 +128,7 @@ pub enum ServeError {
         detail: String,
     },
     /// The kubeconfig could not be written.
-    #[error("cannot write the kubeconfig {}: {source}", path.display())]
+    #[error("cannot write the kubeconfig {}", path.display())]
     Kubeconfig {
         /// The file.
         path: PathBuf,

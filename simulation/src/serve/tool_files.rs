@@ -29,7 +29,7 @@ pub struct WorldFile {
 #[derive(Debug, thiserror::Error)]
 pub enum ToolFilesError {
     /// A file or directory could not be written.
-    #[error("--fdb-tools-dir: cannot write {}: {source}", path.display())]
+    #[error("--fdb-tools-dir: cannot write {}", path.display())]
     Write {
         /// The path.
         path: PathBuf,

@@ -63,7 +63,7 @@ impl ContainerFiles {
         // Every read stays inside the world's root, as every write does.
         confine::check_inside(fs.root(), &host).map_err(|e| ContainerFileError::Io {
             path: path.to_owned(),
-            message: e.to_string(),
+            message: fdb_shared::error_chain::chain_text(&e),
         })?;
         match std::fs::read_to_string(&host) {
             Ok(text) => Ok(Some(text)),
@@ -80,7 +80,7 @@ impl ContainerFiles {
         let (fs, host) = self.host_path(uid, path)?;
         confine::write(fs.root(), &host, content).map_err(|e| ContainerFileError::Io {
             path: path.to_owned(),
-            message: e.to_string(),
+            message: fdb_shared::error_chain::chain_text(&e),
         })
     }
 }

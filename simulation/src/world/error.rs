@@ -10,7 +10,7 @@ use crate::kube::{ApiError, DirectAccessError};
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
     /// A write to the simulated API server failed.
-    #[error("{actor} could not {action} {target}: {source}")]
+    #[error("{actor} could not {action} {target}")]
     Api {
         /// The actor writing (`kubelet`, `scheduler`, ...).
         actor: &'static str,
@@ -23,10 +23,10 @@ pub enum WorldError {
         source: ApiError,
     },
     /// Stored objects could not be read as their typed form.
-    #[error("cannot read stored objects: {0}")]
+    #[error("cannot read stored objects")]
     Read(#[from] DirectAccessError),
     /// A file or directory of the world could not be written or read.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}", path.display())]
     Io {
         /// What was done (`create directory`, `write`, ...).
         action: &'static str,
@@ -78,7 +78,7 @@ pub enum WorldError {
     },
     /// A pod's sidecar address cannot be bound: the run cannot be isolated.
     #[error(
-        "cannot listen on {address} for the sidecar of pod {pod}: {source}; something else \
+        "cannot listen on {address} for the sidecar of pod {pod}: {error}; something else \
          on this machine uses the address (stop it, or run in another block with --ip-block)"
     )]
     Listen {
@@ -86,9 +86,8 @@ pub enum WorldError {
         pod: String,
         /// The host address.
         address: std::net::SocketAddr,
-        /// Why binding failed.
-        #[source]
-        source: std::io::Error,
+        /// Why binding failed (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
     /// Something that is not this world's sidecar answers on a pod's sidecar address.
     #[error(

@@ -376,8 +376,12 @@ impl Monitor {
                     .ok_or_else(|| {
                         format!("no cluster file at {cluster_file_arg} or {seed_arg}")
                     })?;
-                write_file(fs, &cluster_file, &text)
-                    .map_err(|e| format!("cannot write {cluster_file_arg}: {e}"))?;
+                write_file(fs, &cluster_file, &text).map_err(|e| {
+                    format!(
+                        "cannot write {cluster_file_arg}: {}",
+                        fdb_shared::error_chain::ErrorChain(&e)
+                    )
+                })?;
                 text
             }
         };

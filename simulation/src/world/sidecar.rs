@@ -202,8 +202,8 @@ impl World {
         }
         let fs = runtime.container_fs(container);
         let (args, env) = sidecar_invocation(pod, runtime, container, &fs, ip, bind);
-        let mut config =
-            SidecarConfig::from_args(args, &env).map_err(|e| crashed(e.to_string()))?;
+        let mut config = SidecarConfig::from_args(args, &env)
+            .map_err(|e| crashed(fdb_shared::error_chain::chain_text(&e)))?;
         config.args.copy_timeout_seconds = SIMULATED_COPY_TIMEOUT_SECONDS;
         let watch_input = std::mem::take(&mut config.args.watch_input).then(|| config.clone());
         let running = Sidecar::start(config, bind)
@@ -212,9 +212,9 @@ impl World {
                 StartError::Bind { addr, source } => StartFailure::Fatal(WorldError::Listen {
                     pod: runtime.qualified_name(),
                     address: addr,
-                    source,
+                    error: source,
                 }),
-                other => crashed(other.to_string()),
+                other => crashed(fdb_shared::error_chain::chain_text(&other)),
             })?;
         Ok((running, watch_input))
     }

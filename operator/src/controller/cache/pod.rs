@@ -43,7 +43,7 @@ pub struct CompactPod {
 
 /// A compact pod whose spec does not decode.
 #[derive(Debug, thiserror::Error)]
-#[error("the cached pod {namespace}/{name} does not decode: {source}")]
+#[error("the cached pod {namespace}/{name} does not decode")]
 pub struct DecodeError {
     /// The pod's namespace.
     pub namespace: String,

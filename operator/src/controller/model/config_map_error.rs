@@ -16,7 +16,7 @@ pub enum ConfigMapError {
     #[error(transparent)]
     Cluster(#[from] PodModelError),
     /// The sidecar's substitutions do not cover the template's variables.
-    #[error("expected monitor conf of class {class}: {source}")]
+    #[error("expected monitor conf of class {class}")]
     Substitution {
         /// The process class whose conf was rendered.
         class: ProcessClass,
@@ -26,7 +26,7 @@ pub enum ConfigMapError {
     },
     /// The spec holds a value that cannot be written into the monitor conf (validation
     /// refuses such specs; this guards the rendering itself).
-    #[error("monitor conf of class {class}: {source}")]
+    #[error("monitor conf of class {class}")]
     Render {
         /// The process class whose conf was rendered.
         class: ProcessClass,

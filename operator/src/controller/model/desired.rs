@@ -60,7 +60,7 @@ pub(crate) fn desired_config_hash(
             serde_json::to_string(&config).map_err(|e| build_error(e.to_string()))?
         }
         _ => monitor_conf_template(cluster, group.process_class, servers)
-            .map_err(|e| build_error(e.to_string()))?,
+            .map_err(|e| build_error(fdb_shared::error_chain::chain_text(&e)))?,
     };
     let hash = dynamic_conf_hash(connection_string, &template);
     Ok(Some(upgrade_staging_hash(cluster, hash)))
@@ -146,6 +146,6 @@ pub fn desired_config_map(cluster: &FoundationDBCluster) -> Result<ConfigMap, St
         .and_then(|s| s.connection_string.as_deref());
     build_config_map(cluster, connection_string, None).map_err(|e| StepError::Build {
         what: "ConfigMap".to_owned(),
-        message: e.to_string(),
+        message: fdb_shared::error_chain::chain_text(&e),
     })
 }

@@ -228,9 +228,9 @@ async fn step_failed(
     step_name: &'static str,
     source: StepError,
 ) -> ReconcileError {
-    tracing::warn!(step = step_name, error = %source, "step failed");
+    tracing::warn!(step = step_name, error = %fdb_shared::error_chain::ErrorChain(&source), "step failed");
     if let Err(error) = pass.flush(ctx).await {
-        tracing::warn!(%error, "cannot write the status after a failed step");
+        tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "cannot write the status after a failed step");
     }
     ctx.metrics
         .failures
@@ -244,7 +244,7 @@ async fn step_failed(
         pass.cluster(),
         EventReason::StepFailed,
         step_name,
-        source.to_string(),
+        fdb_shared::error_chain::chain_text(&source),
     )
     .await;
     ReconcileError::Step {
@@ -304,7 +304,7 @@ async fn finish(
         }
         .await;
         if let Err(error) = released {
-            tracing::warn!(%error, "could not give the operator lock up");
+            tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "could not give the operator lock up");
         }
     }
     Ok(PassReport {

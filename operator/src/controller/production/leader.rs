@@ -64,7 +64,7 @@ pub enum LeaderError {
     #[error("leader election needs a non-empty identity (POD_NAME or the host name)")]
     NoIdentity,
     /// A Lease request failed (other than a lost race).
-    #[error("lease {namespace}/{name}: {source}")]
+    #[error("lease {namespace}/{name}")]
     Api {
         /// Namespace of the Lease.
         namespace: String,
@@ -280,7 +280,9 @@ impl LeaseLock {
                     return;
                 }
                 Ok(false) => {}
-                Err(error) => tracing::warn!(%error, "cannot take the leader lease"),
+                Err(error) => {
+                    tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "cannot take the leader lease")
+                }
             }
             tokio::time::sleep(self.config.retry_period).await;
         }
@@ -311,7 +313,9 @@ impl LeaseLock {
                     tracing::error!(identity = %self.config.identity, "another replica holds the leader lease");
                     return;
                 }
-                Ok(Err(error)) => tracing::warn!(%error, "cannot renew the leader lease"),
+                Ok(Err(error)) => {
+                    tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "cannot renew the leader lease")
+                }
                 Err(_) => {}
             }
         }

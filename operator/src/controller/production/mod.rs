@@ -83,7 +83,7 @@ impl Default for RunOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The metrics endpoint could not be bound.
-    #[error("cannot serve metrics on {address}: {source}")]
+    #[error("cannot serve metrics on {address}")]
     Metrics {
         /// The address.
         address: SocketAddr,
@@ -91,7 +91,7 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// Leader election cannot start.
-    #[error("leader election: {0}")]
+    #[error("leader election")]
     LeaderElection(#[from] LeaderError),
 }
 
@@ -127,7 +127,7 @@ fn error_policy(
     error: &ReconcileError,
     shared: Arc<ControllerState>,
 ) -> Action {
-    tracing::warn!(cluster = %cluster.name_any(), category = error.category(), %error, "reconcile failed");
+    tracing::warn!(cluster = %cluster.name_any(), category = error.category(), error = %fdb_shared::error_chain::ErrorChain(error), "reconcile failed");
     shared.requeue.backoff_for(error)
 }
 
@@ -228,9 +228,11 @@ async fn run_controller(
             match result {
                 Ok((object, action)) => tracing::debug!(%object, ?action, "reconciled"),
                 Err(error) if reported_elsewhere(&error) => {
-                    tracing::debug!(%error, "controller event");
+                    tracing::debug!(error = %fdb_shared::error_chain::ErrorChain(&error), "controller event");
                 }
-                Err(error) => tracing::warn!(%error, "watching failed; retrying with back-off"),
+                Err(error) => {
+                    tracing::warn!(error = %fdb_shared::error_chain::ErrorChain(&error), "watching failed; retrying with back-off")
+                }
             }
         });
     let run = future::join(run, backups).map(drop);

@@ -268,7 +268,7 @@ pub(crate) fn database(snapshot: &ClusterSnapshot) -> Result<&DatabaseStatus, Re
         DatabaseState::Read(status) => Ok(status),
         DatabaseState::NotCreated => Err(Refusal::NoDatabase),
         DatabaseState::Unreadable(error) => Err(Refusal::StatusUnreadable {
-            message: error.to_string(),
+            message: fdb_shared::error_chain::chain_text(&**error),
         }),
     }
 }

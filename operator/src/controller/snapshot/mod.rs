@@ -52,7 +52,7 @@ use crate::fdb::AdminError;
 #[derive(Debug, thiserror::Error)]
 pub enum StatusReadError {
     /// No admin client could be opened for the cluster.
-    #[error("open the admin client: {0}")]
+    #[error("open the admin client")]
     Open(#[source] AdminError),
     /// The read failed (the admin memo hands the same failure to every reader).
     #[error(transparent)]

@@ -96,7 +96,11 @@ impl SnapshotPod {
             PodSource::Listed(pod) => Ok(pod),
             PodSource::Cached { pod, decoder } => self
                 .decoded
-                .get_or_init(|| decoder.decode_one(pod).map_err(|e| e.to_string()))
+                .get_or_init(|| {
+                    decoder
+                        .decode_one(pod)
+                        .map_err(|e| fdb_shared::error_chain::chain_text(&e))
+                })
                 .as_deref()
                 .map_err(String::as_str),
         }

@@ -102,7 +102,10 @@ impl CrdSchemas {
                     Err(error) => {
                         // Covered by a test; a broken generated CRD must not take the
                         // world down, but it is loud.
-                        tracing::error!(%error, "the served CRDs have an unusable schema");
+                        tracing::error!(
+                            error = %fdb_shared::error_chain::ErrorChain(&error),
+                            "the served CRDs have an unusable schema"
+                        );
                         Arc::new(Self::default())
                     }
                 }

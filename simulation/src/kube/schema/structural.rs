@@ -13,7 +13,7 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     /// A `pattern:` is not a regular expression.
-    #[error("{path}.pattern: {pattern:?} is not a valid regular expression: {source}")]
+    #[error("{path}.pattern: {pattern:?} is not a valid regular expression")]
     Pattern {
         /// Where in the schema.
         path: String,

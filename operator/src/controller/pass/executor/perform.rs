@@ -132,6 +132,7 @@ async fn upgrade_bookkeeping(
                     Ok("cleared the pending-upgrade list".to_owned())
                 }
                 Err(error) => {
+                    let error = fdb_shared::error_chain::ErrorChain(&error);
                     tracing::warn!(%error, "could not clear the pending-upgrade list yet");
                     Ok(format!(
                         "could not clear the pending-upgrade list yet: {error}"

@@ -30,9 +30,9 @@ use crate::controller::snapshot::ClusterSnapshot;
 
 fn classify(error: SidecarClientError) -> PodConfigResult {
     if error.is_unreachable() {
-        PodConfigResult::Unreachable(error.to_string())
+        PodConfigResult::Unreachable(fdb_shared::error_chain::chain_text(&error))
     } else {
-        PodConfigResult::Incorrect(error.to_string())
+        PodConfigResult::Incorrect(fdb_shared::error_chain::chain_text(&error))
     }
 }
 
@@ -82,7 +82,7 @@ async fn ensure_monitor_conf(
     let expected = |substitutions: &BTreeMap<String, String>| {
         expected_monitor_conf(cluster, group.process_class, servers, substitutions)
             .map(|conf| sha256_hex(conf.as_bytes()))
-            .map_err(|error| error.to_string())
+            .map_err(|error| fdb_shared::error_chain::chain_text(&error))
     };
     // Substitutions a sidecar of another image answered are stale (its version decides
     // `BINARY_DIR`): an upgrade changes the sidecar's image in place.

@@ -38,6 +38,7 @@ pub(super) fn wait_after(
     );
     let delay = backoff(record.refusals);
     facts.remembered.exclusion_refusal = Some(record);
+    let source = fdb_shared::error_chain::ErrorChain(source);
     tracing::warn!(%source, seconds = delay.as_secs(), "FoundationDB refused the exclusion");
     Ok(Wait::independent(
         WaitOn::After(delay),

@@ -32,6 +32,7 @@ pub(super) async fn sync(
         let listed = match admin.restart_list(list).await {
             Ok(listed) => listed,
             Err(error) => {
+                let error = fdb_shared::error_chain::ErrorChain(&error);
                 tracing::warn!(%error, %list, "could not read a shared list");
                 return Ok((format!("could not read {list}: {error}"), None));
             }

@@ -129,7 +129,7 @@ impl PassIo {
         match result {
             Ok(status) => DatabaseState::Read(status),
             Err(error) => {
-                tracing::warn!(message = %error, "cannot read the database status");
+                tracing::warn!(message = %fdb_shared::error_chain::ErrorChain(&error), "cannot read the database status");
                 DatabaseState::Unreadable(Arc::new(error))
             }
         }

@@ -69,8 +69,12 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<InitialFileDecision, 
     }
     let cluster = snapshot.cluster();
     if let Some(seed) = &cluster.spec.seed_connection_string {
-        let parsed = ConnectionString::parse(seed)
-            .map_err(|e| StepError::InvalidState(format!("spec.seedConnectionString: {e}")))?;
+        let parsed = ConnectionString::parse(seed).map_err(|e| {
+            StepError::InvalidState(format!(
+                "spec.seedConnectionString: {}",
+                fdb_shared::error_chain::ErrorChain(&e)
+            ))
+        })?;
         return Ok(InitialFileDecision::Write(parsed.to_string()));
     }
     let (candidates, gaps) = coordinator_candidates(snapshot, &[], &|_| false);
