@@ -75,7 +75,7 @@ impl Runner {
             Action::KubectlFdb(args) => self
                 .run_kubectl_fdb(args)
                 .await
-                .map_err(|e| act_failed(action, e)),
+                .map_err(|e| act_failed(action, fdb_shared::error_chain::ErrorChain(&e))),
             _ => {
                 // As the operator, admin commands are issued by an operator instance: the
                 // one of the named cluster, else the first cluster's.

@@ -42,13 +42,13 @@ pub enum PluginActError {
     )]
     NotFound,
     /// The world's API could not be served to the plugin.
-    #[error("serving the world to the plugin: {0}")]
+    #[error("serving the world to the plugin")]
     Serve(#[from] ServeError),
     /// The kubeconfig's folder could not be made.
     #[error("a folder for the plugin's kubeconfig: {0}")]
     Folder(std::io::Error),
     /// The plugin could not be started.
-    #[error("starting {}: {source}", program.display())]
+    #[error("starting {}", program.display())]
     Spawn {
         /// The binary.
         program: PathBuf,
