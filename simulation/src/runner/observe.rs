@@ -33,6 +33,8 @@ pub(super) struct Tracked {
     running_processes: usize,
     /// The process groups with a process running (the snapshot lists running ones).
     running_groups: BTreeSet<String>,
+    /// Whether the database was already unavailable (an outage open) before the action.
+    outage_open: bool,
 }
 
 /// The details of the admin commands among `events` (`kill 10.0.0.1:4501 ...`).
@@ -206,6 +208,9 @@ impl Runner {
                 .iter()
                 .filter_map(|p| p.locality.get("instance_id").cloned())
                 .collect(),
+            outage_open: fdb_bridge::outages(&self.fdb)
+                .last()
+                .is_some_and(|outage| outage.end.is_none()),
         })
     }
 
@@ -277,13 +282,16 @@ impl Runner {
         }
         // Deleting a pod whose processes had already stopped (a failed pod, one a fault
         // took down) stops nothing: an outage that begins then is the fault's, not the
-        // deletion's.
-        let stopped_something = deleted_pods
-            .iter()
-            .any(|pod| before.running_groups.contains(&pod.group))
-            || !deleted_pvcs.is_empty()
-            || !admin_actions.is_empty()
-            || evictions;
+        // deletion's. Nor does an action taken while the database is already unavailable
+        // begin that outage: a fault that struck earlier in the same second did (the
+        // attribution window is a second wide, so the action would otherwise be blamed).
+        let stopped_something = !before.outage_open
+            && (deleted_pods
+                .iter()
+                .any(|pod| before.running_groups.contains(&pod.group))
+                || !deleted_pvcs.is_empty()
+                || !admin_actions.is_empty()
+                || evictions);
         if as_operator && stopped_something {
             self.judged.operator_acted(
                 self.now().as_second(),
