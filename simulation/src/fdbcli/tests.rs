@@ -501,3 +501,7 @@ async fn a_blocking_exclude_waits_to_its_timeout_and_restore_and_delete_lines_ro
 
 /// How a cluster file reaches the database: forwards, remote contents, refusals.
 mod reach;
+
+/// A fleet's databases behind one set of tools: each run reaches the one its cluster
+/// file names.
+mod routes;

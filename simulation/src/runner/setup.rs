@@ -45,7 +45,13 @@ pub(super) fn build_world(
     let world = if options.external_operator {
         // An operator outside reaches the sidecars at the pods' IPs, as in a real
         // cluster: the pods get their IPs in the block the sidecars listen in.
-        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
+        external::world_at_pod_ips(
+            world_options,
+            options.ip_block,
+            api,
+            &Arc::new(databases),
+            clock,
+        )?
     } else {
         World::new(
             world_options,

@@ -92,8 +92,12 @@ pub struct SimulatedExec {
     pub api: FakeApiServer,
     /// The admin interface commands go through (a recording one, so they are logged).
     pub admin: Arc<dyn AdminClient>,
-    /// The database the containers' fdbcli reaches (its protocol, its texts).
+    /// The database the containers' fdbcli reaches (its protocol, its texts): the first
+    /// cluster's.
     pub fdb: SimulatedFdb,
+    /// The fleet members' databases, each reached from its own pods
+    /// (`serve/exec_database.rs`).
+    pub fleet: Vec<super::exec_database::ExecDatabase>,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// The running pods' main container filesystems (`cat`, `printf ... > PATH`).
@@ -344,7 +348,8 @@ impl SimulatedExec {
         let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
             return ExecOutput::failed(1, "");
         };
-        if self.fdb.signal_processes_on_host(ip) == 0 {
+        let (_, fdb) = self.database_of(pod);
+        if fdb.signal_processes_on_host(ip) == 0 {
             // pkill's status when nothing matched.
             return ExecOutput::failed(1, "");
         }
