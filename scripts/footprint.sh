@@ -17,7 +17,8 @@
 # waits until all are Reconciled again: the operator's CPU and API requests during that
 # fleet-wide knob rollout are printed too.
 # Needs kubectl and python3. FDB_OPERATOR names another binary (default
-# target/release/fdb-operator); FOOTPRINT_LIMIT (default 3600) is how many seconds a
+# target/release/fdb-operator); FDB_WORLD the binary that serves the world (default:
+# the same; only the operator's process is measured); FOOTPRINT_LIMIT (default 3600) is how many seconds a
 # wait for Reconciled may take before the script gives up.
 set -eu
 rollout=0
@@ -36,6 +37,7 @@ for value in "$storage" "$steady" "$clusters" "$limit"; do
 done
 [ "$clusters" -ge 1 ] || { echo "footprint.sh: CLUSTERS must be at least 1" >&2; exit 2; }
 bin=$(realpath "${FDB_OPERATOR:-target/release/fdb-operator}")
+world_bin=$(realpath "${FDB_WORLD:-$bin}")
 work=$(mktemp -d)
 op=''
 world=''
@@ -71,7 +73,7 @@ YAML
     echo "steps: []"
 } > "$work/scenario.yaml"
 
-"$bin" simulate "$work/scenario.yaml" --serve 127.0.0.1:0 --kubeconfig "$work/kc" \
+"$world_bin" simulate "$work/scenario.yaml" --serve 127.0.0.1:0 --kubeconfig "$work/kc" \
     --external-operator --fdb-tools-dir "$work/tools" --output "$work/result.json" \
     >/dev/null 2>"$work/world.log" &
 world=$!
