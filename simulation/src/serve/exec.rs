@@ -342,6 +342,15 @@ impl SimulatedExec {
         }
     }
 
+    /// The admin interface and database `pod`'s containers reach: the one its cluster
+    /// file names (`serve/exec_database.rs`).
+    pub(super) fn database_of(&self, pod: &Value) -> (&Arc<dyn AdminClient>, &SimulatedFdb) {
+        super::exec_database::member_database(&self.fleet, &self.container_files, pod)
+            .map_or((&self.admin, &self.fdb), |database| {
+                (&database.admin, &database.fdb)
+            })
+    }
+
     /// `pkill fdbserver`: the pod's processes (they listen on its IP) stop and their
     /// fdbmonitor starts them again.
     fn pkill(&self, pod: &Value) -> ExecOutput {

@@ -12,8 +12,8 @@ use fdb_operator::fdb::AdminClient;
 use fdb_shared::connection_string::ConnectionString;
 use serde_json::Value;
 
-use super::exec::SimulatedExec;
 use crate::fdb::SimulatedFdb;
+use crate::world::container_files::ContainerFiles;
 
 /// Where a container's fdbcli finds its cluster file when `FDB_CLUSTER_FILE` is unset.
 const DEFAULT_CLUSTER_FILE: &str = "/var/dynamic-conf/fdb.cluster";
@@ -37,39 +37,39 @@ impl std::fmt::Debug for ExecDatabase {
     }
 }
 
-impl SimulatedExec {
-    /// The admin interface and database `pod`'s containers reach.
-    pub(super) fn database_of(&self, pod: &Value) -> (&Arc<dyn AdminClient>, &SimulatedFdb) {
-        let description = (!self.fleet.is_empty())
-            .then(|| self.cluster_file_description(pod))
-            .flatten();
-        self.fleet
-            .iter()
-            .find(|database| description.as_deref() == Some(database.description.as_str()))
-            .map_or((&self.admin, &self.fdb), |database| {
-                (&database.admin, &database.fdb)
-            })
+/// The fleet member's database a pod reaches, if any (`None`: the first cluster's).
+pub(super) fn member_database<'a>(
+    fleet: &'a [ExecDatabase],
+    files: &ContainerFiles,
+    pod: &Value,
+) -> Option<&'a ExecDatabase> {
+    if fleet.is_empty() {
+        return None;
     }
+    let description = cluster_file_description(files, pod)?;
+    fleet
+        .iter()
+        .find(|database| database.description == description)
+}
 
-    /// The description of the connection string in the pod's cluster file
-    /// (`FDB_CLUSTER_FILE` of its containers, else fdbcli's default place), as its main
-    /// container reads it.
-    fn cluster_file_description(&self, pod: &Value) -> Option<String> {
-        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str)?;
-        let path = pod
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|container| container.get("env").and_then(Value::as_array))
-            .flatten()
-            .find(|var| var.get("name").and_then(Value::as_str) == Some("FDB_CLUSTER_FILE"))
-            .and_then(|var| var.get("value").and_then(Value::as_str))
-            .unwrap_or(DEFAULT_CLUSTER_FILE);
-        let text = self.container_files.read(uid, path).ok().flatten()?;
-        text.trim()
-            .parse::<ConnectionString>()
-            .ok()
-            .map(|connection| connection.description)
-    }
+/// The description of the connection string in the pod's cluster file
+/// (`FDB_CLUSTER_FILE` of its containers, else fdbcli's default place), as its main
+/// container reads it.
+fn cluster_file_description(files: &ContainerFiles, pod: &Value) -> Option<String> {
+    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str)?;
+    let path = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|container| container.get("env").and_then(Value::as_array))
+        .flatten()
+        .find(|var| var.get("name").and_then(Value::as_str) == Some("FDB_CLUSTER_FILE"))
+        .and_then(|var| var.get("value").and_then(Value::as_str))
+        .unwrap_or(DEFAULT_CLUSTER_FILE);
+    let text = files.read(uid, path).ok().flatten()?;
+    text.trim()
+        .parse::<ConnectionString>()
+        .ok()
+        .map(|connection| connection.description)
 }
