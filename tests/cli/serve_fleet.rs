@@ -77,6 +77,10 @@ fn one_shipped_binary_reconciles_a_fleet_each_cluster_on_its_own_database() {
 
     let (code, result) = world.served.stop();
     assert_eq!(code, Some(0), "violations: {}", result["violations"]);
+    assert_eq!(
+        result["metrics"]["passes"], 0,
+        "the world runs no passes of its own for the fleet"
+    );
     let configured: Vec<&str> = operator_events(&result, "configure")
         .iter()
         .filter(|e| e["detail"].as_str().unwrap_or("").contains("new"))

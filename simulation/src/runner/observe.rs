@@ -403,10 +403,9 @@ impl Runner {
                 .monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
-                // With several instances, only this cluster's instance's exclusions.
+                // With several clusters, only this cluster's instance's exclusions.
                 let issuer = self
-                    .operators
-                    .has_instances()
+                    .several_clusters()
                     .then(|| cluster.metadata.name.clone())
                     .flatten();
                 self.check_exclusions_left_behind(cluster, issuer.as_deref())?;
