@@ -16,6 +16,7 @@ mod serve;
 mod serve_backup;
 mod serve_external;
 mod serve_fidelity;
+mod serve_fleet;
 mod serve_leader;
 mod serve_outage;
 mod serve_run;

@@ -47,10 +47,16 @@ pub(crate) struct World {
 impl World {
     /// Serves [`SCENARIO`] for an external operator; `None` where there is no kubectl.
     pub(crate) fn start() -> Option<Self> {
+        Self::start_scenario(SCENARIO)
+    }
+
+    /// Serves the scenario `text` for an external operator; `None` where there is no
+    /// kubectl.
+    pub(crate) fn start_scenario(text: &str) -> Option<Self> {
         let kubectl = kubectl()?;
         let dir = tempfile::tempdir().unwrap();
         let scenario = dir.path().join("scenario.yaml");
-        std::fs::write(&scenario, SCENARIO).unwrap();
+        std::fs::write(&scenario, text).unwrap();
         let tools = dir.path().join("tools");
         let served = Served::start_with(
             &scenario,
@@ -93,16 +99,27 @@ impl World {
         limit: Duration,
         done: impl Fn(&str) -> bool,
     ) -> String {
+        self.named_cluster_until("sample", path, limit, done)
+    }
+
+    /// [`Self::cluster_until`] for the cluster `name`.
+    pub(crate) fn named_cluster_until(
+        &self,
+        name: &str,
+        path: &str,
+        limit: Duration,
+        done: impl Fn(&str) -> bool,
+    ) -> String {
         let started = Instant::now();
         let jsonpath = format!("jsonpath={path}");
         loop {
-            let out = self.kubectl(&["get", "fdb", "sample", "-o", &jsonpath]);
+            let out = self.kubectl(&["get", "fdb", name, "-o", &jsonpath]);
             if done(&out) {
                 return out;
             }
             assert!(
                 started.elapsed() < limit,
-                "the cluster never got there within {limit:?}; {path} is {out:?}"
+                "{name} never got there within {limit:?}; {path} is {out:?}"
             );
             std::thread::sleep(Duration::from_millis(250));
         }
@@ -111,7 +128,13 @@ impl World {
     /// Waits until the cluster's current generation is reconciled: the generations
     /// hold it as `reconciled` and nothing pending.
     pub(crate) fn reconciled(&self, limit: Duration) {
-        self.cluster_until(
+        self.named_reconciled("sample", limit);
+    }
+
+    /// [`Self::reconciled`] for the cluster `name`.
+    pub(crate) fn named_reconciled(&self, name: &str, limit: Duration) {
+        self.named_cluster_until(
+            name,
             "{.metadata.generation} {.status.generations}",
             limit,
             |out| {

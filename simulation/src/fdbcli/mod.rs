@@ -139,8 +139,14 @@ impl SimulatedTools {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return false;
         };
+        self.leads_here_text(&text)
+    }
+
+    /// Whether a cluster file holding `text` leads to this tools' database (directly,
+    /// or forwarded by a former coordinator): what a served world's stand-in sends.
+    pub fn leads_here_text(&self, text: &str) -> bool {
         matches!(
-            self.reach_text(&text, &path.display().to_string()),
+            self.reach_text(text, "fdb.cluster"),
             Reach::Database | Reach::Forwarded(_)
         )
     }

@@ -26,12 +26,31 @@ impl RoutedTools {
     /// The tools of the database `run`'s cluster file leads to; for a file leading
     /// to none, the first's, recording the run on no database.
     fn route(&self, run: &ToolRun) -> std::borrow::Cow<'_, SimulatedTools> {
+        self.route_by(|tools| tools.leads_here(run))
+    }
+
+    /// The tools of the database a cluster file holding `text` leads to (what a served
+    /// world's stand-in read from the file it was given with `-C`); for a file leading
+    /// to none, or none given, the first's, which then answer as fdbcli does for
+    /// coordinators it cannot reach (or without a cluster file), recording the run on
+    /// no database. Never another database's answer.
+    pub fn route_text(&self, text: Option<&str>) -> std::borrow::Cow<'_, SimulatedTools> {
+        match text {
+            Some(text) => self.route_by(|tools| tools.leads_here_text(text)),
+            None => self.route_by(|_| false),
+        }
+    }
+
+    fn route_by(
+        &self,
+        leads_here: impl Fn(&SimulatedTools) -> bool,
+    ) -> std::borrow::Cow<'_, SimulatedTools> {
         if self.others.is_empty() {
             return std::borrow::Cow::Borrowed(&self.first);
         }
         std::iter::once(&self.first)
             .chain(&self.others)
-            .find(|tools| tools.leads_here(run))
+            .find(|tools| leads_here(tools))
             .map_or_else(
                 || std::borrow::Cow::Owned(self.first.on_no_database()),
                 std::borrow::Cow::Borrowed,

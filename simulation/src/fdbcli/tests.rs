@@ -522,3 +522,7 @@ async fn status_minimal_is_one_line_of_availability() {
     let printed = fixture.exec("7.1", "status details").await;
     assert_eq!(printed.code, 1, "{printed:?}");
 }
+
+/// A fleet's databases behind one set of tools: each run reaches the one its cluster
+/// file names.
+mod routes;

@@ -10,12 +10,14 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::fdb::SimulatedFdb;
-use crate::fdbcli::SimulatedTools;
+use crate::fdbcli::{RoutedTools, SimulatedTools};
 use crate::kube::FakeApiServer;
 use crate::recording_admin::RecordingAdmin;
 use crate::serve::tools::ServedTools;
 use crate::world::network::FREE_BLOCKS;
 use crate::world::{HostBlock, World, WorldError, WorldOptions};
+
+use super::databases::Databases;
 use fdb_operator::clock::VirtualClock;
 use fdb_operator::fdb::tools::DEFAULT_FDB_BINARIES_DIR;
 
@@ -32,15 +34,9 @@ pub(super) fn check_scenario(scenario: &Scenario) -> Result<(), RunError> {
                 .to_owned(),
         ));
     }
-    if !scenario.fleet.is_empty() {
-        // The served tools reach one database (`serve/`); a fleet's others would be
-        // out of reach of the external operator's tools.
-        return Err(RunError::ExternalOperator(
-            "fleet: the served world's tools reach the first cluster's database only; \
-             with --external-operator the scenario may have only `cluster:`"
-                .to_owned(),
-        ));
-    }
+    // `fleet:` members are created by the world as the user and are each their own
+    // database: the stand-in tools reach each one through its cluster file
+    // (`serve/tools.rs`), as one `fdb-operator run` reconciles every cluster it watches.
     for (index, spec) in scenario.steps.iter().enumerate() {
         let Some(step) = spec.to_step() else { continue };
         let needs = match &step {
@@ -72,14 +68,15 @@ pub(super) fn start_time(external_operator: bool) -> Option<Timestamp> {
         .flatten()
 }
 
-/// A world whose sidecars listen on the pods' own IPs (`127.N.y.z`, N the given block or
+/// A world (driving `databases`: the first cluster's and each fleet member's) whose
+/// sidecars listen on the pods' own IPs (`127.N.y.z`, N the given block or
 /// the first free one), so that an operator outside the process reaches them where the
 /// API says the pods are.
 pub(super) fn world_at_pod_ips(
     mut options: WorldOptions,
     fixed: Option<u8>,
     api: &FakeApiServer,
-    fdb: &SimulatedFdb,
+    databases: &Arc<Databases>,
     clock: &VirtualClock,
 ) -> Result<World, RunError> {
     options.host_block = HostBlock::PodIps;
@@ -93,7 +90,7 @@ pub(super) fn world_at_pod_ips(
         match World::new(
             options.clone(),
             api.clone(),
-            Arc::new(fdb.clone()),
+            databases.clone(),
             clock.clone(),
         ) {
             Ok(world) => return Ok(world),
@@ -132,24 +129,35 @@ impl Runner {
         super::OperatorTools::of_world(&self.scenario.world).minors()
     }
 
-    /// What the external operator's stand-in tools reach: the database, through an
-    /// admin interface that records and judges their commands as the operator's.
+    /// What the external operator's stand-in tools reach: the first cluster's database
+    /// and each fleet member's, a run going to the one its cluster file leads to,
+    /// through admin interfaces that record and judge their commands as the operator's
+    /// (for the cluster whose database it is).
     pub(super) fn served_tools(&self, turn: &Arc<tokio::sync::Mutex<()>>) -> ServedTools {
-        let admin = RecordingAdmin::new(Arc::new(self.fdb.clone()), self.log.clone())
-            .issued_by(&self.name, self.operators.lock_judge());
         let changes = self.operators.external_tool_changes().clone();
         let minors = self.tool_minors();
-        let tools = SimulatedTools::new(
-            Arc::new(admin),
-            self.fdb.clone(),
-            minors.clone(),
-            DEFAULT_FDB_BINARIES_DIR,
-        )
-        .with_on_change(Arc::new(move || {
-            changes.fetch_add(1, Ordering::Relaxed);
-        }));
+        let tools_of = |fdb: &SimulatedFdb, issuer: &str, judge| {
+            let admin = RecordingAdmin::new(Arc::new(fdb.clone()), self.log.clone())
+                .issued_by(issuer, judge);
+            let changes = changes.clone();
+            SimulatedTools::new(
+                Arc::new(admin),
+                fdb.clone(),
+                minors.clone(),
+                DEFAULT_FDB_BINARIES_DIR,
+            )
+            .with_on_change(Arc::new(move || {
+                changes.fetch_add(1, Ordering::Relaxed);
+            }))
+        };
+        let first = tools_of(&self.fdb, &self.name, self.operators.lock_judge());
+        let fleet = self
+            .fleet_routes()
+            .into_iter()
+            .map(|route| tools_of(&route.fdb, &route.cluster, route.judge))
+            .collect();
         ServedTools {
-            tools,
+            tools: RoutedTools::new(first, fleet),
             minors: minors.into_iter().collect(),
             turn: turn.clone(),
         }
@@ -158,7 +166,8 @@ impl Runner {
     /// When the external operator wrote since `seen`: judges what it did since `before`
     /// as an operator pass (deletions, fault tolerance, lost data, outages, refused
     /// writes), and the world against the spec when the cluster's status says the
-    /// current generation is reconciled. Returns the new mark.
+    /// current generation is reconciled; then each fleet member whose cluster object
+    /// changed, in its own view (`fleet_members.rs`). Returns the new mark.
     pub(super) async fn judge_external_writes(
         &mut self,
         seen: ExternalMark,
@@ -177,6 +186,7 @@ impl Runner {
             .get(&self.cluster_key())
             .is_some_and(|cluster| reports_reconciled(&cluster));
         self.check_after_pass(reconciled)?;
+        self.judge_external_fleet(reports_reconciled)?;
         Ok(now)
     }
 }
@@ -223,6 +233,11 @@ mod tests {
         let restart = scenario("cluster: {}\nsteps:\n  - restartOperator: {}\n");
         let error = check_scenario(&restart).unwrap_err().to_string();
         assert!(error.contains("steps[0] (restartOperator)"), "{error}");
+        let fleet = scenario("cluster: {}\nfleet: [{}]\n");
+        assert!(
+            check_scenario(&fleet).is_ok(),
+            "each member its own database"
+        );
         let clusters = scenario("cluster: {}\nclusters: [{}]\n");
         let error = check_scenario(&clusters).unwrap_err().to_string();
         assert!(

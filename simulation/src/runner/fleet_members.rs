@@ -20,8 +20,10 @@ use crate::event_log::{EventLog, RunPosition};
 use crate::fdb::SimulatedFdb;
 use crate::invariants::lock_judge::{AdminWriteJudge, LockJudge};
 use crate::kube::FakeApiServer;
+use crate::recording_admin::RecordingAdmin;
 use crate::result::Violation;
 use crate::scenario::Scenario;
+use crate::serve::exec_database::ExecDatabase;
 
 use super::database_judge::DatabaseJudge;
 use super::databases::WorldDatabase;
@@ -43,6 +45,9 @@ pub(super) struct FleetView {
     judge: Arc<dyn AdminWriteJudge>,
     /// The view is the runner's now (its fields hold the first cluster's).
     entered: bool,
+    /// With an external operator: the member's cluster object's resourceVersion when
+    /// the world last judged it (`Runner::judge_external_fleet`).
+    judged_version: Option<String>,
 }
 
 impl FleetView {
@@ -83,6 +88,7 @@ impl FleetView {
                     description,
                     judge,
                     entered: false,
+                    judged_version: None,
                 }
             })
             .collect()
@@ -106,6 +112,19 @@ impl FleetView {
         }
     }
 
+    /// This database as the served containers of the member reach it (`pods/exec`),
+    /// their commands recorded and judged as the user's.
+    pub(super) fn exec_database(&self, log: &EventLog) -> ExecDatabase {
+        ExecDatabase {
+            description: self.description.clone(),
+            admin: Arc::new(RecordingAdmin::for_user(
+                Arc::new(self.fdb.clone()),
+                log.clone(),
+            )),
+            fdb: self.fdb.clone(),
+        }
+    }
+
     /// The member's violations, each naming it.
     fn violations(&self) -> Vec<Violation> {
         self.judged
@@ -124,6 +143,14 @@ impl Runner {
     /// The fleet's databases, as the one operator's tools reach them.
     pub(super) fn fleet_routes(&self) -> Vec<FleetRoute> {
         self.fleet.iter().map(FleetView::route).collect()
+    }
+
+    /// The fleet's databases as the served containers reach them (`pods/exec`).
+    pub(super) fn exec_fleet(&self) -> Vec<ExecDatabase> {
+        self.fleet
+            .iter()
+            .map(|view| view.exec_database(&self.log))
+            .collect()
     }
 
     /// The database of cluster `name`: a fleet member's own, else the first's.
@@ -246,6 +273,35 @@ impl Runner {
             self.check_outages();
             self.leave_fleet_view(member);
         }
+    }
+
+    /// With an external operator, judges each member whose cluster object changed since
+    /// its last judgement (a pass of the operator ends by writing its status), in the
+    /// member's view, by the checks after a pass: versions, clients, outages, and the
+    /// world against the spec when its status says Reconciled. `reconciled` tells from
+    /// a cluster object whether it does.
+    pub(super) fn judge_external_fleet(
+        &mut self,
+        reconciled: impl Fn(&Value) -> bool,
+    ) -> Result<(), RunError> {
+        for member in 0..self.fleet.len() {
+            let cluster = self.api.get(&self.cluster_key_of(&self.fleet[member].name));
+            let version = cluster
+                .as_ref()
+                .and_then(|c| c.pointer("/metadata/resourceVersion"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if version == self.fleet[member].judged_version {
+                continue;
+            }
+            self.fleet[member].judged_version = version;
+            let reconciled = cluster.as_ref().is_some_and(&reconciled);
+            self.enter_fleet_view(member);
+            let judged = self.check_after_pass(reconciled);
+            self.leave_fleet_view(member);
+            judged?;
+        }
+        Ok(())
     }
 
     /// Every member's violations, each naming its member.

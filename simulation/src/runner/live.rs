@@ -83,6 +83,7 @@ impl Runner {
                 self.log.clone(),
             )),
             fdb: self.fdb.clone(),
+            fleet: self.exec_fleet(),
             on_change: Arc::new({
                 let execs = execs.clone();
                 move || {

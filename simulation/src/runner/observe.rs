@@ -227,7 +227,13 @@ impl Runner {
         let (pods, pvcs) = self.tracked_objects()?;
         let deleted_pods = requested(&before.pods, &pods);
         let deleted_pvcs = requested(&before.pvcs, &pvcs);
-        let events = self.log.events_since(events_before);
+        let mut events = self.log.events_since(events_before);
+        if !self.fleet.is_empty() {
+            // A fleet's databases are apart: an operator outside may act on several in
+            // one round, and only the commands issued for this view's cluster act on
+            // its database (one cluster's bounce is not another's zones going down).
+            events.retain(|event| event.issuer.as_deref().is_none_or(|i| i == self.name));
+        }
         let admin_actions = admin_actions_of(&events);
         let evictions = events
             .iter()
@@ -411,10 +417,9 @@ impl Runner {
                 .monitor
                 .check_reconciled(time, pass, snapshot.available, &found);
             if let Some(cluster) = &cluster {
-                // With several instances, only this cluster's instance's exclusions.
+                // With several clusters, only this cluster's instance's exclusions.
                 let issuer = self
-                    .operators
-                    .has_instances()
+                    .several_clusters()
                     .then(|| cluster.metadata.name.clone())
                     .flatten();
                 self.check_exclusions_left_behind(cluster, issuer.as_deref())?;

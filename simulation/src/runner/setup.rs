@@ -45,7 +45,13 @@ pub(super) fn build_world(
     let world = if options.external_operator {
         // An operator outside reaches the sidecars at the pods' IPs, as in a real
         // cluster: the pods get their IPs in the block the sidecars listen in.
-        external::world_at_pod_ips(world_options, options.ip_block, api, fdb, clock)?
+        external::world_at_pod_ips(
+            world_options,
+            options.ip_block,
+            api,
+            &Arc::new(databases),
+            clock,
+        )?
     } else {
         World::new(
             world_options,
@@ -206,12 +212,16 @@ pub(super) fn assemble(base: &RunBase<'_>) -> Result<Assembled, RunError> {
     crate::scenario::operator_flags::apply_operator_flags(&scenario.world, &mut context.settings);
     let now = fdb_operator::clock::Clock::now(clock);
     let mut instances = Instance::all(&scenario.clusters, base.namespace);
-    instances.extend(Instance::fleet_members(
-        &scenario.fleet,
-        base.namespace,
-        &context,
-        now,
-    ));
+    if !base.options.external_operator {
+        // With an operator outside, the fleet's passes are its own: the world schedules
+        // none (it judges each member after the operator's writes, `external.rs`).
+        instances.extend(Instance::fleet_members(
+            &scenario.fleet,
+            base.namespace,
+            &context,
+            now,
+        ));
+    }
     Ok(Assembled {
         log,
         world,

@@ -58,10 +58,17 @@ impl GroupLabels {
 }
 
 impl Runner {
+    /// Whether the world holds more clusters than the first (`clusters:` members with
+    /// instances of their own, or a `fleet:`, whose instances an operator outside
+    /// replaces): each is then judged on its own objects.
+    pub(super) fn several_clusters(&self) -> bool {
+        self.operators.has_instances() || !self.fleet.is_empty()
+    }
+
     /// The world as the divergence check sees it.
     pub(super) fn actual_world(&self) -> Result<ActualWorld, RunError> {
         match self.cluster_object() {
-            Some(cluster) if self.operators.has_instances() => self.actual_world_of(&cluster),
+            Some(cluster) if self.several_clusters() => self.actual_world_of(&cluster),
             _ => self.actual_world_of_objects(None),
         }
     }

@@ -11,6 +11,10 @@
 //!   by its `timeoutSeconds`) and the event history is compacted (as etcd's compaction
 //!   after many writes elsewhere), so a client resuming from a resourceVersion it saw
 //!   gets `410 Gone` (`too old resource version`) and lists again.
+//! - `GET /simulation/control/v1/api-requests`: the API requests counted so far, per
+//!   actor (`operator` for the external operator's listener, `kubectl` for the users')
+//!   and verb, as the result's `metrics.apiRequests` counts them at the end: what a
+//!   benchmark reads before and after a window (`scripts/footprint.sh`).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -76,6 +80,19 @@ pub fn serve(control: &Control, method: &Method, path: &str, query: Option<&str>
             format!("no control {path}"),
         );
     };
+    if action == "api-requests" {
+        if *method != Method::GET {
+            return status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                format!("{path} takes GET"),
+            );
+        }
+        return json_response(
+            StatusCode::OK,
+            &json!({"apiRequests": control.api.request_counts()}),
+        );
+    }
     if *method != Method::POST {
         return status(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -97,7 +114,7 @@ pub fn serve(control: &Control, method: &Method, path: &str, query: Option<&str>
             StatusCode::NOT_FOUND,
             "NotFound",
             format!(
-                "no control {path}: the controls are {CONTROL_PREFIX}outage?seconds=N and {CONTROL_PREFIX}expire-watches"
+                "no control {path}: the controls are {CONTROL_PREFIX}outage?seconds=N, {CONTROL_PREFIX}expire-watches and (GET) {CONTROL_PREFIX}api-requests"
             ),
         ),
     }
@@ -242,5 +259,32 @@ mod tests {
             None,
         );
         assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn the_request_counts_are_read_per_actor_and_verb() {
+        use http_body_util::BodyExt as _;
+        let api = api();
+        let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "a", "namespace": "db"}});
+        api.create_as("operator", config_map).unwrap();
+        let control = Control::new(api);
+        let answer = serve(
+            &control,
+            &Method::GET,
+            "/simulation/control/v1/api-requests",
+            None,
+        );
+        assert_eq!(answer.status(), StatusCode::OK);
+        let body = answer.into_body().collect().await.unwrap().to_bytes();
+        let counts: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(counts["apiRequests"]["operator"]["create"], 1, "{counts}");
+        let post = serve(
+            &control,
+            &Method::POST,
+            "/simulation/control/v1/api-requests",
+            None,
+        );
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
     }
 }

@@ -97,8 +97,12 @@ pub struct SimulatedExec {
     pub api: FakeApiServer,
     /// The admin interface commands go through (a recording one, so they are logged).
     pub admin: Arc<dyn AdminClient>,
-    /// The database the containers' fdbcli reaches (its protocol, its texts).
+    /// The database the containers' fdbcli reaches (its protocol, its texts): the first
+    /// cluster's.
     pub fdb: SimulatedFdb,
+    /// The fleet members' databases, each reached from its own pods
+    /// (`serve/exec_database.rs`).
+    pub fleet: Vec<super::exec_database::ExecDatabase>,
     /// Called after every command that changed the database (wakes the operator).
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// The running pods' main container filesystems (`cat`, `printf ... > PATH`).
@@ -351,13 +355,23 @@ impl SimulatedExec {
         }
     }
 
+    /// The admin interface and database `pod`'s containers reach: the one its cluster
+    /// file names (`serve/exec_database.rs`).
+    pub(super) fn database_of(&self, pod: &Value) -> (&Arc<dyn AdminClient>, &SimulatedFdb) {
+        super::exec_database::member_database(&self.fleet, &self.container_files, pod)
+            .map_or((&self.admin, &self.fdb), |database| {
+                (&database.admin, &database.fdb)
+            })
+    }
+
     /// `pkill fdbserver`: the pod's processes (they listen on its IP) stop and their
     /// fdbmonitor starts them again.
     fn pkill(&self, pod: &Value) -> ExecOutput {
         let Some(ip) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
             return ExecOutput::failed(1, "");
         };
-        if self.fdb.signal_processes_on_host(ip) == 0 {
+        let (_, fdb) = self.database_of(pod);
+        if fdb.signal_processes_on_host(ip) == 0 {
             // pkill's status when nothing matched.
             return ExecOutput::failed(1, "");
         }

@@ -65,17 +65,28 @@ fn fdbcli_is_found_directly_or_in_a_shell() {
 /// A database of one process (127.0.0.1:4501, its coordinator) on 7.1.57, configured
 /// `single memory` (its quorum is enough to list and kill processes).
 async fn one_process_database() -> (crate::fdb::SimulatedFdb, fdb_operator::clock::VirtualClock) {
-    use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode, StorageEngine};
     let clock = fdb_operator::clock::VirtualClock::fixed_epoch();
+    let fdb = one_process_database_at(&clock, "127.0.0.1", "t:x").await;
+    (fdb, clock)
+}
+
+/// [`one_process_database`] with its process on `host`, its connection string
+/// `ID@host:4501`.
+async fn one_process_database_at(
+    clock: &fdb_operator::clock::VirtualClock,
+    host: &str,
+    id: &str,
+) -> crate::fdb::SimulatedFdb {
+    use fdb_shared::api::{DatabaseConfiguration, ProcessClass, RedundancyMode, StorageEngine};
     let fdb = crate::fdb::SimulatedFdb::new(Arc::new(clock.clone()), Default::default());
     fdb.start_process(crate::fdb::ProcessLaunch {
-        address: "127.0.0.1:4501".parse().unwrap(),
+        address: format!("{host}:4501").parse().unwrap(),
         other_addresses: Vec::new(),
         command_line: "/usr/bin/fdbserver --class=storage".into(),
         class: ProcessClass::Storage,
         locality: [("instance_id".to_owned(), "storage-1".to_owned())].into(),
         version: "7.1.57".parse().unwrap(),
-        cluster_file_contents: "t:x@127.0.0.1:4501\n".into(),
+        cluster_file_contents: format!("{id}@{host}:4501\n"),
         pod: "p".into(),
         data_identity: "pvc:db/p/data".into(),
     });
@@ -86,7 +97,64 @@ async fn one_process_database() -> (crate::fdb::SimulatedFdb, fdb_operator::cloc
     };
     fdb.configure(&single, true).await.unwrap();
     clock.advance_seconds(10);
-    (fdb, clock)
+    fdb
+}
+
+/// In a world with a fleet, a pod's fdbcli reaches the database its cluster file
+/// (`FDB_CLUSTER_FILE`) names, as a real container's does: the member's pod its own,
+/// the first cluster's pod the first's.
+#[tokio::test]
+async fn a_fleet_members_pod_reaches_its_own_database() {
+    let clock = fdb_operator::clock::VirtualClock::fixed_epoch();
+    let first = one_process_database_at(&clock, "127.0.0.1", "t:x").await;
+    let member = one_process_database_at(&clock, "127.0.0.2", "u:y").await;
+    let root = tempfile::tempdir().unwrap();
+    let containers = ContainerFiles::default();
+    for (uid, connection) in [("u1", "t:x@127.0.0.1:4501"), ("u2", "u:y@127.0.0.2:4501")] {
+        let conf = root.path().join(uid).join("conf");
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::write(conf.join("fdb.cluster"), format!("{connection}\n")).unwrap();
+        let mounts = vec![(std::path::PathBuf::from("/var/dynamic-conf"), conf)];
+        let image = root.path().join(uid).join("image");
+        containers.insert(uid, ContainerFs::new(root.path().to_owned(), image, mounts));
+    }
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(Arc::new(clock), 1),
+        admin: Arc::new(first.clone()),
+        fdb: first,
+        fleet: vec![crate::serve::exec_database::ExecDatabase {
+            description: "u".to_owned(),
+            admin: Arc::new(member.clone()),
+            fdb: member,
+        }],
+        on_change: Arc::new(|| {}),
+        container_files: containers,
+        turn: Arc::default(),
+    };
+    let pod = |uid: &str| {
+        json!({"metadata": {"name": "p", "uid": uid}, "spec": {"containers": [
+            {"name": "foundationdb", "env": [
+                {"name": "FDB_CLUSTER_FILE", "value": "/var/dynamic-conf/fdb.cluster"}]}]}})
+    };
+    let request = ExecRequest {
+        namespace: "db".into(),
+        pod: "p".into(),
+        container: None,
+        command: ["fdbcli", "--exec", "status json"]
+            .iter()
+            .map(|w| (*w).to_owned())
+            .collect(),
+        stdin: false,
+    };
+    for (uid, connection) in [("u1", "t:x@127.0.0.1:4501"), ("u2", "u:y@127.0.0.2:4501")] {
+        let status = exec.execute(&pod(uid), &request, "").await;
+        assert_eq!(status.exit_code, 0, "{status:?}");
+        let document: Value = serde_json::from_str(&status.stdout).unwrap();
+        assert_eq!(
+            document["cluster"]["connection_string"], connection,
+            "pod {uid}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -106,6 +174,7 @@ async fn files_are_written_from_positional_arguments_and_read_back_per_pod() {
         api: FakeApiServer::new(Arc::new(clock), 1),
         admin: Arc::new(fdb.clone()),
         fdb,
+        fleet: Vec::new(),
         on_change: Arc::new(|| {}),
         container_files: containers.clone(),
         turn: Arc::default(),
@@ -190,6 +259,7 @@ async fn kill_of_an_unlisted_address_prints_foundationdbs_refusal() {
             log.clone(),
         )),
         fdb,
+        fleet: Vec::new(),
         on_change: Arc::new(|| {}),
         container_files: ContainerFiles::default(),
         turn: Arc::default(),
@@ -293,6 +363,7 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
             log.clone(),
         )),
         fdb,
+        fleet: Vec::new(),
         on_change: Arc::new(|| {}),
         container_files: ContainerFiles::default(),
         turn: Arc::default(),

@@ -12,6 +12,7 @@ pub mod control;
 pub mod discovery;
 pub mod exec;
 pub mod exec_bounds;
+pub mod exec_database;
 mod exec_fdbcli;
 mod exec_tty;
 pub mod http;

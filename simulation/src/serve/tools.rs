@@ -15,7 +15,7 @@ use fdb_shared::FdbVersion;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 
-use crate::fdbcli::{SimulatedTools, image_tool_version};
+use crate::fdbcli::{RoutedTools, image_tool_version};
 
 /// The path the stand-ins post to (on the external operator's listener only).
 pub const TOOLS_PATH: &str = "/simulation/fdb-tools/v1/run";
@@ -61,12 +61,14 @@ pub struct ToolReply {
     pub cluster_file: Option<String>,
 }
 
-/// What the tools reach: the world's database, through the operator's admin interface.
+/// What the tools reach: the world's databases (the first cluster's and each `fleet:`
+/// member's), through the operator's admin interface.
 #[derive(Clone)]
 pub struct ServedTools {
-    /// The simulated tools (the interpreter scenarios run); their admin records
-    /// commands as the operator's.
-    pub tools: SimulatedTools,
+    /// The simulated tools (the interpreter scenarios run) of each database, a run
+    /// routed by the cluster file it was given; their admin records commands as the
+    /// operator's.
+    pub tools: RoutedTools,
     /// `world.operatorTools`: the minor versions the stand-ins exist for.
     pub minors: BTreeSet<String>,
     /// The world's turn: a tool run waits for it, as the served API's writes do.
@@ -84,8 +86,10 @@ impl std::fmt::Debug for ServedTools {
 /// Runs one stand-in tool request: the one place every tool run of the external
 /// operator goes through. The simulated tool of the stand-in's version (the operator
 /// image's release of that minor) reads the arguments as the real one, reaches the
-/// database through the cluster file's contents the stand-in sent (never a path of the
-/// request opened here) and answers with that version's texts and exit codes.
+/// database the cluster file's contents the stand-in sent lead to (never a path of the
+/// request opened here; a connection string of no database of the world reaches none,
+/// as a real tool whose coordinators do not answer) and answers with that version's
+/// texts and exit codes.
 pub async fn run_tool(tools: &ServedTools, request: &ToolRequest) -> ToolReply {
     let (tool, version) = match known_tool(tools, request) {
         Ok(known) => known,
@@ -100,6 +104,7 @@ pub async fn run_tool(tools: &ServedTools, request: &ToolRequest) -> ToolReply {
     let _turn = tools.turn.lock().await;
     let run = tools
         .tools
+        .route_text(request.cluster_file.as_deref())
         .run_remote_tool(
             tool,
             version,
