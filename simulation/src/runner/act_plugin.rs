@@ -116,6 +116,7 @@ impl Runner {
                 self.log.clone(),
             )),
             fdb: self.fdb.clone(),
+            fleet: self.exec_fleet(),
             // The act wakes the operator once the command has ended (`act.rs`).
             on_change: Arc::new(|| {}),
             container_files: self.world.container_files(),

@@ -145,6 +145,7 @@ async fn a_fleet_members_pod_reaches_its_own_database() {
             .map(|w| (*w).to_owned())
             .collect(),
         stdin: false,
+        tty: false,
     };
     for (uid, connection) in [("u1", "t:x@127.0.0.1:4501"), ("u2", "u:y@127.0.0.2:4501")] {
         let status = exec.execute(&pod(uid), &request, "").await;
