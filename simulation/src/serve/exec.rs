@@ -41,8 +41,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::exec_bounds::{
-    DRAIN_LIMIT, MAX_EXEC_STDIN, fdbcli_words_are_options, frame, has_shell_operator, is_supported,
-    split_shell, websocket_config,
+    DRAIN_LIMIT, MAX_EXEC_STDIN, fdbcli_text, frame, is_supported, split_shell, websocket_config,
 };
 use crate::fdb::SimulatedFdb;
 use crate::kube::{FakeApiServer, ResourceKey};
@@ -155,39 +154,6 @@ fn decode(text: &str) -> String {
     percent_encoding::percent_decode_str(&text.replace('+', " "))
         .decode_utf8_lossy()
         .into_owned()
-}
-
-/// The fdbcli command text of an argv (`fdbcli ... --exec TEXT ...`, or a shell running
-/// one); `None` when it is not fdbcli, `Some(Err)` when it is fdbcli with something
-/// else (a second command, a redirection: refused whole, `serve/exec_bounds.rs`).
-fn fdbcli_text(command: &[String]) -> Option<Result<String, String>> {
-    match command {
-        [shell, flag, script] if (shell.ends_with("sh")) && flag == "-c" => {
-            let words = split_shell(script)?;
-            let text = fdbcli_text(&words)?;
-            if has_shell_operator(script) {
-                return Some(Err(format!(
-                    "sh: `{script}` runs more than fdbcli (an unquoted ;, &, |, <, >, ` or $( ); \
-                     the simulated container runs fdbcli alone"
-                )));
-            }
-            Some(text)
-        }
-        [program, rest @ ..] if program.ends_with("fdbcli") => {
-            let text = rest
-                .iter()
-                .position(|a| a == "--exec")
-                .and_then(|at| rest.get(at + 1).cloned())?;
-            if !fdbcli_words_are_options(rest) {
-                return Some(Err(format!(
-                    "fdbcli: unexpected words in `{}`",
-                    command.join(" ")
-                )));
-            }
-            Some(Ok(text))
-        }
-        _ => None,
-    }
 }
 
 impl SimulatedExec {

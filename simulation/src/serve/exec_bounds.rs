@@ -119,6 +119,39 @@ pub fn is_supported(words: &[&str]) -> bool {
     }
 }
 
+/// The fdbcli command text of an argv (`fdbcli ... --exec TEXT ...`, or a shell running
+/// one); `None` when it is not fdbcli, `Some(Err)` when it is fdbcli with something
+/// else (a second command, a redirection: refused whole, `serve/exec_bounds.rs`).
+pub(super) fn fdbcli_text(command: &[String]) -> Option<Result<String, String>> {
+    match command {
+        [shell, flag, script] if (shell.ends_with("sh")) && flag == "-c" => {
+            let words = split_shell(script)?;
+            let text = fdbcli_text(&words)?;
+            if has_shell_operator(script) {
+                return Some(Err(format!(
+                    "sh: `{script}` runs more than fdbcli (an unquoted ;, &, |, <, >, ` or $( ); \
+                     the simulated container runs fdbcli alone"
+                )));
+            }
+            Some(text)
+        }
+        [program, rest @ ..] if program.ends_with("fdbcli") => {
+            let text = rest
+                .iter()
+                .position(|a| a == "--exec")
+                .and_then(|at| rest.get(at + 1).cloned())?;
+            if !fdbcli_words_are_options(rest) {
+                return Some(Err(format!(
+                    "fdbcli: unexpected words in `{}`",
+                    command.join(" ")
+                )));
+            }
+            Some(Ok(text))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
