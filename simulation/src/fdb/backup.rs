@@ -22,6 +22,12 @@ use fdb_operator::fdb::{KeyRange, RestoreState};
 /// Seconds of agent time a restore takes.
 pub const RESTORE_SECONDS: i64 = 60;
 
+/// The size the model gives a snapshot holding the data at `version`: 64 bytes per
+/// workload write made up to it (`user_data.rs` writes one key every 10 s).
+fn snapshot_bytes(version: i64) -> i64 {
+    64 * (version / (10 * super::user_data::VERSIONS_PER_SECOND) + 1)
+}
+
 /// One backup, by tag.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SimBackup {
@@ -40,8 +46,15 @@ pub(crate) struct SimBackup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlobSnapshot {
-    /// The database version the snapshot holds.
+    /// The database version the snapshot holds (its end: it is consistent there).
     pub version: i64,
+    /// The version its agents began copying at (`fdbbackup describe`'s `Start`).
+    #[serde(skip)]
+    pub begin_version: i64,
+    /// Its size in the container (`TotalBytes`): the model's data is a digest, so the
+    /// size stands for it as 64 bytes per workload write up to `version`.
+    #[serde(skip)]
+    pub bytes: i64,
     /// The user data digest at that version.
     pub digest: String,
     /// When it completed (unix seconds).
@@ -59,6 +72,12 @@ pub struct BlobContainer {
     pub log: Vec<(i64, String)>,
     /// The version the log is copied up to.
     pub log_end: Option<i64>,
+    /// The first version the log holds (`None`: no log yet); an expiry moves it up.
+    #[serde(skip)]
+    pub log_begin: Option<i64>,
+    /// Everything before this version was deleted by `fdbbackup expire`.
+    #[serde(skip)]
+    pub expired_end: Option<i64>,
     /// The key file the container is encrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption_key_path: Option<String>,
@@ -68,7 +87,11 @@ impl BlobContainer {
     /// The versions a restore can reach: from the first snapshot to the log's end (or
     /// the last snapshot).
     pub fn restorable_range(&self) -> Option<(i64, i64)> {
-        let first = self.snapshots.first()?.version;
+        let first = self
+            .snapshots
+            .iter()
+            .find(|snapshot| self.is_restorable(snapshot))?
+            .version;
         let last_snapshot = self.snapshots.last().map_or(first, |s| s.version);
         Some((first, self.log_end.unwrap_or(first).max(last_snapshot)))
     }
@@ -156,12 +179,16 @@ impl Backups {
                 let container = self.blob.entry(backup.url.clone()).or_default();
                 let mut done = backup.progress + elapsed;
                 let mut at = from - backup.progress;
+                container.log_begin.get_or_insert(version_at(from));
                 while done >= backup.snapshot_period_seconds {
+                    let begin_version = version_at(at);
                     at += backup.snapshot_period_seconds;
                     done -= backup.snapshot_period_seconds;
                     let version = version_at(at);
                     container.snapshots.push(BlobSnapshot {
                         version,
+                        begin_version,
+                        bytes: snapshot_bytes(version),
                         digest: data.digest_at(version),
                         completed_unix: origin + at,
                     });

@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::SimulatedFdb;
+use fdb_shared::FdbVersion;
+
 use super::backup::BlobContainer;
+use super::backup_expiry::{ExpireRefusal, ExpireRequest};
 use super::timeline::refresh;
 use super::user_data::version_at;
 
@@ -43,5 +46,27 @@ impl SimulatedFdb {
     /// The blob store: every backup container by URL.
     pub fn blob_store(&self) -> BTreeMap<String, BlobContainer> {
         self.caught_up().backups.blob.clone()
+    }
+
+    /// `fdbbackup describe -d URL --json` as `version`'s tool prints it; `None`: no
+    /// backup at `url`.
+    pub fn describe_backup(&self, url: &str, version: &FdbVersion) -> Option<String> {
+        let state = self.caught_up();
+        let container = state.backups.blob.get(url)?;
+        Some(container.describe_json(url, version).to_string())
+    }
+
+    /// `fdbbackup expire -d URL ...`: the cutoff before which the data is gone;
+    /// `Ok(None)`: no backup at `url`.
+    pub fn expire_backup(
+        &self,
+        url: &str,
+        request: ExpireRequest,
+    ) -> Result<Option<i64>, ExpireRefusal> {
+        let mut state = self.caught_up();
+        match state.backups.blob.get_mut(url) {
+            Some(container) => container.expire(request).map(Some),
+            None => Ok(None),
+        }
     }
 }

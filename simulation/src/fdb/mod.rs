@@ -25,6 +25,7 @@ mod admin;
 mod availability;
 mod backup;
 mod backup_api;
+mod backup_expiry;
 mod coordinator_moves;
 mod disks;
 mod engines;
@@ -68,6 +69,7 @@ use self::timeline::{catch_up, refresh};
 use fdb_operator::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
+pub use backup_expiry::{ExpireRefusal, ExpireRequest, VERSIONS_PER_DAY};
 pub use exclude_check::ExcludeRefusal;
 pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;

@@ -32,6 +32,87 @@ fn usage(tool: FdbTool, detail: &str) -> Printed {
     )
 }
 
+/// `fdbbackup describe -d URL --json` (the text form is not simulated).
+fn describe(args: &[String], version: &FdbVersion, fdb: &SimulatedFdb) -> Outcome {
+    let tool = FdbTool::Fdbbackup;
+    let url = option(args, &["-d", "--destcontainer"])
+        .ok_or_else(|| usage(tool, "No backup destination specified"))?;
+    if !has(args, "--json") {
+        return Err(usage(tool, "Unsimulated: `describe' without --json"));
+    }
+    match fdb.describe_backup(url, version) {
+        Some(text) => Ok(Ok(ok(format!("{text}\n")))),
+        None => Err(Printed::failed(1, "ERROR: Backup does not exist\n")),
+    }
+}
+
+/// `fdbbackup expire -d URL` with a cutoff (`--expire-before-version` or
+/// `--delete-before-days`), an optional restorability bound (`--restorable-after-version`
+/// or `--min-restorable-days`) and `--force`, read as `fdbbackup/backup.actor.cpp` reads
+/// them (days become a version counted back from the log's end).
+fn expire(args: &[String], fdb: &SimulatedFdb) -> Outcome {
+    let tool = FdbTool::Fdbbackup;
+    let url = option(args, &["-d", "--destcontainer"])
+        .ok_or_else(|| usage(tool, "No backup destination specified"))?;
+    let number = |flags: &[&str], days: bool| -> Result<Option<i64>, Printed> {
+        let Some(text) = option(args, flags) else {
+            return Ok(None);
+        };
+        let value: i64 = text.parse().map_err(|_| {
+            usage(
+                tool,
+                &format!("Could not parse expiration version `{text}'"),
+            )
+        })?;
+        Ok(Some(if days {
+            value.saturating_mul(-crate::fdb::VERSIONS_PER_DAY)
+        } else {
+            value
+        }))
+    };
+    let before = number(
+        &["--expire-before-version", "--expire_before_version"],
+        false,
+    )?
+    .or(number(
+        &["--delete-before-days", "--delete_before_days"],
+        true,
+    )?);
+    let Some(before) = before else {
+        return Err(usage(tool, "No version or date/time is specified."));
+    };
+    let restorable_after = number(
+        &["--restorable-after-version", "--restorable_after_version"],
+        false,
+    )?
+    .or(number(
+        &["--min-restorable-days", "--min_restorable_days"],
+        true,
+    )?)
+    .unwrap_or(i64::MAX);
+    let request = crate::fdb::ExpireRequest {
+        before,
+        restorable_after,
+        force: has(args, "--force"),
+    };
+    match fdb.expire_backup(url, request) {
+        Ok(Some(cutoff)) => {
+            let deleted = if before < 0 {
+                format!(
+                    "All data before {} versions ({} days) prior to latest backup log has been deleted.",
+                    -before,
+                    -before / crate::fdb::VERSIONS_PER_DAY
+                )
+            } else {
+                format!("All data before version {cutoff} has been deleted.")
+            };
+            Ok(Ok(ok(format!("\rFinal metadata update...\n{deleted}\n"))))
+        }
+        Ok(None) => Err(Printed::failed(1, "ERROR: Backup does not exist\n")),
+        Err(refusal) => Err(Printed::failed(1, &format!("{refusal}\n"))),
+    }
+}
+
 /// Which tool runs, and its own version (its options differ by release).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
@@ -54,8 +135,11 @@ pub async fn run(
     };
     match result {
         Ok(Ok(printed)) => {
-            let changed =
-                printed.code == 0 && !matches!(args.first().map(String::as_str), Some("status"));
+            let changed = printed.code == 0
+                && !matches!(
+                    args.first().map(String::as_str),
+                    Some("status" | "describe")
+                );
             (printed, changed)
         }
         Ok(Err(error)) => (error_output(error), false),
@@ -176,6 +260,8 @@ async fn backup(
                 .await
                 .map(|()| ok("The backup was successfully deleted.\n".to_owned()))
         }
+        Some("describe") => return describe(args, version, fdb),
+        Some("expire") => return expire(args, fdb),
         Some("status") if has(args, "--json") => admin
             .backup_status(&tag)
             .await

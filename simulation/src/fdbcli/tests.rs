@@ -526,3 +526,6 @@ async fn status_minimal_is_one_line_of_availability() {
 /// A fleet's databases behind one set of tools: each run reaches the one its cluster
 /// file names.
 mod routes;
+
+/// `fdbbackup describe` and `expire` as a user runs them.
+mod expiry;
