@@ -233,6 +233,11 @@ impl SimulatedExec {
             let text: Vec<&str> = stdin.lines().map(str::trim).collect();
             return self.fdbcli(pod, &text.join(";")).await;
         }
+        if let [program, args @ ..] = request.command.as_slice()
+            && program.ends_with("fdbbackup")
+        {
+            return self.fdbbackup(pod, args).await;
+        }
         let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
         self.simple(pod, &words, &[]).await
     }
@@ -314,7 +319,7 @@ impl SimulatedExec {
             _ => ExecOutput::failed(
                 127,
                 format!(
-                    "{}: command not found in the simulated container (it runs fdbcli --exec, pkill fdbserver, cat and printf to a file)\n",
+                    "{}: command not found in the simulated container (it runs fdbcli --exec, fdbbackup, pkill fdbserver, cat and printf to a file)\n",
                     words.first().copied().unwrap_or_default()
                 ),
             ),

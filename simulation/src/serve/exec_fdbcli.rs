@@ -1,4 +1,4 @@
-//! The `fdbcli` of a served container: the simulated fdbcli (`crate::fdbcli`) of the
+//! The `fdbcli` (and `fdbbackup`) of a served container: the simulated fdbcli (`crate::fdbcli`) of the
 //! container's version, reaching the pod's database (`serve/exec_database.rs`) through
 //! the exec's admin interface (the user's commands, recorded and judged as the user's).
 
@@ -25,23 +25,37 @@ impl SimulatedExec {
                 "fdbcli: no FoundationDB process of this container or database to take the version from\n",
             );
         };
-        self.fdbcli_of_version(admin, fdb, version, text).await
+        let args = ["--exec".to_owned(), text.to_owned()];
+        self.tool_of_version(admin, fdb, version, FdbTool::Fdbcli, &args)
+            .await
     }
 
-    /// fdbcli's `--exec` line, run by the simulated fdbcli of `version` on `fdb`.
-    async fn fdbcli_of_version(
+    /// `fdbbackup ARGS...` in the container (an agent pod's, as the Go runbooks run
+    /// `describe` and `expire`), by the simulated fdbbackup of the database's version.
+    pub(super) async fn fdbbackup(&self, pod: &Value, args: &[String]) -> ExecOutput {
+        let (admin, fdb) = self.database_of(pod);
+        let Some(version) = container_version(fdb, pod) else {
+            return ExecOutput::failed(
+                1,
+                "fdbbackup: no FoundationDB process of this container or database to take the version from\n",
+            );
+        };
+        self.tool_of_version(admin, fdb, version, FdbTool::Fdbbackup, args)
+            .await
+    }
+
+    /// `tool ARGS...` run by the simulated tool of `version` on `fdb`.
+    async fn tool_of_version(
         &self,
         admin: &Arc<dyn AdminClient>,
         fdb: &SimulatedFdb,
         version: FdbVersion,
-        text: &str,
+        tool: FdbTool,
+        args: &[String],
     ) -> ExecOutput {
         let tools = SimulatedTools::new(admin.clone(), fdb.clone(), std::iter::empty(), "/usr/bin")
             .with_on_change(self.on_change.clone());
-        let args = ["--exec".to_owned(), text.to_owned()];
-        let printed = tools
-            .run_tool(FdbTool::Fdbcli, version, &args, "default", false)
-            .await;
+        let printed = tools.run_tool(tool, version, args, "default", false).await;
         let mut output = ExecOutput {
             stdout: printed.stdout,
             stderr: printed.stderr,

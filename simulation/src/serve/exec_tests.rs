@@ -397,3 +397,44 @@ async fn a_users_kill_is_the_users_even_while_the_operator_acts_or_has_crashed()
     assert!(kill.detail.starts_with("kill 127.0.0.1:4501"), "{kill:?}");
     assert_eq!(kill.by.as_deref(), Some("user"), "{kill:?}");
 }
+
+/// `kubectl exec deploy/NAME-backup-agents -- fdbbackup describe|expire ...`, as the Go
+/// runbooks run it, reaches the simulated fdbbackup of the database's version (its
+/// texts are tested in `fdbcli/tests/expiry.rs`).
+#[tokio::test]
+async fn an_agent_pods_fdbbackup_runs_the_simulated_tool() {
+    let (fdb, clock) = one_process_database().await;
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(Arc::new(clock), 1),
+        admin: Arc::new(fdb.clone()),
+        fdb,
+        fleet: Vec::new(),
+        on_change: Arc::new(|| {}),
+        container_files: ContainerFiles::default(),
+        turn: Arc::default(),
+    };
+    let pod = json!({"metadata": {"name": "agents", "uid": "a1"}});
+    let run = |words: &[&str]| ExecRequest {
+        namespace: "db".into(),
+        pod: "agents".into(),
+        container: None,
+        command: words.iter().map(|w| (*w).to_owned()).collect(),
+        stdin: false,
+        tty: false,
+    };
+    let url = "blobstore://a@b:443/c?bucket=fdb-backups";
+    let describe = run(&["fdbbackup", "describe", "-d", url, "--json"]);
+    let out = exec.execute(&pod, &describe, "").await;
+    assert_eq!(
+        (out.exit_code, out.stderr.as_str()),
+        (1, "ERROR: Backup does not exist\n"),
+        "{out:?}"
+    );
+    let expire = run(&["fdbbackup", "expire", "-d", url]);
+    let out = exec.execute(&pod, &expire, "").await;
+    assert!(
+        out.stderr
+            .starts_with("ERROR: No version or date/time is specified."),
+        "{out:?}"
+    );
+}
