@@ -17,9 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Runner, USER_ACTOR};
-use crate::recording_admin::RecordingAdmin;
 use crate::result::EventSource;
-use crate::serve::exec::SimulatedExec;
 use crate::serve::{ServeError, control, http, kubeconfig};
 
 /// The plugin's executable name, as kubectl looks it up for `kubectl fdb`.
@@ -109,20 +107,12 @@ impl Runner {
     /// The world's API on a free loopback port, every request the user's, with
     /// `pods/exec` whose commands are recorded as the user's.
     async fn serve_to_user(&self) -> Result<http::RunningServer, PluginActError> {
-        let exec = SimulatedExec {
-            api: self.api.clone(),
-            admin: Arc::new(RecordingAdmin::for_user(
-                Arc::new(self.fdb.clone()),
-                self.log.clone(),
-            )),
-            fdb: self.fdb.clone(),
-            fleet: self.exec_fleet(),
+        let exec = self.user_exec(
             // The act wakes the operator once the command has ended (`act.rs`).
-            on_change: Arc::new(|| {}),
-            container_files: self.world.container_files(),
+            Arc::new(|| {}),
             // The world does not advance while the command runs: no turn to wait for.
-            turn: Arc::new(tokio::sync::Mutex::new(())),
-        };
+            Arc::new(tokio::sync::Mutex::new(())),
+        );
         let extras = http::Extras {
             exec: Some(exec),
             actor: USER_ACTOR,

@@ -59,6 +59,29 @@ pub async fn serve_scenario(
 }
 
 impl Runner {
+    /// The served `pods/exec` of the world's databases (the first cluster's and each
+    /// fleet member's), whose commands are recorded and judged as the user's;
+    /// `on_change` runs after a command that changed a database, `turn` is held while
+    /// one runs.
+    pub(super) fn user_exec(
+        &self,
+        on_change: Arc<dyn Fn() + Send + Sync>,
+        turn: Arc<tokio::sync::Mutex<()>>,
+    ) -> SimulatedExec {
+        SimulatedExec {
+            api: self.api.clone(),
+            admin: Arc::new(RecordingAdmin::for_user(
+                Arc::new(self.fdb.clone()),
+                self.log.clone(),
+            )),
+            fdb: self.fdb.clone(),
+            fleet: self.exec_fleet(),
+            on_change,
+            container_files: self.world.container_files(),
+            turn,
+        }
+    }
+
     /// Serves the API and keeps the world and the operator running until `shutdown`;
     /// returns the operator passes run meanwhile and the address served.
     async fn serve_until(
@@ -75,24 +98,15 @@ impl Runner {
         let clock = std::sync::Arc::new(self.clock.clock().clone());
         let execs = Arc::new(AtomicU64::new(0));
         let turn = Arc::new(tokio::sync::Mutex::new(()));
-        let exec = SimulatedExec {
-            api: self.api.clone(),
-            // The user's commands, recorded and judged as the user's.
-            admin: Arc::new(RecordingAdmin::for_user(
-                Arc::new(self.fdb.clone()),
-                self.log.clone(),
-            )),
-            fdb: self.fdb.clone(),
-            fleet: self.exec_fleet(),
-            on_change: Arc::new({
+        let exec = self.user_exec(
+            Arc::new({
                 let execs = execs.clone();
                 move || {
                     execs.fetch_add(1, Ordering::Relaxed);
                 }
             }),
-            container_files: self.world.container_files(),
-            turn: turn.clone(),
-        };
+            turn.clone(),
+        );
         let control = Arc::new(crate::serve::control::Control::new(self.api.clone()));
         let extras = http::Extras {
             exec: Some(exec),
