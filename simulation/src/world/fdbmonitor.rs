@@ -45,8 +45,8 @@ pub struct MonitoredProcess {
     pub launch: ProcessLaunch,
     /// The host path of its cluster file.
     pub cluster_file: PathBuf,
-    /// The host path of its data directory.
-    pub data_dir: PathBuf,
+    /// The host path of its data directory (`None` for a relative `datadir`).
+    pub data_dir: Option<PathBuf>,
 }
 
 /// What one reconcile of the monitor did.
@@ -234,11 +234,14 @@ impl Monitor {
     /// whose disk holds the coordinated state, as fdbserver writes them there.
     pub fn keep_coordination_files(&self, host: &dyn ProcessHost) {
         for process in self.running.values() {
+            let Some(dir) = &process.data_dir else {
+                continue;
+            };
             let Some(content) = host.coordination_file(&process.launch.address) else {
                 continue;
             };
             for name in COORDINATION_FILES {
-                let path = process.data_dir.join(name);
+                let path = dir.join(name);
                 if std::fs::read_to_string(&path).ok().as_deref() != Some(content.as_str()) {
                     let _ = write_file(&self.context.fs, &path, &content);
                 }
@@ -350,12 +353,12 @@ impl Monitor {
         let (cluster_file, contents) = self.read_cluster_file(command)?;
         let datadir = arg("datadir").unwrap_or("/var/fdb/data");
         let data_identity = self.data_identity(datadir);
-        let data_dir = fs
-            .host_path(datadir)
-            .ok_or_else(|| format!("datadir {datadir:?} is not an absolute path"))?;
+        let data_dir = fs.host_path(datadir);
         // fdbserver reads its coordinated state from the data directory (a copy there
         // is what it serves: `fdb/coordinated_state.rs`).
-        let coordination_file = std::fs::read_to_string(data_dir.join(COORDINATION_FILES[0])).ok();
+        let coordination_file = data_dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_to_string(dir.join(COORDINATION_FILES[0])).ok());
         Ok(MonitoredProcess {
             launch: ProcessLaunch {
                 address,
