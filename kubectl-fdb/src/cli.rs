@@ -67,6 +67,17 @@ pub enum Command {
     /// IPs: rewrite the cluster file and restart fdbserver in every running pod, then set
     /// it in the cluster's status and ConfigMap (asks first unless --yes).
     FixCoordinatorIps(FixCoordinatorIpsArgs),
+    /// Recover a multi-region cluster if a majority of coordinators is lost permanently:
+    /// force the database to recover into this cluster's datacenter (spec.dataCenter),
+    /// with new coordinators holding a copy of a surviving coordinator's state. Commits
+    /// this datacenter had not received are LOST. Asks twice unless --wait=false/--yes.
+    #[command(after_help = "Examples:
+  # Recover the multi-region cluster \"sample-cluster-1\" in the current Namespace
+  kubectl fdb recover-multi-region-cluster sample-cluster-1
+
+  # Recover the multi-region cluster \"sample-cluster-1\" in the \"testing\" Namespace
+  kubectl fdb recover-multi-region-cluster -n testing sample-cluster-1")]
+    RecoverMultiRegionCluster(RecoverMultiRegionClusterArgs),
     /// Read a cluster's configuration or exclusions.
     #[command(subcommand)]
     Get(GetCommand),
@@ -345,6 +356,14 @@ pub struct FixCoordinatorIpsArgs {
     /// Print the new connection string and what would be done, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `recover-multi-region-cluster`.
+#[derive(Debug, Args)]
+pub struct RecoverMultiRegionClusterArgs {
+    /// The cluster (the FoundationDBCluster of the datacenter that survived).
+    #[arg(value_name = "CLUSTER", value_parser = names::object_name)]
+    pub cluster: String,
 }
 
 /// `deprecation`.

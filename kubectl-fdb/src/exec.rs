@@ -57,6 +57,44 @@ pub async fn exec(
     })
 }
 
+/// Runs `command` in `container` of `pod` with `input` as its standard input (closed
+/// after it), keeping its output like [`exec`].
+pub async fn exec_with_input(
+    session: &Session,
+    pod: &str,
+    container: &str,
+    command: Vec<String>,
+    input: &[u8],
+) -> Result<ExecResult, PluginError> {
+    let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
+    let params = AttachParams::default()
+        .container(container)
+        .stdin(true)
+        .stdout(true)
+        .stderr(true);
+    let action = format!("exec in pod {pod}");
+    let mut attached = pods
+        .exec(&crate::names::segment(pod), command, &params)
+        .await
+        .map_err(|error| session.error(error, &action))?;
+    if let Some(mut writer) = attached.stdin() {
+        let sent = writer.write_all(input).await.and(writer.shutdown().await);
+        sent.map_err(|error| PluginError::Exec {
+            action: action.clone(),
+            message: format!("standard input: {error}"),
+        })?;
+    }
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let status = read_to_status(attached, &mut out, &mut err, MAX_KEPT_OUTPUT)
+        .await
+        .map_err(|error| lost(session, &action, error))?;
+    Ok(ExecResult {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        code: exit_code(status),
+    })
+}
+
 /// An exec whose output could not be read to its end, as the plugin's error.
 fn lost(session: &Session, action: &str, error: OutputError) -> PluginError {
     match error {

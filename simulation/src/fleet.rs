@@ -115,6 +115,7 @@ impl GroupBuild<'_> {
                 cluster_file_contents: self.connection.to_owned(),
                 pod: pod_name.clone(),
                 data_identity: format!("pvc:{namespace}/{pod_name}/{}", command.process_number),
+                coordination_file: None,
             });
         }
         Ok(())

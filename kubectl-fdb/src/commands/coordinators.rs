@@ -48,7 +48,8 @@ impl CoordinatorPlan {
     }
 }
 
-fn public_ip(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
+/// The pod's public IP (its service's with `routing.publicIPSource: service`).
+pub(crate) fn public_ip(cluster: &FoundationDBCluster, pod: &Pod) -> Option<String> {
     if cluster.spec.routing.public_ip_source() == PublicIpSource::Service {
         return pod
             .metadata
@@ -200,7 +201,7 @@ fn write_script() -> String {
 /// Writes `connection_string` to the cluster file of `pod` and restarts its fdbserver
 /// processes (`pkill` finding none is no failure: fdbmonitor was restarting them);
 /// returns whether a process was killed.
-async fn rewrite_cluster_file(
+pub(crate) async fn rewrite_cluster_file(
     session: &Session,
     pod: &str,
     connection_string: &str,

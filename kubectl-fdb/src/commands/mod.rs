@@ -5,6 +5,7 @@ pub mod buggify;
 pub mod coordinators;
 pub mod deprecation;
 pub mod get;
+pub mod recover;
 pub mod remove;
 pub mod restart;
 pub mod snapshot;
@@ -26,6 +27,7 @@ pub async fn run(session: &Session, command: Command) -> Result<u8, PluginError>
         Command::Exec(args) => restart::exec_command(session, args).await,
         Command::Buggify(command) => buggify::run(session, command).await,
         Command::FixCoordinatorIps(args) => coordinators::run(session, &args).await,
+        Command::RecoverMultiRegionCluster(args) => recover::run(session, &args).await,
         Command::Get(GetCommand::Configuration(args)) => get::configuration(session, &args).await,
         Command::Get(GetCommand::ExclusionStatus(args)) => {
             get::exclusion_status(session, &args).await

@@ -271,6 +271,7 @@ impl AdminClient for SimulatedFdb {
                 });
             };
             let next = current.with_coordinators(generation_id, coordinators.to_vec());
+            super::coordinated_state::write_to_new_coordinators(state, coordinators);
             forwards::store(state, &current);
             state.connection_string = Some(next.clone());
             state.dirty = true;

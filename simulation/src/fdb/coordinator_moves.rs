@@ -67,11 +67,10 @@ pub(super) fn adopt_moved_coordinators(state: &mut State, cluster_file: &str) {
         .coordinators
         .iter()
         .filter(|address| {
-            state.processes.values().any(|p| {
-                p.running
-                    && p.answers_to(address)
-                    && state.coordinator_disks.values().any(|disk| *disk == p.disk)
-            })
+            state
+                .processes
+                .values()
+                .any(|p| p.running && p.answers_to(address) && state.coordinated.serves(&p.disk))
         })
         .count();
     if holding_state * 2 > named.coordinators.len() {

@@ -26,11 +26,14 @@ mod availability;
 mod backup;
 mod backup_api;
 mod backup_expiry;
+mod coordinated_state;
 mod coordinator_moves;
 mod disks;
 mod engines;
 mod exclude_check;
+mod failover;
 mod faults;
+mod forced_recovery;
 mod forwards;
 mod inspect;
 mod movement;
@@ -70,10 +73,12 @@ use fdb_operator::clock::Clock;
 
 pub use backup::{BlobContainer, BlobSnapshot, RESTORE_SECONDS};
 pub use backup_expiry::{ExpireRefusal, ExpireRequest, VERSIONS_PER_DAY};
+pub use coordinated_state::COORDINATION_FILES;
 pub use exclude_check::ExcludeRefusal;
+pub use forced_recovery::{ForceRecoveryHang, REMOTE_LAG_SECONDS};
 pub use inspect::ServiceGaps;
 pub use processes::ProcessLaunch;
-pub use records::Outage;
+pub use records::{ForcedRecovery, Outage};
 pub use snapshot::{SimFdbSnapshot, SimProcessSnapshot};
 pub use status_schema::{OffSchemaSink, SchemaSource, StatusCheck, foundationdb_schema};
 pub use tool_api::{TOOL_CLIENT_SECONDS, ToolClient};
@@ -180,6 +185,7 @@ impl SimulatedFdb {
             state.processes.remove(&address);
             state.pending_restarts.remove(&address);
         }
+        coordinated_state::read_at_start(&mut state, &disk, launch.coordination_file.as_deref());
         let known = state.disks.get(&disk).map(|d| d.process_id.clone());
         let process_id = known.unwrap_or_else(|| state.random_process_id());
         let silent_since = state.disks.get(&disk).and_then(|d| d.silent_since);
@@ -222,7 +228,8 @@ impl SimulatedFdb {
     }
 
     /// Forgets the process at `address` and destroys its disk: the replicas on it are
-    /// gone for good (a shard left without any is lost).
+    /// gone for good (a shard left without any is lost), and the coordinated state it
+    /// held.
     pub fn remove_process(&self, address: &ProcessAddress) {
         let now = self.now();
         let mut state = self.lock();
@@ -232,6 +239,7 @@ impl SimulatedFdb {
         {
             state.disks.remove(&process.disk);
             state.forwards.remove(&process.disk);
+            state.coordinated.disks.remove(&process.disk);
             if let Some(data) = state.data.as_mut() {
                 data.destroy_disk(&process.disk);
             }

@@ -38,6 +38,9 @@ pub struct ProcessLaunch {
     /// (survives pod recreation, even at a new IP) or `emptyDir:<pod uid>/<volume>/<path>`
     /// (gone with the pod). Two launches with the same identity see the same data.
     pub data_identity: String,
+    /// The content of `coordination-0.fdq` in the data directory when the process
+    /// started, if there was one (`coordinated_state.rs`).
+    pub coordination_file: Option<String>,
 }
 
 /// A process the simulated database knows: running, or stopped with its disk kept.

@@ -3,7 +3,11 @@
 //! recruited roles, the outages, and the data's state at a glance. A leaf: the files
 //! that recover, recruit, assess and render the database all build on it.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use fdb_shared::address::ProcessAddress;
+
+use super::processes::DiskKey;
 
 /// Where the transaction system is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -128,4 +132,65 @@ pub(crate) struct TeamCounts {
     pub min_replicas: usize,
     /// Shards with fewer such replicas in distinct zones than the replication factor.
     pub under_replicated: usize,
+}
+
+/// Which disks hold the database's coordinated state.
+#[derive(Debug, Default)]
+pub(crate) struct CoordinatedState {
+    /// The database's identity in the state, fixed when it is first written (by the
+    /// first recovery after `configure new`); `None` before: no state exists yet.
+    pub database: Option<String>,
+    /// The disks holding it.
+    pub disks: BTreeSet<DiskKey>,
+}
+
+impl CoordinatedState {
+    /// The content of each coordination file of a disk holding the state.
+    pub fn file_content(&self) -> Option<String> {
+        self.database
+            .as_ref()
+            .map(|id| format!("FoundationDB coordinated state of database {id}\n"))
+    }
+
+    /// Whether a coordinator on `disk` can serve the state: it holds it, or no state
+    /// exists yet (a new database starts from empty registers).
+    pub fn serves(&self, disk: &DiskKey) -> bool {
+        self.database.is_none() || self.disks.contains(disk)
+    }
+}
+
+/// The logs of the last recovered transaction system, and a forced recovery asked for.
+#[derive(Debug, Default)]
+pub(crate) struct Failover {
+    /// The last generation: its primary datacenter and its logs.
+    pub last: Option<LogGeneration>,
+    /// The datacenter a user forced the next recovery into.
+    pub forced_into: Option<String>,
+    /// Every forced recovery and what it lost.
+    pub forced: Vec<ForcedRecovery>,
+}
+
+/// The logs of one generation, by datacenter (`None` without a `dcid`).
+#[derive(Debug, Clone)]
+pub(crate) struct LogGeneration {
+    pub primary: Option<String>,
+    /// The remote region's datacenter (where its log routers ran).
+    pub remote: Option<String>,
+    pub logs: BTreeMap<Option<String>, Vec<DiskKey>>,
+}
+
+/// A forced recovery, as the result reports it (`fdb.forcedRecoveries`): always a
+/// user's fdbcli command (the operator never forces one), so what it lost is the
+/// user's doing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForcedRecovery {
+    /// When fdbcli asked for it (seconds since the start of the run).
+    pub at: i64,
+    /// The datacenter it recovered into.
+    pub data_center: String,
+    /// The last version the datacenter had: later commits are lost.
+    pub kept_version: i64,
+    /// Workload writes lost (committed after `kept_version`).
+    pub lost_writes: u64,
 }

@@ -7,9 +7,10 @@
 //! from the processes there are then. Each recovery that starts is counted once, however
 //! many of its processes went at once (one batch kill = one recovery).
 
-use super::records::{Recovery, RecoveryRecord};
+use super::records::{Recovery, RecoveryRecord, TransactionSystem};
 use super::roles::recruit;
 use super::state::State;
+use super::{coordinated_state, failover};
 
 /// The recovery reason when the coordinators lost their quorum by themselves.
 pub(crate) const QUORUM_LOST: &str = "loss of the coordinators' quorum";
@@ -72,10 +73,11 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
                 state.recovery = Recovery::Waiting { reason };
             }
             Recovery::Waiting { reason } => {
-                if recruit(state).is_none() {
+                if recruit_allowed(state).is_none() {
                     return;
                 }
                 let reason = reason.clone();
+                coordinated_state::write_to_coordinators(state);
                 state.recoveries += 1;
                 state.generation += 2;
                 state.recovery_log.push(RecoveryRecord {
@@ -94,8 +96,9 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
                     return;
                 }
                 let reason = reason.clone();
-                match recruit(state) {
+                match recruit_allowed(state) {
                     Some(system) => {
+                        failover::record_generation(state, &system);
                         state.transaction_system = Some(system);
                         state.recovery = Recovery::Recovered;
                         state.last_recovered_unix = end;
@@ -109,6 +112,12 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
             }
         }
     }
+}
+
+/// The transaction system a recovery can recruit now: one there are processes for,
+/// whose primary the last generation's logs allow (`failover.rs`).
+fn recruit_allowed(state: &State) -> Option<TransactionSystem> {
+    recruit(state).filter(|system| failover::may_recruit(state, system))
 }
 
 /// Why the recruited transaction system no longer stands, if it does not.

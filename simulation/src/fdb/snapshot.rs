@@ -50,6 +50,8 @@ pub struct SimFdbSnapshot {
     pub moved_mib: f64,
     /// Shards that lost their last replica.
     pub lost_shards: u64,
+    /// Every `force_recovery_with_data_loss` a user ran, with the writes it lost.
+    pub forced_recoveries: Vec<super::ForcedRecovery>,
     /// Running processes, by address.
     pub processes: Vec<SimProcessSnapshot>,
     /// A digest of the user data (`empty` for an empty database).
@@ -166,6 +168,7 @@ pub(crate) fn snapshot(state: &State, now: i64) -> SimFdbSnapshot {
             .collect(),
         moved_mib: (state.movement.moved_bytes / MIB * 100.0).round() / 100.0,
         lost_shards: state.data.as_ref().map_or(0, |d| d.lost),
+        forced_recoveries: state.failover.forced.clone(),
         processes,
         data_digest: state.user_data.digest().to_owned(),
         data_version: super::user_data::version_at(now - state.origin),

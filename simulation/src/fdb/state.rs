@@ -17,7 +17,7 @@ use super::processes::{ProcessLaunch, SimProcess, zone_of};
 use super::records::DataSummary;
 use super::records::Outage;
 use super::records::TransactionSystem;
-use super::records::{Recovery, RecoveryRecord};
+use super::records::{CoordinatedState, Failover, Recovery, RecoveryRecord};
 use super::shards::{Data, GIB, MIB};
 use super::user_data::UserData;
 use fdb_operator::fdb::{ClientInfo, ExclusionTarget, LockValue};
@@ -72,6 +72,11 @@ pub(crate) struct State {
     /// The disk holding each coordinator's coordinated state, by the coordinator's
     /// address in the connection string (`fdb/coordinator_moves.rs`).
     pub coordinator_disks: BTreeMap<String, DiskKey>,
+    /// Which disks hold the coordinated state (`coordinated_state.rs`).
+    pub coordinated: CoordinatedState,
+    /// The last transaction system's logs and a forced recovery asked for
+    /// (`failover.rs`, `forced_recovery.rs`).
+    pub failover: Failover,
     pub recovery: Recovery,
     pub transaction_system: Option<TransactionSystem>,
     pub recoveries: u64,
@@ -137,6 +142,8 @@ impl State {
             clients: Vec::new(),
             tool_clients: BTreeMap::new(),
             coordinator_disks: BTreeMap::new(),
+            coordinated: CoordinatedState::default(),
+            failover: Failover::default(),
             recovery: Recovery::default(),
             transaction_system: None,
             recoveries: 0,
@@ -267,10 +274,20 @@ impl State {
     }
 
     /// The version the coordinators' majority runs: the database's protocol. `None` when
-    /// no protocol-compatible group of running coordinators is a majority (no quorum).
+    /// no protocol-compatible group of running coordinators is a majority (no quorum),
+    /// or when the running coordinators without the coordinated state could make a
+    /// majority of the replies by themselves (`coordinated_state.rs`).
     pub fn cluster_version(&self) -> Option<FdbVersion> {
         let coordinators = self.coordinator_processes();
         let total = coordinators.len();
+        let fresh = coordinators
+            .iter()
+            .flatten()
+            .filter(|p| !self.coordinated.serves(&p.disk))
+            .count();
+        if fresh * 2 > total {
+            return None;
+        }
         let running: Vec<FdbVersion> = coordinators
             .iter()
             .flatten()

@@ -257,6 +257,39 @@ impl UserData {
         version
     }
 
+    /// A forced recovery keeps the commits up to `kept` only: the content goes back to
+    /// what it was there, from version `at` on (the workload writes on over it). Returns
+    /// how many workload writes were lost.
+    pub fn roll_back(&mut self, kept: i64, at: i64) -> u64 {
+        let lost: u64 = self
+            .history
+            .iter()
+            .map(|change| match change {
+                Change::Set { .. } => 0,
+                Change::Writes {
+                    first_version,
+                    count,
+                    ..
+                } => {
+                    if *first_version > kept {
+                        *count
+                    } else {
+                        let kept_writes =
+                            u64::try_from((kept - first_version) / VERSIONS_PER_WRITE)
+                                .unwrap_or(0)
+                                .saturating_add(1);
+                        count.saturating_sub(kept_writes)
+                    }
+                }
+            })
+            .sum();
+        if lost > 0 {
+            let digest = self.digest_at(kept);
+            self.set(at, digest);
+        }
+        lost
+    }
+
     /// Whether the database holds no user data.
     pub fn is_empty(&self) -> bool {
         self.digest() == EMPTY_DIGEST

@@ -14,6 +14,7 @@
 mod argv;
 mod backup;
 mod configure;
+mod force_recovery;
 mod keys;
 mod line;
 mod output;

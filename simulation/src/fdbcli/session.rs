@@ -16,7 +16,7 @@ use crate::fdb::{ExcludeRefusal, SimulatedFdb};
 
 /// fdbcli commands the simulation does not carry out (they exist in fdbcli: refused
 /// as not simulated, never as unknown and never silently).
-const UNSIMULATED: [&str; 22] = [
+const UNSIMULATED: [&str; 21] = [
     "advanceversion",
     "blobrange",
     "cache_range",
@@ -25,7 +25,6 @@ const UNSIMULATED: [&str; 22] = [
     "datadistribution",
     "expensive_data_check",
     "fileconfigure",
-    "force_recovery_with_data_loss",
     "getall",
     "getlocation",
     "getrangekeys",
@@ -150,6 +149,13 @@ impl<'a> Session<'a> {
             "coordinators" => self.coordinators(rest).await,
             "kill" => self.kill(rest).await,
             "maintenance" => self.maintenance(rest).await,
+            "force_recovery_with_data_loss" => {
+                match super::force_recovery::run(self.fdb, rest)? {
+                    None => self.usage(super::force_recovery::USAGE),
+                    Some(changed) => self.changed |= changed,
+                }
+                Ok(())
+            }
             "option" => {
                 self.option(rest);
                 Ok(())

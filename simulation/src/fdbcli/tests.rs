@@ -47,6 +47,7 @@ fn launch(class: ProcessClass, n: u8, version: &str) -> ProcessLaunch {
         cluster_file_contents: format!("{CONNECTION}\n"),
         pod: format!("sample-{instance}"),
         data_identity: format!("pvc:default/sample-{instance}/data"),
+        coordination_file: None,
     }
 }
 

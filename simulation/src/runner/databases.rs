@@ -118,6 +118,10 @@ impl ProcessHost for Databases {
         self.all().filter_map(SimulatedFdb::next_due).min()
     }
 
+    fn coordination_file(&self, address: &ProcessAddress) -> Option<String> {
+        self.holding(address)?.coordination_file(address)
+    }
+
     fn set_backup_agents(&self, count: u32) {
         // Backup agents serve the first cluster's backups (`backups:` name it).
         self.first.set_backup_agents(count);

@@ -223,7 +223,7 @@ impl SimulatedExec {
             && shell.ends_with("sh")
             && flag == "-c"
         {
-            return self.script(pod, script, arguments).await;
+            return self.script(pod, script, arguments, stdin).await;
         }
         if request
             .command
@@ -239,11 +239,17 @@ impl SimulatedExec {
             return self.fdbbackup(pod, args).await;
         }
         let words: Vec<&str> = request.command.iter().map(String::as_str).collect();
-        self.simple(pod, &words, &[]).await
+        self.simple(pod, &words, &[], stdin).await
     }
 
     /// A `&&` chain of simple commands; `$N` words are positional arguments.
-    async fn script(&self, pod: &Value, script: &str, arguments: &[String]) -> ExecOutput {
+    async fn script(
+        &self,
+        pod: &Value,
+        script: &str,
+        arguments: &[String],
+        stdin: &str,
+    ) -> ExecOutput {
         let mut output = ExecOutput::default();
         // Every part is checked before any runs: a chain with one unsupported part is
         // refused whole.
@@ -258,7 +264,8 @@ impl SimulatedExec {
                     127,
                     format!(
                         "sh: `{command}` is not run by the simulated container (it runs \
-                         pkill fdbserver, cat and printf to a file, joined by &&); nothing ran\n"
+                         pkill fdbserver, cat, find, base64 and printf to a file, joined by &&); \
+                         nothing ran\n"
                     ),
                 );
             }
@@ -266,7 +273,7 @@ impl SimulatedExec {
         }
         for words in &parts {
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
-            let step = self.simple(pod, &words, arguments).await;
+            let step = self.simple(pod, &words, arguments, stdin).await;
             output.stdout.push_str(&step.stdout);
             output.stderr.push_str(&step.stderr);
             output.exit_code = step.exit_code;
@@ -277,8 +284,15 @@ impl SimulatedExec {
         output
     }
 
-    /// One simple command (`pkill fdbserver`, `cat PATH`, `printf '%s\n' "$N" > PATH`).
-    async fn simple(&self, pod: &Value, words: &[&str], arguments: &[String]) -> ExecOutput {
+    /// One simple command (`pkill fdbserver`, `cat PATH`, `printf '%s\n' "$N" > PATH`,
+    /// and the file commands of `serve/exec_files.rs`).
+    async fn simple(
+        &self,
+        pod: &Value,
+        words: &[&str],
+        arguments: &[String],
+        stdin: &str,
+    ) -> ExecOutput {
         let uid = pod
             .pointer("/metadata/uid")
             .and_then(Value::as_str)
@@ -286,6 +300,7 @@ impl SimulatedExec {
             .to_owned();
         match words {
             ["pkill", .., "fdbserver"] => self.pkill(pod),
+            ["find" | "base64", ..] => self.file_command(&uid, words, arguments, stdin),
             ["cat", path] => match self.container_files.read(&uid, path) {
                 Ok(Some(text)) => ExecOutput {
                     stdout: text,
@@ -308,10 +323,7 @@ impl SimulatedExec {
                         format!("sh: {argument}: not a positional argument\n"),
                     );
                 };
-                match self
-                    .container_files
-                    .write(&uid, path, &format!("{value}\n"))
-                {
+                match self.container_files.write(&uid, path, format!("{value}\n")) {
                     Ok(()) => ExecOutput::default(),
                     Err(error) => ExecOutput::failed(1, format!("sh: {error}\n")),
                 }
@@ -319,7 +331,7 @@ impl SimulatedExec {
             _ => ExecOutput::failed(
                 127,
                 format!(
-                    "{}: command not found in the simulated container (it runs fdbcli --exec, fdbbackup, pkill fdbserver, cat and printf to a file)\n",
+                    "{}: command not found in the simulated container (it runs fdbcli --exec, fdbbackup, pkill fdbserver, cat, find, base64 and printf to a file)\n",
                     words.first().copied().unwrap_or_default()
                 ),
             ),

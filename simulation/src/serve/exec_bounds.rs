@@ -115,6 +115,8 @@ pub fn is_supported(words: &[&str]) -> bool {
         ["printf", "%s\\n", argument, ">", path] => {
             argument.starts_with('$') && path.starts_with('/')
         }
+        ["base64", path] => path.starts_with('/'),
+        ["base64", "-d", ">", target] => target.starts_with('$') || target.starts_with('/'),
         _ => false,
     }
 }

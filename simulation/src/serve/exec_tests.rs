@@ -89,6 +89,7 @@ async fn one_process_database_at(
         cluster_file_contents: format!("{id}@{host}:4501\n"),
         pod: "p".into(),
         data_identity: "pvc:db/p/data".into(),
+        coordination_file: None,
     });
     let single = DatabaseConfiguration {
         redundancy_mode: Some(RedundancyMode::Single),
@@ -437,4 +438,78 @@ async fn an_agent_pods_fdbbackup_runs_the_simulated_tool() {
             .starts_with("ERROR: No version or date/time is specified."),
         "{out:?}"
     );
+}
+
+/// Copying a coordinator's state files as `kubectl fdb recover-multi-region-cluster`
+/// does: `find` locates them, `base64` reads them out, `base64 -d > "$1"` writes the
+/// standard input into another pod's data directory.
+#[tokio::test]
+async fn files_are_found_read_out_and_written_from_standard_input() {
+    let (fdb, clock) = one_process_database().await;
+    let root = tempfile::tempdir().unwrap();
+    let containers = ContainerFiles::default();
+    for uid in ["u1", "u2"] {
+        let data = root.path().join(uid).join("data");
+        std::fs::create_dir_all(data.join("1")).unwrap();
+        let mounts = vec![(std::path::PathBuf::from("/var/fdb/data"), data)];
+        let image = root.path().join(uid).join("image");
+        containers.insert(uid, ContainerFs::new(root.path().to_owned(), image, mounts));
+    }
+    let state = "FoundationDB coordinated state\n\u{1}binary-ish\n";
+    std::fs::write(root.path().join("u1/data/1/coordination-0.fdq"), state).unwrap();
+    // A symlink below the directory is not followed (the file it leads to is not found).
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("coordination-0.fdq"), "elsewhere").unwrap();
+    std::os::unix::fs::symlink(&outside, root.path().join("u2/data/link")).unwrap();
+    let exec = SimulatedExec {
+        api: FakeApiServer::new(Arc::new(clock), 1),
+        admin: Arc::new(fdb.clone()),
+        fdb,
+        fleet: Vec::new(),
+        on_change: Arc::new(|| {}),
+        container_files: containers,
+        turn: Arc::default(),
+    };
+    let pod = |uid: &str| json!({"metadata": {"name": "p", "uid": uid}});
+    let request = |command: &[&str]| ExecRequest {
+        namespace: "db".into(),
+        pod: "p".into(),
+        container: None,
+        command: command.iter().map(|w| (*w).to_owned()).collect(),
+        stdin: true,
+        tty: false,
+    };
+    let find = |dir: &str, name: &str| {
+        request(&["find", dir, "-type", "f", "-name", name, "-print", "-quit"])
+    };
+    let found = exec
+        .execute(&pod("u1"), &find("/var/fdb/data", "coordination-0.fdq"), "")
+        .await;
+    assert_eq!(found.stdout, "/var/fdb/data/1/coordination-0.fdq\n");
+    let none = exec
+        .execute(&pod("u2"), &find("/var/fdb/data", "coordination-0.fdq"), "")
+        .await;
+    assert_eq!((none.stdout.as_str(), none.exit_code), ("", 0));
+    let missing = exec
+        .execute(&pod("u2"), &find("/var/fdb/nothing", "x"), "")
+        .await;
+    assert_eq!(missing.exit_code, 1);
+    let glob = exec
+        .execute(&pod("u1"), &find("/var/fdb/data", "coord*"), "")
+        .await;
+    assert_eq!(glob.exit_code, 127);
+    let read = request(&["base64", "/var/fdb/data/1/coordination-0.fdq"]);
+    let encoded = exec.execute(&pod("u1"), &read, "").await;
+    assert_eq!(encoded.exit_code, 0, "{encoded:?}");
+    let target = "/var/fdb/data/1/coordination-0.fdq";
+    let upload = request(&["sh", "-c", "base64 -d > \"$1\"", "sh", target]);
+    let written = exec.execute(&pod("u2"), &upload, &encoded.stdout).await;
+    assert_eq!(written, ExecOutput::default());
+    let copy = std::fs::read_to_string(root.path().join("u2/data/1/coordination-0.fdq")).unwrap();
+    assert_eq!(copy, state);
+    // Input that is not base64 writes nothing.
+    let bad = request(&["sh", "-c", "base64 -d > /var/fdb/data/x", "sh"]);
+    assert_eq!(exec.execute(&pod("u2"), &bad, "%%%").await.exit_code, 1);
+    assert!(!root.path().join("u2/data/x").exists());
 }

@@ -14,6 +14,7 @@ pub mod exec;
 pub mod exec_bounds;
 pub mod exec_database;
 mod exec_fdbcli;
+mod exec_files;
 mod exec_tty;
 pub mod http;
 pub mod kubeconfig;

@@ -4,7 +4,7 @@
 //! starts fdbserver again, as in a real container.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -75,14 +75,70 @@ impl ContainerFiles {
         }
     }
 
+    /// The container path of the first regular file named `name` below the directory
+    /// `dir` (symlinks not followed, entries in name order), as `find DIR -type f -name
+    /// NAME -print -quit` prints it.
+    pub fn find_first(
+        &self,
+        uid: &str,
+        dir: &str,
+        name: &str,
+    ) -> Result<Option<String>, ContainerFileError> {
+        let (fs, host) = self.host_path(uid, dir)?;
+        let io = |message: String| ContainerFileError::Io {
+            path: dir.to_owned(),
+            message,
+        };
+        confine::check_inside(fs.root(), &host)
+            .map_err(|e| io(fdb_shared::error_chain::chain_text(&e)))?;
+        // The directory itself may be a mount (a link to the volume); below it nothing
+        // is followed.
+        let start = host
+            .canonicalize()
+            .map_err(|_| io("No such file or directory".to_owned()))?;
+        let root = fs.root().canonicalize().map_err(|e| io(e.to_string()))?;
+        if !start.starts_with(&root) {
+            return Err(io("outside the container".to_owned()));
+        }
+        let found = find_below(&start, name).map_err(|e| io(e.to_string()))?;
+        Ok(found.map(|relative| {
+            let base = dir.trim_end_matches('/');
+            format!("{base}/{}", relative.display())
+        }))
+    }
+
     /// Writes a file of the pod's main container.
-    pub fn write(&self, uid: &str, path: &str, content: &str) -> Result<(), ContainerFileError> {
+    pub fn write(
+        &self,
+        uid: &str,
+        path: &str,
+        content: impl AsRef<[u8]>,
+    ) -> Result<(), ContainerFileError> {
         let (fs, host) = self.host_path(uid, path)?;
         confine::write(fs.root(), &host, content).map_err(|e| ContainerFileError::Io {
             path: path.to_owned(),
             message: fdb_shared::error_chain::chain_text(&e),
         })
     }
+}
+
+/// The path (relative to `dir`) of the first regular file named `name` below `dir`,
+/// depth first in name order, without following symlinks.
+fn find_below(dir: &Path, name: &str) -> std::io::Result<Option<PathBuf>> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let kind = entry.file_type()?;
+        if kind.is_file() && entry.file_name() == name {
+            return Ok(Some(PathBuf::from(entry.file_name())));
+        }
+        if kind.is_dir()
+            && let Some(found) = find_below(&entry.path(), name)?
+        {
+            return Ok(Some(PathBuf::from(entry.file_name()).join(found)));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::containers::{ContainerFs, binary_version};
 use super::error::WorldError;
 use super::host::{ProcessHost, ProcessLaunch};
 use super::unified_monitor::UnifiedMonitor;
+use crate::fdb::COORDINATION_FILES;
 
 /// Where the main container's volumes come from, for data identities.
 #[derive(Debug, Clone)]
@@ -44,6 +45,8 @@ pub struct MonitoredProcess {
     pub launch: ProcessLaunch,
     /// The host path of its cluster file.
     pub cluster_file: PathBuf,
+    /// The host path of its data directory (`None` for a relative `datadir`).
+    pub data_dir: Option<PathBuf>,
 }
 
 /// What one reconcile of the monitor did.
@@ -227,6 +230,25 @@ impl Monitor {
         }
     }
 
+    /// Keeps the coordination files in the data directory of each running process
+    /// whose disk holds the coordinated state, as fdbserver writes them there.
+    pub fn keep_coordination_files(&self, host: &dyn ProcessHost) {
+        for process in self.running.values() {
+            let Some(dir) = &process.data_dir else {
+                continue;
+            };
+            let Some(content) = host.coordination_file(&process.launch.address) else {
+                continue;
+            };
+            for name in COORDINATION_FILES {
+                let path = dir.join(name);
+                if std::fs::read_to_string(&path).ok().as_deref() != Some(content.as_str()) {
+                    let _ = write_file(&self.context.fs, &path, &content);
+                }
+            }
+        }
+    }
+
     fn read_conf(&mut self) -> Option<(Vec<ProcessCommand>, bool)> {
         if let Some(unified) = self.unified.as_mut() {
             // The monitor never restarts a process for a new configuration.
@@ -331,6 +353,12 @@ impl Monitor {
         let (cluster_file, contents) = self.read_cluster_file(command)?;
         let datadir = arg("datadir").unwrap_or("/var/fdb/data");
         let data_identity = self.data_identity(datadir);
+        let data_dir = fs.host_path(datadir);
+        // fdbserver reads its coordinated state from the data directory (a copy there
+        // is what it serves: `fdb/coordinated_state.rs`).
+        let coordination_file = data_dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_to_string(dir.join(COORDINATION_FILES[0])).ok());
         Ok(MonitoredProcess {
             launch: ProcessLaunch {
                 address,
@@ -346,8 +374,10 @@ impl Monitor {
                 cluster_file_contents: contents.trim().to_owned(),
                 pod: self.context.pod.clone(),
                 data_identity,
+                coordination_file,
             },
             cluster_file,
+            data_dir,
         })
     }
 

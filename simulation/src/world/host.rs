@@ -38,6 +38,13 @@ pub trait ProcessHost: Send + Sync {
     fn next_due(&self) -> Option<i64> {
         None
     }
+    /// The content of the coordination files (`coordination-0.fdq`, `-1.fdq`) the disk
+    /// of the process at `address` holds, if it holds the coordinated state; fdbmonitor
+    /// keeps them in the process's data directory.
+    fn coordination_file(&self, address: &ProcessAddress) -> Option<String> {
+        let _ = address;
+        None
+    }
     /// How many backup agents run now (pods running the `backup_agent` program); the
     /// database's backups and restores progress only while some do.
     fn set_backup_agents(&self, count: u32) {
@@ -76,5 +83,9 @@ impl ProcessHost for SimulatedFdb {
 
     fn set_backup_agents(&self, count: u32) {
         SimulatedFdb::set_backup_agents(self, count);
+    }
+
+    fn coordination_file(&self, address: &ProcessAddress) -> Option<String> {
+        SimulatedFdb::coordination_file(self, address)
     }
 }

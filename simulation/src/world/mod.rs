@@ -337,6 +337,11 @@ impl World {
                 }
             }
         }
+        for runtime in self.pods.values() {
+            if let Some(monitor) = &runtime.monitor {
+                monitor.keep_coordination_files(self.fdb.host());
+            }
+        }
         self.write_statuses(&pods)?;
         self.rebuild_dns(&pods)?;
         self.publish_container_files(&pods);

@@ -2,6 +2,7 @@
 //! coordinators), storage 21-23, stateless 31-32; the n-th of each class in `zone-n`.
 
 mod basics;
+mod coordinated;
 mod data;
 mod faults;
 mod halls;
@@ -62,6 +63,7 @@ pub(super) fn launch(class: ProcessClass, n: u8, version: &str) -> ProcessLaunch
         cluster_file_contents: format!("{CONNECTION}\n"),
         pod: format!("sample-{instance}"),
         data_identity: format!("pvc:default/sample-{instance}-data@uid-{instance}/data"),
+        coordination_file: None,
     }
 }
 

@@ -238,3 +238,35 @@ async fn exclude_refuses_while_a_storage_server_reports_no_metrics() {
         assert_eq!(fixture.fdb.snapshot().excluded.len(), 2, "{version}");
     }
 }
+
+/// `force_recovery_with_data_loss` as fdbcli runs it: its usage line without exactly one
+/// DCID, nothing printed and nothing changed while the database commits, the wait to
+/// the timeout when no cluster controller can be elected.
+#[tokio::test]
+async fn force_recovery_prints_its_usage_does_nothing_on_a_committing_database_or_waits() {
+    let (fixture, _client) = configured().await;
+    let usage = fixture.exec("7.1", "force_recovery_with_data_loss").await;
+    assert_eq!(usage.code, 1);
+    assert_eq!(
+        usage.stdout,
+        "Usage: force_recovery_with_data_loss <DCID>\n"
+    );
+    let noop = fixture
+        .exec("7.1", "force_recovery_with_data_loss dc1")
+        .await;
+    assert_eq!((noop.code, noop.stdout.as_str()), (0, ""), "{noop:?}");
+    assert!(fixture.fdb.forced_recoveries().is_empty());
+    for n in 11..=12 {
+        fixture
+            .fdb
+            .stop_process(&ProcessAddress::new(format!("127.0.0.{n}"), 4501));
+    }
+    let waits = fixture
+        .exec("7.1", "force_recovery_with_data_loss dc1")
+        .await;
+    assert_eq!(waits.code, 1);
+    assert!(
+        waits.stderr.contains("Specified timeout reached"),
+        "{waits:?}"
+    );
+}
