@@ -399,7 +399,7 @@ async fn a_leader_whose_lease_was_taken_stops_acting_at_once() {
     })
     .await;
     replica.stop.take().unwrap().send(()).unwrap();
-    let (result, _) = tokio::time::timeout(Duration::from_secs(10), replica.task)
+    let (result, _) = tokio::time::timeout(Duration::from_secs(60), replica.task)
         .await
         .expect("the replica did not stop on shutdown")
         .unwrap();
