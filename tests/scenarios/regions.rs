@@ -297,6 +297,48 @@ fn a_lost_primary_datacenter_fails_over_and_is_rebuilt_after_the_detection_time(
     );
 }
 
+/// Issue 38 item 7: the primary datacenter is lost for less than the failure detection
+/// time while dc1's operator instance restarts twice. The database fails over to dc2 at
+/// once and stays available through the outage, nothing is marked for removal, and
+/// when dc1 returns the transaction system moves back there and every instance is
+/// Reconciled (the expectations) with nothing lost.
+#[test]
+fn a_primary_datacenter_that_returns_is_rebuilt_in_place_while_its_instance_restarts() {
+    let result = run_file("regions/lost-primary-returns.yaml", None);
+    assert!(result.violations.is_empty(), "{:#?}", result.violations);
+    let fault = step_of(&result, "fault");
+    let healed = step_of(&result, "heal");
+    let lost = groups_in(&result.steps[fault.index - 1], "dc1");
+    assert_eq!(lost.len(), 4, "{lost:?}");
+    let outage = &result.steps[fault.index + 1..healed.index];
+    assert!(
+        outage
+            .iter()
+            .any(|s| s.step.get("restartOperator").is_some())
+    );
+    for step in outage {
+        assert_eq!(step.fdb["available"], true, "step {}", step.index);
+        assert_eq!(
+            role_dcs(step, "master").keys().collect::<Vec<_>>(),
+            ["dc2"],
+            "step {}",
+            step.index
+        );
+        let marked: Vec<&serde_json::Value> = step.cluster["status"]["processGroups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| !g["removalTimestamp"].is_null())
+            .collect();
+        assert!(marked.is_empty(), "step {}: {marked:?}", step.index);
+    }
+    // The same four groups run in dc1 again, and the primary is dc1's once more.
+    let last = result.steps.last().unwrap();
+    assert_eq!(groups_in(last, "dc1"), lost);
+    assert_eq!(role_dcs(last, "master").keys().collect::<Vec<_>>(), ["dc1"]);
+    assert_eq!(last.fdb["lostShards"], 0);
+}
+
 /// The index of the first step whose scenario text mentions `needle`.
 fn step_mentioning(result: &SimulationResult, needle: &str) -> usize {
     result

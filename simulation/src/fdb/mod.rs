@@ -31,6 +31,7 @@ mod coordinator_moves;
 mod disks;
 mod engines;
 mod exclude_check;
+mod failback;
 mod failover;
 mod faults;
 mod forced_recovery;

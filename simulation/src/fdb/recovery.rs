@@ -7,6 +7,7 @@
 //! from the processes there are then. Each recovery that starts is counted once, however
 //! many of its processes went at once (one batch kill = one recovery).
 
+use super::failback::better_primary;
 use super::records::{Recovery, RecoveryRecord, TransactionSystem};
 use super::roles::recruit;
 use super::state::State;
@@ -65,7 +66,7 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
                 };
             }
             Recovery::Recovered => {
-                let Some(cause) = broken(state) else {
+                let Some(cause) = broken(state).or_else(|| failback(state, now)) else {
                     return;
                 };
                 let reason = state.recovery_reason.take().unwrap_or(cause);
@@ -118,6 +119,13 @@ pub(crate) fn ensure(state: &mut State, now: i64) {
 /// whose primary the last generation's logs allow (`failover.rs`).
 fn recruit_allowed(state: &State) -> Option<TransactionSystem> {
     recruit(state).filter(|system| failover::may_recruit(state, system))
+}
+
+/// The reason of a failback recovery (`failback.rs`), when one is due at `now`.
+fn failback(state: &State, now: i64) -> Option<String> {
+    let system = state.transaction_system.as_ref()?;
+    better_primary(state, system, now)
+        .map(|dc| format!("failback to the preferred datacenter {dc}"))
 }
 
 /// Why the recruited transaction system no longer stands, if it does not.

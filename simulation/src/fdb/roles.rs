@@ -70,6 +70,13 @@ fn fitness(role: &str, class: ProcessClass) -> Option<u8> {
     })
 }
 
+/// The datacenter a recruitment now would make the primary (the main datacenter of the
+/// highest priority whose live processes can hold the logs), `None` without regions.
+pub(crate) fn preferred_primary(state: &State) -> Option<String> {
+    let all: Vec<&SimProcess> = state.eligible();
+    regions::layout(state, |dc| log_zones_in(&all, Some(dc)) >= state.replicas()).map(|l| l.primary)
+}
+
 /// Recruits a transaction system from the eligible processes; `None` when not enough
 /// logs in distinct zones (in three_data_hall: in two zones of each of two data halls,
 /// processes without a `data_hall` locality left out) or no host for a stateless role.
