@@ -2,7 +2,7 @@
 //! addresses in them.
 //!
 //! A pod holds one *slot*, its IPv4 address `127.<pod block>.y.z` (what the sidecars'
-//! host addresses are derived from, [`super::network`]). What Kubernetes shows depends on
+//! host addresses are derived from, in `network.rs`). What Kubernetes shows depends on
 //! the families: the slot itself for IPv4, `fd00::<pod block>:y:z` for IPv6, in the
 //! order of the families. A dual-stack cluster lists the pod's IPs in `status.podIPs`
 //! with the primary family (the first of the cluster CIDRs) first and repeats that first
