@@ -208,6 +208,7 @@ fn the_renderer_and_the_substitution_alone_keep_the_structure() {
             data_center: Some(&dc),
             data_hall: None,
             custom_parameters: &custom,
+            ip_family: None,
         };
         let mut expected = BTreeMap::from([
             ("loggroup".to_owned(), group.clone()),

@@ -80,6 +80,9 @@ pub(crate) enum EventReason {
     /// A process group's claim is not bound and cannot be before its pod is placed (its
     /// storage class does not exist, or it binds immediately and has not yet).
     VolumeClaimUnbound,
+    /// A process group's pod, made for `routing.podIPFamily`, was placed and got no IP
+    /// (the cluster network lacks the family, as the pod's events say).
+    PodIpFamilyUnavailable,
 }
 
 impl EventReason {
@@ -116,6 +119,7 @@ impl EventReason {
             Self::NeedsPodsDeletion => "NeedsPodsDeletion",
             Self::MonitorAnnotationsUnreadable => "MonitorAnnotationsUnreadable",
             Self::VolumeClaimUnbound => "VolumeClaimUnbound",
+            Self::PodIpFamilyUnavailable => "PodIPFamilyUnavailable",
         }
     }
 
@@ -130,7 +134,8 @@ impl EventReason {
             | Self::UpgradeKillRefused
             | Self::RemovalBlocked
             | Self::MonitorAnnotationsUnreadable
-            | Self::VolumeClaimUnbound => "Warning",
+            | Self::VolumeClaimUnbound
+            | Self::PodIpFamilyUnavailable => "Warning",
             _ => "Normal",
         }
     }

@@ -42,11 +42,44 @@ pub(crate) fn is_terminal(pod: &impl PodParts) -> bool {
         && (evicted || matches!(pod_phase(pod), "Failed" | "Succeeded"))
 }
 
-/// The pod's IP, when it has one.
+/// The pod's IP its processes use, when it has one: with the
+/// `foundationdb.org/ip-family` annotation (the pod was made for `routing.podIPFamily`)
+/// the first of `status.podIPs` of that family, else `status.podIP`. Each pod is judged
+/// by the family it was made with, not the spec's: while the family changes, the old
+/// pods still listen on the old one (the Go operator's `GetPublicIPsForPod`,
+/// `internal/pod_helper.go`).
 pub(crate) fn pod_ip(pod: &impl PodParts) -> Option<&str> {
-    pod.pod_status()
-        .and_then(|s| s.pod_ip.as_deref())
-        .filter(|ip| !ip.is_empty())
+    let status = pod.pod_status()?;
+    let Some(family) = pod_ip_family(pod) else {
+        return status.pod_ip.as_deref().filter(|ip| !ip.is_empty());
+    };
+    status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|listed| listed.ip.as_str())
+        .chain(status.pod_ip.as_deref())
+        .find(|ip| {
+            ip.parse::<std::net::IpAddr>().is_ok_and(|ip| {
+                if family == 6 {
+                    ip.is_ipv6()
+                } else {
+                    ip.is_ipv4()
+                }
+            })
+        })
+}
+
+/// The IP family (4 or 6) the pod was made for (`foundationdb.org/ip-family`), if any.
+pub(crate) fn pod_ip_family(pod: &impl PodParts) -> Option<i32> {
+    pod.meta()
+        .annotations
+        .as_ref()?
+        .get(crate::controller::model::pod::IP_FAMILY_ANNOTATION)?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|family| matches!(family, 4 | 6))
 }
 
 /// The address the pod's processes advertise (`FDB_PUBLIC_IP`): the service IP recorded
@@ -118,6 +151,32 @@ mod tests {
         assert_eq!(pod_phase(&pending), "Pending");
         assert!(!pod_is_running(&pending));
         assert!(!pod_is_failing(&pending));
+    }
+
+    #[test]
+    fn a_pod_made_for_an_ip_family_is_addressed_by_its_ip_of_that_family() {
+        let pod = |annotations: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "annotations": annotations},
+                "status": {"phase": "Running", "podIP": "10.1.0.5",
+                    "podIPs": [{"ip": "10.1.0.5"}, {"ip": "fd00::1:5"}]}
+            }))
+            .unwrap()
+        };
+        let six = pod(serde_json::json!({"foundationdb.org/ip-family": "6"}));
+        assert_eq!(pod_ip_family(&six), Some(6));
+        assert_eq!(pod_ip(&six), Some("fd00::1:5"));
+        let four = pod(serde_json::json!({"foundationdb.org/ip-family": "4"}));
+        assert_eq!(pod_ip(&four), Some("10.1.0.5"));
+        // Unset: `status.podIP`, whatever the family of the primary.
+        assert_eq!(pod_ip(&pod(serde_json::json!({}))), Some("10.1.0.5"));
+        let single: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "annotations": {"foundationdb.org/ip-family": "6"}},
+            "status": {"phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}]}
+        }))
+        .unwrap();
+        assert_eq!(pod_ip(&single), None, "no address of the family: none");
+        assert!(!pod_is_running(&single));
     }
 
     #[test]

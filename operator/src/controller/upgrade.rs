@@ -111,7 +111,7 @@ pub(crate) fn blocking_clients(
     own_ips.extend(
         snapshot
             .pod_heads()
-            .filter_map(|pod| pod.status.as_ref()?.pod_ip.clone()),
+            .filter_map(|pod| crate::controller::objects::pod_ip(pod).map(str::to_owned)),
     );
     let clients: Vec<ClientInfo> = ClientInfo::from_status(status)
         .into_iter()
@@ -318,7 +318,7 @@ pub(crate) fn on_target(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<ProcessA
         let Some(ip) = group
             .pod_head()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-            .and_then(|pod| pod.status.as_ref()?.pod_ip.as_deref())
+            .and_then(|pod| crate::controller::objects::pod_ip(pod))
         else {
             continue;
         };

@@ -133,6 +133,20 @@ impl Argument {
         }
     }
 
+    /// The first address of `family` (4 or 6) in the comma-separated list in
+    /// environment variable `name`; without a family, the variable's value.
+    pub fn address_from(name: &str, family: Option<i32>) -> Self {
+        match family {
+            Some(family) => Self {
+                argument_type: Some(ArgumentType::IPList),
+                source: name.to_owned(),
+                ip_family: family.into(),
+                ..Self::default()
+            },
+            None => Self::environment(name),
+        }
+    }
+
     /// The process number times `multiplier` plus `offset`.
     pub fn process_number(multiplier: i64, offset: i64) -> Self {
         Self {
@@ -285,7 +299,10 @@ fn address_argument(name: &str, variable: &str, params: &MonitorConfParams<'_>) 
         let first_port = i64::from(process_port(1, tls));
         let mut parts = vec![
             Argument::literal(prefix),
-            Argument::environment(variable),
+            // With `routing.podIPFamily` the variable holds the pod's IP list
+            // (`status.podIPs`); the Go operator's `buildIPArgument`,
+            // `internal/monitor_conf.go`, picks the family's address the same way.
+            Argument::address_from(variable, params.ip_family),
             Argument::literal("]:"),
             Argument::process_number(2, first_port - 2),
         ];
@@ -310,8 +327,10 @@ fn locality_from(name: &str, variable: &str) -> Argument {
 
 /// A custom parameter `key=value`: a value `$NAME` reads that environment variable,
 /// anything else is literal.
-fn custom_argument(key: &str, value: &str) -> Argument {
+fn custom_argument(key: &str, value: &str, ip_family: Option<i32>) -> Argument {
     let value = match value.strip_prefix('$') {
+        // The address variables hold the IP list with a family, as in `address_argument`.
+        Some(name @ ("FDB_PUBLIC_IP" | "FDB_POD_IP")) => Argument::address_from(name, ip_family),
         Some(name) if !name.is_empty() => Argument::environment(name),
         _ => Argument::literal(value),
     };
@@ -363,7 +382,7 @@ pub fn build_process_configuration(
         if let Some((key, value)) = split_custom_parameter(parameter) {
             has_dcid |= key == "locality_dcid";
             has_data_hall |= key == "locality_data_hall";
-            arguments.push(custom_argument(key, value));
+            arguments.push(custom_argument(key, value, params.ip_family));
         }
     }
     if let Some(dc) = params.data_center.filter(|_| !has_dcid) {

@@ -15,6 +15,7 @@ fn params(custom: &[String]) -> MonitorConfParams<'_> {
         data_center: None,
         data_hall: None,
         custom_parameters: custom,
+        ip_family: None,
     }
 }
 
@@ -143,4 +144,23 @@ fn keys_name_their_class() {
     assert_eq!(key, "fdbmonitor-conf-log-json");
     assert_eq!(class_of_process_config_key(&key), Some(ProcessClass::Log));
     assert_eq!(class_of_process_config_key("fdbmonitor-conf-log"), None);
+}
+
+#[test]
+fn an_ip_family_picks_the_address_of_that_family_from_the_pod_ips() {
+    let custom = vec!["locality_public=$FDB_PUBLIC_IP".to_owned()];
+    let mut six = params(&custom);
+    six.ip_family = Some(6);
+    let config = build_process_configuration(&six, "7.1.57", true);
+    let mut env = env();
+    env.insert("FDB_PUBLIC_IP".into(), "10.1.2.3,fd00::1:2".into());
+    env.insert("FDB_POD_IP".into(), "10.1.2.3,fd00::1:2".into());
+    let arguments = config.generate_arguments(1, &env).unwrap();
+    assert!(arguments.contains(&"--public_address=[fd00::1:2]:4501".to_owned()));
+    assert!(arguments.contains(&"--listen_address=[fd00::1:2]:4501".to_owned()));
+    assert!(arguments.contains(&"--locality_public=fd00::1:2".to_owned()));
+    // Without the family the variable is used as it is (the pod's `status.podIP`).
+    let plain = build_process_configuration(&params(&custom), "7.1.57", true);
+    let arguments = plain.generate_arguments(1, &self::env()).unwrap();
+    assert!(arguments.contains(&"--public_address=[10.1.2.3]:4501".to_owned()));
 }

@@ -70,6 +70,9 @@ pub struct MonitorConfParams<'a> {
     pub data_hall: Option<&'a str>,
     /// Custom parameters (`knob_x=y`) for this class, after the general ones.
     pub custom_parameters: &'a [String],
+    /// `routing.podIPFamily` (4 or 6): the unified image's monitor picks the address of
+    /// this family from the pod's IP list (`IPList` arguments).
+    pub ip_family: Option<i32>,
 }
 
 impl<'a> MonitorConfParams<'a> {
@@ -93,6 +96,7 @@ impl<'a> MonitorConfParams<'a> {
             data_center: spec.data_center.as_deref().filter(|dc| !dc.is_empty()),
             data_hall: spec.data_hall.as_deref().filter(|hall| !hall.is_empty()),
             custom_parameters: class_custom_parameters(spec, process_class),
+            ip_family: spec.routing.pod_ip_family,
         }
     }
 }
@@ -298,6 +302,7 @@ mod tests {
             data_center: None,
             data_hall: None,
             custom_parameters: &[],
+            ip_family: None,
         }
     }
 
@@ -355,6 +360,7 @@ listen_address = $FDB_POD_IP:4501
             data_center: Some("dc1"),
             data_hall: Some("hall-a"),
             custom_parameters: &custom,
+            ip_family: None,
             ..storage_params()
         };
         let conf = render_monitor_conf(&params).unwrap();
@@ -411,6 +417,7 @@ listen_address = $FDB_POD_IP:4501
             let custom = vec![parameter.to_owned()];
             let params = MonitorConfParams {
                 custom_parameters: &custom,
+                ip_family: None,
                 ..storage_params()
             };
             assert!(render_monitor_conf(&params).is_err(), "{parameter:?}");

@@ -41,7 +41,12 @@ fn being_removed(cluster: &FoundationDBCluster, pods: &[Pod]) -> Vec<GroupBeingR
                         labels.group_of(pod.labels()).map(|(id, _)| id).as_ref()
                             == Some(&group.process_group_id)
                     })
-                    .filter_map(|pod| pod.status.as_ref()?.pod_ip.as_deref())
+                    .filter_map(|pod| pod.status.as_ref())
+                    // Every address of a dual-stack pod: its processes listen on one.
+                    .flat_map(|status| {
+                        let listed = status.pod_ips.iter().flatten().map(|ip| ip.ip.as_str());
+                        status.pod_ip.as_deref().into_iter().chain(listed)
+                    })
                     .filter_map(ip_of),
             );
             GroupBeingRemoved {

@@ -65,6 +65,7 @@ impl Runner {
             }
         }
         pods_and_exclusions_unmet(expect, &snapshot, &pods, &mut failed);
+        family_unmet(expect, &snapshot, &mut failed);
         conditions_unmet(expect, status, &mut failed);
         self.unmet_resources(expect, &mut failed);
         Ok(failed)
@@ -206,6 +207,44 @@ fn pods_and_exclusions_unmet(
             "maintenanceZone: expected {}, found {}",
             show(want),
             show(&snapshot.maintenance_zone)
+        ));
+    }
+}
+
+/// The address family of the processes and the coordinators (`ipFamily`).
+fn family_unmet(expect: &ExpectStep, snapshot: &SimFdbSnapshot, failed: &mut Vec<String>) {
+    let Some(want) = expect.ip_family else {
+        return;
+    };
+    let Some(family) = crate::world::IpFamily::from_number(want.into()) else {
+        failed.push(format!("ipFamily: {want} is not an IP family (4 or 6)"));
+        return;
+    };
+    let in_string: Vec<String> = snapshot
+        .connection_string
+        .as_deref()
+        .and_then(|text| text.split_once('@'))
+        .map(|(_, coordinators)| coordinators.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let addresses = snapshot
+        .processes
+        .iter()
+        .map(|process| process.address.clone())
+        .chain(snapshot.coordinators.iter().cloned())
+        .chain(in_string);
+    let wrong: Vec<String> = addresses
+        .filter(|address| {
+            // DNS names in the connection string are judged by their resolved addresses.
+            match fdb_shared::address::ProcessAddress::parse(address) {
+                Ok(parsed) => parsed.ip().is_some_and(|ip| !family.holds(ip)),
+                Err(_) => true,
+            }
+        })
+        .collect();
+    if !wrong.is_empty() {
+        failed.push(format!(
+            "ipFamily: expected every process and coordinator on {family}, but {} are not",
+            wrong.join(", ")
         ));
     }
 }

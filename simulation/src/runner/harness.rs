@@ -219,10 +219,18 @@ impl SidecarProvider for RecordingSidecarProvider {
         pod: &Pod,
     ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
         let mut routed = pod.clone();
+        // The operator's choice of the pod's address (its family's, with
+        // `foundationdb.org/ip-family`), routed to where that pod's sidecar really
+        // listens: every IP of a pod maps to the same host address.
+        let chosen = address_for_family(pod);
         if let Some(status) = routed.status.as_mut()
-            && let Some(ip) = status.pod_ip.as_deref().and_then(|ip| ip.parse().ok())
+            && let Some(ip) = chosen.as_deref().and_then(|ip| ip.parse().ok())
         {
             status.pod_ip = Some(self.network.host_ip(ip).to_string());
+            status.pod_ips = None;
+            if let Some(annotations) = routed.metadata.annotations.as_mut() {
+                annotations.remove("foundationdb.org/ip-family");
+            }
         }
         let client = self.inner.sidecar_for(cluster, &routed)?;
         Ok(Arc::new(RecordingSidecar::new(
@@ -231,6 +239,28 @@ impl SidecarProvider for RecordingSidecarProvider {
             self.log.clone(),
         )))
     }
+}
+
+/// The pod's address the operator's sidecar client connects to: with the
+/// `foundationdb.org/ip-family` annotation its first `status.podIPs` entry of that
+/// family (none when it has none), else `status.podIP`.
+fn address_for_family(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    let family = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("foundationdb.org/ip-family"))
+        .and_then(|f| crate::world::IpFamily::from_number(f.trim().parse().ok()?));
+    let Some(family) = family else {
+        return status.pod_ip.clone();
+    };
+    status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|listed| listed.ip.clone())
+        .find(|ip| ip.parse().is_ok_and(|ip| family.holds(ip)))
 }
 
 /// The operator's Kubernetes client: refuses every request once the operator has

@@ -143,9 +143,9 @@ impl Runner {
             }
         }
         let keys = GroupLabels::of(self.cluster_object().as_ref());
-        let track = |meta: &kube::api::ObjectMeta, pod_ip: Option<String>| {
+        let track = |meta: &kube::api::ObjectMeta, pod_ips: Vec<String>| {
             let (group, class) = keys.group_of(meta.labels.as_ref()?)?;
-            let mut seen: Vec<String> = pod_ip.into_iter().collect();
+            let mut seen: Vec<String> = pod_ips;
             seen.extend(addresses.get(group.as_str()).cloned().unwrap_or_default());
             Some((
                 meta.uid.clone().unwrap_or_default(),
@@ -165,14 +165,20 @@ impl Runner {
             .filter_map(|pod| {
                 track(
                     &pod.metadata,
-                    pod.status.as_ref().and_then(|status| status.pod_ip.clone()),
+                    pod.status.as_ref().map_or_else(Vec::new, |status| {
+                        // Every address of a dual-stack pod, the primary first.
+                        let listed = status.pod_ips.iter().flatten().map(|ip| ip.ip.clone());
+                        let mut ips: Vec<String> = status.pod_ip.clone().into_iter().collect();
+                        ips.extend(listed.filter(|ip| Some(ip) != status.pod_ip.as_ref()));
+                        ips
+                    }),
                 )
             })
             .collect();
         let pvcs = self
             .pvcs()?
             .iter()
-            .filter_map(|pvc| track(&pvc.metadata, None))
+            .filter_map(|pvc| track(&pvc.metadata, Vec::new()))
             .collect();
         Ok((pods, pvcs))
     }

@@ -71,6 +71,11 @@ pub struct ExpectStep {
     /// the cluster's status (an empty list: the group has no condition at all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<BTreeMap<String, Vec<String>>>,
+    /// Every process of the database listens on an address of this family (`4` or
+    /// `6`), and so does every coordinator (its resolved address, and its address in
+    /// the connection string when that holds IPs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_family: Option<u8>,
 }
 
 fn is_zero(value: &u64) -> bool {

@@ -163,6 +163,11 @@ pub struct WorldSettings {
     /// reachable from every node).
     #[serde(default)]
     pub storage_classes: Option<Vec<storage_classes::StorageClassSettings>>,
+    /// The address families the pod network offers, primary first: `[4]` (default),
+    /// `[6]`, `[4, 6]` or `[6, 4]`. A pod asking for a family missing here stays
+    /// Pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_families: Option<Vec<i64>>,
     /// Flags of `fdb-operator run` the operator runs with, written as on its command
     /// line (`[--restrict-pod-templates, --allow-host-network]`); only the flags that
     /// change what a pass decides ([`operator_flags::OperatorFlags`]).

@@ -285,6 +285,11 @@ fn check_world_quantities(world: &WorldSettings) -> Result<(), Problem> {
     if let Err(message) = super::operator_flags::OperatorFlags::parse_flags(&world.operator_flags) {
         return problem("world.operatorFlags", message);
     }
+    if let Some(families) = &world.ip_families
+        && let Err(message) = crate::world::IpFamilies::from_numbers(families)
+    {
+        return problem("world.ipFamilies", message);
+    }
     if let Some(classes) = &world.storage_classes {
         super::storage_classes::check_storage_classes(classes)?;
     }

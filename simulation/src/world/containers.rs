@@ -219,8 +219,11 @@ pub fn output_dir_volume(container: &Container) -> Option<String> {
 pub struct PodFacts<'a> {
     /// The pod.
     pub pod: &'a Pod,
-    /// The pod IP.
+    /// The pod IP (`status.podIP`, the primary family's).
     pub pod_ip: String,
+    /// The pod IPs as the downward API gives `status.podIPs`: comma-separated, primary
+    /// first.
+    pub pod_ips: String,
     /// The node.
     pub node: String,
 }
@@ -258,7 +261,8 @@ fn field_value(path: &str, facts: &PodFacts<'_>) -> Option<String> {
         map.as_ref()?.get(key).cloned()
     };
     match path {
-        "status.podIP" | "status.podIPs" => Some(facts.pod_ip.clone()),
+        "status.podIP" => Some(facts.pod_ip.clone()),
+        "status.podIPs" => Some(facts.pod_ips.clone()),
         "metadata.name" => meta.name.clone(),
         "metadata.namespace" => meta.namespace.clone(),
         "metadata.uid" => meta.uid.clone(),

@@ -492,7 +492,7 @@ impl World {
                     namespace: runtime.namespace.clone(),
                     hostname: spec.hostname.clone()?,
                     subdomain: spec.subdomain.clone()?,
-                    ip: runtime.ip?.into(),
+                    ip: self.network.map().families().primary(runtime.ip?),
                 })
             })
             .collect();

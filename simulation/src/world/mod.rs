@@ -62,6 +62,7 @@ pub mod dns;
 pub mod error;
 pub mod fdbmonitor;
 pub mod host;
+pub mod ip_families;
 pub mod live_roots;
 pub mod network;
 pub mod node_lifecycle;
@@ -77,6 +78,7 @@ mod faults;
 mod images;
 mod kubelet;
 mod lifecycle;
+mod pod_families;
 mod pod_network;
 mod pod_runtime;
 mod pod_start;
@@ -98,6 +100,7 @@ pub use admin::DrainReport;
 pub use dns::{ClusterDns, Resolver};
 pub use error::WorldError;
 pub use host::{ProcessHost, ProcessLaunch};
+pub use ip_families::{IpFamilies, IpFamily};
 pub use network::{HostBlock, NetworkMap};
 
 use crate::kube::FakeApiServer;
@@ -137,6 +140,8 @@ pub struct WorldOptions {
     pub images: BTreeMap<String, FdbVersion>,
     /// The storage classes (`world.storageClasses`).
     pub storage_classes: Vec<scenario::storage_classes::StorageClassSettings>,
+    /// The address families the pod network offers (`world.ipFamilies`).
+    pub ip_families: IpFamilies,
 }
 
 impl Default for WorldOptions {
@@ -150,6 +155,7 @@ impl Default for WorldOptions {
             host_block: HostBlock::PodIps,
             images: BTreeMap::new(),
             storage_classes: scenario::storage_classes::default_storage_classes(),
+            ip_families: IpFamilies::V4,
         }
     }
 }
@@ -178,6 +184,12 @@ impl WorldOptions {
                 .storage_classes
                 .clone()
                 .unwrap_or_else(scenario::storage_classes::default_storage_classes),
+            // Validated with the scenario; a refused list never gets here.
+            ip_families: settings
+                .ip_families
+                .as_deref()
+                .and_then(|numbers| IpFamilies::from_numbers(numbers).ok())
+                .unwrap_or_default(),
         }
     }
 }
@@ -248,7 +260,11 @@ impl World {
         host: Arc<dyn ProcessHost>,
         clock: VirtualClock,
     ) -> Result<Self, WorldError> {
-        let network = pod_network::PodNetwork::new(options.host_block, options.ip_block)?;
+        let network = pod_network::PodNetwork::new(
+            options.host_block,
+            options.ip_block,
+            options.ip_families,
+        )?;
         let files = world_files::WorldFiles::new()?;
         let mut world = Self {
             files,

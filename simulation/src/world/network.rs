@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::WorldError;
+use super::ip_families::{IpFamilies, slot_of_ipv6};
 
 /// The directory (under the temporary directory) holding one lock file per block.
 pub const LOCK_DIR_NAME: &str = "fdb-sim-ip-blocks";
@@ -46,6 +47,7 @@ pub enum HostBlock {
 pub struct NetworkMap {
     pod_block: u8,
     host_block: u8,
+    families: IpFamilies,
 }
 
 impl NetworkMap {
@@ -54,7 +56,19 @@ impl NetworkMap {
         Self {
             pod_block,
             host_block,
+            families: IpFamilies::V4,
         }
+    }
+
+    /// The same map for a pod network offering `families` (`world.ipFamilies`).
+    pub fn with_families(mut self, families: IpFamilies) -> Self {
+        self.families = families;
+        self
+    }
+
+    /// The address families the pod network offers.
+    pub fn families(&self) -> IpFamilies {
+        self.families
     }
 
     /// The second octet of the pod IPs.
@@ -67,12 +81,17 @@ impl NetworkMap {
         self.host_block
     }
 
-    /// Where a pod IP is really served: `127.<pod block>.y.z` becomes
-    /// `127.<host block>.y.z`; any other address is returned unchanged.
+    /// Where a pod IP is really served: `127.<pod block>.y.z` and its IPv6 twin
+    /// `fd00::<pod block>:y:z` ([`super::ip_families`]) become `127.<host block>.y.z`
+    /// (the sidecars listen on loopback IPv4 whatever the families); any other address
+    /// is returned unchanged.
     pub fn host_ip(&self, pod_ip: IpAddr) -> IpAddr {
         match pod_ip {
             IpAddr::V4(v4) => IpAddr::V4(self.host_ipv4(v4)),
-            other => other,
+            IpAddr::V6(v6) => match slot_of_ipv6(v6, self.pod_block) {
+                Some(slot) => IpAddr::V4(self.host_ipv4(slot)),
+                None => pod_ip,
+            },
         }
     }
 
@@ -210,6 +229,11 @@ mod tests {
         assert_eq!(
             map.host_ip("127.5.3.4".parse().unwrap()),
             "127.5.3.4".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            map.host_ip("fd00::3:4".parse().unwrap()),
+            "127.42.3.4".parse::<IpAddr>().unwrap(),
+            "a pod's IPv6 address is served at its slot's host address"
         );
     }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::WorldError;
 use super::dns::ClusterDns;
+use super::ip_families::IpFamilies;
 use super::network::{BlockLease, HostBlock, NetworkMap};
 
 /// Pod IPs, where the sidecars listen, and the cluster DNS.
@@ -25,11 +26,15 @@ pub(super) struct PodNetwork {
 }
 
 impl PodNetwork {
-    /// Pod IPs in `ip_block`; the sidecars' block as `host_block` asks, held until the
+    /// Pod IPs in `ip_block` (in `families`); the sidecars' block as `host_block` asks, held until the
     /// network is dropped.
-    pub(super) fn new(host_block: HostBlock, ip_block: u8) -> Result<Self, WorldError> {
+    pub(super) fn new(
+        host_block: HostBlock,
+        ip_block: u8,
+        families: IpFamilies,
+    ) -> Result<Self, WorldError> {
         let lease = BlockLease::acquire(host_block, ip_block)?;
-        let map = NetworkMap::new(ip_block, lease.block());
+        let map = NetworkMap::new(ip_block, lease.block()).with_families(families);
         Ok(Self {
             lease,
             map,

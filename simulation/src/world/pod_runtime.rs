@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+
+use super::ip_families::IpFamilies;
 use std::path::{Path, PathBuf};
 
 use fdb_shared::address::ProcessAddress;
@@ -317,13 +319,14 @@ impl SidecarState {
 }
 
 /// The sidecar's arguments (paths mapped, bind address added) and environment. The
-/// environment sees the pod IP; the sidecar listens on `bind` (its host address).
+/// environment sees the pod IPs of the pod in slot `ip` (in `families`); the sidecar listens on `bind` (its host address).
 pub fn sidecar_invocation(
     pod: &Pod,
     runtime: &PodRuntime,
     container: &Container,
     fs: &ContainerFs,
     ip: Ipv4Addr,
+    families: IpFamilies,
     bind: std::net::SocketAddr,
 ) -> (Vec<String>, BTreeMap<String, String>) {
     let mut given = container.command.clone().unwrap_or_default();
@@ -333,7 +336,8 @@ pub fn sidecar_invocation(
     let args = containers::sidecar_args(&given, fs, &bind.to_string());
     let facts = PodFacts {
         pod,
-        pod_ip: ip.to_string(),
+        pod_ip: families.primary(ip).to_string(),
+        pod_ips: families.env_list(ip),
         node: runtime.node.clone(),
     };
     let mut env = containers::container_env(container, &facts);

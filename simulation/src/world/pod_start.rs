@@ -128,6 +128,9 @@ impl World {
             }
             return Ok(());
         }
+        if self.sandbox_lacks_family(pod, runtime) {
+            return Ok(());
+        }
         let ip = match runtime.ip {
             Some(ip) => ip,
             None => {
@@ -219,7 +222,15 @@ impl World {
             self.network.map().host_ip(ip.into()),
             super::pod_runtime::SIDECAR_PORT,
         );
-        let (args, env) = sidecar_invocation(pod, runtime, init, &fs, ip, bind);
+        let (args, env) = sidecar_invocation(
+            pod,
+            runtime,
+            init,
+            &fs,
+            ip,
+            self.network.map().families(),
+            bind,
+        );
         fdb_sidecar::SidecarConfig::from_args(args, &env)
             .map_err(|e| e.to_string())
             .and_then(|config| {
@@ -264,9 +275,11 @@ impl World {
         if !runs_monitor(main) {
             return Monitor::new(context);
         }
+        let families = self.network.map().families();
         let facts = containers::PodFacts {
             pod,
-            pod_ip: ip.to_string(),
+            pod_ip: families.primary(ip).to_string(),
+            pod_ips: families.env_list(ip),
             node: runtime.node.clone(),
         };
         let mut env = containers::container_env(main, &facts);

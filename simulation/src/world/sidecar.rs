@@ -201,7 +201,15 @@ impl World {
             }));
         }
         let fs = runtime.container_fs(container);
-        let (args, env) = sidecar_invocation(pod, runtime, container, &fs, ip, bind);
+        let (args, env) = sidecar_invocation(
+            pod,
+            runtime,
+            container,
+            &fs,
+            ip,
+            self.network.map().families(),
+            bind,
+        );
         let mut config = SidecarConfig::from_args(args, &env)
             .map_err(|e| crashed(fdb_shared::error_chain::chain_text(&e)))?;
         config.args.copy_timeout_seconds = SIMULATED_COPY_TIMEOUT_SECONDS;

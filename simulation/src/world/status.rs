@@ -99,8 +99,14 @@ impl World {
             "initContainerStatuses": init_statuses,
         });
         if let Some(ip) = runtime.ip {
-            status["podIP"] = json!(ip.to_string());
-            status["podIPs"] = json!([{"ip": ip.to_string()}]);
+            let families = self.network.map().families();
+            status["podIP"] = json!(families.primary(ip).to_string());
+            let ips: Vec<_> = families
+                .addresses(ip)
+                .iter()
+                .map(|ip| json!({"ip": ip.to_string()}))
+                .collect();
+            status["podIPs"] = json!(ips);
             status["startTime"] = json!(ts(started));
         }
         if phase == "Failed" && self.faults.evicted_pods.contains(&runtime.uid) {

@@ -52,6 +52,8 @@ pub fn slim_pod(pod: &mut Pod) {
     pod.status = pod.status.take().map(|status| PodStatus {
         phase: status.phase,
         pod_ip: status.pod_ip,
+        // A pod made for `routing.podIPFamily` is addressed by the IP of its family.
+        pod_ips: status.pod_ips,
         reason: status.reason,
         conditions: status
             .conditions

@@ -23,8 +23,9 @@ use super::super::snapshot::GroupView;
 use super::desired_memo::DesiredObjects;
 use super::pod::volumes::mounted_monitor_conf_key;
 use super::pod::{
-    IMAGE_TYPE_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION, PUBLIC_IP_SOURCE_ANNOTATION,
-    PodModelError, parse_any_process_group_id, process_group_id, pvc_difference,
+    IMAGE_TYPE_ANNOTATION, IP_FAMILY_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
+    PUBLIC_IP_SOURCE_ANNOTATION, PodModelError, parse_any_process_group_id, process_group_id,
+    pvc_difference,
 };
 use super::quantity::parse_quantity;
 
@@ -74,6 +75,16 @@ pub(crate) enum ReplaceOnlyChange {
     },
     /// The pod's file ownership changed, with `--replace-on-security-context-change`.
     FileSecurityContext,
+    /// The pod was made for another `routing.podIPFamily` (its processes listen on
+    /// the other family): a new group with a new pod, as the Go operator does since
+    /// FoundationDB/fdb-kubernetes-operator#2243 (a rolling change could leave the
+    /// coordinators on a family the rest no longer reaches).
+    IpFamily {
+        /// The pod's (`unset`, `4` or `6`).
+        live: String,
+        /// The spec's.
+        desired: String,
+    },
     /// The pod was made with another image type.
     ImageType {
         /// The pod's.
@@ -111,6 +122,9 @@ impl fmt::Display for ReplaceOnlyChange {
                 f,
                 "file security context changed (--replace-on-security-context-change)"
             ),
+            Self::IpFamily { live, desired } => {
+                write!(f, "routing.podIPFamily {live} -> {desired}")
+            }
             Self::ImageType { live, desired } => write!(f, "imageType {live} -> {desired}"),
         }
     }
@@ -295,6 +309,9 @@ fn pod_change(
             desired: ip_desired.to_owned(),
         });
     }
+    if let Some(change) = ip_family_change(desired_annotations, live_annotations, specs) {
+        return Some(change);
+    }
     if let Some((desired_spec, live_spec)) = specs
         && let Some(change) = spec_change(cluster, desired_spec, live_spec, policy)
     {
@@ -310,6 +327,43 @@ fn pod_change(
         });
     }
     None
+}
+
+/// The IP family change of a pod: its `foundationdb.org/ip-family` annotation, or for a
+/// pod without one its sidecar's `--public-ip-family` (the Go operator's
+/// `GetIPFamily`, `internal/pod_helper.go`), against the spec's. A pod without the
+/// annotation whose spec is the desired one (`specs` is `None`) has the desired family.
+fn ip_family_change(
+    desired_annotations: &BTreeMap<String, String>,
+    live_annotations: &BTreeMap<String, String>,
+    specs: Option<(Option<&PodSpec>, Option<&PodSpec>)>,
+) -> Option<ReplaceOnlyChange> {
+    const UNSET: &str = "unset";
+    let desired = desired_annotations
+        .get(IP_FAMILY_ANNOTATION)
+        .map_or(UNSET, String::as_str);
+    let live = match live_annotations.get(IP_FAMILY_ANNOTATION) {
+        Some(family) => family.as_str(),
+        None => {
+            let (_, live_spec) = specs?;
+            live_spec.and_then(sidecar_ip_family).unwrap_or(UNSET)
+        }
+    };
+    (live.trim() != desired).then(|| ReplaceOnlyChange::IpFamily {
+        live: live.to_owned(),
+        desired: desired.to_owned(),
+    })
+}
+
+/// The sidecar's `--public-ip-family` argument.
+fn sidecar_ip_family(spec: &PodSpec) -> Option<&str> {
+    let sidecar = spec
+        .containers
+        .iter()
+        .find(|c| c.name == super::pod::SIDECAR_CONTAINER)?;
+    let args = sidecar.args.as_deref()?;
+    let at = args.iter().position(|arg| arg == "--public-ip-family")?;
+    args.get(at + 1).map(String::as_str)
 }
 
 /// The change a pod whose spec is `live_spec` needs to have `desired_spec` that only a

@@ -232,3 +232,33 @@ fn a_pod_of_another_image_type_is_replaced_and_terminating_objects_are_not_judge
         None
     );
 }
+
+#[test]
+fn an_ip_family_change_replaces_the_group() {
+    let six = "{version: 7.1.57, routing: {podIPFamily: 6}}";
+    let four = "{version: 7.1.57, routing: {podIPFamily: 4}}";
+    assert_eq!(
+        default_change(BASE, six, "storage-1"),
+        Some(ReplaceOnlyChange::IpFamily {
+            live: "unset".into(),
+            desired: "6".into()
+        })
+    );
+    assert_eq!(
+        default_change(six, four, "log-1"),
+        Some(ReplaceOnlyChange::IpFamily {
+            live: "6".into(),
+            desired: "4".into()
+        })
+    );
+    assert_eq!(
+        default_change(six, BASE, "log-1"),
+        Some(ReplaceOnlyChange::IpFamily {
+            live: "6".into(),
+            desired: "unset".into()
+        })
+    );
+    assert_eq!(default_change(six, six, "storage-1"), None);
+    let unified_six = "{version: 7.1.57, imageType: unified, routing: {podIPFamily: 6}}";
+    assert_eq!(default_change(unified_six, unified_six, "storage-1"), None);
+}

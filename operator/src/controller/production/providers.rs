@@ -211,11 +211,7 @@ impl SidecarProvider for HttpSidecarProvider {
         _cluster: &FoundationDBCluster,
         pod: &Pod,
     ) -> Result<Arc<dyn SidecarApi>, SidecarClientError> {
-        let ip = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.pod_ip.as_deref())
-            .unwrap_or_default();
+        let ip = crate::controller::objects::pod_ip(pod).unwrap_or_default();
         let ip: IpAddr = ip.parse().map_err(|_| SidecarClientError::InvalidUrl {
             url: format!("pod {} IP {ip:?}", pod.name_any()),
             reason: "the pod has no valid IP".to_owned(),

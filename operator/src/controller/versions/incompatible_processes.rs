@@ -86,7 +86,7 @@ pub(crate) fn decide_incompatible(snapshot: &ClusterSnapshot) -> IncompatibleDec
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+        let Some(ip) = crate::controller::objects::pod_ip(pod).map(str::to_owned) else {
             continue;
         };
         // Only stragglers of an upgrade: a pod whose main image is newer than the running

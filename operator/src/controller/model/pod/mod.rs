@@ -76,6 +76,10 @@ pub(crate) const LAST_APPLIED_SPEC_ANNOTATION: &str = "foundationdb.org/last-app
 pub const LAST_APPLIED_CONFIG_MAP_ANNOTATION: &str = "foundationdb.org/last-applied-config-map";
 /// Where the pod's public IP comes from (`pod` or `service`).
 pub(crate) const PUBLIC_IP_SOURCE_ANNOTATION: &str = "foundationdb.org/public-ip-source";
+/// The IP family (4 or 6) a pod was made for, with `routing.podIPFamily` (the Go
+/// operator's `IPFamilyAnnotation`, `api/v1beta2/foundationdb_labels.go`): the
+/// operator addresses the pod by its IP of that family.
+pub(crate) const IP_FAMILY_ANNOTATION: &str = "foundationdb.org/ip-family";
 /// The public IP of a pod whose IP comes from its Service; set by the controller when it
 /// creates the pod (it is not part of the spec hash). `FDB_PUBLIC_IP` reads it.
 pub(crate) const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
@@ -339,6 +343,15 @@ fn pod_metadata(
         IMAGE_TYPE_ANNOTATION.to_owned(),
         cluster.image_type().as_str().to_owned(),
     );
+    match cluster.spec.routing.pod_ip_family {
+        Some(family) => {
+            annotations.insert(IP_FAMILY_ANNOTATION.to_owned(), family.to_string());
+        }
+        // Unset: the pod uses `status.podIP`, whatever the template says.
+        None => {
+            annotations.remove(IP_FAMILY_ANNOTATION);
+        }
+    }
     ObjectMeta {
         name: Some(pod_name(cluster, group)),
         namespace: Some(identity.namespace),

@@ -160,6 +160,17 @@ fn container_env(pod: &Pod, container: &Container) -> Option<BTreeMap<String, St
     let spec = pod.spec.as_ref()?;
     let status = pod.status.as_ref();
     let pod_ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    // The downward API gives `status.podIPs` as a comma-separated list.
+    let pod_ips = status
+        .and_then(|s| s.pod_ips.as_ref())
+        .map(|ips| {
+            ips.iter()
+                .map(|ip| ip.ip.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|list| !list.is_empty())
+        .unwrap_or_else(|| pod_ip.clone());
     let hostname = spec.hostname.clone().or_else(|| meta.name.clone());
     let mut env = BTreeMap::from([("HOSTNAME".to_owned(), hostname.unwrap_or_default())]);
     for var in container.env.iter().flatten() {
@@ -173,7 +184,8 @@ fn container_env(pod: &Pod, container: &Container) -> Option<BTreeMap<String, St
                     Some(map.as_ref()?.get(key).cloned().unwrap_or_default())
                 };
                 match path {
-                    "status.podIP" | "status.podIPs" => pod_ip.clone(),
+                    "status.podIP" => pod_ip.clone(),
+                    "status.podIPs" => pod_ips.clone(),
                     "metadata.name" => meta.name.clone().unwrap_or_default(),
                     "metadata.namespace" => meta.namespace.clone().unwrap_or_default(),
                     "metadata.uid" => meta.uid.clone().unwrap_or_default(),

@@ -73,6 +73,9 @@ pub(crate) struct ReplaceDecision {
     /// Groups never seen running whose claim cannot bind: group, claim and the storage
     /// class it names.
     pub unbound_claims: Vec<(String, String, String)>,
+    /// Groups never seen running whose pod, made for `routing.podIPFamily`, was placed
+    /// and has no IP: group, pod and the family.
+    pub families_missing: Vec<(String, String, i32)>,
 }
 
 /// An eligible condition of a group and how long it must last.
@@ -203,6 +206,43 @@ fn unbound_claim(group: &GroupView<'_>) -> Option<(String, String)> {
     Some((pvc.metadata.name.clone().unwrap_or_default(), class))
 }
 
+/// How long a group's pod may wait for its IP before the missing family is reported: a
+/// sandbox gets its IP in seconds when the network offers the family.
+const FAMILY_IP_GRACE_SECONDS: i64 = 300;
+/// How often the missing family is reported again while it lasts: a reminder, not an
+/// Event per pass.
+const FAMILY_REPORT_EVERY_SECONDS: i64 = 600;
+/// How long each report lasts: a little longer than the 30 s an unreconciled cluster
+/// waits at most between passes (`pass::requeue::UNRECONCILED_INTERVAL`), so every
+/// window sees a pass.
+const FAMILY_REPORT_WINDOW_SECONDS: i64 = 35;
+
+/// Whether a group failing for `seconds` is reported in this pass.
+fn family_report_due(seconds: i64) -> bool {
+    seconds >= FAMILY_IP_GRACE_SECONDS
+        && (seconds - FAMILY_IP_GRACE_SECONDS) % FAMILY_REPORT_EVERY_SECONDS
+            < FAMILY_REPORT_WINDOW_SECONDS
+}
+
+/// The pod and family of a group whose pod was made for `routing.podIPFamily` and,
+/// not refused by the scheduler, still has no IP: the kubelet cannot create its sandbox, which a
+/// cluster network without that family causes (the kubelet's `FailedCreatePodSandBox`
+/// Event on the pod says why). Before, the replacement of a running group for a family
+/// change left nothing telling the user which field asked for the missing family.
+fn placed_without_family_ip(group: &GroupView<'_>) -> Option<(String, i32)> {
+    let pod = group.pod_head()?;
+    let family = crate::controller::objects::pod_ip_family(pod)?;
+    let status = pod.status.as_ref()?;
+    let unplaced = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "False");
+    let pending = status.phase.as_deref().unwrap_or("Pending") == "Pending";
+    let no_ip = status.pod_ip.as_deref().is_none_or(str::is_empty);
+    (!unplaced && pending && no_ip).then(|| (pod.metadata.name.clone().unwrap_or_default(), family))
+}
+
 /// Whether the group has never been seen running: no address was ever recorded for it,
 /// or the database was never configured (the cluster is being created).
 fn never_seen_running(snapshot: &ClusterSnapshot, group: &GroupView<'_>) -> bool {
@@ -326,6 +366,14 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> ReplaceDecision {
                     .unbound_claims
                     .push((group.id().to_owned(), claim, class));
             }
+            let failing_for = all.iter().map(|f| now.saturating_sub(f.since)).max();
+            if failing_for.is_some_and(family_report_due)
+                && let Some((pod, family)) = placed_without_family_ip(&group)
+            {
+                decision
+                    .families_missing
+                    .push((group.id().to_owned(), pod, family));
+            }
             decision.waiting.push((
                 group.id().to_owned(),
                 "never seen running: not replaced for being missing while it is created".to_owned(),
@@ -429,6 +477,22 @@ pub(crate) fn verdict(decision: &ReplaceDecision) -> Verdict {
             action: "ReplaceFailedPods".to_owned(),
             note: format!(
                 "process group {group} cannot start: its claim {claim} names storage class {class:?} and is not bound (a class that does not exist keeps it Pending); not replaced, a replacement would wait the same way"
+            ),
+        });
+    }
+    if let Some((_, first, family)) = decision.families_missing.first() {
+        let groups: Vec<&str> = decision
+            .families_missing
+            .iter()
+            .map(|(group, _, _)| group.as_str())
+            .collect();
+        actions.push(Action::Event {
+            reason: EventReason::PodIpFamilyUnavailable,
+            action: "ReplaceFailedPods".to_owned(),
+            note: format!(
+                "{} process group(s) cannot start ({}): their pods are made for spec.routing.podIPFamily: {family} and get no IP (see the events of pod {first}: FailedCreatePodSandBox when the cluster network offers no IPv{family}); not replaced, a replacement would wait the same way, and the groups they replace keep running until they run",
+                groups.len(),
+                groups.join(", ")
             ),
         });
     }
