@@ -349,7 +349,16 @@ fn ip_family_change(
             live_spec.and_then(sidecar_ip_family).unwrap_or(UNSET)
         }
     };
-    (live.trim() != desired).then(|| ReplaceOnlyChange::IpFamily {
+    // The Go operator writes `0` (`PodIPFamilyUnset`) on pods made without a family
+    // (`internal/pod_helper.go`, `PodMetadataCorrect`): that is unset too.
+    fn normalized(family: &str) -> &str {
+        match family.trim() {
+            "" | "0" => "unset",
+            family => family,
+        }
+    }
+    let live = normalized(live);
+    (live != normalized(desired)).then(|| ReplaceOnlyChange::IpFamily {
         live: live.to_owned(),
         desired: desired.to_owned(),
     })

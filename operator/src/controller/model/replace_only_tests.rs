@@ -262,3 +262,37 @@ fn an_ip_family_change_replaces_the_group() {
     let unified_six = "{version: 7.1.57, imageType: unified, routing: {podIPFamily: 6}}";
     assert_eq!(default_change(unified_six, unified_six, "storage-1"), None);
 }
+
+/// The Go operator writes `foundationdb.org/ip-family: "0"` on pods made without a family
+/// (`PodIPFamilyUnset`): taking such a cluster over must not replace every group.
+#[test]
+fn a_go_pod_marked_with_family_zero_is_unset() {
+    let old = cluster(BASE);
+    let status = group("storage-1");
+    let mut pod = build_pod(&old, &status, &pod_options(&old, &status)).unwrap();
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(IP_FAMILY_ANNOTATION.to_owned(), "0".to_owned());
+    let snapshot = Fixture::new(BASE)
+        .groups([status])
+        .pods([pod.clone()])
+        .build();
+    assert_eq!(
+        change(&snapshot, "storage-1", ReplacePolicy::default()),
+        None
+    );
+    // Asked for a family now, the same pod is replaced (from unset).
+    let status = group("storage-1");
+    let snapshot = Fixture::new("{version: 7.1.57, routing: {podIPFamily: 6}}")
+        .groups([status])
+        .pods([pod])
+        .build();
+    assert_eq!(
+        change(&snapshot, "storage-1", ReplacePolicy::default()),
+        Some(ReplaceOnlyChange::IpFamily {
+            live: "unset".into(),
+            desired: "6".into()
+        })
+    );
+}
