@@ -60,21 +60,34 @@ pub(crate) fn public_ip(cluster: &FoundationDBCluster, pod: &Pod) -> Option<Stri
     pod.status.as_ref().and_then(|s| s.pod_ip.clone())
 }
 
-/// Maps each coordinator to its process group's pod's current IP (pure).
-pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<CoordinatorPlan, PluginError> {
+/// The connection string in the cluster's status, as written and parsed; an error naming
+/// the cluster when it has none or it does not parse.
+pub(crate) fn status_connection_string(
+    cluster: &FoundationDBCluster,
+) -> Result<(String, ConnectionString), PluginError> {
     let name = cluster.metadata.name.clone().unwrap_or_default();
-    let status = cluster.status.clone().unwrap_or_default();
-    let current = status.connection_string.clone().ok_or_else(|| {
-        PluginError::NotFound(format!(
-            "FoundationDBCluster {name} has no connection string in its status"
-        ))
-    })?;
+    let current = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.connection_string.clone())
+        .ok_or_else(|| {
+            PluginError::NotFound(format!(
+                "FoundationDBCluster {name} has no connection string in its status"
+            ))
+        })?;
     let parsed = ConnectionString::parse(&current).map_err(|e| {
         PluginError::Unsupported(format!(
             "FoundationDBCluster {name}: {}",
             fdb_shared::error_chain::ErrorChain(&e)
         ))
     })?;
+    Ok((current, parsed))
+}
+
+/// Maps each coordinator to its process group's pod's current IP (pure).
+pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<CoordinatorPlan, PluginError> {
+    let (current, parsed) = status_connection_string(cluster)?;
+    let status = cluster.status.clone().unwrap_or_default();
     let mut notes = Vec::new();
     let mut coordinators = Vec::new();
     for coordinator in &parsed.coordinators {

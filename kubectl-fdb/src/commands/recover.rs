@@ -118,22 +118,7 @@ fn class_of(cluster: &FoundationDBCluster, pod: &Pod) -> Option<ProcessClass> {
 /// Which coordinators survive, which pods become coordinators and the connection string
 /// they make (pure; Go's selection, candidates taken in pod name order).
 pub fn plan(cluster: &FoundationDBCluster, pods: &[Pod]) -> Result<RecoveryPlan, PluginError> {
-    let name = cluster.metadata.name.clone().unwrap_or_default();
-    let current = cluster
-        .status
-        .as_ref()
-        .and_then(|s| s.connection_string.clone())
-        .ok_or_else(|| {
-            PluginError::NotFound(format!(
-                "FoundationDBCluster {name} has no connection string in its status"
-            ))
-        })?;
-    let parsed = ConnectionString::parse(&current).map_err(|e| {
-        PluginError::Unsupported(format!(
-            "FoundationDBCluster {name}: {}",
-            fdb_shared::error_chain::ErrorChain(&e)
-        ))
-    })?;
+    let (_, parsed) = super::coordinators::status_connection_string(cluster)?;
     let tls = parsed.coordinators.last().is_some_and(|c| c.tls);
     let mut source = None;
     let mut kept = Vec::new();
