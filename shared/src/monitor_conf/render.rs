@@ -96,7 +96,7 @@ impl<'a> MonitorConfParams<'a> {
             data_center: spec.data_center.as_deref().filter(|dc| !dc.is_empty()),
             data_hall: spec.data_hall.as_deref().filter(|hall| !hall.is_empty()),
             custom_parameters: class_custom_parameters(spec, process_class),
-            ip_family: spec.routing.pod_ip_family,
+            ip_family: spec.routing.chosen_pod_ip_family(),
         }
     }
 }

@@ -208,9 +208,13 @@ pub(super) fn check_cluster_bounds(spec: &FoundationDBClusterSpec, report: &mut 
             ));
         }
     }
-    if let Some(family) = spec.routing.pod_ip_family.filter(|f| !matches!(f, 4 | 6)) {
+    if let Some(family) = spec
+        .routing
+        .pod_ip_family
+        .filter(|f| !matches!(f, 0 | 4 | 6))
+    {
         report.error(format!(
-            "spec.routing.podIPFamily: {family} is not an IP family (4 or 6)"
+            "spec.routing.podIPFamily: {family} is not an IP family (4 or 6; 0 leaves it unset)"
         ));
     }
     check_range(
@@ -375,6 +379,14 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    /// The Go operator's CRD and validation accept `podIPFamily: 0`
+    /// (`PodIPFamilyUnset`, `api/v1beta2/foundationdbcluster_types.go`).
+    #[test]
+    fn an_unset_ip_family_written_as_zero_passes() {
+        assert!(errors("routing: {podIPFamily: 0}").is_empty());
+        assert!(errors("routing: {podIPFamily: 4}").is_empty());
     }
 
     #[test]

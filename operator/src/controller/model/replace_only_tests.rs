@@ -296,3 +296,29 @@ fn a_go_pod_marked_with_family_zero_is_unset() {
         })
     );
 }
+
+/// A spec that writes `podIPFamily: 0` (Go's `PodIPFamilyUnset`) chooses no family: its
+/// pods are the pods of a spec without the field, and neither replaces the other's.
+#[test]
+fn a_spec_with_family_zero_makes_the_pods_of_an_unset_family() {
+    let zero = "{version: 7.1.57, routing: {podIPFamily: 0}}";
+    let (unset_cluster, zero_cluster) = (cluster(BASE), cluster(zero));
+    let status = group("storage-1");
+    let unset_pod = build_pod(
+        &unset_cluster,
+        &status,
+        &pod_options(&unset_cluster, &status),
+    )
+    .unwrap();
+    let zero_pod = build_pod(&zero_cluster, &status, &pod_options(&zero_cluster, &status)).unwrap();
+    assert_eq!(zero_pod.spec, unset_pod.spec);
+    assert!(
+        !zero_pod
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(IP_FAMILY_ANNOTATION)
+    );
+    assert_eq!(default_change(BASE, zero, "storage-1"), None);
+    assert_eq!(default_change(zero, BASE, "log-1"), None);
+}

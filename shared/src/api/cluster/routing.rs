@@ -33,7 +33,8 @@ pub struct RoutingConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub public_ip_source: Option<PublicIpSource>,
-    /// IP family of the pod IP to use (4 or 6) on dual-stack pods.
+    /// IP family of the pod IP to use (4 or 6) on dual-stack pods; 0 is unset, as in
+    /// the Go operator (`PodIPFamilyUnset`). Read it through [`Self::chosen_pod_ip_family`].
     #[serde(
         default,
         rename = "podIPFamily",
@@ -83,6 +84,13 @@ impl RoutingConfig {
     /// Source of public IPs (default `pod`).
     pub fn public_ip_source(&self) -> PublicIpSource {
         self.public_ip_source.clone().unwrap_or(PublicIpSource::Pod)
+    }
+
+    /// The IP family pods are made for, if one is chosen: `podIPFamily` 4 or 6. Absent
+    /// and 0 (the Go operator's `PodIPFamilyUnset`, which its `GetPodIPFamily` returns for
+    /// an absent field too) choose none: the pods use `status.podIP`.
+    pub fn chosen_pod_ip_family(&self) -> Option<i32> {
+        self.pod_ip_family.filter(|family| *family != 0)
     }
 
     /// DNS domain (default `cluster.local`).

@@ -103,7 +103,7 @@ pub(crate) fn sidecar_args(
     for variable in variables {
         args.extend(["--substitute-variable".into(), variable]);
     }
-    if let Some(family) = spec.routing.pod_ip_family {
+    if let Some(family) = spec.routing.chosen_pod_ip_family() {
         args.extend(["--public-ip-family".into(), family.to_string()]);
     }
     if serve_tls {

@@ -56,7 +56,7 @@ pub(crate) fn shared_env(
 ) -> Result<Vec<EnvVar>, PodModelError> {
     let spec = &cluster.spec;
     // With an IP family the sidecar picks the address of that family from the list.
-    let pod_ip_path = if spec.routing.pod_ip_family.is_some() {
+    let pod_ip_path = if spec.routing.chosen_pod_ip_family().is_some() {
         "status.podIPs"
     } else {
         "status.podIP"

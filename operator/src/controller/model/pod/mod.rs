@@ -343,7 +343,7 @@ fn pod_metadata(
         IMAGE_TYPE_ANNOTATION.to_owned(),
         cluster.image_type().as_str().to_owned(),
     );
-    match cluster.spec.routing.pod_ip_family {
+    match cluster.spec.routing.chosen_pod_ip_family() {
         Some(family) => {
             annotations.insert(IP_FAMILY_ANNOTATION.to_owned(), family.to_string());
         }
