@@ -40,6 +40,27 @@ pub(crate) struct SimBackup {
     pub progress: i64,
     /// Whether it was started with an encryption key (then a restore needs one too).
     pub encryption_key_path: Option<String>,
+    /// The end version of its first completed snapshot, as the database's backup
+    /// config records it (`firstSnapshotEndVersion`).
+    pub first_snapshot_end: Option<i64>,
+    /// The end version of its latest completed snapshot (`latestSnapshotEndVersion`).
+    pub latest_snapshot_end: Option<i64>,
+    /// The version its mutation log was copied up to, as the config records it
+    /// (`latestLogEndVersion`).
+    pub log_end: Option<i64>,
+}
+
+impl SimBackup {
+    /// The latest restorable version the database reports for this backup
+    /// (`BackupConfig::getLatestRestorableVersion`, fdbclient/BackupAgent.actor.h in
+    /// apple/foundationdb release-7.1): from the config alone, once the log has gone
+    /// past the first snapshot's end. The container is not read, so what `fdbbackup
+    /// expire` deleted, or a new destination set by `fdbbackup modify`, does not
+    /// change it; `fdbbackup describe` reads the container (`backup_expiry.rs`).
+    pub fn latest_restorable_version(&self) -> Option<i64> {
+        let (first, log) = (self.first_snapshot_end?, self.log_end?);
+        (log > first).then(|| (log - 1).max(first))
+    }
 }
 
 /// One completed snapshot in the blob store.
@@ -192,12 +213,15 @@ impl Backups {
                         digest: data.digest_at(version),
                         completed_unix: origin + at,
                     });
+                    backup.first_snapshot_end.get_or_insert(version);
+                    backup.latest_snapshot_end = Some(version);
                 }
                 backup.progress = done;
                 let end = version_at(seconds);
                 let after = container.log_end.unwrap_or(i64::MIN);
                 container.log.extend(data.changes_between(after, end));
                 container.log_end = Some(end);
+                backup.log_end = Some(end);
             }
         }
         if let Some(restore) = self
@@ -243,6 +267,9 @@ impl Backups {
                 running: true,
                 progress: 0,
                 encryption_key_path,
+                first_snapshot_end: None,
+                latest_snapshot_end: None,
+                log_end: None,
             },
         );
         Ok(())
@@ -381,8 +408,7 @@ impl Backups {
                 "Errors": [],
             });
         };
-        let container = self.blob.get(&backup.url).cloned().unwrap_or_default();
-        let restorable = container.restorable_range();
+        let restorable = backup.latest_restorable_version();
         let (name, description) = match (backup.running, restorable.is_some()) {
             (true, false) => ("Running", "has been started"),
             (true, true) => (
@@ -408,13 +434,15 @@ impl Backups {
             "SnapshotIntervalSeconds": backup.snapshot_period_seconds,
             "Errors": errors,
         });
-        if let Some(snapshot) = container.snapshots.last() {
-            document["LatestSnapshotEnd"] = point(snapshot.version);
+        // The config's versions, not the container's (`getStatusJSON` in
+        // fdbclient/FileBackupAgent.actor.cpp).
+        if let Some(end) = backup.latest_snapshot_end {
+            document["LatestSnapshotEnd"] = point(end);
         }
-        if let Some(end) = container.log_end {
+        if let Some(end) = backup.log_end {
             document["LatestLogEnd"] = point(end);
         }
-        if let Some((_, last)) = restorable {
+        if let Some(last) = restorable {
             document["LatestRestorablePoint"] = point(last);
         }
         document
@@ -426,15 +454,14 @@ impl Backups {
             .tags
             .iter()
             .map(|(tag, backup)| {
-                let container = self.blob.get(&backup.url);
-                let restorable = container.and_then(BlobContainer::restorable_range);
+                let restorable = backup.latest_restorable_version();
                 (
                     tag.clone(),
                     json!({
                         "current_container": backup.url,
                         "running_backup": backup.running,
                         "running_backup_is_restorable": backup.running && restorable.is_some(),
-                        "last_restorable_version": restorable.map(|(_, last)| last),
+                        "last_restorable_version": restorable,
                     }),
                 )
             })
@@ -494,6 +521,45 @@ mod tests {
             Some(RestoreState::Completed)
         );
         assert_eq!(data.digest(), at_300);
+    }
+
+    /// `fdbbackup status` reads the backup's config in the database
+    /// (`getLatestRestorableVersion`), `describe` the container: an expiry of every
+    /// snapshot changes the second only.
+    #[test]
+    fn the_status_says_restorable_from_the_config_whatever_an_expiry_deleted() {
+        let mut data = UserData::default();
+        let mut backups = Backups {
+            agents: 1,
+            ..Backups::default()
+        };
+        backups
+            .start("default", "blobstore://x/y", 100, None)
+            .unwrap();
+        data.play(250, true);
+        backups.advance(&mut data, 250, true, 0);
+        let status = backups.status_json("default", 0);
+        assert_eq!(status["Restorable"], true);
+        assert_eq!(
+            status["LatestRestorablePoint"]["Version"],
+            version_at(250) - 1
+        );
+        let container = backups.blob.get_mut("blobstore://x/y").unwrap();
+        container
+            .expire(crate::fdb::backup_expiry::ExpireRequest {
+                before: -2,
+                restorable_after: i64::MAX,
+                force: true,
+            })
+            .unwrap();
+        assert!(container.restorable_range().is_none());
+        let after = backups.status_json("default", 0);
+        assert_eq!(after["Restorable"], true);
+        assert_eq!(after["LatestSnapshotEnd"], status["LatestSnapshotEnd"]);
+        assert_eq!(
+            backups.layer_json()["tags"]["default"]["running_backup_is_restorable"],
+            true
+        );
     }
 
     #[test]
