@@ -125,6 +125,33 @@ fn a_restore_into_the_emptied_database_brings_back_the_backed_up_data() {
     );
 }
 
+/// Field report #2496: a user's `fdbbackup expire` in an agent pod, refused without
+/// `--force`, then deleting every snapshot; the operator leaves the backup running, and
+/// the restore after the next snapshot brings the data back.
+#[test]
+fn a_user_s_expiry_of_every_snapshot_leaves_the_backup_running_until_the_next_one() {
+    let result = run_file("backups/user-expiry.yaml", None);
+    assert_clean(&result);
+    let execs: Vec<String> = result
+        .events
+        .iter()
+        .filter(|e| e.action == "exec")
+        .map(|e| format!("{} -> {}", e.target, e.detail.lines().next().unwrap_or("")))
+        .collect();
+    assert_eq!(execs.len(), 4, "{execs:#?}");
+    assert!(
+        execs
+            .iter()
+            .all(|e| e.contains("pod/sample-backup-agents-")),
+        "{execs:#?}"
+    );
+    assert!(execs[0].ends_with("exit 1"), "{execs:#?}");
+    // The operator neither restarted nor modified the backup the user expired.
+    assert_eq!(commands(&result, "backup-start").len(), 1);
+    assert!(commands(&result, "backup-modify").is_empty());
+    assert_eq!(commands(&result, "restore-start").len(), 1);
+}
+
 #[test]
 fn a_backup_without_running_agents_says_so() {
     let result = run_file("backups/no-agents.yaml", None);

@@ -72,6 +72,7 @@ impl Runner {
             | Action::EvictChosen(_)
             | Action::Drain(_)
             | Action::AddNodes(_) => self.perform_on_kubernetes(actor, action).await,
+            Action::Exec(exec) => self.run_exec(exec).await,
             Action::KubectlFdb(args) => self
                 .run_kubectl_fdb(args)
                 .await

@@ -185,7 +185,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// At most [`LOGGED_OUTPUT`] bytes of `text`, cut at a character boundary.
-fn clip(text: &str) -> &str {
+pub(super) fn clip(text: &str) -> &str {
     if text.len() <= LOGGED_OUTPUT {
         return text;
     }

@@ -7,6 +7,7 @@
 //! operator early, as a watch event would in a real cluster.
 
 mod act;
+mod act_exec;
 mod act_plugin;
 mod database_judge;
 mod databases;

@@ -73,6 +73,10 @@ pub struct ActStep {
     /// `kubectl-fdb` binary, through a kubeconfig the world writes for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubectl_fdb: Option<Vec<String>>,
+    /// A command run in a pod's container by a user (`as: user` only), as `kubectl
+    /// exec` runs it (`act_exec.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<super::act_exec::ExecAct>,
 }
 
 /// The pod an `evict` action names: by name, or chosen among the pods alive when the
@@ -264,6 +268,8 @@ pub enum Action {
     IncludeAll,
     /// `kubectl fdb ARG...`, run by a user.
     KubectlFdb(Vec<String>),
+    /// A command a user runs in a pod's container.
+    Exec(super::act_exec::ExecCommand),
 }
 
 impl ActStep {
@@ -283,6 +289,7 @@ impl ActStep {
             self.maintenance.is_some(),
             self.include_all.is_some(),
             self.kubectl_fdb.is_some(),
+            self.exec.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -453,11 +460,22 @@ impl ActStep {
         if self.action_count() != 1 {
             return Err((
                 "",
-                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll, kubectlFdb".to_owned(),
+                "must have `as` and exactly one of delete, deleteCollection, kill, exclude, patch, evict, drain, addNodes, clearData, configure, coordinators, maintenance, includeAll, kubectlFdb, exec".to_owned(),
             ));
         }
         if let Some(args) = &self.kubectl_fdb {
             return self.plugin_action(args);
+        }
+        if let Some(exec) = &self.exec {
+            if self.actor != Actor::User || self.cluster.is_some() {
+                return Err((
+                    "exec",
+                    "runs as a user (`as: user`, no `cluster`): the operator runs no \
+                     commands in pods"
+                        .to_owned(),
+                ));
+            }
+            return exec.validated().map(Action::Exec);
         }
         if let Some(action) = self.object_action() {
             return action;

@@ -9,6 +9,7 @@
 //! of [`limits`], the cluster manifest as the operator will read it, and that what the
 //! steps name can exist at that point ([`references`]).
 
+mod act_exec;
 mod act_step;
 mod expect_step;
 mod faults;
@@ -35,10 +36,10 @@ use serde_json::Value;
 
 pub use faults::Fault;
 pub use steps::{
-    ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, EvictTarget, ExpectStep, Heal,
-    MaintenanceAct, MaintenanceZone, ObjectKind, ObjectRef, PodChoice, ReconcileStep,
-    ResourceExpectation, ResourceKind, ResourceTarget, RestartOperatorStep, Step, StepSpec,
-    apply_cluster_target, apply_target,
+    ActPatch, ActStep, Action, Actor, DeleteCollection, DeleteStep, EvictTarget, ExecAct,
+    ExecCommand, ExecTarget, ExpectStep, Heal, MaintenanceAct, MaintenanceZone, ObjectKind,
+    ObjectRef, PodChoice, ReconcileStep, ResourceExpectation, ResourceKind, ResourceTarget,
+    RestartOperatorStep, Step, StepSpec, apply_cluster_target, apply_target,
 };
 
 /// The scenario's seed when it does not set one.
@@ -322,5 +323,7 @@ fn input_error(origin: &str, error: &InputError) -> ScenarioError {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_acts;
 #[cfg(test)]
 mod tests_bounds;

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::act_exec::{ExecAct, ExecCommand, ExecTarget};
 pub use super::act_step::{
     ActPatch, ActStep, Action, Actor, DeleteCollection, EvictTarget, MaintenanceAct,
     MaintenanceZone, ObjectKind, ObjectRef, PodChoice,

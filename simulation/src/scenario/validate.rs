@@ -452,6 +452,17 @@ fn check_names(references: &mut References, step: &StepSpec) -> Result<(), Probl
             | Action::IncludeAll
             // The plugin names what it does not find itself, as it would to a user.
             | Action::KubectlFdb(_) => {}
+            Action::Exec(exec) => {
+                if let crate::scenario::ExecTarget::Pod(name) = &exec.target {
+                    references.check_object(
+                        "act.exec.target",
+                        &ObjectRef {
+                            kind: ObjectKind::Pod,
+                            name: name.clone(),
+                        },
+                    )?;
+                }
+            }
         }
     }
     Ok(())
