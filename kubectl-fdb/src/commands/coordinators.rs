@@ -29,6 +29,8 @@ use crate::session::{Session, process_group_of};
 
 /// The annotation holding a pod's service IP with `routing.publicIPSource: service`.
 const PUBLIC_IP_ANNOTATION: &str = "foundationdb.org/public-ip";
+/// The annotation naming the IP family a pod was made for (`routing.podIPFamily`).
+const IP_FAMILY_ANNOTATION: &str = "foundationdb.org/ip-family";
 
 /// What the new connection string would be, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +59,35 @@ pub(crate) fn public_ip(cluster: &FoundationDBCluster, pod: &Pod) -> Option<Stri
             .as_ref()
             .and_then(|a| a.get(PUBLIC_IP_ANNOTATION).cloned());
     }
-    pod.status.as_ref().and_then(|s| s.pod_ip.clone())
+    let status = pod.status.as_ref()?;
+    let Some(family) = ip_family(pod) else {
+        return status.pod_ip.clone();
+    };
+    // A pod made for `routing.podIPFamily` listens on its IP of that family: the first
+    // of `status.podIPs` (the Go plugin's `GetPublicIPsForPod`, internal/pod_helper.go).
+    status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|listed| listed.ip.as_str())
+        .find(|ip| {
+            ip.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_ipv6() == (family == 6))
+        })
+        .map(str::to_owned)
+}
+
+/// The IP family (4 or 6) the pod was made for, from its `foundationdb.org/ip-family`
+/// annotation (the Go operator writes `0` for none).
+fn ip_family(pod: &Pod) -> Option<u8> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(IP_FAMILY_ANNOTATION)?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|family| matches!(family, 4 | 6))
 }
 
 /// The connection string in the cluster's status, as written and parsed; an error naming
@@ -291,6 +321,50 @@ mod tests {
         assert!(plan.notes[2].contains("no process group has this IP"));
         let unchanged = super::plan(&cluster(), &[pod("storage-2", "127.0.0.2")]).unwrap();
         assert!(!unchanged.changes());
+    }
+
+    /// A dual-stack pod made for IPv6 is reached on its IPv6 address, as the Go plugin
+    /// reads it; without a family (or Go's `0`), on `status.podIP`.
+    #[test]
+    fn a_pod_made_for_an_ip_family_gives_its_address_of_that_family() {
+        let dual = |family: Option<&str>| -> Pod {
+            let mut pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "sample-storage-2",
+                             "labels": {"foundationdb.org/fdb-process-group-id": "storage-2"}},
+                "status": {"podIP": "10.0.0.9",
+                           "podIPs": [{"ip": "10.0.0.9"}, {"ip": "fd00::9"}]},
+            }))
+            .unwrap();
+            if let Some(family) = family {
+                pod.metadata.annotations = Some(
+                    [(IP_FAMILY_ANNOTATION.to_owned(), family.to_owned())]
+                        .into_iter()
+                        .collect(),
+                );
+            }
+            pod
+        };
+        assert_eq!(
+            public_ip(&cluster(), &dual(Some("6"))).as_deref(),
+            Some("fd00::9")
+        );
+        assert_eq!(
+            public_ip(&cluster(), &dual(Some("4"))).as_deref(),
+            Some("10.0.0.9")
+        );
+        assert_eq!(
+            public_ip(&cluster(), &dual(Some("0"))).as_deref(),
+            Some("10.0.0.9")
+        );
+        assert_eq!(
+            public_ip(&cluster(), &dual(None)).as_deref(),
+            Some("10.0.0.9")
+        );
+        let plan = plan(&cluster(), &[dual(Some("6"))]).unwrap();
+        assert_eq!(
+            plan.new,
+            "sample:abc@127.0.0.1:4501,[fd00::9]:4501:tls,127.0.0.3:4501"
+        );
     }
 
     #[test]
