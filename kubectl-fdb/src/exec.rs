@@ -35,26 +35,7 @@ pub async fn exec(
     container: &str,
     command: Vec<String>,
 ) -> Result<ExecResult, PluginError> {
-    let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
-    let params = AttachParams::default()
-        .container(container)
-        .stdin(false)
-        .stdout(true)
-        .stderr(true);
-    let action = format!("exec in pod {pod}");
-    let attached = pods
-        .exec(&crate::names::segment(pod), command, &params)
-        .await
-        .map_err(|error| session.error(error, &action))?;
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let status = read_to_status(attached, &mut out, &mut err, MAX_KEPT_OUTPUT)
-        .await
-        .map_err(|error| lost(session, &action, error))?;
-    Ok(ExecResult {
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        code: exit_code(status),
-    })
+    run(session, pod, container, command, None).await
 }
 
 /// Runs `command` in `container` of `pod` with `input` as its standard input (closed
@@ -66,10 +47,22 @@ pub async fn exec_with_input(
     command: Vec<String>,
     input: &[u8],
 ) -> Result<ExecResult, PluginError> {
+    run(session, pod, container, command, Some(input)).await
+}
+
+/// [`exec`] and [`exec_with_input`]: attaches standard input only when there is some to
+/// send.
+async fn run(
+    session: &Session,
+    pod: &str,
+    container: &str,
+    command: Vec<String>,
+    input: Option<&[u8]>,
+) -> Result<ExecResult, PluginError> {
     let pods: Api<Pod> = Api::namespaced(session.client.clone(), &session.namespace);
     let params = AttachParams::default()
         .container(container)
-        .stdin(true)
+        .stdin(input.is_some())
         .stdout(true)
         .stderr(true);
     let action = format!("exec in pod {pod}");
@@ -77,7 +70,7 @@ pub async fn exec_with_input(
         .exec(&crate::names::segment(pod), command, &params)
         .await
         .map_err(|error| session.error(error, &action))?;
-    if let Some(mut writer) = attached.stdin() {
+    if let (Some(input), Some(mut writer)) = (input, attached.stdin()) {
         let sent = writer.write_all(input).await.and(writer.shutdown().await);
         sent.map_err(|error| PluginError::Exec {
             action: action.clone(),
