@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
@@ -17,6 +18,16 @@ use super::pod::{CompactPod, DecodeError};
 /// passes that read every pod's spec decode nothing twice; at most about 32 MiB.
 pub(crate) const DECODED_PODS: usize = 1024;
 
+/// How long a decoded pod that no pass reads stays decoded: the passes of a cluster
+/// being worked on come seconds apart and keep theirs; a cluster at rest is passed every
+/// 10 minutes and its steady passes read no pod whole, so the pods decoded while it was
+/// created or rolled need not stay (up to 32 MiB held at rest otherwise; issue 37's
+/// steady state, docs/operations.md "Sizing").
+pub(crate) const IDLE_DECODED: Duration = Duration::from_secs(300);
+
+/// How often [`DecodedPods::drop_idle`] looks for idle pods (it is called every pass).
+const TRIM_EVERY: Duration = Duration::from_secs(60);
+
 /// A decoded pod and the compact pod it came from.
 #[derive(Debug)]
 struct Decoded {
@@ -26,6 +37,8 @@ struct Decoded {
     source: Weak<CompactPod>,
     pod: Arc<Pod>,
     used: u64,
+    /// When a pass last read it.
+    read_at: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -34,9 +47,26 @@ struct Hot {
     entries: HashMap<String, HashMap<String, Decoded>>,
     len: usize,
     tick: u64,
+    /// When idle pods were last dropped.
+    trimmed_at: Option<Instant>,
 }
 
 impl Hot {
+    /// Drops the entries no pass read since `idle_before`, and those whose pod changed
+    /// or left since (their source is gone: nothing reads them again).
+    fn drop_idle(&mut self, idle_before: Instant) {
+        let mut dropped = 0;
+        self.entries.retain(|_, names| {
+            names.retain(|_, decoded| {
+                let keep = decoded.read_at >= idle_before && decoded.source.strong_count() > 0;
+                dropped += usize::from(!keep);
+                keep
+            });
+            !names.is_empty()
+        });
+        self.len -= dropped;
+    }
+
     /// Keeps the `keep` most recently used entries: drops exactly the oldest beyond
     /// them (entries read in the same tick are told apart arbitrarily).
     fn evict(&mut self, keep: usize) {
@@ -141,6 +171,7 @@ impl DecodedPods {
                 .filter(|d| std::ptr::eq(d.source.as_ptr(), Arc::as_ptr(source)));
             if let Some(decoded) = found {
                 decoded.used = tick;
+                decoded.read_at = Instant::now();
                 return Ok(decoded.pod.clone());
             }
         }
@@ -153,6 +184,7 @@ impl DecodedPods {
                 source: Arc::downgrade(source),
                 pod: pod.clone(),
                 used: tick,
+                read_at: Instant::now(),
             };
             let names = hot.entries.entry(namespace.to_owned()).or_default();
             if names.insert(name.to_owned(), entry).is_none() {
@@ -165,6 +197,22 @@ impl DecodedPods {
             }
         }
         Ok(pod)
+    }
+
+    /// Drops the pods no pass has read for [`IDLE_DECODED`] before `now` (looked for at
+    /// most every minute), and those whose pod changed or left since.
+    pub fn drop_idle(&self, now: Instant) {
+        let mut hot = self.lock();
+        if hot
+            .trimmed_at
+            .is_some_and(|at| now.saturating_duration_since(at) < TRIM_EVERY)
+        {
+            return;
+        }
+        hot.trimmed_at = Some(now);
+        if let Some(idle_before) = now.checked_sub(IDLE_DECODED) {
+            hot.drop_idle(idle_before);
+        }
     }
 
     /// The pods `compact` holds, decoded ([`DecodedPods::decode_one`] each).
@@ -182,6 +230,7 @@ mod tests {
             source: Weak::new(),
             pod: Arc::default(),
             used,
+            read_at: Instant::now(),
         }
     }
 
@@ -208,5 +257,48 @@ mod tests {
         assert!(hot.entries.contains_key("b") && !hot.entries.contains_key("a"));
         hot.evict(4);
         assert_eq!(hot.len, 4, "nothing beyond the kept: nothing dropped");
+    }
+
+    /// Pods a pass read recently stay decoded; those no pass read for
+    /// [`IDLE_DECODED`], or whose pod changed since, are dropped.
+    #[test]
+    fn pods_no_pass_reads_are_dropped_after_the_idle_time() {
+        let cache = DecodedPods::new(16);
+        let pod = |name: &str| -> Arc<CompactPod> {
+            let mut pod = Pod::default();
+            pod.metadata.name = Some(name.to_owned());
+            pod.metadata.namespace = Some("db".to_owned());
+            Arc::new(CompactPod::new(pod))
+        };
+        let (kept, idle, changed) = (pod("kept"), pod("idle"), pod("changed"));
+        for source in [&kept, &idle, &changed] {
+            cache.decode_one(source).unwrap();
+        }
+        drop(changed);
+        assert_eq!(cache.len(), 3);
+        // A moment ahead of now, so that it can be counted back from on any machine.
+        let start = Instant::now() + 2 * IDLE_DECODED;
+        let read_at = |name: &str, at: Instant| {
+            let mut hot = cache.lock();
+            let entry = hot.entries.get_mut("db").unwrap().get_mut(name).unwrap();
+            entry.read_at = at;
+        };
+        read_at("kept", start);
+        read_at("idle", start - IDLE_DECODED - Duration::from_secs(1));
+        cache.drop_idle(start);
+        assert_eq!(cache.len(), 1, "the idle and the changed pod are dropped");
+        assert!(cache.lock().entries["db"].contains_key("kept"));
+        // A second trim within the minute looks at nothing.
+        read_at("kept", start - IDLE_DECODED - Duration::from_secs(1));
+        cache.drop_idle(start + Duration::from_secs(30));
+        assert_eq!(cache.len(), 1);
+        cache.drop_idle(start + TRIM_EVERY);
+        assert!(cache.is_empty());
+        // A dropped pod is decoded again when a pass asks for it.
+        assert_eq!(
+            cache.decode_one(&kept).unwrap().metadata.name.as_deref(),
+            Some("kept")
+        );
+        assert_eq!(cache.len(), 1);
     }
 }

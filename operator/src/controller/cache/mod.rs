@@ -506,6 +506,7 @@ impl ObjectCache {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Vec<PodSource> {
+        self.decoded_pods.drop_idle(std::time::Instant::now());
         self.compact_pods(namespace, labels)
             .into_iter()
             .map(|pod| PodSource::Cached {
