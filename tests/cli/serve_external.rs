@@ -76,6 +76,15 @@ impl Operator {
         assert!(sent.success());
     }
 
+    /// Whether the kernel may back the process's memory with transparent huge pages
+    /// (`THP_enabled` of `/proc/PID/status`); `None` where it does not say.
+    pub(crate) fn transparent_huge_pages(&self) -> Option<bool> {
+        let pid = self.0.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("THP_enabled:"))?;
+        Some(line.split_whitespace().nth(1)? != "0")
+    }
+
     /// Whether the process still runs.
     pub(crate) fn running(&mut self) -> bool {
         self.0.as_mut().unwrap().try_wait().unwrap().is_none()
@@ -184,6 +193,11 @@ fn the_shipped_operator_reconciles_a_served_world_and_is_judged_as_the_operator(
     eventually(&kubectl, &users, &["get", "configmaps"], |out| {
         out.contains("sample-config")
     });
+    // No transparent huge pages for the operator (cli/src/main.rs): on Linux the
+    // kernel reports it in the process's status.
+    if let Some(enabled) = operator.transparent_huge_pages() {
+        assert!(!enabled, "the operator runs with transparent huge pages");
+    }
     assert_eq!(operator.stop(), Some(0), "SIGTERM is a clean stop");
 
     // A write the API server refuses, made with the operator's identity, is the
