@@ -201,7 +201,7 @@ impl DecodedPods {
 
     /// Drops the pods no pass has read for [`IDLE_DECODED`] before `now` (looked for at
     /// most every minute), and those whose pod changed or left since.
-    pub fn drop_idle(&self, now: Instant) {
+    pub(crate) fn drop_idle(&self, now: Instant) {
         let mut hot = self.lock();
         if hot
             .trimmed_at
