@@ -5,7 +5,6 @@
 //! user's, as in the served world.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -22,12 +21,7 @@ impl Runner {
     /// an output without the expected text, fails the step with what it printed.
     pub(super) async fn run_exec(&mut self, exec: &ExecCommand) -> Result<(), RunError> {
         let pod = self.exec_pod(&exec.target).await?;
-        let runner = self.user_exec(
-            // The act wakes the operator once the command has ended (`act.rs`).
-            Arc::new(|| {}),
-            // The world does not advance while the command runs: no turn to wait for.
-            Arc::new(tokio::sync::Mutex::new(())),
-        );
+        let runner = self.act_exec();
         let request = ExecRequest {
             namespace: self.namespace.clone(),
             pod: pod.clone(),

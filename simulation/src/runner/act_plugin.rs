@@ -107,12 +107,7 @@ impl Runner {
     /// The world's API on a free loopback port, every request the user's, with
     /// `pods/exec` whose commands are recorded as the user's.
     async fn serve_to_user(&self) -> Result<http::RunningServer, PluginActError> {
-        let exec = self.user_exec(
-            // The act wakes the operator once the command has ended (`act.rs`).
-            Arc::new(|| {}),
-            // The world does not advance while the command runs: no turn to wait for.
-            Arc::new(tokio::sync::Mutex::new(())),
-        );
+        let exec = self.act_exec();
         let extras = http::Extras {
             exec: Some(exec),
             actor: USER_ACTOR,

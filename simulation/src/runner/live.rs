@@ -59,6 +59,13 @@ pub async fn serve_scenario(
 }
 
 impl Runner {
+    /// The simulated containers as an `act` step reaches them: the act wakes the
+    /// operator once its command has ended (`act.rs`), and the world does not advance
+    /// while the command runs, so there is no turn to wait for.
+    pub(super) fn act_exec(&self) -> SimulatedExec {
+        self.user_exec(Arc::new(|| {}), Arc::new(tokio::sync::Mutex::new(())))
+    }
+
     /// The served `pods/exec` of the world's databases (the first cluster's and each
     /// fleet member's), whose commands are recorded and judged as the user's;
     /// `on_change` runs after a command that changed a database, `turn` is held while
