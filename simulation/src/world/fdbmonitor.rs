@@ -73,6 +73,46 @@ impl MonitorChanges {
     }
 }
 
+/// The connection strings of the world's databases, parsed once per round, by
+/// description (two databases may share one: clusters of the same name in two
+/// namespaces).
+#[derive(Debug, Default)]
+pub struct CurrentConnectionStrings {
+    by_description: BTreeMap<String, Vec<(String, String)>>,
+}
+
+impl CurrentConnectionStrings {
+    /// Parses `strings` (unparsable ones are left out, as no cluster file can follow them).
+    pub fn new(strings: impl IntoIterator<Item = String>) -> Self {
+        let mut by_description: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for text in strings {
+            let Ok(parsed) = ConnectionString::parse(&text) else {
+                continue;
+            };
+            by_description
+                .entry(parsed.description)
+                .or_default()
+                .push((parsed.generation_id, text.trim().to_owned()));
+        }
+        Self { by_description }
+    }
+
+    /// The connection string a process whose cluster file says `file` moves to, if any:
+    /// of the databases with the file's description, in order, each one whose generation
+    /// differs from the file's (as the file stands after the ones before).
+    fn followed_from(&self, file: &ConnectionString) -> Option<&str> {
+        let mut generation = file.generation_id.as_str();
+        let mut followed = None;
+        for (candidate, text) in self.by_description.get(&file.description)? {
+            if *candidate != generation {
+                generation = candidate;
+                followed = Some(text.as_str());
+            }
+        }
+        followed
+    }
+}
+
 /// One pod's fdbmonitor.
 #[derive(Debug, Clone)]
 pub struct Monitor {
@@ -204,27 +244,24 @@ impl Monitor {
         Some(changes)
     }
 
-    /// Rewrites running processes' cluster files to `connection_string` when it names
-    /// their cluster at a later generation: fdbserver follows coordinator changes (the
-    /// old coordinators forward it to the new connection string, whose ID a `coordinators`
-    /// change always renews). A file naming the same generation at other addresses (a
-    /// user's edit, `fix-coordinator-ips`) is not forwarded anywhere: it stays as written.
-    pub fn follow_connection_string(&self, connection_string: &str) {
-        let Ok(current) = ConnectionString::parse(connection_string) else {
-            return;
-        };
+    /// Rewrites running processes' cluster files to the connection string of their
+    /// database when it names their cluster at a later generation: fdbserver follows
+    /// coordinator changes (the old coordinators forward it to the new connection string,
+    /// whose ID a `coordinators` change always renews). A file naming the same generation
+    /// at other addresses (a user's edit, `fix-coordinator-ips`) is not forwarded
+    /// anywhere: it stays as written. Each cluster file is read once, whatever the
+    /// number of databases (a fleet's world has one per cluster).
+    pub fn follow_connection_strings(&self, databases: &CurrentConnectionStrings) {
         for process in self.running.values() {
             let text = std::fs::read_to_string(&process.cluster_file).unwrap_or_default();
             let Ok(file) = ConnectionString::parse(&text) else {
                 continue;
             };
-            if file.description == current.description
-                && file.generation_id != current.generation_id
-            {
+            if let Some(followed) = databases.followed_from(&file) {
                 let _ = write_file(
                     &self.context.fs,
                     &process.cluster_file,
-                    &format!("{}\n", connection_string.trim()),
+                    &format!("{followed}\n"),
                 );
             }
         }
@@ -443,4 +480,54 @@ impl Monitor {
 /// fdbserver's write of a cluster file: inside the world's root only (`world/confine.rs`).
 fn write_file(fs: &ContainerFs, path: &Path, content: &str) -> Result<(), WorldError> {
     confine::write(fs.root(), path, content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> ConnectionString {
+        ConnectionString::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_file_follows_its_own_database_to_a_new_generation_only() {
+        let databases = CurrentConnectionStrings::new([
+            "a:new@10.0.0.1:4501".to_owned(),
+            "b:other@10.0.0.9:4501\n".to_owned(),
+        ]);
+        assert_eq!(
+            databases.followed_from(&file("a:old@10.0.0.2:4501")),
+            Some("a:new@10.0.0.1:4501")
+        );
+        assert_eq!(
+            databases.followed_from(&file("a:new@10.0.0.7:4501")),
+            None,
+            "same generation at other addresses stays as written"
+        );
+        assert_eq!(databases.followed_from(&file("c:x@10.0.0.3:4501")), None);
+        assert_eq!(
+            databases.followed_from(&file("b:old@10.0.0.9:4501")),
+            Some("b:other@10.0.0.9:4501"),
+            "trimmed as written"
+        );
+    }
+
+    #[test]
+    fn databases_sharing_a_description_are_applied_in_order() {
+        let databases = CurrentConnectionStrings::new([
+            "a:one@10.0.0.1:4501".to_owned(),
+            "a:two@10.0.0.2:4501".to_owned(),
+            "not a connection string".to_owned(),
+        ]);
+        assert_eq!(
+            databases.followed_from(&file("a:zero@10.0.0.3:4501")),
+            Some("a:two@10.0.0.2:4501")
+        );
+        assert_eq!(
+            databases.followed_from(&file("a:two@10.0.0.3:4501")),
+            Some("a:two@10.0.0.2:4501"),
+            "the first moves it to one, the second back to two"
+        );
+    }
 }

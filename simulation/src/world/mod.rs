@@ -346,11 +346,11 @@ impl World {
         self.report_backup_agents(&pods);
         self.restart_killed();
         // Each process follows its own database's string (matched by description).
-        for connection_string in self.fdb.host().connection_strings() {
-            for runtime in self.pods.values() {
-                if let Some(monitor) = &runtime.monitor {
-                    monitor.follow_connection_string(&connection_string);
-                }
+        let databases =
+            fdbmonitor::CurrentConnectionStrings::new(self.fdb.host().connection_strings());
+        for runtime in self.pods.values() {
+            if let Some(monitor) = &runtime.monitor {
+                monitor.follow_connection_strings(&databases);
             }
         }
         for runtime in self.pods.values() {
