@@ -73,33 +73,57 @@ pub(super) fn patch(
     }
 }
 
-/// The world's last pod list (by the API server's resourceVersion) and every pod decoded
-/// so far (by namespace and name, with the pod's own resourceVersion): a list after a
-/// write decodes only the pods that write changed.
-#[derive(Default)]
-pub(super) struct PodList {
-    listed: Option<(u64, Vec<Arc<Pod>>)>,
-    decoded: std::collections::BTreeMap<(String, String), (String, Arc<Pod>)>,
+/// The world's last list of one kind (by the API server's resourceVersion) and every
+/// object of it decoded so far (by namespace and name, with the object's own
+/// resourceVersion): a list after a write decodes only the objects that write changed.
+pub(super) struct DecodedList<K> {
+    listed: Option<(u64, Vec<Arc<K>>)>,
+    decoded: std::collections::BTreeMap<(String, String), (String, Arc<K>)>,
+}
+
+impl<K> Default for DecodedList<K> {
+    fn default() -> Self {
+        Self {
+            listed: None,
+            decoded: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+impl<K> DecodedList<K>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    /// Every object of the kind, ordered by namespace and name.
+    fn list(list: &std::sync::Mutex<Self>, api: &FakeApiServer) -> Result<Vec<Arc<K>>, WorldError> {
+        // Every write bumps the resourceVersion: the same version means the same objects.
+        let version = api.resource_version();
+        let mut listed = list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, objects)) = listed.listed.as_ref()
+            && *at == version
+        {
+            return Ok(objects.clone());
+        }
+        let mut objects: Vec<Arc<K>> = api.list_typed_decoded(&mut listed.decoded)?;
+        objects.sort_by(|a, b| {
+            (&a.meta().namespace, &a.meta().name).cmp(&(&b.meta().namespace, &b.meta().name))
+        });
+        listed.listed = Some((version, objects.clone()));
+        Ok(objects)
+    }
 }
 
 impl World {
     /// The pods, ordered by namespace and name.
     pub(super) fn list_pods(&self) -> Result<Vec<Arc<Pod>>, WorldError> {
-        // Every write bumps the resourceVersion: the same version means the same pods.
-        let version = self.api.resource_version();
-        let mut listed = self
-            .pods_listed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((at, pods)) = listed.listed.as_ref()
-            && *at == version
-        {
-            return Ok(pods.clone());
-        }
-        let mut pods: Vec<Arc<Pod>> = self.api.list_typed_decoded(&mut listed.decoded)?;
-        pods.sort_by_key(|pod| pod_name(pod));
-        listed.listed = Some((version, pods.clone()));
-        Ok(pods)
+        DecodedList::list(&self.pods_listed, &self.api)
+    }
+
+    /// The PVCs, ordered by namespace and name.
+    pub(super) fn list_pvcs(&self) -> Result<Vec<Arc<PersistentVolumeClaim>>, WorldError> {
+        DecodedList::list(&self.pvcs_listed, &self.api)
     }
 
     /// Tears down runtimes whose pod no longer exists.
@@ -203,7 +227,7 @@ impl World {
             })
             .collect();
         let exclusive = self.options.nodes.is_none();
-        let pvcs: Vec<PersistentVolumeClaim> = self.api.list_typed(None)?;
+        let pvcs = self.list_pvcs()?;
         for pod in pods {
             let spec = pod.spec.as_ref();
             if spec.is_some_and(|s| s.node_name.is_some())
@@ -328,9 +352,8 @@ impl World {
     /// Binds new claims, adds and removes the protection finalizer, and forgets the data
     /// of claims that are gone.
     pub(super) fn sync_pvcs(&mut self) -> Result<(), WorldError> {
-        let mut pvcs: Vec<PersistentVolumeClaim> = self.api.list_typed(None)?;
-        pvcs.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
-        let pods: Vec<Pod> = self.api.list_typed(None)?;
+        let pvcs = self.list_pvcs()?;
+        let pods = self.list_pods()?;
         for pvc in &pvcs {
             self.sync_pvc(pvc, &pods)?;
         }
@@ -342,7 +365,11 @@ impl World {
 
     /// One claim: the protection finalizer added (and the claim bound), or, once it is
     /// deleted and no pod uses it, removed.
-    fn sync_pvc(&mut self, pvc: &PersistentVolumeClaim, pods: &[Pod]) -> Result<(), WorldError> {
+    fn sync_pvc(
+        &mut self,
+        pvc: &PersistentVolumeClaim,
+        pods: &[Arc<Pod>],
+    ) -> Result<(), WorldError> {
         let namespace = pvc.metadata.namespace.clone().unwrap_or_default();
         let name = pvc.metadata.name.clone().unwrap_or_default();
         let key = ResourceKey::new("", "v1", "persistentvolumeclaims", &namespace, &name);

@@ -237,7 +237,10 @@ pub struct World {
     /// The pods as last listed, with the API server's resourceVersion before that list:
     /// a round lists the pods four times, mostly with no write in between, and
     /// deserializing every pod was the largest share of a run's CPU.
-    pods_listed: std::sync::Mutex<lifecycle::PodList>,
+    pods_listed: std::sync::Mutex<lifecycle::DecodedList<k8s_openapi::api::core::v1::Pod>>,
+    /// The PVCs as last listed, likewise (two lists a round).
+    pvcs_listed:
+        std::sync::Mutex<lifecycle::DecodedList<k8s_openapi::api::core::v1::PersistentVolumeClaim>>,
 }
 
 impl std::fmt::Debug for World {
@@ -277,6 +280,7 @@ impl World {
             pods: BTreeMap::new(),
             history: ConfigMapHistory::default(),
             pods_listed: std::sync::Mutex::default(),
+            pvcs_listed: std::sync::Mutex::default(),
             events: Vec::new(),
             unschedulable: BTreeMap::new(),
             faults: faults::FaultState::default(),

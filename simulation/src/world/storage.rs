@@ -19,6 +19,8 @@
 //! `volume.kubernetes.io/selected-node` annotation (set for both binding modes) and, for
 //! `zone`, that node's `topology.kubernetes.io/zone` label.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::json;
 
@@ -75,7 +77,7 @@ impl World {
     pub(super) fn bind_claim(
         &mut self,
         pvc: &PersistentVolumeClaim,
-        pods: &[Pod],
+        pods: &[Arc<Pod>],
         key: &ResourceKey,
     ) -> Result<(), WorldError> {
         let Some(class) = self.storage_class(pvc).cloned() else {
@@ -134,7 +136,7 @@ impl World {
     pub(super) fn volume_pins(
         &self,
         pod: &Pod,
-        pvcs: &[PersistentVolumeClaim],
+        pvcs: &[Arc<PersistentVolumeClaim>],
         nodes: &[NodeView],
     ) -> Result<Vec<VolumePin>, String> {
         let namespace = pod.metadata.namespace.as_deref();
