@@ -30,14 +30,18 @@ where
 }
 
 /// Any value deserializable as `T`; `T::default()` when absent, `null` or of another shape.
+///
+/// The value is taken as its JSON text, then parsed as `T`: a `serde_json::Value` first
+/// would build a map for every object of the subtree (the processes of a 1000-process
+/// `status json` are most of its parse, issue 37).
 pub(crate) fn or_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: serde::de::DeserializeOwned + Default,
 {
-    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
-    Ok(value
-        .and_then(|value| serde_json::from_value(value).ok())
+    let raw = Option::<Box<serde_json::value::RawValue>>::deserialize(deserializer)?;
+    Ok(raw
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
         .unwrap_or_default())
 }
 
