@@ -6,7 +6,8 @@
 //!
 //! Run with `cargo bench -p fdb-simulation --bench controller_scale`. The last line is
 //! `controller-scale: clusters=10 groups=1000 rss_delta_mib=.. controller_live_mib=..
-//! within_256_mib=.. pass_cpu_ms_p50=.. pass_cpu_ms_1000=.. peak_rss_mib=..`:
+//! within_256_mib=.. pass_cpu_ms_p50=.. pass_cpu_ms_1000=.. peak_rss_mib=..
+//! simulated_fdbcli_ms_1000=..`:
 //! - `rss_delta_mib`, the growth of the process's resident memory from the fleet at
 //!   rest to the controller running over it (the in-memory API server's own growth and
 //!   the allocator's retention included);
@@ -17,7 +18,12 @@
 //! - the median CPU time of a steady pass over one 100-group cluster, and of a steady
 //!   pass over the 1000-group cluster. CPU time is the thread's (the runtime has one
 //!   thread; the in-memory API server answers on it too, so its share of serving the
-//!   pass is counted).
+//!   pass is counted), without the simulated fdbcli's share of `status json`
+//!   (rendering and printing the document: another process in production, whose CPU
+//!   the operator's footprint does not count); the operator's parse of the printed
+//!   text is counted;
+//! - `simulated_fdbcli_ms_1000`, that simulated fdbcli's median share of a steady
+//!   pass over the 1000-group cluster.
 //!
 //! A line on standard error breaks the bytes live down: the caches and the
 //! controller's state, the desired and pod-config memos, the rest (the in-memory API
@@ -50,6 +56,7 @@ use fdb_operator::controller::RequeuePolicy;
 use fdb_operator::controller::{CLUSTER_NAME_LABEL, CacheSelector, ObjectCache};
 use fdb_operator::controller::{Context, run_pass};
 use fdb_operator::controller::{RunOptions, run_until};
+use fdb_simulation::fdb::SIMULATED_FDBCLI;
 use fdb_simulation::fleet::Fleet;
 use tracing::span::{Attributes, Id};
 use tracing::{Subscriber, field};
@@ -129,15 +136,18 @@ fn thread_cpu() -> Duration {
     )
 }
 
-/// CPU time spent inside the driver's `step` spans, by step name.
+/// CPU time spent inside the driver's `step` spans, by step name, and inside the
+/// simulated fdbcli's share of `status json` ([`SIMULATED_FDBCLI`]).
 #[derive(Default)]
 struct StepCpu {
     totals: Mutex<BTreeMap<String, Duration>>,
+    simulated_fdbcli: Mutex<Duration>,
 }
 
-/// A `step` span's name and the thread CPU time when it was last entered.
+/// A `step` span's name (`None` for the simulated fdbcli's span) and the thread CPU
+/// time when it was last entered.
 struct StepTiming {
-    step: String,
+    step: Option<String>,
     entered: Option<Duration>,
 }
 
@@ -162,6 +172,14 @@ impl StepCpu {
             .map(|mut totals| std::mem::take(&mut *totals))
             .unwrap_or_default()
     }
+
+    /// The simulated fdbcli's CPU time so far.
+    fn simulated_fdbcli(&self) -> Duration {
+        self.simulated_fdbcli
+            .lock()
+            .map(|total| *total)
+            .unwrap_or_default()
+    }
 }
 
 /// Shares one [`StepCpu`] between the subscriber and the bench.
@@ -169,12 +187,19 @@ struct StepCpuLayer(Arc<StepCpu>);
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for StepCpuLayer {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
-        if attrs.metadata().name() != "step" {
-            return;
-        }
-        let mut field = StepField(None);
-        attrs.record(&mut field);
-        if let (Some(step), Some(span)) = (field.0, ctx.span(id)) {
+        let step = match attrs.metadata().name() {
+            "step" => {
+                let mut field = StepField(None);
+                attrs.record(&mut field);
+                let Some(step) = field.0 else {
+                    return;
+                };
+                Some(step)
+            }
+            SIMULATED_FDBCLI => None,
+            _ => return,
+        };
+        if let Some(span) = ctx.span(id) {
             span.extensions_mut().insert(StepTiming {
                 step,
                 entered: None,
@@ -198,10 +223,21 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for StepCpuLayer {
         let Some(timing) = extensions.get_mut::<StepTiming>() else {
             return;
         };
-        if let Some(entered) = timing.entered.take()
-            && let Ok(mut totals) = self.0.totals.lock()
-        {
-            *totals.entry(timing.step.clone()).or_default() += thread_cpu().saturating_sub(entered);
+        let Some(entered) = timing.entered.take() else {
+            return;
+        };
+        let spent = thread_cpu().saturating_sub(entered);
+        match &timing.step {
+            Some(step) => {
+                if let Ok(mut totals) = self.0.totals.lock() {
+                    *totals.entry(step.clone()).or_default() += spent;
+                }
+            }
+            None => {
+                if let Ok(mut total) = self.0.simulated_fdbcli.lock() {
+                    *total += spent;
+                }
+            }
         }
     }
 }
@@ -220,14 +256,21 @@ fn fleet(clock: &Arc<dyn Clock>, count: usize, groups: usize) -> BenchResult<Fle
     Ok(fleet)
 }
 
+/// The CPU times of steady passes, in milliseconds.
+#[derive(Debug, Default)]
+struct PassTimes {
+    /// The operator's share of each pass: the thread's CPU time without the simulated
+    /// fdbcli's (in production another process renders and prints `status json`; the
+    /// operator spawns it and parses what it printed, which is counted).
+    operator: Vec<f64>,
+    /// The simulated fdbcli's share of each pass.
+    simulated_fdbcli: Vec<f64>,
+}
+
 /// Times steady passes over every cluster of `fleet` (with a cache of its own), after
-/// one untimed pass each; every pass must find its cluster reconciled. Milliseconds.
-/// `steps`, when given, is emptied after the untimed passes.
-async fn steady_passes(
-    fleet: &Fleet,
-    ctx: &Context,
-    steps: Option<&StepCpu>,
-) -> BenchResult<Vec<f64>> {
+/// one untimed pass each; every pass must find its cluster reconciled. `cpu`'s step
+/// totals are emptied after the untimed passes.
+async fn steady_passes(fleet: &Fleet, ctx: &Context, cpu: &StepCpu) -> BenchResult<PassTimes> {
     let mut ctx = ctx.clone();
     let cache = ObjectCache::spawn(
         &ctx.kube,
@@ -238,12 +281,14 @@ async fn steady_passes(
         return Err("the watch caches did not sync".into());
     }
     ctx.cache = Some(Arc::new(cache));
-    let mut times = Vec::new();
+    let mut times = PassTimes::default();
     for round in 0..=rounds() {
         for (namespace, name) in &fleet.clusters {
             let before = thread_cpu();
+            let fdbcli_before = cpu.simulated_fdbcli();
             let report = run_pass(&ctx, namespace, name).await?;
-            let spent = thread_cpu().saturating_sub(before);
+            let fdbcli = cpu.simulated_fdbcli().saturating_sub(fdbcli_before);
+            let spent = thread_cpu().saturating_sub(before).saturating_sub(fdbcli);
             if !report.reconciled {
                 return Err(format!(
                     "{name}: a steady pass did not find it reconciled: {report:?}"
@@ -251,13 +296,12 @@ async fn steady_passes(
                 .into());
             }
             if round > 0 {
-                times.push(spent.as_secs_f64() * 1000.0);
+                times.operator.push(spent.as_secs_f64() * 1000.0);
+                times.simulated_fdbcli.push(fdbcli.as_secs_f64() * 1000.0);
             }
         }
-        if round == 0
-            && let Some(steps) = steps
-        {
-            steps.take();
+        if round == 0 {
+            cpu.take();
         }
     }
     Ok(times)
@@ -315,7 +359,7 @@ impl Default for Memory {
 const TARGET_MIB: f64 = 256.0;
 
 /// Prints the benchmark's line.
-fn print_line(memory: Memory, p50: f64, p50_large: f64) -> BenchResult<()> {
+fn print_line(memory: Memory, p50: f64, large: &LargeFigures) -> BenchResult<()> {
     let verdict = if memory.rss_delta.is_nan() {
         "unmeasured"
     } else if memory.rss_delta <= TARGET_MIB {
@@ -325,27 +369,56 @@ fn print_line(memory: Memory, p50: f64, p50_large: f64) -> BenchResult<()> {
     };
     println!(
         "controller-scale: clusters={} groups={} rss_delta_mib={:.1} controller_live_mib={:.1} \
-         within_256_mib={verdict} pass_cpu_ms_p50={p50:.2} pass_cpu_ms_1000={p50_large:.2} \
-         peak_rss_mib={:.1}",
+         within_256_mib={verdict} pass_cpu_ms_p50={p50:.2} pass_cpu_ms_1000={:.2} \
+         peak_rss_mib={:.1} simulated_fdbcli_ms_1000={:.2}",
         clusters(),
         clusters() * GROUPS,
         memory.rss_delta,
         memory.controller_live,
-        peak_rss_mib()?
+        large.operator,
+        peak_rss_mib()?,
+        large.simulated_fdbcli,
     );
     Ok(())
 }
 
+/// The medians of the steady passes over the 1000-group cluster, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+struct LargeFigures {
+    /// The operator's share ([`PassTimes::operator`]).
+    operator: f64,
+    /// The simulated fdbcli's share.
+    simulated_fdbcli: f64,
+}
+
+impl Default for LargeFigures {
+    fn default() -> Self {
+        Self {
+            operator: f64::NAN,
+            simulated_fdbcli: f64::NAN,
+        }
+    }
+}
+
 async fn bench() -> BenchResult<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let cpu = Arc::new(StepCpu::default());
+    // Only the driver's step spans and the simulated fdbcli's: no events, so the
+    // operator's logging costs nothing.
+    let filter = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span() && (meta.name() == "step" || meta.name() == SIMULATED_FDBCLI)
+    });
+    let _guard = tracing::subscriber::set_default(
+        Registry::default().with(StepCpuLayer(cpu.clone()).with_filter(filter)),
+    );
     let (rss_delta, p50) = if std::env::var_os("CONTROLLER_SCALE_LARGE_ONLY").is_some() {
         (Memory::default(), f64::NAN)
     } else {
-        fleet_under_controller(&clock).await?
+        fleet_under_controller(&clock, &cpu).await?
     };
 
     if std::env::var_os("CONTROLLER_SCALE_FLEET_ONLY").is_some() {
-        print_line(rss_delta, p50, f64::NAN)?;
+        print_line(rss_delta, p50, &LargeFigures::default())?;
         return Ok(());
     }
     // One cluster of 1000 groups.
@@ -357,19 +430,12 @@ async fn bench() -> BenchResult<()> {
         started.elapsed().as_secs_f64()
     );
     reconcile_directly(&large, &large_ctx).await?;
-    let steps = std::env::var_os("CONTROLLER_SCALE_STEPS").map(|_| Arc::new(StepCpu::default()));
-    let _guard = steps.as_ref().map(|steps| {
-        // Only the driver's step spans: no events, so the operator's logging costs nothing.
-        let filter =
-            tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.name() == "step");
-        tracing::subscriber::set_default(
-            Registry::default().with(StepCpuLayer(steps.clone()).with_filter(filter)),
-        )
-    });
-    let large_passes = steady_passes(&large, &large_ctx, steps.as_deref()).await?;
-    if let Some(steps) = &steps {
-        let passes = u32::try_from(large_passes.len()).unwrap_or(1).max(1);
-        let totals = steps.take();
+    let large_passes = steady_passes(&large, &large_ctx, &cpu).await?;
+    if std::env::var_os("CONTROLLER_SCALE_STEPS").is_some() {
+        let passes = u32::try_from(large_passes.operator.len())
+            .unwrap_or(1)
+            .max(1);
+        let totals = cpu.take();
         let mut in_steps = Duration::ZERO;
         for (step, total) in &totals {
             in_steps += *total;
@@ -384,15 +450,20 @@ async fn bench() -> BenchResult<()> {
             (in_steps / passes).as_secs_f64() * 1000.0
         );
     }
-    let p50_large = median(large_passes);
-
-    print_line(rss_delta, p50, p50_large)?;
+    let large = LargeFigures {
+        operator: median(large_passes.operator),
+        simulated_fdbcli: median(large_passes.simulated_fdbcli),
+    };
+    print_line(rss_delta, p50, &large)?;
     Ok(())
 }
 
 /// 10 clusters of 100 groups under the production controller until steady: the growth
 /// of resident memory, and the median CPU time of a steady pass per cluster.
-async fn fleet_under_controller(clock: &Arc<dyn Clock>) -> BenchResult<(Memory, f64)> {
+async fn fleet_under_controller(
+    clock: &Arc<dyn Clock>,
+    cpu: &StepCpu,
+) -> BenchResult<(Memory, f64)> {
     let clock = clock.clone();
 
     // 10 x 100 groups under the production controller.
@@ -479,12 +550,12 @@ async fn fleet_under_controller(clock: &Arc<dyn Clock>) -> BenchResult<(Memory, 
         live_stopped - live_no_memos,
         live_no_memos - live_at_rest,
     );
-    let per_cluster = steady_passes(&fleet, &ctx, None).await?;
+    let per_cluster = steady_passes(&fleet, &ctx, cpu).await?;
     let memory = Memory {
         rss_delta,
         controller_live: live_steady - live_no_memos,
     };
-    Ok((memory, median(per_cluster)))
+    Ok((memory, median(per_cluster.operator)))
 }
 
 fn main() -> BenchResult<()> {

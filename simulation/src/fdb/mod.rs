@@ -85,6 +85,13 @@ pub use status_schema::{OffSchemaSink, SchemaSource, StatusCheck, foundationdb_s
 pub use tool_api::{TOOL_CLIENT_SECONDS, ToolClient};
 pub use user_data::{EMPTY_DIGEST, VERSIONS_PER_SECOND, WRITE_INTERVAL_SECONDS};
 
+/// The name of the span around the simulated database's share of the operator's
+/// `status json` read: rendering and printing the document, what fdbcli does in a
+/// process of its own in production. The operator's share, parsing the printed text, is
+/// outside it, so that a measure of the operator's CPU can leave the tool's out
+/// (`benches/controller_scale.rs`).
+pub const SIMULATED_FDBCLI: &str = "simulated_fdbcli";
+
 /// Tunables of the simulated database (the scenario's `world` settings).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimFdbSettings {
