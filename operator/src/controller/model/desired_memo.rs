@@ -18,6 +18,8 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpe
 
 use fdb_shared::monitor_conf::parse::command_lines;
 
+use super::super::snapshot::observe_memo::ObservationMemo;
+
 use super::config_map::expected_monitor_conf;
 use super::desired::pod_options;
 use super::pod::{
@@ -134,7 +136,8 @@ struct ClusterMemo {
     command_lines: HashMap<(String, ProcessClass), RenderedCommandLines>,
 }
 
-fn cluster_key(cluster: &FoundationDBCluster) -> String {
+/// The memo's key of `cluster` (`namespace/name`).
+pub(crate) fn cluster_key(cluster: &FoundationDBCluster) -> String {
     format!(
         "{}/{}",
         cluster.metadata.namespace.as_deref().unwrap_or_default(),
@@ -146,6 +149,9 @@ fn cluster_key(cluster: &FoundationDBCluster) -> String {
 #[derive(Debug, Default)]
 pub struct DesiredMemo {
     clusters: Mutex<HashMap<String, ClusterMemo>>,
+    /// The groups' last observations, which live as long (kept here so that every
+    /// holder of the memo, the operator's passes and the tests', has them too).
+    observations: ObservationMemo,
 }
 
 impl DesiredMemo {
@@ -223,8 +229,15 @@ impl DesiredMemo {
         Some(lines)
     }
 
+    /// The groups' last observations.
+    pub(crate) fn observations(&self) -> &ObservationMemo {
+        &self.observations
+    }
+
     /// Forgets a cluster (it was deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
-        self.lock().remove(&format!("{namespace}/{name}"));
+        let key = format!("{namespace}/{name}");
+        self.observations.forget(&key);
+        self.lock().remove(&key);
     }
 }

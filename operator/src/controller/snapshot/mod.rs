@@ -22,6 +22,7 @@
 
 pub(crate) mod group;
 pub(crate) mod observe;
+pub(crate) mod observe_memo;
 pub(crate) mod pod;
 pub(crate) mod pod_head;
 pub(crate) mod pod_spec_facts;
@@ -301,10 +302,17 @@ impl ClusterSnapshot {
         self.version
     }
 
-    fn fingerprint(&self) -> u64 {
+    /// [`desired_memo::fingerprint`] of the cluster.
+    pub(crate) fn fingerprint(&self) -> u64 {
         *self
             .fingerprint
             .get_or_init(|| desired_memo::fingerprint(self.cluster()))
+    }
+
+    /// The groups' observations remembered across passes (with the desired objects'
+    /// memo, see [`Self::with_desired_memo`]).
+    pub(crate) fn observation_memo(&self) -> &observe_memo::ObservationMemo {
+        self.desired.observations()
     }
 
     /// The command lines the monitor conf of `group` describes with `substitutions`.

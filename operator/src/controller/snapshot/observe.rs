@@ -11,6 +11,7 @@ use kube::ResourceExt;
 
 use super::super::errors::StepError;
 use super::super::model::desired::{ConfigHashes, desired_config_map_for};
+use super::super::model::desired_memo::cluster_key;
 use super::super::model::pod::{
     IMAGE_TYPE_ANNOTATION, LAST_APPLIED_CONFIG_MAP_ANNOTATION, LAST_APPLIED_SPEC_ANNOTATION,
     pod_image_type, process_difference, process_group_labels,
@@ -269,6 +270,9 @@ fn group_taints(
     }
 }
 
+/// The process messages that make a group's I/O error fact.
+pub(super) const IO_PROBLEMS: [&str; 2] = ["io_error", "io_timeout"];
+
 /// Observes one process group of `snapshot`.
 fn observe_group(
     snapshot: &ClusterSnapshot,
@@ -320,7 +324,7 @@ fn observe_group(
             command_lines_match,
             io_error: processes
                 .iter()
-                .any(|p| p.has_message("io_error") || p.has_message("io_timeout")),
+                .any(|p| IO_PROBLEMS.iter().any(|name| p.has_message(name))),
             taints,
         },
         address: pod
@@ -331,7 +335,9 @@ fn observe_group(
     })
 }
 
-/// Observes every process group, by ID (of a duplicated ID, the last entry's).
+/// Observes every process group, by ID (of a duplicated ID, the last entry's). A group
+/// whose inputs did not change since the last observation keeps it
+/// ([`super::observe_memo`]).
 pub(crate) fn observe_groups(
     snapshot: &ClusterSnapshot,
 ) -> Result<BTreeMap<String, GroupObservation>, StepError> {
@@ -339,11 +345,40 @@ pub(crate) fn observe_groups(
         hashes: ConfigHashes::default(),
         images: WantedImages::of(snapshot.cluster()),
     };
+    // Taints are judged against the pass's time: with nodes read, every group afresh.
+    let remembering = snapshot.nodes().is_none();
+    let memo = snapshot.observation_memo();
+    let key = cluster_key(snapshot.cluster());
+    let mut remembered = memo.take(&key);
+    let fingerprint = snapshot.fingerprint();
+    let database_read = snapshot.database_status().is_some();
     let mut observations = BTreeMap::new();
     for group in snapshot.groups() {
-        let observation = observe_group(snapshot, group, &mut shared)?;
+        let reused = remembering
+            .then(|| remembered.reuse(fingerprint, &group, database_read))
+            .flatten();
+        let observation = match reused {
+            Some(observation) => {
+                // Every test run checks the memo against a fresh observation.
+                debug_assert_eq!(
+                    Some(&observation),
+                    observe_group(snapshot, group, &mut shared).ok().as_ref(),
+                    "remembered observation of {}",
+                    group.id()
+                );
+                observation
+            }
+            None => {
+                let observation = observe_group(snapshot, group, &mut shared)?;
+                if remembering {
+                    remembered.remember(fingerprint, &group, database_read, &observation);
+                }
+                observation
+            }
+        };
         observations.insert(group.id().to_owned(), observation);
     }
+    memo.put_back(key, remembered);
     Ok(observations)
 }
 

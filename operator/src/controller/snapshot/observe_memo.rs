@@ -1,0 +1,225 @@
+//! The last observation of each process group, kept across passes with what it was made
+//! from: a steady pass over a large cluster observes again only the groups whose inputs
+//! changed (issue 37: observing every group was most of a steady 1000-group pass).
+//!
+//! An observation ([`super::observe`]) follows from the cluster (its
+//! [`super::super::model::desired_memo::fingerprint`]: metadata, spec, the status
+//! apart from the process groups), the group's status entry, its pod, PVC and Service (by
+//! UID and resourceVersion: any change of an object renews its resourceVersion), what
+//! `status json` reports of the group's processes (the fields an observation reads), and
+//! whether `status json` was read at all. Node taints depend on the pass's time, so a
+//! cluster whose nodes are read (`taintReplacementOptions`) is observed afresh.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
+
+use fdb_shared::api::cluster::ProcessGroupStatus;
+use kube::api::ObjectMeta;
+
+use super::super::status::GroupObservation;
+use super::GroupView;
+use super::observe::IO_PROBLEMS;
+
+/// An object by identity and version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ObjectVersion {
+    uid: String,
+    resource_version: String,
+}
+
+impl ObjectVersion {
+    /// `None` for an object without both (one built by a test): it is not remembered.
+    fn of(meta: &ObjectMeta) -> Option<Self> {
+        Some(Self {
+            uid: meta.uid.clone()?,
+            resource_version: meta.resource_version.clone()?,
+        })
+    }
+
+    fn is(&self, meta: &ObjectMeta) -> bool {
+        meta.uid.as_deref() == Some(self.uid.as_str())
+            && meta.resource_version.as_deref() == Some(self.resource_version.as_str())
+    }
+}
+
+/// Whether `remembered` is the version of `meta` (both absent counts).
+fn same_object(remembered: Option<&ObjectVersion>, meta: Option<&ObjectMeta>) -> bool {
+    match (remembered, meta) {
+        (None, None) => true,
+        (Some(remembered), Some(meta)) => remembered.is(meta),
+        _ => false,
+    }
+}
+
+/// What one group's observation was made from.
+#[derive(Debug, Clone)]
+struct ObservationInputs {
+    fingerprint: u64,
+    status: ProcessGroupStatus,
+    pod: Option<ObjectVersion>,
+    pvc: Option<ObjectVersion>,
+    service: Option<ObjectVersion>,
+    /// [`processes_digest`], `None` when `status json` was not read.
+    processes: Option<u64>,
+}
+
+/// A digest of what an observation reads of the group's processes: their keys, command
+/// lines, versions, process IDs, zones, exclusion and I/O error messages (not their
+/// metrics, which change at every read).
+fn processes_digest(group: &GroupView<'_>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    let database = group.database;
+    for key in group.process_keys {
+        key.hash(&mut hasher);
+        let Some(process) = database.and_then(|status| status.cluster.processes.get(key)) else {
+            continue;
+        };
+        process.command_line.hash(&mut hasher);
+        process.version.hash(&mut hasher);
+        process.locality.process_id.hash(&mut hasher);
+        process.locality.zoneid.hash(&mut hasher);
+        process.excluded.hash(&mut hasher);
+        for name in IO_PROBLEMS {
+            process.has_message(name).hash(&mut hasher);
+        }
+    }
+    hasher.finish()
+}
+
+impl ObservationInputs {
+    /// The inputs of `group`'s observation now; `None` when an object lacks a UID or
+    /// resourceVersion.
+    fn of(fingerprint: u64, group: &GroupView<'_>, database_read: bool) -> Option<Self> {
+        let version = |meta: Option<&ObjectMeta>| match meta {
+            None => Some(None),
+            Some(meta) => ObjectVersion::of(meta).map(Some),
+        };
+        Some(Self {
+            fingerprint,
+            status: group.status.clone(),
+            pod: version(group.pod_head().map(|head| &head.metadata))?,
+            pvc: version(group.pvc.map(|pvc| &pvc.metadata))?,
+            service: version(group.service.map(|service| &service.metadata))?,
+            processes: database_read.then(|| processes_digest(group)),
+        })
+    }
+
+    /// Whether `group`'s observation now has these inputs (compared in place: a hit
+    /// copies nothing).
+    fn still_hold(&self, fingerprint: u64, group: &GroupView<'_>, database_read: bool) -> bool {
+        self.fingerprint == fingerprint
+            && same_object(
+                self.pod.as_ref(),
+                group.pod_head().map(|head| &head.metadata),
+            )
+            && same_object(self.pvc.as_ref(), group.pvc.map(|pvc| &pvc.metadata))
+            && same_object(
+                self.service.as_ref(),
+                group.service.map(|service| &service.metadata),
+            )
+            && self.status == *group.status
+            && self.processes == database_read.then(|| processes_digest(group))
+    }
+}
+
+/// A group's observation and its inputs.
+#[derive(Debug, Clone)]
+struct Remembered {
+    inputs: ObservationInputs,
+    observation: GroupObservation,
+}
+
+/// The remembered observations of one cluster's groups, by group ID, taken out of the
+/// memo for one observation of all groups and put back after it.
+#[derive(Debug, Default)]
+pub(crate) struct ClusterObservations {
+    groups: HashMap<String, Remembered>,
+    kept: HashMap<String, Remembered>,
+}
+
+impl ClusterObservations {
+    /// The remembered observation of `group`, when its inputs still hold; it is kept
+    /// for the next pass.
+    pub(crate) fn reuse(
+        &mut self,
+        fingerprint: u64,
+        group: &GroupView<'_>,
+        database_read: bool,
+    ) -> Option<GroupObservation> {
+        let id = group.id();
+        let remembered = self.groups.remove(id)?;
+        if !remembered
+            .inputs
+            .still_hold(fingerprint, group, database_read)
+        {
+            return None;
+        }
+        let observation = remembered.observation.clone();
+        self.kept.insert(id.to_owned(), remembered);
+        Some(observation)
+    }
+
+    /// Remembers `observation`, just made of `group`, for the next pass.
+    pub(crate) fn remember(
+        &mut self,
+        fingerprint: u64,
+        group: &GroupView<'_>,
+        database_read: bool,
+        observation: &GroupObservation,
+    ) {
+        if let Some(inputs) = ObservationInputs::of(fingerprint, group, database_read) {
+            self.kept.insert(
+                group.id().to_owned(),
+                Remembered {
+                    inputs,
+                    observation: observation.clone(),
+                },
+            );
+        }
+    }
+}
+
+/// See the module documentation. Shared by the passes of one operator, by cluster
+/// (`namespace/name`).
+#[derive(Debug, Default)]
+pub(crate) struct ObservationMemo {
+    clusters: Mutex<HashMap<String, HashMap<String, Remembered>>>,
+}
+
+impl ObservationMemo {
+    /// The remembered observations of the cluster `key`, taken out of the memo.
+    pub(crate) fn take(&self, key: &str) -> ClusterObservations {
+        let groups = self
+            .clusters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+            .unwrap_or_default();
+        // Sized for every group kept again: growing it was a tenth of a steady pass's
+        // observation of 1000 groups.
+        let kept = HashMap::with_capacity(groups.len());
+        ClusterObservations { groups, kept }
+    }
+
+    /// Puts back what an observation of all groups of cluster `key` kept (groups no
+    /// longer observed are dropped).
+    pub(crate) fn put_back(&self, key: String, observations: ClusterObservations) {
+        self.clusters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, observations.kept);
+    }
+
+    /// Forgets cluster `key` (it was deleted).
+    pub(crate) fn forget(&self, key: &str) {
+        self.clusters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+#[cfg(test)]
+#[path = "observe_memo_tests.rs"]
+mod tests;
