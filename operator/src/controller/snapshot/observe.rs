@@ -22,6 +22,7 @@ use super::super::model::process_groups::{
 use super::super::objects::{pod_is_failing, pod_phase, public_ip};
 use super::super::pod_agent::PodAgent;
 use super::super::status::{GroupObservation, PodShape};
+use super::observe_memo::IO_PROBLEMS;
 use super::pod_head::PodHead;
 use super::pod_spec_facts::SpecFacts;
 use super::{ClusterSnapshot, GroupView};
@@ -269,9 +270,6 @@ fn group_taints(
         }
     }
 }
-
-/// The process messages that make a group's I/O error fact.
-pub(super) const IO_PROBLEMS: [&str; 2] = ["io_error", "io_timeout"];
 
 /// Observes one process group of `snapshot`.
 fn observe_group(

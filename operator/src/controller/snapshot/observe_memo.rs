@@ -2,9 +2,9 @@
 //! from: a steady pass over a large cluster observes again only the groups whose inputs
 //! changed (issue 37: observing every group was most of a steady 1000-group pass).
 //!
-//! An observation ([`super::observe`]) follows from the cluster (its
-//! [`super::super::model::desired_memo::fingerprint`]: metadata, spec, the status
-//! apart from the process groups), the group's status entry, its pod, PVC and Service (by
+//! An observation (`observe.rs`) follows from the cluster (the fingerprint the desired
+//! objects' memo keys on: metadata, spec, the status apart from the process groups),
+//! the group's status entry, its pod, PVC and Service (by
 //! UID and resourceVersion: any change of an object renews its resourceVersion), what
 //! `status json` reports of the group's processes (the fields an observation reads), and
 //! whether `status json` was read at all. Node taints depend on the pass's time, so a
@@ -18,8 +18,10 @@ use fdb_shared::api::cluster::ProcessGroupStatus;
 use kube::api::ObjectMeta;
 
 use super::super::status::GroupObservation;
-use super::GroupView;
-use super::observe::IO_PROBLEMS;
+use super::group::GroupView;
+
+/// The process messages that make a group's I/O error fact.
+pub(crate) const IO_PROBLEMS: [&str; 2] = ["io_error", "io_timeout"];
 
 /// An object by identity and version.
 #[derive(Debug, Clone, PartialEq, Eq)]
