@@ -138,11 +138,15 @@ struct ClusterMemo {
 
 /// The memo's key of `cluster` (`namespace/name`).
 pub(crate) fn cluster_key(cluster: &FoundationDBCluster) -> String {
-    format!(
-        "{}/{}",
+    key_of(
         cluster.metadata.namespace.as_deref().unwrap_or_default(),
-        cluster.metadata.name.as_deref().unwrap_or_default()
+        cluster.metadata.name.as_deref().unwrap_or_default(),
     )
+}
+
+/// The memo's key of the cluster `namespace/name`.
+fn key_of(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
 }
 
 /// See the module documentation. Shared by the passes of one operator.
@@ -236,7 +240,7 @@ impl DesiredMemo {
 
     /// Forgets a cluster (it was deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
-        let key = format!("{namespace}/{name}");
+        let key = key_of(namespace, name);
         self.observations.forget(&key);
         self.lock().remove(&key);
     }

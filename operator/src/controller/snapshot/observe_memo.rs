@@ -54,14 +54,23 @@ fn same_object(remembered: Option<&ObjectVersion>, meta: Option<&ObjectMeta>) ->
     }
 }
 
+/// The metadata of the group's pod, PVC and Service, in that order: what both
+/// remembering and checking the inputs read.
+fn object_metas<'a>(group: &GroupView<'a>) -> [Option<&'a ObjectMeta>; 3] {
+    [
+        group.pod_head().map(|head| &head.metadata),
+        group.pvc.map(|pvc| &pvc.metadata),
+        group.service.map(|service| &service.metadata),
+    ]
+}
+
 /// What one group's observation was made from.
 #[derive(Debug, Clone)]
 struct ObservationInputs {
     fingerprint: u64,
     status: ProcessGroupStatus,
-    pod: Option<ObjectVersion>,
-    pvc: Option<ObjectVersion>,
-    service: Option<ObjectVersion>,
+    /// The versions of [`object_metas`].
+    objects: [Option<ObjectVersion>; 3],
     /// [`processes_digest`], `None` when `status json` was not read.
     processes: Option<u64>,
 }
@@ -93,16 +102,16 @@ impl ObservationInputs {
     /// The inputs of `group`'s observation now; `None` when an object lacks a UID or
     /// resourceVersion.
     fn of(fingerprint: u64, group: &GroupView<'_>, database_read: bool) -> Option<Self> {
-        let version = |meta: Option<&ObjectMeta>| match meta {
-            None => Some(None),
-            Some(meta) => ObjectVersion::of(meta).map(Some),
-        };
+        let mut objects = [None, None, None];
+        for (slot, meta) in objects.iter_mut().zip(object_metas(group)) {
+            if let Some(meta) = meta {
+                *slot = Some(ObjectVersion::of(meta)?);
+            }
+        }
         Some(Self {
             fingerprint,
             status: group.status.clone(),
-            pod: version(group.pod_head().map(|head| &head.metadata))?,
-            pvc: version(group.pvc.map(|pvc| &pvc.metadata))?,
-            service: version(group.service.map(|service| &service.metadata))?,
+            objects,
             processes: database_read.then(|| processes_digest(group)),
         })
     }
@@ -111,15 +120,11 @@ impl ObservationInputs {
     /// copies nothing).
     fn still_hold(&self, fingerprint: u64, group: &GroupView<'_>, database_read: bool) -> bool {
         self.fingerprint == fingerprint
-            && same_object(
-                self.pod.as_ref(),
-                group.pod_head().map(|head| &head.metadata),
-            )
-            && same_object(self.pvc.as_ref(), group.pvc.map(|pvc| &pvc.metadata))
-            && same_object(
-                self.service.as_ref(),
-                group.service.map(|service| &service.metadata),
-            )
+            && self
+                .objects
+                .iter()
+                .zip(object_metas(group))
+                .all(|(remembered, meta)| same_object(remembered.as_ref(), meta))
             && self.status == *group.status
             && self.processes == database_read.then(|| processes_digest(group))
     }
