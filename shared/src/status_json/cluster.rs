@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::data::{DataStatus, FaultTolerance, LogSystem, QosStatus, RecoveryState};
-use super::lenient;
 use super::processes::ProcessStatus;
+use super::{lenient, lenient_shapes};
 use crate::address::ProcessAddress;
 use crate::api::DatabaseConfiguration;
 use crate::connection_string::ConnectionString;
@@ -15,8 +15,9 @@ use crate::version::FdbVersion;
 /// `cluster`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClusterStatus {
-    /// The processes, keyed by FoundationDB's process ID.
-    #[serde(default, deserialize_with = "lenient::or_default")]
+    /// The processes, keyed by FoundationDB's process ID. Read in one go: an entry that
+    /// is not an object is left out, a field of another type takes its default.
+    #[serde(default, deserialize_with = "lenient_shapes::objects_by_key")]
     pub processes: BTreeMap<String, ProcessStatus>,
     /// The database configuration; `None` for an unconfigured database.
     #[serde(default, deserialize_with = "lenient::object_by_key")]

@@ -5,14 +5,18 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
 
+use super::lenient_shapes::{Scalar, scalar};
+
 /// A string parsed with `FromStr`; `None` when absent, not a string, or unparsable.
 pub(crate) fn from_str<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: FromStr,
 {
-    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
-    Ok(value.and_then(|value| value.as_str().and_then(|text| text.parse().ok())))
+    Ok(match scalar(deserializer)? {
+        Scalar::Text(text) => text.parse().ok(),
+        _ => None,
+    })
 }
 
 /// A list of strings parsed with `FromStr`; unparsable entries are dropped.
@@ -53,16 +57,7 @@ pub(crate) fn int<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
 where
     D: Deserializer<'de>,
 {
-    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
-    Ok(value.and_then(|value| match value {
-        serde_json::Value::Number(number) => number.as_i64().or_else(|| {
-            number
-                .as_f64()
-                .filter(|real| real.fract() == 0.0 && real.abs() < 9.0e18)
-                .map(|real| real as i64)
-        }),
-        _ => None,
-    }))
+    Ok(scalar(deserializer)?.integer())
 }
 
 /// Whole reals as integers, at any depth (`3.0` is `3`), so integer fields take them.

@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster;
 pub mod data;
 mod lenient;
+mod lenient_shapes;
 pub mod parse;
 pub mod processes;
 pub mod schema;

@@ -2,9 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
 
-use super::lenient;
+use super::lenient_shapes::LenientString;
+use super::{lenient, lenient_shapes};
 use crate::address::ProcessAddress;
 use crate::api::ProcessClass;
 use crate::version::FdbVersion;
@@ -19,37 +22,37 @@ pub struct ProcessStatus {
     #[serde(default, deserialize_with = "lenient::from_str")]
     pub class_type: Option<ProcessClass>,
     /// Where the class came from (`command_line`, `set_class`, ...).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::string")]
     pub class_source: Option<String>,
     /// The full command line (`/usr/bin/fdbserver --class=storage ...`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::string")]
     pub command_line: Option<String>,
     /// Whether the process is excluded.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::flag")]
     pub excluded: bool,
     /// Whether the process is in the current maintenance zone.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::flag")]
     pub under_maintenance: bool,
     /// The process's localities.
-    #[serde(default, deserialize_with = "lenient::or_default")]
+    #[serde(default, deserialize_with = "lenient_shapes::object")]
     pub locality: ProcessLocality,
     /// The fdbserver version; `None` when missing or unparsable.
     #[serde(default, deserialize_with = "lenient::from_str")]
     pub version: Option<FdbVersion>,
     /// Seconds since the process started.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::real")]
     pub uptime_seconds: Option<f64>,
     /// Share of time the run loop was busy (0..1).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::real")]
     pub run_loop_busy: Option<f64>,
     /// The fault domain (zone).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::string")]
     pub fault_domain: Option<String>,
     /// Roles the process plays.
-    #[serde(default, deserialize_with = "lenient::or_default")]
+    #[serde(default, deserialize_with = "lenient_shapes::objects")]
     pub roles: Vec<ProcessRole>,
     /// Messages about the process (e.g. `io_error`, `file_open_error`).
-    #[serde(default, deserialize_with = "lenient::or_default")]
+    #[serde(default, deserialize_with = "lenient_shapes::objects")]
     pub messages: Vec<ProcessMessage>,
 }
 
@@ -71,8 +74,9 @@ impl ProcessStatus {
     }
 }
 
-/// `locality` of a process. The known keys are typed; others are kept.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// `locality` of a process. The known keys are typed; others are kept. A known key with
+/// a value that is not a string is `None`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ProcessLocality {
     /// `locality_instance_id`: the operator's process group ID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,15 +107,57 @@ pub struct ProcessLocality {
     pub other: BTreeMap<String, serde_json::Value>,
 }
 
+impl<'de> Deserialize<'de> for ProcessLocality {
+    /// Read key by key in one go (a derived `flatten` would buffer every locality first).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = ProcessLocality;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("the localities of a process")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProcessLocality, A::Error> {
+                let mut locality = ProcessLocality::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    let known = match key.as_str() {
+                        "instance_id" => &mut locality.instance_id,
+                        "zoneid" => &mut locality.zoneid,
+                        "machineid" => &mut locality.machineid,
+                        "dcid" => &mut locality.dcid,
+                        "data_hall" => &mut locality.data_hall,
+                        "dns_name" => &mut locality.dns_name,
+                        "process_id" => &mut locality.process_id,
+                        "processid" => &mut locality.processid,
+                        _ => {
+                            let value = map.next_value::<serde_json::Value>()?;
+                            locality.other.insert(key, value);
+                            continue;
+                        }
+                    };
+                    *known = map.next_value::<LenientString>()?.0;
+                }
+                Ok(locality)
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
 /// One entry of a process's `roles[]`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProcessRole {
     /// The role name (`storage`, `log`, `master`, `cluster_controller`, `commit_proxy`,
     /// `grv_proxy`, `resolver`, `ratekeeper`, `data_distributor`, `coordinator`, ...).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::text")]
     pub role: String,
     /// The role's ID.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_shapes::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub id: Option<String>,
     /// Bytes stored (storage roles).
     #[serde(
@@ -133,9 +179,13 @@ pub struct ProcessRole {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProcessMessage {
     /// Machine-readable name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_shapes::text")]
     pub name: String,
     /// Human-readable description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_shapes::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub description: Option<String>,
 }
