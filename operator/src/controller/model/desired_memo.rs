@@ -130,7 +130,9 @@ type RenderedCommandLines = (
 #[derive(Debug, Default)]
 struct ClusterMemo {
     fingerprint: u64,
-    groups: HashMap<(String, ProcessClass), Arc<DesiredObjects>>,
+    /// By group ID, with the class they were built for (looked up by the borrowed ID:
+    /// a steady pass asks once per group, issue 37).
+    groups: HashMap<String, (ProcessClass, Arc<DesiredObjects>)>,
     /// By group: the servers per pod and substitutions they were rendered with, and the
     /// lines.
     command_lines: HashMap<(String, ProcessClass), RenderedCommandLines>,
@@ -172,12 +174,12 @@ impl DesiredMemo {
         group: &ProcessGroupStatus,
     ) -> Result<Arc<DesiredObjects>, PodModelError> {
         let key = cluster_key(cluster);
-        let group_key = (group.process_group_id.clone(), group.process_class);
         {
             let clusters = self.lock();
             if let Some(memo) = clusters.get(&key)
                 && memo.fingerprint == fingerprint
-                && let Some(known) = memo.groups.get(&group_key)
+                && let Some((class, known)) = memo.groups.get(&group.process_group_id)
+                && *class == group.process_class
             {
                 return Ok(known.clone());
             }
@@ -191,7 +193,10 @@ impl DesiredMemo {
             memo.groups.clear();
             memo.command_lines.clear();
         }
-        memo.groups.insert(group_key, built.clone());
+        memo.groups.insert(
+            group.process_group_id.clone(),
+            (group.process_class, built.clone()),
+        );
         Ok(built)
     }
 

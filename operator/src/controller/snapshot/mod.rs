@@ -345,14 +345,14 @@ impl ClusterSnapshot {
         &self,
         group: &ProcessGroupStatus,
     ) -> Result<Arc<DesiredObjects>, PodModelError> {
-        let slot = self
-            .by_id
-            .get(&group.process_group_id)
-            .and_then(|position| self.desired_slots.get(*position))
-            .filter(|_| {
-                self.group(&group.process_group_id)
-                    .is_some_and(|known| known.status.process_class == group.process_class)
-            });
+        // The slot of this group, when the status entry at its index is of its class.
+        let slot = self.by_id.get(&group.process_group_id).and_then(|&index| {
+            let position = self.groups.get(index)?.position;
+            let known = self.status().process_groups.get(position)?;
+            (known.process_class == group.process_class)
+                .then(|| self.desired_slots.get(index))
+                .flatten()
+        });
         if let Some(known) = slot.and_then(OnceLock::get) {
             return Ok(known.clone());
         }

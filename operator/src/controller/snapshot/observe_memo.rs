@@ -10,11 +10,13 @@
 //! whether `status json` was read at all. Node taints depend on the pass's time, so a
 //! cluster whose nodes are read (`taintReplacementOptions`) is observed afresh.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
 
+use fdb_shared::FdbVersion;
 use fdb_shared::api::cluster::ProcessGroupStatus;
+use fdb_shared::status_json::ProcessStatus;
 use kube::api::ObjectMeta;
 
 use super::super::status::GroupObservation;
@@ -71,31 +73,72 @@ struct ObservationInputs {
     status: ProcessGroupStatus,
     /// The versions of [`object_metas`].
     objects: [Option<ObjectVersion>; 3],
-    /// [`processes_digest`], `None` when `status json` was not read.
-    processes: Option<u64>,
+    /// [`processes_facts`], `None` when `status json` was not read.
+    processes: Option<RememberedFacts>,
 }
 
-/// A digest of what an observation reads of the group's processes: their keys, command
-/// lines, versions, process IDs, zones, exclusion and I/O error messages (not their
-/// metrics, which change at every read).
-fn processes_digest(group: &GroupView<'_>) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    let database = group.database;
-    for key in group.process_keys {
-        key.hash(&mut hasher);
-        let Some(process) = database.and_then(|status| status.cluster.processes.get(key)) else {
-            continue;
-        };
-        process.command_line.hash(&mut hasher);
-        process.version.hash(&mut hasher);
-        process.locality.process_id.hash(&mut hasher);
-        process.locality.zoneid.hash(&mut hasher);
-        process.excluded.hash(&mut hasher);
-        for name in IO_PROBLEMS {
-            process.has_message(name).hash(&mut hasher);
+/// What an observation reads of one process: its command line, version, process ID,
+/// zone, exclusion and I/O error messages (not its metrics, which change at every read).
+/// Borrowed from `status json` to compare, owned to remember: compared byte by byte,
+/// which is cheaper than hashing them was (issue 37).
+#[derive(Debug, Clone, PartialEq)]
+struct ProcessFacts<'a> {
+    command_line: Option<Cow<'a, str>>,
+    version: Option<FdbVersion>,
+    process_id: Option<Cow<'a, str>>,
+    zoneid: Option<Cow<'a, str>>,
+    excluded: bool,
+    io_problems: [bool; IO_PROBLEMS.len()],
+}
+
+impl<'a> ProcessFacts<'a> {
+    fn of(process: &'a ProcessStatus) -> Self {
+        let borrowed = |text: &'a Option<String>| text.as_deref().map(Cow::Borrowed);
+        Self {
+            command_line: borrowed(&process.command_line),
+            version: process.version,
+            process_id: borrowed(&process.locality.process_id),
+            zoneid: borrowed(&process.locality.zoneid),
+            excluded: process.excluded,
+            io_problems: IO_PROBLEMS.map(|name| process.has_message(name)),
         }
     }
-    hasher.finish()
+
+    fn into_owned(self) -> ProcessFacts<'static> {
+        let owned = |text: Option<Cow<'a, str>>| text.map(|text| Cow::Owned(text.into_owned()));
+        ProcessFacts {
+            command_line: owned(self.command_line),
+            version: self.version,
+            process_id: owned(self.process_id),
+            zoneid: owned(self.zoneid),
+            excluded: self.excluded,
+            io_problems: self.io_problems,
+        }
+    }
+}
+
+/// The facts of each of the group's process keys (`None` for a key `status json` does
+/// not report), in key order.
+fn processes_facts<'a>(
+    group: &GroupView<'a>,
+) -> impl Iterator<Item = (&'a str, Option<ProcessFacts<'a>>)> + 'a {
+    let database = group.database;
+    group.process_keys.iter().map(move |key| {
+        let process = database.and_then(|status| status.cluster.processes.get(key));
+        (key.as_str(), process.map(ProcessFacts::of))
+    })
+}
+
+/// The remembered facts of a group's processes.
+type RememberedFacts = Vec<(String, Option<ProcessFacts<'static>>)>;
+
+/// Whether `group`'s processes have the `remembered` facts.
+fn same_facts(remembered: &RememberedFacts, group: &GroupView<'_>) -> bool {
+    remembered.len() == group.process_keys.len()
+        && remembered
+            .iter()
+            .zip(processes_facts(group))
+            .all(|((key, facts), (now_key, now))| key == now_key && *facts == now)
 }
 
 impl ObservationInputs {
@@ -112,7 +155,11 @@ impl ObservationInputs {
             fingerprint,
             status: group.status.clone(),
             objects,
-            processes: database_read.then(|| processes_digest(group)),
+            processes: database_read.then(|| {
+                processes_facts(group)
+                    .map(|(key, facts)| (key.to_owned(), facts.map(ProcessFacts::into_owned)))
+                    .collect()
+            }),
         })
     }
 
@@ -126,7 +173,10 @@ impl ObservationInputs {
                 .zip(object_metas(group))
                 .all(|(remembered, meta)| same_object(remembered.as_ref(), meta))
             && self.status == *group.status
-            && self.processes == database_read.then(|| processes_digest(group))
+            && match &self.processes {
+                Some(remembered) => database_read && same_facts(remembered, group),
+                None => !database_read,
+            }
     }
 }
 

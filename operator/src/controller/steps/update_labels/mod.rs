@@ -82,8 +82,14 @@ impl LabelPatch {
 pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
     let cluster = snapshot.cluster();
     let mut patches = Vec::new();
+    // Each group's labels are built only when an object lacks one: a steady pass over a
+    // large cluster only looks them up (issue 37).
+    let mut by_class = BTreeMap::new();
     for group in snapshot.live_groups() {
-        let desired = process_group_labels(cluster, group.status);
+        let class = group.status.process_class;
+        let (class_labels, id_keys) = by_class
+            .entry(class)
+            .or_insert_with(|| class_labels(cluster, group.status));
         let objects = [
             (Labelled::Pod, group.pod_head().map(|p| &p.metadata)),
             (Labelled::Pvc, group.pvc.map(|p| &p.metadata)),
@@ -92,8 +98,20 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
             let Some(meta) = meta.filter(|m| m.deletion_timestamp.is_none()) else {
                 continue;
             };
-            let live = meta.labels.clone().unwrap_or_default();
-            let labels = missing_labels(&live, &desired);
+            let has = |key: &str, value: &str| {
+                meta.labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(key))
+                    .is_some_and(|live| live == value)
+            };
+            let complete = class_labels.iter().all(|(key, value)| has(key, value))
+                && id_keys.iter().all(|key| has(key, group.id()));
+            let labels = if complete {
+                BTreeMap::new()
+            } else {
+                let live = meta.labels.clone().unwrap_or_default();
+                missing_labels(&live, &process_group_labels(cluster, group.status))
+            };
             let annotations = match (kind, group.pod_head()) {
                 (Labelled::Pod, Some(pod)) => restamp(snapshot, &group, pod),
                 _ => BTreeMap::new(),
@@ -109,6 +127,20 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
         }
     }
     patches
+}
+
+/// The labels every group of `group`'s class wants ([`process_group_labels`] without
+/// the ID), and the label keys that hold the group's ID (they win over the others).
+fn class_labels(
+    cluster: &fdb_shared::api::FoundationDBCluster,
+    group: &fdb_shared::api::cluster::ProcessGroupStatus,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    let id_keys = cluster.spec.labels.process_group_id_labels();
+    let mut labels = process_group_labels(cluster, group);
+    for key in &id_keys {
+        labels.remove(key);
+    }
+    (labels, id_keys)
 }
 
 /// The desired spec hash, when `pod` carries another one but runs its processes as the
@@ -207,6 +239,47 @@ mod tests {
             "log"
         );
         assert!(patch["metadata"].get("annotations").is_none());
+    }
+
+    /// A pod labelled as `process_group_labels` wants it needs no patch: a key that is
+    /// both a class and an ID label holds the ID (the ID labels win); a wrong class label
+    /// is patched, for each class (the class labels are built once per class).
+    #[test]
+    fn complete_labels_need_no_patch_and_the_id_label_wins() {
+        let spec = "{version: 7.1.57, labels: {processClassLabels: [role, kind], processGroupIDLabels: [role]}}";
+        let labelled = |name: &str, id: &str, labels: serde_json::Value| {
+            let mut pod = pod(name, id, "n1", "10.0.0.1");
+            let labels: BTreeMap<String, String> = serde_json::from_value(labels).unwrap();
+            pod.metadata.labels.get_or_insert_default().extend(labels);
+            pod
+        };
+        let snapshot = Fixture::new(spec)
+            .groups([group("storage-1"), group("log-1"), group("log-2")])
+            .pods([
+                labelled(
+                    "sample-storage-1",
+                    "storage-1",
+                    serde_json::json!({"foundationdb.org/fdb-cluster-name": "sample", "kind": "storage", "role": "storage-1"}),
+                ),
+                labelled(
+                    "sample-log-1",
+                    "log-1",
+                    serde_json::json!({"foundationdb.org/fdb-cluster-name": "sample", "kind": "storage", "role": "log-1"}),
+                ),
+                labelled(
+                    "sample-log-2",
+                    "log-2",
+                    serde_json::json!({"foundationdb.org/fdb-cluster-name": "sample", "kind": "log", "role": "log-2"}),
+                ),
+            ])
+            .build();
+        let patches = decide(&snapshot);
+        assert_eq!(patches.len(), 1, "{patches:?}");
+        assert_eq!(patches[0].name, "sample-log-1");
+        assert_eq!(
+            patches[0].labels,
+            BTreeMap::from([("kind".to_owned(), "log".to_owned())])
+        );
     }
 
     #[test]
