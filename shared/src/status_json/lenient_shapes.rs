@@ -1,5 +1,5 @@
 //! Lenient deserializers that read each value once (issue 37: capturing a subtree's text
-//! and parsing it again, as [`super::lenient::or_default`] does, was most of the parse of a
+//! and parsing it again, as `or_default` in `lenient.rs` does, was most of the parse of a
 //! 1000-process `status json`). A value of another shape than the field's is read and
 //! dropped, so the document goes on: a field takes its default, a list or map entry is
 //! left out. Only a document that is not JSON fails.
