@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpe
 
 use fdb_shared::monitor_conf::parse::command_lines;
 
+use super::super::snapshot::clean_memo::CleanMemo;
 use super::super::snapshot::observe_memo::ObservationMemo;
 
 use super::config_map::expected_monitor_conf;
@@ -158,6 +159,8 @@ pub struct DesiredMemo {
     /// The groups' last observations, which live as long (kept here so that every
     /// holder of the memo, the operator's passes and the tests', has them too).
     observations: ObservationMemo,
+    /// The groups each step last found clean (as long-lived, for the same reason).
+    clean: CleanMemo,
 }
 
 impl DesiredMemo {
@@ -243,10 +246,16 @@ impl DesiredMemo {
         &self.observations
     }
 
+    /// The groups each step last found clean.
+    pub(crate) fn clean_groups(&self) -> &CleanMemo {
+        &self.clean
+    }
+
     /// Forgets a cluster (it was deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
         let key = key_of(namespace, name);
         self.observations.forget(&key);
+        self.clean.forget(&key);
         self.lock().remove(&key);
     }
 }

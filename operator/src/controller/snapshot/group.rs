@@ -30,6 +30,9 @@ pub struct GroupView<'a> {
     pub(in crate::controller) process_keys: &'a [String],
     pub(in crate::controller) database: Option<&'a DatabaseStatus>,
     pub(in crate::controller) cluster: &'a FoundationDBCluster,
+    /// Its place among the snapshot's groups (what the snapshot's per-group records,
+    /// such as the inputs' epochs, are indexed by).
+    pub(in crate::controller) slot: usize,
 }
 
 impl<'a> GroupView<'a> {

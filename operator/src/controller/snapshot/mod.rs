@@ -20,6 +20,7 @@
 //! Building the index is one pass over the objects and processes, keyed by process group
 //! ID: O((groups + objects + processes) · log n). Nothing here scans all objects per group.
 
+pub(crate) mod clean_memo;
 pub(crate) mod group;
 pub(crate) mod observe;
 pub(crate) mod observe_memo;
@@ -144,6 +145,9 @@ pub struct ClusterSnapshot {
     desired_slots: Vec<OnceLock<Arc<DesiredObjects>>>,
     /// How many times the snapshot was refreshed.
     version: u64,
+    /// The epoch of each group's inputs (by slot), as this version's observation found
+    /// them (`clean_memo.rs`).
+    epochs: OnceLock<Vec<Option<u64>>>,
 }
 
 static NO_STATUS: LazyLock<FoundationDBClusterStatus> =
@@ -293,6 +297,7 @@ impl ClusterSnapshot {
             fingerprint: OnceLock::new(),
             desired_slots,
             version: 0,
+            epochs: OnceLock::new(),
         }
     }
 
@@ -313,6 +318,21 @@ impl ClusterSnapshot {
     /// memo, see [`Self::with_desired_memo`]).
     pub(crate) fn observation_memo(&self) -> &observe_memo::ObservationMemo {
         self.desired.observations()
+    }
+
+    /// Records the epoch of each group's inputs (by slot), once per snapshot version:
+    /// the observation of all groups does.
+    pub(crate) fn record_epochs(&self, epochs: Vec<Option<u64>>) {
+        let _ = self.epochs.set(epochs);
+    }
+
+    /// The groups `step` last found clean, to ask again only about the others (see
+    /// `clean_memo.rs`); none before this version's groups were observed.
+    pub(crate) fn clean_groups(&self, step: &'static str) -> clean_memo::CleanGroups<'_> {
+        let epochs = self.epochs.get().map_or(&[][..], Vec::as_slice);
+        self.desired
+            .clean_groups()
+            .take(desired_memo::cluster_key(self.cluster()), step, epochs)
     }
 
     /// The command lines the monitor conf of `group` describes with `substitutions`.
@@ -393,6 +413,8 @@ impl ClusterSnapshot {
         }
         (self.groups, self.by_id) = index(&self.parts, &self.pods);
         self.desired_slots = self.groups.iter().map(|_| OnceLock::new()).collect();
+        // Observed again with the new parts before a step may reuse an answer.
+        self.epochs = OnceLock::new();
     }
 
     /// The validated cluster.
@@ -519,8 +541,10 @@ impl ClusterSnapshot {
         self.parts.nodes.as_ref()
     }
 
-    fn view<'a>(&'a self, index: &'a GroupIndex) -> Option<GroupView<'a>> {
+    fn view(&self, slot: usize) -> Option<GroupView<'_>> {
+        let index = self.groups.get(slot)?;
         Some(GroupView {
+            slot,
             status: self.status().process_groups.get(index.position)?,
             pod: index.pod.and_then(|i| self.pods.get(i)),
             pvc: index
@@ -539,7 +563,7 @@ impl ClusterSnapshot {
 
     /// Every process group, in status order.
     pub fn groups(&self) -> impl Iterator<Item = GroupView<'_>> + '_ {
-        self.groups.iter().filter_map(|index| self.view(index))
+        (0..self.groups.len()).filter_map(|slot| self.view(slot))
     }
 
     /// The process groups not marked for removal, in status order.
@@ -559,8 +583,7 @@ impl ClusterSnapshot {
 
     /// The process group with this ID.
     pub fn group(&self, id: &str) -> Option<GroupView<'_>> {
-        let position = *self.by_id.get(id)?;
-        self.view(self.groups.get(position)?)
+        self.view(*self.by_id.get(id)?)
     }
 }
 

@@ -351,12 +351,14 @@ pub(crate) fn observe_groups(
     let fingerprint = snapshot.fingerprint();
     let database_read = snapshot.database_status().is_some();
     let mut observations = BTreeMap::new();
+    let mut epochs = Vec::new();
     for group in snapshot.groups() {
         let reused = remembering
             .then(|| remembered.reuse(fingerprint, &group, database_read))
             .flatten();
-        let observation = match reused {
-            Some(observation) => {
+        let slot = group.slot;
+        let (observation, epoch) = match reused {
+            Some((observation, epoch)) => {
                 // Every test run checks the memo against a fresh observation.
                 debug_assert_eq!(
                     Some(&observation),
@@ -364,19 +366,24 @@ pub(crate) fn observe_groups(
                     "remembered observation of {}",
                     group.id()
                 );
-                observation
+                (observation, Some(epoch))
             }
             None => {
                 let observation = observe_group(snapshot, group, &mut shared)?;
-                if remembering {
-                    remembered.remember(fingerprint, &group, database_read, &observation);
-                }
-                observation
+                let epoch = remembering
+                    .then(|| remembered.remember(fingerprint, &group, database_read, &observation))
+                    .flatten();
+                (observation, epoch)
             }
         };
+        if epochs.len() <= slot {
+            epochs.resize(slot + 1, None);
+        }
+        epochs[slot] = epoch;
         observations.insert(group.id().to_owned(), observation);
     }
     memo.put_back(key, remembered);
+    snapshot.record_epochs(epochs);
     Ok(observations)
 }
 

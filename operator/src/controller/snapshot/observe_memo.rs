@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use fdb_shared::FdbVersion;
@@ -185,7 +186,12 @@ impl ObservationInputs {
 struct Remembered {
     inputs: ObservationInputs,
     observation: GroupObservation,
+    /// The epoch of these inputs (`clean_memo.rs`): new whenever they change.
+    epoch: u64,
 }
+
+/// The source of epochs: unique across clusters and passes of this operator.
+static EPOCHS: AtomicU64 = AtomicU64::new(1);
 
 /// The remembered observations of one cluster's groups, by group ID, taken out of the
 /// memo for one observation of all groups and put back after it.
@@ -196,14 +202,14 @@ pub(crate) struct ClusterObservations {
 }
 
 impl ClusterObservations {
-    /// The remembered observation of `group`, when its inputs still hold; it is kept
-    /// for the next pass.
+    /// The remembered observation of `group` and the epoch of its inputs, when they
+    /// still hold; it is kept for the next pass.
     pub(crate) fn reuse(
         &mut self,
         fingerprint: u64,
         group: &GroupView<'_>,
         database_read: bool,
-    ) -> Option<GroupObservation> {
+    ) -> Option<(GroupObservation, u64)> {
         let id = group.id();
         let remembered = self.groups.remove(id)?;
         if !remembered
@@ -213,27 +219,32 @@ impl ClusterObservations {
             return None;
         }
         let observation = remembered.observation.clone();
+        let epoch = remembered.epoch;
         self.kept.insert(id.to_owned(), remembered);
-        Some(observation)
+        Some((observation, epoch))
     }
 
-    /// Remembers `observation`, just made of `group`, for the next pass.
+    /// Remembers `observation`, just made of `group`, for the next pass; the new epoch
+    /// of its inputs (`None` when an object lacks a UID or resourceVersion: not
+    /// remembered).
     pub(crate) fn remember(
         &mut self,
         fingerprint: u64,
         group: &GroupView<'_>,
         database_read: bool,
         observation: &GroupObservation,
-    ) {
-        if let Some(inputs) = ObservationInputs::of(fingerprint, group, database_read) {
-            self.kept.insert(
-                group.id().to_owned(),
-                Remembered {
-                    inputs,
-                    observation: observation.clone(),
-                },
-            );
-        }
+    ) -> Option<u64> {
+        let inputs = ObservationInputs::of(fingerprint, group, database_read)?;
+        let epoch = EPOCHS.fetch_add(1, Ordering::Relaxed);
+        self.kept.insert(
+            group.id().to_owned(),
+            Remembered {
+                inputs,
+                observation: observation.clone(),
+                epoch,
+            },
+        );
+        Some(epoch)
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::controller::snapshot::pod_head::PodHead;
 use async_trait::async_trait;
+use fdb_shared::api::ProcessClass;
 
 use super::Subreconciler;
 use crate::controller::errors::StepError;
@@ -77,53 +78,83 @@ impl LabelPatch {
     }
 }
 
+/// The class labels built so far in a pass ([`class_labels`]), by class.
+type ClassLabels = BTreeMap<ProcessClass, (BTreeMap<String, String>, Vec<String>)>;
+
 /// The label patches of the live groups' pods and PVCs (not of terminating ones), in
-/// status order, each group's pod before its PVC.
+/// status order, each group's pod before its PVC. A group found complete is asked about
+/// again only when its inputs change (`snapshot/clean_memo.rs`).
 pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Vec<LabelPatch> {
-    let cluster = snapshot.cluster();
     let mut patches = Vec::new();
     // Each group's labels are built only when an object lacks one: a steady pass over a
     // large cluster only looks them up (issue 37).
-    let mut by_class = BTreeMap::new();
+    let mut by_class = ClassLabels::new();
+    let mut clean = snapshot.clean_groups("UpdateLabels");
     for group in snapshot.live_groups() {
-        let class = group.status.process_class;
-        let (class_labels, id_keys) = by_class
-            .entry(class)
-            .or_insert_with(|| class_labels(cluster, group.status));
-        let objects = [
-            (Labelled::Pod, group.pod_head().map(|p| &p.metadata)),
-            (Labelled::Pvc, group.pvc.map(|p| &p.metadata)),
-        ];
-        for (kind, meta) in objects {
-            let Some(meta) = meta.filter(|m| m.deletion_timestamp.is_none()) else {
-                continue;
-            };
-            let has = |key: &str, value: &str| {
-                meta.labels
-                    .as_ref()
-                    .and_then(|labels| labels.get(key))
-                    .is_some_and(|live| live == value)
-            };
-            let complete = class_labels.iter().all(|(key, value)| has(key, value))
-                && id_keys.iter().all(|key| has(key, group.id()));
-            let labels = if complete {
-                BTreeMap::new()
-            } else {
-                let live = meta.labels.clone().unwrap_or_default();
-                missing_labels(&live, &process_group_labels(cluster, group.status))
-            };
-            let annotations = match (kind, group.pod_head()) {
-                (Labelled::Pod, Some(pod)) => restamp(snapshot, &group, pod),
-                _ => BTreeMap::new(),
-            };
-            if !labels.is_empty() || !annotations.is_empty() {
-                patches.push(LabelPatch {
-                    kind,
-                    name: meta.name.clone().unwrap_or_default(),
-                    labels,
-                    annotations,
-                });
-            }
+        if clean.was_clean(&group) {
+            // Every test run checks the memo against the patches built again.
+            debug_assert!(
+                group_patches(snapshot, &group, &mut ClassLabels::new()).is_empty(),
+                "{} was remembered with its labels complete",
+                group.id()
+            );
+            continue;
+        }
+        let before = patches.len();
+        patches.extend(group_patches(snapshot, &group, &mut by_class));
+        if patches.len() == before {
+            clean.mark_clean(&group);
+        }
+    }
+    patches
+}
+
+/// The label patches of one live group's pod and PVC (`by_class`: the class labels
+/// built so far).
+fn group_patches(
+    snapshot: &ClusterSnapshot,
+    group: &GroupView<'_>,
+    by_class: &mut ClassLabels,
+) -> Vec<LabelPatch> {
+    let cluster = snapshot.cluster();
+    let mut patches = Vec::new();
+    let class = group.status.process_class;
+    let (class_labels, id_keys) = by_class
+        .entry(class)
+        .or_insert_with(|| class_labels(cluster, group.status));
+    let objects = [
+        (Labelled::Pod, group.pod_head().map(|p| &p.metadata)),
+        (Labelled::Pvc, group.pvc.map(|p| &p.metadata)),
+    ];
+    for (kind, meta) in objects {
+        let Some(meta) = meta.filter(|m| m.deletion_timestamp.is_none()) else {
+            continue;
+        };
+        let has = |key: &str, value: &str| {
+            meta.labels
+                .as_ref()
+                .and_then(|labels| labels.get(key))
+                .is_some_and(|live| live == value)
+        };
+        let complete = class_labels.iter().all(|(key, value)| has(key, value))
+            && id_keys.iter().all(|key| has(key, group.id()));
+        let labels = if complete {
+            BTreeMap::new()
+        } else {
+            let live = meta.labels.clone().unwrap_or_default();
+            missing_labels(&live, &process_group_labels(cluster, group.status))
+        };
+        let annotations = match (kind, group.pod_head()) {
+            (Labelled::Pod, Some(pod)) => restamp(snapshot, group, pod),
+            _ => BTreeMap::new(),
+        };
+        if !labels.is_empty() || !annotations.is_empty() {
+            patches.push(LabelPatch {
+                kind,
+                name: meta.name.clone().unwrap_or_default(),
+                labels,
+                annotations,
+            });
         }
     }
     patches
