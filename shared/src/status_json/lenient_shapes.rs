@@ -160,10 +160,11 @@ impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for ObjectSeed<T> {
     type Value = Option<T>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
-        deserializer.deserialize_any(ObjectVisitor(PhantomData))
+        anything_else_is_empty(deserializer, ObjectVisitor(PhantomData))
     }
 }
 
+/// An object as `Some(T)`, a list as `None` (scalars: see [`OrEmpty`]).
 struct ObjectVisitor<T>(PhantomData<T>);
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
@@ -179,38 +180,6 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<T>, A::Error> {
         drain_seq(seq)?;
-        Ok(None)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E>(self) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-
-    fn visit_none<E>(self) -> Result<Option<T>, E> {
         Ok(None)
     }
 }

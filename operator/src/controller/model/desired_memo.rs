@@ -134,9 +134,9 @@ struct ClusterMemo {
     /// By group ID, with the class they were built for (looked up by the borrowed ID:
     /// a steady pass asks once per group, issue 37).
     groups: HashMap<String, (ProcessClass, Arc<DesiredObjects>)>,
-    /// By group: the servers per pod and substitutions they were rendered with, and the
-    /// lines.
-    command_lines: HashMap<(String, ProcessClass), RenderedCommandLines>,
+    /// By group ID, with the class, as `groups`: the servers per pod and substitutions
+    /// they were rendered with, and the lines.
+    command_lines: HashMap<String, (ProcessClass, RenderedCommandLines)>,
 }
 
 /// The memo's key of `cluster` (`namespace/name`).
@@ -214,12 +214,13 @@ impl DesiredMemo {
         substitutions: &std::collections::BTreeMap<String, String>,
     ) -> Option<CommandLines> {
         let key = cluster_key(cluster);
-        let group_key = (group.process_group_id.clone(), group.process_class);
         {
             let clusters = self.lock();
             if let Some(memo) = clusters.get(&key)
                 && memo.fingerprint == fingerprint
-                && let Some((known_servers, known, lines)) = memo.command_lines.get(&group_key)
+                && let Some((class, (known_servers, known, lines))) =
+                    memo.command_lines.get(&group.process_group_id)
+                && *class == group.process_class
                 && *known_servers == servers
                 && known == substitutions
             {
@@ -236,8 +237,13 @@ impl DesiredMemo {
             memo.groups.clear();
             memo.command_lines.clear();
         }
-        memo.command_lines
-            .insert(group_key, (servers, substitutions.clone(), lines.clone()));
+        memo.command_lines.insert(
+            group.process_group_id.clone(),
+            (
+                group.process_class,
+                (servers, substitutions.clone(), lines.clone()),
+            ),
+        );
         Some(lines)
     }
 

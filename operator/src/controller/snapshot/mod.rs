@@ -365,13 +365,11 @@ impl ClusterSnapshot {
         &self,
         group: &ProcessGroupStatus,
     ) -> Result<Arc<DesiredObjects>, PodModelError> {
-        // The slot of this group, when the status entry at its index is of its class.
-        let slot = self.by_id.get(&group.process_group_id).and_then(|&index| {
-            let position = self.groups.get(index)?.position;
-            let known = self.status().process_groups.get(position)?;
-            (known.process_class == group.process_class)
-                .then(|| self.desired_slots.get(index))
-                .flatten()
+        // The slot of this group, when the snapshot's group of that ID is of its class.
+        let slot = self.by_id.get(&group.process_group_id).and_then(|&slot| {
+            self.view(slot)
+                .filter(|known| known.status.process_class == group.process_class)
+                .and_then(|_| self.desired_slots.get(slot))
         });
         if let Some(known) = slot.and_then(OnceLock::get) {
             return Ok(known.clone());
