@@ -23,7 +23,7 @@ use fdb_shared::cluster_math::desired_coordinator_count;
 use fdb_shared::connection_string::ConnectionString;
 use fdb_shared::status_json::DatabaseStatus;
 
-use super::candidates::coordinator_candidates;
+use super::candidates::{coordinator_candidates, current_candidates};
 use crate::controller::coordinators::{
     CoordinatorCandidate, configured_datacenters, coordinators_per_hall, database_candidates,
     dc_limit, priority, select_coordinators_spread,
@@ -32,7 +32,7 @@ use crate::controller::pass::forecast::upcoming;
 use crate::controller::pass::plan::PassFacts;
 use crate::controller::removals::placement;
 use crate::controller::safety::{self, Refusal};
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 
 /// What to do about the coordinators.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -448,10 +448,10 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Coordinat
     let pending_groups = pending.as_ref().map(|p| &p.groups);
     // Never a group whose processes are excluded or under maintenance, nor one whose pod
     // is about to be deleted.
-    let (candidates, _gaps) = coordinator_candidates(snapshot, &current_text, &|group| {
+    let unusable = |group: &GroupView<'_>| {
         group.processes().any(|p| p.excluded || p.under_maintenance)
             || pending_groups.is_some_and(|groups| groups.contains(group.id()))
-    });
+    };
     let wanted = usize::try_from(desired_coordinator_count(
         &cluster.spec.redundancy_mode(),
         cluster.spec.usable_regions(),
@@ -475,6 +475,15 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Coordinat
     } else {
         0
     };
+    // Whether the coordinators are fine reads only the current ones' candidates, unless
+    // datacenters are counted (every candidate's datacenter then counts, `dc_limit` in
+    // the coordinators module): every candidate is built only when a change is wanted.
+    let datacenters_count = !others.is_empty() || dcs > 1;
+    let mut candidates = if datacenters_count {
+        coordinator_candidates(snapshot, &current_text, &unusable).0
+    } else {
+        current_candidates(snapshot, &current.coordinators, &current_text, &unusable)
+    };
     let failure = problem(cluster, &current, &candidates, db, wanted)
         .or_else(|| crowded_dc(&current_text, &candidates, &others, wanted, dcs));
     let Some(reason) = failure.clone().or(planned) else {
@@ -482,6 +491,9 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot, facts: &PassFacts) -> Coordinat
     };
     if let Some(wait) = deferral(snapshot, db, &current, &reason, failure.is_none()) {
         return CoordinatorAction::Wait(wait);
+    }
+    if !datacenters_count {
+        candidates = coordinator_candidates(snapshot, &current_text, &unusable).0;
     }
     let reachable: Vec<_> = candidates
         .into_iter()

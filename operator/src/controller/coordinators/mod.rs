@@ -7,6 +7,7 @@ pub(crate) mod candidates;
 pub(crate) mod change;
 pub(crate) mod room;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fdb_shared::address::ProcessAddress;
@@ -353,28 +354,51 @@ pub(crate) fn database_candidates(
     candidates
 }
 
-/// The address a coordinator on `pod_name` is written with: its DNS name through the
-/// headless Service with `useDNSInClusterFile` (the default), else its pod IP (`None`
-/// while the pod has none).
+/// The address a coordinator on `pod_name` is written with ([`coordinator_host`] and
+/// [`address_on_host`]; the candidates call them apart, to skip a host first).
+#[cfg(test)]
 pub(crate) fn coordinator_address(
     cluster: &FoundationDBCluster,
     pod_name: &str,
     pod_ip: Option<&str>,
 ) -> Option<ProcessAddress> {
-    let tls = cluster.spec.tls_enabled();
-    let host = if cluster.spec.routing.use_dns_in_cluster_file() {
+    address_on_host(cluster, &coordinator_host(cluster, pod_name, pod_ip)?)
+}
+
+/// The host a coordinator on `pod_name` is written with, not yet checked: its DNS name
+/// through the headless Service with `useDNSInClusterFile` (the default), else its pod
+/// IP (`None` while the pod has none).
+pub(crate) fn coordinator_host<'a>(
+    cluster: &FoundationDBCluster,
+    pod_name: &str,
+    pod_ip: Option<&'a str>,
+) -> Option<Cow<'a, str>> {
+    match dns_suffix(cluster) {
+        Some(suffix) => Some(Cow::Owned(format!("{pod_name}{suffix}"))),
+        None => pod_ip.filter(|ip| !ip.is_empty()).map(Cow::Borrowed),
+    }
+}
+
+/// What follows the pod's name in a [`coordinator_host`] with `useDNSInClusterFile`
+/// (`.<cluster>.<namespace>.svc.<domain>`, through the headless Service); `None` when
+/// coordinators are written by IP.
+pub(crate) fn dns_suffix(cluster: &FoundationDBCluster) -> Option<String> {
+    cluster.spec.routing.use_dns_in_cluster_file().then(|| {
         format!(
-            "{pod_name}.{}.{}.svc.{}",
+            ".{}.{}.svc.{}",
             cluster.metadata.name.as_deref().unwrap_or_default(),
             cluster.metadata.namespace.as_deref().unwrap_or_default(),
             cluster.spec.dns_domain()
         )
-    } else {
-        pod_ip.filter(|ip| !ip.is_empty())?.to_owned()
-    };
+    })
+}
+
+/// The coordinator address on `host` (a [`coordinator_host`]).
+pub(crate) fn address_on_host(cluster: &FoundationDBCluster, host: &str) -> Option<ProcessAddress> {
+    let tls = cluster.spec.tls_enabled();
     // A host that is not a DNS name (a hostile `routing.dnsDomain`, refused at
     // validation) gives no address rather than a coordinators command it could break.
-    ProcessAddress::checked(&host, first_process_port(tls), tls).ok()
+    ProcessAddress::checked(host, first_process_port(tls), tls).ok()
 }
 
 #[cfg(test)]

@@ -46,8 +46,15 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<PodsDecision, StepErr
         .groups()
         .filter(|group| !group.is_marked_for_removal() || !ready_for_deletion(snapshot, group));
     for group in groups {
-        // Only the missing ones are built (the name does not depend on the spec).
-        if snapshot.has_pod(&pod_name(cluster, group.status)) {
+        // Only the missing ones are built (the name does not depend on the spec). The
+        // group's own pod usually has the name: no search among the cluster's pods then
+        // (issue 37).
+        let name = pod_name(cluster, group.status);
+        let own = group
+            .pod_head()
+            .and_then(|pod| pod.metadata.name.as_deref())
+            == Some(name.as_str());
+        if own || snapshot.has_pod(&name) {
             continue;
         }
         let mut pod = build_pod(cluster, group.status, &pod_options(cluster, group.status))

@@ -21,7 +21,11 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Vec<PersistentVolumeC
     let mut missing = Vec::new();
     for group in snapshot.live_groups() {
         // Only the missing ones are built (the name does not depend on the template).
-        if snapshot.has_pvc(&pvc_name(cluster, group.status)) {
+        // The group's own PVC usually has the name: no search among the cluster's PVCs
+        // then (issue 37).
+        let name = pvc_name(cluster, group.status);
+        let own = group.pvc.and_then(|pvc| pvc.metadata.name.as_deref()) == Some(name.as_str());
+        if own || snapshot.has_pvc(&name) {
             continue;
         }
         let pvc = build_pvc(cluster, group.status).map_err(|e| StepError::Build {

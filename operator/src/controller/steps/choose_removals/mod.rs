@@ -65,9 +65,24 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> RemovalDecision {
         }
     }
     let desired = desired_process_counts(spec);
+    // Candidates (with their zones) are built only for the classes that have more
+    // groups than desired: in a steady pass none has (issue 37).
+    let mut live_per_class: BTreeMap<ProcessClass, usize> = BTreeMap::new();
+    for group in snapshot.live_groups() {
+        if !marked.contains(group.id()) {
+            *live_per_class
+                .entry(group.status.process_class)
+                .or_default() += 1;
+        }
+    }
+    let surplus_classes: BTreeSet<ProcessClass> = live_per_class
+        .into_iter()
+        .filter(|(class, live)| *live > usize::try_from(desired.count(*class)).unwrap_or(0))
+        .map(|(class, _)| class)
+        .collect();
     let mut by_class: BTreeMap<ProcessClass, Vec<Candidate>> = BTreeMap::new();
     for group in snapshot.live_groups() {
-        if marked.contains(group.id()) {
+        if marked.contains(group.id()) || !surplus_classes.contains(&group.status.process_class) {
             continue;
         }
         by_class
