@@ -19,13 +19,21 @@ pub(crate) fn group_of_meta(
     cluster: &FoundationDBCluster,
     meta: &kube::api::ObjectMeta,
 ) -> Option<String> {
+    let keys = cluster.spec.labels.process_group_id_labels();
+    group_labelled(&keys, meta).map(str::to_owned)
+}
+
+/// The process group ID an object with this metadata carries under the first of `keys`
+/// (`spec.labels.processGroupIDLabels`) it has, borrowed: for a caller that reads the
+/// keys once for many objects.
+pub(crate) fn group_labelled<'a>(
+    keys: &[String],
+    meta: &'a kube::api::ObjectMeta,
+) -> Option<&'a str> {
     let labels = meta.labels.as_ref()?;
-    cluster
-        .spec
-        .labels
-        .process_group_id_labels()
-        .iter()
-        .find_map(|key| labels.get(key).cloned())
+    keys.iter()
+        .find_map(|key| labels.get(key))
+        .map(String::as_str)
 }
 
 /// The pod's phase (`Pending` when unknown).

@@ -8,7 +8,7 @@
 //! object the index names but the store no longer has is simply skipped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kube::Resource;
 use kube::runtime::watcher;
@@ -16,10 +16,14 @@ use kube::runtime::watcher;
 /// Namespace and the values of the selector keys, in key order.
 type Bucket = (String, Vec<String>);
 
+/// The names of one bucket, shared with the lookups that read them (a lookup takes the
+/// set without copying its names; a change copies it only while a lookup holds it).
+type Names = Arc<BTreeSet<String>>;
+
 /// What the index holds: names by bucket, and each object's bucket.
 #[derive(Debug, Default)]
 struct Entries {
-    names: HashMap<Bucket, BTreeSet<String>>,
+    names: HashMap<Bucket, Names>,
     bucket_of: HashMap<(String, String), Bucket>,
 }
 
@@ -29,7 +33,7 @@ impl Entries {
         if let Some(bucket) = self.bucket_of.remove(&key)
             && let Some(names) = self.names.get_mut(&bucket)
         {
-            names.remove(name);
+            Arc::make_mut(names).remove(name);
             if names.is_empty() {
                 self.names.remove(&bucket);
             }
@@ -38,10 +42,7 @@ impl Entries {
 
     fn insert(&mut self, namespace: &str, name: &str, bucket: Bucket) {
         self.remove(namespace, name);
-        self.names
-            .entry(bucket.clone())
-            .or_default()
-            .insert(name.to_owned());
+        Arc::make_mut(self.names.entry(bucket.clone()).or_default()).insert(name.to_owned());
         self.bucket_of
             .insert((namespace.to_owned(), name.to_owned()), bucket);
     }
@@ -136,17 +137,18 @@ impl LabelIndex {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Option<BTreeSet<String>> {
+    ) -> Option<Names> {
         if self.keys.is_empty() {
             return None;
         }
         let bucket = self.bucket(namespace, labels)?;
+        // Shared, not copied: a pass reads its cluster's names every time (issue 37).
         Some(
             self.lock()
                 .entries
                 .names
                 .get(&bucket)
-                .cloned()
+                .map(Arc::clone)
                 .unwrap_or_default(),
         )
     }
@@ -179,9 +181,8 @@ mod tests {
     fn names(index: &LabelIndex, namespace: &str, cluster: &str) -> Vec<String> {
         index
             .names(namespace, &of(cluster))
+            .map(|names| names.iter().cloned().collect())
             .unwrap_or_default()
-            .into_iter()
-            .collect()
     }
 
     #[test]

@@ -261,11 +261,18 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     match index.names(namespace, labels) {
-        Some(names) => names
-            .iter()
-            .filter_map(|name| named(store, namespace, name))
-            .filter(|o| selected(&**o, namespace, labels))
-            .collect(),
+        Some(names) => {
+            // One key for every name: no copy of the name and namespace per object.
+            let mut key = ObjectRef::new("").within(namespace);
+            names
+                .iter()
+                .filter_map(|name| {
+                    name.clone_into(&mut key.name);
+                    store.get(&key)
+                })
+                .filter(|o| selected(&**o, namespace, labels))
+                .collect()
+        }
         None => store
             .state()
             .into_iter()

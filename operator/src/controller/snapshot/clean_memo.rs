@@ -85,11 +85,14 @@ impl CleanGroups<'_> {
         let Some(epoch) = self.epoch(group) else {
             return false;
         };
-        if self.known.get(group.id()) != Some(&epoch) {
-            return false;
+        // The key moves from one map to the other: no copy of the ID per group and pass.
+        match self.known.remove_entry(group.id()) {
+            Some((id, known)) if known == epoch => {
+                self.kept.insert(id, epoch);
+                true
+            }
+            _ => false,
         }
-        self.kept.insert(group.id().to_owned(), epoch);
-        true
     }
 
     /// Records that the step found `group` clean with the inputs it has now.

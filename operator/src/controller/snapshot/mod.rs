@@ -28,7 +28,7 @@ pub(crate) mod pod;
 pub(crate) mod pod_head;
 pub(crate) mod pod_spec_facts;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use fdb_shared::api::cluster::ProcessGroupStatus;
@@ -46,7 +46,7 @@ use self::pod_head::PodHead;
 use self::pod_spec_facts::SpecFacts;
 use super::model::desired_memo::{self, DesiredMemo, DesiredObjects};
 use super::model::pod::PodModelError;
-use super::objects::group_of_meta;
+use super::objects::group_labelled;
 use super::status::DatabaseView;
 use crate::fdb::AdminError;
 
@@ -136,7 +136,7 @@ pub struct ClusterSnapshot {
     /// The pods, by name.
     pods: Vec<SnapshotPod>,
     groups: Vec<GroupIndex>,
-    by_id: BTreeMap<String, usize>,
+    by_id: HashMap<String, usize>,
     /// The desired objects of the groups, kept across passes by the operator.
     desired: Arc<DesiredMemo>,
     /// [`desired_memo::fingerprint`] of the cluster, once asked.
@@ -172,18 +172,15 @@ impl Indexed for SnapshotPod {
 
 /// The position of each object's group, preferring the first non-terminating object
 /// (objects in name order), like a scan for "the object of this group" would.
-fn index_by_group<K: Indexed>(
-    cluster: &FoundationDBCluster,
-    objects: &[K],
-) -> BTreeMap<String, usize> {
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+fn index_by_group<'a, K: Indexed>(keys: &[String], objects: &'a [K]) -> HashMap<&'a str, usize> {
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(objects.len());
     for (position, object) in objects.iter().enumerate() {
         let meta = object.object_meta();
-        let Some(group) = group_of_meta(cluster, meta) else {
+        let Some(group) = group_labelled(keys, meta) else {
             continue;
         };
         let terminating = meta.deletion_timestamp.is_some();
-        match index.get(&group) {
+        match index.get(group) {
             None => {
                 index.insert(group, position);
             }
@@ -235,15 +232,15 @@ pub struct Fresh {
 }
 
 /// The group index of `parts` and `pods` (whose lists are sorted by name).
-fn index(
-    parts: &SnapshotParts,
-    pods: &[SnapshotPod],
-) -> (Vec<GroupIndex>, BTreeMap<String, usize>) {
+fn index(parts: &SnapshotParts, pods: &[SnapshotPod]) -> (Vec<GroupIndex>, HashMap<String, usize>) {
     let cluster = parts.cluster.cluster();
-    let mut pods = index_by_group(cluster, pods);
-    let mut pvcs = index_by_group(cluster, &parts.pvcs);
-    let mut services = index_by_group(cluster, &parts.services);
-    let mut processes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    // The label keys are read once, and the IDs borrowed from the objects: this index
+    // is built every pass (issue 37).
+    let keys = cluster.spec.labels.process_group_id_labels();
+    let mut pods = index_by_group(&keys, pods);
+    let mut pvcs = index_by_group(&keys, &parts.pvcs);
+    let mut services = index_by_group(&keys, &parts.services);
+    let mut processes: HashMap<&str, Vec<String>> = HashMap::new();
     if let Some(database) = parts.database.status() {
         for (key, process) in &database.cluster.processes {
             if let Some(instance) = process.locality.instance_id.as_deref() {
@@ -257,7 +254,7 @@ fn index(
         .map(|s| s.process_groups.as_slice())
         .unwrap_or_default();
     let mut groups = Vec::with_capacity(status_groups.len());
-    let mut by_id = BTreeMap::new();
+    let mut by_id = HashMap::with_capacity(status_groups.len());
     for (position, group) in status_groups.iter().enumerate() {
         let id = group.process_group_id.as_str();
         // A duplicated ID (never written by the operator) shares the objects of the

@@ -210,8 +210,8 @@ impl ClusterObservations {
         group: &GroupView<'_>,
         database_read: bool,
     ) -> Option<(GroupObservation, u64)> {
-        let id = group.id();
-        let remembered = self.groups.remove(id)?;
+        // The key moves from one map to the other: no copy of the ID per group and pass.
+        let (id, remembered) = self.groups.remove_entry(group.id())?;
         if !remembered
             .inputs
             .still_hold(fingerprint, group, database_read)
@@ -220,7 +220,7 @@ impl ClusterObservations {
         }
         let observation = remembered.observation.clone();
         let epoch = remembered.epoch;
-        self.kept.insert(id.to_owned(), remembered);
+        self.kept.insert(id, remembered);
         Some((observation, epoch))
     }
 
