@@ -22,6 +22,7 @@ pub(crate) use crate::controller::pod_agent::config_query::{
     Candidate, PodConfigPlan, PodConfigQuery, PodConfigResult,
 };
 use async_trait::async_trait;
+use fdb_shared::api::FoundationDBCluster;
 use fdb_shared::api::cluster::ProcessGroupConditionType;
 use fdb_shared::monitor_conf::process_config::OUTDATED_CONFIG_MAP_ANNOTATION;
 use kube::ResourceExt;
@@ -36,7 +37,7 @@ use crate::controller::objects::pod_is_running;
 use crate::controller::pass::facts::Answers;
 use crate::controller::pass::plan::{Action, Barrier, PassFacts, Verdict, Wait, WaitOn};
 use crate::controller::removals::kept_running;
-use crate::controller::snapshot::ClusterSnapshot;
+use crate::controller::snapshot::{ClusterSnapshot, GroupView};
 use crate::controller::status::mutations::StatusMutation;
 use crate::controller::upgrade::{pending_upgrade_target, restarted_by_the_kill, staged_fdbserver};
 
@@ -63,24 +64,30 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<
     let groups = snapshot
         .groups()
         .filter(|g| kept_running(snapshot, g) || (staging && restarted_by_the_kill(g)));
+    // A group whose pod confirmed its conf is asked about again only when its inputs
+    // change (`snapshot/clean_memo.rs`; issue 37).
+    let mut clean = snapshot.clean_groups("UpdatePodConfig");
     for group in groups {
-        let Some(pod) = group.pod_head() else {
+        if clean.was_clean(&group) {
+            // Every test run checks the memo against the question asked again.
+            debug_assert!(
+                matches!(
+                    confirmation(cluster, &group, &mut ConfigHashes::default()),
+                    Ok(Some((_, true)))
+                ),
+                "{} was remembered with its conf confirmed",
+                group.id()
+            );
+            continue;
+        }
+        let (Some(pod), Some((desired_hash, confirmed))) = (
+            group.pod_head(),
+            confirmation(cluster, &group, &mut hashes)?,
+        ) else {
             continue;
         };
-        let Some(desired_hash) = hashes.of(
-            cluster,
-            group.status,
-            group.servers_per_pod(),
-            pod_image_type(pod),
-        )?
-        else {
-            continue;
-        };
-        // A confirmed pod is asked again only when its monitor's report cannot be read
-        // (someone overwrote it): the pod is named, and its monitor asked to report.
-        if pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION) == Some(&desired_hash)
-            && !monitor_report_unreadable(pod)
-        {
+        if confirmed {
+            clean.mark_clean(&group);
             continue;
         }
         // A pod in a terminal phase never runs again: DeleteTerminalPods recreates it
@@ -103,6 +110,33 @@ pub(crate) fn decide(snapshot: &ClusterSnapshot) -> Result<Option<PodConfigPlan<
         });
     }
     Ok(Some(plan))
+}
+
+/// The conf hash `group`'s pod should have, and whether the pod confirmed it (`None`:
+/// no pod, or no conf for it). A confirmed pod is asked again only when its monitor's
+/// report cannot be read (someone overwrote it): the pod is named, and its monitor asked
+/// to report.
+fn confirmation(
+    cluster: &FoundationDBCluster,
+    group: &GroupView<'_>,
+    hashes: &mut ConfigHashes,
+) -> Result<Option<(String, bool)>, StepError> {
+    let Some(pod) = group.pod_head() else {
+        return Ok(None);
+    };
+    let Some(desired_hash) = hashes.of(
+        cluster,
+        group.status,
+        group.servers_per_pod(),
+        pod_image_type(pod),
+    )?
+    else {
+        return Ok(None);
+    };
+    let confirmed = pod.annotations().get(LAST_APPLIED_CONFIG_MAP_ANNOTATION)
+        == Some(&desired_hash)
+        && !monitor_report_unreadable(pod);
+    Ok(Some((desired_hash, confirmed)))
 }
 
 /// What the sidecars' answers mean.

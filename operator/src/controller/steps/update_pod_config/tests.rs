@@ -258,3 +258,64 @@ fn pods_that_need_their_pod_update_first_do_not_hold_the_later_steps() {
         wait.reason
     );
 }
+
+/// A confirmed pod is remembered between passes (`snapshot/clean_memo.rs`) only while
+/// its inputs hold: once someone overwrites its annotation (a new resourceVersion), it is
+/// asked again, and a spec change asks every pod again.
+#[test]
+fn a_confirmed_pod_is_asked_again_once_its_annotation_changes() {
+    use crate::controller::fixtures::reporting;
+    use crate::controller::model::desired_memo::DesiredMemo;
+    use crate::controller::snapshot::observe::observe_groups;
+    use std::sync::Arc;
+
+    let memo = Arc::new(DesiredMemo::default());
+    let pass = |spec: &str, version: &str, hash: &str| {
+        let mut log = annotated(pod("sample-log-1", "log-1", "n1", "10.0.0.1"), hash);
+        log.metadata.uid = Some("uid-log-1".into());
+        log.metadata.resource_version = Some(version.into());
+        let snapshot = Fixture::new(spec)
+            .groups([group("log-1")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .database(reporting(&["log-1"]))
+            .pods([log])
+            .build()
+            .with_desired_memo(memo.clone());
+        observe_groups(&snapshot).unwrap();
+        let asked: Vec<String> = decide(&snapshot)
+            .unwrap()
+            .unwrap()
+            .candidates
+            .iter()
+            .map(|c| c.group.process_group_id.clone())
+            .collect();
+        asked
+    };
+    let hash = {
+        let snapshot = Fixture::new("version: 7.1.57")
+            .groups([group("log-1")])
+            .connection_string("sample:abc@10.0.0.1:4501")
+            .build();
+        let group = snapshot.group("log-1").unwrap();
+        ConfigHashes::default()
+            .of(
+                snapshot.cluster(),
+                group.status,
+                group.servers_per_pod(),
+                fdb_shared::api::cluster::ImageType::Split,
+            )
+            .unwrap()
+            .unwrap()
+    };
+    assert!(pass("version: 7.1.57", "1", &hash).is_empty());
+    assert!(pass("version: 7.1.57", "1", &hash).is_empty(), "remembered");
+    assert_eq!(pass("version: 7.1.57", "2", "overwritten"), ["log-1"]);
+    assert!(pass("version: 7.1.57", "3", &hash).is_empty());
+    let knob =
+        "{version: 7.1.57, processes: {general: {customParameters: [knob_max_trace_lines=20000]}}}";
+    assert_eq!(
+        pass(knob, "3", &hash),
+        ["log-1"],
+        "a new conf for every pod"
+    );
+}
