@@ -227,3 +227,19 @@ impl Fixture {
         })
     }
 }
+
+/// The conf hash UpdatePodConfig wants on the split-image pod of group `id` of
+/// `fixture`'s cluster.
+pub(crate) fn desired_hash(fixture: &Fixture, id: &str) -> String {
+    let snapshot = fixture.clone().build();
+    let group = snapshot.group(id).unwrap();
+    super::model::desired::ConfigHashes::default()
+        .of(
+            snapshot.cluster(),
+            group.status,
+            group.servers_per_pod(),
+            fdb_shared::api::cluster::ImageType::Split,
+        )
+        .unwrap()
+        .unwrap()
+}

@@ -1,5 +1,5 @@
 use super::*;
-use crate::controller::fixtures::{Fixture, database, group, pod, reporting};
+use crate::controller::fixtures::{Fixture, database, desired_hash, group, pod, reporting};
 use crate::controller::model::pod::{
     LAST_APPLIED_CONFIG_MAP_ANNOTATION, MAIN_CONTAINER, SIDECAR_CONTAINER,
 };
@@ -35,20 +35,6 @@ fn staged_pod(name: &str, id: &str, ip: &str, sidecar: &str, hash: Option<&str>)
         );
     }
     pod
-}
-
-fn desired_hash(fixture: &Fixture, id: &str) -> String {
-    let snapshot = fixture.clone().build();
-    let group = snapshot.group(id).unwrap();
-    ConfigHashes::default()
-        .of(
-            snapshot.cluster(),
-            group.status,
-            group.servers_per_pod(),
-            fdb_shared::api::cluster::ImageType::Split,
-        )
-        .unwrap()
-        .unwrap()
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Tests of UpdatePodConfig's decision.
 
 use super::*;
-use crate::controller::fixtures::{Fixture, group, pod};
+use crate::controller::fixtures::{Fixture, desired_hash, group, pod};
 use k8s_openapi::api::core::v1::Pod;
 
 fn annotated(mut pod: Pod, hash: &str) -> Pod {
@@ -25,19 +25,7 @@ fn only_running_pods_without_the_desired_hash_are_asked() {
         "no cluster file yet"
     );
     let connected = base.connection_string("sample:abc@10.0.0.1:4501");
-    let hash = {
-        let snapshot = connected.clone().build();
-        let group = snapshot.group("log-1").unwrap();
-        ConfigHashes::default()
-            .of(
-                snapshot.cluster(),
-                group.status,
-                group.servers_per_pod(),
-                fdb_shared::api::cluster::ImageType::Split,
-            )
-            .unwrap()
-            .unwrap()
-    };
+    let hash = desired_hash(&connected, "log-1");
     let mut failed = pod("sample-log-4", "log-4", "n4", "10.0.0.4");
     if let Some(status) = failed.status.as_mut() {
         status.phase = Some("Failed".into());
@@ -291,22 +279,12 @@ fn a_confirmed_pod_is_asked_again_once_its_annotation_changes() {
             .collect();
         asked
     };
-    let hash = {
-        let snapshot = Fixture::new("version: 7.1.57")
+    let hash = desired_hash(
+        &Fixture::new("version: 7.1.57")
             .groups([group("log-1")])
-            .connection_string("sample:abc@10.0.0.1:4501")
-            .build();
-        let group = snapshot.group("log-1").unwrap();
-        ConfigHashes::default()
-            .of(
-                snapshot.cluster(),
-                group.status,
-                group.servers_per_pod(),
-                fdb_shared::api::cluster::ImageType::Split,
-            )
-            .unwrap()
-            .unwrap()
-    };
+            .connection_string("sample:abc@10.0.0.1:4501"),
+        "log-1",
+    );
     assert!(pass("version: 7.1.57", "1", &hash).is_empty());
     assert!(pass("version: 7.1.57", "1", &hash).is_empty(), "remembered");
     assert_eq!(pass("version: 7.1.57", "2", "overwritten"), ["log-1"]);
