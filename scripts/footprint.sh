@@ -19,7 +19,8 @@
 # Needs kubectl and python3. FDB_OPERATOR names another binary (default
 # target/release/fdb-operator); FDB_WORLD the binary that serves the world (default:
 # the same; only the operator's process is measured); FOOTPRINT_LIMIT (default 3600) is how many seconds a
-# wait for Reconciled may take before the script gives up.
+# wait for Reconciled may take before the script gives up (the world's result JSON is
+# then kept in FOOTPRINT_KEEP, default ./footprint-result.json).
 set -eu
 rollout=0
 if [ "${1:-}" = "--rollout" ]; then
@@ -113,13 +114,42 @@ wait_reconciled() {
         kill -0 $world 2>/dev/null || { tail -20 "$work/world.log" >&2; exit 1; }
         if [ $(($(date +%s) - from)) -gt "$limit" ]; then
             echo "footprint.sh: $done of $clusters clusters Reconciled after ${limit}s; giving up" >&2
-            exit 1
+            give_up
         fi
         sleep "$poll"
     done
     echo $(($(date +%s) - from))
 }
 minus() { echo "$1 $2" | awk '{printf "%.2f", $1 - $2}'; }
+# Prints the world's judgement: its API counts, status reads and violations.
+judgement() {
+    python3 - "$work/result.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+metrics = result["metrics"]
+counts = metrics["apiRequests"]
+print("API requests of the operator:", sum(counts.values()), json.dumps(counts, sort_keys=True))
+print("status json reads:", metrics["statusJsonCalls"], "other admin commands:", metrics["adminCommands"])
+print("violations:", len(result["violations"]))
+for violation in result["violations"][:5]:
+    print("  ", json.dumps(violation)[:300])
+PY
+}
+# A run that gives up still ends the world with SIGTERM, so that it writes its result
+# JSON: the violations are printed (on stderr) and the file is kept in FOOTPRINT_KEEP
+# (default ./footprint-result.json) instead of going with the work folder.
+give_up() {
+    # Called inside `$(wait_reconciled)`: the processes are not this subshell's children.
+    kill -TERM $op 2>/dev/null || true
+    kill -TERM $world 2>/dev/null || true
+    while kill -0 $world 2>/dev/null; do sleep 0.5; done
+    if [ -f "$work/result.json" ]; then
+        judgement >&2 || true
+        cp "$work/result.json" "${FOOTPRINT_KEEP:-footprint-result.json}"
+        echo "footprint.sh: the world's result JSON is in ${FOOTPRINT_KEEP:-footprint-result.json}" >&2
+    fi
+    exit 1
+}
 
 reconciled=$(wait_reconciled)
 cpu_created=$(cpu $op)
@@ -159,14 +189,4 @@ if [ "$rollout" = 1 ]; then
         "CPU $(minus "$cpu_rolled" "$cpu_steady")s, API requests $((requests_rolled - requests_steady))"
 fi
 echo "the world's own CPU (not the operator's): ${world_created}s to Reconciled, ${world_end}s in all"
-python3 - "$work/result.json" <<'PY'
-import json, sys
-result = json.load(open(sys.argv[1]))
-metrics = result["metrics"]
-counts = metrics["apiRequests"]
-print("API requests of the operator:", sum(counts.values()), json.dumps(counts, sort_keys=True))
-print("status json reads:", metrics["statusJsonCalls"], "other admin commands:", metrics["adminCommands"])
-print("violations:", len(result["violations"]))
-for violation in result["violations"][:5]:
-    print("  ", json.dumps(violation)[:300])
-PY
+judgement
