@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::FoundationDBCluster;
@@ -23,7 +24,7 @@ fn ip_of(text: &str) -> Option<IpAddr> {
 
 /// The process groups of `cluster` marked for removal, with every IP they had (from the
 /// status and from their pods).
-fn being_removed(cluster: &FoundationDBCluster, pods: &[Pod]) -> Vec<GroupBeingRemoved> {
+fn being_removed(cluster: &FoundationDBCluster, pods: &[Arc<Pod>]) -> Vec<GroupBeingRemoved> {
     // The cluster's own label keys (`labels.processGroupIDLabels`), as the operator
     // finds its pods.
     let labels = GroupLabels::of(Some(cluster));
@@ -70,10 +71,7 @@ impl Runner {
         issuer: Option<&str>,
     ) -> Result<(), RunError> {
         let (time, pass) = (self.elapsed(), self.passes.total());
-        let pods: Vec<Pod> = self
-            .api
-            .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))?;
+        let pods = self.pods()?;
         let mut removing = being_removed(cluster, &pods);
         if issuer.is_some() {
             let names: Vec<String> = std::iter::once(self.name.clone())

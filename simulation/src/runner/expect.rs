@@ -2,6 +2,7 @@
 //! does not hold.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use fdb_shared::FdbVersion;
 use k8s_openapi::api::core::v1::Pod;
@@ -45,10 +46,8 @@ impl Runner {
         let cluster = self.cluster_named(name);
         let status = cluster.as_ref().and_then(|cluster| cluster.status.as_ref());
         status_unmet(expect, status, &mut failed);
-        let pods: Vec<Pod> = self
-            .api
-            .list_typed::<Pod>(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))?
+        let pods: Vec<Arc<Pod>> = self
+            .pods()?
             .into_iter()
             .filter(|pod| pod.metadata.deletion_timestamp.is_none())
             // With `cluster`, only that cluster's pods.
@@ -145,7 +144,7 @@ fn status_unmet(
 fn pods_and_exclusions_unmet(
     expect: &ExpectStep,
     snapshot: &SimFdbSnapshot,
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
     failed: &mut Vec<String>,
 ) {
     if let Some(want) = &expect.excluded {

@@ -2,6 +2,7 @@
 //! invariants), and the state of the world after each step (for the result).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use fdb_shared::FdbVersion;
 use fdb_shared::address::ProcessAddress;
@@ -108,16 +109,20 @@ impl Runner {
             .flatten()
     }
 
-    pub(super) fn pods(&self) -> Result<Vec<Pod>, RunError> {
-        self.api
-            .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))
+    /// The namespace's pods, ordered by name: the world's own list, whose objects are
+    /// decoded once per change (decoding every pod for every judgement was a quarter
+    /// of a served world's CPU at 2600 pods).
+    pub(super) fn pods(&self) -> Result<Vec<Arc<Pod>>, RunError> {
+        let mut pods = self.world.list_pods()?;
+        pods.retain(|pod| pod.metadata.namespace.as_deref() == Some(self.namespace.as_str()));
+        Ok(pods)
     }
 
-    pub(super) fn pvcs(&self) -> Result<Vec<PersistentVolumeClaim>, RunError> {
-        self.api
-            .list_typed(Some(&self.namespace))
-            .map_err(|error| RunError::World(error.into()))
+    /// The namespace's PVCs, ordered by name (the world's list, as [`Self::pods`]).
+    pub(super) fn pvcs(&self) -> Result<Vec<Arc<PersistentVolumeClaim>>, RunError> {
+        let mut pvcs = self.world.list_pvcs()?;
+        pvcs.retain(|pvc| pvc.metadata.namespace.as_deref() == Some(self.namespace.as_str()));
+        Ok(pvcs)
     }
 
     /// The cluster's pods and PVCs by uid, with the addresses each group's processes

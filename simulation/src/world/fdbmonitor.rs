@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use fdb_shared::address::ProcessAddress;
 use fdb_shared::api::ProcessClass;
@@ -123,7 +124,13 @@ pub struct Monitor {
     /// Set for a unified pod: fdb-kubernetes-monitor reading its JSON configuration
     /// instead of fdbmonitor reading its conf.
     unified: Option<UnifiedMonitor>,
+    /// The last conf text read and what it parsed to: the conf is read every round,
+    /// and parsed again only when its text changed.
+    conf_parsed: Option<(String, ParsedConf)>,
 }
+
+/// A conf read: its processes and `kill_on_configuration_change`, or why it is unusable.
+type ParsedConf = Result<Arc<(Vec<ProcessCommand>, bool)>, String>;
 
 impl Monitor {
     /// A monitor that has started nothing yet.
@@ -134,6 +141,7 @@ impl Monitor {
             problems: BTreeMap::new(),
             conf_error: None,
             unified: None,
+            conf_parsed: None,
         }
     }
 
@@ -190,9 +198,10 @@ impl Monitor {
     /// Brings the processes in line with the conf on disk.
     pub fn reconcile(&mut self, host: &dyn ProcessHost) -> MonitorChanges {
         let mut changes = MonitorChanges::default();
-        let Some((commands, kill_on_change)) = self.read_conf() else {
+        let Some(conf) = self.read_conf() else {
             return changes;
         };
+        let (commands, kill_on_change) = (&conf.0, conf.1);
         let wanted: BTreeMap<u32, &ProcessCommand> =
             commands.iter().map(|c| (c.process_number, c)).collect();
         let stale: Vec<u32> = self
@@ -236,8 +245,8 @@ impl Monitor {
             host.stop_process(&process.launch.address);
             changes.stopped.push(process.launch.address.to_string());
         }
-        if let Some((commands, _)) = self.read_conf()
-            && let Some(command) = commands.iter().find(|c| c.process_number == number)
+        if let Some(conf) = self.read_conf()
+            && let Some(command) = conf.0.iter().find(|c| c.process_number == number)
         {
             changes.merge(self.start(number, command, host));
         }
@@ -286,12 +295,12 @@ impl Monitor {
         }
     }
 
-    fn read_conf(&mut self) -> Option<(Vec<ProcessCommand>, bool)> {
+    fn read_conf(&mut self) -> Option<Arc<(Vec<ProcessCommand>, bool)>> {
         if let Some(unified) = self.unified.as_mut() {
             // The monitor never restarts a process for a new configuration.
             let commands = unified.load(&self.context.fs);
             self.conf_error = unified.problem().map(str::to_owned);
-            return Some((commands, false));
+            return Some(Arc::new((commands, false)));
         }
         let text = match std::fs::read_to_string(&self.context.conf_path) {
             Ok(text) => text,
@@ -304,13 +313,14 @@ impl Monitor {
                 return None;
             }
         };
-        let parsed = MonitorConf::parse(&text).and_then(|conf| {
-            let kill = conf
-                .section("general")
-                .and_then(|s| s.entries.get("kill_on_configuration_change"))
-                .is_some_and(|v| v == "true");
-            Ok((conf.processes()?, kill))
-        });
+        let parsed = match &self.conf_parsed {
+            Some((seen, parsed)) if *seen == text => parsed.clone(),
+            _ => {
+                let parsed = parse_conf(&text);
+                self.conf_parsed = Some((text, parsed.clone()));
+                parsed
+            }
+        };
         match parsed {
             Ok(result) => {
                 self.conf_error = None;
@@ -318,7 +328,7 @@ impl Monitor {
             }
             Err(e) => {
                 // fdbmonitor keeps its processes when the conf turns unreadable.
-                self.conf_error = Some(e.to_string());
+                self.conf_error = Some(e);
                 None
             }
         }
@@ -475,6 +485,19 @@ impl Monitor {
             None => format!("image:{}{}", self.context.pod, datadir),
         }
     }
+}
+
+/// A conf's processes and `kill_on_configuration_change`, or why it is unusable.
+fn parse_conf(text: &str) -> ParsedConf {
+    MonitorConf::parse(text)
+        .and_then(|conf| {
+            let kill = conf
+                .section("general")
+                .and_then(|s| s.entries.get("kill_on_configuration_change"))
+                .is_some_and(|v| v == "true");
+            Ok(Arc::new((conf.processes()?, kill)))
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// fdbserver's write of a cluster file: inside the world's root only (`world/confine.rs`).

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
 use serde_json::{Value, json};
 
 use super::World;
+use super::claim_users::{ClaimUsers, is_terminal};
 use super::confine;
 use super::dns::DnsPod;
 use super::error::WorldError;
@@ -26,13 +27,6 @@ fn pod_name(pod: &Pod) -> (String, String) {
     (
         pod.metadata.namespace.clone().unwrap_or_default(),
         pod.metadata.name.clone().unwrap_or_default(),
-    )
-}
-
-fn is_terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Failed" | "Succeeded")
     )
 }
 
@@ -116,13 +110,14 @@ where
 }
 
 impl World {
-    /// The pods, ordered by namespace and name.
-    pub(super) fn list_pods(&self) -> Result<Vec<Arc<Pod>>, WorldError> {
+    /// The pods, ordered by namespace and name (decoded once per change: the runner's
+    /// judges read them here too).
+    pub(crate) fn list_pods(&self) -> Result<Vec<Arc<Pod>>, WorldError> {
         DecodedList::list(&self.pods_listed, &self.api)
     }
 
-    /// The PVCs, ordered by namespace and name.
-    pub(super) fn list_pvcs(&self) -> Result<Vec<Arc<PersistentVolumeClaim>>, WorldError> {
+    /// The PVCs, ordered by namespace and name (decoded once per change).
+    pub(crate) fn list_pvcs(&self) -> Result<Vec<Arc<PersistentVolumeClaim>>, WorldError> {
         DecodedList::list(&self.pvcs_listed, &self.api)
     }
 
@@ -354,8 +349,9 @@ impl World {
     pub(super) fn sync_pvcs(&mut self) -> Result<(), WorldError> {
         let pvcs = self.list_pvcs()?;
         let pods = self.list_pods()?;
+        let users = ClaimUsers::of(&pods);
         for pvc in &pvcs {
-            self.sync_pvc(pvc, &pods)?;
+            self.sync_pvc(pvc, &users)?;
         }
         // Claims that are gone take their data with them.
         let live: BTreeSet<String> = pvcs.iter().filter_map(|p| p.metadata.uid.clone()).collect();
@@ -368,7 +364,7 @@ impl World {
     fn sync_pvc(
         &mut self,
         pvc: &PersistentVolumeClaim,
-        pods: &[Arc<Pod>],
+        users: &ClaimUsers<'_>,
     ) -> Result<(), WorldError> {
         let namespace = pvc.metadata.namespace.clone().unwrap_or_default();
         let name = pvc.metadata.name.clone().unwrap_or_default();
@@ -391,34 +387,21 @@ impl World {
             }
             let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
             if phase != Some("Bound") {
-                self.bind_claim(pvc, pods, &key)?;
+                self.bind_claim(pvc, users, &key)?;
             }
-        } else if protected {
-            let in_use = pods.iter().filter(|p| !is_terminal(p)).any(|p| {
-                p.metadata.namespace.as_deref() == Some(&namespace)
-                    && p.spec
-                        .iter()
-                        .flat_map(|s| s.volumes.iter().flatten())
-                        .any(|v| {
-                            v.persistent_volume_claim
-                                .as_ref()
-                                .is_some_and(|c| c.claim_name == name)
-                        })
-            });
-            if !in_use {
-                let list: Vec<String> = finalizers
-                    .into_iter()
-                    .filter(|f| f != PVC_PROTECTION_FINALIZER)
-                    .collect();
-                patch(
-                    &self.api,
-                    CONTROLLER_MANAGER_ACTOR,
-                    &key,
-                    &json!({"metadata": {"finalizers": list}}),
-                    false,
-                )?;
-                self.record("unprotect", target, "no pod uses the claim".into());
-            }
+        } else if protected && !users.in_use(&namespace, &name) {
+            let list: Vec<String> = finalizers
+                .into_iter()
+                .filter(|f| f != PVC_PROTECTION_FINALIZER)
+                .collect();
+            patch(
+                &self.api,
+                CONTROLLER_MANAGER_ACTOR,
+                &key,
+                &json!({"metadata": {"finalizers": list}}),
+                false,
+            )?;
+            self.record("unprotect", target, "no pod uses the claim".into());
         }
         Ok(())
     }

@@ -72,6 +72,7 @@ pub mod scheduler;
 mod storage;
 
 mod admin;
+mod claim_users;
 mod database_side;
 mod deployments;
 mod faults;

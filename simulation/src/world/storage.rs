@@ -25,6 +25,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::json;
 
 use super::World;
+use super::claim_users::{ClaimUsers, claim_names};
 use super::error::WorldError;
 use super::lifecycle::{CONTROLLER_MANAGER_ACTOR, patch};
 use super::scheduler::{NodeView, VolumePin, ZONE_LABEL};
@@ -55,15 +56,6 @@ fn is_bound(pvc: &PersistentVolumeClaim) -> bool {
     pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
 }
 
-/// The claims `pod` uses, by name.
-fn claim_names(pod: &Pod) -> impl Iterator<Item = &str> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| c.claim_name.as_str())
-}
-
 impl World {
     /// The storage class a claim names, when the world has it.
     fn storage_class(&self, pvc: &PersistentVolumeClaim) -> Option<&StorageClassSettings> {
@@ -77,7 +69,7 @@ impl World {
     pub(super) fn bind_claim(
         &mut self,
         pvc: &PersistentVolumeClaim,
-        pods: &[Arc<Pod>],
+        users: &ClaimUsers<'_>,
         key: &ResourceKey,
     ) -> Result<(), WorldError> {
         let Some(class) = self.storage_class(pvc).cloned() else {
@@ -90,11 +82,7 @@ impl World {
                 .map(str::to_owned)
                 .or_else(|| self.provisioner_node()),
             BindingMode::WaitForFirstConsumer => {
-                let consumer = pods.iter().find(|p| {
-                    p.metadata.namespace.as_deref() == Some(namespace)
-                        && p.metadata.deletion_timestamp.is_none()
-                        && claim_names(p).any(|c| c == name)
-                });
+                let consumer = users.first_consumer(namespace, name);
                 match consumer.and_then(|p| p.spec.as_ref()?.node_name.clone()) {
                     Some(node) => Some(node),
                     // Not consumed yet: it waits.
