@@ -189,8 +189,12 @@ impl Runner {
                 () = tokio::time::sleep(TICK) => {}
             }
             let _turn = turn.lock().await;
+            // Whether a judgement this tick settled the world (it does, to see what the
+            // action took out of service).
+            let mut settled = false;
             let writes = self.served_writes(execs);
             if writes != writes_seen {
+                settled = true;
                 writes_seen = writes;
                 let execs_now = execs.load(Ordering::Relaxed);
                 if execs_now != execs_seen {
@@ -207,9 +211,11 @@ impl Runner {
                 events_before = self.log.len();
             }
             if self.operators.external() {
+                let seen = operator_seen;
                 operator_seen = self
                     .judge_external_writes(operator_seen, &before, events_before)
                     .await?;
+                settled |= operator_seen != seen;
             }
             // Bounded by the speed's check (`serve::check_speed`); never a panic here.
             let elapsed =
@@ -223,10 +229,21 @@ impl Runner {
                 .unwrap_or(i64::MAX)
                 .max(1);
             let behind = target.duration_since(self.now()).as_secs().clamp(0, most);
-            let summary = self
-                .advance(index, u64::try_from(behind).unwrap_or(0))
-                .await?;
-            passes += summary.passes;
+            // With the operator outside, a tick whose judgement just settled the world
+            // at this very instant has nothing left to advance: settling again found
+            // what the first settle found (half of a served fleet's rounds while it was
+            // being created, session 26). The world's own operator still gets its pass.
+            let settled_now = settled && behind == 0 && self.operators.external();
+            if settled_now {
+                // What an advance ends with: the outages as they stand.
+                self.check_outages();
+                self.check_fleet_outages();
+            } else {
+                let summary = self
+                    .advance(index, u64::try_from(behind).unwrap_or(0))
+                    .await?;
+                passes += summary.passes;
+            }
             objects = self.collect_garbage(objects)?;
             before = self.track()?;
             events_before = self.log.len();
