@@ -139,10 +139,15 @@ PY
 # JSON: the violations are printed (on stderr) and the file is kept in FOOTPRINT_KEEP
 # (default ./footprint-result.json) instead of going with the work folder.
 give_up() {
-    # Called inside `$(wait_reconciled)`: the processes are not this subshell's children.
+    # Called inside `$(wait_reconciled)`: the processes are not this subshell's
+    # children, so it cannot wait for them, and a world that has exited stays a zombie
+    # (its parent is blocked on this subshell): wait until it is gone or one.
     kill -TERM $op 2>/dev/null || true
     kill -TERM $world 2>/dev/null || true
-    while kill -0 $world 2>/dev/null; do sleep 0.5; done
+    while kill -0 $world 2>/dev/null &&
+        [ "$(awk '{print $3}' "/proc/$world/stat" 2>/dev/null)" != Z ]; do
+        sleep 0.5
+    done
     if [ -f "$work/result.json" ]; then
         judgement >&2 || true
         cp "$work/result.json" "${FOOTPRINT_KEEP:-footprint-result.json}"
