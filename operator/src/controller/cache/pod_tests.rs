@@ -42,7 +42,7 @@ fn a_compact_pod_decodes_to_the_slim_pod() {
     let mut slim = pod.clone();
     slim_pod(&mut slim);
     let compact = CompactPod::new(pod);
-    assert!(matches!(compact.spec, Some(CompactSpec::Json(_))));
+    assert!(matches!(compact.spec, Some(CompactSpec::Deflated { .. })));
     assert_eq!(compact.decode().unwrap(), slim);
     // The cache's index and own-write waits read the metadata as it is.
     assert_eq!(kube::Resource::meta(&compact), &slim.metadata);
@@ -51,10 +51,40 @@ fn a_compact_pod_decodes_to_the_slim_pod() {
     assert_eq!(no_spec.decode().unwrap(), Pod::default());
 }
 
+/// The spec is kept deflated, in well under half the bytes of its JSON.
+#[test]
+fn the_spec_is_kept_deflated() {
+    let pod = listed_pod("storage-1");
+    let json = serde_json::to_vec(pod.spec.as_ref().unwrap()).unwrap();
+    let compact = CompactPod::new(pod);
+    let Some(CompactSpec::Deflated { bytes, json_len }) = &compact.spec else {
+        panic!("not deflated: {:?}", compact.spec);
+    };
+    assert!(*json_len <= json.len(), "{json_len} > {}", json.len());
+    assert!(bytes.len() * 2 < *json_len, "{} of {json_len}", bytes.len());
+}
+
+/// A stream that does not inflate is the decoding error, naming the pod.
+#[test]
+fn a_spec_that_does_not_inflate_is_an_error_naming_the_pod() {
+    let mut compact = CompactPod::new(listed_pod("storage-1"));
+    compact.spec = Some(CompactSpec::Deflated {
+        bytes: vec![0xff; 16].into(),
+        json_len: 100,
+    });
+    let error = compact.decode().unwrap_err();
+    assert!(
+        error.to_string().contains("default/sample-storage-1"),
+        "{error}"
+    );
+    let source = std::error::Error::source(&error).unwrap().to_string();
+    assert!(source.contains("does not inflate"), "{source}");
+}
+
 #[test]
 fn a_spec_that_does_not_decode_is_an_error_naming_the_pod() {
     let mut compact = CompactPod::new(listed_pod("storage-1"));
-    compact.spec = Some(CompactSpec::Json(b"{\"containers\": 3}".to_vec().into()));
+    compact.spec = Some(CompactSpec::deflated(b"{\"containers\": 3}"));
     let error = compact.decode().unwrap_err();
     assert!(
         error.to_string().contains("default/sample-storage-1"),
@@ -181,7 +211,7 @@ fn a_unified_pods_command_lines_are_checked_without_decoding_it() {
     db.cluster.processes.get_mut("p0").unwrap().command_line = Some(lines[&1].clone());
 
     let mut compact = CompactPod::new(listed.clone());
-    compact.spec = Some(CompactSpec::Json(b"{\"containers\": 3}".to_vec().into()));
+    compact.spec = Some(CompactSpec::deflated(b"{\"containers\": 3}"));
     let snapshot = fixture
         .groups([storage_1])
         .pods([listed])
