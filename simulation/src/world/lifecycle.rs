@@ -376,13 +376,7 @@ impl World {
             if !protected {
                 let mut list = finalizers.clone();
                 list.push(PVC_PROTECTION_FINALIZER.to_owned());
-                patch(
-                    &self.api,
-                    CONTROLLER_MANAGER_ACTOR,
-                    &key,
-                    &json!({"metadata": {"finalizers": list}}),
-                    false,
-                )?;
+                self.write_claim_finalizers(&key, &list)?;
                 self.record("protect", target.clone(), PVC_PROTECTION_FINALIZER.into());
             }
             let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -394,16 +388,22 @@ impl World {
                 .into_iter()
                 .filter(|f| f != PVC_PROTECTION_FINALIZER)
                 .collect();
-            patch(
-                &self.api,
-                CONTROLLER_MANAGER_ACTOR,
-                &key,
-                &json!({"metadata": {"finalizers": list}}),
-                false,
-            )?;
+            self.write_claim_finalizers(&key, &list)?;
             self.record("unprotect", target, "no pod uses the claim".into());
         }
         Ok(())
+    }
+
+    /// The controller manager's write of a claim's finalizers (its pvc-protection
+    /// controller adds and removes `kubernetes.io/pvc-protection`).
+    fn write_claim_finalizers(&self, key: &ResourceKey, list: &[String]) -> Result<(), WorldError> {
+        patch(
+            &self.api,
+            CONTROLLER_MANAGER_ACTOR,
+            key,
+            &json!({"metadata": {"finalizers": list}}),
+            false,
+        )
     }
 
     /// Forgets the processes and files of claims that are no longer in `live` (by UID).
