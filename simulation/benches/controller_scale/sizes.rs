@@ -1,6 +1,7 @@
 //! `CONTROLLER_SCALE_SIZES=1`: the size of one cached pod, PVC, service and cluster, and
 //! of a production-shaped pod (with the `managedFields` and kubelet status a real API
-//! server returns) before and after the cache trims and compacts it.
+//! server returns) before and after the cache trims and compacts it (the spec's JSON
+//! deflated).
 
 use std::collections::BTreeMap;
 
@@ -23,7 +24,7 @@ pub(crate) fn object_sizes(cache: &ObjectCache, fleet: &Fleet) {
         .map(|pod| heap_size(&**pod))
         .sum();
     eprintln!(
-        "per cached pod as the cache keeps it (compact: the spec as JSON): {} B",
+        "per cached pod as the cache keeps it (compact: the spec's JSON deflated): {} B",
         compact / count
     );
     decode_cost(cache, namespace, &labels);
