@@ -1,8 +1,10 @@
 //! Which pods use which claims, read once from a list of the pods: binding and the
 //! protection finalizer ask it for every claim, and asking the whole list for each
 //! claim was quadratic (a served world of 30 clusters spent a twentieth of its time
-//! there while claims waited for their first consumer).
+//! there while claims waited for their first consumer). The list is read only when a
+//! claim asks: in the steady state none does.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -25,9 +27,18 @@ pub(super) fn claim_names(pod: &Pod) -> impl Iterator<Item = &str> {
         .map(|c| c.claim_name.as_str())
 }
 
-/// The users of each claim (by namespace and claim name), from one list of the pods.
-#[derive(Debug, Default)]
+/// The users of each claim (by namespace and claim name), from one list of the pods,
+/// read at the first question: a round whose claims are all bound and none deleted
+/// (the steady state) asks none, and reads nothing.
+#[derive(Debug)]
 pub(super) struct ClaimUsers<'a> {
+    pods: &'a [Arc<Pod>],
+    index: OnceCell<Index<'a>>,
+}
+
+/// What [`ClaimUsers`] reads from the pods.
+#[derive(Debug, Default)]
+struct Index<'a> {
     /// The first pod in the list's order, not being deleted, that names the claim.
     first_consumer: HashMap<(&'a str, &'a str), &'a Pod>,
     /// The claims a pod that has not ended names.
@@ -35,8 +46,34 @@ pub(super) struct ClaimUsers<'a> {
 }
 
 impl<'a> ClaimUsers<'a> {
-    /// Reads `pods` once.
+    /// The users of the claims `pods` name (read once, when first asked).
     pub(super) fn of(pods: &'a [Arc<Pod>]) -> Self {
+        Self {
+            pods,
+            index: OnceCell::new(),
+        }
+    }
+
+    fn index(&self) -> &Index<'a> {
+        self.index.get_or_init(|| Index::of(self.pods))
+    }
+
+    /// The first pod (in the list's order) not being deleted that uses the claim.
+    pub(super) fn first_consumer(&self, namespace: &str, claim: &str) -> Option<&'a Pod> {
+        self.index()
+            .first_consumer
+            .get(&(namespace, claim))
+            .copied()
+    }
+
+    /// Whether a pod that has not ended uses the claim.
+    pub(super) fn in_use(&self, namespace: &str, claim: &str) -> bool {
+        self.index().in_use.contains(&(namespace, claim))
+    }
+}
+
+impl<'a> Index<'a> {
+    fn of(pods: &'a [Arc<Pod>]) -> Self {
         let mut users = Self::default();
         for pod in pods {
             let Some(namespace) = pod.metadata.namespace.as_deref() else {
@@ -57,16 +94,6 @@ impl<'a> ClaimUsers<'a> {
             }
         }
         users
-    }
-
-    /// The first pod (in the list's order) not being deleted that uses the claim.
-    pub(super) fn first_consumer(&self, namespace: &str, claim: &str) -> Option<&'a Pod> {
-        self.first_consumer.get(&(namespace, claim)).copied()
-    }
-
-    /// Whether a pod that has not ended uses the claim.
-    pub(super) fn in_use(&self, namespace: &str, claim: &str) -> bool {
-        self.in_use.contains(&(namespace, claim))
     }
 }
 
@@ -102,6 +129,10 @@ mod tests {
             pod("f", "c4", false, "Succeeded"),
         ];
         let users = ClaimUsers::of(&pods);
+        assert!(
+            users.index.get().is_none(),
+            "nothing read before a question"
+        );
         for (namespace, claim) in [
             ("ns", "c1"),
             ("ns", "c2"),
